@@ -1,0 +1,104 @@
+/* materializer.h: the views (RocksDB) and the consumer that keeps them equal
+ * to a pure function of the applied log prefix (DESIGN §5).
+ *
+ * Two objects:
+ *  - objlog_store: one RocksDB instance with the column families below. The
+ *    query service reads it concurrently (RocksDB is thread-safe); only the
+ *    materializer thread writes it, one WriteBatch per consumed batch that
+ *    carries every effect plus the new applied offset of each partition.
+ *  - objlog_materializer: consumes objlog.events (assign, never subscribe;
+ *    auto.offset.reset=error), runs materializer/apply.c over each batch,
+ *    sends undecodable messages to objlog.dlq, and publishes applied
+ *    offsets to waiters (the gateway and read fences).
+ *
+ * Key layout per column family (all keys big-endian; see schemas/keycodec.h):
+ *   versions  version_row(b,k,seq)        -> VersionRecord (newest first)
+ *   objects   route_key(b,k)              -> VersionRecord (live only)
+ *   buckets   bucket_part(b)              -> BucketRecord
+ *   uploads   (reserved for multipart, issue 3)
+ *   stats     (reserved for usage, issue 6)
+ *   outcomes  'o' be32(partition) be64(offset) -> Outcome
+ *             'r' request_id(16)               -> be32(partition) be64(offset)
+ *   meta      "applied" be32(partition)   -> be64(next offset to apply)
+ *             "dlq" be32(partition)       -> be64(events sent to the DLQ)
+ */
+#ifndef OBJLOG_MATERIALIZER_H
+#define OBJLOG_MATERIALIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rocksdb/c.h>
+
+#include "objlog.pb-c.h"
+#include "rangemap.h"
+
+typedef enum objlog_cf {
+    OBJLOG_CF_VERSIONS = 0,
+    OBJLOG_CF_OBJECTS,
+    OBJLOG_CF_BUCKETS,
+    OBJLOG_CF_UPLOADS,
+    OBJLOG_CF_STATS,
+    OBJLOG_CF_OUTCOMES,
+    OBJLOG_CF_META,
+    OBJLOG_CF_COUNT
+} objlog_cf;
+
+/* ---- store ---- */
+typedef struct objlog_store objlog_store;
+
+objlog_store *objlog_store_open(const char *dir, char *errstr,
+                                size_t errstr_size);
+void objlog_store_close(objlog_store *s);
+rocksdb_t *objlog_store_db(objlog_store *s);
+rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf);
+const char *objlog_cf_name(objlog_cf cf);
+
+/* Next offset to apply for partition (0 if none applied yet). */
+int64_t objlog_store_applied(objlog_store *s, int32_t partition);
+/* Stored outcome of the event at (partition, offset). 1 found (caller frees
+ * with objlog__outcome__free_unpacked), 0 not (yet) applied, -1 error. */
+int objlog_store_get_outcome(objlog_store *s, int32_t partition,
+                             int64_t offset, Objlog__Outcome **out,
+                             char *errstr, size_t errstr_size);
+
+/* ---- materializer ---- */
+typedef struct objlog_materializer objlog_materializer;
+
+typedef struct objlog_materializer_conf {
+    const char *brokers;         /* bootstrap.servers */
+    const char *topic;           /* objlog.events */
+    const char *control_topic;   /* objlog.control */
+    const char *dlq_topic;       /* objlog.dlq */
+    const char *group_id;        /* consumer group for committed offsets */
+    int batch_max;               /* events per WriteBatch (default 1000) */
+    int apply_delay_ms;          /* test-only: sleep per batch (default 0) */
+} objlog_materializer_conf;
+
+objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
+                                             objlog_store *store, char *errstr,
+                                             size_t errstr_size);
+/* Starts the consumer thread. */
+int objlog_materializer_start(objlog_materializer *m, char *errstr,
+                              size_t errstr_size);
+/* Stops the thread (finishing the batch in hand) and frees. */
+void objlog_materializer_destroy(objlog_materializer *m);
+
+int objlog_materializer_partitions(const objlog_materializer *m);
+const rangemap *objlog_materializer_rangemap(const objlog_materializer *m);
+/* Next offset to apply for partition, as durable in the store. */
+int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition);
+/* Blocks until partition's applied offset > offset (the event at offset is
+ * applied) or timeout. 0 applied, 1 timeout, -1 partition stopped. */
+int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
+                                     int64_t offset, int timeout_ms);
+/* Error text of a stopped partition (e.g. the log start moved past the
+ * applied offset), or NULL if it runs. Copies into buf. */
+const char *objlog_materializer_partition_error(objlog_materializer *m,
+                                                int32_t partition, char *buf,
+                                                size_t buf_size);
+/* Events sent to the DLQ, all partitions. */
+uint64_t objlog_materializer_dlq_count(objlog_materializer *m);
+uint64_t objlog_materializer_events_applied(objlog_materializer *m);
+
+#endif

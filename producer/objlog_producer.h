@@ -1,0 +1,159 @@
+/* objlog_producer.h: libobjlog_producer, the library upload frontends embed
+ * to append metadata events to objlog.events (DESIGN §4, §6).
+ *
+ * Shaped like librdkafka: configuration is string key/value pairs checked at
+ * set time (the error names the bad key); every call that can fail returns
+ * a code and fills an errstr buffer. All calls are thread-safe. Writes are
+ * asynchronous with a completion callback (called from a library thread,
+ * exactly once per accepted write); the *_sync wrappers block.
+ *
+ * Configuration keys:
+ *   bootstrap.servers  Kafka brokers (required)
+ *   topic              events topic (default objlog.events)
+ *   control.topic      range-map topic (default objlog.control)
+ *   query.url          objlogd base URL, e.g. http://127.0.0.1:8080; needed
+ *                      for ack=applied
+ *   ack                applied (default) | logged
+ *   outcome.timeout.ms how long ack=applied waits for the outcome before the
+ *                      write completes as OBJLOG_STATUS_UNKNOWN (default 10000)
+ *   kafka.<prop>       passed to librdkafka as <prop>
+ * The librdkafka producer is always idempotent with acks=all.
+ */
+#ifndef OBJLOG_PRODUCER_H
+#define OBJLOG_PRODUCER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct objlog_producer objlog_producer;
+typedef struct objlog_producer_conf objlog_producer_conf;
+
+typedef enum objlog_status {
+    OBJLOG_STATUS_OK = 0,        /* applied; outcome ok */
+    OBJLOG_STATUS_LOGGED,        /* ack=logged: in the log, outcome not awaited */
+    OBJLOG_STATUS_REJECTED,      /* applied with an error outcome (error_code) */
+    OBJLOG_STATUS_UNKNOWN,       /* no outcome in time; retry with request_id */
+    OBJLOG_STATUS_FAILED         /* never reached the log (Kafka error) */
+} objlog_status;
+
+typedef enum objlog_versioning {
+    OBJLOG_VERSIONING_UNVERSIONED = 0,
+    OBJLOG_VERSIONING_ENABLED = 1,
+    OBJLOG_VERSIONING_SUSPENDED = 2
+} objlog_versioning;
+
+#define OBJLOG_REQUEST_ID_LEN 16
+
+typedef struct objlog_write_result {
+    objlog_status status;
+    char error_code[48];         /* S3 code ("NoSuchBucket", ...) or "" */
+    char error_message[256];
+    uint8_t request_id[OBJLOG_REQUEST_ID_LEN];
+    char request_id_hex[2 * OBJLOG_REQUEST_ID_LEN + 1];
+    int32_t partition;           /* -1 if not logged */
+    int64_t offset;              /* -1 if not logged */
+    char version_id[24];         /* "" unless OK; "null" for null versions */
+    char etag[80];
+    int delete_marker;
+    char token[64];              /* read-after-write token ("" if not logged) */
+} objlog_write_result;
+
+typedef void(objlog_write_cb)(const objlog_write_result *res, void *opaque);
+
+typedef struct objlog_user_meta {
+    const char *name;
+    const char *value;
+} objlog_user_meta;
+
+typedef struct objlog_object_meta {
+    uint64_t size;
+    const char *etag;
+    const char *content_type;
+    const char *blob_id;
+    const char *storage_class;
+    const char *checksum;
+    const objlog_user_meta *user_meta;
+    size_t n_user_meta;
+} objlog_object_meta;
+
+typedef struct objlog_write_opts {
+    const char *if_match;        /* etag or NULL */
+    int if_none_match;           /* 1: If-None-Match: * */
+    const uint8_t *request_id;   /* OBJLOG_REQUEST_ID_LEN bytes to retry a
+                                    write; NULL: a new random id */
+} objlog_write_opts;
+
+typedef enum objlog_conf_res {
+    OBJLOG_CONF_OK = 0,
+    OBJLOG_CONF_UNKNOWN = -1,
+    OBJLOG_CONF_INVALID = -2
+} objlog_conf_res;
+
+objlog_producer_conf *objlog_producer_conf_new(void);
+objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *conf,
+                                         const char *name, const char *value,
+                                         char *errstr, size_t errstr_size);
+void objlog_producer_conf_destroy(objlog_producer_conf *conf);
+
+/* Takes ownership of conf on success (and on failure). */
+objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
+                                     size_t errstr_size);
+/* Flushes outstanding writes (their callbacks run) and frees. */
+void objlog_producer_destroy(objlog_producer *p);
+/* Waits until every accepted write has completed. 0, or -1 on timeout. */
+int objlog_producer_flush(objlog_producer *p, int timeout_ms);
+
+/* Asynchronous writes: 0 if accepted (cb will be called once), -1 with
+ * errstr if rejected up front (bad argument; cb is not called). */
+int objlog_producer_create_bucket(objlog_producer *p, const char *bucket,
+                                  const char *tenant,
+                                  objlog_versioning versioning,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size);
+int objlog_producer_put_object(objlog_producer *p, const char *bucket,
+                               const char *key, size_t key_len,
+                               const objlog_object_meta *meta,
+                               const objlog_write_opts *opts,
+                               objlog_write_cb *cb, void *opaque,
+                               char *errstr, size_t errstr_size);
+/* version_id NULL: delete marker (versioned) or plain delete (unversioned). */
+int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
+                                  const char *key, size_t key_len,
+                                  const char *version_id,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size);
+
+/* Synchronous wrappers: block until the write completes and fill *res.
+ * Return 0 when the call completed (inspect res->status), -1 with errstr
+ * when it was rejected up front. */
+int objlog_producer_create_bucket_sync(objlog_producer *p, const char *bucket,
+                                       const char *tenant,
+                                       objlog_versioning versioning,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size);
+int objlog_producer_put_object_sync(objlog_producer *p, const char *bucket,
+                                    const char *key, size_t key_len,
+                                    const objlog_object_meta *meta,
+                                    const objlog_write_opts *opts,
+                                    objlog_write_result *res, char *errstr,
+                                    size_t errstr_size);
+int objlog_producer_delete_object_sync(objlog_producer *p, const char *bucket,
+                                       const char *key, size_t key_len,
+                                       const char *version_id,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size);
+
+const char *objlog_status_name(objlog_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,182 @@
+/* control.c: loading and publishing the range map (control.h). The control
+ * topic is compacted and has one partition, so "newest" is simply the last
+ * message with the rangemap key below the high watermark. */
+#include "control.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
+                             char *errstr, size_t errstr_size) {
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    int n = -1;
+    if (!rkt) {
+        snprintf(errstr, errstr_size, "topic %s: %s", topic,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        return -1;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    if (err) {
+        snprintf(errstr, errstr_size, "metadata for %s: %s", topic,
+                 rd_kafka_err2str(err));
+    } else if (md->topic_cnt != 1 || md->topics[0].err ||
+               md->topics[0].partition_cnt < 1) {
+        snprintf(errstr, errstr_size, "topic %s does not exist (%s)", topic,
+                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "no metadata");
+    } else {
+        n = md->topics[0].partition_cnt;
+    }
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    return n;
+}
+
+/* Reads partition 0 of control_topic from the start to the high watermark
+ * with a temporary consumer and keeps the newest range map. */
+static rangemap *control_read(const char *brokers, const char *topic,
+                              int timeout_ms, char *errstr, size_t errstr_size,
+                              int *found) {
+    char tmp[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rangemap *rm = NULL;
+    *found = 0;
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "group.id", "objlog-control-reader", tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", tmp, sizeof(tmp))) {
+        snprintf(errstr, errstr_size, "control reader config: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, tmp, sizeof(tmp));
+    if (!c) {
+        snprintf(errstr, errstr_size, "control reader: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    int64_t lo = 0, hi = 0;
+    rd_kafka_resp_err_t err =
+        rd_kafka_query_watermark_offsets(c, topic, 0, &lo, &hi, timeout_ms);
+    if (err) {
+        snprintf(errstr, errstr_size, "control topic %s: %s", topic,
+                 rd_kafka_err2str(err));
+        goto out;
+    }
+    if (hi <= lo) {
+        *found = 0;
+        goto out_ok;
+    }
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(tp, topic, 0)->offset = lo;
+    rd_kafka_assign(c, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+    int64_t next = lo;
+    while (next < hi) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c, timeout_ms);
+        if (!m) {
+            snprintf(errstr, errstr_size, "control topic %s: timed out at offset %lld of %lld",
+                     topic, (long long)next, (long long)hi);
+            rangemap_destroy(rm);
+            rm = NULL;
+            goto out;
+        }
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                snprintf(errstr, errstr_size, "control topic %s: %s", topic,
+                         rd_kafka_message_errstr(m));
+                rd_kafka_message_destroy(m);
+                rangemap_destroy(rm);
+                rm = NULL;
+                goto out;
+            }
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        next = m->offset + 1;
+        if (m->key_len == strlen(CONTROL_RANGEMAP_KEY) &&
+            !memcmp(m->key, CONTROL_RANGEMAP_KEY, m->key_len) && m->len > 0) {
+            rangemap *n = rangemap_decode(m->payload, m->len, tmp, sizeof(tmp));
+            if (n) {
+                rangemap_destroy(rm);
+                rm = n;
+                *found = 1;
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+out_ok:
+    err = RD_KAFKA_RESP_ERR_NO_ERROR;
+out:
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    (void)err;
+    return rm;
+}
+
+rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
+                                const char *events_topic, int timeout_ms,
+                                char *errstr, size_t errstr_size) {
+    char brokers[1024];
+    size_t bl = sizeof(brokers);
+    rd_kafka_conf_t *c = (rd_kafka_conf_t *)rd_kafka_conf(rk);
+    if (rd_kafka_conf_get(c, "bootstrap.servers", brokers, &bl) != RD_KAFKA_CONF_OK) {
+        snprintf(errstr, errstr_size, "no bootstrap.servers");
+        return NULL;
+    }
+    int parts = control_topic_partitions(rk, events_topic, timeout_ms, errstr,
+                                         errstr_size);
+    if (parts < 0)
+        return NULL;
+    int found = 0;
+    errstr[0] = '\0';
+    rangemap *rm = control_read(brokers, control_topic, timeout_ms, errstr,
+                                errstr_size, &found);
+    if (errstr[0] && !rm)
+        return NULL;
+    if (found) {
+        for (int i = 0; i < rangemap_count(rm); i++) {
+            const uint8_t *s, *e;
+            size_t sl, el;
+            int p;
+            rangemap_entry(rm, i, &s, &sl, &e, &el, &p);
+            if (p < 0 || p >= parts) {
+                snprintf(errstr, errstr_size,
+                         "range map epoch %u names partition %d but %s has %d",
+                         rangemap_epoch(rm), p, events_topic, parts);
+                rangemap_destroy(rm);
+                return NULL;
+            }
+        }
+        return rm;
+    }
+    return rangemap_new_default(parts, CONTROL_DEFAULT_EPOCH);
+}
+
+int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
+                             const rangemap *rm, int timeout_ms, char *errstr,
+                             size_t errstr_size) {
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    if (rangemap_encode(rm, &buf, &n) < 0) {
+        snprintf(errstr, errstr_size, "range map: out of memory");
+        return -1;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(control_topic), RD_KAFKA_V_PARTITION(0),
+        RD_KAFKA_V_KEY(CONTROL_RANGEMAP_KEY, strlen(CONTROL_RANGEMAP_KEY)),
+        RD_KAFKA_V_VALUE(buf, n), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_END);
+    free(buf);
+    if (err) {
+        snprintf(errstr, errstr_size, "publish range map: %s", rd_kafka_err2str(err));
+        return -1;
+    }
+    err = rd_kafka_flush(rk, timeout_ms);
+    if (err) {
+        snprintf(errstr, errstr_size, "publish range map: %s", rd_kafka_err2str(err));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* rangemap.h: which partition owns a route key (DESIGN §3).
+ *
+ * A range map is a sorted list of (start route key -> partition) with an
+ * epoch. Range i covers [start_i, start_{i+1}); the first start is the empty
+ * key, so every route key has exactly one owner. It is data, not code: it
+ * travels as the RangeMap protobuf (objlog.proto) so ranges can be split
+ * later without a release. The default map for N partitions splits the
+ * 16-bit bucket-hash space evenly, so a bucket's keys stay in one range.
+ */
+#ifndef OBJLOG_RANGEMAP_H
+#define OBJLOG_RANGEMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rangemap rangemap;
+
+rangemap *rangemap_new_default(int partitions, uint32_t epoch);
+rangemap *rangemap_decode(const uint8_t *buf, size_t n, char *errstr,
+                          size_t errstr_size);
+/* Serialized RangeMap; caller frees *out. 0 or -1. */
+int rangemap_encode(const rangemap *rm, uint8_t **out, size_t *n);
+void rangemap_destroy(rangemap *rm);
+
+uint32_t rangemap_epoch(const rangemap *rm);
+int rangemap_count(const rangemap *rm);
+/* Partition that owns route_key. */
+int rangemap_partition(const rangemap *rm, const uint8_t *route_key, size_t n);
+/* Range of entry i: start (inclusive) and end (exclusive; *end_len = 0 and
+ * *end = NULL for the last range, meaning "to the end"). */
+int rangemap_entry(const rangemap *rm, int i, const uint8_t **start,
+                   size_t *start_len, const uint8_t **end, size_t *end_len,
+                   int *partition);
+/* 1 if route_key belongs to partition under this map, else 0. */
+int rangemap_owns(const rangemap *rm, int partition, const uint8_t *route_key,
+                  size_t n);
+
+#endif
