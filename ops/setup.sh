@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# ops/setup.sh: the README's two commands.
+#   ops/setup.sh run  [objlogd flags]  install what is missing, build, start
+#                                      objlogd in embedded mode
+#   ops/setup.sh test                  install what is missing, build plain and
+#                                      ASan+UBSan trees, run every test in both
+#   ops/setup.sh build                 install what is missing and build
+# Everything the project needs on a fresh Debian 12 machine is listed here.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+packages=(
+  build-essential cmake pkg-config
+  librdkafka-dev librocksdb-dev libprotobuf-c-dev protobuf-c-compiler
+  libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev
+  kcat protobuf-compiler
+)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build_tree() { # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+}
+
+run_tests() { # dir, label
+  echo "== tests: $2 ==" >&2
+  ctest --test-dir "$1" --output-on-failure --timeout 600 -j"$jobs"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  build)
+    install_missing
+    build_tree build
+    ;;
+  run)
+    install_missing
+    build_tree build
+    exec "$root/build/query/objlogd" --embedded "$@"
+    ;;
+  test)
+    install_missing
+    build_tree build
+    build_tree build-asan -DOBJLOG_SANITIZE=ON
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp}
+    run_tests build "plain build"
+    run_tests build-asan "AddressSanitizer + UndefinedBehaviorSanitizer build"
+    ;;
+  *)
+    echo "usage: ops/setup.sh run [objlogd flags] | test | build" >&2
+    exit 2
+    ;;
+esac
