@@ -13,6 +13,13 @@
  *
  * Key layout per column family (all keys big-endian; see schemas/keycodec.h):
  *   versions  version_row(b,k,seq)        -> VersionRecord (newest first)
+ *             route_key(b,k)              -> key header (18 bytes, below):
+ *               sorts just before the key's version rows; exists iff the key
+ *               has at least one version or delete marker. Scanners of
+ *               `versions` skip it: objlog_versions_row_is_header().
+ *               Layout: u8 format (1) | u8 has_null | be64 null_seq |
+ *               be64 version count (delete markers included). Lets the state
+ *               machine find the "null" version without a scan.
  *   objects   route_key(b,k)              -> VersionRecord (live only)
  *   buckets   bucket_part(b)              -> BucketRecord
  *   uploads   (reserved for multipart, issue 3)
@@ -56,11 +63,25 @@ const char *objlog_cf_name(objlog_cf cf);
 
 /* Next offset to apply for partition (0 if none applied yet). */
 int64_t objlog_store_applied(objlog_store *s, int32_t partition);
+/* Events of partition sent to the DLQ (meta "dlq"). */
+uint64_t objlog_store_dlq_count(objlog_store *s, int32_t partition);
 /* Stored outcome of the event at (partition, offset). 1 found (caller frees
  * with objlog__outcome__free_unpacked), 0 not (yet) applied, -1 error. */
 int objlog_store_get_outcome(objlog_store *s, int32_t partition,
                              int64_t offset, Objlog__Outcome **out,
                              char *errstr, size_t errstr_size);
+
+/* The per-key header row of the `versions` CF (see layout above). */
+typedef struct objlog_key_header {
+    int has_null;       /* a version with version id "null" exists */
+    uint64_t null_seq;  /* its seq (row = version_row(b,k,null_seq)) */
+    uint64_t versions;  /* versions + delete markers of the key */
+} objlog_key_header;
+/* 0 or -1 if val is not a header row value. */
+int objlog_key_header_decode(const void *val, size_t n, objlog_key_header *h);
+/* 1 if a `versions` CF key is a per-key header row (a bare route key),
+ * 0 if it is a version row (route key + be64). */
+int objlog_versions_row_is_header(const void *row, size_t n);
 
 /* ---- materializer ---- */
 typedef struct objlog_materializer objlog_materializer;

@@ -18,6 +18,13 @@
  *                      write completes as OBJLOG_STATUS_UNKNOWN (default 10000)
  *   kafka.<prop>       passed to librdkafka as <prop>
  * The librdkafka producer is always idempotent with acks=all.
+ *
+ * Retrying: every write carries a 16-byte request id (random unless
+ * opts->request_id is given), reported in the result. A write that ended
+ * UNKNOWN (or FAILED) may be re-sent with opts->request_id set to the
+ * previous result's request_id: the state machine dedups by request id, so
+ * the retry either applies once or returns the first attempt's stored
+ * outcome (same version id). Never reuse an id for a different write.
  */
 #ifndef OBJLOG_PRODUCER_H
 #define OBJLOG_PRODUCER_H

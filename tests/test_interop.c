@@ -24,7 +24,7 @@
 #define PARTITIONS 4
 
 static struct {
-    char root[256], data[300], objlogd[512], boot[512], url[128], src[512];
+    char root[256], data[300], objlogd[512], boot[512], url[256], src[512];
     proc *d;
     int partition; /* of bucket "interop" */
 } T;

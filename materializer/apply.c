@@ -1,0 +1,955 @@
+/* apply.c: the deterministic state machine of DESIGN §5. It owns deciding
+ * the outcome of one event and staging all of its effects in the batch's
+ * WriteBatchWithIndex, so that later events of the same batch read them.
+ *
+ * Contract (what keeps replay exact):
+ *   - input is only the event's fields, its Kafka partition, offset and
+ *     message timestamp, and the range map; never the wall clock,
+ *     randomness or local configuration;
+ *   - every event gets exactly one outcome, stored at
+ *     outcomes 'o' be32(p) be64(offset); the first event with a request id
+ *     also gets 'r' request_id -> be32(p) be64(offset);
+ *   - a failed event changes nothing but its outcome rows.
+ *
+ * Decision order, one rule per line (first match wins):
+ *   1. request id already decided ('r' row) -> the stored outcome, copied
+ *      verbatim (same partition/offset/version id inside) to this event's
+ *      own 'o' row, no other change;
+ *   2. route key (bucket ops use key "") outside this partition's range
+ *      -> WrongRange;
+ *   3. per operation:
+ *      CreateBucket   exists -> BucketAlreadyExists; else OK
+ *      DeleteBucket   missing -> NoSuchBucket; any version row or delete
+ *                     marker under it -> BucketNotEmpty; else OK (removed)
+ *      SetVersioning  missing -> NoSuchBucket; Unversioned once Enabled or
+ *                     Suspended -> InvalidArgument; else OK
+ *      SetQuota       missing -> NoSuchBucket; else OK (enforced with stats,
+ *                     a later issue)
+ *      PutObject      empty key -> InvalidArgument; missing bucket ->
+ *                     NoSuchBucket; precondition false -> PreconditionFailed;
+ *                     else OK
+ *      DeleteObject   same checks as PutObject; bad version id ->
+ *                     InvalidArgument; a missing key or version is OK with
+ *                     no change (as in S3)
+ *      multipart ops  InvalidArgument "multipart upload arrives in a later
+ *                     release", no change (the one deliberate gap)
+ *   Undecodable messages (apply_invalid) -> InvalidEvent, counted in
+ *   meta "dlq".
+ *
+ * Versioning, exactly as S3 (seq = keycodec_seq(event epoch, offset)):
+ *   Unversioned  PUT replaces the single "null" version; DELETE removes it
+ *                (no marker).
+ *   Enabled      PUT adds version hex(seq); DELETE adds a marker hex(seq).
+ *   Suspended    PUT and DELETE replace the "null" version wherever it sits
+ *                with a new newest "null" version (a marker for DELETE);
+ *                other versions stay.
+ *   DELETE ?version_id removes that version for good; `objects` then shows
+ *   the next newest if it is live.
+ *
+ * Per-key header row: `versions` at route_key(b,k) exactly (it sorts just
+ * before the key's version rows) holds u8 format=1, u8 has_null,
+ * be64 null_seq, be64 version count. It exists iff the key has a version,
+ * so finding the null version is one point read, never a scan.
+ * `objects` at route_key(b,k) holds the newest version iff it is live.
+ */
+#include "apply.h"
+
+#include "keycodec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MULTIPART_LATER "multipart upload arrives in a later release"
+
+struct apply_batch {
+    objlog_store *store;
+    rocksdb_t *db;
+    const rangemap *rm;
+    rocksdb_writebatch_wi_t *wb;
+    rocksdb_readoptions_t *ro;
+};
+
+/* ---- byte helpers ---- */
+
+uint64_t apply_get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v) {
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+size_t apply_meta_key(uint8_t out[APPLY_META_KEY_MAX], const char *name,
+                      int32_t partition) {
+    size_t n = strlen(name);
+    memcpy(out, name, n);
+    put_be32(out + n, (uint32_t)partition);
+    return n + 4;
+}
+
+void apply_outcome_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t partition,
+                       int64_t offset) {
+    out[0] = 'o';
+    put_be32(out + 1, (uint32_t)partition);
+    put_be64(out + 5, (uint64_t)offset);
+}
+
+int apply_header_decode(const void *val, size_t n, objlog_key_header *h) {
+    const uint8_t *v = val;
+    if (n != APPLY_HEADER_LEN || v[0] != 1)
+        return -1;
+    h->has_null = v[1] != 0;
+    h->null_seq = apply_get_be64(v + 2);
+    h->versions = apply_get_be64(v + 10);
+    return 0;
+}
+
+static void header_encode(const objlog_key_header *h,
+                          uint8_t out[APPLY_HEADER_LEN]) {
+    out[0] = 1;
+    out[1] = h->has_null ? 1 : 0;
+    put_be64(out + 2, h->has_null ? h->null_seq : 0);
+    put_be64(out + 10, h->versions);
+}
+
+/* Length of the enc() string at the front of p, or 0 if there is none. */
+static size_t enc_len(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (p[i] != 0x00)
+            continue;
+        if (p[i + 1] == 0x01)
+            return i + 2;
+        i++; /* 0x00 0xFF: an escaped zero byte */
+    }
+    return 0;
+}
+
+/* Length of the route key at the front of a `versions` row, 0 if none. */
+static size_t route_key_len(const uint8_t *row, size_t n) {
+    if (n < 2)
+        return 0;
+    size_t b = enc_len(row + 2, n - 2);
+    if (!b)
+        return 0;
+    size_t k = enc_len(row + 2 + b, n - 2 - b);
+    return k ? 2 + b + k : 0;
+}
+
+int apply_row_is_header(const void *row, size_t n) {
+    size_t r = route_key_len(row, n);
+    return r != 0 && r == n;
+}
+
+/* ---- batch ---- */
+
+apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
+    apply_batch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    b->store = store;
+    b->db = objlog_store_db(store);
+    b->rm = rm;
+    /* overwrite_key: an iterator over the batch shows one entry per key. */
+    b->wb = rocksdb_writebatch_wi_create(0, 1);
+    b->ro = rocksdb_readoptions_create();
+    return b;
+}
+
+void apply_batch_destroy(apply_batch *b) {
+    if (!b)
+        return;
+    rocksdb_writebatch_wi_destroy(b->wb);
+    rocksdb_readoptions_destroy(b->ro);
+    free(b);
+}
+
+rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) { return b->wb; }
+
+void apply_batch_clear(apply_batch *b) { rocksdb_writebatch_wi_clear(b->wb); }
+
+static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
+    return objlog_store_cf(b->store, cf);
+}
+
+/* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
+ * rocksdb_free), 0 absent, -1 error. */
+static int batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                     char **v, size_t *vn, char *errstr, size_t es) {
+    char *err = NULL;
+    *v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
+        b->wb, b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
+    if (err) {
+        snprintf(errstr, es, "read %s: %s", objlog_cf_name(cf), err);
+        rocksdb_free(err);
+        return -1;
+    }
+    return *v ? 1 : 0;
+}
+
+static void batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                      const void *v, size_t vn) {
+    rocksdb_writebatch_wi_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
+}
+
+static void batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
+    rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
+}
+
+static int batch_put_msg(apply_batch *b, objlog_cf cf, const void *k,
+                         size_t kn, const ProtobufCMessage *m, char *errstr,
+                         size_t es) {
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        snprintf(errstr, es, "out of memory");
+        return -1;
+    }
+    protobuf_c_message_pack(m, buf);
+    batch_put(b, cf, k, kn, buf, n);
+    free(buf);
+    return 0;
+}
+
+/* Iterator over cf that sees the batch's own writes on top of the store. */
+static rocksdb_iterator_t *batch_iter(apply_batch *b, objlog_cf cf) {
+    rocksdb_iterator_t *base = rocksdb_create_iterator_cf(b->db, b->ro, cfh(b, cf));
+    /* The returned iterator takes ownership of base. */
+    return rocksdb_writebatch_wi_create_iterator_with_base_cf(b->wb, base,
+                                                              cfh(b, cf));
+}
+
+/* ---- one event ---- */
+
+typedef struct apply_result {
+    Objlog__OutcomeCode code;
+    char message[256];
+    char version_id[KEYCODEC_VERSION_ID_LEN];
+    const char *etag;
+    int delete_marker;
+} apply_result;
+
+typedef struct apply_ev {
+    apply_batch *b;
+    const Objlog__Event *ev;
+    int32_t partition;
+    int64_t offset;
+    int64_t log_time_ms;
+    uint64_t seq;
+    keybuf route;  /* route_key(bucket, key), key "" for bucket ops */
+    keybuf bpart;  /* bucket_part(bucket) */
+    apply_result res;
+    char *errstr;
+    size_t es;
+} apply_ev;
+
+static void reject(apply_ev *a, Objlog__OutcomeCode code, const char *fmt,
+                   const char *arg) {
+    a->res.code = code;
+    snprintf(a->res.message, sizeof(a->res.message), fmt, arg);
+}
+
+static int is_bucket_op(const Objlog__Event *ev) {
+    switch (ev->op_case) {
+    case OBJLOG__EVENT__OP_CREATE_BUCKET:
+    case OBJLOG__EVENT__OP_DELETE_BUCKET:
+    case OBJLOG__EVENT__OP_SET_VERSIONING:
+    case OBJLOG__EVENT__OP_SET_QUOTA:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* 1 found (*out owned by the caller), 0 absent, -1 error. */
+static int load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
+    char *v;
+    size_t vn;
+    *out = NULL;
+    int rc = batch_get(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+                       &v, &vn, a->errstr, a->es);
+    if (rc <= 0)
+        return rc;
+    *out = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(a->errstr, a->es, "bucket %s: corrupt record", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+static int save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
+    return batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+                         &r->base, a->errstr, a->es);
+}
+
+static int load_header(apply_ev *a, objlog_key_header *h) {
+    char *v;
+    size_t vn;
+    memset(h, 0, sizeof(*h));
+    int rc = batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
+                       &v, &vn, a->errstr, a->es);
+    if (rc <= 0)
+        return rc;
+    rc = apply_header_decode(v, vn, h);
+    rocksdb_free(v);
+    if (rc < 0) {
+        snprintf(a->errstr, a->es, "key header in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+static void save_header(apply_ev *a, const objlog_key_header *h) {
+    if (h->versions == 0) {
+        batch_del(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len);
+        return;
+    }
+    uint8_t v[APPLY_HEADER_LEN];
+    header_encode(h, v);
+    batch_put(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len, v, sizeof(v));
+}
+
+/* version_row(b,k,seq) built from the route key already at hand. */
+static int version_row(apply_ev *a, uint64_t seq, keybuf *row) {
+    keybuf_init(row);
+    if (keybuf_append(row, a->route.data, a->route.len) < 0 ||
+        keycodec_append_be64(row, UINT64_MAX - seq) < 0) {
+        keybuf_free(row);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads the version at seq: 1 found (*out owned by the caller), 0, -1. */
+static int load_version(apply_ev *a, uint64_t seq, Objlog__VersionRecord **out) {
+    keybuf row;
+    char *v;
+    size_t vn;
+    *out = NULL;
+    if (version_row(a, seq, &row) < 0)
+        return -1;
+    int rc = batch_get(a->b, OBJLOG_CF_VERSIONS, row.data, row.len, &v, &vn,
+                       a->errstr, a->es);
+    keybuf_free(&row);
+    if (rc <= 0)
+        return rc;
+    *out = objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(a->errstr, a->es, "version record in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+static int delete_version(apply_ev *a, uint64_t seq) {
+    keybuf row;
+    if (version_row(a, seq, &row) < 0)
+        return -1;
+    batch_del(a->b, OBJLOG_CF_VERSIONS, row.data, row.len);
+    keybuf_free(&row);
+    return 0;
+}
+
+/* Writes a new newest version (or marker) at a->seq. A new version always
+ * has the highest seq of its key, so it is what `objects` must show. */
+static int add_version(apply_ev *a, const char *version_id, int marker,
+                       Objlog__ObjectMeta *meta) {
+    Objlog__VersionRecord r = OBJLOG__VERSION_RECORD__INIT;
+    Objlog__ObjectMeta empty = OBJLOG__OBJECT_META__INIT;
+    r.key = a->ev->key;
+    r.seq = a->seq;
+    r.version_id = (char *)version_id;
+    r.delete_marker = marker;
+    r.meta = marker ? NULL : (meta ? meta : &empty);
+    r.log_time_ms = a->log_time_ms;
+    keybuf row;
+    if (version_row(a, a->seq, &row) < 0)
+        return -1;
+    int rc = batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len,
+                           &r.base, a->errstr, a->es);
+    keybuf_free(&row);
+    if (rc < 0)
+        return -1;
+    if (marker) {
+        batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+        return 0;
+    }
+    return batch_put_msg(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+                         &r.base, a->errstr, a->es);
+}
+
+/* Makes `objects` show the key's newest version if it is live, else
+ * nothing. Used after a version other than a new newest one changed. */
+static int refresh_current(apply_ev *a) {
+    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    const uint8_t *rk = a->route.data;
+    size_t rn = a->route.len;
+    int found = 0;
+    rocksdb_iter_seek(it, (const char *)rk, rn);
+    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < rn || memcmp(k, rk, rn) != 0)
+            break;
+        if (kn != rn + 8)
+            continue; /* the header row */
+        size_t vn;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__VersionRecord *r =
+            objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!r) {
+            snprintf(a->errstr, a->es, "version record in %s: corrupt", a->ev->bucket);
+            rocksdb_iter_destroy(it);
+            return -1;
+        }
+        if (!r->delete_marker) {
+            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, v, vn);
+            found = 1;
+        }
+        objlog__version_record__free_unpacked(r, NULL);
+        break;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan versions: %s", err);
+        rocksdb_free(err);
+        return -1;
+    }
+    if (!found)
+        batch_del(a->b, OBJLOG_CF_OBJECTS, rk, rn);
+    return 0;
+}
+
+/* ETags compare without their optional surrounding quotes. */
+static int etag_eq(const char *x, const char *y) {
+    size_t xn = strlen(x), yn = strlen(y);
+    if (xn >= 2 && x[0] == '"' && x[xn - 1] == '"')
+        x++, xn -= 2;
+    if (yn >= 2 && y[0] == '"' && y[yn - 1] == '"')
+        y++, yn -= 2;
+    return xn == yn && memcmp(x, y, xn) == 0;
+}
+
+/* Evaluates If-Match / If-None-Match against the current live version (the
+ * `objects` row: absent when there is none or the newest is a marker).
+ * 1 holds, 0 failed (outcome set), -1 error. */
+static int check_preconditions(apply_ev *a) {
+    const Objlog__Preconditions *p = a->ev->pre;
+    int has_match = p && p->if_match && p->if_match[0];
+    if (!p || (!has_match && !p->if_none_match))
+        return 1;
+    char *v;
+    size_t vn;
+    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+                       &v, &vn, a->errstr, a->es);
+    if (rc < 0)
+        return -1;
+    if (p->if_none_match && rc == 1) {
+        rocksdb_free(v);
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
+               "If-None-Match: * failed: %s exists", "the key");
+        return 0;
+    }
+    if (!has_match) {
+        rocksdb_free(v);
+        return 1;
+    }
+    if (rc == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
+               "If-Match %s failed: no current version", p->if_match);
+        return 0;
+    }
+    Objlog__VersionRecord *cur =
+        objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!cur) {
+        snprintf(a->errstr, a->es, "object record in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    const char *etag = cur->meta && cur->meta->etag ? cur->meta->etag : "";
+    int ok = strcmp(p->if_match, "*") == 0 || etag_eq(p->if_match, etag);
+    objlog__version_record__free_unpacked(cur, NULL);
+    if (!ok)
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
+               "If-Match %s failed: current etag differs", p->if_match);
+    return ok;
+}
+
+/* Common gate of object ops: key, bucket, preconditions. On 1 *versioning
+ * holds the bucket's state; 0 rejected (outcome set); -1 error. */
+static int object_gate(apply_ev *a, Objlog__Versioning *versioning) {
+    if (a->ev->key.len == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+               "%s", "object key must not be empty");
+        return 0;
+    }
+    Objlog__BucketRecord *br;
+    int rc = load_bucket(a, &br);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
+               "bucket %s does not exist", a->ev->bucket);
+        return 0;
+    }
+    *versioning = br->versioning;
+    objlog__bucket_record__free_unpacked(br, NULL);
+    return check_preconditions(a);
+}
+
+/* ---- operations ---- */
+
+static int op_create_bucket(apply_ev *a) {
+    Objlog__BucketRecord *old;
+    int rc = load_bucket(a, &old);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        objlog__bucket_record__free_unpacked(old, NULL);
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_ALREADY_EXISTS,
+               "bucket %s already exists", a->ev->bucket);
+        return 0;
+    }
+    const Objlog__CreateBucket *cb = a->ev->create_bucket;
+    Objlog__BucketRecord r = OBJLOG__BUCKET_RECORD__INIT;
+    r.name = a->ev->bucket;
+    r.tenant = cb->tenant;
+    r.versioning = cb->versioning;
+    r.quota = cb->quota;
+    r.created_seq = a->seq;
+    r.created_ms = a->log_time_ms;
+    return save_bucket(a, &r);
+}
+
+/* 1 if any version row or delete marker lives under the bucket. */
+static int bucket_has_versions(apply_ev *a) {
+    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    rocksdb_iter_seek(it, (const char *)a->bpart.data, a->bpart.len);
+    int found = 0;
+    if (rocksdb_iter_valid(it)) {
+        size_t kn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        found = kn >= a->bpart.len && memcmp(k, a->bpart.data, a->bpart.len) == 0;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan versions: %s", err);
+        rocksdb_free(err);
+        return -1;
+    }
+    return found;
+}
+
+static int op_delete_bucket(apply_ev *a) {
+    Objlog__BucketRecord *old;
+    int rc = load_bucket(a, &old);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
+               "bucket %s does not exist", a->ev->bucket);
+        return 0;
+    }
+    objlog__bucket_record__free_unpacked(old, NULL);
+    rc = bucket_has_versions(a);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
+               "bucket %s is not empty (versions or delete markers remain)",
+               a->ev->bucket);
+        return 0;
+    }
+    batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
+    return 0;
+}
+
+/* SetVersioning and SetQuota: read-modify-write of the bucket record. */
+static int op_bucket_settings(apply_ev *a) {
+    Objlog__BucketRecord *r;
+    int rc = load_bucket(a, &r);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
+               "bucket %s does not exist", a->ev->bucket);
+        return 0;
+    }
+    Objlog__Quota *old_quota = r->quota;
+    if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
+        Objlog__Versioning to = a->ev->set_versioning->status;
+        if (to == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED &&
+            r->versioning != OBJLOG__VERSIONING__VERSIONING_UNVERSIONED) {
+            objlog__bucket_record__free_unpacked(r, NULL);
+            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+                   "bucket %s: versioning cannot return to Unversioned once "
+                   "enabled (use Suspended)", a->ev->bucket);
+            return 0;
+        }
+        r->versioning = to;
+    } else {
+        r->quota = a->ev->set_quota->quota;
+    }
+    rc = save_bucket(a, r);
+    r->quota = old_quota; /* free only what unpack allocated */
+    objlog__bucket_record__free_unpacked(r, NULL);
+    return rc;
+}
+
+static int op_put_object(apply_ev *a) {
+    Objlog__Versioning vs;
+    int rc = object_gate(a, &vs);
+    if (rc <= 0)
+        return rc;
+    objlog_key_header h;
+    if (load_header(a, &h) < 0)
+        return -1;
+    Objlog__ObjectMeta *meta = a->ev->put_object->meta;
+    if (vs == OBJLOG__VERSIONING__VERSIONING_ENABLED) {
+        keycodec_version_id(a->seq, a->res.version_id);
+        h.versions++;
+    } else {
+        /* Unversioned and Suspended: the new version is the null one. */
+        if (h.has_null && delete_version(a, h.null_seq) < 0)
+            return -1;
+        if (!h.has_null)
+            h.versions++;
+        h.has_null = 1;
+        h.null_seq = a->seq;
+        snprintf(a->res.version_id, sizeof(a->res.version_id), "null");
+    }
+    if (add_version(a, a->res.version_id, 0, meta) < 0)
+        return -1;
+    save_header(a, &h);
+    a->res.etag = meta && meta->etag ? meta->etag : "";
+    return 0;
+}
+
+/* DELETE without a version id: a marker, or (Unversioned) removal. */
+static int delete_current(apply_ev *a, Objlog__Versioning vs) {
+    objlog_key_header h;
+    if (load_header(a, &h) < 0)
+        return -1;
+    if (vs == OBJLOG__VERSIONING__VERSIONING_ENABLED) {
+        keycodec_version_id(a->seq, a->res.version_id);
+        h.versions++;
+        a->res.delete_marker = 1;
+        if (add_version(a, a->res.version_id, 1, NULL) < 0)
+            return -1;
+        save_header(a, &h);
+        return 0;
+    }
+    if (h.has_null) {
+        if (delete_version(a, h.null_seq) < 0)
+            return -1;
+        h.has_null = 0;
+        h.versions--;
+    }
+    if (vs == OBJLOG__VERSIONING__VERSIONING_SUSPENDED) {
+        snprintf(a->res.version_id, sizeof(a->res.version_id), "null");
+        a->res.delete_marker = 1;
+        h.has_null = 1;
+        h.null_seq = a->seq;
+        h.versions++;
+        if (add_version(a, "null", 1, NULL) < 0)
+            return -1;
+    } else if (refresh_current(a) < 0) {
+        return -1;
+    }
+    save_header(a, &h);
+    return 0;
+}
+
+/* DELETE ?version_id=: removes that version for good; a missing one is OK. */
+static int delete_version_id(apply_ev *a, const char *vid) {
+    objlog_key_header h;
+    uint64_t seq = 0;
+    int is_null = strcmp(vid, "null") == 0;
+    if (!is_null && keycodec_parse_version_id(vid, &seq) < 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+               "invalid version id %s", vid);
+        return 0;
+    }
+    if (load_header(a, &h) < 0)
+        return -1;
+    snprintf(a->res.version_id, sizeof(a->res.version_id), "%s", vid);
+    if (is_null) {
+        if (!h.has_null)
+            return 0;
+        seq = h.null_seq;
+    }
+    Objlog__VersionRecord *r;
+    int rc = load_version(a, seq, &r);
+    if (rc <= 0)
+        return rc;
+    /* A null version's row is addressed only as "null", never by hex. */
+    int match = strcmp(r->version_id, vid) == 0;
+    a->res.delete_marker = match && r->delete_marker;
+    objlog__version_record__free_unpacked(r, NULL);
+    if (!match)
+        return 0;
+    if (delete_version(a, seq) < 0)
+        return -1;
+    if (is_null)
+        h.has_null = 0;
+    h.versions--;
+    save_header(a, &h);
+    return refresh_current(a);
+}
+
+static int op_delete_object(apply_ev *a) {
+    Objlog__Versioning vs;
+    int rc = object_gate(a, &vs);
+    if (rc <= 0)
+        return rc;
+    const char *vid = a->ev->delete_object->version_id;
+    if (vid && vid[0])
+        return delete_version_id(a, vid);
+    return delete_current(a, vs);
+}
+
+static int apply_op(apply_ev *a) {
+    switch (a->ev->op_case) {
+    case OBJLOG__EVENT__OP_CREATE_BUCKET:
+        return op_create_bucket(a);
+    case OBJLOG__EVENT__OP_DELETE_BUCKET:
+        return op_delete_bucket(a);
+    case OBJLOG__EVENT__OP_SET_VERSIONING:
+    case OBJLOG__EVENT__OP_SET_QUOTA:
+        return op_bucket_settings(a);
+    case OBJLOG__EVENT__OP_PUT_OBJECT:
+        return op_put_object(a);
+    case OBJLOG__EVENT__OP_DELETE_OBJECT:
+        return op_delete_object(a);
+    case OBJLOG__EVENT__OP_CREATE_UPLOAD:
+    case OBJLOG__EVENT__OP_UPLOAD_PART:
+    case OBJLOG__EVENT__OP_COMPLETE_UPLOAD:
+    case OBJLOG__EVENT__OP_ABORT_UPLOAD:
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s",
+               MULTIPART_LATER);
+        return 0;
+    default:
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
+               "event has no operation");
+        return 0;
+    }
+}
+
+/* ---- outcomes ---- */
+
+static int save_outcome(apply_batch *b, int32_t p, int64_t off,
+                        int64_t log_time_ms, ProtobufCBinaryData rid,
+                        const apply_result *res, char *errstr, size_t es) {
+    Objlog__Outcome o = OBJLOG__OUTCOME__INIT;
+    o.code = res->code;
+    o.message = (char *)res->message;
+    o.request_id = rid;
+    o.partition = p;
+    o.offset = off;
+    o.version_id = (char *)res->version_id;
+    o.etag = (char *)(res->etag ? res->etag : "");
+    o.delete_marker = res->delete_marker;
+    o.log_time_ms = log_time_ms;
+    uint8_t key[APPLY_OUTCOME_KEY_LEN];
+    apply_outcome_key(key, p, off);
+    return batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base,
+                         errstr, es);
+}
+
+static int rid_key(keybuf *kb, ProtobufCBinaryData rid) {
+    keybuf_init(kb);
+    return (keybuf_append(kb, "r", 1) < 0 ||
+            keybuf_append(kb, rid.data, rid.len) < 0) ? -1 : 0;
+}
+
+/* Rule 1: an already decided request id. 1 handled (*code set), 0 new, -1. */
+static int apply_dedup(apply_batch *b, int32_t p, int64_t off,
+                       const Objlog__Event *ev, Objlog__OutcomeCode *code,
+                       char *errstr, size_t es) {
+    if (ev->request_id.len == 0)
+        return 0;
+    keybuf rk;
+    char *pos, *v;
+    size_t pn, vn;
+    if (rid_key(&rk, ev->request_id) < 0) {
+        keybuf_free(&rk);
+        snprintf(errstr, es, "out of memory");
+        return -1;
+    }
+    int rc = batch_get(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, &pos, &pn,
+                       errstr, es);
+    keybuf_free(&rk);
+    if (rc <= 0)
+        return rc;
+    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
+    okey[0] = 'o';
+    if (pn == 12)
+        memcpy(okey + 1, pos, 12);
+    rocksdb_free(pos);
+    if (pn != 12)
+        return 0;
+    rc = batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
+    if (rc <= 0)
+        return rc;
+    Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
+    if (o) {
+        *code = o->code;
+        objlog__outcome__free_unpacked(o, NULL);
+    }
+    apply_outcome_key(okey, p, off);
+    batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
+    rocksdb_free(v);
+    return 1;
+}
+
+static int record_request(apply_batch *b, int32_t p, int64_t off,
+                          ProtobufCBinaryData rid, char *errstr, size_t es) {
+    if (rid.len == 0)
+        return 0;
+    keybuf rk;
+    uint8_t pos[12];
+    if (rid_key(&rk, rid) < 0) {
+        keybuf_free(&rk);
+        snprintf(errstr, es, "out of memory");
+        return -1;
+    }
+    put_be32(pos, (uint32_t)p);
+    put_be64(pos + 4, (uint64_t)off);
+    batch_put(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, pos, sizeof(pos));
+    keybuf_free(&rk);
+    return 0;
+}
+
+/* ---- entry points ---- */
+
+Objlog__Event *apply_decode(const void *payload, size_t n, char *why,
+                            size_t why_size) {
+    Objlog__Event *ev = objlog__event__unpack(NULL, n, payload);
+    if (!ev) {
+        snprintf(why, why_size, "payload is not an objlog.Event");
+        return NULL;
+    }
+    const char *bad = NULL;
+    if (ev->op_case == OBJLOG__EVENT__OP__NOT_SET)
+        bad = "event has no operation";
+    else if (!ev->bucket || !ev->bucket[0])
+        bad = "event has no bucket";
+    if (bad) {
+        snprintf(why, why_size, "%s", bad);
+        objlog__event__free_unpacked(ev, NULL);
+        return NULL;
+    }
+    return ev;
+}
+
+int apply_event(apply_batch *b, int32_t partition, int64_t offset,
+                int64_t log_time_ms, const Objlog__Event *ev,
+                Objlog__OutcomeCode *code, char *errstr, size_t errstr_size) {
+    Objlog__OutcomeCode dummy;
+    if (!code)
+        code = &dummy;
+    int rc = apply_dedup(b, partition, offset, ev, code, errstr, errstr_size);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+
+    apply_ev a;
+    memset(&a, 0, sizeof(a));
+    a.b = b;
+    a.ev = ev;
+    a.partition = partition;
+    a.offset = offset;
+    a.log_time_ms = log_time_ms;
+    a.seq = keycodec_seq(ev->range_epoch, offset);
+    a.errstr = errstr;
+    a.es = errstr_size;
+    a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_OK;
+    keybuf_init(&a.route);
+    keybuf_init(&a.bpart);
+    size_t bn = strlen(ev->bucket);
+    int bucket_op = is_bucket_op(ev);
+    if (keycodec_route_key(&a.route, ev->bucket, bn,
+                           bucket_op ? (const uint8_t *)"" : ev->key.data,
+                           bucket_op ? 0 : ev->key.len) < 0 ||
+        keycodec_bucket_part(&a.bpart, ev->bucket, bn) < 0) {
+        snprintf(errstr, errstr_size, "out of memory");
+        rc = -1;
+        goto out;
+    }
+    if (!rangemap_owns(b->rm, partition, a.route.data, a.route.len)) {
+        a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
+        snprintf(a.res.message, sizeof(a.res.message),
+                 "key of bucket %s is not in partition %d's range (epoch %u)",
+                 ev->bucket, partition, rangemap_epoch(b->rm));
+    } else if (apply_op(&a) < 0) {
+        rc = -1;
+        goto out;
+    }
+    if (a.res.code != OBJLOG__OUTCOME_CODE__OUTCOME_OK) {
+        /* A rejected event leaves no trace but its outcome. */
+        a.res.version_id[0] = '\0';
+        a.res.etag = NULL;
+        a.res.delete_marker = 0;
+    }
+    *code = a.res.code;
+    rc = save_outcome(b, partition, offset, log_time_ms, ev->request_id, &a.res,
+                      errstr, errstr_size);
+    if (rc == 0)
+        rc = record_request(b, partition, offset, ev->request_id, errstr,
+                            errstr_size);
+out:
+    keybuf_free(&a.route);
+    keybuf_free(&a.bpart);
+    return rc;
+}
+
+int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
+                  int64_t log_time_ms, const char *why, char *errstr,
+                  size_t errstr_size) {
+    apply_result res;
+    memset(&res, 0, sizeof(res));
+    res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT;
+    snprintf(res.message, sizeof(res.message), "%s", why);
+    ProtobufCBinaryData none = {0, NULL};
+    if (save_outcome(b, partition, offset, log_time_ms, none, &res, errstr,
+                     errstr_size) < 0)
+        return -1;
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_DLQ, partition);
+    char *v;
+    size_t vn;
+    int rc = batch_get(b, OBJLOG_CF_META, key, kn, &v, &vn, errstr, errstr_size);
+    if (rc < 0)
+        return -1;
+    uint64_t n = (rc == 1 && vn == 8) ? apply_get_be64((const uint8_t *)v) : 0;
+    if (rc == 1)
+        rocksdb_free(v);
+    uint8_t nv[8];
+    put_be64(nv, n + 1);
+    batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
+    return 0;
+}
+
+void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset) {
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_APPLIED, partition);
+    uint8_t v[8];
+    put_be64(v, (uint64_t)next_offset);
+    batch_put(b, OBJLOG_CF_META, key, kn, v, sizeof(v));
+}

@@ -1,0 +1,67 @@
+/* apply.h: internal interface of the state machine (apply.c) and the small
+ * key helpers the store and the consumer share with it. Not public: the
+ * query service reads the layout documented in materializer.h instead. */
+#ifndef OBJLOG_APPLY_H
+#define OBJLOG_APPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rocksdb/c.h>
+
+#include "materializer.h"
+#include "objlog.pb-c.h"
+#include "rangemap.h"
+
+/* ---- meta / outcome keys ---- */
+#define APPLY_META_APPLIED "applied"
+#define APPLY_META_DLQ "dlq"
+#define APPLY_META_KEY_MAX 16
+#define APPLY_OUTCOME_KEY_LEN 13 /* 'o' be32 be64 */
+#define APPLY_HEADER_LEN 18
+
+uint64_t apply_get_be64(const uint8_t *p);
+/* name ‖ be32(partition) into out; returns the length. */
+size_t apply_meta_key(uint8_t out[APPLY_META_KEY_MAX], const char *name,
+                      int32_t partition);
+void apply_outcome_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t partition,
+                       int64_t offset);
+int apply_header_decode(const void *val, size_t n, objlog_key_header *h);
+int apply_row_is_header(const void *row, size_t n);
+
+/* ---- the state machine ---- */
+
+/* One batch in progress: reads see the store plus every earlier write of
+ * the batch (WriteBatchWithIndex). The caller owns store and rm; the batch
+ * owns wb until apply_batch_destroy. */
+typedef struct apply_batch apply_batch;
+
+apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm);
+void apply_batch_destroy(apply_batch *b);
+/* The underlying batch (to write it with rocksdb_write_writebatch_wi). */
+rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b);
+/* Empties the batch for reuse after it was written (or abandoned). */
+void apply_batch_clear(apply_batch *b);
+
+/* Decodes a message payload. NULL (and why) if it is not an applicable
+ * Event: not protobuf, no operation set, or no bucket. */
+Objlog__Event *apply_decode(const void *payload, size_t n, char *why,
+                            size_t why_size);
+
+/* Decides and stages the outcome of ev at (partition, offset); log_time_ms
+ * is the Kafka message timestamp. *code (optional) gets the outcome code.
+ * 0, or -1 on a storage error (errstr): the batch must then be abandoned. */
+int apply_event(apply_batch *b, int32_t partition, int64_t offset,
+                int64_t log_time_ms, const Objlog__Event *ev,
+                Objlog__OutcomeCode *code, char *errstr, size_t errstr_size);
+
+/* Stages the InvalidEvent outcome of an undecodable message and counts it
+ * in meta "dlq" of partition. */
+int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
+                  int64_t log_time_ms, const char *why, char *errstr,
+                  size_t errstr_size);
+
+/* Stages meta "applied" of partition = next_offset. */
+void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset);
+
+#endif

@@ -1,0 +1,596 @@
+/* materializer.c: the consumer thread that keeps the views equal to the
+ * applied log prefix (DESIGN §5). Owns the Kafka consumer (assign, never
+ * subscribe; auto.offset.reset=error), the DLQ producer and the published
+ * applied offsets that waiters block on.
+ *
+ * Invariant: a batch's effects, its outcomes and the new applied offset of
+ * every partition in it reach RocksDB in ONE WriteBatch; only after that
+ * write are the offsets published to waiters and committed (async) to the
+ * consumer group, which is informative only (lag tools): restart always
+ * resumes from the store. An undecodable message is acked by the DLQ
+ * before the batch that records it is written, so it is never lost. */
+#include "materializer.h"
+
+#include "apply.h"
+#include "control.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAT_POLL_MS 50
+#define MAT_META_TIMEOUT_MS 10000
+#define MAT_DLQ_TIMEOUT_MS 10000
+
+struct objlog_materializer {
+    objlog_store *store;
+    char *topic;
+    char *dlq_topic;
+    int batch_max;
+    int apply_delay_ms;
+    rd_kafka_t *consumer;
+    rd_kafka_t *dlq;
+    rangemap *rm;
+    int nparts;
+
+    pthread_t thread;
+    int started;
+    atomic_int running;
+
+    /* Published state, guarded by mu; cv signals every change. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t *applied;
+    char **perr;          /* stop reason per partition, NULL while running */
+    uint64_t dlq_total;
+    uint64_t events_applied;
+
+    /* DLQ attempts: the consumer thread numbers them, the DR callback
+     * (called from rd_kafka_flush on that same thread) acks them. */
+    uint64_t dlq_attempt;
+    atomic_uint_fast64_t dlq_acked;
+
+    /* Consumer-thread state. */
+    int64_t *next;        /* next offset to take per partition */
+    int64_t *batch_next;  /* next offset after this batch, -1 untouched */
+    apply_batch *batch;
+    rd_kafka_message_t **msgs;
+};
+
+/* ---- setup ---- */
+
+static char *mat_strdup(const char *s, const char *dflt) {
+    return strdup(s && s[0] ? s : dflt);
+}
+
+static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v,
+                    char *errstr, size_t es) {
+    char tmp[512];
+    if (rd_kafka_conf_set(c, k, v, tmp, sizeof(tmp)) == RD_KAFKA_CONF_OK)
+        return 0;
+    snprintf(errstr, es, "kafka config %s: %s", k, tmp);
+    return -1;
+}
+
+static rd_kafka_t *mat_consumer_new(const objlog_materializer_conf *conf,
+                                    char *errstr, size_t es) {
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    const char *group = conf->group_id && conf->group_id[0]
+                            ? conf->group_id : "objlog-materializer";
+    if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
+        conf_set(c, "group.id", group, errstr, es) ||
+        conf_set(c, "enable.auto.commit", "false", errstr, es) ||
+        conf_set(c, "enable.auto.offset.store", "false", errstr, es) ||
+        conf_set(c, "auto.offset.reset", "error", errstr, es) ||
+        conf_set(c, "enable.partition.eof", "false", errstr, es) ||
+        /* Waiters block on the next batch: keep idle fetch latency low. */
+        conf_set(c, "fetch.wait.max.ms", "20", errstr, es)) {
+        rd_kafka_conf_destroy(c);
+        return NULL;
+    }
+    char tmp[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, tmp, sizeof(tmp));
+    if (!rk) {
+        snprintf(errstr, es, "kafka consumer: %s", tmp);
+        rd_kafka_conf_destroy(c);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    return rk;
+}
+
+/* Delivery report: a DLQ message counts only once the broker acked it.
+ * Messages carry their attempt number, so a late report of an abandoned
+ * attempt cannot be mistaken for the current one. */
+static void mat_dlq_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    objlog_materializer *mat = opaque;
+    if (!m->err)
+        atomic_store(&mat->dlq_acked, (uint64_t)(uintptr_t)m->_private);
+}
+
+static rd_kafka_t *mat_dlq_new(objlog_materializer *m,
+                               const objlog_materializer_conf *conf,
+                               char *errstr, size_t es) {
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
+        conf_set(c, "acks", "all", errstr, es) ||
+        conf_set(c, "enable.idempotence", "true", errstr, es) ||
+        conf_set(c, "linger.ms", "0", errstr, es)) {
+        rd_kafka_conf_destroy(c);
+        return NULL;
+    }
+    rd_kafka_conf_set_dr_msg_cb(c, mat_dlq_dr);
+    rd_kafka_conf_set_opaque(c, m);
+    char tmp[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, tmp, sizeof(tmp));
+    if (!rk) {
+        snprintf(errstr, es, "kafka DLQ producer: %s", tmp);
+        rd_kafka_conf_destroy(c);
+    }
+    return rk;
+}
+
+static void mat_free(objlog_materializer *m) {
+    if (m->consumer) {
+        rd_kafka_consumer_close(m->consumer);
+        rd_kafka_destroy(m->consumer);
+    }
+    if (m->dlq) {
+        rd_kafka_flush(m->dlq, 2000);
+        rd_kafka_destroy(m->dlq);
+    }
+    rangemap_destroy(m->rm);
+    apply_batch_destroy(m->batch);
+    if (m->perr)
+        for (int i = 0; i < m->nparts; i++)
+            free(m->perr[i]);
+    free(m->perr);
+    free(m->applied);
+    free(m->next);
+    free(m->batch_next);
+    free(m->msgs);
+    free(m->topic);
+    free(m->dlq_topic);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
+
+objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
+                                             objlog_store *store, char *errstr,
+                                             size_t errstr_size) {
+    if (!conf || !conf->brokers || !store) {
+        snprintf(errstr, errstr_size, "materializer: brokers and store are required");
+        return NULL;
+    }
+    objlog_materializer *m = calloc(1, sizeof(*m));
+    if (!m) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&m->mu, NULL);
+    m->store = store;
+    m->topic = mat_strdup(conf->topic, "objlog.events");
+    m->dlq_topic = mat_strdup(conf->dlq_topic, "objlog.dlq");
+    m->batch_max = conf->batch_max > 0 ? conf->batch_max : 1000;
+    m->apply_delay_ms = conf->apply_delay_ms > 0 ? conf->apply_delay_ms : 0;
+    const char *control = conf->control_topic && conf->control_topic[0]
+                              ? conf->control_topic : "objlog.control";
+
+    m->consumer = mat_consumer_new(conf, errstr, errstr_size);
+    if (!m->consumer)
+        goto fail;
+    m->dlq = mat_dlq_new(m, conf, errstr, errstr_size);
+    if (!m->dlq)
+        goto fail;
+    m->nparts = control_topic_partitions(m->consumer, m->topic,
+                                         MAT_META_TIMEOUT_MS, errstr, errstr_size);
+    if (m->nparts < 1)
+        goto fail;
+    m->rm = control_load_rangemap(m->consumer, control, m->topic,
+                                  MAT_META_TIMEOUT_MS, errstr, errstr_size);
+    if (!m->rm)
+        goto fail;
+    size_t np = (size_t)m->nparts;
+    m->applied = calloc(np, sizeof(*m->applied));
+    m->next = calloc(np, sizeof(*m->next));
+    m->batch_next = calloc(np, sizeof(*m->batch_next));
+    m->perr = calloc(np, sizeof(*m->perr));
+    m->msgs = calloc((size_t)m->batch_max, sizeof(*m->msgs));
+    m->batch = apply_batch_new(store, m->rm);
+    if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
+        !m->batch) {
+        snprintf(errstr, errstr_size, "out of memory");
+        goto fail;
+    }
+    for (int p = 0; p < m->nparts; p++) {
+        m->applied[p] = m->next[p] = objlog_store_applied(store, p);
+        m->dlq_total += objlog_store_dlq_count(store, p);
+    }
+    return m;
+fail:
+    mat_free(m);
+    return NULL;
+}
+
+/* ---- partition errors ---- */
+
+/* Stops partition p for good with reason (published to waiters). */
+static void mat_stop_partition(objlog_materializer *m, int32_t p, const char *why) {
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(tp, m->topic, p);
+    rd_kafka_pause_partitions(m->consumer, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+    pthread_mutex_lock(&m->mu);
+    if (!m->perr[p])
+        m->perr[p] = strdup(why);
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    fprintf(stderr, "materializer: %s\n", why);
+}
+
+static int mat_partition_stopped(objlog_materializer *m, int32_t p) {
+    pthread_mutex_lock(&m->mu);
+    int s = m->perr[p] != NULL;
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+/* The log no longer holds the applied position: say exactly why and how to
+ * recover, never skip (DESIGN §5). */
+static void mat_offset_lost(objlog_materializer *m, int32_t p) {
+    int64_t lo = -1, hi = -1, at = m->next[p];
+    char why[512];
+    rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+        m->consumer, m->topic, p, &lo, &hi, MAT_META_TIMEOUT_MS);
+    if (err)
+        snprintf(why, sizeof(why),
+                 "partition %d: applied offset %" PRId64 " is out of range of the "
+                 "log (watermarks unavailable: %s): the view cannot be brought up "
+                 "to date without data loss; rebuild it from a topic that still "
+                 "holds the full log", p, at, rd_kafka_err2str(err));
+    else if (at > hi)
+        snprintf(why, sizeof(why),
+                 "partition %d: applied offset %" PRId64 " is past the log end %"
+                 PRId64 ": this view was built from a different log; rebuild it "
+                 "from the topic it serves", p, at, hi);
+    else
+        snprintf(why, sizeof(why),
+                 "partition %d: log start moved past applied offset %" PRId64
+                 " (log now starts at %" PRId64 "): the view cannot be brought up "
+                 "to date without data loss; rebuild it from a topic that still "
+                 "holds the full log", p, at, lo);
+    mat_stop_partition(m, p, why);
+}
+
+static void mat_consumer_error(objlog_materializer *m, rd_kafka_message_t *msg) {
+    int32_t p = msg->partition;
+    int ours = msg->rkt && p >= 0 && p < m->nparts &&
+               strcmp(rd_kafka_topic_name(msg->rkt), m->topic) == 0;
+    if (ours && (msg->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                 msg->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)) {
+        if (!mat_partition_stopped(m, p))
+            mat_offset_lost(m, p);
+        return;
+    }
+    /* Anything else is transient for librdkafka (it retries): report it. */
+    fprintf(stderr, "materializer: consumer: %s\n", rd_kafka_message_errstr(msg));
+}
+
+/* ---- one batch ---- */
+
+/* Collects up to batch_max messages in fetch order; the first poll waits a
+ * little, the rest take only what is already fetched. */
+static int mat_gather(objlog_materializer *m) {
+    int n = 0;
+    while (n < m->batch_max) {
+        rd_kafka_message_t *msg =
+            rd_kafka_consumer_poll(m->consumer, n == 0 ? MAT_POLL_MS : 0);
+        if (!msg)
+            break;
+        if (msg->err) {
+            mat_consumer_error(m, msg);
+            rd_kafka_message_destroy(msg);
+            if (n == 0 && !atomic_load(&m->running))
+                break;
+            continue;
+        }
+        int32_t p = msg->partition;
+        if (p < 0 || p >= m->nparts || msg->offset < m->next[p] ||
+            mat_partition_stopped(m, p)) {
+            rd_kafka_message_destroy(msg); /* refetched or stopped: already decided */
+            continue;
+        }
+        m->next[p] = msg->offset + 1;
+        m->msgs[n++] = msg;
+    }
+    return n;
+}
+
+static void hdr_add_i64(rd_kafka_headers_t *h, const char *name, int64_t v) {
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%" PRId64, v);
+    rd_kafka_header_add(h, name, -1, buf, n);
+}
+
+/* Sends msg to the DLQ and waits for the ack; retries while running.
+ * 0 acked, -1 shutting down before it was acked. */
+static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
+                        const char *why) {
+    while (atomic_load(&m->running)) {
+        uint64_t attempt = ++m->dlq_attempt;
+        rd_kafka_headers_t *h = rd_kafka_headers_new(3);
+        hdr_add_i64(h, "objlog.partition", msg->partition);
+        hdr_add_i64(h, "objlog.offset", msg->offset);
+        rd_kafka_header_add(h, "objlog.error", -1, why, -1);
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            m->dlq, RD_KAFKA_V_TOPIC(m->dlq_topic),
+            RD_KAFKA_V_KEY(msg->key, msg->key_len),
+            RD_KAFKA_V_VALUE(msg->payload, msg->len),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)attempt), RD_KAFKA_V_END);
+        if (err) {
+            rd_kafka_headers_destroy(h); /* not taken over on failure */
+        } else {
+            rd_kafka_flush(m->dlq, MAT_DLQ_TIMEOUT_MS);
+            if (atomic_load(&m->dlq_acked) == attempt)
+                return 0;
+            err = RD_KAFKA_RESP_ERR__MSG_TIMED_OUT;
+        }
+        fprintf(stderr, "materializer: DLQ %s: %s; retrying\n", m->dlq_topic,
+                rd_kafka_err2str(err));
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+/* Stages one message. 0, or -1 if the batch must be abandoned. */
+static int mat_apply_one(objlog_materializer *m, const rd_kafka_message_t *msg,
+                         int *dlq_n, char *errstr, size_t es) {
+    char why[256];
+    int64_t ts = rd_kafka_message_timestamp(msg, NULL);
+    Objlog__Event *ev = apply_decode(msg->payload, msg->len, why, sizeof(why));
+    if (!ev) {
+        if (mat_dlq_send(m, msg, why) < 0) {
+            snprintf(errstr, es, "stopping before the DLQ acked %d.%" PRId64,
+                     msg->partition, msg->offset);
+            return -1;
+        }
+        (*dlq_n)++;
+        return apply_invalid(m->batch, msg->partition, msg->offset, ts, why,
+                             errstr, es);
+    }
+    int rc = apply_event(m->batch, msg->partition, msg->offset, ts, ev, NULL,
+                         errstr, es);
+    objlog__event__free_unpacked(ev, NULL);
+    return rc;
+}
+
+static void mat_commit_async(objlog_materializer *m) {
+    rd_kafka_topic_partition_list_t *tp =
+        rd_kafka_topic_partition_list_new(m->nparts);
+    for (int p = 0; p < m->nparts; p++)
+        if (m->batch_next[p] >= 0)
+            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset =
+                m->batch_next[p];
+    if (tp->cnt)
+        rd_kafka_commit(m->consumer, tp, 1);
+    rd_kafka_topic_partition_list_destroy(tp);
+}
+
+static void mat_publish(objlog_materializer *m, int n, int dlq_n) {
+    pthread_mutex_lock(&m->mu);
+    for (int p = 0; p < m->nparts; p++)
+        if (m->batch_next[p] >= 0)
+            m->applied[p] = m->batch_next[p];
+    m->events_applied += (uint64_t)n;
+    m->dlq_total += (uint64_t)dlq_n;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Rewinds the fetch positions to the last written offsets so that an
+ * abandoned batch is consumed again rather than skipped. */
+static void mat_rewind(objlog_materializer *m) {
+    pthread_mutex_lock(&m->mu);
+    for (int p = 0; p < m->nparts; p++)
+        m->next[p] = m->applied[p];
+    pthread_mutex_unlock(&m->mu);
+    rd_kafka_topic_partition_list_t *tp =
+        rd_kafka_topic_partition_list_new(m->nparts);
+    for (int p = 0; p < m->nparts; p++)
+        if (!mat_partition_stopped(m, p))
+            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
+    rd_kafka_assign(m->consumer, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+}
+
+static void mat_process(objlog_materializer *m, int n) {
+    char errstr[512];
+    int dlq_n = 0, rc = 0;
+    apply_batch_clear(m->batch);
+    for (int p = 0; p < m->nparts; p++)
+        m->batch_next[p] = -1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        rd_kafka_message_t *msg = m->msgs[i];
+        rc = mat_apply_one(m, msg, &dlq_n, errstr, sizeof(errstr));
+        m->batch_next[msg->partition] = msg->offset + 1;
+    }
+    for (int p = 0; p < m->nparts && rc == 0; p++)
+        if (m->batch_next[p] >= 0)
+            apply_set_applied(m->batch, p, m->batch_next[p]);
+    if (rc == 0 && m->apply_delay_ms > 0) {
+        struct timespec ts = {m->apply_delay_ms / 1000,
+                              (long)(m->apply_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (rc == 0) {
+        rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+        char *err = NULL;
+        rocksdb_write_writebatch_wi(objlog_store_db(m->store), wo,
+                                    apply_batch_wb(m->batch), &err);
+        rocksdb_writeoptions_destroy(wo);
+        if (err) {
+            snprintf(errstr, sizeof(errstr), "write batch: %s", err);
+            rocksdb_free(err);
+            rc = -1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        rd_kafka_message_destroy(m->msgs[i]);
+    apply_batch_clear(m->batch);
+    if (rc < 0) {
+        fprintf(stderr, "materializer: batch abandoned: %s\n", errstr);
+        mat_rewind(m);
+        return;
+    }
+    mat_publish(m, n, dlq_n);
+    mat_commit_async(m);
+}
+
+static void *mat_run(void *arg) {
+    objlog_materializer *m = arg;
+    while (atomic_load(&m->running)) {
+        int n = mat_gather(m);
+        if (n > 0)
+            mat_process(m, n);
+    }
+    return NULL;
+}
+
+int objlog_materializer_start(objlog_materializer *m, char *errstr,
+                              size_t errstr_size) {
+    if (m->started) {
+        snprintf(errstr, errstr_size, "materializer already started");
+        return -1;
+    }
+    rd_kafka_topic_partition_list_t *tp =
+        rd_kafka_topic_partition_list_new(m->nparts);
+    for (int p = 0; p < m->nparts; p++)
+        rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
+    rd_kafka_resp_err_t err = rd_kafka_assign(m->consumer, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+    if (err) {
+        snprintf(errstr, errstr_size, "assign %s: %s", m->topic,
+                 rd_kafka_err2str(err));
+        return -1;
+    }
+    atomic_store(&m->running, 1);
+    if (pthread_create(&m->thread, NULL, mat_run, m) != 0) {
+        atomic_store(&m->running, 0);
+        snprintf(errstr, errstr_size, "materializer thread: %s", strerror(errno));
+        return -1;
+    }
+    m->started = 1;
+    return 0;
+}
+
+void objlog_materializer_destroy(objlog_materializer *m) {
+    if (!m)
+        return;
+    if (m->started) {
+        atomic_store(&m->running, 0);
+        pthread_join(m->thread, NULL);
+        m->started = 0;
+    }
+    pthread_mutex_lock(&m->mu);
+    pthread_cond_broadcast(&m->cv); /* no waiter may sleep on a freed cv */
+    pthread_mutex_unlock(&m->mu);
+    mat_free(m);
+}
+
+/* ---- queries ---- */
+
+int objlog_materializer_partitions(const objlog_materializer *m) {
+    return m->nparts;
+}
+
+const rangemap *objlog_materializer_rangemap(const objlog_materializer *m) {
+    return m->rm;
+}
+
+int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition) {
+    if (partition < 0 || partition >= m->nparts)
+        return -1;
+    pthread_mutex_lock(&m->mu);
+    int64_t v = m->applied[partition];
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+static void deadline_after(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
+                                     int64_t offset, int timeout_ms) {
+    if (partition < 0 || partition >= m->nparts)
+        return -1;
+    struct timespec until;
+    deadline_after(&until, timeout_ms > 0 ? timeout_ms : 0);
+    int rc = 1;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        if (m->applied[partition] > offset) {
+            rc = 0;
+            break;
+        }
+        if (m->perr[partition]) {
+            rc = -1;
+            break;
+        }
+        if (pthread_cond_timedwait(&m->cv, &m->mu, &until) == ETIMEDOUT) {
+            rc = m->applied[partition] > offset ? 0 : 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+const char *objlog_materializer_partition_error(objlog_materializer *m,
+                                                int32_t partition, char *buf,
+                                                size_t buf_size) {
+    if (partition < 0 || partition >= m->nparts || buf_size == 0)
+        return NULL;
+    const char *r = NULL;
+    pthread_mutex_lock(&m->mu);
+    if (m->perr[partition]) {
+        snprintf(buf, buf_size, "%s", m->perr[partition]);
+        r = buf;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return r;
+}
+
+uint64_t objlog_materializer_dlq_count(objlog_materializer *m) {
+    pthread_mutex_lock(&m->mu);
+    uint64_t v = m->dlq_total;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+uint64_t objlog_materializer_events_applied(objlog_materializer *m) {
+    pthread_mutex_lock(&m->mu);
+    uint64_t v = m->events_applied;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}

@@ -1,0 +1,157 @@
+/* store.c: the RocksDB instance behind every view (materializer.h). Owns
+ * opening the database with its seven column families and the point reads
+ * other components need (applied offsets, outcomes). Invariant: the store
+ * is written only through one WriteBatch per consumed batch (apply.c,
+ * materializer.c); everything here only reads, so any thread may call it.
+ *
+ * Durability: the WAL is on (RocksDB default) and batches are written with
+ * sync=false, so a process crash loses nothing and a machine crash can lose
+ * the newest batches, effects and applied offsets together: the view then
+ * simply re-applies them from the log, which is exact (DESIGN §5). */
+#include "materializer.h"
+
+#include "apply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct objlog_store {
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_readoptions_t *ro;
+    rocksdb_column_family_handle_t *deflt;
+    rocksdb_column_family_handle_t *cf[OBJLOG_CF_COUNT];
+};
+
+static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
+    "versions", "objects", "buckets", "uploads", "stats", "outcomes", "meta",
+};
+
+const char *objlog_cf_name(objlog_cf cf) {
+    if ((int)cf < 0 || cf >= OBJLOG_CF_COUNT)
+        return NULL;
+    return store_cf_names[cf];
+}
+
+objlog_store *objlog_store_open(const char *dir, char *errstr,
+                                size_t errstr_size) {
+    objlog_store *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    s->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(s->opts, 1);
+    rocksdb_options_set_create_missing_column_families(s->opts, 1);
+    s->ro = rocksdb_readoptions_create();
+
+    const char *names[OBJLOG_CF_COUNT + 1];
+    const rocksdb_options_t *cfopts[OBJLOG_CF_COUNT + 1];
+    rocksdb_column_family_handle_t *handles[OBJLOG_CF_COUNT + 1];
+    names[0] = "default";
+    cfopts[0] = s->opts;
+    for (int i = 0; i < OBJLOG_CF_COUNT; i++) {
+        names[i + 1] = store_cf_names[i];
+        cfopts[i + 1] = s->opts;
+    }
+    char *err = NULL;
+    s->db = rocksdb_open_column_families(s->opts, dir, OBJLOG_CF_COUNT + 1,
+                                         names, cfopts, handles, &err);
+    if (err) {
+        snprintf(errstr, errstr_size, "open store %s: %s", dir, err);
+        rocksdb_free(err);
+        rocksdb_readoptions_destroy(s->ro);
+        rocksdb_options_destroy(s->opts);
+        free(s);
+        return NULL;
+    }
+    s->deflt = handles[0];
+    for (int i = 0; i < OBJLOG_CF_COUNT; i++)
+        s->cf[i] = handles[i + 1];
+    return s;
+}
+
+void objlog_store_close(objlog_store *s) {
+    if (!s)
+        return;
+    for (int i = 0; i < OBJLOG_CF_COUNT; i++)
+        rocksdb_column_family_handle_destroy(s->cf[i]);
+    rocksdb_column_family_handle_destroy(s->deflt);
+    rocksdb_close(s->db);
+    rocksdb_readoptions_destroy(s->ro);
+    rocksdb_options_destroy(s->opts);
+    free(s);
+}
+
+rocksdb_t *objlog_store_db(objlog_store *s) { return s->db; }
+
+rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf) {
+    if ((int)cf < 0 || cf >= OBJLOG_CF_COUNT)
+        return NULL;
+    return s->cf[cf];
+}
+
+/* Reads an 8-byte big-endian counter from meta; 0 when absent or on error
+ * (a missing row and a fresh view mean the same thing). */
+static int64_t store_meta_be64(objlog_store *s, const uint8_t *key, size_t kn) {
+    size_t vn = 0;
+    char *err = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_META],
+                             (const char *)key, kn, &vn, &err);
+    if (err) {
+        rocksdb_free(err);
+        return 0;
+    }
+    int64_t r = (v && vn == 8) ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
+    rocksdb_free(v);
+    return r;
+}
+
+int64_t objlog_store_applied(objlog_store *s, int32_t partition) {
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_APPLIED, partition);
+    return store_meta_be64(s, key, kn);
+}
+
+uint64_t objlog_store_dlq_count(objlog_store *s, int32_t partition) {
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_DLQ, partition);
+    return (uint64_t)store_meta_be64(s, key, kn);
+}
+
+int objlog_store_get_outcome(objlog_store *s, int32_t partition,
+                             int64_t offset, Objlog__Outcome **out,
+                             char *errstr, size_t errstr_size) {
+    uint8_t key[APPLY_OUTCOME_KEY_LEN];
+    apply_outcome_key(key, partition, offset);
+    size_t vn = 0;
+    char *err = NULL;
+    *out = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_OUTCOMES],
+                             (const char *)key, sizeof(key), &vn, &err);
+    if (err) {
+        snprintf(errstr, errstr_size, "read outcome %d.%lld: %s", partition,
+                 (long long)offset, err);
+        rocksdb_free(err);
+        return -1;
+    }
+    if (!v)
+        return 0;
+    *out = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(errstr, errstr_size, "outcome %d.%lld: corrupt record",
+                 partition, (long long)offset);
+        return -1;
+    }
+    return 1;
+}
+
+int objlog_key_header_decode(const void *val, size_t n, objlog_key_header *h) {
+    return apply_header_decode(val, n, h);
+}
+
+int objlog_versions_row_is_header(const void *row, size_t n) {
+    return apply_row_is_header(row, n);
+}

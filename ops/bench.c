@@ -1,0 +1,526 @@
+/* bench.c: `objlog bench`, end-to-end throughput of one objlogd: produce N
+ * puts through libobjlog_producer (ack=logged) from T threads, wait until
+ * the last token of every partition is applied, then N GETs over HTTP from
+ * T keep-alive connections. Without --url/--brokers it runs its own
+ * `objlogd --embedded` on 127.0.0.1:0 in a temp dir and always stops it
+ * (SIGTERM, then SIGKILL; the child also dies with us via PDEATHSIG).
+ * Invariant: every figure is measured from the first produce call, on the
+ * monotonic clock, and only successful operations are counted. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "objlog_producer.h"
+
+#define BENCH_MAX_PARTS 1024
+#define BENCH_WAIT_MS 120000
+
+typedef struct bench {
+    const char *url;
+    const char *brokers;
+    char url_buf[128];
+    char brokers_buf[512];
+    int count, threads, gets, json;
+    const char *consistency;
+    /* our own objlogd, if we started one */
+    pid_t daemon;
+    int daemon_out;
+    char tmpdir[64];
+    char bucket[64];
+    objlog_producer *p;
+    pthread_mutex_t lock;
+    int64_t last_offset[BENCH_MAX_PARTS];
+    long done, failed;
+    char first_error[256];
+    double *lat_ms;              /* one per GET */
+    long get_errors;
+} bench;
+
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- our objlogd ---- */
+
+static void objlogd_path(char *out, size_t n) {
+    char self[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (l > 0) {
+        self[l] = '\0';
+        snprintf(out, n, "%s/../query/objlogd", dirname(self));
+        if (access(out, X_OK) == 0)
+            return;
+    }
+    snprintf(out, n, "objlogd"); /* execvp searches PATH */
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void daemon_stop(bench *b) {
+    if (b->daemon > 0) {
+        kill(b->daemon, SIGTERM);
+        int st;
+        int64_t deadline = mono_us() + 10 * 1000000;
+        while (waitpid(b->daemon, &st, WNOHANG) == 0) {
+            if (mono_us() > deadline) {
+                kill(b->daemon, SIGKILL);
+                waitpid(b->daemon, &st, 0);
+                break;
+            }
+            usleep(20000);
+        }
+        b->daemon = 0;
+        close(b->daemon_out);
+    }
+    if (b->tmpdir[0])
+        nftw(b->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    b->tmpdir[0] = '\0';
+}
+
+static void daemon_log_tail(bench *b) {
+    char path[128], buf[2048];
+    snprintf(path, sizeof(path), "%s/objlogd.log", b->tmpdir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, sz > (long)sizeof(buf) - 1 ? sz - (long)sizeof(buf) + 1 : 0, SEEK_SET);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    fprintf(stderr, "objlog: bench: objlogd said:\n%s", buf);
+}
+
+static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
+    char data[128], log[128];
+    snprintf(data, sizeof(data), "%s/data", b->tmpdir);
+    snprintf(log, sizeof(log), "%s/objlogd.log", b->tmpdir);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out_fd, 1);
+    if (lf >= 0)
+        dup2(lf, 2);
+    char *argv[] = {(char *)path, "--embedded", "--listen", "127.0.0.1:0",
+                    "--data", data, NULL};
+    execvp(path, argv);
+    fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+    _exit(127);
+}
+
+/* Reads OBJLOG_* lines until OBJLOG_READY. */
+static int daemon_wait_ready(bench *b) {
+    char buf[4096];
+    size_t len = 0;
+    int64_t deadline = mono_us() + 60 * 1000000LL;
+    while (mono_us() < deadline) {
+        struct pollfd pfd = {.fd = b->daemon_out, .events = POLLIN};
+        if (poll(&pfd, 1, 200) <= 0)
+            continue;
+        ssize_t r = read(b->daemon_out, buf + len, sizeof(buf) - 1 - len);
+        if (r <= 0)
+            return -1;
+        len += (size_t)r;
+        buf[len] = '\0';
+        char *nl;
+        while ((nl = strchr(buf, '\n')) != NULL) {
+            *nl = '\0';
+            if (!strncmp(buf, "OBJLOG_BOOTSTRAP=", 17))
+                snprintf(b->brokers_buf, sizeof(b->brokers_buf), "%.500s", buf + 17);
+            else if (!strncmp(buf, "OBJLOG_LISTEN=", 14))
+                snprintf(b->url_buf, sizeof(b->url_buf), "http://%.100s", buf + 14);
+            else if (!strcmp(buf, "OBJLOG_READY"))
+                return b->brokers_buf[0] && b->url_buf[0] ? 0 : -1;
+            len -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, len + 1);
+        }
+        if (len >= sizeof(buf) - 1)
+            len = 0;
+    }
+    return -1;
+}
+
+static int daemon_start(bench *b) {
+    char path[PATH_MAX + 32];
+    objlogd_path(path, sizeof(path));
+    snprintf(b->tmpdir, sizeof(b->tmpdir), "/tmp/objlog-bench-XXXXXX");
+    if (!mkdtemp(b->tmpdir)) {
+        fprintf(stderr, "objlog: bench: mkdtemp: %s\n", strerror(errno));
+        b->tmpdir[0] = '\0';
+        return -1;
+    }
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    b->daemon = daemon_spawn(b, path, fds[1]);
+    close(fds[1]);
+    b->daemon_out = fds[0];
+    if (b->daemon < 0 || daemon_wait_ready(b) < 0) {
+        fprintf(stderr, "objlog: bench: %s did not become ready\n", path);
+        daemon_log_tail(b);
+        return -1;
+    }
+    b->url = b->url_buf;
+    b->brokers = b->brokers_buf;
+    return 0;
+}
+
+/* ---- phase 1: produce ---- */
+
+static void bench_cb(const objlog_write_result *r, void *opaque) {
+    bench *b = opaque;
+    pthread_mutex_lock(&b->lock);
+    if (r->status == OBJLOG_STATUS_LOGGED && r->partition >= 0 &&
+        r->partition < BENCH_MAX_PARTS) {
+        if (r->offset > b->last_offset[r->partition])
+            b->last_offset[r->partition] = r->offset;
+    } else if (b->failed++ == 0) {
+        snprintf(b->first_error, sizeof(b->first_error), "%s: %.200s",
+                 objlog_status_name(r->status), r->error_message);
+    }
+    b->done++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+typedef struct bench_thread {
+    bench *b;
+    int index;
+    pthread_t th;
+} bench_thread;
+
+static void bench_key(int i, char *out, size_t n) {
+    snprintf(out, n, "obj-%08d", i);
+}
+
+static void *produce_main(void *arg) {
+    bench_thread *t = arg;
+    bench *b = t->b;
+    for (int i = t->index; i < b->count; i += b->threads) {
+        char key[32], etag[32], err[256];
+        bench_key(i, key, sizeof(key));
+        snprintf(etag, sizeof(etag), "etag-%d", i);
+        objlog_object_meta m = {.size = (uint64_t)i, .etag = etag,
+                                .content_type = "application/octet-stream"};
+        if (objlog_producer_put_object(b->p, b->bucket, key, strlen(key), &m,
+                                       NULL, bench_cb, b, err, sizeof(err)) < 0) {
+            pthread_mutex_lock(&b->lock);
+            if (b->failed++ == 0)
+                snprintf(b->first_error, sizeof(b->first_error), "%s", err);
+            pthread_mutex_unlock(&b->lock);
+        }
+    }
+    return NULL;
+}
+
+static int run_threads(bench *b, void *(*fn)(void *)) {
+    bench_thread *ts = calloc((size_t)b->threads, sizeof(*ts));
+    if (!ts)
+        return -1;
+    for (int i = 0; i < b->threads; i++) {
+        ts[i] = (bench_thread){.b = b, .index = i};
+        pthread_create(&ts[i].th, NULL, fn, &ts[i]);
+    }
+    for (int i = 0; i < b->threads; i++)
+        pthread_join(ts[i].th, NULL);
+    free(ts);
+    return 0;
+}
+
+static int producer_open(bench *b) {
+    char err[512];
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    if (!conf ||
+        objlog_producer_conf_set(conf, "bootstrap.servers", b->brokers, err, sizeof(err)) ||
+        objlog_producer_conf_set(conf, "query.url", b->url, err, sizeof(err)) ||
+        objlog_producer_conf_set(conf, "ack", "logged", err, sizeof(err))) {
+        fprintf(stderr, "objlog: bench: producer config: %s\n", conf ? err : "oom");
+        objlog_producer_conf_destroy(conf);
+        return -1;
+    }
+    b->p = objlog_producer_new(conf, err, sizeof(err));
+    if (!b->p) {
+        fprintf(stderr, "objlog: bench: producer: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int create_bucket(bench *b, CURL *h) {
+    snprintf(b->bucket, sizeof(b->bucket), "bench-%d-%lld", (int)getpid(),
+             (long long)time(NULL));
+    char url[512], err[256];
+    snprintf(url, sizeof(url), "%s/v1/buckets/%s", b->url, b->bucket);
+    cli_resp r;
+    if (cli_http(h, "PUT", url, "{}", NULL, &r, err, sizeof(err)) < 0) {
+        fprintf(stderr, "objlog: bench: create bucket: cannot reach %s: %s\n", b->url, err);
+        return -1;
+    }
+    int ok = r.status == 200;
+    if (!ok) {
+        char code[64], msg[256];
+        cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
+        fprintf(stderr, "objlog: bench: create bucket %s: %s: %s\n", b->bucket, code, msg);
+    }
+    cli_resp_free(&r);
+    return ok ? 0 : -1;
+}
+
+/* ---- phase 2: wait until applied ---- */
+
+static int wait_applied(bench *b, CURL *h) {
+    int64_t deadline = mono_us() + BENCH_WAIT_MS * 1000LL;
+    for (int p = 0; p < BENCH_MAX_PARTS; p++) {
+        if (b->last_offset[p] < 0)
+            continue;
+        char url[512], err[256];
+        snprintf(url, sizeof(url), "%s/v1/writes/%d.%lld?timeout_ms=2000", b->url, p,
+                 (long long)b->last_offset[p]);
+        for (;;) {
+            cli_resp r;
+            if (cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err)) < 0) {
+                fprintf(stderr, "objlog: bench: outcome of %d.%lld: %s\n", p,
+                        (long long)b->last_offset[p], err);
+                return -1;
+            }
+            long st = r.status;
+            cli_resp_free(&r);
+            if (st == 200)
+                break;
+            if (st != 503 || mono_us() > deadline) {
+                fprintf(stderr, "objlog: bench: outcome of %d.%lld: HTTP %ld\n", p,
+                        (long long)b->last_offset[p], st);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- phase 3: GETs ---- */
+
+static void *get_main(void *arg) {
+    bench_thread *t = arg;
+    bench *b = t->b;
+    CURL *h = curl_easy_init();
+    long lo = (long)b->gets * t->index / b->threads;
+    long hi = (long)b->gets * (t->index + 1) / b->threads;
+    long errors = 0;
+    for (long j = lo; j < hi; j++) {
+        char key[32], url[512], err[256];
+        bench_key((int)((j * 7919) % b->count), key, sizeof(key));
+        snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%s?consistency=%s",
+                 b->url, b->bucket, key, b->consistency);
+        cli_resp r;
+        int64_t t0 = mono_us();
+        int rc = cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err));
+        b->lat_ms[j] = (double)(mono_us() - t0) / 1000.0;
+        if (rc < 0 || r.status != 200)
+            errors++;
+        if (rc == 0)
+            cli_resp_free(&r);
+    }
+    curl_easy_cleanup(h);
+    pthread_mutex_lock(&b->lock);
+    b->get_errors += errors;
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(const double *sorted, long n, double q) {
+    if (n <= 0)
+        return 0;
+    long i = (long)(q * (double)(n - 1) + 0.5);
+    return sorted[i];
+}
+
+/* ---- report ---- */
+
+typedef struct figures {
+    double produce_s, apply_s, get_s, p50, p99;
+} figures;
+
+static double rate(long n, double s) { return s > 0 ? (double)n / s : 0; }
+
+static void report(const bench *b, const figures *f) {
+    if (b->json) {
+        json_t *j = json_pack(
+            "{s:i,s:i,s:i,s:{s:i,s:f,s:f},s:{s:i,s:f,s:f},s:{s:i,s:f,s:f,s:f,s:f,s:I,s:s}}",
+            "count", b->count, "threads", b->threads, "gets", b->gets,
+            "produce", "ops", b->count, "seconds", f->produce_s, "per_second",
+            rate(b->count, f->produce_s),
+            "apply", "ops", b->count, "seconds", f->apply_s, "per_second",
+            rate(b->count, f->apply_s),
+            "get", "ops", b->gets, "seconds", f->get_s, "per_second",
+            rate(b->gets, f->get_s), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
+            (json_int_t)b->get_errors, "consistency", b->consistency);
+        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        printf("%s\n", s);
+        free(s);
+        json_decref(j);
+        return;
+    }
+    printf("objlog bench: %d puts, %d GETs (%s), %d threads, %s\n", b->count, b->gets,
+           b->consistency, b->threads, b->url);
+    printf("%-8s %8s %9s %11s\n", "phase", "ops", "seconds", "ops/s");
+    printf("%-8s %8d %9.3f %11.1f\n", "produce", b->count, f->produce_s,
+           rate(b->count, f->produce_s));
+    printf("%-8s %8d %9.3f %11.1f\n", "apply", b->count, f->apply_s,
+           rate(b->count, f->apply_s));
+    printf("%-8s %8d %9.3f %11.1f   p50 %.3f ms  p99 %.3f ms%s\n", "get", b->gets,
+           f->get_s, rate(b->gets, f->get_s), f->p50, f->p99,
+           b->get_errors ? "  (errors!)" : "");
+    if (b->get_errors)
+        printf("get errors: %ld\n", b->get_errors);
+}
+
+static int bench_run(bench *b) {
+    figures f = {0};
+    CURL *h = curl_easy_init();
+    int rc = CLI_EXIT_FAIL;
+    if (!h || create_bucket(b, h) < 0 || producer_open(b) < 0)
+        goto out;
+    int64_t t0 = mono_us();
+    run_threads(b, produce_main);
+    objlog_producer_flush(b->p, BENCH_WAIT_MS);
+    f.produce_s = (double)(mono_us() - t0) / 1e6;
+    if (b->failed) {
+        fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
+                b->failed, b->count, b->first_error);
+        goto out;
+    }
+    if (wait_applied(b, h) < 0)
+        goto out;
+    f.apply_s = (double)(mono_us() - t0) / 1e6;
+    b->lat_ms = calloc((size_t)(b->gets ? b->gets : 1), sizeof(double));
+    if (!b->lat_ms)
+        goto out;
+    int64_t g0 = mono_us();
+    run_threads(b, get_main);
+    f.get_s = (double)(mono_us() - g0) / 1e6;
+    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
+    f.p50 = percentile(b->lat_ms, b->gets, 0.50);
+    f.p99 = percentile(b->lat_ms, b->gets, 0.99);
+    report(b, &f);
+    rc = b->get_errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+out:
+    if (h)
+        curl_easy_cleanup(h);
+    return rc;
+}
+
+static int bench_usage(const char *why, const char *arg) {
+    fprintf(stderr, "objlog: bench: %s%s\n", why, arg ? arg : "");
+    fprintf(stderr, "usage: objlog bench [--url URL --brokers LIST] [--count N] "
+                    "[--threads T] [--gets N] [--consistency strong|token|eventual] "
+                    "[--json]\n");
+    return CLI_EXIT_USAGE;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int bench_args(bench *b, int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) {
+            b->json = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return bench_usage("unknown option or missing value: ", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--url"))
+            b->url = v;
+        else if (!strcmp(a, "--brokers"))
+            b->brokers = v;
+        else if (!strcmp(a, "--consistency"))
+            b->consistency = v;
+        else if (!strcmp(a, "--count") && !parse_int(v, 1, 100000000, &b->count))
+            continue;
+        else if (!strcmp(a, "--threads") && !parse_int(v, 1, 256, &b->threads))
+            continue;
+        else if (!strcmp(a, "--gets") && !parse_int(v, 0, 100000000, &b->gets))
+            continue;
+        else
+            return bench_usage("bad option or value: ", a);
+    }
+    if (!!b->url != !!b->brokers)
+        return bench_usage("--url and --brokers go together (or neither: "
+                           "bench starts its own objlogd)", NULL);
+    if (strcmp(b->consistency, "strong") && strcmp(b->consistency, "token") &&
+        strcmp(b->consistency, "eventual"))
+        return bench_usage("--consistency must be strong, token or eventual", NULL);
+    return 0;
+}
+
+int bench_main(int argc, char **argv, const char *url, int json) {
+    bench *b = calloc(1, sizeof(*b));
+    if (!b)
+        return CLI_EXIT_FAIL;
+    b->url = url;
+    b->json = json;
+    b->count = 20000;
+    b->threads = 4;
+    b->gets = -1;
+    b->consistency = "strong";
+    for (int i = 0; i < BENCH_MAX_PARTS; i++)
+        b->last_offset[i] = -1;
+    pthread_mutex_init(&b->lock, NULL);
+    int rc = bench_args(b, argc, argv);
+    if (b->gets < 0)
+        b->gets = b->count;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc == 0 && !b->url && daemon_start(b) < 0)
+        rc = CLI_EXIT_FAIL;
+    if (rc == 0)
+        rc = bench_run(b);
+    objlog_producer_destroy(b->p);
+    daemon_stop(b);
+    curl_global_cleanup();
+    free(b->lat_ms);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+    return rc;
+}

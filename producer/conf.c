@@ -1,0 +1,139 @@
+/* conf.c: objlog_producer_conf, string key/value configuration checked at
+ * set time (the librdkafka way): an unknown key or a bad value is refused
+ * with an errstr naming it, so a typo never turns into a silent default.
+ * Invariant: every value stored in the conf has already been validated;
+ * kafka.<prop> values live only in the wrapped rd_kafka_conf_t. */
+#include "producer_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+objlog_producer_conf *objlog_producer_conf_new(void) {
+    objlog_producer_conf *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->topic = strdup(PRODUCER_DEFAULT_TOPIC);
+    c->control_topic = strdup(PRODUCER_DEFAULT_CONTROL_TOPIC);
+    c->ack_applied = 1;
+    c->outcome_timeout_ms = PRODUCER_DEFAULT_OUTCOME_TIMEOUT_MS;
+    c->kconf = rd_kafka_conf_new();
+    char tmp[256];
+    /* A small linger batches concurrent writers without adding visible
+     * latency; callers may still override it with kafka.linger.ms. */
+    if (!c->topic || !c->control_topic || !c->kconf ||
+        rd_kafka_conf_set(c->kconf, "linger.ms", "5", tmp, sizeof(tmp)) !=
+            RD_KAFKA_CONF_OK) {
+        objlog_producer_conf_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+void objlog_producer_conf_destroy(objlog_producer_conf *c) {
+    if (!c)
+        return;
+    free(c->bootstrap);
+    free(c->topic);
+    free(c->control_topic);
+    free(c->query_url);
+    if (c->kconf)
+        rd_kafka_conf_destroy(c->kconf);
+    free(c);
+}
+
+static objlog_conf_res conf_invalid(const char *name, const char *value,
+                                    const char *why, char *errstr,
+                                    size_t errstr_size) {
+    snprintf(errstr, errstr_size, "invalid value \"%s\" for %s: %s", value,
+             name, why);
+    return OBJLOG_CONF_INVALID;
+}
+
+static objlog_conf_res conf_set_str(char **slot, const char *name,
+                                    const char *value, char *errstr,
+                                    size_t errstr_size) {
+    if (!*value)
+        return conf_invalid(name, value, "must not be empty", errstr,
+                            errstr_size);
+    char *s = strdup(value);
+    if (!s)
+        return conf_invalid(name, value, "out of memory", errstr, errstr_size);
+    free(*slot);
+    *slot = s;
+    return OBJLOG_CONF_OK;
+}
+
+static objlog_conf_res conf_set_url(objlog_producer_conf *c, const char *name,
+                                    const char *value, char *errstr,
+                                    size_t errstr_size) {
+    if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)
+        return conf_invalid(name, value, "expected http://host:port", errstr,
+                            errstr_size);
+    objlog_conf_res r = conf_set_str(&c->query_url, name, value, errstr,
+                                     errstr_size);
+    /* Paths are appended as "/v1/...": drop trailing slashes once here. */
+    size_t n = c->query_url ? strlen(c->query_url) : 0;
+    while (r == OBJLOG_CONF_OK && n > 8 && c->query_url[n - 1] == '/')
+        c->query_url[--n] = '\0';
+    return r;
+}
+
+static objlog_conf_res conf_set_timeout(objlog_producer_conf *c,
+                                        const char *name, const char *value,
+                                        char *errstr, size_t errstr_size) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < 0 || v > 3600 * 1000)
+        return conf_invalid(name, value, "expected milliseconds 0..3600000",
+                            errstr, errstr_size);
+    c->outcome_timeout_ms = (int)v;
+    return OBJLOG_CONF_OK;
+}
+
+static objlog_conf_res conf_set_kafka(objlog_producer_conf *c,
+                                      const char *name, const char *prop,
+                                      const char *value, char *errstr,
+                                      size_t errstr_size) {
+    char kerr[256];
+    rd_kafka_conf_res_t r =
+        rd_kafka_conf_set(c->kconf, prop, value, kerr, sizeof(kerr));
+    if (r == RD_KAFKA_CONF_OK)
+        return OBJLOG_CONF_OK;
+    snprintf(errstr, errstr_size, "%s: %s", name, kerr);
+    return r == RD_KAFKA_CONF_UNKNOWN ? OBJLOG_CONF_UNKNOWN
+                                      : OBJLOG_CONF_INVALID;
+}
+
+objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *c,
+                                         const char *name, const char *value,
+                                         char *errstr, size_t errstr_size) {
+    if (!c || !name || !value) {
+        snprintf(errstr, errstr_size, "conf, name and value are required");
+        return OBJLOG_CONF_INVALID;
+    }
+    if (!strcmp(name, "bootstrap.servers"))
+        return conf_set_str(&c->bootstrap, name, value, errstr, errstr_size);
+    if (!strcmp(name, "topic"))
+        return conf_set_str(&c->topic, name, value, errstr, errstr_size);
+    if (!strcmp(name, "control.topic"))
+        return conf_set_str(&c->control_topic, name, value, errstr,
+                            errstr_size);
+    if (!strcmp(name, "query.url"))
+        return conf_set_url(c, name, value, errstr, errstr_size);
+    if (!strcmp(name, "outcome.timeout.ms"))
+        return conf_set_timeout(c, name, value, errstr, errstr_size);
+    if (!strcmp(name, "ack")) {
+        if (strcmp(value, "applied") != 0 && strcmp(value, "logged") != 0)
+            return conf_invalid(name, value, "expected applied or logged",
+                                errstr, errstr_size);
+        c->ack_applied = !strcmp(value, "applied");
+        return OBJLOG_CONF_OK;
+    }
+    if (!strncmp(name, "kafka.", 6) && name[6])
+        return conf_set_kafka(c, name, name + 6, value, errstr, errstr_size);
+    snprintf(errstr, errstr_size, "unknown configuration key \"%s\"", name);
+    return OBJLOG_CONF_UNKNOWN;
+}

@@ -1,0 +1,544 @@
+/* producer.c: objlog_producer, the write path of libobjlog_producer
+ * (DESIGN §4, §6). Owns the librdkafka producer (idempotent, acks=all), the
+ * range map it routes with, the delivery-report thread and the count of
+ * outstanding writes.
+ *
+ * Invariant: every accepted write is counted in `outstanding` from before
+ * it is produced until just after its callback returned, so flush() and
+ * destroy() cannot return while a callback is still pending. The range map
+ * is loaded once in objlog_producer_new and never changes afterwards, so
+ * the write path reads it without a lock.
+ */
+#define _GNU_SOURCE
+#include "producer_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "keycodec.h"
+#include "objlog.pb-c.h"
+#include "rangemap.h"
+#include "token.h"
+
+#define PRODUCER_METADATA_TIMEOUT_MS 10000
+
+struct objlog_producer {
+    objlog_producer_conf *conf;
+    rd_kafka_t *rk;
+    rangemap *rm;
+    fetcher *fetch;              /* NULL with ack=logged */
+    pthread_t dr_thread;
+    int dr_started;
+    atomic_int stop;
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    long outstanding;
+};
+
+int64_t producer_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *objlog_status_name(objlog_status s) {
+    switch (s) {
+    case OBJLOG_STATUS_OK: return "OK";
+    case OBJLOG_STATUS_LOGGED: return "LOGGED";
+    case OBJLOG_STATUS_REJECTED: return "REJECTED";
+    case OBJLOG_STATUS_UNKNOWN: return "UNKNOWN";
+    case OBJLOG_STATUS_FAILED: return "FAILED";
+    }
+    return "INVALID";
+}
+
+static void outstanding_add(objlog_producer *p, long d) {
+    pthread_mutex_lock(&p->lock);
+    p->outstanding += d;
+    if (p->outstanding == 0)
+        pthread_cond_broadcast(&p->idle);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void producer_complete(write_op *op) {
+    objlog_producer *p = op->p;
+    if (op->cb)
+        op->cb(&op->res, op->opaque);
+    free(op->body);
+    free(op);
+    outstanding_add(p, -1);
+}
+
+/* Delivery report, on the delivery-report thread. The write is in the log
+ * (or never will be); either finish it here or hand it to the fetcher. */
+static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                           void *opaque) {
+    objlog_producer *p = opaque;
+    write_op *op = m->_private;
+    (void)rk;
+    if (m->err) {
+        op->res.status = OBJLOG_STATUS_FAILED;
+        snprintf(op->res.error_message, sizeof(op->res.error_message),
+                 "kafka: %s", rd_kafka_err2str(m->err));
+        producer_complete(op);
+        return;
+    }
+    op->res.partition = m->partition;
+    op->res.offset = m->offset;
+    token_part tp = {.partition = m->partition, .offset = m->offset};
+    token_format(&tp, 1, op->res.token, sizeof(op->res.token));
+    if (!p->fetch) {
+        op->res.status = OBJLOG_STATUS_LOGGED;
+        producer_complete(op);
+        return;
+    }
+    op->deadline_ms = producer_now_ms() + p->conf->outcome_timeout_ms;
+    op->retry_at_ms = 0;
+    fetcher_submit(p->fetch, op);
+}
+
+static void *producer_dr_main(void *arg) {
+    objlog_producer *p = arg;
+    while (!atomic_load(&p->stop))
+        rd_kafka_poll(p->rk, 100);
+    return NULL;
+}
+
+static int producer_kafka_new(objlog_producer *p, char *errstr,
+                              size_t errstr_size) {
+    objlog_producer_conf *c = p->conf;
+    char kerr[256];
+    rd_kafka_conf_set_dr_msg_cb(c->kconf, producer_dr_cb);
+    rd_kafka_conf_set_opaque(c->kconf, p);
+    /* Forced last so no kafka.* property can weaken the log's guarantees:
+     * no duplicates, no reordering, no loss on leader change. */
+    if ((c->bootstrap && rd_kafka_conf_set(c->kconf, "bootstrap.servers",
+                                           c->bootstrap, kerr, sizeof(kerr))) ||
+        rd_kafka_conf_set(c->kconf, "enable.idempotence", "true", kerr,
+                          sizeof(kerr)) ||
+        rd_kafka_conf_set(c->kconf, "acks", "all", kerr, sizeof(kerr))) {
+        snprintf(errstr, errstr_size, "kafka config: %s", kerr);
+        return -1;
+    }
+    size_t bsl = 0;
+    if (rd_kafka_conf_get(c->kconf, "bootstrap.servers", NULL, &bsl) !=
+            RD_KAFKA_CONF_OK || bsl <= 1) {
+        snprintf(errstr, errstr_size, "bootstrap.servers is required");
+        return -1;
+    }
+    p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, c->kconf, kerr, sizeof(kerr));
+    if (!p->rk) {
+        snprintf(errstr, errstr_size, "kafka producer: %s", kerr);
+        return -1;
+    }
+    c->kconf = NULL; /* now owned by rk */
+    return 0;
+}
+
+objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
+                                     size_t errstr_size) {
+    if (!conf) {
+        snprintf(errstr, errstr_size, "conf is required");
+        return NULL;
+    }
+    if (conf->ack_applied && !conf->query_url) {
+        snprintf(errstr, errstr_size, "query.url is required with ack=applied");
+        objlog_producer_conf_destroy(conf);
+        return NULL;
+    }
+    objlog_producer *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(errstr, errstr_size, "out of memory");
+        objlog_producer_conf_destroy(conf);
+        return NULL;
+    }
+    p->conf = conf;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->idle, NULL);
+    if (producer_kafka_new(p, errstr, errstr_size) < 0)
+        goto fail;
+    p->rm = control_load_rangemap(p->rk, conf->control_topic, conf->topic,
+                                  PRODUCER_METADATA_TIMEOUT_MS, errstr,
+                                  errstr_size);
+    if (!p->rm)
+        goto fail;
+    if (conf->ack_applied) {
+        p->fetch = fetcher_new(conf->query_url, errstr, errstr_size);
+        if (!p->fetch)
+            goto fail;
+    }
+    if (pthread_create(&p->dr_thread, NULL, producer_dr_main, p) != 0) {
+        snprintf(errstr, errstr_size, "delivery thread: %s", strerror(errno));
+        goto fail;
+    }
+    p->dr_started = 1;
+    return p;
+fail:
+    objlog_producer_destroy(p);
+    return NULL;
+}
+
+int objlog_producer_flush(objlog_producer *p, int timeout_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ms > 0) {
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+    }
+    int rc = 0;
+    pthread_mutex_lock(&p->lock);
+    while (p->outstanding > 0 && rc == 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&p->idle, &p->lock);
+        else if (timeout_ms == 0 ||
+                 pthread_cond_timedwait(&p->idle, &p->lock, &until) == ETIMEDOUT)
+            rc = p->outstanding > 0 ? -1 : 0;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+void objlog_producer_destroy(objlog_producer *p) {
+    if (!p)
+        return;
+    if (p->dr_started) {
+        objlog_producer_flush(p, -1);
+        atomic_store(&p->stop, 1);
+        pthread_join(p->dr_thread, NULL);
+    }
+    fetcher_destroy(p->fetch);
+    if (p->rk)
+        rd_kafka_destroy(p->rk);
+    rangemap_destroy(p->rm);
+    objlog_producer_conf_destroy(p->conf);
+    pthread_cond_destroy(&p->idle);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* ---- the write path ---- */
+
+static int request_id_fill(uint8_t out[OBJLOG_REQUEST_ID_LEN],
+                           const objlog_write_opts *opts, char *errstr,
+                           size_t errstr_size) {
+    if (opts && opts->request_id) {
+        memcpy(out, opts->request_id, OBJLOG_REQUEST_ID_LEN);
+        return 0;
+    }
+    size_t got = 0;
+    while (got < OBJLOG_REQUEST_ID_LEN) {
+        ssize_t r = getrandom(out + got, OBJLOG_REQUEST_ID_LEN - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(errstr, errstr_size, "getrandom: %s", strerror(errno));
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static void hex_encode(const uint8_t *in, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static write_op *op_new(objlog_producer *p, const objlog_write_opts *opts,
+                        objlog_write_cb *cb, void *opaque, char *errstr,
+                        size_t errstr_size) {
+    write_op *op = calloc(1, sizeof(*op));
+    if (!op) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    if (request_id_fill(op->res.request_id, opts, errstr, errstr_size) < 0) {
+        free(op);
+        return NULL;
+    }
+    hex_encode(op->res.request_id, OBJLOG_REQUEST_ID_LEN, op->res.request_id_hex);
+    op->p = p;
+    op->cb = cb;
+    op->opaque = opaque;
+    op->res.status = OBJLOG_STATUS_UNKNOWN;
+    op->res.partition = -1;
+    op->res.offset = -1;
+    return op;
+}
+
+/* Stamps ev with the op's identity, routes it and hands it to librdkafka.
+ * On success op belongs to librdkafka until its delivery report. */
+static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
+                         const objlog_write_opts *opts, char *errstr,
+                         size_t errstr_size) {
+    Objlog__Preconditions pre = OBJLOG__PRECONDITIONS__INIT;
+    if (opts && (opts->if_match || opts->if_none_match)) {
+        pre.if_match = (char *)(opts->if_match ? opts->if_match : "");
+        pre.if_none_match = opts->if_none_match ? 1 : 0;
+        ev->pre = &pre;
+    }
+    ev->request_id.data = op->res.request_id;
+    ev->request_id.len = OBJLOG_REQUEST_ID_LEN;
+    ev->range_epoch = rangemap_epoch(p->rm);
+    ev->timestamp_ms = wall_ms();
+
+    keybuf rk;
+    keybuf_init(&rk);
+    size_t n = objlog__event__get_packed_size(ev);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf || keycodec_route_key(&rk, ev->bucket, strlen(ev->bucket),
+                                   ev->key.data, ev->key.len) < 0) {
+        snprintf(errstr, errstr_size, "out of memory");
+        free(buf);
+        keybuf_free(&rk);
+        return -1;
+    }
+    objlog__event__pack(ev, buf);
+    int32_t part = rangemap_partition(p->rm, rk.data, rk.len);
+
+    outstanding_add(p, 1);
+    rd_kafka_resp_err_t err;
+    for (;;) {
+        err = rd_kafka_producev(
+            p->rk, RD_KAFKA_V_TOPIC(p->conf->topic), RD_KAFKA_V_PARTITION(part),
+            RD_KAFKA_V_KEY(rk.data, rk.len), RD_KAFKA_V_VALUE(buf, n),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
+            RD_KAFKA_V_END);
+        /* Backpressure: the delivery thread drains the queue, so waiting
+         * here bounds memory instead of failing a valid write. */
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        usleep(1000);
+    }
+    free(buf);
+    keybuf_free(&rk);
+    if (err) {
+        outstanding_add(p, -1);
+        snprintf(errstr, errstr_size, "produce to %s [%d]: %s",
+                 p->conf->topic, (int)part, rd_kafka_err2str(err));
+        return -1;
+    }
+    return 0;
+}
+
+static int producer_write(objlog_producer *p, Objlog__Event *ev,
+                          const objlog_write_opts *opts, objlog_write_cb *cb,
+                          void *opaque, char *errstr, size_t errstr_size) {
+    write_op *op = op_new(p, opts, cb, opaque, errstr, errstr_size);
+    if (!op)
+        return -1;
+    if (producer_send(p, ev, op, opts, errstr, errstr_size) < 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_common(objlog_producer *p, const char *bucket,
+                        const objlog_write_opts *opts, char *errstr,
+                        size_t errstr_size) {
+    if (!p) {
+        snprintf(errstr, errstr_size, "producer is NULL");
+        return -1;
+    }
+    if (validate_bucket(bucket, errstr, errstr_size) < 0)
+        return -1;
+    if (opts && opts->if_match && !*opts->if_match) {
+        snprintf(errstr, errstr_size, "invalid If-Match: empty etag");
+        return -1;
+    }
+    return 0;
+}
+
+int objlog_producer_create_bucket(objlog_producer *p, const char *bucket,
+                                  const char *tenant,
+                                  objlog_versioning versioning,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    if (versioning < OBJLOG_VERSIONING_UNVERSIONED ||
+        versioning > OBJLOG_VERSIONING_SUSPENDED) {
+        snprintf(errstr, errstr_size, "invalid versioning %d", (int)versioning);
+        return -1;
+    }
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    Objlog__CreateBucket cb_op = OBJLOG__CREATE_BUCKET__INIT;
+    cb_op.tenant = (char *)(tenant ? tenant : "");
+    cb_op.versioning = (Objlog__Versioning)versioning;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_CREATE_BUCKET;
+    ev.create_bucket = &cb_op;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+static const char *nz(const char *s) { return s ? s : ""; }
+
+int objlog_producer_put_object(objlog_producer *p, const char *bucket,
+                               const char *key, size_t key_len,
+                               const objlog_object_meta *meta,
+                               const objlog_write_opts *opts,
+                               objlog_write_cb *cb, void *opaque,
+                               char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
+        validate_key(key, key_len, errstr, errstr_size) < 0 ||
+        validate_meta(meta, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__ObjectMeta om = OBJLOG__OBJECT_META__INIT;
+    size_t nu = meta ? meta->n_user_meta : 0;
+    Objlog__UserMeta *um = calloc(nu ? nu : 1, sizeof(*um));
+    Objlog__UserMeta **ump = calloc(nu ? nu : 1, sizeof(*ump));
+    if (!um || !ump) {
+        free(um);
+        free(ump);
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    if (meta) {
+        om.size = meta->size;
+        om.etag = (char *)nz(meta->etag);
+        om.content_type = (char *)nz(meta->content_type);
+        om.blob_id = (char *)nz(meta->blob_id);
+        om.storage_class = (char *)nz(meta->storage_class);
+        om.checksum = (char *)nz(meta->checksum);
+    }
+    for (size_t i = 0; i < nu; i++) {
+        objlog__user_meta__init(&um[i]);
+        um[i].name = (char *)meta->user_meta[i].name;
+        um[i].value = (char *)meta->user_meta[i].value;
+        ump[i] = &um[i];
+    }
+    om.n_user_metadata = nu;
+    om.user_metadata = nu ? ump : NULL;
+    Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
+    put.meta = &om;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.key.data = (uint8_t *)key;
+    ev.key.len = key_len;
+    ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
+    ev.put_object = &put;
+    int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+    free(um);
+    free(ump);
+    return rc;
+}
+
+int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
+                                  const char *key, size_t key_len,
+                                  const char *version_id,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
+        validate_key(key, key_len, errstr, errstr_size) < 0 ||
+        validate_version_id(version_id, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__DeleteObject del = OBJLOG__DELETE_OBJECT__INIT;
+    del.version_id = (char *)nz(version_id);
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.key.data = (uint8_t *)key;
+    ev.key.len = key_len;
+    ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
+    ev.delete_object = &del;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+/* ---- synchronous wrappers: one condvar per call ---- */
+
+typedef struct sync_wait {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int done;
+    objlog_write_result *res;
+} sync_wait;
+
+static void sync_cb(const objlog_write_result *r, void *opaque) {
+    sync_wait *w = opaque;
+    pthread_mutex_lock(&w->m);
+    *w->res = *r;
+    w->done = 1;
+    pthread_cond_signal(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+static void sync_init(sync_wait *w, objlog_write_result *res) {
+    pthread_mutex_init(&w->m, NULL);
+    pthread_cond_init(&w->c, NULL);
+    w->done = 0;
+    w->res = res;
+}
+
+/* rc is the async call's result: wait only if it was accepted. */
+static int sync_finish(sync_wait *w, int rc) {
+    pthread_mutex_lock(&w->m);
+    while (rc == 0 && !w->done)
+        pthread_cond_wait(&w->c, &w->m);
+    pthread_mutex_unlock(&w->m);
+    pthread_cond_destroy(&w->c);
+    pthread_mutex_destroy(&w->m);
+    return rc;
+}
+
+int objlog_producer_create_bucket_sync(objlog_producer *p, const char *bucket,
+                                       const char *tenant,
+                                       objlog_versioning versioning,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_create_bucket(
+                               p, bucket, tenant, versioning, opts, sync_cb,
+                               &w, errstr, errstr_size));
+}
+
+int objlog_producer_put_object_sync(objlog_producer *p, const char *bucket,
+                                    const char *key, size_t key_len,
+                                    const objlog_object_meta *meta,
+                                    const objlog_write_opts *opts,
+                                    objlog_write_result *res, char *errstr,
+                                    size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_put_object(p, bucket, key, key_len,
+                                                      meta, opts, sync_cb, &w,
+                                                      errstr, errstr_size));
+}
+
+int objlog_producer_delete_object_sync(objlog_producer *p, const char *bucket,
+                                       const char *key, size_t key_len,
+                                       const char *version_id,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_delete_object(
+                               p, bucket, key, key_len, version_id, opts,
+                               sync_cb, &w, errstr, errstr_size));
+}

@@ -1,0 +1,74 @@
+/* producer_int.h: internals shared by the files of libobjlog_producer (not
+ * installed, not part of the public API). Owns the write_op record that
+ * follows one accepted write from produce to its single callback, and the
+ * interfaces between the core (producer.c), configuration (conf.c),
+ * argument checks (validate.c) and the outcome fetcher (fetch.c).
+ *
+ * Invariant: a write_op is owned by exactly one place at a time: librdkafka
+ * (as msg_opaque) until its delivery report, then the fetcher (ack=applied)
+ * until its outcome, and it is freed right after its callback runs.
+ */
+#ifndef OBJLOG_PRODUCER_INT_H
+#define OBJLOG_PRODUCER_INT_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objlog_producer.h"
+
+#define PRODUCER_DEFAULT_TOPIC "objlog.events"
+#define PRODUCER_DEFAULT_CONTROL_TOPIC "objlog.control"
+#define PRODUCER_DEFAULT_OUTCOME_TIMEOUT_MS 10000
+
+struct objlog_producer_conf {
+    char *bootstrap;
+    char *topic;
+    char *control_topic;
+    char *query_url;
+    int ack_applied;            /* 1: ack=applied, 0: ack=logged */
+    int outcome_timeout_ms;
+    rd_kafka_conf_t *kconf;     /* kafka.* properties (and bootstrap) */
+};
+
+typedef struct write_op write_op;
+struct write_op {
+    objlog_producer *p;
+    objlog_write_cb *cb;
+    void *opaque;
+    objlog_write_result res;
+    /* fetcher state (ack=applied) */
+    int64_t deadline_ms;        /* monotonic; UNKNOWN after this */
+    int64_t retry_at_ms;        /* monotonic; next attempt not before */
+    void *easy;                 /* CURL * while a request is in flight */
+    char *body;                 /* response body being received */
+    size_t body_len;
+    char last_error[160];       /* why the previous attempt did not answer */
+    write_op *next;             /* fetcher list link */
+};
+
+int64_t producer_now_ms(void); /* CLOCK_MONOTONIC */
+
+/* Completes op: runs its callback, frees it, and lets flush() see one
+ * fewer outstanding write. Called from library threads only. */
+void producer_complete(write_op *op);
+
+/* Checks, each filling errstr and returning -1 on a bad argument. */
+int validate_bucket(const char *bucket, char *errstr, size_t errstr_size);
+int validate_key(const char *key, size_t key_len, char *errstr,
+                 size_t errstr_size);
+int validate_meta(const objlog_object_meta *meta, char *errstr,
+                  size_t errstr_size);
+int validate_version_id(const char *version_id, char *errstr,
+                        size_t errstr_size);
+
+/* The outcome fetcher: one thread with a curl multi handle that asks the
+ * query service for the outcome of each logged write (ack=applied). */
+typedef struct fetcher fetcher;
+fetcher *fetcher_new(const char *query_url, char *errstr, size_t errstr_size);
+/* Takes op; its callback runs later from the fetcher thread. */
+void fetcher_submit(fetcher *f, write_op *op);
+/* Stops the thread; the caller has already waited for every op. */
+void fetcher_destroy(fetcher *f);
+
+#endif

@@ -1,0 +1,134 @@
+/* validate.c: the up-front checks of write arguments. A write that passes
+ * them is accepted and gets exactly one callback; one that fails is refused
+ * with an errstr and never reaches the log, so the state machine only sees
+ * events an S3 frontend could have sent. Limits follow S3: bucket names
+ * 3..63 of [a-z0-9.-] with alphanumeric ends, keys 1..1024 bytes of UTF-8,
+ * user metadata <= 2 KiB (names plus values). */
+#include "producer_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "keycodec.h"
+
+#define KEY_MAX 1024
+#define USER_META_MAX 2048
+
+static int is_alnum_lower(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+int validate_bucket(const char *b, char *errstr, size_t errstr_size) {
+    size_t n = b ? strlen(b) : 0;
+    if (n < 3 || n > 63) {
+        snprintf(errstr, errstr_size,
+                 "invalid bucket name \"%s\": must be 3 to 63 characters",
+                 b ? b : "");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (is_alnum_lower(b[i]) || b[i] == '.' || b[i] == '-')
+            continue;
+        snprintf(errstr, errstr_size,
+                 "invalid bucket name \"%s\": only a-z, 0-9, '.' and '-'", b);
+        return -1;
+    }
+    if (!is_alnum_lower(b[0]) || !is_alnum_lower(b[n - 1])) {
+        snprintf(errstr, errstr_size,
+                 "invalid bucket name \"%s\": must start and end with a "
+                 "letter or digit", b);
+        return -1;
+    }
+    return 0;
+}
+
+/* Length of the UTF-8 sequence at s (strict: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 if invalid. */
+static size_t utf8_seq(const uint8_t *s, size_t n) {
+    uint8_t c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2; cp = c & 0x1F; min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3; cp = c & 0x0F; min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4; cp = c & 0x07; min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+int validate_key(const char *key, size_t key_len, char *errstr,
+                 size_t errstr_size) {
+    if (!key || key_len == 0) {
+        snprintf(errstr, errstr_size, "invalid key: must not be empty");
+        return -1;
+    }
+    if (key_len > KEY_MAX) {
+        snprintf(errstr, errstr_size,
+                 "invalid key: %zu bytes, the limit is %d", key_len, KEY_MAX);
+        return -1;
+    }
+    const uint8_t *s = (const uint8_t *)key;
+    for (size_t i = 0; i < key_len;) {
+        size_t l = utf8_seq(s + i, key_len - i);
+        if (!l) {
+            snprintf(errstr, errstr_size,
+                     "invalid key: not valid UTF-8 at byte %zu", i);
+            return -1;
+        }
+        i += l;
+    }
+    return 0;
+}
+
+int validate_meta(const objlog_object_meta *meta, char *errstr,
+                  size_t errstr_size) {
+    if (!meta)
+        return 0;
+    if (meta->n_user_meta && !meta->user_meta) {
+        snprintf(errstr, errstr_size, "invalid user metadata: NULL list");
+        return -1;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < meta->n_user_meta; i++) {
+        const objlog_user_meta *u = &meta->user_meta[i];
+        if (!u->name || !*u->name || !u->value) {
+            snprintf(errstr, errstr_size,
+                     "invalid user metadata entry %zu: name and value required",
+                     i);
+            return -1;
+        }
+        total += strlen(u->name) + strlen(u->value);
+    }
+    if (total > USER_META_MAX) {
+        snprintf(errstr, errstr_size,
+                 "invalid user metadata: %zu bytes, the limit is %d", total,
+                 USER_META_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int validate_version_id(const char *v, char *errstr, size_t errstr_size) {
+    uint64_t seq;
+    if (!v || !strcmp(v, "null") || keycodec_parse_version_id(v, &seq) == 0)
+        return 0;
+    snprintf(errstr, errstr_size,
+             "invalid version id \"%s\": expected \"null\" or 16 hex digits",
+             v);
+    return -1;
+}

@@ -1,0 +1,485 @@
+/* gateway.c: the HTTP write gateway (DESIGN §6, §8), a thin frontend over
+ * libobjlog_producer.
+ *
+ * The producer runs with ack=logged: its callback (a library thread) says
+ * where the event landed. For ack=logged requests that is the answer. For
+ * ack=applied (default) the request goes to a waiter thread, which blocks
+ * in objlog_materializer_wait_applied (bounded by timeout_ms) and reads the
+ * outcome the state machine stored for that offset: the gateway takes
+ * outcomes straight from the materializer in this process. The event loop
+ * never blocks on a write.
+ *
+ * Invariant: the reply is always sent from the request's worker thread
+ * (evhttp is not thread-safe). Other threads only fill the gw_req and call
+ * event_active() on its per-request event, and touch it no more after. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "keycodec.h"
+#include "outcome.h"
+
+typedef struct gw_req gw_req;
+
+struct gateway {
+    objlog_query *q;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    gw_req *head, *tail;         /* waiting for their outcome */
+    int stopping;
+    int nthreads;
+    pthread_t *threads;
+};
+
+struct gw_req {
+    http_ctx c;                  /* params are not kept */
+    gateway *g;
+    struct event *done;          /* fires gw_done_cb on the worker thread */
+    int ack_logged;
+    int timeout_ms;
+    struct timespec start;
+    objlog_write_result res;
+    int wait_rc;                 /* 0 applied, 1 timeout, -1 stopped */
+    Objlog__Outcome *outcome;    /* when applied and stored */
+    char err[256];
+    gw_req *next;
+};
+
+/* ----------------------------------------------------------------- reply */
+
+static void gw_req_free(gw_req *r) {
+    if (r->outcome)
+        objlog__outcome__free_unpacked(r->outcome, NULL);
+    if (r->done)
+        event_free(r->done);
+    free(r);
+}
+
+static void gw_reply_ok(gw_req *r, const char *version_id, const char *etag,
+                        int delete_marker) {
+    http_add_header(&r->c, "X-Objlog-Token", r->res.token);
+    http_add_header(&r->c, "X-Objlog-Request-Id", r->res.request_id_hex);
+    http_reply_json(&r->c, 200,
+                    json_pack("{s:s, s:s, s:s, s:b, s:s}", "version_id", version_id,
+                              "etag", etag, "token", r->res.token, "delete_marker",
+                              delete_marker, "request_id", r->res.request_id_hex));
+}
+
+static void gw_reply_logged(gw_req *r) {
+    http_add_header(&r->c, "X-Objlog-Token", r->res.token);
+    http_add_header(&r->c, "X-Objlog-Request-Id", r->res.request_id_hex);
+    http_reply_json(&r->c, 200,
+                    json_pack("{s:s, s:s, s:s, s:i, s:I}", "status", "logged",
+                              "token", r->res.token, "request_id",
+                              r->res.request_id_hex, "partition", (int)r->res.partition,
+                              "offset", (json_int_t)r->res.offset));
+}
+
+/* The client may retry the same request id: the state machine dedups it. */
+static void gw_reply_unknown(gw_req *r, const char *why) {
+    json_t *extra = json_pack("{s:s}", "token", r->res.token);
+    if (r->res.partition >= 0) {
+        int64_t applied = objlog_materializer_applied(r->c.q->m, r->res.partition);
+        json_object_set_new(extra, "lag",
+                            json_integer(r->res.offset + 1 - applied));
+    }
+    http_reply_error_rid(&r->c, 503, "SlowDown", r->res.request_id_hex, why, extra);
+}
+
+static void gw_reply_outcome(gw_req *r) {
+    const Objlog__Outcome *o = r->outcome;
+    if (o->code == OBJLOG__OUTCOME_CODE__OUTCOME_OK) {
+        gw_reply_ok(r, o->version_id ? o->version_id : "", o->etag ? o->etag : "",
+                    o->delete_marker);
+        return;
+    }
+    http_add_header(&r->c, "X-Objlog-Token", r->res.token);
+    http_reply_error_rid(&r->c, outcome_http_status(o->code),
+                         outcome_code_name(o->code), r->res.request_id_hex,
+                         o->message && *o->message ? o->message
+                                                   : outcome_code_name(o->code),
+                         json_pack("{s:s}", "token", r->res.token));
+}
+
+/* HTTP status of an S3 code the producer reported by name. */
+static int gw_status_of(const char *code) {
+    for (int c = 0; c <= OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_VERSION; c++)
+        if (strcmp(outcome_code_name((Objlog__OutcomeCode)c), code) == 0)
+            return outcome_http_status((Objlog__OutcomeCode)c);
+    return 500;
+}
+
+/* On the worker thread, once the write's fate is known. */
+static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    gw_req *r = arg;
+    switch (r->res.status) {
+    case OBJLOG_STATUS_FAILED:
+        http_reply_error_rid(&r->c, 503, "SlowDown", r->res.request_id_hex,
+                             r->res.error_message[0] ? r->res.error_message
+                                                     : "the write did not reach the log",
+                             NULL);
+        break;
+    case OBJLOG_STATUS_UNKNOWN:
+        gw_reply_unknown(r, "no outcome in time; retry with the same request id");
+        break;
+    case OBJLOG_STATUS_OK:
+        gw_reply_ok(r, r->res.version_id, r->res.etag, r->res.delete_marker);
+        break;
+    case OBJLOG_STATUS_REJECTED:
+        http_reply_error_rid(&r->c, gw_status_of(r->res.error_code), r->res.error_code, r->res.request_id_hex,
+                             r->res.error_message, NULL);
+        break;
+    case OBJLOG_STATUS_LOGGED:
+        if (r->ack_logged)
+            gw_reply_logged(r);
+        else if (r->wait_rc != 0)
+            gw_reply_unknown(r, r->wait_rc < 0 ? "the partition is stopped"
+                                               : "the write is logged but its outcome "
+                                                 "did not arrive in time");
+        else if (!r->outcome)
+            http_reply_error_rid(&r->c, 500, "InternalError", r->res.request_id_hex,
+                                 r->err[0] ? r->err : "no outcome stored", NULL);
+        else
+            gw_reply_outcome(r);
+        break;
+    }
+    gw_req_free(r);
+}
+
+/* ---------------------------------------------------------------- waiters */
+
+static int gw_remaining_ms(const gw_req *r) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long used = (long long)(now.tv_sec - r->start.tv_sec) * 1000 +
+                     (now.tv_nsec - r->start.tv_nsec) / 1000000L;
+    return used >= r->timeout_ms ? 0 : (int)(r->timeout_ms - used);
+}
+
+static void gw_await(gw_req *r) {
+    objlog_query *q = r->c.q;
+    r->wait_rc = objlog_materializer_wait_applied(q->m, r->res.partition,
+                                                  r->res.offset, gw_remaining_ms(r));
+    if (r->wait_rc == 0 &&
+        objlog_store_get_outcome(q->store, r->res.partition, r->res.offset,
+                                 &r->outcome, r->err, sizeof(r->err)) != 1)
+        r->outcome = NULL;
+    event_active(r->done, 0, 0); /* r belongs to the worker thread again */
+}
+
+static void *gw_waiter_main(void *arg) {
+    gateway *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->head && !g->stopping)
+            pthread_cond_wait(&g->cv, &g->mu);
+        if (!g->head)
+            break;
+        gw_req *r = g->head;
+        g->head = r->next;
+        if (!g->head)
+            g->tail = NULL;
+        pthread_mutex_unlock(&g->mu);
+        gw_await(r);
+        pthread_mutex_lock(&g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* Producer completion: a library thread. */
+static void gw_on_logged(const objlog_write_result *res, void *opaque) {
+    gw_req *r = opaque;
+    gateway *g = r->g;
+    r->res = *res;
+    if (res->status != OBJLOG_STATUS_LOGGED || r->ack_logged) {
+        event_active(r->done, 0, 0);
+        return;
+    }
+    pthread_mutex_lock(&g->mu);
+    r->next = NULL;
+    if (g->tail)
+        g->tail->next = r;
+    else
+        g->head = r;
+    g->tail = r;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+gateway *gateway_new(objlog_query *q, int waiters, char *errstr,
+                     size_t errstr_size) {
+    gateway *g = calloc(1, sizeof(*g));
+    if (!g || !(g->threads = calloc((size_t)waiters, sizeof(pthread_t)))) {
+        free(g);
+        snprintf(errstr, errstr_size, "gateway: out of memory");
+        return NULL;
+    }
+    g->q = q;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    for (; g->nthreads < waiters; g->nthreads++) {
+        if (pthread_create(&g->threads[g->nthreads], NULL, gw_waiter_main, g) != 0) {
+            snprintf(errstr, errstr_size, "gateway: pthread_create failed");
+            gateway_destroy(g);
+            return NULL;
+        }
+    }
+    return g;
+}
+
+void gateway_destroy(gateway *g) {
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->stopping = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    for (int i = 0; i < g->nthreads; i++)
+        pthread_join(g->threads[i], NULL);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g->threads);
+    free(g);
+}
+
+/* --------------------------------------------------------------- requests */
+
+static int gw_hex_id(const char *s, uint8_t out[OBJLOG_REQUEST_ID_LEN]) {
+    if (strlen(s) != 2 * OBJLOG_REQUEST_ID_LEN)
+        return -1;
+    for (int i = 0; i < OBJLOG_REQUEST_ID_LEN; i++) {
+        unsigned v;
+        if (sscanf(s + 2 * i, "%2x", &v) != 1 || !strchr("0123456789abcdefABCDEF", s[2 * i]) ||
+            !strchr("0123456789abcdefABCDEF", s[2 * i + 1]))
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    return 0;
+}
+
+/* Common parameters; replies and returns NULL on a bad one. */
+static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
+                          uint8_t rid[OBJLOG_REQUEST_ID_LEN]) {
+    const char *ack = http_param_get(c, "ack", NULL);
+    int timeout_ms;
+    if (ack && strcmp(ack, "applied") != 0 && strcmp(ack, "logged") != 0) {
+        http_reply_error(c, 400, "InvalidArgument", "ack must be applied or logged");
+        return NULL;
+    }
+    if (http_timeout_param(c, &timeout_ms) < 0)
+        return NULL;
+    struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
+    const char *hrid = evhttp_find_header(h, "X-Objlog-Request-Id");
+    memset(opts, 0, sizeof(*opts));
+    if (hrid) {
+        if (gw_hex_id(hrid, rid) < 0) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "X-Objlog-Request-Id must be 32 hex digits");
+            return NULL;
+        }
+        opts->request_id = rid;
+    }
+    gw_req *r = calloc(1, sizeof(*r));
+    if (!r || !(r->done = event_new(c->w->base, -1, 0, gw_done_cb, r))) {
+        free(r);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return NULL;
+    }
+    r->c = *c;
+    r->c.params = NULL;
+    r->c.nparams = 0;
+    r->g = c->q->gw;
+    r->ack_logged = ack && strcmp(ack, "logged") == 0;
+    r->timeout_ms = timeout_ms;
+    r->res.partition = -1;
+    clock_gettime(CLOCK_MONOTONIC, &r->start);
+    return r;
+}
+
+/* After the producer call: rc -1 means rejected up front (no callback). */
+static void gw_submitted(http_ctx *c, gw_req *r, int rc, const char *errstr) {
+    if (rc == 0)
+        return;
+    gw_req_free(r);
+    http_reply_error(c, 400, "InvalidArgument", "%s", errstr);
+}
+
+/* The body as a JSON object; NULL after replying MalformedJSON. Empty body:
+ * *empty = 1 and NULL without a reply. */
+static json_t *gw_body_json(http_ctx *c, int *empty) {
+    struct evbuffer *b = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(b);
+    *empty = n == 0;
+    if (n == 0)
+        return NULL;
+    json_error_t jerr;
+    json_t *j = json_loadb((const char *)evbuffer_pullup(b, -1), n, 0, &jerr);
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        http_reply_error(c, 400, "MalformedJSON",
+                         "the request body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}
+
+/* Optional string field: 0 ok (*out NULL when absent), -1 replied. */
+static int gw_string_field(http_ctx *c, json_t *o, const char *name,
+                           const char **out) {
+    json_t *v = json_object_get(o, name);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v)) {
+        http_reply_error(c, 400, "InvalidArgument", "field %s must be a string", name);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+void gateway_put_bucket(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body && !empty)
+        return;
+    const char *tenant = NULL, *vers = NULL;
+    if (body && (gw_string_field(c, body, "tenant", &tenant) < 0 ||
+                 gw_string_field(c, body, "versioning", &vers) < 0)) {
+        json_decref(body);
+        return;
+    }
+    objlog_versioning v = OBJLOG_VERSIONING_UNVERSIONED;
+    if (vers && strcmp(vers, "Enabled") == 0) {
+        v = OBJLOG_VERSIONING_ENABLED;
+    } else if (vers && strcmp(vers, "Suspended") == 0) {
+        v = OBJLOG_VERSIONING_SUSPENDED;
+    } else if (vers && *vers) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "field versioning must be Enabled, Suspended or empty");
+        json_decref(body);
+        return;
+    }
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (r) {
+        char err[256] = "";
+        int rc = objlog_producer_create_bucket(c->q->producer, bucket,
+                                               tenant ? tenant : "", v, &opts,
+                                               gw_on_logged, r, err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    json_decref(body);
+}
+
+/* Fills meta from the body; -1 after replying. user_meta is malloc'd. */
+static int gw_parse_meta(http_ctx *c, json_t *o, objlog_object_meta *m,
+                         objlog_user_meta **um) {
+    json_t *size = json_object_get(o, "size");
+    memset(m, 0, sizeof(*m));
+    *um = NULL;
+    if (size && !json_is_null(size)) {
+        if (!json_is_integer(size) || json_integer_value(size) < 0) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "field size must be a non-negative integer");
+            return -1;
+        }
+        m->size = (uint64_t)json_integer_value(size);
+    }
+    if (gw_string_field(c, o, "etag", &m->etag) < 0 ||
+        gw_string_field(c, o, "content_type", &m->content_type) < 0 ||
+        gw_string_field(c, o, "blob_id", &m->blob_id) < 0 ||
+        gw_string_field(c, o, "storage_class", &m->storage_class) < 0 ||
+        gw_string_field(c, o, "checksum", &m->checksum) < 0)
+        return -1;
+    json_t *u = json_object_get(o, "user_metadata");
+    if (!u || json_is_null(u))
+        return 0;
+    if (!json_is_object(u)) {
+        http_reply_error(c, 400, "InvalidArgument", "field user_metadata must be an object");
+        return -1;
+    }
+    *um = calloc(json_object_size(u) + 1, sizeof(**um));
+    const char *name;
+    json_t *val;
+    json_object_foreach(u, name, val) {
+        if (!json_is_string(val)) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "field user_metadata.%s must be a string", name);
+            return -1;
+        }
+        (*um)[m->n_user_meta].name = name;
+        (*um)[m->n_user_meta].value = json_string_value(val);
+        m->n_user_meta++;
+    }
+    m->user_meta = *um;
+    return 0;
+}
+
+void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
+                        size_t key_len) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the request body must be a JSON object (the metadata)");
+        return;
+    }
+    objlog_object_meta meta;
+    objlog_user_meta *um = NULL;
+    struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
+    const char *inm = evhttp_find_header(h, "If-None-Match");
+    if (gw_parse_meta(c, body, &meta, &um) < 0) {
+        free(um);
+        json_decref(body);
+        return;
+    }
+    if (inm && strcmp(inm, "*") != 0) {
+        http_reply_error(c, 400, "InvalidArgument", "If-None-Match supports only *");
+    } else {
+        objlog_write_opts opts;
+        uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+        gw_req *r = gw_req_new(c, &opts, rid);
+        if (r) {
+            char err[256] = "";
+            opts.if_match = evhttp_find_header(h, "If-Match");
+            opts.if_none_match = inm != NULL;
+            int rc = objlog_producer_put_object(c->q->producer, bucket,
+                                                (const char *)key, key_len, &meta,
+                                                &opts, gw_on_logged, r, err, sizeof(err));
+            gw_submitted(c, r, rc, err);
+        }
+    }
+    free(um);
+    json_decref(body);
+}
+
+void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
+                           size_t key_len) {
+    const char *vid = http_param_get(c, "version_id", NULL);
+    uint64_t seq;
+    if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
+        http_reply_error(c, 400, "InvalidArgument", "invalid version id");
+        return;
+    }
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)key,
+                                           key_len, vid, &opts, gw_on_logged, r,
+                                           err, sizeof(err));
+    gw_submitted(c, r, rc, err);
+}

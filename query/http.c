@@ -1,0 +1,607 @@
+/* http.c: the HTTP server of objlogd (DESIGN §8): worker threads, sockets,
+ * routing, edge validation and the reply helpers every handler uses.
+ *
+ * Each of the N workers has its own event_base and evhttp and accepts on its
+ * own SO_REUSEPORT socket bound to the same address, so the kernel spreads
+ * connections and no lock is shared on the request path. A request is
+ * answered on the worker thread that accepted it; the gateway hands its
+ * replies back through an event (see gateway.c). Shutdown closes the
+ * listeners first, then waits for the in-flight count to reach zero. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+void http_random_hex(char out[33]) {
+    uint8_t b[16];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+        memset(b, 0, sizeof(b)); /* request ids for edge errors only */
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+int http_utf8_valid(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        size_t len;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + len > n)
+            return 0;
+        for (size_t j = 1; j < len; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        /* overlong forms, surrogates and values past U+10FFFF */
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+            (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+json_t *http_json_bytes(const void *p, size_t n) {
+    json_t *j = json_stringn((const char *)p, n);
+    /* Keys are UTF-8-checked at the edge; a key written by another frontend
+     * that skipped the check is still shown rather than dropped. */
+    return j ? j : json_stringn_nocheck((const char *)p, n);
+}
+
+void http_format_time(int64_t ms, char *out, size_t out_size) {
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char buf[32];
+    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, out_size, "%s.%03dZ", buf, (int)(ms % 1000));
+}
+
+/* ------------------------------------------------------------ parameters */
+
+static void http_params_free(http_ctx *c) {
+    for (int i = 0; i < c->nparams; i++) {
+        free(c->params[i].name);
+        free(c->params[i].value);
+    }
+    free(c->params);
+    c->params = NULL;
+    c->nparams = 0;
+}
+
+/* Our own split of the query string: evhttp_parse_query_str would cut
+ * values at an encoded NUL, and prefixes may hold one. '+' means space, as
+ * in HTML forms. */
+static int http_params_parse(http_ctx *c, const char *query) {
+    if (!query || !*query)
+        return 0;
+    char *copy = strdup(query);
+    if (!copy)
+        return -1;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, "&", &save); item;
+         item = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq)
+            *eq = '\0';
+        http_param *np = realloc(c->params, sizeof(*np) * (size_t)(c->nparams + 1));
+        if (!np) {
+            free(copy);
+            return -1;
+        }
+        c->params = np;
+        http_param *p = &c->params[c->nparams];
+        p->name = evhttp_uridecode(item, 1, NULL);
+        p->value = evhttp_uridecode(eq ? eq + 1 : "", 1, &p->value_len);
+        if (!p->name || !p->value) {
+            free(p->name);
+            free(p->value);
+            free(copy);
+            return -1;
+        }
+        c->nparams++;
+    }
+    free(copy);
+    return 0;
+}
+
+const char *http_param_get(const http_ctx *c, const char *name, size_t *len) {
+    for (int i = 0; i < c->nparams; i++) {
+        if (strcmp(c->params[i].name, name) == 0) {
+            if (len)
+                *len = c->params[i].value_len;
+            return c->params[i].value;
+        }
+    }
+    if (len)
+        *len = 0;
+    return NULL;
+}
+
+int http_param_int(const http_ctx *c, const char *name, long long lo,
+                   long long hi, long long def, long long *out) {
+    size_t n;
+    const char *v = http_param_get(c, name, &n);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (n == 0 || n > 18 || strlen(v) != n)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < lo || x > hi || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+const char *http_param_or_header(const http_ctx *c, const char *param,
+                                 const char *header) {
+    const char *v = http_param_get(c, param, NULL);
+    if (v)
+        return v;
+    return evhttp_find_header(evhttp_request_get_input_headers(c->req), header);
+}
+
+int http_timeout_param(http_ctx *c, int *timeout_ms) {
+    long long t;
+    if (http_param_int(c, "timeout_ms", 0, HTTP_MAX_TIMEOUT_MS,
+                       HTTP_DEFAULT_TIMEOUT_MS, &t) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "timeout_ms must be an integer in 0..%d",
+                         HTTP_MAX_TIMEOUT_MS);
+        return -1;
+    }
+    *timeout_ms = (int)t;
+    return 0;
+}
+
+/* --------------------------------------------------------------- replies */
+
+void http_add_header(http_ctx *c, const char *name, const char *value) {
+    evhttp_add_header(evhttp_request_get_output_headers(c->req), name, value);
+}
+
+/* The one place a request ends: the worker may be draining for shutdown. */
+static void http_request_done(http_worker *w) {
+    w->inflight--;
+    if (w->stopping && w->inflight == 0)
+        event_base_loopbreak(w->base);
+}
+
+void http_reply_json(http_ctx *c, int status, json_t *body) {
+    struct evbuffer *buf = evbuffer_new();
+    http_add_header(c, "Content-Type", "application/json");
+    if (!evhttp_find_header(evhttp_request_get_output_headers(c->req),
+                            "X-Objlog-Request-Id"))
+        http_add_header(c, "X-Objlog-Request-Id", c->request_id);
+    if (body && buf && evhttp_request_get_command(c->req) != EVHTTP_REQ_HEAD) {
+        char *s = json_dumps(body, JSON_COMPACT);
+        if (s) {
+            evbuffer_add(buf, s, strlen(s));
+            evbuffer_add(buf, "\n", 1);
+            free(s);
+        }
+    }
+    json_decref(body);
+    evhttp_send_reply(c->req, status, NULL, buf);
+    if (buf)
+        evbuffer_free(buf);
+    http_request_done(c->w);
+}
+
+void http_reply_error_rid(http_ctx *c, int status, const char *code,
+                          const char *request_id, const char *message,
+                          json_t *extra) {
+    json_t *err = json_pack("{s:s, s:s, s:s}", "code", code, "message",
+                            message, "request_id", request_id);
+    if (err && extra)
+        json_object_update(err, extra);
+    json_decref(extra);
+    if (!evhttp_find_header(evhttp_request_get_output_headers(c->req),
+                            "X-Objlog-Request-Id"))
+        http_add_header(c, "X-Objlog-Request-Id", request_id);
+    if (status == 503)
+        http_add_header(c, "Retry-After", "1");
+    http_reply_json(c, status, err ? json_pack("{s:o}", "error", err) : NULL);
+}
+
+void http_reply_error(http_ctx *c, int status, const char *code,
+                      const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    http_reply_error_rid(c, status, code, c->request_id, msg, NULL);
+}
+
+/* --------------------------------------------------------------- routing */
+
+/* S3 bucket naming: 3..63 of [a-z0-9.-], starting and ending alphanumeric. */
+static int http_bucket_valid(const char *b, size_t n) {
+    if (n < 3 || n > 63 || strlen(b) != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = b[i];
+        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!alnum && ch != '.' && ch != '-')
+            return 0;
+        if (!alnum && (i == 0 || i == n - 1))
+            return 0;
+    }
+    return 1;
+}
+
+static void http_method_not_allowed(http_ctx *c, const char *allow) {
+    http_add_header(c, "Allow", allow);
+    http_reply_error(c, 405, "MethodNotAllowed",
+                     "method not allowed on this resource (allowed: %s)", allow);
+}
+
+static void http_route_object(http_ctx *c, enum evhttp_cmd_type cmd,
+                              const char *bucket, const char *raw_key) {
+    size_t kn = 0;
+    char *key = evhttp_uridecode(raw_key, 0, &kn);
+    if (!key) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (kn == 0)
+        http_reply_error(c, 400, "InvalidArgument", "empty object key");
+    else if (kn > HTTP_MAX_KEY_LEN)
+        http_reply_error(c, 400, "KeyTooLongError",
+                         "key is %zu bytes; the limit is %d", kn,
+                         HTTP_MAX_KEY_LEN);
+    else if (!http_utf8_valid((const uint8_t *)key, kn))
+        http_reply_error(c, 400, "InvalidArgument", "key is not valid UTF-8");
+    else if (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD)
+        read_object(c, bucket, (const uint8_t *)key, kn, cmd == EVHTTP_REQ_HEAD);
+    else if (cmd == EVHTTP_REQ_PUT)
+        gateway_put_object(c, bucket, (const uint8_t *)key, kn);
+    else if (cmd == EVHTTP_REQ_DELETE)
+        gateway_delete_object(c, bucket, (const uint8_t *)key, kn);
+    else
+        http_method_not_allowed(c, "GET, HEAD, PUT, DELETE");
+    free(key);
+}
+
+/* rest = what follows "/v1/buckets/". */
+static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
+                              const char *rest) {
+    const char *slash = strchr(rest, '/');
+    size_t seg = slash ? (size_t)(slash - rest) : strlen(rest);
+    char raw[256];
+    if (seg >= sizeof(raw)) {
+        http_reply_error(c, 400, "InvalidBucketName", "bucket name too long");
+        return;
+    }
+    memcpy(raw, rest, seg);
+    raw[seg] = '\0';
+    size_t bn = 0;
+    char *bucket = evhttp_uridecode(raw, 0, &bn);
+    if (!bucket || !http_bucket_valid(bucket, bn)) {
+        http_reply_error(c, 400, "InvalidBucketName",
+                         "bucket names are 3-63 characters of a-z, 0-9, '.', "
+                         "'-', starting and ending with a letter or digit");
+        free(bucket);
+        return;
+    }
+    if (!slash) {
+        if (cmd == EVHTTP_REQ_PUT)
+            gateway_put_bucket(c, bucket);
+        else
+            http_method_not_allowed(c, "PUT");
+    } else if (strcmp(slash, "/objects") == 0) {
+        if (cmd == EVHTTP_REQ_GET)
+            read_list(c, bucket);
+        else
+            http_method_not_allowed(c, "GET");
+    } else if (strncmp(slash, "/objects/", 9) == 0) {
+        http_route_object(c, cmd, bucket, slash + 9);
+    } else {
+        http_reply_error(c, 404, "NoSuchRoute", "no such route");
+    }
+    free(bucket);
+}
+
+static void http_route(http_ctx *c, const char *path) {
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
+    if (strcmp(path, "/healthz") == 0) {
+        if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
+            http_method_not_allowed(c, "GET");
+        else
+            http_reply_json(c, 200, json_pack(
+                "{s:s,s:I,s:I}", "status", "ok", "events_applied",
+                (json_int_t)objlog_materializer_events_applied(c->q->m),
+                "dlq_events", (json_int_t)objlog_materializer_dlq_count(c->q->m)));
+    } else if (strncmp(path, "/v1/writes/", 11) == 0 && path[11]) {
+        if (cmd != EVHTTP_REQ_GET)
+            http_method_not_allowed(c, "GET");
+        else
+            read_write_status(c, path + 11);
+    } else if (strncmp(path, "/v1/buckets/", 12) == 0 && path[12]) {
+        http_route_bucket(c, cmd, path + 12);
+    } else {
+        http_reply_error(c, 404, "NoSuchRoute", "no such route: %s", path);
+    }
+}
+
+static void http_dispatch(struct evhttp_request *req, void *arg) {
+    http_worker *w = arg;
+    http_ctx c = {.req = req, .w = w, .q = w->q};
+    http_random_hex(c.request_id);
+    w->inflight++;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || http_params_parse(&c, evhttp_uri_get_query(uri)) < 0) {
+        http_reply_error(&c, 400, "InvalidArgument", "malformed request URI");
+    } else {
+        http_route(&c, path);
+    }
+    http_params_free(&c);
+}
+
+/* ---------------------------------------------------------------- server */
+
+static int http_listen_socket(const char *host, int port, char *errstr,
+                              size_t errstr_size) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        snprintf(errstr, errstr_size, "listen address %s is not an IPv4 address", host);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 512) < 0) {
+        snprintf(errstr, errstr_size, "listen on %s:%d: %s", host, port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int http_socket_port(int fd) {
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+        return -1;
+    return ntohs(sa.sin_port);
+}
+
+/* Runs on the worker thread: no new connections; finish what is in flight. */
+static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    http_worker *w = arg;
+    w->stopping = 1;
+    if (w->bound) {
+        evhttp_del_accept_socket(w->http, w->bound);
+        w->bound = NULL;
+    }
+    if (w->inflight == 0)
+        event_base_loopbreak(w->base);
+}
+
+static void *http_worker_main(void *arg) {
+    http_worker *w = arg;
+    event_base_dispatch(w->base);
+    return NULL;
+}
+
+static int http_worker_init(http_worker *w, objlog_query *q, int fd,
+                            char *errstr, size_t errstr_size) {
+    w->q = q;
+    w->base = event_base_new();
+    w->http = w->base ? evhttp_new(w->base) : NULL;
+    w->stop_ev = w->base ? event_new(w->base, -1, 0, http_worker_stop_cb, w) : NULL;
+    if (!w->http || !w->stop_ev) {
+        snprintf(errstr, errstr_size, "event base: out of memory");
+        close(fd);
+        return -1;
+    }
+    evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                            EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
+                                            EVHTTP_REQ_PATCH);
+    evhttp_set_max_body_size(w->http, HTTP_MAX_BODY);
+    evhttp_set_max_headers_size(w->http, 64 * 1024);
+    evhttp_set_timeout(w->http, 60);
+    evhttp_set_gencb(w->http, http_dispatch, w);
+    w->bound = evhttp_accept_socket_with_handle(w->http, fd);
+    if (!w->bound) {
+        snprintf(errstr, errstr_size, "evhttp_accept_socket_with_handle failed");
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+static int http_start_workers(objlog_query *q, char *errstr, size_t errstr_size) {
+    int port = q->port;
+    for (int i = 0; i < q->nworkers; i++) {
+        int fd = http_listen_socket(q->host, port, errstr, errstr_size);
+        if (fd < 0)
+            return -1;
+        if (i == 0)
+            port = q->port = http_socket_port(fd);
+        if (http_worker_init(&q->workers[i], q, fd, errstr, errstr_size) < 0)
+            return -1;
+    }
+    for (int i = 0; i < q->nworkers; i++) {
+        if (pthread_create(&q->workers[i].thread, NULL, http_worker_main,
+                           &q->workers[i]) != 0) {
+            snprintf(errstr, errstr_size, "pthread_create failed");
+            return -1;
+        }
+        q->workers[i].thread_started = 1;
+    }
+    return 0;
+}
+
+static void http_stop_workers(objlog_query *q) {
+    for (int i = 0; i < q->nworkers; i++)
+        if (q->workers[i].thread_started)
+            event_active(q->workers[i].stop_ev, 0, 0);
+    for (int i = 0; i < q->nworkers; i++) {
+        http_worker *w = &q->workers[i];
+        if (w->thread_started)
+            pthread_join(w->thread, NULL);
+        w->thread_started = 0;
+    }
+}
+
+static void http_free_workers(objlog_query *q) {
+    for (int i = 0; q->workers && i < q->nworkers; i++) {
+        http_worker *w = &q->workers[i];
+        if (w->http)
+            evhttp_free(w->http);
+        if (w->stop_ev)
+            event_free(w->stop_ev);
+        if (w->base)
+            event_base_free(w->base);
+    }
+    free(q->workers);
+    q->workers = NULL;
+}
+
+static rd_kafka_t *http_watermark_handle(const char *brokers, char *errstr,
+                                         size_t errstr_size) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char tmp[256];
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp))) {
+        snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
+    if (!rk) {
+        snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
+}
+
+static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
+                                              size_t errstr_size) {
+    objlog_producer_conf *pc = objlog_producer_conf_new();
+    if (!pc) {
+        snprintf(errstr, errstr_size, "producer conf: out of memory");
+        return NULL;
+    }
+    /* ack=logged: the gateway waits for the outcome on the materializer in
+     * this process rather than asking itself over HTTP (DESIGN §6). */
+    if (objlog_producer_conf_set(pc, "bootstrap.servers", q->brokers, errstr, errstr_size) ||
+        objlog_producer_conf_set(pc, "topic", q->topic, errstr, errstr_size) ||
+        objlog_producer_conf_set(pc, "control.topic", q->control_topic, errstr, errstr_size) ||
+        objlog_producer_conf_set(pc, "ack", "logged", errstr, errstr_size)) {
+        objlog_producer_conf_destroy(pc);
+        return NULL;
+    }
+    return objlog_producer_new(pc, errstr, errstr_size);
+}
+
+static char *http_strdup_or(const char *s, const char *def) {
+    return strdup(s && *s ? s : def);
+}
+
+objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
+                               size_t errstr_size) {
+    if (!conf->brokers || !conf->store || !conf->materializer) {
+        snprintf(errstr, errstr_size, "query: brokers, store and materializer are required");
+        return NULL;
+    }
+    evthread_use_pthreads();
+    objlog_query *q = calloc(1, sizeof(*q));
+    if (!q) {
+        snprintf(errstr, errstr_size, "query: out of memory");
+        return NULL;
+    }
+    q->host = http_strdup_or(conf->host, "127.0.0.1");
+    q->brokers = strdup(conf->brokers);
+    q->topic = http_strdup_or(conf->topic, "objlog.events");
+    q->control_topic = http_strdup_or(conf->control_topic, "objlog.control");
+    q->port = conf->port;
+    q->store = conf->store;
+    q->m = conf->materializer;
+    q->nworkers = conf->threads > 0 ? conf->threads : 4;
+    q->workers = calloc((size_t)q->nworkers, sizeof(*q->workers));
+    if (!q->host || !q->brokers || !q->topic || !q->control_topic || !q->workers) {
+        snprintf(errstr, errstr_size, "query: out of memory");
+        objlog_query_destroy(q);
+        return NULL;
+    }
+    if (!(q->wm_rk = http_watermark_handle(q->brokers, errstr, errstr_size)) ||
+        !(q->producer = http_gateway_producer(q, errstr, errstr_size)) ||
+        !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size)) ||
+        http_start_workers(q, errstr, errstr_size) < 0) {
+        objlog_query_destroy(q);
+        return NULL;
+    }
+    return q;
+}
+
+int objlog_query_port(const objlog_query *q) { return q->port; }
+
+void objlog_query_destroy(objlog_query *q) {
+    if (!q)
+        return;
+    /* Order: no new requests; in-flight ones answered (gateway waits are
+     * bounded); then nothing can call back into the workers or the gateway
+     * and the producer can be flushed and freed. */
+    if (q->workers)
+        http_stop_workers(q);
+    if (q->producer)
+        objlog_producer_flush(q->producer, 10000);
+    gateway_destroy(q->gw);
+    if (q->producer)
+        objlog_producer_destroy(q->producer);
+    http_free_workers(q);
+    if (q->wm_rk)
+        rd_kafka_destroy(q->wm_rk);
+    free(q->host);
+    free(q->brokers);
+    free(q->topic);
+    free(q->control_topic);
+    free(q);
+}

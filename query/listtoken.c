@@ -1,0 +1,151 @@
+/* listtoken.c: LIST continuation tokens. Opaque to clients:
+ *
+ *   base64url( version(1) = 1
+ *            ‖ be64(FNV-1a-64(bucket))      the bucket it was issued for
+ *            ‖ kind(1)                       0 last key, 1 last common prefix
+ *            ‖ last (raw bytes of the key or common prefix)
+ *            ‖ be64(FNV-1a-64(salt ‖ all bytes before)) )
+ *
+ * The checksum is not a secret: it turns a mistyped, truncated or
+ * hand-made token into a 400 instead of a silently wrong page. A token only
+ * names a position inside its bucket, so a deliberately crafted one can do
+ * no more than start_after can. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LISTTOKEN_VERSION 1
+#define LISTTOKEN_HEAD 10 /* version + bucket hash + kind */
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static uint64_t fnv64(uint64_t h, const void *p, size_t n) {
+    const uint8_t *s = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static uint64_t listtoken_sum(const uint8_t *p, size_t n) {
+    static const char salt[] = "objlog-list-token";
+    return fnv64(fnv64(0xcbf29ce484222325ULL, salt, sizeof(salt)), p, n);
+}
+
+static void put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static char *b64url_encode(const uint8_t *in, size_t n) {
+    char *out = malloc(n / 3 * 4 + 5);
+    size_t o = 0, i = 0;
+    if (!out)
+        return NULL;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64[v >> 18];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = b64[(v >> 6) & 63];
+        out[o++] = b64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = b64[v >> 18];
+        out[o++] = b64[(v >> 12) & 63];
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = b64[v >> 18];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = b64[(v >> 6) & 63];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int b64url_value(char c) {
+    const char *p = c ? strchr(b64, c) : NULL;
+    return p ? (int)(p - b64) : -1;
+}
+
+/* Strict: unpadded, no stray characters, no non-zero trailing bits. */
+static uint8_t *b64url_decode(const char *in, size_t n, size_t *out_len) {
+    if (n % 4 == 1)
+        return NULL;
+    uint8_t *out = malloc(n / 4 * 3 + 3);
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64url_value(in[i]);
+        if (v < 0) {
+            free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    if (bits && (acc & ((1u << bits) - 1))) {
+        free(out);
+        return NULL;
+    }
+    *out_len = o;
+    return out;
+}
+
+char *listtoken_encode(const char *bucket, int kind, const uint8_t *last,
+                       size_t last_len) {
+    size_t n = LISTTOKEN_HEAD + last_len + 8;
+    uint8_t *raw = malloc(n);
+    if (!raw)
+        return NULL;
+    raw[0] = LISTTOKEN_VERSION;
+    put_be64(raw + 1, fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)));
+    raw[9] = (uint8_t)kind;
+    if (last_len)
+        memcpy(raw + LISTTOKEN_HEAD, last, last_len);
+    put_be64(raw + n - 8, listtoken_sum(raw, n - 8));
+    char *s = b64url_encode(raw, n);
+    free(raw);
+    return s;
+}
+
+int listtoken_decode(const char *bucket, const char *text, size_t text_len,
+                     int *kind, uint8_t **last, size_t *last_len) {
+    size_t n = 0;
+    uint8_t *raw = b64url_decode(text, text_len, &n);
+    int ok = raw && n >= LISTTOKEN_HEAD + 8 && raw[0] == LISTTOKEN_VERSION &&
+             get_be64(raw + n - 8) == listtoken_sum(raw, n - 8) &&
+             get_be64(raw + 1) == fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)) &&
+             (raw[9] == LISTTOKEN_KEY || raw[9] == LISTTOKEN_PREFIX);
+    if (!ok) {
+        free(raw);
+        return -1;
+    }
+    *kind = raw[9];
+    *last_len = n - LISTTOKEN_HEAD - 8;
+    *last = malloc(*last_len + 1);
+    if (!*last) {
+        free(raw);
+        return -1;
+    }
+    memcpy(*last, raw + LISTTOKEN_HEAD, *last_len);
+    free(raw);
+    return 0;
+}

@@ -1,0 +1,235 @@
+/* objlogd.c: the daemon (DESIGN §9): optional embedded Kafka, the store,
+ * the materializer and the HTTP service, in that order; torn down in the
+ * reverse order on SIGTERM/SIGINT.
+ *
+ * Machine-readable lines on stdout (flushed at once; tests parse them):
+ * OBJLOG_BOOTSTRAP=, OBJLOG_LISTEN=, OBJLOG_READY. Everything else goes to
+ * stderr. Bad flags exit 2 with a message naming the flag. Signals are
+ * blocked in every thread and taken synchronously with sigwait in main, so
+ * no work happens in a signal handler. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "query.h"
+
+#define OBJLOGD_CONTROL_TOPIC "objlog.control"
+#define OBJLOGD_DLQ_TOPIC "objlog.dlq"
+
+typedef struct objlogd_conf {
+    int kafka_only;
+    const char *brokers;         /* NULL: embedded */
+    const char *topic;
+    int partitions;
+    const char *data;
+    char host[64];
+    int port;
+    int threads;
+} objlogd_conf;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: objlogd [--embedded | --kafka-only | --brokers LIST]\n"
+            "               [--topic NAME] [--partitions N] [--data DIR]\n"
+            "               [--listen HOST:PORT] [--threads N]\n"
+            "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA\n"
+            "     OBJLOG_LISTEN OBJLOG_THREADS\n");
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
+    char *end = NULL;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "objlogd: %s needs an integer in %d..%d (got '%s')\n",
+                flag, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_listen(const char *flag, const char *v, objlogd_conf *c) {
+    const char *colon = v ? strrchr(v, ':') : NULL;
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof(c->host)) {
+        fprintf(stderr, "objlogd: %s needs HOST:PORT (got '%s')\n", flag, v ? v : "");
+        return -1;
+    }
+    memcpy(c->host, v, (size_t)(colon - v));
+    c->host[colon - v] = '\0';
+    return parse_int(flag, colon + 1, 0, 65535, &c->port);
+}
+
+static int conf_from_env(objlogd_conf *c) {
+    const char *v;
+    if ((v = getenv("OBJLOG_BROKERS")) && *v)
+        c->brokers = v;
+    if ((v = getenv("OBJLOG_TOPIC")) && *v)
+        c->topic = v;
+    if ((v = getenv("OBJLOG_DATA")) && *v)
+        c->data = v;
+    if ((v = getenv("OBJLOG_PARTITIONS")) && *v &&
+        parse_int("OBJLOG_PARTITIONS", v, 1, 4096, &c->partitions) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_THREADS")) && *v &&
+        parse_int("OBJLOG_THREADS", v, 1, 256, &c->threads) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_LISTEN")) && *v && parse_listen("OBJLOG_LISTEN", v, c) < 0)
+        return -1;
+    return 0;
+}
+
+/* 0 ok, 1 --help, -1 bad flag. */
+static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return 1;
+        if (strcmp(a, "--embedded") == 0) {
+            c->brokers = NULL;
+            takes = 0;
+        } else if (strcmp(a, "--kafka-only") == 0) {
+            c->kafka_only = 1;
+            takes = 0;
+        } else if (strcmp(a, "--brokers") == 0 || strcmp(a, "--topic") == 0 ||
+                   strcmp(a, "--data") == 0) {
+            if (!v || !*v) {
+                fprintf(stderr, "objlogd: %s needs a value\n", a);
+                return -1;
+            }
+            *(a[2] == 'b' ? &c->brokers : a[2] == 't' ? &c->topic : &c->data) = v;
+        } else if (strcmp(a, "--partitions") == 0) {
+            if (parse_int(a, v, 1, 4096, &c->partitions) < 0)
+                return -1;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (parse_int(a, v, 1, 256, &c->threads) < 0)
+                return -1;
+        } else if (strcmp(a, "--listen") == 0) {
+            if (parse_listen(a, v, c) < 0)
+                return -1;
+        } else {
+            fprintf(stderr, "objlogd: unknown flag %s\n", a);
+            return -1;
+        }
+        i += takes;
+    }
+    if (c->kafka_only && c->brokers) {
+        fprintf(stderr, "objlogd: --kafka-only runs the embedded cluster; drop --brokers\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void wait_for_signal(const sigset_t *set) {
+    int sig = 0;
+    sigwait(set, &sig);
+    fprintf(stderr, "objlogd: %s, shutting down\n", strsignal(sig));
+}
+
+static objlog_embedded_kafka *start_embedded(const objlogd_conf *c) {
+    char err[512];
+    objlog_embedded_kafka *k = objlog_embedded_kafka_new(
+        c->topic, c->partitions, OBJLOGD_CONTROL_TOPIC, OBJLOGD_DLQ_TOPIC, err, sizeof(err));
+    if (!k) {
+        fprintf(stderr, "objlogd: %s\n", err);
+        return NULL;
+    }
+    fprintf(stderr,
+            "objlogd: WARNING: the embedded Kafka log lives in memory and keeps only "
+            "about 5 MB per partition; it is for trying objlog and for tests, never "
+            "for data you keep\n");
+    printf("OBJLOG_BOOTSTRAP=%s\n", objlog_embedded_kafka_bootstrap(k));
+    fflush(stdout);
+    return k;
+}
+
+/* Store, materializer, HTTP; then serve until a signal. 0 or 1. */
+static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set) {
+    char err[512];
+    if (mkdir(c->data, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "objlogd: --data %s: %s\n", c->data, strerror(errno));
+        return 1;
+    }
+    objlog_store *store = objlog_store_open(c->data, err, sizeof(err));
+    if (!store) {
+        fprintf(stderr, "objlogd: store %s: %s\n", c->data, err);
+        return 1;
+    }
+    objlog_materializer_conf mc = {.brokers = brokers, .topic = c->topic,
+                                   .control_topic = OBJLOGD_CONTROL_TOPIC,
+                                   .dlq_topic = OBJLOGD_DLQ_TOPIC,
+                                   .group_id = "objlogd", .batch_max = 1000};
+    objlog_materializer *m = objlog_materializer_new(&mc, store, err, sizeof(err));
+    if (!m || objlog_materializer_start(m, err, sizeof(err)) < 0) {
+        fprintf(stderr, "objlogd: materializer: %s\n", err);
+        objlog_materializer_destroy(m);
+        objlog_store_close(store);
+        return 1;
+    }
+    objlog_query_conf qc = {.host = c->host, .port = c->port, .threads = c->threads,
+                            .brokers = brokers, .topic = c->topic,
+                            .control_topic = OBJLOGD_CONTROL_TOPIC,
+                            .store = store, .materializer = m};
+    objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
+    if (!q) {
+        fprintf(stderr, "objlogd: http: %s\n", err);
+    } else {
+        printf("OBJLOG_LISTEN=%s:%d\nOBJLOG_READY\n", c->host, objlog_query_port(q));
+        fflush(stdout);
+        wait_for_signal(set);
+        objlog_query_destroy(q);
+    }
+    objlog_materializer_destroy(m);
+    objlog_store_close(store);
+    return q ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    objlogd_conf c = {.topic = "objlog.events", .partitions = 8,
+                      .data = "./objlog-data", .host = "127.0.0.1", .port = 8080,
+                      .threads = 4};
+    int rc = conf_from_env(&c);
+    if (rc == 0)
+        rc = conf_from_args(&c, argc, argv);
+    if (rc != 0) {
+        usage(rc > 0 ? stdout : stderr);
+        return rc > 0 ? 0 : 2;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread */
+    signal(SIGPIPE, SIG_IGN);
+
+    objlog_embedded_kafka *k = NULL;
+    const char *brokers = c.brokers;
+    if (!brokers) {
+        if (!(k = start_embedded(&c)))
+            return 1;
+        brokers = objlog_embedded_kafka_bootstrap(k);
+    } else {
+        char err[512];
+        const char *topics[] = {c.topic, OBJLOGD_CONTROL_TOPIC, OBJLOGD_DLQ_TOPIC, NULL};
+        if (objlog_kafka_check_topics(brokers, topics, 10000, err, sizeof(err)) < 0) {
+            fprintf(stderr, "objlogd: %s\n", err);
+            return 1;
+        }
+    }
+    if (c.kafka_only) {
+        printf("OBJLOG_READY\n");
+        fflush(stdout);
+        wait_for_signal(&set);
+        rc = 0;
+    } else {
+        rc = serve(&c, brokers, &set);
+    }
+    objlog_embedded_kafka_destroy(k);
+    return rc;
+}

@@ -1,0 +1,62 @@
+/* query.h: the query service and HTTP write gateway hosted by objlogd
+ * (DESIGN §7, §8), plus the embedded Kafka cluster objlogd and the tests
+ * start (DESIGN §9).
+ *
+ * objlog_query owns: N HTTP worker threads (one event_base + evhttp each,
+ * all accepting on their own SO_REUSEPORT socket bound to the same address),
+ * a small pool of waiter threads for the write gateway, its own
+ * libobjlog_producer (ack=logged; the gateway waits for the outcome on the
+ * materializer itself) and one rd_kafka handle for strong-read fences. It
+ * borrows the store and the materializer: they must outlive it.
+ */
+#ifndef OBJLOG_QUERY_H
+#define OBJLOG_QUERY_H
+
+#include <stddef.h>
+
+#include "materializer.h"
+
+typedef struct objlog_query objlog_query;
+
+typedef struct objlog_query_conf {
+    const char *host;            /* listen address (default 127.0.0.1) */
+    int port;                    /* 0: any free port, see objlog_query_port */
+    int threads;                 /* HTTP worker threads (default 4) */
+    const char *brokers;         /* bootstrap.servers (required) */
+    const char *topic;           /* events topic (default objlog.events) */
+    const char *control_topic;   /* default objlog.control */
+    objlog_store *store;         /* borrowed */
+    objlog_materializer *materializer; /* borrowed */
+} objlog_query_conf;
+
+/* Binds, creates the producer and starts serving. NULL with errstr. */
+objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
+                               size_t errstr_size);
+/* The bound port (the real one when conf->port was 0). */
+int objlog_query_port(const objlog_query *q);
+/* Graceful: stops accepting, finishes in-flight requests (writes wait at
+ * most their timeout for the outcome), flushes the producer, frees. */
+void objlog_query_destroy(objlog_query *q);
+
+/* ---- embedded Kafka (librdkafka mock cluster, 3 brokers) ---- */
+typedef struct objlog_embedded_kafka objlog_embedded_kafka;
+
+/* Starts the cluster, creates topic (partitions, rf 3), control_topic (1)
+ * and dlq_topic (1), and publishes the default range map (epoch 1). The log
+ * lives in memory (about 5 MB per partition): for trying objlog and tests. */
+objlog_embedded_kafka *objlog_embedded_kafka_new(const char *topic,
+                                                 int partitions,
+                                                 const char *control_topic,
+                                                 const char *dlq_topic,
+                                                 char *errstr,
+                                                 size_t errstr_size);
+const char *objlog_embedded_kafka_bootstrap(const objlog_embedded_kafka *k);
+void objlog_embedded_kafka_destroy(objlog_embedded_kafka *k);
+
+/* 0 if every topic in the NULL-terminated list exists on brokers, else -1
+ * with errstr naming the first missing one. */
+int objlog_kafka_check_topics(const char *brokers, const char *const *topics,
+                              int timeout_ms, char *errstr,
+                              size_t errstr_size);
+
+#endif

@@ -1,0 +1,8 @@
+# query tests: the HTTP service and gateway over real HTTP (libcurl) against
+# the in-process stack (mock Kafka over TCP, RocksDB in a temp dir).
+objlog_add_test(test_http SOURCES test_http.c TIMEOUT 180
+  LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
+# objlogd as a process: stdout lines, flags, SIGTERM, --kafka-only/--brokers.
+objlog_add_test(test_http_objlogd SOURCES test_http_objlogd.c TIMEOUT 180
+  LIBS objlog_testkit PkgConfig::CURL PkgConfig::RDKAFKA)
+add_dependencies(test_http_objlogd objlogd)

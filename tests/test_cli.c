@@ -1,0 +1,376 @@
+/* test_cli.c: the real `objlog` binary against the real `objlogd
+ * --embedded` (DESIGN §8, §9): exact stdout and exit codes of mb, put,
+ * get, head, ls and rm, percent-encoding of odd keys, and the error
+ * contract (one line on stderr naming the S3 code, exit 1; usage errors
+ * exit 2). One objlogd serves the whole group; each test uses its own
+ * buckets. Values the server chooses (version ids, tokens, timestamps) are
+ * read back through --json and then asserted exactly in the readable
+ * output. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "proc.h"
+#include "token.h"
+
+#define OUT_SIZE 65536
+
+typedef struct server {
+    proc *daemon;
+    char dir[256];
+    char url[128];
+    char bootstrap[512];
+    char objlog[512];
+} server;
+
+static server g_srv;
+static char g_out[OUT_SIZE], g_err[OUT_SIZE];
+
+static int group_setup(void **state) {
+    (void)state;
+    char bin[512], data[300];
+    if (proc_tmpdir(g_srv.dir, sizeof(g_srv.dir)) < 0)
+        return -1;
+    snprintf(data, sizeof(data), "%s/data", g_srv.dir);
+    proc_bin("query/objlogd", bin, sizeof(bin));
+    proc_bin("ops/objlog", g_srv.objlog, sizeof(g_srv.objlog));
+    char *argv[] = {bin, "--embedded", "--listen", "127.0.0.1:0", "--data", data,
+                    "--partitions", "4", NULL};
+    g_srv.daemon = proc_spawn(argv, NULL);
+    if (!g_srv.daemon)
+        return -1;
+    char listen[64];
+    if (proc_wait_line(g_srv.daemon, "OBJLOG_BOOTSTRAP=", g_srv.bootstrap,
+                       sizeof(g_srv.bootstrap), 30000) < 0 ||
+        proc_wait_line(g_srv.daemon, "OBJLOG_LISTEN=", listen, sizeof(listen), 30000) < 0 ||
+        proc_wait_line(g_srv.daemon, "OBJLOG_READY", NULL, 0, 30000) < 0) {
+        fprintf(stderr, "objlogd did not become ready\n");
+        proc_kill(g_srv.daemon);
+        g_srv.daemon = NULL;
+        proc_rmtree(g_srv.dir);
+        return -1;
+    }
+    snprintf(g_srv.url, sizeof(g_srv.url), "http://%s", listen);
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    int st = proc_stop(g_srv.daemon, 10000);
+    proc_rmtree(g_srv.dir);
+    /* SIGTERM is a graceful shutdown: objlogd exits 0. */
+    if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "objlogd exit status %d\n", st);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs objlog --url URL args... (NULL-ended); stdout/stderr in g_out/g_err. */
+static int objlog(const char *first, ...) {
+    char *argv[64];
+    int n = 0;
+    argv[n++] = g_srv.objlog;
+    argv[n++] = "--url";
+    argv[n++] = g_srv.url;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *))
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    return proc_run(argv, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 30000);
+}
+
+static json_t *json_out(void) {
+    json_t *j = json_loads(g_out, 0, NULL);
+    if (!j)
+        fail_msg("not JSON: %s (stderr %s)", g_out, g_err);
+    return j;
+}
+
+static const char *js(json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void assert_ok(int rc) {
+    if (rc != 0)
+        fail_msg("objlog exit %d; stderr: %s", rc, g_err);
+}
+
+/* The value of "name: " in readable output (copied). */
+static void line_value(const char *out, const char *name, char *v, size_t n) {
+    char pat[64];
+    snprintf(pat, sizeof(pat), "%s: ", name);
+    const char *p = strstr(out, pat);
+    assert_non_null(p);
+    p += strlen(pat);
+    size_t l = strcspn(p, "\n");
+    assert_true(l < n);
+    memcpy(v, p, l);
+    v[l] = '\0';
+}
+
+/* "2026-11-22T04:18:32.119Z" -> "Sun, 22 Nov 2026 04:18:32 GMT" */
+static void http_date(const char *iso, char *out, size_t n) {
+    struct tm tm = {0};
+    assert_non_null(strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm));
+    time_t t = timegm(&tm);
+    gmtime_r(&t, &tm);
+    strftime(out, n, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+static void test_mb_put_get_head(void **state) {
+    (void)state;
+    char want[4096], vid[64], tok[64];
+    assert_ok(objlog("mb", "photos", NULL));
+    assert_string_equal(g_out, "make_bucket: photos\n");
+    assert_string_equal(g_err, "");
+
+    assert_ok(objlog("put", "photos", "2026/a b.jpg", "--size", "123", "--etag", "abc",
+                     "--content-type", "image/jpeg", "--blob-id", "blob-1",
+                     "--meta", "owner=alice", "--meta", "camera=x100", NULL));
+    line_value(g_out, "version_id", vid, sizeof(vid));
+    line_value(g_out, "token", tok, sizeof(tok));
+    token_part tp[4];
+    assert_int_equal(token_parse(tok, tp, 4), 1);
+    snprintf(want, sizeof(want), "key: 2026/a b.jpg\nversion_id: %s\netag: abc\ntoken: %s\n",
+             vid, tok);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("--json", "get", "photos", "2026/a b.jpg", NULL));
+    json_t *j = json_out();
+    assert_string_equal(js(j, "version_id"), vid);
+    assert_string_equal(js(j, "key"), "2026/a b.jpg");
+    char lm[64];
+    snprintf(lm, sizeof(lm), "%s", js(j, "last_modified"));
+    json_decref(j);
+
+    assert_ok(objlog("get", "photos", "2026/a b.jpg", NULL));
+    snprintf(want, sizeof(want),
+             "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123\netag: abc\n"
+             "content_type: image/jpeg\nblob_id: blob-1\nstorage_class: STANDARD\n"
+             "checksum: \nlast_modified: %s\nmeta.owner: alice\nmeta.camera: x100\n",
+             vid, lm);
+    /* user metadata order is the server's; accept either order */
+    if (strcmp(g_out, want) != 0)
+        snprintf(want, sizeof(want),
+                 "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123\netag: abc\n"
+                 "content_type: image/jpeg\nblob_id: blob-1\nstorage_class: STANDARD\n"
+                 "checksum: \nlast_modified: %s\nmeta.camera: x100\nmeta.owner: alice\n",
+                 vid, lm);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("head", "photos", "2026/a b.jpg", NULL));
+    char hd[64];
+    http_date(lm, hd, sizeof(hd));
+    snprintf(want, sizeof(want),
+             "key: 2026/a b.jpg\nversion_id: %s\nsize: 123\netag: abc\nlast_modified: %s\n",
+             vid, hd);
+    assert_string_equal(g_out, want);
+
+    /* get by version id */
+    assert_ok(objlog("get", "photos", "2026/a b.jpg", "--version-id", vid, NULL));
+    assert_non_null(strstr(g_out, "size: 123\n"));
+}
+
+static void test_odd_keys_round_trip(void **state) {
+    (void)state;
+    const char *keys[] = {"we?rd #%20 key", "caf\xc3\xa9/\xf0\x9f\x98\x80.txt",
+                          "a+b&c=d", "../up", NULL};
+    assert_ok(objlog("mb", "odd-keys", NULL));
+    for (int i = 0; keys[i]; i++) {
+        assert_ok(objlog("put", "odd-keys", keys[i], "--size", "9", "--etag", "e", NULL));
+        assert_ok(objlog("--json", "get", "odd-keys", keys[i], NULL));
+        json_t *j = json_out();
+        assert_string_equal(js(j, "key"), keys[i]);
+        json_decref(j);
+    }
+    assert_ok(objlog("--json", "ls", "odd-keys", NULL));
+    json_t *j = json_out();
+    assert_int_equal(json_array_size(json_object_get(j, "objects")), 4);
+    json_decref(j);
+}
+
+static void ls_times(char lm[3][64]) {
+    assert_ok(objlog("--json", "ls", "listing", NULL));
+    json_t *j = json_out();
+    json_t *objs = json_object_get(j, "objects");
+    assert_int_equal(json_array_size(objs), 3);
+    for (int i = 0; i < 3; i++)
+        snprintf(lm[i], 64, "%s", js(json_array_get(objs, (size_t)i), "last_modified"));
+    assert_string_equal(js(json_array_get(objs, 0), "key"), "a.txt");
+    json_decref(j);
+}
+
+static void test_ls_columns_prefixes_and_pages(void **state) {
+    (void)state;
+    char want[4096], lm[3][64];
+    assert_ok(objlog("mb", "listing", "--tenant", "acme", NULL));
+    assert_ok(objlog("put", "listing", "photos/c.jpg", "--size", "77", "--etag", "ec", NULL));
+    assert_ok(objlog("put", "listing", "a.txt", "--size", "5", "--etag", "ea", NULL));
+    assert_ok(objlog("put", "listing", "photos/b.jpg", "--size", "1234", "--etag", "eb", NULL));
+    ls_times(lm);
+
+    assert_ok(objlog("ls", "listing", NULL));
+    snprintf(want, sizeof(want),
+             "a.txt            5  %s  ea\n"
+             "photos/b.jpg  1234  %s  eb\n"
+             "photos/c.jpg    77  %s  ec\n"
+             "3 objects, 0 prefixes, 1316 bytes\n", lm[0], lm[1], lm[2]);
+    assert_string_equal(g_out, want);
+
+    /* --all follows continuation tokens: same listing one key per page */
+    assert_ok(objlog("ls", "listing", "--max-keys", "1", "--all", NULL));
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("ls", "listing", "--max-keys", "1", NULL));
+    snprintf(want, sizeof(want),
+             "a.txt  5  %s  ea\n"
+             "1 object, 0 prefixes, 5 bytes (truncated; --all lists the rest)\n", lm[0]);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("ls", "listing", "--delimiter", "/", NULL));
+    snprintf(want, sizeof(want),
+             "PRE photos/\n"
+             "a.txt  5  %s  ea\n"
+             "1 object, 1 prefix, 5 bytes\n", lm[0]);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("ls", "listing", "--prefix", "photos/", "--start-after",
+                     "photos/b.jpg", NULL));
+    snprintf(want, sizeof(want),
+             "photos/c.jpg  77  %s  ec\n"
+             "1 object, 0 prefixes, 77 bytes\n", lm[2]);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("--json", "ls", "listing", "--max-keys", "2", NULL));
+    json_t *j = json_out();
+    assert_true(json_is_true(json_object_get(j, "is_truncated")));
+    assert_int_equal(json_integer_value(json_object_get(j, "key_count")), 2);
+    json_decref(j);
+}
+
+static void test_rm_plain_and_versioned(void **state) {
+    (void)state;
+    char want[512], vid[64], marker[64];
+    assert_ok(objlog("mb", "plain", NULL));
+    assert_ok(objlog("put", "plain", "k", "--size", "1", NULL));
+    assert_ok(objlog("rm", "plain", "k", NULL));
+    assert_string_equal(g_out, "delete: plain/k\n");
+    assert_int_equal(objlog("get", "plain", "k", NULL), 1);
+    assert_string_equal(g_out, "");
+
+    assert_ok(objlog("mb", "versioned", "--versioning", "Enabled", NULL));
+    assert_ok(objlog("put", "versioned", "k", "--size", "2", NULL));
+    line_value(g_out, "version_id", vid, sizeof(vid));
+    assert_ok(objlog("--json", "rm", "versioned", "k", NULL));
+    json_t *j = json_out();
+    assert_true(json_is_true(json_object_get(j, "delete_marker")));
+    snprintf(marker, sizeof(marker), "%s", js(j, "version_id"));
+    json_decref(j);
+    assert_string_not_equal(marker, vid);
+    assert_int_equal(objlog("get", "versioned", "k", NULL), 1);
+    /* the old version is still there by id */
+    assert_ok(objlog("get", "versioned", "k", "--version-id", vid, NULL));
+    assert_non_null(strstr(g_out, "size: 2\n"));
+    /* deleting the marker by id brings the key back */
+    assert_ok(objlog("rm", "versioned", "k", "--version-id", marker, NULL));
+    snprintf(want, sizeof(want), "delete: versioned/k (version %s)\n", marker);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("head", "versioned", "k", NULL));
+    assert_non_null(strstr(g_out, vid));
+    assert_ok(objlog("rm", "versioned", "k", NULL));
+    assert_true(strncmp(g_out, "delete: versioned/k (delete marker ", 35) == 0);
+}
+
+static void assert_err_prefix(const char *prefix) {
+    if (strncmp(g_err, prefix, strlen(prefix)) != 0)
+        fail_msg("stderr \"%s\" does not start with \"%s\"", g_err, prefix);
+}
+
+static void test_errors_name_the_problem(void **state) {
+    (void)state;
+    assert_ok(objlog("mb", "errs", NULL));
+    assert_int_equal(objlog("get", "errs", "missing.jpg", NULL), 1);
+    assert_string_equal(g_out, "");
+    assert_err_prefix("objlog: get errs/missing.jpg: NoSuchKey: ");
+    assert_int_equal(objlog("get", "no-such-bucket", "k", NULL), 1);
+    assert_err_prefix("objlog: get no-such-bucket/k: NoSuchBucket: ");
+    assert_int_equal(objlog("mb", "errs", NULL), 1);
+    assert_err_prefix("objlog: mb errs: BucketAlreadyExists: ");
+    assert_ok(objlog("put", "errs", "k", "--etag", "one", NULL));
+    assert_int_equal(objlog("put", "errs", "k", "--if-none-match", NULL), 1);
+    assert_err_prefix("objlog: put errs/k: PreconditionFailed: ");
+    assert_int_equal(objlog("put", "errs", "k", "--if-match", "two", NULL), 1);
+    assert_err_prefix("objlog: put errs/k: PreconditionFailed: ");
+    assert_ok(objlog("put", "errs", "k", "--if-match", "one", "--etag", "two", NULL));
+    assert_int_equal(objlog("head", "errs", "nope", NULL), 1);
+    assert_err_prefix("objlog: head errs/nope: ");
+
+    /* usage errors: exit 2, nothing sent */
+    assert_int_equal(objlog("frobnicate", NULL), 2);
+    assert_non_null(strstr(g_err, "unknown command \"frobnicate\""));
+    assert_int_equal(objlog("get", "errs", NULL), 2);
+    assert_int_equal(objlog("put", "errs", "k", "--size", "lots", NULL), 2);
+    assert_int_equal(objlog("ls", "errs", "--bogus", NULL), 2);
+    assert_int_equal(objlog("mb", "errs2", "--versioning", "Sometimes", NULL), 2);
+
+    /* nothing listening: exit 1 and the URL in the message */
+    char *argv[] = {g_srv.objlog, "--url", "http://127.0.0.1:1", "get", "b", "k", NULL};
+    assert_int_equal(proc_run(argv, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 1);
+    assert_err_prefix("objlog: get b/k: ConnectionError: cannot reach http://127.0.0.1:1");
+}
+
+static void assert_bench_json(int count, int gets) {
+    json_t *j = json_out();
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), count);
+    const char *phases[] = {"produce", "apply", "get"};
+    for (int i = 0; i < 3; i++) {
+        json_t *ph = json_object_get(j, phases[i]);
+        assert_non_null(ph);
+        assert_int_equal(json_integer_value(json_object_get(ph, "ops")), i == 2 ? gets : count);
+        assert_true(json_real_value(json_object_get(ph, "per_second")) > 0);
+    }
+    json_t *g = json_object_get(j, "get");
+    assert_int_equal(json_integer_value(json_object_get(g, "errors")), 0);
+    assert_true(json_real_value(json_object_get(g, "p99_ms")) >=
+                json_real_value(json_object_get(g, "p50_ms")));
+    json_decref(j);
+}
+
+/* bench against a running objlogd, then with one it starts and stops. */
+static void test_bench(void **state) {
+    (void)state;
+    assert_ok(objlog("--json", "bench", "--brokers", g_srv.bootstrap, "--count", "300",
+                     "--threads", "3", "--gets", "200", NULL));
+    assert_bench_json(300, 200);
+    char *argv[] = {g_srv.objlog, "--json", "bench", "--count", "200", "--threads", "2", NULL};
+    assert_int_equal(proc_run(argv, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 60000), 0);
+    assert_bench_json(200, 200);
+    char *bad[] = {g_srv.objlog, "bench", "--brokers", "127.0.0.1:1", NULL};
+    assert_int_equal(proc_run(bad, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mb_put_get_head),
+        cmocka_unit_test(test_odd_keys_round_trip),
+        cmocka_unit_test(test_ls_columns_prefixes_and_pages),
+        cmocka_unit_test(test_rm_plain_and_versioned),
+        cmocka_unit_test(test_errors_name_the_problem),
+        cmocka_unit_test(test_bench),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,840 @@
+/* test_http.c: the query service and write gateway over real HTTP. The
+ * whole stack runs in-process: the embedded mock Kafka cluster (TCP on
+ * 127.0.0.1), a RocksDB store in a temp dir, the materializer, and the
+ * server on 127.0.0.1 port 0, driven by libcurl. Each test pins one S3 rule
+ * with exact statuses, error codes and values. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "proc.h"
+#include "query.h"
+
+typedef struct env {
+    char dir[256];
+    objlog_embedded_kafka *kafka;
+    objlog_store *store;
+    objlog_materializer *m;
+    objlog_query *q;
+    char base[64];
+    CURL *curl;
+} env;
+
+typedef struct resp {
+    long status;
+    char *body;
+    size_t body_len;
+    char *headers;
+    size_t headers_len;
+    json_t *json;
+} resp;
+
+static size_t on_data(char *p, size_t sz, size_t n, void *arg) {
+    char **buf = arg;
+    size_t *len = (size_t *)(buf + 1);
+    char *nb = realloc(*buf, *len + sz * n + 1);
+    if (!nb)
+        return 0;
+    memcpy(nb + *len, p, sz * n);
+    *len += sz * n;
+    nb[*len] = '\0';
+    *buf = nb;
+    return sz * n;
+}
+
+static void resp_free(resp *r) {
+    free(r->body);
+    free(r->headers);
+    json_decref(r->json);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Performs one request; path is used as given (callers escape keys). */
+static void req(env *e, const char *method, const char *path, const char *body,
+                const char *const *hdrs, resp *r) {
+    char url[8192];
+    struct curl_slist *hl = NULL;
+    struct { char *buf; size_t len; } b = {0}, h = {0};
+    snprintf(url, sizeof(url), "%s%s", e->base, path);
+    memset(r, 0, sizeof(*r));
+    curl_easy_reset(e->curl);
+    curl_easy_setopt(e->curl, CURLOPT_URL, url);
+    curl_easy_setopt(e->curl, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(e->curl, CURLOPT_NOBODY, 1L);
+    if (body) {
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    hl = curl_slist_append(hl, "Expect:");
+    for (int i = 0; hdrs && hdrs[i]; i++)
+        hl = curl_slist_append(hl, hdrs[i]);
+    curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_data);
+    curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, &h);
+    curl_easy_setopt(e->curl, CURLOPT_TIMEOUT, 40L);
+    CURLcode rc = curl_easy_perform(e->curl);
+    curl_slist_free_all(hl);
+    assert_int_equal(rc, CURLE_OK);
+    curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &r->status);
+    r->body = b.buf;
+    r->body_len = b.len;
+    r->headers = h.buf;
+    r->headers_len = h.len;
+    if (b.buf)
+        r->json = json_loadb(b.buf, b.len, JSON_ALLOW_NUL, NULL);
+}
+
+/* Value of response header name (copied into out), or NULL. */
+static const char *header(const resp *r, const char *name, char *out, size_t n) {
+    size_t nl = strlen(name);
+    for (const char *l = r->headers; l && *l;) {
+        const char *eol = strstr(l, "\r\n");
+        if (!eol)
+            break;
+        if ((size_t)(eol - l) > nl + 1 && strncasecmp(l, name, nl) == 0 && l[nl] == ':') {
+            const char *v = l + nl + 1;
+            while (*v == ' ')
+                v++;
+            snprintf(out, n, "%.*s", (int)(eol - v), v);
+            return out;
+        }
+        l = eol + 2;
+    }
+    return NULL;
+}
+
+static const char *jstr(const resp *r, const char *path1, const char *path2) {
+    json_t *j = json_object_get(r->json, path1);
+    if (path2)
+        j = json_object_get(j, path2);
+    return json_string_value(j);
+}
+
+static void assert_error(const resp *r, long status, const char *code) {
+    if (r->status != status || !jstr(r, "error", "code") ||
+        strcmp(jstr(r, "error", "code"), code) != 0)
+        print_error("expected %ld %s, got %ld %s\n", status, code, r->status,
+                    r->body ? r->body : "(no body)");
+    assert_int_equal(r->status, status);
+    assert_string_equal(jstr(r, "error", "code"), code);
+    assert_non_null(jstr(r, "error", "request_id"));
+}
+
+static void expect(env *e, const char *method, const char *path, const char *body,
+                   long status) {
+    resp r;
+    req(e, method, path, body, NULL, &r);
+    if (r.status != status)
+        print_error("%s %s: %ld %s\n", method, path, r.status, r.body ? r.body : "");
+    assert_int_equal(r.status, status);
+    resp_free(&r);
+}
+
+/* Percent-escapes every byte but unreserved ones (and keeps '/'). */
+static char *esc(const char *s, size_t n) {
+    char *out = malloc(3 * n + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+            (ch >= '0' && ch <= '9') || (ch && strchr("-._~/", ch)))
+            out[o++] = (char)ch;
+        else
+            o += (size_t)sprintf(out + o, "%%%02X", ch);
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static void put_key(env *e, const char *bucket, const char *key, size_t kn,
+                    const char *etag) {
+    char *k = esc(key, kn), path[4096], body[256];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s", bucket, k);
+    snprintf(body, sizeof(body), "{\"size\":7,\"etag\":\"%s\"}", etag);
+    expect(e, "PUT", path, body, 200);
+    free(k);
+}
+
+static void make_bucket(env *e, const char *bucket, const char *body) {
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/buckets/%s", bucket);
+    expect(e, "PUT", path, body, 200);
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+static void env_stop(env *e) {
+    if (!e)
+        return;
+    if (e->curl)
+        curl_easy_cleanup(e->curl);
+    objlog_query_destroy(e->q);
+    objlog_materializer_destroy(e->m);
+    if (e->store)
+        objlog_store_close(e->store);
+    objlog_embedded_kafka_destroy(e->kafka);
+    if (e->dir[0])
+        proc_rmtree(e->dir);
+    free(e);
+}
+
+/* The whole stack in this process; apply_delay_ms slows the materializer. */
+static env *env_start(int apply_delay_ms) {
+    env *e = calloc(1, sizeof(*e));
+    char err[512];
+    if (!e || proc_tmpdir(e->dir, sizeof(e->dir)) < 0) {
+        free(e);
+        return NULL;
+    }
+    e->kafka = objlog_embedded_kafka_new("objlog.events", 4, "objlog.control",
+                                         "objlog.dlq", err, sizeof(err));
+    const char *bs = e->kafka ? objlog_embedded_kafka_bootstrap(e->kafka) : NULL;
+    e->store = bs ? objlog_store_open(e->dir, err, sizeof(err)) : NULL;
+    objlog_materializer_conf mc = {.brokers = bs, .topic = "objlog.events",
+                                   .control_topic = "objlog.control",
+                                   .dlq_topic = "objlog.dlq", .group_id = "test-http",
+                                   .apply_delay_ms = apply_delay_ms};
+    e->m = e->store ? objlog_materializer_new(&mc, e->store, err, sizeof(err)) : NULL;
+    if (!e->m || objlog_materializer_start(e->m, err, sizeof(err)) < 0) {
+        print_error("stack: %s\n", err);
+        env_stop(e);
+        return NULL;
+    }
+    objlog_query_conf qc = {.host = "127.0.0.1", .port = 0, .threads = 3,
+                            .brokers = bs, .store = e->store, .materializer = e->m};
+    e->q = objlog_query_new(&qc, err, sizeof(err));
+    if (!e->q) {
+        print_error("query: %s\n", err);
+        env_stop(e);
+        return NULL;
+    }
+    snprintf(e->base, sizeof(e->base), "http://127.0.0.1:%d", objlog_query_port(e->q));
+    e->curl = curl_easy_init();
+    return e;
+}
+
+static int setup(void **state) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    *state = env_start(0);
+    return *state ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    env_stop(*state);
+    curl_global_cleanup();
+    return 0;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_put_get_head(void **state) {
+    env *e = *state;
+    resp r;
+    char h[256];
+    make_bucket(e, "photos", "{\"tenant\":\"t1\"}");
+    req(e, "PUT", "/v1/buckets/photos/objects/cat.jpg",
+        "{\"size\":1234,\"etag\":\"abc\",\"content_type\":\"image/jpeg\","
+        "\"blob_id\":\"blob-1\",\"storage_class\":\"GLACIER\",\"checksum\":\"crc\","
+        "\"user_metadata\":{\"color\":\"black\"}}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "version_id", NULL), "null");
+    assert_string_equal(jstr(&r, "etag", NULL), "abc");
+    assert_false(json_is_true(json_object_get(r.json, "delete_marker")));
+    assert_int_equal(strlen(jstr(&r, "request_id", NULL)), 32);
+    assert_non_null(header(&r, "X-Objlog-Token", h, sizeof(h)));
+    assert_string_equal(h, jstr(&r, "token", NULL));
+    resp_free(&r);
+
+    req(e, "GET", "/v1/buckets/photos/objects/cat.jpg", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "bucket", NULL), "photos");
+    assert_string_equal(jstr(&r, "key", NULL), "cat.jpg");
+    assert_string_equal(jstr(&r, "version_id", NULL), "null");
+    assert_string_equal(jstr(&r, "etag", NULL), "abc");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "size")), 1234);
+    assert_string_equal(jstr(&r, "content_type", NULL), "image/jpeg");
+    assert_string_equal(jstr(&r, "blob_id", NULL), "blob-1");
+    assert_string_equal(jstr(&r, "storage_class", NULL), "GLACIER");
+    assert_string_equal(jstr(&r, "checksum", NULL), "crc");
+    assert_string_equal(jstr(&r, "user_metadata", "color"), "black");
+    assert_false(json_is_true(json_object_get(r.json, "delete_marker")));
+    assert_int_equal(strlen(jstr(&r, "last_modified", NULL)), 24);
+    assert_non_null(header(&r, "X-Objlog-Applied", h, sizeof(h)));
+    resp_free(&r);
+
+    req(e, "HEAD", "/v1/buckets/photos/objects/cat.jpg", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 0);
+    assert_string_equal(header(&r, "ETag", h, sizeof(h)), "abc");
+    assert_string_equal(header(&r, "X-Objlog-Size", h, sizeof(h)), "1234");
+    assert_string_equal(header(&r, "X-Objlog-Version-Id", h, sizeof(h)), "null");
+    assert_non_null(header(&r, "Last-Modified", h, sizeof(h)));
+    resp_free(&r);
+
+    req(e, "HEAD", "/v1/buckets/photos/objects/dog.jpg", NULL, NULL, &r);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/photos/objects/dog.jpg", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchKey");
+    assert_null(header(&r, "x-amz-delete-marker", h, sizeof(h)));
+    resp_free(&r);
+
+    req(e, "GET", "/healthz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "status", NULL), "ok");
+    resp_free(&r);
+}
+
+static void test_versioned_delete_marker(void **state) {
+    env *e = *state;
+    resp r;
+    char h[256], v1[32], marker[32], path[256];
+    make_bucket(e, "vers", "{\"versioning\":\"Enabled\"}");
+    req(e, "PUT", "/v1/buckets/vers/objects/doc", "{\"etag\":\"e1\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(v1, sizeof(v1), "%s", jstr(&r, "version_id", NULL));
+    assert_int_equal(strlen(v1), 16);
+    resp_free(&r);
+    put_key(e, "vers", "doc", 3, "e2");
+
+    req(e, "DELETE", "/v1/buckets/vers/objects/doc", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_true(json_object_get(r.json, "delete_marker")));
+    snprintf(marker, sizeof(marker), "%s", jstr(&r, "version_id", NULL));
+    assert_int_equal(strlen(marker), 16);
+    resp_free(&r);
+
+    req(e, "GET", "/v1/buckets/vers/objects/doc", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchKey");
+    assert_string_equal(header(&r, "x-amz-delete-marker", h, sizeof(h)), "true");
+    resp_free(&r);
+
+    snprintf(path, sizeof(path), "/v1/buckets/vers/objects/doc?version_id=%s", v1);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "e1");
+    assert_string_equal(jstr(&r, "version_id", NULL), v1);
+    resp_free(&r);
+
+    snprintf(path, sizeof(path), "/v1/buckets/vers/objects/doc?version_id=%s", marker);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_error(&r, 405, "MethodNotAllowed");
+    assert_string_equal(header(&r, "x-amz-delete-marker", h, sizeof(h)), "true");
+    resp_free(&r);
+
+    req(e, "GET", "/v1/buckets/vers/objects/doc?version_id=00000000000fffff", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchVersion");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/vers/objects/doc?version_id=zz", NULL, NULL, &r);
+    assert_error(&r, 400, "InvalidArgument");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/vers/objects/doc?version_id=null", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchVersion");
+    resp_free(&r);
+
+    /* deleting the marker by id brings the newest version back */
+    snprintf(path, sizeof(path), "/v1/buckets/vers/objects/doc?version_id=%s", marker);
+    expect(e, "DELETE", path, NULL, 200);
+    req(e, "GET", "/v1/buckets/vers/objects/doc", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "e2");
+    resp_free(&r);
+}
+
+static void test_unversioned_delete(void **state) {
+    env *e = *state;
+    resp r;
+    char h[64];
+    make_bucket(e, "plain", NULL);
+    put_key(e, "plain", "k", 1, "e1");
+    req(e, "GET", "/v1/buckets/plain/objects/k?version_id=null", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "e1");
+    resp_free(&r);
+    req(e, "DELETE", "/v1/buckets/plain/objects/k", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_false(json_is_true(json_object_get(r.json, "delete_marker")));
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/plain/objects/k", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchKey");
+    assert_null(header(&r, "x-amz-delete-marker", h, sizeof(h)));
+    resp_free(&r);
+}
+
+/* Keys with NUL, multi-byte UTF-8 and '/' survive PUT, GET and LIST. */
+static void test_key_bytes_round_trip(void **state) {
+    env *e = *state;
+    resp r;
+    static const char key[] = "日本/ü\0x";
+    size_t kn = sizeof(key) - 1;
+    make_bucket(e, "bytes", NULL);
+    put_key(e, "bytes", key, kn, "u1");
+    char *k = esc(key, kn), path[512];
+    snprintf(path, sizeof(path), "/v1/buckets/bytes/objects/%s", k);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *jk = json_object_get(r.json, "key");
+    assert_int_equal(json_string_length(jk), kn);
+    assert_memory_equal(json_string_value(jk), key, kn);
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/bytes/objects?prefix=%s", k);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *objs = json_object_get(r.json, "objects");
+    assert_int_equal(json_array_size(objs), 1);
+    jk = json_object_get(json_array_get(objs, 0), "key");
+    assert_int_equal(json_string_length(jk), kn);
+    assert_memory_equal(json_string_value(jk), key, kn);
+    resp_free(&r);
+    free(k);
+}
+
+static void list_bucket(env *e, const char *query, resp *r) {
+    char path[1024];
+    snprintf(path, sizeof(path), "/v1/buckets/lst/objects%s", query);
+    req(e, "GET", path, NULL, NULL, r);
+    if (r->status != 200)
+        print_error("LIST %s: %s\n", query, r->body);
+    assert_int_equal(r->status, 200);
+}
+
+/* "k1,k2" joined names of an array of objects (or strings). */
+static void names(json_t *arr, char *out, size_t n) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *it = json_array_get(arr, i);
+        const char *s = json_is_string(it) ? json_string_value(it)
+                                           : json_string_value(json_object_get(it, "key"));
+        o += (size_t)snprintf(out + o, n - o, "%s%s", i ? "," : "", s);
+    }
+}
+
+static void test_list_delimiter(void **state) {
+    env *e = *state;
+    resp r;
+    char got[1024];
+    static const char *const keys[] = {"a/1", "a/2", "b/1", "c", "d/x/y", "d/x/z",
+                                       "dz", "e//f", NULL};
+    make_bucket(e, "lst", NULL);
+    for (int i = 0; keys[i]; i++)
+        put_key(e, "lst", keys[i], strlen(keys[i]), "x");
+
+    list_bucket(e, "", &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "a/1,a/2,b/1,c,d/x/y,d/x/z,dz,e//f");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "key_count")), 8);
+    assert_false(json_is_true(json_object_get(r.json, "is_truncated")));
+    assert_null(json_object_get(r.json, "next_continuation_token"));
+    resp_free(&r);
+
+    list_bucket(e, "?delimiter=/", &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "c,dz");
+    names(json_object_get(r.json, "common_prefixes"), got, sizeof(got));
+    assert_string_equal(got, "a/,b/,d/,e/");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "key_count")), 6);
+    assert_string_equal(jstr(&r, "delimiter", NULL), "/");
+    resp_free(&r);
+
+    list_bucket(e, "?prefix=d/&delimiter=/", &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "");
+    names(json_object_get(r.json, "common_prefixes"), got, sizeof(got));
+    assert_string_equal(got, "d/x/");
+    resp_free(&r);
+
+    list_bucket(e, "?prefix=a/", &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "a/1,a/2");
+    assert_string_equal(jstr(&r, "prefix", NULL), "a/");
+    resp_free(&r);
+
+    /* a delimiter of several characters */
+    list_bucket(e, "?delimiter=/x/", &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "a/1,a/2,b/1,c,dz,e//f");
+    names(json_object_get(r.json, "common_prefixes"), got, sizeof(got));
+    assert_string_equal(got, "d/x/");
+    resp_free(&r);
+
+    list_bucket(e, "?start_after=c", &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "d/x/y,d/x/z,dz,e//f");
+    resp_free(&r);
+
+    list_bucket(e, "?max_keys=0", &r);
+    assert_int_equal(json_integer_value(json_object_get(r.json, "key_count")), 0);
+    assert_int_equal(json_integer_value(json_object_get(r.json, "max_keys")), 0);
+    assert_int_equal(json_array_size(json_object_get(r.json, "objects")), 0);
+    assert_false(json_is_true(json_object_get(r.json, "is_truncated")));
+    resp_free(&r);
+}
+
+/* Walks the pages; returns the joined items and the page count. */
+static int paginate(env *e, const char *bucket, const char *query, int max_keys,
+                    char *out, size_t n) {
+    char token[4096] = "", path[8192];
+    int pages = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (;;) {
+        resp r;
+        snprintf(path, sizeof(path), "/v1/buckets/%s/objects?max_keys=%d%s%s%s",
+                 bucket, max_keys, query, token[0] ? "&continuation_token=" : "", token);
+        req(e, "GET", path, NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        pages++;
+        json_t *objs = json_object_get(r.json, "objects");
+        json_t *cps = json_object_get(r.json, "common_prefixes");
+        assert_int_equal(json_array_size(objs) + json_array_size(cps),
+                         json_integer_value(json_object_get(r.json, "key_count")));
+        assert_true(json_integer_value(json_object_get(r.json, "key_count")) <= max_keys);
+        char got[2048];
+        names(cps, got, sizeof(got));
+        if (got[0])
+            o += (size_t)snprintf(out + o, n - o, "%s[%s]", o ? "," : "", got);
+        names(objs, got, sizeof(got));
+        if (got[0])
+            o += (size_t)snprintf(out + o, n - o, "%s%s", o ? "," : "", got);
+        int truncated = json_is_true(json_object_get(r.json, "is_truncated"));
+        if (!truncated) {
+            assert_null(json_object_get(r.json, "next_continuation_token"));
+            resp_free(&r);
+            return pages;
+        }
+        snprintf(token, sizeof(token), "%s", jstr(&r, "next_continuation_token", NULL));
+        resp_free(&r);
+        assert_true(pages < 100);
+    }
+}
+
+static void test_list_pagination(void **state) {
+    env *e = *state;
+    char got[4096], want[4096];
+    size_t o = 0;
+    make_bucket(e, "pages", NULL);
+    for (int i = 0; i < 25; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "k%02d", i);
+        put_key(e, "pages", k, strlen(k), "x");
+        o += (size_t)snprintf(want + o, sizeof(want) - o, "%s%s", i ? "," : "", k);
+    }
+    int pages = paginate(e, "pages", "", 4, got, sizeof(got));
+    assert_string_equal(got, want);
+    assert_int_equal(pages, 7);
+    pages = paginate(e, "pages", "", 25, got, sizeof(got));
+    assert_string_equal(got, want);
+    assert_int_equal(pages, 1);
+
+    /* common prefixes count toward max_keys and are never repeated */
+    static const char *const more[] = {"p/1", "p/2", "p/3", "q/1", "r", NULL};
+    for (int i = 0; more[i]; i++)
+        put_key(e, "pages", more[i], strlen(more[i]), "x");
+    paginate(e, "pages", "&delimiter=/&prefix=", 1, got, sizeof(got));
+    assert_string_equal(strstr(got, "k24,") + 4, "[p/],[q/],r");
+    pages = paginate(e, "pages", "&delimiter=/", 2, got, sizeof(got));
+    assert_int_equal(pages, 14);
+}
+
+static void test_bad_inputs(void **state) {
+    env *e = *state;
+    char long_key[1100];
+    char path[1300];
+    resp r;
+    make_bucket(e, "bad", NULL);
+    make_bucket(e, "other", NULL);
+    put_key(e, "bad", "k1", 2, "x");
+    put_key(e, "bad", "k2", 2, "x");
+
+    /* a genuine token of bucket "bad", replayed against bucket "other" */
+    req(e, "GET", "/v1/buckets/bad/objects?max_keys=1", NULL, NULL, &r);
+    char foreign[512];
+    snprintf(foreign, sizeof(foreign), "/v1/buckets/other/objects?continuation_token=%s",
+             jstr(&r, "next_continuation_token", NULL));
+    resp_free(&r);
+    memset(long_key, 'a', 1025);
+    long_key[1025] = '\0';
+    snprintf(path, sizeof(path), "/v1/buckets/bad/objects/%s", long_key);
+
+    struct { const char *method, *path, *body; long status; const char *code; } rows[] = {
+        {"GET", "/v1/buckets/bad/objects?max_keys=-1", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects?max_keys=abc", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects?max_keys=1001", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects?continuation_token=AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+         NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects?continuation_token=%21%21", NULL, 400, "InvalidArgument"},
+        {"GET", foreign, NULL, 400, "InvalidArgument"},
+        {"PUT", path, "{}", 400, "KeyTooLongError"},
+        {"GET", path, NULL, 400, "KeyTooLongError"},
+        {"PUT", "/v1/buckets/bad/objects/%FF", "{}", 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects/a%C0%AF", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/nosuch/objects/k", NULL, 404, "NoSuchBucket"},
+        {"GET", "/v1/buckets/nosuch/objects", NULL, 404, "NoSuchBucket"},
+        {"PUT", "/v1/buckets/nosuch/objects/k", "{}", 404, "NoSuchBucket"},
+        {"PUT", "/v1/buckets/bad/objects/k", "not json", 400, "MalformedJSON"},
+        {"PUT", "/v1/buckets/bad/objects/k", "[1,2]", 400, "MalformedJSON"},
+        {"PUT", "/v1/buckets/bad/objects/k", "", 400, "MalformedJSON"},
+        {"PUT", "/v1/buckets/bad/objects/k", "{\"size\":\"big\"}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad/objects/k", "{\"etag\":5}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad/objects/k", "{\"user_metadata\":{\"a\":1}}", 400,
+         "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad", "{\"versioning\":\"Sometimes\"}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad", "{", 400, "MalformedJSON"},
+        {"PUT", "/v1/buckets/bad", NULL, 409, "BucketAlreadyExists"},
+        {"PUT", "/v1/buckets/Bad_Name", NULL, 400, "InvalidBucketName"},
+        {"GET", "/v1/buckets/ab/objects", NULL, 400, "InvalidBucketName"},
+        {"GET", "/v2/nothing", NULL, 404, "NoSuchRoute"},
+        {"GET", "/v1/buckets/bad/whatever", NULL, 404, "NoSuchRoute"},
+        {"POST", "/v1/buckets/bad/objects/k1", "{}", 405, "MethodNotAllowed"},
+        {"DELETE", "/v1/buckets/bad/objects", NULL, 405, "MethodNotAllowed"},
+        {"GET", "/v1/buckets/bad/objects/k1?consistency=sometimes", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects/k1?timeout_ms=99999", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/bad/objects/k1?consistency=token&token=bogus", NULL, 400,
+         "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad/objects/k1?ack=maybe", "{}", 400, "InvalidArgument"},
+        {"DELETE", "/v1/buckets/bad/objects/k1?version_id=xyz", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/writes/not-a-token", NULL, 400, "InvalidArgument"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        req(e, rows[i].method, rows[i].path, rows[i].body, NULL, &r);
+        if (r.status != rows[i].status)
+            print_error("row %zu: %s %.80s\n", i, rows[i].method, rows[i].path);
+        assert_error(&r, rows[i].status, rows[i].code);
+        resp_free(&r);
+        /* and the server still serves */
+        req(e, "GET", "/v1/buckets/bad/objects/k1", NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+    }
+    /* the field named in the message */
+    req(e, "PUT", "/v1/buckets/bad/objects/k", "{\"size\":\"big\"}", NULL, &r);
+    assert_non_null(strstr(jstr(&r, "error", "message"), "size"));
+    resp_free(&r);
+}
+
+static void test_preconditions(void **state) {
+    env *e = *state;
+    resp r;
+    make_bucket(e, "cond", NULL);
+    const char *inm[] = {"If-None-Match: *", NULL};
+    req(e, "PUT", "/v1/buckets/cond/objects/k", "{\"etag\":\"one\"}", inm, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    req(e, "PUT", "/v1/buckets/cond/objects/k", "{\"etag\":\"two\"}", inm, &r);
+    assert_error(&r, 412, "PreconditionFailed");
+    resp_free(&r);
+    const char *im_bad[] = {"If-Match: nope", NULL};
+    req(e, "PUT", "/v1/buckets/cond/objects/k", "{\"etag\":\"two\"}", im_bad, &r);
+    assert_error(&r, 412, "PreconditionFailed");
+    resp_free(&r);
+    const char *im[] = {"If-Match: one", NULL};
+    req(e, "PUT", "/v1/buckets/cond/objects/k", "{\"etag\":\"two\"}", im, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "two");
+    resp_free(&r);
+}
+
+static void test_writes_and_consistency(void **state) {
+    env *e = *state;
+    resp r;
+    char token[128], path[512], h[256];
+    make_bucket(e, "rwx", NULL);
+
+    /* ack=logged answers at the Kafka ack with a token */
+    req(e, "PUT", "/v1/buckets/rwx/objects/k?ack=logged", "{\"etag\":\"L\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "status", NULL), "logged");
+    snprintf(token, sizeof(token), "%s", jstr(&r, "token", NULL));
+    char rid[40];
+    snprintf(rid, sizeof(rid), "%s", jstr(&r, "request_id", NULL));
+    resp_free(&r);
+
+    /* read-your-writes: the token fence waits for that offset */
+    snprintf(path, sizeof(path), "/v1/buckets/rwx/objects/k?consistency=token&token=%s", token);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "L");
+    resp_free(&r);
+
+    snprintf(path, sizeof(path), "/v1/writes/%s", token);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "status", NULL), "ok");
+    assert_string_equal(jstr(&r, "code", NULL), "OK");
+    assert_string_equal(jstr(&r, "request_id", NULL), rid);
+    assert_string_equal(jstr(&r, "token", NULL), token);
+    assert_string_equal(jstr(&r, "etag", NULL), "L");
+    assert_string_equal(jstr(&r, "version_id", NULL), "null");
+    resp_free(&r);
+
+    /* a rejected write's outcome */
+    req(e, "PUT", "/v1/buckets/gone/objects/k?ack=logged", "{}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(path, sizeof(path), "/v1/writes/%s", jstr(&r, "token", NULL));
+    resp_free(&r);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "status", NULL), "rejected");
+    assert_string_equal(jstr(&r, "code", NULL), "NoSuchBucket");
+    resp_free(&r);
+
+    /* strong (default): a write acked as logged is visible to the next read */
+    for (int i = 0; i < 5; i++) {
+        char body[64];
+        snprintf(body, sizeof(body), "{\"etag\":\"s%d\"}", i);
+        expect(e, "PUT", "/v1/buckets/rwx/objects/s?ack=logged", body, 200);
+        req(e, "GET", "/v1/buckets/rwx/objects/s", NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        snprintf(body, sizeof(body), "s%d", i);
+        assert_string_equal(jstr(&r, "etag", NULL), body);
+        resp_free(&r);
+    }
+    const char *hc[] = {"X-Objlog-Consistency: strong", NULL};
+    req(e, "GET", "/v1/buckets/rwx/objects/s", NULL, hc, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(header(&r, "X-Objlog-Applied", h, sizeof(h)));
+    resp_free(&r);
+
+    req(e, "GET", "/v1/buckets/rwx/objects/k?consistency=eventual", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(header(&r, "X-Objlog-Applied", h, sizeof(h)));
+    resp_free(&r);
+
+    /* a token from the future: bounded wait, then 503 with the lag */
+    req(e, "GET", "/v1/buckets/rwx/objects/k?consistency=token&token=0.999999&timeout_ms=150",
+        NULL, NULL, &r);
+    assert_error(&r, 503, "SlowDown");
+    assert_string_equal(header(&r, "Retry-After", h, sizeof(h)), "1");
+    assert_true(json_integer_value(json_object_get(json_object_get(r.json, "error"), "lag")) > 0);
+    resp_free(&r);
+    req(e, "GET", "/v1/writes/0.999999?timeout_ms=100", NULL, NULL, &r);
+    assert_error(&r, 503, "SlowDown");
+    resp_free(&r);
+}
+
+/* With a slow materializer: a write whose outcome does not arrive within
+ * timeout_ms answers 503 SlowDown with its request id (safe to retry), a
+ * strong read 503 with the lag; both with Retry-After. The same write then
+ * completes, and a retry with the same request id is deduplicated. */
+static void test_slow_apply(void **state) {
+    (void)state;
+    env *e = env_start(700);
+    assert_non_null(e);
+    resp r;
+    char h[64], rid[40], hdr[80], path[256];
+    req(e, "PUT", "/v1/buckets/slow?timeout_ms=5000", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    req(e, "PUT", "/v1/buckets/slow/objects/k?timeout_ms=50", "{\"etag\":\"x\"}", NULL, &r);
+    assert_error(&r, 503, "SlowDown");
+    assert_string_equal(header(&r, "Retry-After", h, sizeof(h)), "1");
+    snprintf(rid, sizeof(rid), "%s", jstr(&r, "error", "request_id"));
+    assert_int_equal(strlen(rid), 32);
+    snprintf(path, sizeof(path), "/v1/writes/%s?timeout_ms=5000", jstr(&r, "error", "token"));
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/slow/objects/k?timeout_ms=0", NULL, NULL, &r);
+    assert_error(&r, 503, "SlowDown");
+    resp_free(&r);
+
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "request_id", NULL), rid);
+    assert_string_equal(jstr(&r, "code", NULL), "OK");
+    resp_free(&r);
+
+    snprintf(hdr, sizeof(hdr), "X-Objlog-Request-Id: %s", rid);
+    const char *hs[] = {hdr, NULL};
+    req(e, "PUT", "/v1/buckets/slow/objects/k?timeout_ms=5000", "{\"etag\":\"x\"}", hs, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "request_id", NULL), rid);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/slow/objects/k?timeout_ms=5000", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    env_stop(e);
+}
+
+/* Several clients at once on their own connections (spread over the
+ * SO_REUSEPORT workers): every write answered once, every read sees it. */
+typedef struct client_arg {
+    env *e;
+    int id;
+    int ok;
+} client_arg;
+
+static void *client_main(void *p) {
+    client_arg *a = p;
+    env mine = *a->e;
+    mine.curl = curl_easy_init();
+    for (int i = 0; i < 15; i++) {
+        char path[128], body[64], etag[32];
+        resp r;
+        snprintf(path, sizeof(path), "/v1/buckets/busy/objects/c%d/k%02d", a->id, i);
+        snprintf(etag, sizeof(etag), "%d-%d", a->id, i);
+        snprintf(body, sizeof(body), "{\"etag\":\"%s\"}", etag);
+        req(&mine, "PUT", path, body, NULL, &r);
+        a->ok += r.status == 200;
+        resp_free(&r);
+        req(&mine, "GET", path, NULL, NULL, &r);
+        a->ok += r.status == 200 && jstr(&r, "etag", NULL) &&
+                 strcmp(jstr(&r, "etag", NULL), etag) == 0;
+        resp_free(&r);
+    }
+    curl_easy_cleanup(mine.curl);
+    return NULL;
+}
+
+static void test_concurrent_clients(void **state) {
+    env *e = *state;
+    pthread_t th[6];
+    client_arg args[6];
+    make_bucket(e, "busy", NULL);
+    for (int i = 0; i < 6; i++) {
+        args[i] = (client_arg){.e = e, .id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, client_main, &args[i]), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(args[i].ok, 30);
+    }
+    resp r;
+    req(e, "GET", "/v1/buckets/busy/objects?delimiter=/", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    char got[256];
+    names(json_object_get(r.json, "common_prefixes"), got, sizeof(got));
+    assert_string_equal(got, "c0/,c1/,c2/,c3/,c4/,c5/");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/busy/objects", NULL, NULL, &r);
+    assert_int_equal(json_integer_value(json_object_get(r.json, "key_count")), 90);
+    resp_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_get_head),
+        cmocka_unit_test(test_versioned_delete_marker),
+        cmocka_unit_test(test_unversioned_delete),
+        cmocka_unit_test(test_key_bytes_round_trip),
+        cmocka_unit_test(test_list_delimiter),
+        cmocka_unit_test(test_list_pagination),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_preconditions),
+        cmocka_unit_test(test_writes_and_consistency),
+        cmocka_unit_test(test_concurrent_clients),
+        cmocka_unit_test(test_slow_apply),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,763 @@
+/* test_producer.c: libobjlog_producer against librdkafka's mock cluster over
+ * real TCP on 127.0.0.1 (DESIGN §4, §6). Each test builds its own cluster
+ * (objlog.events with 4 partitions, rf 3; objlog.control and objlog.dlq with
+ * one partition) and tears it down, so tests are independent. What is
+ * pinned down: configuration errors name the key; concurrent writes all
+ * complete once, with distinct request ids and per-partition offsets in
+ * order; every logged message has the route key as Kafka key, sits in the
+ * partition the range map names and decodes to exactly the event written;
+ * bad arguments never reach the log; ack=applied reports UNKNOWN (with the
+ * request id) when no outcome arrives, and OK/REJECTED from the outcome
+ * the query service returns; a range map in objlog.control is honoured. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include "control.h"
+#include "keycodec.h"
+#include "objlog.pb-c.h"
+#include "objlog_producer.h"
+#include "rangemap.h"
+
+#define EVENTS "objlog.events"
+#define CONTROL "objlog.control"
+#define NPART 4
+
+typedef struct cluster {
+    rd_kafka_t *rk;
+    rd_kafka_mock_cluster_t *mc;
+    char bootstrap[256];
+} cluster;
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int cluster_setup(void **state) {
+    cluster *c = calloc(1, sizeof(*c));
+    char err[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "log_level", "2", err, sizeof(err));
+    c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    assert_non_null(c->rk);
+    c->mc = rd_kafka_mock_cluster_new(c->rk, 3);
+    assert_non_null(c->mc);
+    snprintf(c->bootstrap, sizeof(c->bootstrap), "%s",
+             rd_kafka_mock_cluster_bootstraps(c->mc));
+    assert_int_equal(rd_kafka_mock_topic_create(c->mc, EVENTS, NPART, 3), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(c->mc, CONTROL, 1, 3), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(c->mc, "objlog.dlq", 1, 3), 0);
+    *state = c;
+    return 0;
+}
+
+static int cluster_teardown(void **state) {
+    cluster *c = *state;
+    rd_kafka_mock_cluster_destroy(c->mc);
+    rd_kafka_destroy(c->rk);
+    free(c);
+    return 0;
+}
+
+static void conf_ok(objlog_producer_conf *conf, const char *k, const char *v) {
+    char err[256];
+    objlog_conf_res r = objlog_producer_conf_set(conf, k, v, err, sizeof(err));
+    if (r != OBJLOG_CONF_OK)
+        fail_msg("conf %s=%s: %s", k, v, err);
+}
+
+static objlog_producer *producer_start(cluster *c, const char *ack,
+                                       const char *query_url,
+                                       const char *timeout_ms) {
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    assert_non_null(conf);
+    conf_ok(conf, "bootstrap.servers", c->bootstrap);
+    conf_ok(conf, "ack", ack);
+    conf_ok(conf, "kafka.log_level", "2");
+    if (query_url)
+        conf_ok(conf, "query.url", query_url);
+    if (timeout_ms)
+        conf_ok(conf, "outcome.timeout.ms", timeout_ms);
+    char err[512];
+    objlog_producer *p = objlog_producer_new(conf, err, sizeof(err));
+    if (!p)
+        fail_msg("producer_new: %s", err);
+    return p;
+}
+
+/* Messages read from the log; they keep their consumer alive (librdkafka's
+ * destroy waits for every message), so both go away in free_msgs. */
+static rd_kafka_t *g_consumer;
+
+/* Reads count messages from every partition of topic from the start. */
+static rd_kafka_message_t **consume_all(cluster *c, int count) {
+    char err[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", c->bootstrap, err, sizeof(err));
+    rd_kafka_conf_set(conf, "group.id", "test-producer-raw", err, sizeof(err));
+    rd_kafka_conf_set(conf, "log_level", "2", err, sizeof(err));
+    rd_kafka_t *k = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    assert_non_null(k);
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(NPART);
+    for (int i = 0; i < NPART; i++)
+        rd_kafka_topic_partition_list_add(tp, EVENTS, i)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
+    assert_int_equal(rd_kafka_assign(k, tp), 0);
+    rd_kafka_topic_partition_list_destroy(tp);
+    rd_kafka_message_t **msgs = calloc((size_t)count, sizeof(*msgs));
+    int got = 0;
+    int64_t deadline = now_ms() + 20000;
+    while (got < count && now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(k, 200);
+        if (!m)
+            continue;
+        if (m->err) {
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        msgs[got++] = m;
+    }
+    g_consumer = k;
+    assert_int_equal(got, count);
+    return msgs;
+}
+
+static void free_msgs(rd_kafka_message_t **msgs, int n) {
+    for (int i = 0; i < n; i++)
+        if (msgs[i])
+            rd_kafka_message_destroy(msgs[i]);
+    free(msgs);
+    rd_kafka_consumer_close(g_consumer);
+    rd_kafka_destroy(g_consumer);
+    g_consumer = NULL;
+}
+
+static void assert_route(const rd_kafka_message_t *m, const rangemap *rm,
+                         const char *bucket, const char *key, size_t kn) {
+    keybuf kb;
+    keybuf_init(&kb);
+    assert_int_equal(keycodec_route_key(&kb, bucket, strlen(bucket),
+                                        (const uint8_t *)key, kn), 0);
+    assert_int_equal(m->key_len, kb.len);
+    assert_memory_equal(m->key, kb.data, kb.len);
+    assert_int_equal(m->partition, rangemap_partition(rm, kb.data, kb.len));
+    keybuf_free(&kb);
+}
+
+/* ---- configuration ---- */
+
+static void test_conf_errors_name_the_key(void **state) {
+    (void)state;
+    char err[256];
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    assert_int_equal(objlog_producer_conf_set(conf, "bogus.key", "1", err, sizeof(err)),
+                     OBJLOG_CONF_UNKNOWN);
+    assert_non_null(strstr(err, "bogus.key"));
+    assert_int_equal(objlog_producer_conf_set(conf, "ack", "maybe", err, sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_non_null(strstr(err, "ack"));
+    assert_non_null(strstr(err, "maybe"));
+    assert_int_equal(objlog_producer_conf_set(conf, "outcome.timeout.ms", "12x",
+                                              err, sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_non_null(strstr(err, "outcome.timeout.ms"));
+    assert_non_null(strstr(err, "12x"));
+    assert_int_equal(objlog_producer_conf_set(conf, "query.url", "ftp://x", err,
+                                              sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_non_null(strstr(err, "query.url"));
+    assert_int_equal(objlog_producer_conf_set(conf, "topic", "", err, sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_non_null(strstr(err, "topic"));
+    assert_int_equal(objlog_producer_conf_set(conf, "kafka.no.such.prop", "1",
+                                              err, sizeof(err)),
+                     OBJLOG_CONF_UNKNOWN);
+    assert_non_null(strstr(err, "kafka.no.such.prop"));
+    assert_int_equal(objlog_producer_conf_set(conf, "kafka.linger.ms", "soon",
+                                              err, sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_non_null(strstr(err, "kafka.linger.ms"));
+    assert_int_equal(objlog_producer_conf_set(conf, "kafka.linger.ms", "10", err,
+                                              sizeof(err)),
+                     OBJLOG_CONF_OK);
+    assert_int_equal(objlog_producer_conf_set(conf, "ack", "logged", err, sizeof(err)),
+                     OBJLOG_CONF_OK);
+    /* Missing brokers are caught by new(), which owns conf either way. */
+    assert_null(objlog_producer_new(conf, err, sizeof(err)));
+    assert_non_null(strstr(err, "bootstrap.servers"));
+
+    conf = objlog_producer_conf_new();
+    conf_ok(conf, "bootstrap.servers", "127.0.0.1:1");
+    assert_null(objlog_producer_new(conf, err, sizeof(err)));
+    assert_non_null(strstr(err, "query.url"));
+    assert_string_equal(objlog_status_name(OBJLOG_STATUS_UNKNOWN), "UNKNOWN");
+}
+
+/* ---- concurrent logged writes ---- */
+
+#define PUTS 1000
+#define PUT_THREADS 4
+
+typedef struct put_slot {
+    objlog_write_result res;
+    int calls;
+    int order;                 /* position in callback order */
+} put_slot;
+
+typedef struct put_run {
+    objlog_producer *p;
+    put_slot slots[PUTS];
+    pthread_mutex_t lock;
+    int next_order;
+} put_run;
+
+typedef struct put_arg {
+    put_run *run;
+    int thread;
+} put_arg;
+
+static put_run *g_run; /* the run put_cb reports into */
+
+/* Runs on the library's delivery thread; the lock only orders the record. */
+static void put_cb(const objlog_write_result *res, void *opaque) {
+    put_slot *s = opaque;
+    pthread_mutex_lock(&g_run->lock);
+    s->res = *res;
+    s->calls++;
+    s->order = g_run->next_order++;
+    pthread_mutex_unlock(&g_run->lock);
+}
+
+static void key_of(int i, char *out, size_t n) {
+    snprintf(out, n, "dir%d/obj-%04d.bin", i % 7, i);
+}
+
+static const char *bucket_of(int i) {
+    static const char *b[] = {"photos", "logs.2026", "a-b-c", "zzz"};
+    return b[i % 4];
+}
+
+static void meta_of(int i, objlog_object_meta *m, objlog_user_meta *um,
+                    char *etag, size_t en) {
+    snprintf(etag, en, "etag-%d", i);
+    um[0].name = "owner";
+    um[0].value = (i % 2) ? "alice" : "bob";
+    memset(m, 0, sizeof(*m));
+    m->size = (uint64_t)i * 3;
+    m->etag = etag;
+    m->content_type = "application/octet-stream";
+    m->blob_id = "blob";
+    m->storage_class = "STANDARD";
+    m->checksum = "crc32:0";
+    m->user_meta = um;
+    m->n_user_meta = 1;
+}
+
+static void *put_thread(void *arg) {
+    put_arg *a = arg;
+    for (int i = a->thread; i < PUTS; i += PUT_THREADS) {
+        char key[64], etag[32], err[256];
+        objlog_object_meta m;
+        objlog_user_meta um[1];
+        key_of(i, key, sizeof(key));
+        meta_of(i, &m, um, etag, sizeof(etag));
+        if (objlog_producer_put_object(a->run->p, bucket_of(i), key, strlen(key),
+                                       &m, NULL, put_cb,
+                                       &a->run->slots[i], err, sizeof(err)) != 0) {
+            fprintf(stderr, "put %d: %s\n", i, err);
+            abort();
+        }
+    }
+    return NULL;
+}
+
+static int key_index(const uint8_t *k, size_t n) {
+    char buf[64];
+    if (n >= sizeof(buf))
+        return -1;
+    memcpy(buf, k, n);
+    buf[n] = '\0';
+    const char *dash = strrchr(buf, '-');
+    return dash ? atoi(dash + 1) : -1;
+}
+
+static void check_put_event(const rd_kafka_message_t *m, const put_slot *s,
+                            int i, int64_t t0, int64_t t1) {
+    Objlog__Event *ev = objlog__event__unpack(NULL, m->len, m->payload);
+    assert_non_null(ev);
+    char key[64], etag[32];
+    objlog_object_meta meta;
+    objlog_user_meta um[1];
+    key_of(i, key, sizeof(key));
+    meta_of(i, &meta, um, etag, sizeof(etag));
+    assert_int_equal(ev->request_id.len, OBJLOG_REQUEST_ID_LEN);
+    assert_memory_equal(ev->request_id.data, s->res.request_id, OBJLOG_REQUEST_ID_LEN);
+    assert_int_equal(ev->range_epoch, CONTROL_DEFAULT_EPOCH);
+    assert_true(ev->timestamp_ms >= t0 && ev->timestamp_ms <= t1);
+    assert_string_equal(ev->bucket, bucket_of(i));
+    assert_int_equal(ev->key.len, strlen(key));
+    assert_memory_equal(ev->key.data, key, strlen(key));
+    assert_null(ev->pre);
+    assert_int_equal(ev->op_case, OBJLOG__EVENT__OP_PUT_OBJECT);
+    Objlog__ObjectMeta *om = ev->put_object->meta;
+    assert_non_null(om);
+    assert_int_equal(om->size, meta.size);
+    assert_string_equal(om->etag, etag);
+    assert_string_equal(om->content_type, "application/octet-stream");
+    assert_string_equal(om->blob_id, "blob");
+    assert_string_equal(om->storage_class, "STANDARD");
+    assert_string_equal(om->checksum, "crc32:0");
+    assert_int_equal(om->n_user_metadata, 1);
+    assert_string_equal(om->user_metadata[0]->name, "owner");
+    assert_string_equal(om->user_metadata[0]->value, um[0].value);
+    objlog__event__free_unpacked(ev, NULL);
+}
+
+static void test_concurrent_puts_logged(void **state) {
+    cluster *c = *state;
+    put_run *run = calloc(1, sizeof(*run));
+    pthread_mutex_init(&run->lock, NULL);
+    g_run = run;
+    run->p = producer_start(c, "logged", NULL, NULL);
+    int64_t t0 = wall_ms();
+    pthread_t th[PUT_THREADS];
+    put_arg args[PUT_THREADS];
+    for (int t = 0; t < PUT_THREADS; t++) {
+        args[t] = (put_arg){.run = run, .thread = t};
+        assert_int_equal(pthread_create(&th[t], NULL, put_thread, &args[t]), 0);
+    }
+    for (int t = 0; t < PUT_THREADS; t++)
+        pthread_join(th[t], NULL);
+    assert_int_equal(objlog_producer_flush(run->p, 20000), 0);
+    int64_t t1 = wall_ms();
+
+    /* Every write completed once as LOGGED, with a distinct request id. */
+    int *by_order = calloc(PUTS, sizeof(int));
+    for (int i = 0; i < PUTS; i++) {
+        put_slot *s = &run->slots[i];
+        assert_int_equal(s->calls, 1);
+        assert_int_equal(s->res.status, OBJLOG_STATUS_LOGGED);
+        assert_int_equal(strlen(s->res.request_id_hex), 32);
+        char tok[64];
+        snprintf(tok, sizeof(tok), "%d.%lld", s->res.partition,
+                 (long long)s->res.offset);
+        assert_string_equal(s->res.token, tok);
+        by_order[s->order] = i;
+        for (int j = 0; j < i; j++)
+            assert_memory_not_equal(s->res.request_id, run->slots[j].res.request_id,
+                                    OBJLOG_REQUEST_ID_LEN);
+    }
+    /* In callback order, offsets per partition strictly increase, and
+     * together they cover 0..n-1 of each partition with no gap. */
+    int64_t last[NPART] = {-1, -1, -1, -1};
+    int count[NPART] = {0};
+    for (int o = 0; o < PUTS; o++) {
+        put_slot *s = &run->slots[by_order[o]];
+        assert_in_range(s->res.partition, 0, NPART - 1);
+        assert_true(s->res.offset > last[s->res.partition]);
+        last[s->res.partition] = s->res.offset;
+        count[s->res.partition]++;
+    }
+    for (int pn = 0; pn < NPART; pn++)
+        assert_int_equal(last[pn], count[pn] - 1);
+    free(by_order);
+
+    /* The raw log: route key, partition and the exact event per message. */
+    rangemap *rm = rangemap_new_default(NPART, CONTROL_DEFAULT_EPOCH);
+    rd_kafka_message_t **msgs = consume_all(c, PUTS);
+    int seen[PUTS] = {0};
+    for (int n = 0; n < PUTS; n++) {
+        rd_kafka_message_t *m = msgs[n];
+        Objlog__Event *ev = objlog__event__unpack(NULL, m->len, m->payload);
+        assert_non_null(ev);
+        int i = key_index(ev->key.data, ev->key.len);
+        objlog__event__free_unpacked(ev, NULL);
+        assert_in_range(i, 0, PUTS - 1);
+        seen[i]++;
+        char key[64];
+        key_of(i, key, sizeof(key));
+        assert_route(m, rm, bucket_of(i), key, strlen(key));
+        assert_int_equal(m->partition, run->slots[i].res.partition);
+        assert_int_equal(m->offset, run->slots[i].res.offset);
+        check_put_event(m, &run->slots[i], i, t0, t1);
+    }
+    for (int i = 0; i < PUTS; i++)
+        assert_int_equal(seen[i], 1);
+    free_msgs(msgs, PUTS);
+    rangemap_destroy(rm);
+    objlog_producer_destroy(run->p);
+    pthread_mutex_destroy(&run->lock);
+    free(run);
+}
+
+/* Bucket and delete events carry their own fields and preconditions. */
+static void test_bucket_and_delete_events(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    objlog_write_result r1, r2;
+    char err[256];
+    assert_int_equal(objlog_producer_create_bucket_sync(
+                         p, "photos", "acme", OBJLOG_VERSIONING_ENABLED, NULL,
+                         &r1, err, sizeof(err)), 0);
+    assert_int_equal(r1.status, OBJLOG_STATUS_LOGGED);
+    objlog_write_opts opts = {.if_match = "etag-1"};
+    assert_int_equal(objlog_producer_delete_object_sync(
+                         p, "photos", "a\0b", 3, "00000000000000ff", &opts, &r2,
+                         err, sizeof(err)), 0);
+    assert_int_equal(r2.status, OBJLOG_STATUS_LOGGED);
+    objlog_producer_destroy(p);
+
+    rangemap *rm = rangemap_new_default(NPART, CONTROL_DEFAULT_EPOCH);
+    rd_kafka_message_t **msgs = consume_all(c, 2);
+    for (int n = 0; n < 2; n++) {
+        rd_kafka_message_t *m = msgs[n];
+        Objlog__Event *ev = objlog__event__unpack(NULL, m->len, m->payload);
+        assert_non_null(ev);
+        assert_string_equal(ev->bucket, "photos");
+        if (ev->op_case == OBJLOG__EVENT__OP_CREATE_BUCKET) {
+            assert_route(m, rm, "photos", "", 0);
+            assert_memory_equal(ev->request_id.data, r1.request_id, 16);
+            assert_int_equal(ev->key.len, 0);
+            assert_string_equal(ev->create_bucket->tenant, "acme");
+            assert_int_equal(ev->create_bucket->versioning,
+                             OBJLOG__VERSIONING__VERSIONING_ENABLED);
+            assert_null(ev->pre);
+        } else {
+            assert_int_equal(ev->op_case, OBJLOG__EVENT__OP_DELETE_OBJECT);
+            assert_route(m, rm, "photos", "a\0b", 3);
+            assert_memory_equal(ev->request_id.data, r2.request_id, 16);
+            assert_int_equal(ev->key.len, 3);
+            assert_memory_equal(ev->key.data, "a\0b", 3);
+            assert_string_equal(ev->delete_object->version_id, "00000000000000ff");
+            assert_non_null(ev->pre);
+            assert_string_equal(ev->pre->if_match, "etag-1");
+            assert_false(ev->pre->if_none_match);
+        }
+        objlog__event__free_unpacked(ev, NULL);
+    }
+    free_msgs(msgs, 2);
+    rangemap_destroy(rm);
+}
+
+/* ---- bad arguments ---- */
+
+static int g_bad_calls;
+static void count_cb(const objlog_write_result *res, void *opaque) {
+    (void)res;
+    (void)opaque;
+    g_bad_calls++;
+}
+
+static void test_bad_arguments_rejected_up_front(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    char err[256];
+    char big[1026];
+    memset(big, 'k', sizeof(big));
+    g_bad_calls = 0;
+    assert_int_equal(objlog_producer_put_object(p, "photos", big, 1025, NULL, NULL,
+                                                count_cb, NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "1025"));
+    assert_int_equal(objlog_producer_put_object(p, "photos", "", 0, NULL, NULL,
+                                                count_cb, NULL, err, sizeof(err)), -1);
+    assert_int_equal(objlog_producer_put_object(p, "photos", "a\xff", 2, NULL, NULL,
+                                                count_cb, NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "UTF-8"));
+    /* overlong '/' and a UTF-16 surrogate are not UTF-8 either */
+    assert_int_equal(objlog_producer_put_object(p, "photos", "\xc0\xaf", 2, NULL,
+                                                NULL, count_cb, NULL, err, sizeof(err)), -1);
+    assert_int_equal(objlog_producer_put_object(p, "photos", "\xed\xa0\x80", 3, NULL,
+                                                NULL, count_cb, NULL, err, sizeof(err)), -1);
+    const char *bad_buckets[] = {"ab", "Photos", "-photos", "photos-", "ph_otos",
+                                 "a234567890123456789012345678901234567890123456789012345678901234",
+                                 NULL};
+    for (int i = 0; bad_buckets[i]; i++) {
+        assert_int_equal(objlog_producer_put_object(p, bad_buckets[i], "k", 1, NULL,
+                                                    NULL, count_cb, NULL, err,
+                                                    sizeof(err)), -1);
+        assert_non_null(strstr(err, "bucket"));
+        assert_int_equal(objlog_producer_create_bucket(p, bad_buckets[i], NULL, 0, NULL,
+                                                       count_cb, NULL, err,
+                                                       sizeof(err)), -1);
+    }
+    assert_int_equal(objlog_producer_delete_object(p, "photos", "k", 1, "00ff", NULL,
+                                                   count_cb, NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "00ff"));
+    assert_int_equal(objlog_producer_delete_object(p, "photos", "k", 1,
+                                                   "00000000000000FF", NULL, count_cb,
+                                                   NULL, err, sizeof(err)), -1);
+    char name[2100];
+    memset(name, 'n', sizeof(name));
+    name[2048] = '\0';
+    objlog_user_meta um[1] = {{.name = name, .value = "v"}};
+    objlog_object_meta meta = {.user_meta = um, .n_user_meta = 1};
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &meta, NULL,
+                                                count_cb, NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "metadata"));
+    /* The edges of the limits are accepted: 1024-byte key, 2 KiB metadata,
+     * 3- and 63-char buckets, a "null" version id, multi-byte UTF-8. */
+    name[2047] = '\0';
+    assert_int_equal(objlog_producer_put_object(p, "abc", big, 1024, &meta, NULL,
+                                                count_cb, NULL, err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_delete_object(
+                         p, "a23456789012345678901234567890123456789012345678901234567890123",
+                         "caf\xc3\xa9/\xf0\x9f\x98\x80", 10, "null", NULL, count_cb, NULL,
+                         err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_flush(p, 10000), 0);
+    assert_int_equal(g_bad_calls, 2);
+    objlog_producer_destroy(p);
+}
+
+/* ---- ack=applied ---- */
+
+static int closed_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+    getsockname(s, (struct sockaddr *)&a, &al);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+static void test_applied_unknown_when_no_outcome(void **state) {
+    cluster *c = *state;
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", closed_port());
+    objlog_producer *p = producer_start(c, "applied", url, "600");
+    objlog_write_result r;
+    char err[256];
+    int64_t t0 = now_ms();
+    assert_int_equal(objlog_producer_put_object_sync(p, "photos", "a.jpg", 5, NULL,
+                                                     NULL, &r, err, sizeof(err)), 0);
+    int64_t took = now_ms() - t0;
+    assert_int_equal(r.status, OBJLOG_STATUS_UNKNOWN);
+    assert_true(took >= 600);
+    assert_true(took < 3000);
+    assert_int_equal(strlen(r.request_id_hex), 32);
+    assert_non_null(strstr(r.error_message, r.request_id_hex));
+    assert_true(r.partition >= 0 && r.offset == 0);
+    assert_string_not_equal(r.token, "");
+
+    /* Retrying with the same request id re-sends the same idempotency key. */
+    objlog_write_opts opts = {.request_id = r.request_id};
+    objlog_write_result r2;
+    assert_int_equal(objlog_producer_put_object_sync(p, "photos", "a.jpg", 5, NULL,
+                                                     &opts, &r2, err, sizeof(err)), 0);
+    assert_int_equal(r2.status, OBJLOG_STATUS_UNKNOWN);
+    assert_memory_equal(r2.request_id, r.request_id, OBJLOG_REQUEST_ID_LEN);
+    assert_string_equal(r2.request_id_hex, r.request_id_hex);
+    assert_int_equal(r2.partition, r.partition);
+    assert_int_equal(r2.offset, 1);
+    objlog_producer_destroy(p);
+}
+
+/* A minimal query service: answers GET /v1/writes/{token} with a 503 on
+ * the first request, then with `reply`. One connection at a time. */
+typedef struct fake_http {
+    int fd;
+    int port;
+    pthread_t th;
+    volatile int stop;
+    const char *reply;
+    int hits;
+    char last_path[256];
+} fake_http;
+
+static void fake_serve(fake_http *f, int conn) {
+    char req[4096];
+    size_t len = 0;
+    req[0] = '\0';
+    while (len < sizeof(req) - 1 && !strstr(req, "\r\n\r\n")) {
+        ssize_t r = read(conn, req + len, sizeof(req) - 1 - len);
+        if (r <= 0)
+            return;
+        len += (size_t)r;
+        req[len] = '\0';
+    }
+    sscanf(req, "GET %255s", f->last_path);
+    f->hits++;
+    const char *status = f->hits == 1 ? "503 Service Unavailable" : "200 OK";
+    const char *body = f->hits == 1
+        ? "{\"error\":{\"code\":\"SlowDown\",\"message\":\"not applied\"}}"
+        : f->reply;
+    char resp[2048];
+    int n = snprintf(resp, sizeof(resp),
+                     "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     status, strlen(body), body);
+    if (write(conn, resp, (size_t)n) < 0)
+        return;
+}
+
+static void *fake_main(void *arg) {
+    fake_http *f = arg;
+    while (!f->stop) {
+        struct pollfd pfd = {.fd = f->fd, .events = POLLIN};
+        if (poll(&pfd, 1, 50) <= 0)
+            continue;
+        int conn = accept(f->fd, NULL, NULL);
+        if (conn < 0)
+            continue;
+        fake_serve(f, conn);
+        close(conn);
+    }
+    return NULL;
+}
+
+static void fake_start(fake_http *f, const char *reply) {
+    memset(f, 0, sizeof(*f));
+    f->reply = reply;
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(f->fd, 16), 0);
+    getsockname(f->fd, (struct sockaddr *)&a, &al);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(fake_http *f) {
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    close(f->fd);
+}
+
+static void test_applied_outcomes_from_query_service(void **state) {
+    cluster *c = *state;
+    static const struct {
+        const char *reply;
+        objlog_status status;
+        const char *code, *version_id, *etag;
+        int delete_marker;
+    } rows[] = {
+        {"{\"status\":\"ok\",\"code\":\"OK\",\"message\":\"\",\"version_id\":"
+         "\"0001000000000000\",\"etag\":\"e1\",\"delete_marker\":false}",
+         OBJLOG_STATUS_OK, "", "0001000000000000", "e1", 0},
+        {"{\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"null\",\"etag\":\"\","
+         "\"delete_marker\":true}",
+         OBJLOG_STATUS_OK, "", "null", "", 1},
+        {"{\"status\":\"rejected\",\"code\":\"NoSuchBucket\",\"message\":"
+         "\"bucket photos does not exist\"}",
+         OBJLOG_STATUS_REJECTED, "NoSuchBucket", "", "", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        fake_http f;
+        fake_start(&f, rows[i].reply);
+        char url[64];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
+        objlog_producer *p = producer_start(c, "applied", url, "5000");
+        objlog_write_result r;
+        char err[256];
+        assert_int_equal(objlog_producer_put_object_sync(p, "photos", "k", 1, NULL,
+                                                         NULL, &r, err, sizeof(err)), 0);
+        objlog_producer_destroy(p);
+        fake_stop(&f);
+        assert_int_equal(r.status, rows[i].status);
+        assert_string_equal(r.error_code, rows[i].code);
+        assert_string_equal(r.version_id, rows[i].version_id);
+        assert_string_equal(r.etag, rows[i].etag);
+        assert_int_equal(r.delete_marker, rows[i].delete_marker);
+        if (rows[i].status == OBJLOG_STATUS_REJECTED)
+            assert_string_equal(r.error_message, "bucket photos does not exist");
+        assert_int_equal(f.hits, 2); /* the 503 was retried */
+        char want[128];
+        snprintf(want, sizeof(want), "/v1/writes/%s?timeout_ms=", r.token);
+        if (strncmp(f.last_path, want, strlen(want)) != 0)
+            fail_msg("row %zu: fetched %s, want %s...", i, f.last_path, want);
+    }
+}
+
+/* ---- the range map is data ---- */
+
+static void test_rangemap_from_control_topic(void **state) {
+    cluster *c = *state;
+    Objlog__RangeEntry e = OBJLOG__RANGE_ENTRY__INIT;
+    e.partition = 2;
+    Objlog__RangeEntry *ents[] = {&e};
+    Objlog__RangeMap m = OBJLOG__RANGE_MAP__INIT;
+    m.epoch = 7;
+    m.n_ranges = 1;
+    m.ranges = ents;
+    uint8_t buf[64];
+    size_t n = objlog__range_map__pack(&m, buf);
+    char err[256];
+    rangemap *rm = rangemap_decode(buf, n, err, sizeof(err));
+    assert_non_null(rm);
+
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", c->bootstrap, err, sizeof(err));
+    rd_kafka_conf_set(conf, "log_level", "2", err, sizeof(err));
+    rd_kafka_t *pub = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    assert_non_null(pub);
+    assert_int_equal(control_publish_rangemap(pub, CONTROL, rm, 10000, err, sizeof(err)), 0);
+    rd_kafka_destroy(pub);
+    rangemap_destroy(rm);
+
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    for (int i = 0; i < 20; i++) {
+        objlog_write_result r;
+        char key[32];
+        snprintf(key, sizeof(key), "key-%d", i);
+        assert_int_equal(objlog_producer_put_object_sync(p, bucket_of(i), key,
+                                                         strlen(key), NULL, NULL, &r,
+                                                         err, sizeof(err)), 0);
+        assert_int_equal(r.status, OBJLOG_STATUS_LOGGED);
+        assert_int_equal(r.partition, 2);
+        assert_int_equal(r.offset, i);
+    }
+    objlog_producer_destroy(p);
+    rd_kafka_message_t **msgs = consume_all(c, 20);
+    for (int i = 0; i < 20; i++) {
+        Objlog__Event *ev = objlog__event__unpack(NULL, msgs[i]->len, msgs[i]->payload);
+        assert_non_null(ev);
+        assert_int_equal(msgs[i]->partition, 2);
+        assert_int_equal(ev->range_epoch, 7);
+        objlog__event__free_unpacked(ev, NULL);
+    }
+    free_msgs(msgs, 20);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conf_errors_name_the_key),
+        cmocka_unit_test_setup_teardown(test_concurrent_puts_logged, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_bucket_and_delete_events, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_arguments_rejected_up_front,
+                                        cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_applied_unknown_when_no_outcome,
+                                        cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_applied_outcomes_from_query_service,
+                                        cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_rangemap_from_control_topic,
+                                        cluster_setup, cluster_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
