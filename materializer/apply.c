@@ -288,6 +288,16 @@ static int load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
     return 1;
 }
 
+/* load_bucket for operations that need the bucket: a missing one is
+ * decided here as NoSuchBucket. 1 found, 0 rejected, -1 error. */
+static int require_bucket(apply_ev *a, Objlog__BucketRecord **out) {
+    int rc = load_bucket(a, out);
+    if (rc == 0)
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
+               "bucket %s does not exist", a->ev->bucket);
+    return rc;
+}
+
 static int save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
     return batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
                          &r->base, a->errstr, a->es);
@@ -499,14 +509,9 @@ static int object_gate(apply_ev *a, Objlog__Versioning *versioning) {
         return 0;
     }
     Objlog__BucketRecord *br;
-    int rc = load_bucket(a, &br);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
-               "bucket %s does not exist", a->ev->bucket);
-        return 0;
-    }
+    int rc = require_bucket(a, &br);
+    if (rc <= 0)
+        return rc;
     *versioning = br->versioning;
     objlog__bucket_record__free_unpacked(br, NULL);
     return check_preconditions(a);
@@ -559,14 +564,9 @@ static int bucket_has_versions(apply_ev *a) {
 
 static int op_delete_bucket(apply_ev *a) {
     Objlog__BucketRecord *old;
-    int rc = load_bucket(a, &old);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
-               "bucket %s does not exist", a->ev->bucket);
-        return 0;
-    }
+    int rc = require_bucket(a, &old);
+    if (rc <= 0)
+        return rc;
     objlog__bucket_record__free_unpacked(old, NULL);
     rc = bucket_has_versions(a);
     if (rc < 0)
@@ -584,14 +584,9 @@ static int op_delete_bucket(apply_ev *a) {
 /* SetVersioning and SetQuota: read-modify-write of the bucket record. */
 static int op_bucket_settings(apply_ev *a) {
     Objlog__BucketRecord *r;
-    int rc = load_bucket(a, &r);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
-               "bucket %s does not exist", a->ev->bucket);
-        return 0;
-    }
+    int rc = require_bucket(a, &r);
+    if (rc <= 0)
+        return rc;
     Objlog__Quota *old_quota = r->quota;
     if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
         Objlog__Versioning to = a->ev->set_versioning->status;

@@ -345,6 +345,19 @@ static void print_object(json_t *j) {
         printf("meta.%s: %s\n", name, json_string_value(v) ? json_string_value(v) : "");
 }
 
+/* URL of object pos[0]/pos[1] (with ?version_id= if given) and its
+ * "bucket/key" name for messages. NULL on allocation failure. */
+static char *object_url(cli *c, const char **pos, const char *version_id,
+                        char *target, size_t target_size) {
+    snprintf(target, target_size, "%s/%s", pos[0], pos[1]);
+    char *url = path_of(c, pos[0], pos[1]);
+    if (url && query_add(c, &url, "version_id", version_id) < 0) {
+        free(url);
+        url = NULL;
+    }
+    return url;
+}
+
 static int cmd_get_or_head(cli *c, int argc, char **argv, int head) {
     const char *pos[2], *version_id = NULL;
     opt opts[] = {{"--version-id", 1, &version_id, NULL, NULL},
@@ -353,12 +366,7 @@ static int cmd_get_or_head(cli *c, int argc, char **argv, int head) {
     if (rc)
         return rc;
     char target[2048];
-    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
-    char *url = path_of(c, pos[0], pos[1]);
-    if (url && query_add(c, &url, "version_id", version_id) < 0) {
-        free(url);
-        url = NULL;
-    }
+    char *url = object_url(c, pos, version_id, target, sizeof(target));
     cli_resp r;
     rc = request(c, target, head ? "HEAD" : "GET", url, NULL, NULL, &r);
     free(url);
@@ -399,12 +407,7 @@ static int cmd_rm(cli *c, int argc, char **argv) {
     if (rc)
         return rc;
     char target[2048];
-    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
-    char *url = path_of(c, pos[0], pos[1]);
-    if (url && query_add(c, &url, "version_id", version_id) < 0) {
-        free(url);
-        url = NULL;
-    }
+    char *url = object_url(c, pos, version_id, target, sizeof(target));
     cli_resp r;
     rc = request(c, target, "DELETE", url, NULL, NULL, &r);
     free(url);

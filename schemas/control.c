@@ -9,28 +9,27 @@
 
 int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
                              char *errstr, size_t errstr_size) {
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    /* Ask for all topics rather than naming this one: a metadata request
+     * that names a topic can make a broker auto-create it. */
     const struct rd_kafka_metadata *md = NULL;
-    int n = -1;
-    if (!rkt) {
-        snprintf(errstr, errstr_size, "topic %s: %s", topic,
-                 rd_kafka_err2str(rd_kafka_last_error()));
-        return -1;
-    }
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
     if (err) {
         snprintf(errstr, errstr_size, "metadata for %s: %s", topic,
                  rd_kafka_err2str(err));
-    } else if (md->topic_cnt != 1 || md->topics[0].err ||
-               md->topics[0].partition_cnt < 1) {
-        snprintf(errstr, errstr_size, "topic %s does not exist (%s)", topic,
-                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "no metadata");
-    } else {
-        n = md->topics[0].partition_cnt;
+        return -1;
     }
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(rkt);
+    int n = -1;
+    for (int i = 0; i < md->topic_cnt; i++) {
+        const struct rd_kafka_metadata_topic *t = &md->topics[i];
+        if (strcmp(t->topic, topic) != 0)
+            continue;
+        if (!t->err && t->partition_cnt > 0)
+            n = t->partition_cnt;
+        break;
+    }
+    if (n < 0)
+        snprintf(errstr, errstr_size, "topic %s does not exist", topic);
+    rd_kafka_metadata_destroy(md);
     return n;
 }
 
