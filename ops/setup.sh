@@ -15,7 +15,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 packages=(
   build-essential cmake pkg-config
   librdkafka-dev librocksdb-dev libprotobuf-c-dev protobuf-c-compiler
-  libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev
+  libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   kcat protobuf-compiler
 )
 

@@ -22,6 +22,9 @@ static const outcome_row outcome_table[] = {
     {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "InvalidArgument", 400},
     {OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_UPLOAD, "NoSuchUpload", 404},
     {OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_VERSION, "NoSuchVersion", 404},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART, "InvalidPart", 400},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER, "InvalidPartOrder", 400},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL, "EntityTooSmall", 400},
 };
 
 static const outcome_row *outcome_find(Objlog__OutcomeCode code) {
