@@ -4,8 +4,9 @@
  *
  * Contract (what keeps replay exact):
  *   - input is only the event's fields, its Kafka partition, offset and
- *     message timestamp, and the range map; never the wall clock,
- *     randomness or local configuration;
+ *     message timestamp, the range map and the bucket record (which carries
+ *     the version cap); never the wall clock, randomness or local
+ *     configuration;
  *   - every event gets exactly one outcome, stored at
  *     outcomes 'o' be32(p) be64(offset); the first event with a request id
  *     also gets 'r' request_id -> be32(p) be64(offset);
@@ -18,21 +19,53 @@
  *   2. route key (bucket ops use key "") outside this partition's range
  *      -> WrongRange;
  *   3. per operation:
- *      CreateBucket   exists -> BucketAlreadyExists; else OK
+ *      CreateBucket   exists -> BucketAlreadyExists; else OK (versioning,
+ *                     quota and max_versions copied into the record)
  *      DeleteBucket   missing -> NoSuchBucket; any version row or delete
- *                     marker under it -> BucketNotEmpty; else OK (removed)
+ *                     marker under it -> BucketNotEmpty; any in-progress
+ *                     multipart upload (`uploads` row) -> BucketNotEmpty;
+ *                     else OK (removed). Uploads block the delete because
+ *                     the S3 API reference says so (DeleteBucket,
+ *                     https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html):
+ *                     "If multipart uploads in a directory bucket are in
+ *                     progress, you can't delete the bucket until all the
+ *                     in-progress multipart uploads are aborted or
+ *                     completed." (S3-compatible stores document the same
+ *                     for all buckets: BucketNotEmpty.)
  *      SetVersioning  missing -> NoSuchBucket; Unversioned once Enabled or
  *                     Suspended -> InvalidArgument; else OK
  *      SetQuota       missing -> NoSuchBucket; else OK (enforced with stats,
  *                     a later issue)
  *      PutObject      empty key -> InvalidArgument; missing bucket ->
  *                     NoSuchBucket; precondition false -> PreconditionFailed;
+ *                     a new version beyond the cap -> TooManyVersions;
  *                     else OK
  *      DeleteObject   same checks as PutObject; bad version id ->
  *                     InvalidArgument; a missing key or version is OK with
- *                     no change (as in S3)
- *      multipart ops  InvalidArgument "multipart upload arrives in a later
- *                     release", no change (the one deliberate gap)
+ *                     no change (as in S3); a new delete marker beyond the
+ *                     cap -> TooManyVersions
+ *      CreateUpload   empty key -> InvalidArgument; missing bucket ->
+ *                     NoSuchBucket; else OK: upload id = hex(seq), an
+ *                     UploadRecord with the event's meta, outcome upload_id
+ *      UploadPart     key/bucket as CreateUpload; part number outside
+ *                     1..10000 -> InvalidArgument; no upload row ->
+ *                     NoSuchUpload; else OK, a PartRecord (a re-upload of
+ *                     the same number replaces it); outcome etag = part etag
+ *      CompleteUpload key/bucket as CreateUpload; no upload row ->
+ *                     NoSuchUpload; empty part list -> InvalidArgument;
+ *                     numbers not strictly ascending -> InvalidPartOrder;
+ *                     a number not recorded, an etag that differs (quotes
+ *                     stripped, hex case-insensitive) or is not 32 hex
+ *                     digits -> InvalidPart; a part but the last below
+ *                     5 MiB -> EntityTooSmall; precondition false ->
+ *                     PreconditionFailed; cap -> TooManyVersions; else OK:
+ *                     a new version exactly as PutObject (versioning, null
+ *                     replacement) with the upload's meta, size = sum of
+ *                     the parts, etag = hex(md5(md5 bytes of each part in
+ *                     order)) "-" count; the upload and ALL its parts
+ *                     (listed or not) are removed
+ *      AbortUpload    key/bucket as CreateUpload; no upload row ->
+ *                     NoSuchUpload; else OK, upload and parts removed
  *   Undecodable messages (apply_invalid) -> InvalidEvent, counted in
  *   meta "dlq".
  *
@@ -46,21 +79,37 @@
  *   DELETE ?version_id removes that version for good; `objects` then shows
  *   the next newest if it is live.
  *
+ * Version cap: BucketRecord.max_versions (0 = OBJLOG_MAX_VERSIONS_DEFAULT).
+ * The count is the header's, delete markers included: a marker is an entry
+ * of the key's version list like any other (as in MinIO, whose per-object
+ * version limit counts markers), so an unbounded stream of DELETEs can't
+ * grow a key past the cap either. Only writes that ADD an entry are
+ * refused: replacing the null version (Unversioned/Suspended PUT, Suspended
+ * DELETE over an existing null) keeps the count, and DELETE by version id
+ * always works, so a capped key can be trimmed.
+ *
  * Per-key header row: `versions` at route_key(b,k) exactly (it sorts just
  * before the key's version rows) holds u8 format=1, u8 has_null,
  * be64 null_seq, be64 version count. It exists iff the key has a version,
  * so finding the null version is one point read, never a scan.
  * `objects` at route_key(b,k) holds the newest version iff it is live.
+ * `uploads` layout: see materializer.h (upload row, then its part rows).
  */
 #include "apply.h"
 
 #include "keycodec.h"
 
+#include <openssl/evp.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MULTIPART_LATER "multipart upload arrives in a later release"
+#define PART_NUMBER_MAX 10000
+#define PART_MIN_SIZE (5ULL * 1024 * 1024) /* every part but the last */
+#define MD5_LEN 16
+/* "<32 hex>-<count up to 10000>" */
+#define MULTIPART_ETAG_MAX (2 * MD5_LEN + 1 + 5 + 1)
 
 struct apply_batch {
     objlog_store *store;
@@ -150,6 +199,58 @@ int apply_row_is_header(const void *row, size_t n) {
     return r != 0 && r == n;
 }
 
+/* ---- `uploads` rows (layout in materializer.h) ---- */
+
+objlog_uploads_row objlog_uploads_row_kind(const void *row, size_t n,
+                                           size_t *rk_len,
+                                           const uint8_t **upload_id,
+                                           size_t *upload_id_len,
+                                           uint32_t *part_number) {
+    const uint8_t *r = row;
+    size_t rk = route_key_len(r, n);
+    if (!rk)
+        return OBJLOG_UPLOADS_ROW_INVALID;
+    size_t u = enc_len(r + rk, n - rk);
+    /* upload ids are hex: no escaped zero bytes, raw = enc minus 00 01 */
+    if (u < 3 || memchr(r + rk, 0, u - 2) != NULL)
+        return OBJLOG_UPLOADS_ROW_INVALID;
+    size_t rest = n - rk - u;
+    if (rest != 0 && rest != 4)
+        return OBJLOG_UPLOADS_ROW_INVALID;
+    if (rk_len)
+        *rk_len = rk;
+    if (upload_id)
+        *upload_id = r + rk;
+    if (upload_id_len)
+        *upload_id_len = u - 2;
+    uint32_t pn = 0;
+    for (size_t i = 0; i < rest; i++)
+        pn = (pn << 8) | r[rk + u + i];
+    if (part_number)
+        *part_number = pn;
+    return rest ? OBJLOG_UPLOADS_ROW_PART : OBJLOG_UPLOADS_ROW_UPLOAD;
+}
+
+int objlog_uploads_upload_key(keybuf *kb, const char *bucket, size_t bn,
+                              const uint8_t *key, size_t kn,
+                              const char *upload_id) {
+    keybuf_reset(kb);
+    if (keycodec_route_key(kb, bucket, bn, key, kn) < 0)
+        return -1;
+    return keycodec_append_enc(kb, (const uint8_t *)upload_id,
+                               strlen(upload_id));
+}
+
+int objlog_uploads_part_key(keybuf *kb, const char *bucket, size_t bn,
+                            const uint8_t *key, size_t kn,
+                            const char *upload_id, uint32_t part_number) {
+    uint8_t be[4];
+    put_be32(be, part_number);
+    if (objlog_uploads_upload_key(kb, bucket, bn, key, kn, upload_id) < 0)
+        return -1;
+    return keybuf_append(kb, be, sizeof(be));
+}
+
 /* ---- batch ---- */
 
 apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
@@ -236,6 +337,8 @@ typedef struct apply_result {
     char version_id[KEYCODEC_VERSION_ID_LEN];
     const char *etag;
     int delete_marker;
+    char upload_id[KEYCODEC_VERSION_ID_LEN];
+    char etag_buf[MULTIPART_ETAG_MAX]; /* etag computed by Complete */
 } apply_result;
 
 typedef struct apply_ev {
@@ -426,7 +529,18 @@ static int refresh_current(apply_ev *a) {
             return -1;
         }
         if (!r->delete_marker) {
-            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, v, vn);
+            /* v may point into the batch itself, which the put can grow
+             * (and move): put a copy. */
+            char *copy = malloc(vn ? vn : 1);
+            if (!copy) {
+                objlog__version_record__free_unpacked(r, NULL);
+                rocksdb_iter_destroy(it);
+                snprintf(a->errstr, a->es, "out of memory");
+                return -1;
+            }
+            memcpy(copy, v, vn);
+            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
+            free(copy);
             found = 1;
         }
         objlog__version_record__free_unpacked(r, NULL);
@@ -500,9 +614,15 @@ static int check_preconditions(apply_ev *a) {
     return ok;
 }
 
-/* Common gate of object ops: key, bucket, preconditions. On 1 *versioning
- * holds the bucket's state; 0 rejected (outcome set); -1 error. */
-static int object_gate(apply_ev *a, Objlog__Versioning *versioning) {
+/* What object ops need to know about their bucket. */
+typedef struct bucket_state {
+    Objlog__Versioning versioning;
+    uint64_t max_versions; /* the cap, default applied */
+} bucket_state;
+
+/* Gate of every key op: non-empty key, existing bucket. 1 passed (*bs
+ * filled), 0 rejected (outcome set), -1 error. */
+static int key_gate(apply_ev *a, bucket_state *bs) {
     if (a->ev->key.len == 0) {
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
                "%s", "object key must not be empty");
@@ -512,9 +632,31 @@ static int object_gate(apply_ev *a, Objlog__Versioning *versioning) {
     int rc = require_bucket(a, &br);
     if (rc <= 0)
         return rc;
-    *versioning = br->versioning;
+    bs->versioning = br->versioning;
+    bs->max_versions = br->max_versions ? br->max_versions
+                                        : OBJLOG_MAX_VERSIONS_DEFAULT;
     objlog__bucket_record__free_unpacked(br, NULL);
-    return check_preconditions(a);
+    return 1;
+}
+
+/* Gate of PUT and DELETE: key_gate, then preconditions. */
+static int object_gate(apply_ev *a, bucket_state *bs) {
+    int rc = key_gate(a, bs);
+    return rc <= 0 ? rc : check_preconditions(a);
+}
+
+/* 1 if one more version (or marker) fits under the cap, else 0 with
+ * TooManyVersions decided. */
+static int cap_allows_one_more(apply_ev *a, const objlog_key_header *h,
+                               const bucket_state *bs) {
+    if (h->versions < bs->max_versions)
+        return 1;
+    char n[24];
+    snprintf(n, sizeof(n), "%llu", (unsigned long long)bs->max_versions);
+    reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_VERSIONS,
+           "the key already has the bucket's maximum of %s versions "
+           "(delete markers included)", n);
+    return 0;
 }
 
 /* ---- operations ---- */
@@ -536,14 +678,16 @@ static int op_create_bucket(apply_ev *a) {
     r.tenant = cb->tenant;
     r.versioning = cb->versioning;
     r.quota = cb->quota;
+    r.max_versions = cb->max_versions;
     r.created_seq = a->seq;
     r.created_ms = a->log_time_ms;
     return save_bucket(a, &r);
 }
 
-/* 1 if any version row or delete marker lives under the bucket. */
-static int bucket_has_versions(apply_ev *a) {
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+/* 1 if cf has any row under the bucket (in `versions`: a version or a
+ * delete marker; in `uploads`: an in-progress multipart upload). */
+static int bucket_has_rows(apply_ev *a, objlog_cf cf) {
+    rocksdb_iterator_t *it = batch_iter(a->b, cf);
     rocksdb_iter_seek(it, (const char *)a->bpart.data, a->bpart.len);
     int found = 0;
     if (rocksdb_iter_valid(it)) {
@@ -555,7 +699,7 @@ static int bucket_has_versions(apply_ev *a) {
     rocksdb_iter_get_error(it, &err);
     rocksdb_iter_destroy(it);
     if (err) {
-        snprintf(a->errstr, a->es, "scan versions: %s", err);
+        snprintf(a->errstr, a->es, "scan %s: %s", objlog_cf_name(cf), err);
         rocksdb_free(err);
         return -1;
     }
@@ -568,13 +712,22 @@ static int op_delete_bucket(apply_ev *a) {
     if (rc <= 0)
         return rc;
     objlog__bucket_record__free_unpacked(old, NULL);
-    rc = bucket_has_versions(a);
+    rc = bucket_has_rows(a, OBJLOG_CF_VERSIONS);
     if (rc < 0)
         return -1;
     if (rc == 1) {
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
                "bucket %s is not empty (versions or delete markers remain)",
                a->ev->bucket);
+        return 0;
+    }
+    rc = bucket_has_rows(a, OBJLOG_CF_UPLOADS);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
+               "bucket %s is not empty (in-progress multipart uploads: abort "
+               "or complete them first)", a->ev->bucket);
         return 0;
     }
     batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
@@ -608,15 +761,18 @@ static int op_bucket_settings(apply_ev *a) {
     return rc;
 }
 
-static int op_put_object(apply_ev *a) {
-    Objlog__Versioning vs;
-    int rc = object_gate(a, &vs);
-    if (rc <= 0)
-        return rc;
+/* Writes meta as the key's new newest version following the bucket's
+ * versioning (PutObject and CompleteUpload). 1 written, 0 refused by the
+ * cap (outcome set, nothing staged), -1 error. */
+static int put_version(apply_ev *a, const bucket_state *bs,
+                       Objlog__ObjectMeta *meta) {
     objlog_key_header h;
     if (load_header(a, &h) < 0)
         return -1;
-    Objlog__ObjectMeta *meta = a->ev->put_object->meta;
+    Objlog__Versioning vs = bs->versioning;
+    int replaces_null = vs != OBJLOG__VERSIONING__VERSIONING_ENABLED && h.has_null;
+    if (!replaces_null && !cap_allows_one_more(a, &h, bs))
+        return 0;
     if (vs == OBJLOG__VERSIONING__VERSIONING_ENABLED) {
         keycodec_version_id(a->seq, a->res.version_id);
         h.versions++;
@@ -633,15 +789,32 @@ static int op_put_object(apply_ev *a) {
     if (add_version(a, a->res.version_id, 0, meta) < 0)
         return -1;
     save_header(a, &h);
+    return 1;
+}
+
+static int op_put_object(apply_ev *a) {
+    bucket_state bs;
+    int rc = object_gate(a, &bs);
+    if (rc <= 0)
+        return rc;
+    Objlog__ObjectMeta *meta = a->ev->put_object->meta;
+    rc = put_version(a, &bs, meta);
+    if (rc <= 0)
+        return rc;
     a->res.etag = meta && meta->etag ? meta->etag : "";
     return 0;
 }
 
 /* DELETE without a version id: a marker, or (Unversioned) removal. */
-static int delete_current(apply_ev *a, Objlog__Versioning vs) {
+static int delete_current(apply_ev *a, const bucket_state *bs) {
     objlog_key_header h;
     if (load_header(a, &h) < 0)
         return -1;
+    Objlog__Versioning vs = bs->versioning;
+    int adds = vs == OBJLOG__VERSIONING__VERSIONING_ENABLED ||
+               (vs == OBJLOG__VERSIONING__VERSIONING_SUSPENDED && !h.has_null);
+    if (adds && !cap_allows_one_more(a, &h, bs))
+        return 0;
     if (vs == OBJLOG__VERSIONING__VERSIONING_ENABLED) {
         keycodec_version_id(a->seq, a->res.version_id);
         h.versions++;
@@ -710,14 +883,361 @@ static int delete_version_id(apply_ev *a, const char *vid) {
 }
 
 static int op_delete_object(apply_ev *a) {
-    Objlog__Versioning vs;
-    int rc = object_gate(a, &vs);
+    bucket_state bs;
+    int rc = object_gate(a, &bs);
     if (rc <= 0)
         return rc;
     const char *vid = a->ev->delete_object->version_id;
     if (vid && vid[0])
         return delete_version_id(a, vid);
-    return delete_current(a, vs);
+    return delete_current(a, &bs);
+}
+
+/* ---- multipart uploads ---- */
+
+/* upload row = route_key(b,k) ‖ enc(upload_id) */
+static int upload_row(apply_ev *a, const char *upload_id, keybuf *row) {
+    keybuf_init(row);
+    if (keybuf_append(row, a->route.data, a->route.len) < 0 ||
+        keycodec_append_enc(row, (const uint8_t *)upload_id,
+                            strlen(upload_id)) < 0) {
+        keybuf_free(row);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* part row = upload row ‖ be32(part_number) */
+static int part_row(apply_ev *a, const char *upload_id, uint32_t part,
+                    keybuf *row) {
+    uint8_t be[4];
+    put_be32(be, part);
+    if (upload_row(a, upload_id, row) < 0)
+        return -1;
+    if (keybuf_append(row, be, sizeof(be)) < 0) {
+        keybuf_free(row);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads the upload row: 1 found (*out owned by the caller), 0 absent with
+ * NoSuchUpload decided, -1 error. */
+static int require_upload(apply_ev *a, const char *upload_id,
+                          Objlog__UploadRecord **out) {
+    keybuf row;
+    char *v;
+    size_t vn;
+    *out = NULL;
+    if (upload_row(a, upload_id ? upload_id : "", &row) < 0)
+        return -1;
+    int rc = batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
+                       a->errstr, a->es);
+    keybuf_free(&row);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_UPLOAD,
+               "upload %s does not exist (never created, aborted or "
+               "completed)", upload_id ? upload_id : "");
+        return 0;
+    }
+    *out = objlog__upload_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(a->errstr, a->es, "upload record in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+/* Loads one part: 1 found (*out owned by the caller), 0 absent, -1. */
+static int load_part(apply_ev *a, const char *upload_id, uint32_t part,
+                     Objlog__PartRecord **out) {
+    keybuf row;
+    char *v;
+    size_t vn;
+    *out = NULL;
+    if (part_row(a, upload_id, part, &row) < 0)
+        return -1;
+    int rc = batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
+                       a->errstr, a->es);
+    keybuf_free(&row);
+    if (rc <= 0)
+        return rc;
+    *out = objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(a->errstr, a->es, "part record in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+/* Part numbers recorded for an upload (ascending), as the batch sees them.
+ * *parts is owned by the caller (free). 0 or -1. */
+static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
+                      size_t *n) {
+    size_t cap = 0;
+    *parts = NULL;
+    *n = 0;
+    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_UPLOADS);
+    int rc = 0;
+    for (rocksdb_iter_seek(it, (const char *)urow->data, urow->len);
+         rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < urow->len || memcmp(k, urow->data, urow->len) != 0)
+            break;
+        if (kn != urow->len + 4)
+            continue; /* the upload row itself */
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint32_t *p = realloc(*parts, cap * sizeof(*p));
+            if (!p) {
+                snprintf(a->errstr, a->es, "out of memory");
+                rc = -1;
+                break;
+            }
+            *parts = p;
+        }
+        const uint8_t *be = k + urow->len;
+        (*parts)[(*n)++] = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 |
+                           (uint32_t)be[2] << 8 | be[3];
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan uploads: %s", err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Removes the upload row and all its part rows. The part numbers are read
+ * first: deleting from the batch while iterating it would invalidate the
+ * iterator's keys. At most 10,001 rows. */
+static int remove_upload(apply_ev *a, const char *upload_id) {
+    keybuf row;
+    uint32_t *parts;
+    size_t n;
+    if (upload_row(a, upload_id, &row) < 0)
+        return -1;
+    int rc = list_parts(a, &row, &parts, &n);
+    if (rc == 0)
+        batch_del(a->b, OBJLOG_CF_UPLOADS, row.data, row.len);
+    keybuf_free(&row);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        keybuf prow;
+        rc = part_row(a, upload_id, parts[i], &prow);
+        if (rc == 0) {
+            batch_del(a->b, OBJLOG_CF_UPLOADS, prow.data, prow.len);
+            keybuf_free(&prow);
+        }
+    }
+    free(parts);
+    return rc;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* A part ETag (optionally quoted) as the 16 bytes of its MD5. 0 or -1 if
+ * it is not exactly 32 hex digits. */
+static int etag_md5(const char *etag, uint8_t out[MD5_LEN]) {
+    size_t n = etag ? strlen(etag) : 0;
+    if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"')
+        etag++, n -= 2;
+    if (n != 2 * MD5_LEN)
+        return -1;
+    for (int i = 0; i < MD5_LEN; i++) {
+        int hi = hexval(etag[2 * i]), lo = hexval(etag[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+static int op_create_upload(apply_ev *a) {
+    bucket_state bs;
+    int rc = key_gate(a, &bs);
+    if (rc <= 0)
+        return rc;
+    keycodec_version_id(a->seq, a->res.upload_id);
+    Objlog__UploadRecord r = OBJLOG__UPLOAD_RECORD__INIT;
+    r.upload_id = a->res.upload_id;
+    r.key = a->ev->key;
+    r.meta = a->ev->create_upload->meta;
+    r.initiated_seq = a->seq;
+    r.initiated_ms = a->log_time_ms;
+    keybuf row;
+    if (upload_row(a, r.upload_id, &row) < 0)
+        return -1;
+    rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
+                       a->errstr, a->es);
+    keybuf_free(&row);
+    return rc;
+}
+
+static int op_upload_part(apply_ev *a) {
+    bucket_state bs;
+    int rc = key_gate(a, &bs);
+    if (rc <= 0)
+        return rc;
+    const Objlog__UploadPart *up = a->ev->upload_part;
+    if (up->part_number < 1 || up->part_number > PART_NUMBER_MAX) {
+        char n[16];
+        snprintf(n, sizeof(n), "%u", up->part_number);
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+               "part number %s is not between 1 and 10000", n);
+        return 0;
+    }
+    Objlog__UploadRecord *ur;
+    rc = require_upload(a, up->upload_id, &ur);
+    if (rc <= 0)
+        return rc;
+    objlog__upload_record__free_unpacked(ur, NULL);
+    Objlog__PartRecord p = OBJLOG__PART_RECORD__INIT;
+    p.part_number = up->part_number;
+    p.size = up->size;
+    p.etag = up->etag;
+    p.blob_id = up->blob_id;
+    p.last_modified_ms = a->log_time_ms;
+    keybuf row;
+    if (part_row(a, up->upload_id, up->part_number, &row) < 0)
+        return -1;
+    rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
+                       a->errstr, a->es);
+    keybuf_free(&row);
+    a->res.etag = up->etag;
+    return rc;
+}
+
+/* Checks Complete's part list against the recorded parts and computes the
+ * object's size and S3 multipart ETag into a->res.etag_buf. 1 valid, 0
+ * rejected (outcome set), -1 error. */
+static int check_parts(apply_ev *a, const Objlog__CompleteUpload *cu,
+                       uint64_t *size) {
+    char num[16];
+    if (cu->n_parts == 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s",
+               "complete needs at least one part");
+        return 0;
+    }
+    for (size_t i = 1; i < cu->n_parts; i++) {
+        if (cu->parts[i]->part_number > cu->parts[i - 1]->part_number)
+            continue;
+        snprintf(num, sizeof(num), "%u", cu->parts[i]->part_number);
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER,
+               "part %s is not in ascending order", num);
+        return 0;
+    }
+    uint8_t *md5s = malloc(cu->n_parts * MD5_LEN);
+    if (!md5s) {
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    int rc = 1;
+    *size = 0;
+    for (size_t i = 0; i < cu->n_parts && rc == 1; i++) {
+        const Objlog__CompletedPart *want = cu->parts[i];
+        Objlog__PartRecord *got;
+        uint8_t given[MD5_LEN];
+        snprintf(num, sizeof(num), "%u", want->part_number);
+        rc = load_part(a, cu->upload_id, want->part_number, &got);
+        if (rc < 0)
+            break;
+        if (rc == 0) {
+            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART,
+                   "part %s was not uploaded", num);
+            break;
+        }
+        if (etag_md5(got->etag, md5s + i * MD5_LEN) < 0 ||
+            etag_md5(want->etag, given) < 0 ||
+            memcmp(given, md5s + i * MD5_LEN, MD5_LEN) != 0) {
+            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART,
+                   "part %s: the etag does not match the uploaded part", num);
+            rc = 0;
+        } else if (i + 1 < cu->n_parts && got->size < PART_MIN_SIZE) {
+            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL,
+                   "part %s is smaller than 5 MiB and not the last", num);
+            rc = 0;
+        }
+        *size += got->size;
+        objlog__part_record__free_unpacked(got, NULL);
+    }
+    if (rc == 1) {
+        uint8_t md[EVP_MAX_MD_SIZE];
+        unsigned mdn = 0;
+        if (!EVP_Digest(md5s, cu->n_parts * MD5_LEN, md, &mdn, EVP_md5(), NULL)) {
+            snprintf(a->errstr, a->es, "md5 failed");
+            rc = -1;
+        } else {
+            char *p = a->res.etag_buf;
+            for (unsigned i = 0; i < mdn; i++, p += 2)
+                snprintf(p, 3, "%02x", md[i]);
+            snprintf(p, sizeof(a->res.etag_buf) - (size_t)(p - a->res.etag_buf),
+                     "-%u", (unsigned)(cu->n_parts % 100000));
+        }
+    }
+    free(md5s);
+    return rc;
+}
+
+static int op_complete_upload(apply_ev *a) {
+    bucket_state bs;
+    int rc = key_gate(a, &bs);
+    if (rc <= 0)
+        return rc;
+    const Objlog__CompleteUpload *cu = a->ev->complete_upload;
+    Objlog__UploadRecord *ur;
+    rc = require_upload(a, cu->upload_id, &ur);
+    if (rc <= 0)
+        return rc;
+    uint64_t size;
+    rc = check_parts(a, cu, &size);
+    if (rc == 1)
+        rc = check_preconditions(a);
+    if (rc == 1) {
+        /* A shallow copy: the strings stay owned by ur. */
+        Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
+        if (ur->meta)
+            meta = *ur->meta;
+        meta.size = size;
+        meta.etag = a->res.etag_buf;
+        rc = put_version(a, &bs, &meta);
+    }
+    objlog__upload_record__free_unpacked(ur, NULL);
+    if (rc <= 0)
+        return rc;
+    a->res.etag = a->res.etag_buf;
+    return remove_upload(a, cu->upload_id);
+}
+
+static int op_abort_upload(apply_ev *a) {
+    bucket_state bs;
+    int rc = key_gate(a, &bs);
+    if (rc <= 0)
+        return rc;
+    const char *uid = a->ev->abort_upload->upload_id;
+    Objlog__UploadRecord *ur;
+    rc = require_upload(a, uid, &ur);
+    if (rc <= 0)
+        return rc;
+    objlog__upload_record__free_unpacked(ur, NULL);
+    return remove_upload(a, uid);
 }
 
 static int apply_op(apply_ev *a) {
@@ -734,12 +1254,13 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_DELETE_OBJECT:
         return op_delete_object(a);
     case OBJLOG__EVENT__OP_CREATE_UPLOAD:
+        return op_create_upload(a);
     case OBJLOG__EVENT__OP_UPLOAD_PART:
+        return op_upload_part(a);
     case OBJLOG__EVENT__OP_COMPLETE_UPLOAD:
+        return op_complete_upload(a);
     case OBJLOG__EVENT__OP_ABORT_UPLOAD:
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s",
-               MULTIPART_LATER);
-        return 0;
+        return op_abort_upload(a);
     default:
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
                "event has no operation");
@@ -762,6 +1283,7 @@ static int save_outcome(apply_batch *b, int32_t p, int64_t off,
     o.etag = (char *)(res->etag ? res->etag : "");
     o.delete_marker = res->delete_marker;
     o.log_time_ms = log_time_ms;
+    o.upload_id = (char *)res->upload_id;
     uint8_t key[APPLY_OUTCOME_KEY_LEN];
     apply_outcome_key(key, p, off);
     return batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base,
@@ -901,6 +1423,7 @@ int apply_event(apply_batch *b, int32_t partition, int64_t offset,
         a.res.version_id[0] = '\0';
         a.res.etag = NULL;
         a.res.delete_marker = 0;
+        a.res.upload_id[0] = '\0';
     }
     *code = a.res.code;
     rc = save_outcome(b, partition, offset, log_time_ms, ev->request_id, &a.res,

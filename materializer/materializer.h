@@ -22,7 +22,16 @@
  *               machine find the "null" version without a scan.
  *   objects   route_key(b,k)              -> VersionRecord (live only)
  *   buckets   bucket_part(b)              -> BucketRecord
- *   uploads   (reserved for multipart, issue 3)
+ *   uploads   route_key(b,k) ‖ enc(upload_id)               -> UploadRecord
+ *             route_key(b,k) ‖ enc(upload_id) ‖ be32(part)  -> PartRecord
+ *               upload_id = 16 lowercase hex digits (the CreateUpload
+ *               event's seq), so a key's uploads sort by initiation and
+ *               each upload row is followed at once by its parts in number
+ *               order. Row kind by length: objlog_uploads_row_kind().
+ *               List uploads: scan route keys under the bucket/prefix and
+ *               take the upload rows; list parts: seek
+ *               objlog_uploads_part_key(b,k,id,marker+1) and read while the
+ *               row still starts with objlog_uploads_upload_key(b,k,id).
  *   stats     (reserved for usage, issue 6)
  *   outcomes  'o' be32(partition) be64(offset) -> Outcome
  *             'r' request_id(16)               -> be32(partition) be64(offset)
@@ -37,6 +46,7 @@
 
 #include <rocksdb/c.h>
 
+#include "keycodec.h"
 #include "objlog.pb-c.h"
 #include "rangemap.h"
 
@@ -82,6 +92,35 @@ int objlog_key_header_decode(const void *val, size_t n, objlog_key_header *h);
 /* 1 if a `versions` CF key is a per-key header row (a bare route key),
  * 0 if it is a version row (route key + be64). */
 int objlog_versions_row_is_header(const void *row, size_t n);
+
+/* Versions per key when BucketRecord.max_versions is 0. */
+#define OBJLOG_MAX_VERSIONS_DEFAULT 100000ULL
+
+/* Kinds of `uploads` CF rows. */
+typedef enum objlog_uploads_row {
+    OBJLOG_UPLOADS_ROW_INVALID = -1, /* not an uploads row */
+    OBJLOG_UPLOADS_ROW_UPLOAD = 1,   /* value: UploadRecord */
+    OBJLOG_UPLOADS_ROW_PART = 2      /* value: PartRecord */
+} objlog_uploads_row;
+
+/* Classifies an `uploads` CF key. On success *rk_len = length of its
+ * route_key(b,k) prefix (parse it with keycodec_parse_route_key),
+ * *upload_id and *upload_id_len = the upload id bytes inside row (not
+ * NUL-terminated), *part_number = the part number (0 for an upload row).
+ * Any out pointer may be NULL. */
+objlog_uploads_row objlog_uploads_row_kind(const void *row, size_t n,
+                                           size_t *rk_len,
+                                           const uint8_t **upload_id,
+                                           size_t *upload_id_len,
+                                           uint32_t *part_number);
+/* Builds the upload row key / part row key into kb (reset first).
+ * 0, or -1 out of memory. */
+int objlog_uploads_upload_key(keybuf *kb, const char *bucket, size_t bn,
+                              const uint8_t *key, size_t kn,
+                              const char *upload_id);
+int objlog_uploads_part_key(keybuf *kb, const char *bucket, size_t bn,
+                            const uint8_t *key, size_t kn,
+                            const char *upload_id, uint32_t part_number);
 
 /* ---- materializer ---- */
 typedef struct objlog_materializer objlog_materializer;

@@ -41,8 +41,9 @@ char *cli_escape(CURL *h, const char *s);
 void cli_error_of(const cli_resp *r, char *code, size_t code_size,
                   char *message, size_t message_size);
 
-/* `objlog bench`: argv starts after "bench". url NULL unless --url given
- * before the command. */
+/* `objlog bench` (and `objlog bench --list`, the LIST latency scenario):
+ * argv starts after "bench". url NULL unless --url given before the
+ * command. */
 int bench_main(int argc, char **argv, const char *url, int json);
 
 #endif

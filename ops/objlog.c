@@ -1,5 +1,6 @@
 /* objlog.c: the `objlog` command-line client of the objlogd HTTP API
- * (DESIGN §8): mb, put, get, head, ls, rm and bench. Readable output by
+ * (DESIGN §8): mb, rb, bucket, versioning, put, get, head, ls, versions,
+ * rm, mpu (multipart upload metadata) and bench. Readable output by
  * default; --json prints the server's JSON as it came. Invariant: a
  * command prints its result on stdout only when the request succeeded;
  * every failure is one line on stderr naming the command, the target and
@@ -26,7 +27,10 @@ typedef struct cli {
 static void usage(FILE *f) {
     fprintf(f,
         "usage: objlog [--url URL] [--json] COMMAND ...\n"
-        "  mb BUCKET [--tenant T] [--versioning Enabled|Suspended]\n"
+        "  mb BUCKET [--tenant T] [--versioning Enabled|Suspended] [--max-versions N]\n"
+        "  rb BUCKET\n"
+        "  bucket BUCKET                      (settings)\n"
+        "  versioning BUCKET Enabled|Suspended\n"
         "  put BUCKET KEY [--size N] [--etag E] [--content-type T] [--blob-id ID]\n"
         "                 [--storage-class C] [--checksum C] [--meta k=v ...]\n"
         "                 [--if-none-match] [--if-match ETAG]\n"
@@ -34,7 +38,17 @@ static void usage(FILE *f) {
         "  head BUCKET KEY [--version-id V]\n"
         "  ls BUCKET [--prefix P] [--delimiter D] [--start-after K] [--max-keys N] [--all]\n"
         "  rm BUCKET KEY [--version-id V]\n"
+        "  versions BUCKET [--prefix P] [--delimiter D] [--key-marker K]\n"
+        "                  [--version-id-marker V] [--max-keys N] [--all]\n"
+        "  mpu create BUCKET KEY [--content-type T] [--storage-class C] [--meta k=v ...]\n"
+        "  mpu part BUCKET KEY UPLOAD_ID N --size N --etag E [--blob-id ID]\n"
+        "  mpu complete BUCKET KEY UPLOAD_ID N:ETAG... [--if-none-match] [--if-match E]\n"
+        "  mpu abort BUCKET KEY UPLOAD_ID\n"
+        "  mpu ls BUCKET [--prefix P] [--delimiter D] [--key-marker K]\n"
+        "                [--upload-id-marker U] [--max-uploads N] [--all]\n"
+        "  mpu parts BUCKET KEY UPLOAD_ID [--part-number-marker N] [--max-parts N] [--all]\n"
         "  bench [--url U --brokers B] [--count N] [--threads T] [--gets N]\n"
+        "  bench --list [--keys N] [--deleted N] [--versions N] [--lists N]\n"
         "URL defaults to $OBJLOG_URL or " DEFAULT_URL ".\n");
 }
 
@@ -56,9 +70,10 @@ typedef struct opt {
 } opt;
 
 /* Returns 0, or a usage exit code. Global --url/--json are accepted
- * anywhere after the command too. */
-static int parse_args(cli *c, int argc, char **argv, opt *opts,
-                      const char **pos, int npos) {
+ * anywhere after the command too. Takes min..max positionals into pos;
+ * *npos_out (if not NULL) gets how many came. */
+static int parse_args_var(cli *c, int argc, char **argv, opt *opts,
+                          const char **pos, int min, int npos, int *npos_out) {
     int got = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -97,9 +112,16 @@ static int parse_args(cli *c, int argc, char **argv, opt *opts,
             o->list[(*o->flag)++] = argv[i];
         }
     }
-    if (got < npos)
+    if (got < min)
         return usage_error("missing arguments (see usage)%s", "");
+    if (npos_out)
+        *npos_out = got;
     return 0;
+}
+
+static int parse_args(cli *c, int argc, char **argv, opt *opts,
+                      const char **pos, int npos) {
+    return parse_args_var(c, argc, argv, opts, pos, npos, npos, NULL);
 }
 
 /* ---- request helpers ---- */
@@ -191,10 +213,13 @@ static json_int_t jint(json_t *o, const char *name) {
 
 /* ---- commands ---- */
 
+static int parse_u64(const char *s, unsigned long long *v);
+
 static int cmd_mb(cli *c, int argc, char **argv) {
-    const char *pos[1], *tenant = NULL, *versioning = NULL;
+    const char *pos[1], *tenant = NULL, *versioning = NULL, *max_versions = NULL;
     opt opts[] = {{"--tenant", 1, &tenant, NULL, NULL},
                   {"--versioning", 1, &versioning, NULL, NULL},
+                  {"--max-versions", 1, &max_versions, NULL, NULL},
                   {NULL, 0, NULL, NULL, NULL}};
     int rc = parse_args(c, argc, argv, opts, pos, 1);
     if (rc)
@@ -202,11 +227,17 @@ static int cmd_mb(cli *c, int argc, char **argv) {
     if (versioning && strcmp(versioning, "Enabled") && strcmp(versioning, "Suspended"))
         return usage_error("--versioning must be Enabled or Suspended, not \"%s\"",
                            versioning);
+    unsigned long long mv = 0;
+    if (max_versions && (parse_u64(max_versions, &mv) < 0 || mv == 0))
+        return usage_error("--max-versions must be a positive number, not \"%s\"",
+                           max_versions);
     json_t *b = json_object();
     if (tenant)
         json_object_set_new(b, "tenant", json_string(tenant));
     if (versioning)
         json_object_set_new(b, "versioning", json_string(versioning));
+    if (max_versions)
+        json_object_set_new(b, "max_versions", json_integer((json_int_t)mv));
     char *body = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     char *url = path_of(c, pos[0], NULL);
@@ -556,6 +587,697 @@ static int cmd_ls(cli *c, int argc, char **argv) {
     return 0;
 }
 
+/* ---- buckets: rb, bucket, versioning ---- */
+
+/* URL of /v1/buckets/{bucket}{suffix}; suffix is already escaped. */
+static char *bucket_url(cli *c, const char *bucket, const char *suffix) {
+    char *base = path_of(c, bucket, NULL);
+    char *url = NULL;
+    if (base && asprintf(&url, "%s%s", base, suffix) < 0)
+        url = NULL;
+    free(base);
+    return url;
+}
+
+/* Sends method to url with body and prints either the JSON answer or
+ * `line`. For the commands whose readable answer is one fixed line. */
+static int simple_write(cli *c, const char *target, const char *method,
+                        char *url, const char *body, const char *line) {
+    cli_resp r;
+    int rc = request(c, target, method, url, body, NULL, &r);
+    free(url);
+    if (rc)
+        return rc;
+    if (c->json)
+        print_json_body(&r);
+    else
+        fputs(line, stdout);
+    cli_resp_free(&r);
+    return 0;
+}
+
+static int cmd_rb(cli *c, int argc, char **argv) {
+    const char *pos[1];
+    int rc = parse_args(c, argc, argv, NULL, pos, 1);
+    if (rc)
+        return rc;
+    char line[128];
+    snprintf(line, sizeof(line), "remove_bucket: %.100s\n", pos[0]);
+    return simple_write(c, pos[0], "DELETE", path_of(c, pos[0], NULL), NULL, line);
+}
+
+static int cmd_versioning(cli *c, int argc, char **argv) {
+    const char *pos[2];
+    int rc = parse_args(c, argc, argv, NULL, pos, 2);
+    if (rc)
+        return rc;
+    if (strcmp(pos[1], "Enabled") && strcmp(pos[1], "Suspended"))
+        return usage_error("versioning must be Enabled or Suspended, not \"%s\"",
+                           pos[1]);
+    char body[64], line[160];
+    snprintf(body, sizeof(body), "{\"status\":\"%s\"}", pos[1]);
+    snprintf(line, sizeof(line), "versioning: %.100s %s\n", pos[0], pos[1]);
+    return simple_write(c, pos[0], "PUT", bucket_url(c, pos[0], "/versioning"),
+                        body, line);
+}
+
+/* One "name: value" line per scalar, nested objects as "parent.name". */
+static void print_flat(const char *prefix, json_t *o) {
+    const char *name;
+    json_t *v;
+    json_object_foreach(o, name, v) {
+        char full[256];
+        snprintf(full, sizeof(full), "%s%s", prefix, name);
+        if (json_is_object(v)) {
+            char sub[260];
+            snprintf(sub, sizeof(sub), "%s.", full);
+            print_flat(sub, v);
+        } else if (json_is_string(v)) {
+            printf("%s: %s\n", full, json_string_value(v));
+        } else if (json_is_integer(v)) {
+            printf("%s: %lld\n", full, (long long)json_integer_value(v));
+        } else if (json_is_boolean(v)) {
+            printf("%s: %s\n", full, json_is_true(v) ? "true" : "false");
+        } else if (!json_is_null(v)) {
+            char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            printf("%s: %s\n", full, d ? d : "");
+            free(d);
+        }
+    }
+}
+
+static int cmd_bucket(cli *c, int argc, char **argv) {
+    const char *pos[1];
+    int rc = parse_args(c, argc, argv, NULL, pos, 1);
+    if (rc)
+        return rc;
+    char *url = path_of(c, pos[0], NULL);
+    cli_resp r;
+    rc = request(c, pos[0], "GET", url, NULL, NULL, &r);
+    free(url);
+    if (rc)
+        return rc;
+    if (c->json) {
+        print_json_body(&r);
+    } else {
+        json_t *j = parse_json(c, pos[0], &r, &rc);
+        if (j)
+            print_flat("", j);
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
+/* ---- readable tables ---- */
+
+/* A table of text cells printed with each column as wide as its widest
+ * cell; columns flagged right-aligned are numbers. */
+#define TABLE_MAX_COLS 8
+
+typedef struct table {
+    int ncols;
+    const char *const *head;
+    const int *right;
+    char **cells;            /* row-major, owned */
+    size_t nrows, cap;
+} table;
+
+static void table_add(table *t, const char *const *row) {
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        char **n = realloc(t->cells, cap * (size_t)t->ncols * sizeof(*n));
+        if (!n)
+            return;
+        t->cells = n;
+        t->cap = cap;
+    }
+    for (int i = 0; i < t->ncols; i++)
+        t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(row[i]);
+    t->nrows++;
+}
+
+static void table_row_print(const table *t, const int *w, const char *const *row) {
+    for (int i = 0; i < t->ncols; i++) {
+        const char *cell = row[i] ? row[i] : "";
+        int last = i == t->ncols - 1;
+        if (t->right[i])
+            printf("%*s", w[i], cell);
+        else if (last)
+            fputs(cell, stdout);
+        else
+            printf("%-*s", w[i], cell);
+        fputs(last ? "\n" : "  ", stdout);
+    }
+}
+
+static void table_print_free(table *t) {
+    int w[TABLE_MAX_COLS];
+    for (int i = 0; i < t->ncols; i++)
+        w[i] = (int)strlen(t->head[i]);
+    for (size_t r = 0; r < t->nrows; r++)
+        for (int i = 0; i < t->ncols; i++) {
+            const char *cell = t->cells[r * (size_t)t->ncols + (size_t)i];
+            int l = cell ? (int)strlen(cell) : 0;
+            w[i] = l > w[i] ? l : w[i];
+        }
+    if (t->nrows)
+        table_row_print(t, w, t->head);
+    for (size_t r = 0; r < t->nrows; r++)
+        table_row_print(t, w, (const char *const *)&t->cells[r * (size_t)t->ncols]);
+    for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = t->cap = 0;
+}
+
+/* ---- paged listings: versions, uploads, parts ---- */
+
+/* How one listing pages: the array it returns, and which response fields
+ * feed which request parameters for the next page (up to two markers). */
+typedef struct page_spec {
+    const char *array;
+    const char *next_field[2];
+    const char *marker_param[2];
+} page_spec;
+
+#define LIST_MAX_PARAMS 8
+
+typedef struct list_req {
+    const char *target;          /* for error messages */
+    const char *base;            /* URL without query */
+    const char *name[LIST_MAX_PARAMS];
+    const char *value[LIST_MAX_PARAMS];  /* NULL: parameter absent */
+    int n;
+    int all;
+} list_req;
+
+static void list_param(list_req *q, const char *name, const char *value) {
+    if (q->n < LIST_MAX_PARAMS) {
+        q->name[q->n] = name;
+        q->value[q->n++] = value;
+    }
+}
+
+static json_t *list_page(cli *c, const list_req *q, int *rc) {
+    char *url = strdup(q->base);
+    for (int i = 0; url && i < q->n; i++)
+        if (query_add(c, &url, q->name[i], q->value[i]) < 0) {
+            free(url);
+            url = NULL;
+        }
+    cli_resp r;
+    *rc = request(c, q->target, "GET", url, NULL, NULL, &r);
+    free(url);
+    if (*rc)
+        return NULL;
+    json_t *j = parse_json(c, q->target, &r, rc);
+    cli_resp_free(&r);
+    return j;
+}
+
+static void list_merge(json_t *acc, json_t *page, const page_spec *sp) {
+    json_t *arr = json_object_get(acc, sp->array);
+    if (!arr)
+        json_object_set_new(acc, sp->array, arr = json_array());
+    json_array_extend(arr, json_object_get(page, sp->array));
+    json_t *pres = json_object_get(page, "common_prefixes");
+    if (pres)
+        json_array_extend(json_object_get(acc, "common_prefixes"), pres);
+    json_object_set(acc, "is_truncated", json_object_get(page, "is_truncated"));
+    for (int i = 0; i < 2 && sp->next_field[i]; i++) {
+        json_t *v = json_object_get(page, sp->next_field[i]);
+        if (v)
+            json_object_set(acc, sp->next_field[i], v);
+        else
+            json_object_del(acc, sp->next_field[i]);
+    }
+}
+
+/* Sets the marker parameters of q from the page's next_* fields; the
+ * strings are copied into store. 0 if there is a next page. */
+static int list_next(list_req *q, json_t *page, const page_spec *sp,
+                     char store[2][1100]) {
+    int any = 0;
+    for (int i = 0; i < 2 && sp->next_field[i]; i++) {
+        json_t *v = json_object_get(page, sp->next_field[i]);
+        const char *s = json_string_value(v);
+        char num[32];
+        if (json_is_integer(v)) {
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+            s = num;
+        }
+        for (int k = 0; k < q->n; k++)
+            if (!strcmp(q->name[k], sp->marker_param[i])) {
+                snprintf(store[i], 1100, "%s", s ? s : "");
+                q->value[k] = s ? store[i] : NULL;
+                any |= s && *s;
+            }
+    }
+    return any ? 0 : -1;
+}
+
+/* Fetches one page, or every page with q->all, merged into the first. */
+static json_t *list_fetch(cli *c, list_req *q, const page_spec *sp, int *rc) {
+    json_t *acc = list_page(c, q, rc);
+    char store[2][1100];
+    while (acc && q->all && json_is_true(json_object_get(acc, "is_truncated")) &&
+           list_next(q, acc, sp, store) == 0) {
+        json_t *page = list_page(c, q, rc);
+        if (!page) {
+            json_decref(acc);
+            return NULL;
+        }
+        list_merge(acc, page, sp);
+        json_decref(page);
+    }
+    return acc;
+}
+
+static int list_output(cli *c, json_t *j, void (*print)(json_t *)) {
+    if (!j)
+        return CLI_EXIT_FAIL;
+    if (c->json) {
+        char *s = json_dumps(j, JSON_COMPACT);
+        printf("%s\n", s ? s : "{}");
+        free(s);
+    } else {
+        print(j);
+    }
+    json_decref(j);
+    return 0;
+}
+
+static const char *truncated_note(json_t *j) {
+    return json_is_true(json_object_get(j, "is_truncated"))
+               ? " (truncated; --all lists the rest)" : "";
+}
+
+static void print_prefixes(json_t *j) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(j, "common_prefixes"), i, v)
+        printf("PRE %s\n", json_string_value(v) ? json_string_value(v) : "");
+}
+
+static const char *plural(size_t n, const char *one, const char *many) {
+    return n == 1 ? one : many;
+}
+
+static void versions_print(json_t *j) {
+    static const char *const head[] = {"KEY", "VERSION_ID", "LATEST",
+                                       "DELETE_MARKER", "SIZE", "LAST_MODIFIED"};
+    static const int right[] = {0, 0, 0, 0, 1, 0};
+    table t = {.ncols = 6, .head = head, .right = right};
+    size_t i, markers = 0;
+    json_t *v;
+    json_t *vers = json_object_get(j, "versions");
+    json_array_foreach(vers, i, v) {
+        int dm = json_is_true(json_object_get(v, "delete_marker"));
+        char size[32];
+        snprintf(size, sizeof(size), "%lld", (long long)jint(v, "size"));
+        const char *row[] = {jstr(v, "key"), jstr(v, "version_id"),
+                             json_is_true(json_object_get(v, "is_latest")) ? "yes" : "no",
+                             dm ? "yes" : "no", dm ? "-" : size,
+                             jstr(v, "last_modified")};
+        markers += (size_t)dm;
+        table_add(&t, row);
+    }
+    print_prefixes(j);
+    table_print_free(&t);
+    size_t nv = json_array_size(vers);
+    size_t np = json_array_size(json_object_get(j, "common_prefixes"));
+    printf("%zu %s (%zu %s), %zu %s%s\n", nv, plural(nv, "version", "versions"),
+           markers, plural(markers, "delete marker", "delete markers"), np,
+           plural(np, "prefix", "prefixes"), truncated_note(j));
+}
+
+static int check_count(const char *opt_name, const char *v) {
+    unsigned long long n;
+    if (v && parse_u64(v, &n) < 0) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "%s must be a number, not \"%%s\"", opt_name);
+        return usage_error(msg, v);
+    }
+    return 0;
+}
+
+static int cmd_versions(cli *c, int argc, char **argv) {
+    const char *pos[1], *prefix = NULL, *delim = NULL, *km = NULL, *vm = NULL,
+               *max_keys = NULL;
+    int all = 0;
+    opt opts[] = {{"--prefix", 1, &prefix, NULL, NULL},
+                  {"--delimiter", 1, &delim, NULL, NULL},
+                  {"--key-marker", 1, &km, NULL, NULL},
+                  {"--version-id-marker", 1, &vm, NULL, NULL},
+                  {"--max-keys", 1, &max_keys, NULL, NULL},
+                  {"--all", 0, NULL, &all, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args(c, argc, argv, opts, pos, 1);
+    if (rc || (rc = check_count("--max-keys", max_keys)))
+        return rc;
+    char *base = bucket_url(c, pos[0], "/versions");
+    if (!base)
+        return fail(c, pos[0], "InternalError", "out of memory");
+    list_req q = {.target = pos[0], .base = base, .all = all};
+    list_param(&q, "prefix", prefix);
+    list_param(&q, "delimiter", delim);
+    list_param(&q, "key_marker", km);
+    list_param(&q, "version_id_marker", vm);
+    list_param(&q, "max_keys", max_keys);
+    static const page_spec sp = {"versions",
+                                 {"next_key_marker", "next_version_id_marker"},
+                                 {"key_marker", "version_id_marker"}};
+    json_t *j = list_fetch(c, &q, &sp, &rc);
+    free(base);
+    return j ? list_output(c, j, versions_print) : rc;
+}
+
+/* ---- multipart: mpu create|part|complete|abort|ls|parts ---- */
+
+/* URL of /v1/buckets/{b}/uploads[/{id}{suffix}]?key=K (key NULL: none). */
+static char *upload_url(cli *c, const char *bucket, const char *id,
+                        const char *suffix, const char *key) {
+    char *eid = id ? cli_escape(c->h, id) : NULL;
+    char *tail = NULL;
+    if ((id && !eid) ||
+        asprintf(&tail, "/uploads%s%s%s", id ? "/" : "", id ? eid : "",
+                 suffix ? suffix : "") < 0)
+        tail = NULL;
+    free(eid);
+    char *url = tail ? bucket_url(c, bucket, tail) : NULL;
+    free(tail);
+    if (url && query_add(c, &url, "key", key) < 0) {
+        free(url);
+        url = NULL;
+    }
+    return url;
+}
+
+static int cmd_mpu_create(cli *c, int argc, char **argv) {
+    const char *pos[2], *ctype = NULL, *sclass = NULL, *checksum = NULL;
+    const char *meta[MAX_META];
+    int nmeta = 0;
+    opt opts[] = {{"--content-type", 1, &ctype, NULL, NULL},
+                  {"--storage-class", 1, &sclass, NULL, NULL},
+                  {"--checksum", 1, &checksum, NULL, NULL},
+                  {"--meta", 2, NULL, &nmeta, meta},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args(c, argc, argv, opts, pos, 2);
+    if (rc)
+        return rc;
+    int bad;
+    json_t *b = put_body(NULL, NULL, ctype, NULL, sclass, checksum, meta, nmeta, &bad);
+    if (bad) {
+        json_decref(b);
+        return usage_error("--meta takes name=value%s", "");
+    }
+    json_object_del(b, "size");
+    json_object_set_new(b, "key", json_string(pos[1]));
+    char *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    char target[2048];
+    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
+    char *url = upload_url(c, pos[0], NULL, NULL, NULL);
+    cli_resp r;
+    rc = request(c, target, "POST", url, body, NULL, &r);
+    free(url);
+    free(body);
+    if (rc)
+        return rc;
+    if (c->json) {
+        print_json_body(&r);
+    } else {
+        json_t *j = parse_json(c, target, &r, &rc);
+        if (j)
+            printf("key: %s\nupload_id: %s\ntoken: %s\n", pos[1], jstr(j, "upload_id"),
+                   jstr(j, "token"));
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
+/* Readable answer of a write: the named fields of the response JSON. */
+static int write_answer(cli *c, const char *target, cli_resp *r,
+                        const char *lead) {
+    int rc = 0;
+    if (c->json) {
+        print_json_body(r);
+    } else {
+        json_t *j = parse_json(c, target, r, &rc);
+        if (j)
+            printf("%sversion_id: %s\netag: %s\ntoken: %s\n", lead,
+                   jstr(j, "version_id"), jstr(j, "etag"), jstr(j, "token"));
+        json_decref(j);
+    }
+    cli_resp_free(r);
+    return rc;
+}
+
+static int cmd_mpu_part(cli *c, int argc, char **argv) {
+    const char *pos[4], *size = NULL, *etag = NULL, *blob = NULL;
+    opt opts[] = {{"--size", 1, &size, NULL, NULL},
+                  {"--etag", 1, &etag, NULL, NULL},
+                  {"--blob-id", 1, &blob, NULL, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args(c, argc, argv, opts, pos, 4);
+    if (rc)
+        return rc;
+    unsigned long long n, sz;
+    if (parse_u64(pos[3], &n) < 0 || n < 1 || n > 10000)
+        return usage_error("part number must be 1 to 10000, not \"%s\"", pos[3]);
+    if (!size || !etag)
+        return usage_error("mpu part needs --size and --etag%s", "");
+    if (parse_u64(size, &sz) < 0)
+        return usage_error("--size must be a byte count, not \"%s\"", size);
+    json_t *b = json_pack("{s:I,s:s}", "size", (json_int_t)sz, "etag", etag);
+    if (blob)
+        json_object_set_new(b, "blob_id", json_string(blob));
+    char *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    char target[2048], suffix[32];
+    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
+    snprintf(suffix, sizeof(suffix), "/parts/%llu", n);
+    char *url = upload_url(c, pos[0], pos[2], suffix, pos[1]);
+    cli_resp r;
+    rc = request(c, target, "PUT", url, body, NULL, &r);
+    free(url);
+    free(body);
+    if (rc)
+        return rc;
+    if (c->json) {
+        print_json_body(&r);
+    } else {
+        json_t *j = parse_json(c, target, &r, &rc);
+        if (j)
+            printf("upload_id: %s\npart_number: %llu\netag: %s\ntoken: %s\n", pos[2], n,
+                   etag, jstr(j, "token"));
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
+/* "N:ETAG" arguments into {"parts":[{"part_number","etag"}]}; NULL and
+ * *bad = index of the bad one. */
+static json_t *complete_body(const char **args, int n, int *bad) {
+    json_t *parts = json_array();
+    for (int i = 0; i < n; i++) {
+        const char *colon = strchr(args[i], ':');
+        char num[16];
+        unsigned long long pn;
+        size_t l = colon ? (size_t)(colon - args[i]) : 0;
+        if (!colon || l == 0 || l >= sizeof(num) || !colon[1]) {
+            *bad = i;
+            json_decref(parts);
+            return NULL;
+        }
+        memcpy(num, args[i], l);
+        num[l] = '\0';
+        if (parse_u64(num, &pn) < 0 || pn < 1 || pn > 10000) {
+            *bad = i;
+            json_decref(parts);
+            return NULL;
+        }
+        json_array_append_new(parts, json_pack("{s:I,s:s}", "part_number",
+                                               (json_int_t)pn, "etag", colon + 1));
+    }
+    return json_pack("{s:o}", "parts", parts);
+}
+
+static int cmd_mpu_complete(cli *c, int argc, char **argv) {
+    const char **pos = calloc((size_t)argc + 1, sizeof(*pos));
+    const char *if_match = NULL;
+    int if_none_match = 0, npos = 0;
+    opt opts[] = {{"--if-none-match", 0, NULL, &if_none_match, NULL},
+                  {"--if-match", 1, &if_match, NULL, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    if (!pos)
+        return CLI_EXIT_FAIL;
+    int rc = parse_args_var(c, argc, argv, opts, pos, 4, argc, &npos);
+    int bad = 0;
+    json_t *b = rc ? NULL : complete_body(pos + 3, npos - 3, &bad);
+    if (!rc && !b)
+        rc = usage_error("parts are N:ETAG with N 1 to 10000, not \"%s\"", pos[3 + bad]);
+    if (rc) {
+        free(pos);
+        return rc;
+    }
+    char *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    char im[256], target[2048], lead[2100];
+    const char *hdrs[3] = {NULL, NULL, NULL};
+    int nh = 0;
+    if (if_none_match)
+        hdrs[nh++] = "If-None-Match: *";
+    if (if_match) {
+        snprintf(im, sizeof(im), "If-Match: %s", if_match);
+        hdrs[nh++] = im;
+    }
+    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
+    snprintf(lead, sizeof(lead), "key: %s\n", pos[1]);
+    char *url = upload_url(c, pos[0], pos[2], "/complete", pos[1]);
+    cli_resp r;
+    rc = request(c, target, "POST", url, body, hdrs, &r);
+    free(url);
+    free(body);
+    free(pos);
+    return rc ? rc : write_answer(c, target, &r, lead);
+}
+
+static int cmd_mpu_abort(cli *c, int argc, char **argv) {
+    const char *pos[3];
+    int rc = parse_args(c, argc, argv, NULL, pos, 3);
+    if (rc)
+        return rc;
+    char target[2048], line[2200];
+    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
+    snprintf(line, sizeof(line), "abort: %s (upload %s)\n", target, pos[2]);
+    return simple_write(c, target, "DELETE", upload_url(c, pos[0], pos[2], NULL, pos[1]),
+                        NULL, line);
+}
+
+static void uploads_print(json_t *j) {
+    static const char *const head[] = {"KEY", "UPLOAD_ID", "INITIATED"};
+    static const int right[] = {0, 0, 0};
+    table t = {.ncols = 3, .head = head, .right = right};
+    size_t i;
+    json_t *v;
+    json_t *ups = json_object_get(j, "uploads");
+    json_array_foreach(ups, i, v) {
+        const char *row[] = {jstr(v, "key"), jstr(v, "upload_id"), jstr(v, "initiated")};
+        table_add(&t, row);
+    }
+    print_prefixes(j);
+    table_print_free(&t);
+    size_t nu = json_array_size(ups);
+    size_t np = json_array_size(json_object_get(j, "common_prefixes"));
+    printf("%zu %s, %zu %s%s\n", nu, plural(nu, "upload", "uploads"), np,
+           plural(np, "prefix", "prefixes"), truncated_note(j));
+}
+
+static int cmd_mpu_ls(cli *c, int argc, char **argv) {
+    const char *pos[1], *prefix = NULL, *delim = NULL, *km = NULL, *um = NULL,
+               *max = NULL;
+    int all = 0;
+    opt opts[] = {{"--prefix", 1, &prefix, NULL, NULL},
+                  {"--delimiter", 1, &delim, NULL, NULL},
+                  {"--key-marker", 1, &km, NULL, NULL},
+                  {"--upload-id-marker", 1, &um, NULL, NULL},
+                  {"--max-uploads", 1, &max, NULL, NULL},
+                  {"--all", 0, NULL, &all, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args(c, argc, argv, opts, pos, 1);
+    if (rc || (rc = check_count("--max-uploads", max)))
+        return rc;
+    char *base = bucket_url(c, pos[0], "/uploads");
+    if (!base)
+        return fail(c, pos[0], "InternalError", "out of memory");
+    list_req q = {.target = pos[0], .base = base, .all = all};
+    list_param(&q, "prefix", prefix);
+    list_param(&q, "delimiter", delim);
+    list_param(&q, "key_marker", km);
+    list_param(&q, "upload_id_marker", um);
+    list_param(&q, "max_uploads", max);
+    static const page_spec sp = {"uploads",
+                                 {"next_key_marker", "next_upload_id_marker"},
+                                 {"key_marker", "upload_id_marker"}};
+    json_t *j = list_fetch(c, &q, &sp, &rc);
+    free(base);
+    return j ? list_output(c, j, uploads_print) : rc;
+}
+
+static void parts_print(json_t *j) {
+    static const char *const head[] = {"PART", "SIZE", "ETAG", "LAST_MODIFIED"};
+    static const int right[] = {1, 1, 0, 0};
+    table t = {.ncols = 4, .head = head, .right = right};
+    size_t i;
+    json_t *v;
+    unsigned long long total = 0;
+    json_t *parts = json_object_get(j, "parts");
+    json_array_foreach(parts, i, v) {
+        char pn[16], size[32];
+        snprintf(pn, sizeof(pn), "%lld", (long long)jint(v, "part_number"));
+        snprintf(size, sizeof(size), "%lld", (long long)jint(v, "size"));
+        total += (unsigned long long)jint(v, "size");
+        const char *row[] = {pn, size, jstr(v, "etag"), jstr(v, "last_modified")};
+        table_add(&t, row);
+    }
+    table_print_free(&t);
+    size_t n = json_array_size(parts);
+    printf("%zu %s, %llu bytes%s\n", n, plural(n, "part", "parts"), total,
+           truncated_note(j));
+}
+
+static int cmd_mpu_parts(cli *c, int argc, char **argv) {
+    const char *pos[3], *pm = NULL, *max = NULL;
+    int all = 0;
+    opt opts[] = {{"--part-number-marker", 1, &pm, NULL, NULL},
+                  {"--max-parts", 1, &max, NULL, NULL},
+                  {"--all", 0, NULL, &all, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args(c, argc, argv, opts, pos, 3);
+    if (rc || (rc = check_count("--max-parts", max)) ||
+        (rc = check_count("--part-number-marker", pm)))
+        return rc;
+    char target[2048];
+    snprintf(target, sizeof(target), "%s/%s", pos[0], pos[1]);
+    char *base = upload_url(c, pos[0], pos[2], "/parts", pos[1]);
+    if (!base)
+        return fail(c, target, "InternalError", "out of memory");
+    list_req q = {.target = target, .base = base, .all = all};
+    list_param(&q, "part_number_marker", pm);
+    list_param(&q, "max_parts", max);
+    static const page_spec sp = {"parts", {"next_part_number_marker", NULL},
+                                 {"part_number_marker", NULL}};
+    json_t *j = list_fetch(c, &q, &sp, &rc);
+    free(base);
+    return j ? list_output(c, j, parts_print) : rc;
+}
+
+static int cmd_mpu(cli *c, int argc, char **argv) {
+    static const struct {
+        const char *name, *cmd;
+        int (*fn)(cli *, int, char **);
+    } subs[] = {{"create", "mpu create", cmd_mpu_create},
+                {"part", "mpu part", cmd_mpu_part},
+                {"complete", "mpu complete", cmd_mpu_complete},
+                {"abort", "mpu abort", cmd_mpu_abort},
+                {"ls", "mpu ls", cmd_mpu_ls},
+                {"parts", "mpu parts", cmd_mpu_parts}};
+    if (argc < 1)
+        return usage_error("mpu needs a subcommand (create, part, complete, abort, "
+                           "ls, parts)%s", "");
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (!strcmp(argv[0], subs[i].name)) {
+            c->cmd = subs[i].cmd;
+            return subs[i].fn(c, argc - 1, argv + 1);
+        }
+    return usage_error("unknown mpu subcommand \"%s\"", argv[0]);
+}
+
 int main(int argc, char **argv) {
     cli c = {0};
     const char *url_flag = NULL;
@@ -599,6 +1321,16 @@ int main(int argc, char **argv) {
         rc = cmd_ls(&c, rest_argc, rest);
     else if (!strcmp(c.cmd, "rm"))
         rc = cmd_rm(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "rb"))
+        rc = cmd_rb(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "bucket"))
+        rc = cmd_bucket(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "versioning"))
+        rc = cmd_versioning(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "versions"))
+        rc = cmd_versions(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "mpu"))
+        rc = cmd_mpu(&c, rest_argc, rest);
     else
         rc = usage_error("unknown command \"%s\"", c.cmd);
     curl_easy_cleanup(c.h);

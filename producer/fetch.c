@@ -123,6 +123,8 @@ static int fetch_parse(write_op *op) {
         copy_str(op->res.version_id, sizeof(op->res.version_id), j, "version_id");
         copy_str(op->res.etag, sizeof(op->res.etag), j, "etag");
         op->res.delete_marker = json_is_true(json_object_get(j, "delete_marker"));
+        /* Only create_upload outcomes carry it; absent -> "". */
+        copy_str(op->res.upload_id, sizeof(op->res.upload_id), j, "upload_id");
     } else if (status && !strcmp(status, "rejected")) {
         op->res.status = OBJLOG_STATUS_REJECTED;
         copy_str(op->res.error_code, sizeof(op->res.error_code), j, "code");

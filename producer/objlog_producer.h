@@ -67,6 +67,8 @@ typedef struct objlog_write_result {
     char etag[80];
     int delete_marker;
     char token[64];              /* read-after-write token ("" if not logged) */
+    char upload_id[24];          /* create_upload with status OK: the new
+                                    upload's id (16 hex digits), else "" */
 } objlog_write_result;
 
 typedef void(objlog_write_cb)(const objlog_write_result *res, void *opaque);
@@ -93,6 +95,23 @@ typedef struct objlog_write_opts {
     const uint8_t *request_id;   /* OBJLOG_REQUEST_ID_LEN bytes to retry a
                                     write; NULL: a new random id */
 } objlog_write_opts;
+
+/* Bucket settings for objlog_producer_create_bucket_ex. NULL conf or zero
+ * fields: no tenant, unversioned, default version cap (100,000 per key),
+ * no quota. */
+typedef struct objlog_bucket_conf {
+    const char *tenant;
+    objlog_versioning versioning;
+    uint64_t max_versions;       /* versions per key; 0 = default */
+    uint64_t quota_max_bytes;    /* 0 = unlimited */
+    uint64_t quota_max_objects;  /* 0 = unlimited */
+} objlog_bucket_conf;
+
+/* One entry of the part list given to complete_upload. */
+typedef struct objlog_completed_part {
+    uint32_t part_number;        /* 1..10000, ascending in the list */
+    const char *etag;
+} objlog_completed_part;
 
 typedef enum objlog_conf_res {
     OBJLOG_CONF_OK = 0,
@@ -136,6 +155,55 @@ int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
                                   objlog_write_cb *cb, void *opaque,
                                   char *errstr, size_t errstr_size);
 
+/* create_bucket with every setting (quota, version cap). */
+int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
+                                     const objlog_bucket_conf *conf,
+                                     const objlog_write_opts *opts,
+                                     objlog_write_cb *cb, void *opaque,
+                                     char *errstr, size_t errstr_size);
+/* v must be ENABLED or SUSPENDED: a bucket never goes back to unversioned. */
+int objlog_producer_set_versioning(objlog_producer *p, const char *bucket,
+                                   objlog_versioning v,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_cb *cb, void *opaque,
+                                   char *errstr, size_t errstr_size);
+/* Deletes an empty bucket (BucketNotEmpty otherwise). */
+int objlog_producer_delete_bucket(objlog_producer *p, const char *bucket,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size);
+/* Multipart upload metadata. create_upload reports the new id in
+ * res->upload_id (ack=applied, status OK). upload_id: 16 hex digits;
+ * part_number: 1..10000; n_parts: 1..10000. */
+int objlog_producer_create_upload(objlog_producer *p, const char *bucket,
+                                  const char *key, size_t key_len,
+                                  const objlog_object_meta *meta,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size);
+int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
+                                const char *key, size_t key_len,
+                                const char *upload_id, uint32_t part_number,
+                                uint64_t size, const char *etag,
+                                const char *blob_id,
+                                const objlog_write_opts *opts,
+                                objlog_write_cb *cb, void *opaque,
+                                char *errstr, size_t errstr_size);
+int objlog_producer_complete_upload(objlog_producer *p, const char *bucket,
+                                    const char *key, size_t key_len,
+                                    const char *upload_id,
+                                    const objlog_completed_part *parts,
+                                    size_t n_parts,
+                                    const objlog_write_opts *opts,
+                                    objlog_write_cb *cb, void *opaque,
+                                    char *errstr, size_t errstr_size);
+int objlog_producer_abort_upload(objlog_producer *p, const char *bucket,
+                                 const char *key, size_t key_len,
+                                 const char *upload_id,
+                                 const objlog_write_opts *opts,
+                                 objlog_write_cb *cb, void *opaque,
+                                 char *errstr, size_t errstr_size);
+
 /* Synchronous wrappers: block until the write completes and fill *res.
  * Return 0 when the call completed (inspect res->status), -1 with errstr
  * when it was rejected up front. */
@@ -157,6 +225,50 @@ int objlog_producer_delete_object_sync(objlog_producer *p, const char *bucket,
                                        const objlog_write_opts *opts,
                                        objlog_write_result *res, char *errstr,
                                        size_t errstr_size);
+
+int objlog_producer_create_bucket_ex_sync(objlog_producer *p,
+                                          const char *bucket,
+                                          const objlog_bucket_conf *conf,
+                                          const objlog_write_opts *opts,
+                                          objlog_write_result *res,
+                                          char *errstr, size_t errstr_size);
+int objlog_producer_set_versioning_sync(objlog_producer *p, const char *bucket,
+                                        objlog_versioning v,
+                                        const objlog_write_opts *opts,
+                                        objlog_write_result *res, char *errstr,
+                                        size_t errstr_size);
+int objlog_producer_delete_bucket_sync(objlog_producer *p, const char *bucket,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size);
+int objlog_producer_create_upload_sync(objlog_producer *p, const char *bucket,
+                                       const char *key, size_t key_len,
+                                       const objlog_object_meta *meta,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size);
+int objlog_producer_upload_part_sync(objlog_producer *p, const char *bucket,
+                                     const char *key, size_t key_len,
+                                     const char *upload_id,
+                                     uint32_t part_number, uint64_t size,
+                                     const char *etag, const char *blob_id,
+                                     const objlog_write_opts *opts,
+                                     objlog_write_result *res, char *errstr,
+                                     size_t errstr_size);
+int objlog_producer_complete_upload_sync(objlog_producer *p,
+                                         const char *bucket, const char *key,
+                                         size_t key_len, const char *upload_id,
+                                         const objlog_completed_part *parts,
+                                         size_t n_parts,
+                                         const objlog_write_opts *opts,
+                                         objlog_write_result *res,
+                                         char *errstr, size_t errstr_size);
+int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
+                                      const char *key, size_t key_len,
+                                      const char *upload_id,
+                                      const objlog_write_opts *opts,
+                                      objlog_write_result *res, char *errstr,
+                                      size_t errstr_size);
 
 const char *objlog_status_name(objlog_status s);
 

@@ -372,30 +372,149 @@ static int check_common(objlog_producer *p, const char *bucket,
     return 0;
 }
 
-int objlog_producer_create_bucket(objlog_producer *p, const char *bucket,
-                                  const char *tenant,
-                                  objlog_versioning versioning,
-                                  const objlog_write_opts *opts,
-                                  objlog_write_cb *cb, void *opaque,
-                                  char *errstr, size_t errstr_size) {
+int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
+                                     const objlog_bucket_conf *conf,
+                                     const objlog_write_opts *opts,
+                                     objlog_write_cb *cb, void *opaque,
+                                     char *errstr, size_t errstr_size) {
     if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
         return -1;
-    if (versioning < OBJLOG_VERSIONING_UNVERSIONED ||
-        versioning > OBJLOG_VERSIONING_SUSPENDED) {
-        snprintf(errstr, errstr_size, "invalid versioning %d", (int)versioning);
+    objlog_bucket_conf none = {0};
+    if (!conf)
+        conf = &none;
+    if (conf->versioning < OBJLOG_VERSIONING_UNVERSIONED ||
+        conf->versioning > OBJLOG_VERSIONING_SUSPENDED) {
+        snprintf(errstr, errstr_size, "invalid versioning %d",
+                 (int)conf->versioning);
         return -1;
     }
     Objlog__Event ev = OBJLOG__EVENT__INIT;
     Objlog__CreateBucket cb_op = OBJLOG__CREATE_BUCKET__INIT;
-    cb_op.tenant = (char *)(tenant ? tenant : "");
-    cb_op.versioning = (Objlog__Versioning)versioning;
+    Objlog__Quota quota = OBJLOG__QUOTA__INIT;
+    cb_op.tenant = (char *)(conf->tenant ? conf->tenant : "");
+    cb_op.versioning = (Objlog__Versioning)conf->versioning;
+    cb_op.max_versions = conf->max_versions;
+    if (conf->quota_max_bytes || conf->quota_max_objects) {
+        quota.max_bytes = conf->quota_max_bytes;
+        quota.max_objects = conf->quota_max_objects;
+        cb_op.quota = &quota;
+    }
     ev.bucket = (char *)bucket;
     ev.op_case = OBJLOG__EVENT__OP_CREATE_BUCKET;
     ev.create_bucket = &cb_op;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
 
+int objlog_producer_create_bucket(objlog_producer *p, const char *bucket,
+                                  const char *tenant,
+                                  objlog_versioning versioning,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size) {
+    objlog_bucket_conf conf = {.tenant = tenant, .versioning = versioning};
+    return objlog_producer_create_bucket_ex(p, bucket, &conf, opts, cb, opaque,
+                                            errstr, errstr_size);
+}
+
+int objlog_producer_set_versioning(objlog_producer *p, const char *bucket,
+                                   objlog_versioning v,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_cb *cb, void *opaque,
+                                   char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    if (v != OBJLOG_VERSIONING_ENABLED && v != OBJLOG_VERSIONING_SUSPENDED) {
+        snprintf(errstr, errstr_size,
+                 "invalid versioning %d: only Enabled or Suspended (a bucket "
+                 "never returns to unversioned)", (int)v);
+        return -1;
+    }
+    Objlog__SetVersioning sv = OBJLOG__SET_VERSIONING__INIT;
+    sv.status = (Objlog__Versioning)v;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_SET_VERSIONING;
+    ev.set_versioning = &sv;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_delete_bucket(objlog_producer *p, const char *bucket,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__DeleteBucket db = OBJLOG__DELETE_BUCKET__INIT;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_DELETE_BUCKET;
+    ev.delete_bucket = &db;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
 static const char *nz(const char *s) { return s ? s : ""; }
+
+/* ObjectMeta view of meta: strings borrowed from the caller, the user
+ * metadata arrays owned by mb (freed by meta_build_free). */
+typedef struct meta_build {
+    Objlog__ObjectMeta om;
+    Objlog__UserMeta *um;
+    Objlog__UserMeta **ump;
+} meta_build;
+
+static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
+                           char *errstr, size_t errstr_size) {
+    objlog__object_meta__init(&mb->om);
+    size_t nu = meta ? meta->n_user_meta : 0;
+    mb->um = calloc(nu ? nu : 1, sizeof(*mb->um));
+    mb->ump = calloc(nu ? nu : 1, sizeof(*mb->ump));
+    if (!mb->um || !mb->ump) {
+        free(mb->um);
+        free(mb->ump);
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    if (meta) {
+        mb->om.size = meta->size;
+        mb->om.etag = (char *)nz(meta->etag);
+        mb->om.content_type = (char *)nz(meta->content_type);
+        mb->om.blob_id = (char *)nz(meta->blob_id);
+        mb->om.storage_class = (char *)nz(meta->storage_class);
+        mb->om.checksum = (char *)nz(meta->checksum);
+    }
+    for (size_t i = 0; i < nu; i++) {
+        objlog__user_meta__init(&mb->um[i]);
+        mb->um[i].name = (char *)meta->user_meta[i].name;
+        mb->um[i].value = (char *)meta->user_meta[i].value;
+        mb->ump[i] = &mb->um[i];
+    }
+    mb->om.n_user_metadata = nu;
+    mb->om.user_metadata = nu ? mb->ump : NULL;
+    return 0;
+}
+
+static void meta_build_free(meta_build *mb) {
+    free(mb->um);
+    free(mb->ump);
+}
+
+static int check_object(objlog_producer *p, const char *bucket,
+                        const char *key, size_t key_len,
+                        const objlog_write_opts *opts, char *errstr,
+                        size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
+        validate_key(key, key_len, errstr, errstr_size) < 0)
+        return -1;
+    return 0;
+}
+
+static void event_object(Objlog__Event *ev, const char *bucket,
+                         const char *key, size_t key_len) {
+    objlog__event__init(ev);
+    ev->bucket = (char *)bucket;
+    ev->key.data = (uint8_t *)key;
+    ev->key.len = key_len;
+}
 
 int objlog_producer_put_object(objlog_producer *p, const char *bucket,
                                const char *key, size_t key_len,
@@ -403,47 +522,19 @@ int objlog_producer_put_object(objlog_producer *p, const char *bucket,
                                const objlog_write_opts *opts,
                                objlog_write_cb *cb, void *opaque,
                                char *errstr, size_t errstr_size) {
-    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
-        validate_key(key, key_len, errstr, errstr_size) < 0 ||
-        validate_meta(meta, errstr, errstr_size) < 0)
+    meta_build mb;
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
+        validate_meta(meta, errstr, errstr_size) < 0 ||
+        meta_build_init(&mb, meta, errstr, errstr_size) < 0)
         return -1;
-    Objlog__ObjectMeta om = OBJLOG__OBJECT_META__INIT;
-    size_t nu = meta ? meta->n_user_meta : 0;
-    Objlog__UserMeta *um = calloc(nu ? nu : 1, sizeof(*um));
-    Objlog__UserMeta **ump = calloc(nu ? nu : 1, sizeof(*ump));
-    if (!um || !ump) {
-        free(um);
-        free(ump);
-        snprintf(errstr, errstr_size, "out of memory");
-        return -1;
-    }
-    if (meta) {
-        om.size = meta->size;
-        om.etag = (char *)nz(meta->etag);
-        om.content_type = (char *)nz(meta->content_type);
-        om.blob_id = (char *)nz(meta->blob_id);
-        om.storage_class = (char *)nz(meta->storage_class);
-        om.checksum = (char *)nz(meta->checksum);
-    }
-    for (size_t i = 0; i < nu; i++) {
-        objlog__user_meta__init(&um[i]);
-        um[i].name = (char *)meta->user_meta[i].name;
-        um[i].value = (char *)meta->user_meta[i].value;
-        ump[i] = &um[i];
-    }
-    om.n_user_metadata = nu;
-    om.user_metadata = nu ? ump : NULL;
     Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
-    put.meta = &om;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.key.data = (uint8_t *)key;
-    ev.key.len = key_len;
+    put.meta = &mb.om;
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len);
     ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
     ev.put_object = &put;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
-    free(um);
-    free(ump);
+    meta_build_free(&mb);
     return rc;
 }
 
@@ -465,6 +556,111 @@ int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
     ev.key.len = key_len;
     ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
     ev.delete_object = &del;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_create_upload(objlog_producer *p, const char *bucket,
+                                  const char *key, size_t key_len,
+                                  const objlog_object_meta *meta,
+                                  const objlog_write_opts *opts,
+                                  objlog_write_cb *cb, void *opaque,
+                                  char *errstr, size_t errstr_size) {
+    meta_build mb;
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
+        validate_meta(meta, errstr, errstr_size) < 0 ||
+        meta_build_init(&mb, meta, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
+    cu.meta = &mb.om;
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len);
+    ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
+    ev.create_upload = &cu;
+    int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+    meta_build_free(&mb);
+    return rc;
+}
+
+int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
+                                const char *key, size_t key_len,
+                                const char *upload_id, uint32_t part_number,
+                                uint64_t size, const char *etag,
+                                const char *blob_id,
+                                const objlog_write_opts *opts,
+                                objlog_write_cb *cb, void *opaque,
+                                char *errstr, size_t errstr_size) {
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
+        validate_upload_id(upload_id, errstr, errstr_size) < 0 ||
+        validate_part_number(part_number, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__UploadPart up = OBJLOG__UPLOAD_PART__INIT;
+    up.upload_id = (char *)upload_id;
+    up.part_number = part_number;
+    up.size = size;
+    up.etag = (char *)nz(etag);
+    up.blob_id = (char *)nz(blob_id);
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len);
+    ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
+    ev.upload_part = &up;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_complete_upload(objlog_producer *p, const char *bucket,
+                                    const char *key, size_t key_len,
+                                    const char *upload_id,
+                                    const objlog_completed_part *parts,
+                                    size_t n_parts,
+                                    const objlog_write_opts *opts,
+                                    objlog_write_cb *cb, void *opaque,
+                                    char *errstr, size_t errstr_size) {
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
+        validate_upload_id(upload_id, errstr, errstr_size) < 0 ||
+        validate_completed_parts(parts, n_parts, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__CompletedPart *cp = calloc(n_parts, sizeof(*cp));
+    Objlog__CompletedPart **cpp = calloc(n_parts, sizeof(*cpp));
+    if (!cp || !cpp) {
+        free(cp);
+        free(cpp);
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n_parts; i++) {
+        objlog__completed_part__init(&cp[i]);
+        cp[i].part_number = parts[i].part_number;
+        cp[i].etag = (char *)nz(parts[i].etag);
+        cpp[i] = &cp[i];
+    }
+    Objlog__CompleteUpload cu = OBJLOG__COMPLETE_UPLOAD__INIT;
+    cu.upload_id = (char *)upload_id;
+    cu.n_parts = n_parts;
+    cu.parts = cpp;
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len);
+    ev.op_case = OBJLOG__EVENT__OP_COMPLETE_UPLOAD;
+    ev.complete_upload = &cu;
+    int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+    free(cp);
+    free(cpp);
+    return rc;
+}
+
+int objlog_producer_abort_upload(objlog_producer *p, const char *bucket,
+                                 const char *key, size_t key_len,
+                                 const char *upload_id,
+                                 const objlog_write_opts *opts,
+                                 objlog_write_cb *cb, void *opaque,
+                                 char *errstr, size_t errstr_size) {
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
+        validate_upload_id(upload_id, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__AbortUpload au = OBJLOG__ABORT_UPLOAD__INIT;
+    au.upload_id = (char *)upload_id;
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len);
+    ev.op_case = OBJLOG__EVENT__OP_ABORT_UPLOAD;
+    ev.abort_upload = &au;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
 
@@ -540,5 +736,99 @@ int objlog_producer_delete_object_sync(objlog_producer *p, const char *bucket,
     sync_init(&w, res);
     return sync_finish(&w, objlog_producer_delete_object(
                                p, bucket, key, key_len, version_id, opts,
+                               sync_cb, &w, errstr, errstr_size));
+}
+
+int objlog_producer_create_bucket_ex_sync(objlog_producer *p,
+                                          const char *bucket,
+                                          const objlog_bucket_conf *conf,
+                                          const objlog_write_opts *opts,
+                                          objlog_write_result *res,
+                                          char *errstr, size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_create_bucket_ex(
+                               p, bucket, conf, opts, sync_cb, &w, errstr,
+                               errstr_size));
+}
+
+int objlog_producer_set_versioning_sync(objlog_producer *p, const char *bucket,
+                                        objlog_versioning v,
+                                        const objlog_write_opts *opts,
+                                        objlog_write_result *res, char *errstr,
+                                        size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_set_versioning(
+                               p, bucket, v, opts, sync_cb, &w, errstr,
+                               errstr_size));
+}
+
+int objlog_producer_delete_bucket_sync(objlog_producer *p, const char *bucket,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_delete_bucket(
+                               p, bucket, opts, sync_cb, &w, errstr,
+                               errstr_size));
+}
+
+int objlog_producer_create_upload_sync(objlog_producer *p, const char *bucket,
+                                       const char *key, size_t key_len,
+                                       const objlog_object_meta *meta,
+                                       const objlog_write_opts *opts,
+                                       objlog_write_result *res, char *errstr,
+                                       size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_create_upload(
+                               p, bucket, key, key_len, meta, opts, sync_cb,
+                               &w, errstr, errstr_size));
+}
+
+int objlog_producer_upload_part_sync(objlog_producer *p, const char *bucket,
+                                     const char *key, size_t key_len,
+                                     const char *upload_id,
+                                     uint32_t part_number, uint64_t size,
+                                     const char *etag, const char *blob_id,
+                                     const objlog_write_opts *opts,
+                                     objlog_write_result *res, char *errstr,
+                                     size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_upload_part(
+                               p, bucket, key, key_len, upload_id,
+                               part_number, size, etag, blob_id, opts,
+                               sync_cb, &w, errstr, errstr_size));
+}
+
+int objlog_producer_complete_upload_sync(objlog_producer *p,
+                                         const char *bucket, const char *key,
+                                         size_t key_len, const char *upload_id,
+                                         const objlog_completed_part *parts,
+                                         size_t n_parts,
+                                         const objlog_write_opts *opts,
+                                         objlog_write_result *res,
+                                         char *errstr, size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_complete_upload(
+                               p, bucket, key, key_len, upload_id, parts,
+                               n_parts, opts, sync_cb, &w, errstr,
+                               errstr_size));
+}
+
+int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
+                                      const char *key, size_t key_len,
+                                      const char *upload_id,
+                                      const objlog_write_opts *opts,
+                                      objlog_write_result *res, char *errstr,
+                                      size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_abort_upload(
+                               p, bucket, key, key_len, upload_id, opts,
                                sync_cb, &w, errstr, errstr_size));
 }

@@ -61,6 +61,12 @@ int validate_meta(const objlog_object_meta *meta, char *errstr,
                   size_t errstr_size);
 int validate_version_id(const char *version_id, char *errstr,
                         size_t errstr_size);
+int validate_upload_id(const char *upload_id, char *errstr,
+                       size_t errstr_size);
+int validate_part_number(uint32_t part_number, char *errstr,
+                         size_t errstr_size);
+int validate_completed_parts(const objlog_completed_part *parts,
+                             size_t n_parts, char *errstr, size_t errstr_size);
 
 /* The outcome fetcher: one thread with a curl multi handle that asks the
  * query service for the outcome of each logged write (ack=applied). */

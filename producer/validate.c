@@ -3,7 +3,7 @@
  * with an errstr and never reaches the log, so the state machine only sees
  * events an S3 frontend could have sent. Limits follow S3: bucket names
  * 3..63 of [a-z0-9.-] with alphanumeric ends, keys 1..1024 bytes of UTF-8,
- * user metadata <= 2 KiB (names plus values). */
+ * user metadata <= 2 KiB (names plus values), part numbers 1..10000. */
 #include "producer_int.h"
 
 #include <stdio.h>
@@ -13,6 +13,7 @@
 
 #define KEY_MAX 1024
 #define USER_META_MAX 2048
+#define PART_NUMBER_MAX 10000
 
 static int is_alnum_lower(char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -131,4 +132,44 @@ int validate_version_id(const char *v, char *errstr, size_t errstr_size) {
              "invalid version id \"%s\": expected \"null\" or 16 hex digits",
              v);
     return -1;
+}
+
+/* Upload ids are version ids of the CreateUpload event (lower-case hex),
+ * so the same parser decides. */
+int validate_upload_id(const char *id, char *errstr, size_t errstr_size) {
+    uint64_t seq;
+    if (id && keycodec_parse_version_id(id, &seq) == 0)
+        return 0;
+    snprintf(errstr, errstr_size,
+             "invalid upload id \"%s\": expected 16 hex digits", id ? id : "");
+    return -1;
+}
+
+int validate_part_number(uint32_t n, char *errstr, size_t errstr_size) {
+    if (n >= 1 && n <= PART_NUMBER_MAX)
+        return 0;
+    snprintf(errstr, errstr_size,
+             "invalid part number %u: must be 1 to %d", n, PART_NUMBER_MAX);
+    return -1;
+}
+
+/* Order and etag matching are the state machine's to judge (InvalidPart,
+ * InvalidPartOrder are outcomes, as in S3); only the shape is checked. */
+int validate_completed_parts(const objlog_completed_part *parts,
+                             size_t n_parts, char *errstr,
+                             size_t errstr_size) {
+    if (n_parts < 1 || n_parts > PART_NUMBER_MAX || !parts) {
+        snprintf(errstr, errstr_size,
+                 "invalid part list: %zu parts, must be 1 to %d", n_parts,
+                 PART_NUMBER_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < n_parts; i++) {
+        char sub[96];
+        if (validate_part_number(parts[i].part_number, sub, sizeof(sub)) < 0) {
+            snprintf(errstr, errstr_size, "part list entry %zu: %s", i, sub);
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -46,6 +46,9 @@ struct gw_req {
     objlog_write_result res;
     int wait_rc;                 /* 0 applied, 1 timeout, -1 stopped */
     Objlog__Outcome *outcome;    /* when applied and stored */
+    int is_create_upload;        /* the reply names the upload and its key */
+    char *key;                   /* create upload: the key (owned) */
+    size_t key_len;
     char err[256];
     gw_req *next;
 };
@@ -57,17 +60,22 @@ static void gw_req_free(gw_req *r) {
         objlog__outcome__free_unpacked(r->outcome, NULL);
     if (r->done)
         event_free(r->done);
+    free(r->key);
     free(r);
 }
 
 static void gw_reply_ok(gw_req *r, const char *version_id, const char *etag,
-                        int delete_marker) {
+                        int delete_marker, const char *upload_id) {
     http_add_header(&r->c, "X-Objlog-Token", r->res.token);
     http_add_header(&r->c, "X-Objlog-Request-Id", r->res.request_id_hex);
-    http_reply_json(&r->c, 200,
-                    json_pack("{s:s, s:s, s:s, s:b, s:s}", "version_id", version_id,
-                              "etag", etag, "token", r->res.token, "delete_marker",
-                              delete_marker, "request_id", r->res.request_id_hex));
+    json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:s}", "version_id", version_id,
+                          "etag", etag, "token", r->res.token, "delete_marker",
+                          delete_marker, "request_id", r->res.request_id_hex);
+    if (r->is_create_upload) {
+        json_object_set_new(j, "upload_id", json_string(upload_id));
+        json_object_set_new(j, "key", http_json_bytes(r->key, r->key_len));
+    }
+    http_reply_json(&r->c, 200, j);
 }
 
 static void gw_reply_logged(gw_req *r) {
@@ -95,7 +103,7 @@ static void gw_reply_outcome(gw_req *r) {
     const Objlog__Outcome *o = r->outcome;
     if (o->code == OBJLOG__OUTCOME_CODE__OUTCOME_OK) {
         gw_reply_ok(r, o->version_id ? o->version_id : "", o->etag ? o->etag : "",
-                    o->delete_marker);
+                    o->delete_marker, o->upload_id ? o->upload_id : "");
         return;
     }
     http_add_header(&r->c, "X-Objlog-Token", r->res.token);
@@ -108,7 +116,7 @@ static void gw_reply_outcome(gw_req *r) {
 
 /* HTTP status of an S3 code the producer reported by name. */
 static int gw_status_of(const char *code) {
-    for (int c = 0; c <= OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_VERSION; c++)
+    for (int c = 0; c <= OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL; c++)
         if (strcmp(outcome_code_name((Objlog__OutcomeCode)c), code) == 0)
             return outcome_http_status((Objlog__OutcomeCode)c);
     return 500;
@@ -130,7 +138,8 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
         gw_reply_unknown(r, "no outcome in time; retry with the same request id");
         break;
     case OBJLOG_STATUS_OK:
-        gw_reply_ok(r, r->res.version_id, r->res.etag, r->res.delete_marker);
+        gw_reply_ok(r, r->res.version_id, r->res.etag, r->res.delete_marker,
+                    r->res.upload_id);
         break;
     case OBJLOG_STATUS_REJECTED:
         http_reply_error_rid(&r->c, gw_status_of(r->res.error_code), r->res.error_code, r->res.request_id_hex,
@@ -346,39 +355,119 @@ static int gw_string_field(http_ctx *c, json_t *o, const char *name,
     return 0;
 }
 
+/* "Enabled" / "Suspended" / "" (when allow_empty) -> *v; -1 otherwise. */
+static int gw_versioning(const char *s, int allow_empty, objlog_versioning *v) {
+    if (s && strcmp(s, "Enabled") == 0)
+        *v = OBJLOG_VERSIONING_ENABLED;
+    else if (s && strcmp(s, "Suspended") == 0)
+        *v = OBJLOG_VERSIONING_SUSPENDED;
+    else if (allow_empty && (!s || !*s))
+        *v = OBJLOG_VERSIONING_UNVERSIONED;
+    else
+        return -1;
+    return 0;
+}
+
+/* Optional non-negative integer field (positive when positive is set):
+ * 0 ok (*out untouched when absent), -1 replied. */
+static int gw_uint_field(http_ctx *c, json_t *o, const char *name, int positive,
+                         uint64_t *out) {
+    json_t *v = json_object_get(o, name);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < (positive ? 1 : 0)) {
+        http_reply_error(c, 400, "InvalidArgument", "field %s must be a %s integer",
+                         name, positive ? "positive" : "non-negative");
+        return -1;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* The bucket settings of a PUT /v1/buckets/{b} body; -1 replied. */
+static int gw_bucket_conf(http_ctx *c, json_t *body, objlog_bucket_conf *bc) {
+    const char *vers = NULL;
+    memset(bc, 0, sizeof(*bc));
+    if (!body)
+        return 0;
+    if (gw_string_field(c, body, "tenant", &bc->tenant) < 0 ||
+        gw_string_field(c, body, "versioning", &vers) < 0 ||
+        gw_uint_field(c, body, "max_versions", 1, &bc->max_versions) < 0)
+        return -1;
+    if (gw_versioning(vers, 1, &bc->versioning) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "field versioning must be Enabled, Suspended or empty");
+        return -1;
+    }
+    json_t *q = json_object_get(body, "quota");
+    if (!q || json_is_null(q))
+        return 0;
+    if (!json_is_object(q)) {
+        http_reply_error(c, 400, "InvalidArgument", "field quota must be an object");
+        return -1;
+    }
+    if (gw_uint_field(c, q, "max_bytes", 0, &bc->quota_max_bytes) < 0 ||
+        gw_uint_field(c, q, "max_objects", 0, &bc->quota_max_objects) < 0)
+        return -1;
+    return 0;
+}
+
 void gateway_put_bucket(http_ctx *c, const char *bucket) {
     int empty;
     json_t *body = gw_body_json(c, &empty);
     if (!body && !empty)
         return;
-    const char *tenant = NULL, *vers = NULL;
-    if (body && (gw_string_field(c, body, "tenant", &tenant) < 0 ||
-                 gw_string_field(c, body, "versioning", &vers) < 0)) {
-        json_decref(body);
-        return;
-    }
-    objlog_versioning v = OBJLOG_VERSIONING_UNVERSIONED;
-    if (vers && strcmp(vers, "Enabled") == 0) {
-        v = OBJLOG_VERSIONING_ENABLED;
-    } else if (vers && strcmp(vers, "Suspended") == 0) {
-        v = OBJLOG_VERSIONING_SUSPENDED;
-    } else if (vers && *vers) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "field versioning must be Enabled, Suspended or empty");
-        json_decref(body);
-        return;
-    }
+    objlog_bucket_conf bc;
     objlog_write_opts opts;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (r) {
+    gw_req *r;
+    if (gw_bucket_conf(c, body, &bc) == 0 && (r = gw_req_new(c, &opts, rid))) {
         char err[256] = "";
-        int rc = objlog_producer_create_bucket(c->q->producer, bucket,
-                                               tenant ? tenant : "", v, &opts,
-                                               gw_on_logged, r, err, sizeof(err));
+        int rc = objlog_producer_create_bucket_ex(c->q->producer, bucket, &bc, &opts,
+                                                  gw_on_logged, r, err, sizeof(err));
         gw_submitted(c, r, rc, err);
     }
     json_decref(body);
+}
+
+void gateway_put_versioning(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"status\":\"Enabled|Suspended\"}");
+        return;
+    }
+    const char *status = NULL;
+    objlog_versioning v;
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (gw_string_field(c, body, "status", &status) < 0) {
+        /* replied */
+    } else if (gw_versioning(status, 0, &v) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "field status must be Enabled or Suspended");
+    } else if ((r = gw_req_new(c, &opts, rid))) {
+        char err[256] = "";
+        int rc = objlog_producer_set_versioning(c->q->producer, bucket, v, &opts,
+                                                gw_on_logged, r, err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    json_decref(body);
+}
+
+void gateway_delete_bucket(http_ctx *c, const char *bucket) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_delete_bucket(c->q->producer, bucket, &opts,
+                                           gw_on_logged, r, err, sizeof(err));
+    gw_submitted(c, r, rc, err);
 }
 
 /* Fills meta from the body; -1 after replying. user_meta is malloc'd. */
@@ -481,5 +570,198 @@ void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
     int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)key,
                                            key_len, vid, &opts, gw_on_logged, r,
                                            err, sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
+/* ------------------------------------------------------------- multipart */
+
+/* The "key" field of a create-upload body, checked as a URL key is. */
+static const char *gw_body_key(http_ctx *c, json_t *body, size_t *kn) {
+    json_t *k = json_object_get(body, "key");
+    if (!json_is_string(k) || json_string_length(k) == 0) {
+        http_reply_error(c, 400, "InvalidArgument", "field key must be a non-empty string");
+        return NULL;
+    }
+    *kn = json_string_length(k);
+    if (*kn > HTTP_MAX_KEY_LEN) {
+        http_reply_error(c, 400, "KeyTooLongError", "key is %zu bytes; the limit is %d",
+                         *kn, HTTP_MAX_KEY_LEN);
+        return NULL;
+    }
+    return json_string_value(k);
+}
+
+void gateway_create_upload(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be a JSON object with the key");
+        return;
+    }
+    objlog_object_meta meta;
+    objlog_user_meta *um = NULL;
+    size_t kn = 0;
+    const char *key = gw_body_key(c, body, &kn);
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (key && gw_parse_meta(c, body, &meta, &um) == 0 &&
+        (r = gw_req_new(c, &opts, rid))) {
+        r->is_create_upload = 1;
+        r->key = malloc(kn + 1);
+        if (r->key) {
+            memcpy(r->key, key, kn);
+            r->key_len = kn;
+        }
+        char err[256] = "";
+        int rc = r->key ? objlog_producer_create_upload(c->q->producer, bucket, key, kn,
+                                                        &meta, &opts, gw_on_logged, r,
+                                                        err, sizeof(err))
+                        : (snprintf(err, sizeof(err), "out of memory"), -1);
+        gw_submitted(c, r, rc, err);
+    }
+    free(um);
+    json_decref(body);
+}
+
+/* Part number from the path: 1..10000. */
+static int gw_part_number(const char *s, uint32_t *out) {
+    char *end = NULL;
+    if (!s || *s < '1' || *s > '9' || strlen(s) > 5)
+        return -1;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || v < 1 || v > 10000)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
+                         const char *part_number) {
+    size_t kn;
+    uint32_t pn;
+    const char *key = read_upload_key(c, &kn);
+    if (!key)
+        return;
+    if (gw_part_number(part_number, &pn) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "part number must be an integer in 1..10000");
+        return;
+    }
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"size\",\"etag\",\"blob_id\"}");
+        return;
+    }
+    uint64_t size = 0;
+    const char *etag = NULL, *blob = NULL;
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (gw_uint_field(c, body, "size", 0, &size) == 0 &&
+        gw_string_field(c, body, "etag", &etag) == 0 &&
+        gw_string_field(c, body, "blob_id", &blob) == 0 &&
+        (r = gw_req_new(c, &opts, rid))) {
+        char err[256] = "";
+        int rc = objlog_producer_upload_part(c->q->producer, bucket, key, kn, upload_id,
+                                             pn, size, etag ? etag : "",
+                                             blob ? blob : "", &opts, gw_on_logged, r,
+                                             err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    json_decref(body);
+}
+
+/* {"parts":[{"part_number","etag"}]} -> *parts (malloc'd, etags borrowed
+ * from body). -1 replied. */
+static int gw_completed_parts(http_ctx *c, json_t *body,
+                              objlog_completed_part **parts, size_t *n) {
+    json_t *arr = json_object_get(body, "parts");
+    *parts = NULL;
+    *n = 0;
+    if (!json_is_array(arr) || json_array_size(arr) == 0 ||
+        json_array_size(arr) > 10000) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "field parts must be an array of 1..10000 parts");
+        return -1;
+    }
+    *parts = calloc(json_array_size(arr), sizeof(**parts));
+    if (!*parts) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    size_t i;
+    json_t *p;
+    json_array_foreach(arr, i, p) {
+        json_t *num = json_object_get(p, "part_number");
+        json_t *etag = json_object_get(p, "etag");
+        if (!json_is_integer(num) || json_integer_value(num) < 1 ||
+            json_integer_value(num) > 10000 || !json_is_string(etag)) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "parts[%zu] needs part_number (1..10000) and etag", i);
+            return -1;
+        }
+        (*parts)[i].part_number = (uint32_t)json_integer_value(num);
+        (*parts)[i].etag = json_string_value(etag);
+        (*n)++;
+    }
+    return 0;
+}
+
+void gateway_complete_upload(http_ctx *c, const char *bucket,
+                             const char *upload_id) {
+    size_t kn;
+    const char *key = read_upload_key(c, &kn);
+    if (!key)
+        return;
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"parts\":[{\"part_number\",\"etag\"}]}");
+        return;
+    }
+    struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
+    const char *inm = evhttp_find_header(h, "If-None-Match");
+    objlog_completed_part *parts = NULL;
+    size_t n = 0;
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (inm && strcmp(inm, "*") != 0) {
+        http_reply_error(c, 400, "InvalidArgument", "If-None-Match supports only *");
+    } else if (gw_completed_parts(c, body, &parts, &n) == 0 &&
+               (r = gw_req_new(c, &opts, rid))) {
+        char err[256] = "";
+        opts.if_match = evhttp_find_header(h, "If-Match");
+        opts.if_none_match = inm != NULL;
+        int rc = objlog_producer_complete_upload(c->q->producer, bucket, key, kn,
+                                                 upload_id, parts, n, &opts,
+                                                 gw_on_logged, r, err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    free(parts);
+    json_decref(body);
+}
+
+void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id) {
+    size_t kn;
+    const char *key = read_upload_key(c, &kn);
+    if (!key)
+        return;
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_abort_upload(c->q->producer, bucket, key, kn, upload_id,
+                                          &opts, gw_on_logged, r, err, sizeof(err));
     gw_submitted(c, r, rc, err);
 }

@@ -301,6 +301,44 @@ static void http_route_object(http_ctx *c, enum evhttp_cmd_type cmd,
     free(key);
 }
 
+/* rest = what follows "/uploads/": {id}, {id}/parts, {id}/parts/{n} or
+ * {id}/complete. */
+static void http_route_upload(http_ctx *c, enum evhttp_cmd_type cmd,
+                              const char *bucket, const char *rest) {
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    char id[64];
+    if (n == 0 || n >= sizeof(id)) {
+        http_reply_error(c, 404, "NoSuchUpload", "no such upload");
+        return;
+    }
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    if (!slash) {
+        if (cmd == EVHTTP_REQ_DELETE)
+            gateway_abort_upload(c, bucket, id);
+        else
+            http_method_not_allowed(c, "DELETE");
+    } else if (strcmp(slash, "/parts") == 0) {
+        if (cmd == EVHTTP_REQ_GET)
+            read_parts(c, bucket, id);
+        else
+            http_method_not_allowed(c, "GET");
+    } else if (strncmp(slash, "/parts/", 7) == 0 && slash[7]) {
+        if (cmd == EVHTTP_REQ_PUT)
+            gateway_upload_part(c, bucket, id, slash + 7);
+        else
+            http_method_not_allowed(c, "PUT");
+    } else if (strcmp(slash, "/complete") == 0) {
+        if (cmd == EVHTTP_REQ_POST)
+            gateway_complete_upload(c, bucket, id);
+        else
+            http_method_not_allowed(c, "POST");
+    } else {
+        http_reply_error(c, 404, "NoSuchRoute", "no such route");
+    }
+}
+
 /* rest = what follows "/v1/buckets/". */
 static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                               const char *rest) {
@@ -325,8 +363,12 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
     if (!slash) {
         if (cmd == EVHTTP_REQ_PUT)
             gateway_put_bucket(c, bucket);
+        else if (cmd == EVHTTP_REQ_GET)
+            read_bucket(c, bucket);
+        else if (cmd == EVHTTP_REQ_DELETE)
+            gateway_delete_bucket(c, bucket);
         else
-            http_method_not_allowed(c, "PUT");
+            http_method_not_allowed(c, "GET, PUT, DELETE");
     } else if (strcmp(slash, "/objects") == 0) {
         if (cmd == EVHTTP_REQ_GET)
             read_list(c, bucket);
@@ -334,6 +376,25 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
             http_method_not_allowed(c, "GET");
     } else if (strncmp(slash, "/objects/", 9) == 0) {
         http_route_object(c, cmd, bucket, slash + 9);
+    } else if (strcmp(slash, "/versions") == 0) {
+        if (cmd == EVHTTP_REQ_GET)
+            read_versions(c, bucket);
+        else
+            http_method_not_allowed(c, "GET");
+    } else if (strcmp(slash, "/versioning") == 0) {
+        if (cmd == EVHTTP_REQ_PUT)
+            gateway_put_versioning(c, bucket);
+        else
+            http_method_not_allowed(c, "PUT");
+    } else if (strcmp(slash, "/uploads") == 0) {
+        if (cmd == EVHTTP_REQ_GET)
+            read_uploads(c, bucket);
+        else if (cmd == EVHTTP_REQ_POST)
+            gateway_create_upload(c, bucket);
+        else
+            http_method_not_allowed(c, "GET, POST");
+    } else if (strncmp(slash, "/uploads/", 9) == 0) {
+        http_route_upload(c, cmd, bucket, slash + 9);
     } else {
         http_reply_error(c, 404, "NoSuchRoute", "no such route");
     }

@@ -109,11 +109,18 @@ int fence_wait(http_ctx *c, const int32_t *parts, int nparts,
 void fence_applied_header(http_ctx *c, const int32_t *parts, int nparts,
                           const int64_t *applied);
 
-/* ---- read.c ---- */
+/* ---- read.c (the HTTP layer over view.h) ---- */
 void read_object(http_ctx *c, const char *bucket, const uint8_t *key,
                  size_t key_len, int head);
+void read_bucket(http_ctx *c, const char *bucket);
 void read_list(http_ctx *c, const char *bucket);
+void read_versions(http_ctx *c, const char *bucket);
+void read_uploads(http_ctx *c, const char *bucket);
+void read_parts(http_ctx *c, const char *bucket, const char *upload_id);
 void read_write_status(http_ctx *c, const char *token);
+/* The required key= query parameter of the upload routes (checked length);
+ * NULL after replying 400. */
+const char *read_upload_key(http_ctx *c, size_t *key_len);
 
 /* ---- listtoken.c ---- */
 #define LISTTOKEN_KEY 0
@@ -136,5 +143,13 @@ void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
                         size_t key_len);
 void gateway_delete_object(http_ctx *c, const char *bucket,
                            const uint8_t *key, size_t key_len);
+void gateway_delete_bucket(http_ctx *c, const char *bucket);
+void gateway_put_versioning(http_ctx *c, const char *bucket);
+void gateway_create_upload(http_ctx *c, const char *bucket);
+void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
+                         const char *part_number);
+void gateway_complete_upload(http_ctx *c, const char *bucket,
+                             const char *upload_id);
+void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id);
 
 #endif

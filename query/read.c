@@ -1,12 +1,11 @@
-/* read.c: reads over the materialized views (DESIGN §7, §8): GET/HEAD of
- * an object (latest or by version id), LIST of a bucket, and the outcome of
- * a write by its token.
+/* read.c: the HTTP/JSON layer of the reads (DESIGN §7, §8): GET/HEAD of an
+ * object, bucket settings, LIST, ListObjectVersions, multipart uploads and
+ * parts, and the outcome of a write by its token. The reading itself is
+ * view.c; this file owns parameters, fences, status codes and JSON shapes.
  *
- * Every read first passes its fence (fence.c), then reads from ONE RocksDB
- * snapshot taken after the fence, so the answer reflects at least the
- * positions it reports in X-Objlog-Applied (read just before the snapshot).
- * LIST reads only the `objects` CF and never scans under a common prefix:
- * it skips the whole prefix with one seek. */
+ * Every read first passes its fence (fence.c), then reads from ONE view
+ * (one RocksDB snapshot) opened after the fence, so the answer reflects at
+ * least the positions it reports in X-Objlog-Applied. */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -18,279 +17,70 @@
 #include "keycodec.h"
 #include "outcome.h"
 #include "token.h"
+#include "view.h"
 
 #define READ_MAX_PARTS 256
 
-/* One snapshot and the read options that pin it, for one request. */
-typedef struct read_view {
-    rocksdb_t *db;
-    const rocksdb_snapshot_t *snap;
-    rocksdb_readoptions_t *ro;
-} read_view;
+/* ------------------------------------------------------------- plumbing */
 
-static void read_view_open(read_view *v, objlog_store *s) {
-    v->db = objlog_store_db(s);
-    v->snap = rocksdb_create_snapshot(v->db);
-    v->ro = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_snapshot(v->ro, v->snap);
+/* Replies for a view answer that is not VIEW_OK. */
+static void read_reply_rc(http_ctx *c, view_rc rc, const char *bucket,
+                          const char *errstr) {
+    switch (rc) {
+    case VIEW_NO_SUCH_BUCKET:
+        http_reply_error(c, 404, "NoSuchBucket", "bucket %s does not exist", bucket);
+        break;
+    case VIEW_NO_SUCH_KEY:
+        http_reply_error(c, 404, "NoSuchKey", "the key does not exist");
+        break;
+    case VIEW_NO_SUCH_VERSION:
+        http_reply_error(c, 404, "NoSuchVersion", "no such version of this key");
+        break;
+    case VIEW_NO_SUCH_UPLOAD:
+        http_reply_error(c, 404, "NoSuchUpload",
+                         "the upload does not exist (aborted or completed?)");
+        break;
+    case VIEW_INVALID_ARGUMENT:
+        http_reply_error(c, 400, "InvalidArgument", "invalid version id or marker");
+        break;
+    default:
+        http_reply_error(c, 500, "InternalError", "%s",
+                         errstr && *errstr ? errstr : "store read failed");
+        break;
+    }
 }
 
-static void read_view_close(read_view *v) {
-    rocksdb_readoptions_destroy(v->ro);
-    rocksdb_release_snapshot(v->db, v->snap);
+/* Fences the partitions, then opens the snapshot the answer comes from.
+ * NULL when it already replied. */
+static view *read_fenced_view(http_ctx *c, const int32_t *parts, int n) {
+    int64_t applied[READ_MAX_PARTS];
+    if (fence_wait(c, parts, n, applied) < 0)
+        return NULL;
+    fence_applied_header(c, parts, n, applied);
+    view *v = view_open(c->q->store);
+    if (!v)
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    return v;
 }
 
-/* 1 found (*val malloc'd, rocksdb_free), 0 missing, -1 error. */
-static int read_get(http_ctx *c, read_view *v, objlog_cf cf, const keybuf *k,
-                    char **val, size_t *vlen) {
-    char *err = NULL;
-    *val = rocksdb_get_cf(v->db, v->ro, objlog_store_cf(c->q->store, cf),
-                          (const char *)k->data, k->len, vlen, &err);
-    if (err) {
-        http_reply_error(c, 500, "InternalError", "store read: %s", err);
-        rocksdb_free(err);
+/* The partition of route_key(b, k) (k "" for bucket-level reads). */
+static int read_key_partition(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t kn, int32_t *part) {
+    keybuf rk;
+    keybuf_init(&rk);
+    if (keycodec_route_key(&rk, bucket, strlen(bucket), key, kn) < 0) {
+        keybuf_free(&rk);
+        http_reply_error(c, 500, "InternalError", "out of memory");
         return -1;
     }
-    return *val ? 1 : 0;
-}
-
-/* 1 the bucket exists, 0 replied NoSuchBucket, -1 replied error. */
-static int read_bucket_exists(http_ctx *c, read_view *v, const char *bucket) {
-    keybuf k;
-    keybuf_init(&k);
-    char *val = NULL;
-    size_t vlen = 0;
-    int rc = keycodec_bucket_part(&k, bucket, strlen(bucket)) < 0
-                 ? -1 : read_get(c, v, OBJLOG_CF_BUCKETS, &k, &val, &vlen);
-    keybuf_free(&k);
-    rocksdb_free(val);
-    if (rc == 0)
-        http_reply_error(c, 404, "NoSuchBucket", "bucket %s does not exist", bucket);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- object */
-
-static void read_add_meta_fields(json_t *o, const Objlog__VersionRecord *r) {
-    const Objlog__ObjectMeta *m = r->meta;
-    char ts[40];
-    http_format_time(r->log_time_ms, ts, sizeof(ts));
-    json_object_set_new(o, "version_id", json_string(r->version_id ? r->version_id : ""));
-    json_object_set_new(o, "etag", json_string(m && m->etag ? m->etag : ""));
-    json_object_set_new(o, "size", json_integer(m ? (json_int_t)m->size : 0));
-    json_object_set_new(o, "storage_class",
-                        json_string(m && m->storage_class && *m->storage_class
-                                        ? m->storage_class : "STANDARD"));
-    json_object_set_new(o, "last_modified", json_string(ts));
-}
-
-static json_t *read_object_json(const char *bucket, const Objlog__VersionRecord *r) {
-    const Objlog__ObjectMeta *m = r->meta;
-    json_t *o = json_object();
-    json_t *um = json_object();
-    json_object_set_new(o, "bucket", json_string(bucket));
-    json_object_set_new(o, "key", http_json_bytes(r->key.data, r->key.len));
-    read_add_meta_fields(o, r);
-    json_object_set_new(o, "content_type", json_string(m && m->content_type ? m->content_type : ""));
-    json_object_set_new(o, "blob_id", json_string(m && m->blob_id ? m->blob_id : ""));
-    json_object_set_new(o, "checksum", json_string(m && m->checksum ? m->checksum : ""));
-    for (size_t i = 0; m && i < m->n_user_metadata; i++)
-        json_object_set_new(um, m->user_metadata[i]->name,
-                            json_string(m->user_metadata[i]->value));
-    json_object_set_new(o, "user_metadata", um);
-    json_object_set_new(o, "delete_marker", json_boolean(r->delete_marker));
-    return o;
-}
-
-static void read_reply_object(http_ctx *c, const char *bucket,
-                              const Objlog__VersionRecord *r, int head) {
-    char size[32], date[64];
-    const Objlog__ObjectMeta *m = r->meta;
-    time_t t = (time_t)(r->log_time_ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    snprintf(size, sizeof(size), "%llu", (unsigned long long)(m ? m->size : 0));
-    http_add_header(c, "ETag", m && m->etag ? m->etag : "");
-    http_add_header(c, "X-Objlog-Version-Id", r->version_id ? r->version_id : "");
-    http_add_header(c, "X-Objlog-Size", size);
-    http_add_header(c, "Last-Modified", date);
-    http_reply_json(c, 200, head ? NULL : read_object_json(bucket, r));
-}
-
-/* Decodes a stored VersionRecord; replies 500 and returns NULL if corrupt. */
-static Objlog__VersionRecord *read_decode_version(http_ctx *c, const char *val,
-                                                  size_t vlen) {
-    Objlog__VersionRecord *r =
-        objlog__version_record__unpack(NULL, vlen, (const uint8_t *)val);
-    if (!r)
-        http_reply_error(c, 500, "InternalError", "corrupt version record");
-    return r;
-}
-
-/* The per-key header row at route_key(b,k) in the versions CF holds the
- * seq of the key's "null" version (materializer.h). */
-static int read_null_seq(const char *val, size_t vlen, uint64_t *seq) {
-    objlog_key_header h;
-    if (objlog_key_header_decode(val, vlen, &h) < 0 || !h.has_null)
-        return -1;
-    *seq = h.null_seq;
+    *part = rangemap_partition(objlog_materializer_rangemap(c->q->m), rk.data, rk.len);
+    keybuf_free(&rk);
     return 0;
 }
 
-/* 1 found (*seq), 0 replied 404/400, -1 replied error. */
-static int read_version_seq(http_ctx *c, read_view *v, const keybuf *rk,
-                            const char *vid, uint64_t *seq) {
-    if (strcmp(vid, "null") != 0) {
-        if (keycodec_parse_version_id(vid, seq) == 0)
-            return 1;
-        http_reply_error(c, 400, "InvalidArgument", "invalid version id");
-        return 0;
-    }
-    char *val = NULL;
-    size_t vlen = 0;
-    int rc = read_get(c, v, OBJLOG_CF_VERSIONS, rk, &val, &vlen);
-    if (rc == 1 && read_null_seq(val, vlen, seq) < 0)
-        rc = 0;
-    rocksdb_free(val);
-    if (rc == 0)
-        http_reply_error(c, 404, "NoSuchVersion", "the key has no null version");
-    return rc;
-}
-
-static void read_object_version(http_ctx *c, read_view *v, const char *bucket,
-                                const uint8_t *key, size_t kn, const keybuf *rk,
-                                const char *vid, int head) {
-    uint64_t seq;
-    if (read_version_seq(c, v, rk, vid, &seq) <= 0)
-        return;
-    keybuf row;
-    keybuf_init(&row);
-    char *val = NULL;
-    size_t vlen = 0;
-    int rc = keycodec_version_row(&row, bucket, strlen(bucket), key, kn, seq) < 0
-                 ? -1 : read_get(c, v, OBJLOG_CF_VERSIONS, &row, &val, &vlen);
-    keybuf_free(&row);
-    if (rc == 0)
-        http_reply_error(c, 404, "NoSuchVersion", "no version %s of this key", vid);
-    if (rc != 1)
-        return;
-    Objlog__VersionRecord *r = read_decode_version(c, val, vlen);
-    rocksdb_free(val);
-    if (!r)
-        return;
-    if (strcmp(vid, "null") != 0 && r->version_id && strcmp(r->version_id, "null") == 0) {
-        /* a null version is addressed only as "null" (as the materializer
-         * does for DELETE ?version_id=) */
-        http_reply_error(c, 404, "NoSuchVersion", "no version %s of this key", vid);
-    } else if (r->delete_marker) {
-        http_add_header(c, "x-amz-delete-marker", "true");
-        http_add_header(c, "X-Objlog-Version-Id", r->version_id);
-        http_reply_error(c, 405, "MethodNotAllowed",
-                         "version %s is a delete marker", vid);
-    } else {
-        read_reply_object(c, bucket, r, head);
-    }
-    objlog__version_record__free_unpacked(r, NULL);
-}
-
-/* Newest row in the versions CF for the key: 1 a delete marker, else 0. The
- * objects CF holds live versions only, so this tells a deleted key (S3
- * answers with x-amz-delete-marker) from one that never existed. */
-static int read_latest_is_marker(http_ctx *c, read_view *v, const keybuf *rk) {
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(
-        v->db, v->ro, objlog_store_cf(c->q->store, OBJLOG_CF_VERSIONS));
-    int marker = 0;
-    rocksdb_iter_seek(it, (const char *)rk->data, rk->len);
-    for (int i = 0; i < 2 && rocksdb_iter_valid(it); i++, rocksdb_iter_next(it)) {
-        size_t kl, vl;
-        const char *k = rocksdb_iter_key(it, &kl);
-        if (kl < rk->len || memcmp(k, rk->data, rk->len) != 0)
-            break;
-        if (kl != rk->len + 8)
-            continue; /* the header row */
-        const char *val = rocksdb_iter_value(it, &vl);
-        Objlog__VersionRecord *r =
-            objlog__version_record__unpack(NULL, vl, (const uint8_t *)val);
-        marker = r && r->delete_marker;
-        if (r)
-            objlog__version_record__free_unpacked(r, NULL);
-        break;
-    }
-    rocksdb_iter_destroy(it);
-    return marker;
-}
-
-static void read_object_latest(http_ctx *c, read_view *v, const char *bucket,
-                               const keybuf *rk, int head) {
-    char *val = NULL;
-    size_t vlen = 0;
-    int rc = read_get(c, v, OBJLOG_CF_OBJECTS, rk, &val, &vlen);
-    if (rc < 0)
-        return;
-    if (rc == 0) {
-        if (read_latest_is_marker(c, v, rk))
-            http_add_header(c, "x-amz-delete-marker", "true");
-        http_reply_error(c, 404, "NoSuchKey", "the key does not exist");
-        return;
-    }
-    Objlog__VersionRecord *r = read_decode_version(c, val, vlen);
-    rocksdb_free(val);
-    if (!r)
-        return;
-    read_reply_object(c, bucket, r, head);
-    objlog__version_record__free_unpacked(r, NULL);
-}
-
-void read_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                 size_t key_len, int head) {
-    keybuf rk;
-    keybuf_init(&rk);
-    if (keycodec_route_key(&rk, bucket, strlen(bucket), key, key_len) < 0) {
-        keybuf_free(&rk);
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return;
-    }
-    int32_t part = rangemap_partition(objlog_materializer_rangemap(c->q->m),
-                                      rk.data, rk.len);
-    int64_t applied;
-    if (fence_wait(c, &part, 1, &applied) < 0) {
-        keybuf_free(&rk);
-        return;
-    }
-    fence_applied_header(c, &part, 1, &applied);
-    read_view v;
-    read_view_open(&v, c->q->store);
-    const char *vid = http_param_get(c, "version_id", NULL);
-    if (read_bucket_exists(c, &v, bucket) == 1) {
-        if (vid)
-            read_object_version(c, &v, bucket, key, key_len, &rk, vid, head);
-        else
-            read_object_latest(c, &v, bucket, &rk, head);
-    }
-    read_view_close(&v);
-    keybuf_free(&rk);
-}
-
-/* ------------------------------------------------------------------ list */
-
-typedef struct list_req {
-    const char *bucket;
-    const char *prefix;
-    size_t prefix_len;
-    const char *delim;
-    size_t delim_len;
-    const char *start_after;
-    size_t start_after_len;
-    long long max_keys;
-    keybuf lo, hi;               /* [lo, hi): the prefix's key range */
-    keybuf seek;                 /* where to start (>= lo) */
-    int skip_equal;              /* skip a row equal to seek (the last key) */
-} list_req;
-
 /* Partitions whose ranges intersect [lo, hi). */
-static int list_partitions(const rangemap *rm, const keybuf *lo, const keybuf *hi,
-                           int32_t *parts) {
+static int read_range_partitions(const rangemap *rm, const keybuf *lo,
+                                 const keybuf *hi, int32_t *parts) {
     int n = 0;
     for (int i = 0; i < rangemap_count(rm); i++) {
         const uint8_t *s, *e;
@@ -314,237 +104,442 @@ static int list_partitions(const rangemap *rm, const keybuf *lo, const keybuf *h
     return n;
 }
 
-static int keybuf_cmp(const keybuf *a, const keybuf *b) {
-    size_t m = a->len < b->len ? a->len : b->len;
-    int r = memcmp(a->data, b->data, m);
-    return r ? r : (a->len > b->len) - (a->len < b->len);
-}
-
-/* Sets l->seek past `last` (a key, or a common prefix skipped whole). */
-static int list_seek_after(list_req *l, int kind, const uint8_t *last, size_t n) {
-    keybuf k;
-    keybuf_init(&k);
-    int rc;
-    if (kind == LISTTOKEN_PREFIX) {
-        rc = keycodec_prefix_start(&k, l->bucket, strlen(l->bucket), last, n);
-        if (rc == 0)
-            rc = keycodec_prefix_end(&k);
-    } else {
-        rc = keycodec_route_key(&k, l->bucket, strlen(l->bucket), last, n);
-    }
-    if (rc == 0 && keybuf_cmp(&k, &l->seek) > 0) {
-        keybuf_reset(&l->seek);
-        rc = keybuf_append(&l->seek, k.data, k.len);
-        l->skip_equal = kind == LISTTOKEN_KEY;
-    }
-    keybuf_free(&k);
-    return rc;
-}
-
-/* Parses and checks the LIST parameters; replies and returns -1 on error. */
-static int list_parse(http_ctx *c, list_req *l) {
-    if (http_param_int(c, "max_keys", 0, 1000, 1000, &l->max_keys) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "max_keys must be an integer in 0..1000");
-        return -1;
-    }
-    l->prefix = http_param_get(c, "prefix", &l->prefix_len);
-    l->delim = http_param_get(c, "delimiter", &l->delim_len);
-    l->start_after = http_param_get(c, "start_after", &l->start_after_len);
-    if (!l->prefix)
-        l->prefix = "";
-    if (!l->delim)
-        l->delim = "";
-    if (!l->start_after)
-        l->start_after = "";
-    const char *bn = l->bucket;
-    if (keycodec_prefix_start(&l->lo, bn, strlen(bn), (const uint8_t *)l->prefix,
-                              l->prefix_len) < 0 ||
-        keybuf_append(&l->hi, l->lo.data, l->lo.len) < 0 ||
-        keycodec_prefix_end(&l->hi) < 0 ||
-        keybuf_append(&l->seek, l->lo.data, l->lo.len) < 0 ||
-        (l->start_after_len &&
-         list_seek_after(l, LISTTOKEN_KEY, (const uint8_t *)l->start_after,
-                         l->start_after_len) < 0)) {
+/* Fence + snapshot for a listing under prefix p of bucket. */
+static view *read_prefix_view(http_ctx *c, const char *bucket, const char *p,
+                              size_t pn) {
+    keybuf lo, hi;
+    keybuf_init(&lo);
+    keybuf_init(&hi);
+    int32_t parts[READ_MAX_PARTS];
+    int np = -1;
+    if (keycodec_prefix_start(&lo, bucket, strlen(bucket), (const uint8_t *)p, pn) == 0 &&
+        keybuf_append(&hi, lo.data, lo.len) == 0 && keycodec_prefix_end(&hi) == 0)
+        np = read_range_partitions(objlog_materializer_rangemap(c->q->m), &lo, &hi, parts);
+    keybuf_free(&lo);
+    keybuf_free(&hi);
+    if (np < 0) {
         http_reply_error(c, 500, "InternalError", "out of memory");
+        return NULL;
+    }
+    return read_fenced_view(c, parts, np);
+}
+
+/* A string parameter with its length; "" when absent. */
+static const char *read_param(http_ctx *c, const char *name, size_t *len) {
+    const char *v = http_param_get(c, name, len);
+    return v ? v : "";
+}
+
+static int read_max_param(http_ctx *c, const char *name, int *out) {
+    long long v;
+    if (http_param_int(c, name, 0, VIEW_MAX_KEYS, VIEW_MAX_KEYS, &v) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "%s must be an integer in 0..%d", name, VIEW_MAX_KEYS);
         return -1;
     }
+    *out = (int)v;
+    return 0;
+}
+
+static json_t *read_prefixes_json(const view_bytes *p, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, http_json_bytes(p[i].data, p[i].len));
+    return a;
+}
+
+static json_t *read_time_json(int64_t ms) {
+    char ts[40];
+    http_format_time(ms, ts, sizeof(ts));
+    return json_string(ts);
+}
+
+/* ---------------------------------------------------------------- object */
+
+/* The fields a listing shows of a version. */
+static json_t *read_version_json(const view_version *v) {
+    json_t *o = json_object();
+    json_object_set_new(o, "key", http_json_bytes(v->key.data, v->key.len));
+    json_object_set_new(o, "version_id", json_string(v->version_id));
+    json_object_set_new(o, "etag", json_string(v->etag));
+    json_object_set_new(o, "size", json_integer((json_int_t)v->size));
+    json_object_set_new(o, "storage_class", json_string(v->storage_class));
+    json_object_set_new(o, "last_modified", read_time_json(v->last_modified_ms));
+    return o;
+}
+
+static json_t *read_object_json(const char *bucket, const view_version *v) {
+    const Objlog__ObjectMeta *m = v->record->meta;
+    json_t *o = read_version_json(v);
+    json_t *um = json_object();
+    json_object_set_new(o, "bucket", json_string(bucket));
+    json_object_set_new(o, "content_type", json_string(m && m->content_type ? m->content_type : ""));
+    json_object_set_new(o, "blob_id", json_string(m && m->blob_id ? m->blob_id : ""));
+    json_object_set_new(o, "checksum", json_string(m && m->checksum ? m->checksum : ""));
+    for (size_t i = 0; m && i < m->n_user_metadata; i++)
+        json_object_set_new(um, m->user_metadata[i]->name,
+                            json_string(m->user_metadata[i]->value));
+    json_object_set_new(o, "user_metadata", um);
+    json_object_set_new(o, "delete_marker", json_boolean(v->delete_marker));
+    return o;
+}
+
+static void read_reply_object(http_ctx *c, const char *bucket,
+                              const view_version *v, int head) {
+    char size[32], date[64];
+    time_t t = (time_t)(v->last_modified_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    snprintf(size, sizeof(size), "%llu", (unsigned long long)v->size);
+    http_add_header(c, "ETag", v->etag);
+    http_add_header(c, "X-Objlog-Version-Id", v->version_id);
+    http_add_header(c, "X-Objlog-Size", size);
+    http_add_header(c, "Last-Modified", date);
+    http_reply_json(c, 200, head ? NULL : read_object_json(bucket, v));
+}
+
+/* S3: the newest version is a delete marker -> 404 NoSuchKey; a marker
+ * asked for by version id -> 405. Both say it is a marker in a header. */
+static void read_reply_marker(http_ctx *c, const view_version *v, int by_id) {
+    http_add_header(c, "x-amz-delete-marker", "true");
+    http_add_header(c, "X-Objlog-Version-Id", v->version_id);
+    if (by_id)
+        http_reply_error(c, 405, "MethodNotAllowed",
+                         "version %s is a delete marker", v->version_id);
+    else
+        http_reply_error(c, 404, "NoSuchKey",
+                         "the key does not exist (its newest version is a delete marker)");
+}
+
+void read_object(http_ctx *c, const char *bucket, const uint8_t *key,
+                 size_t key_len, int head) {
+    int32_t part;
+    if (read_key_partition(c, bucket, key, key_len, &part) < 0)
+        return;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return;
+    const char *vid = http_param_get(c, "version_id", NULL);
+    view_version ver;
+    char err[256];
+    view_rc rc = view_get_object(v, bucket, key, key_len, vid, &ver, err, sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK) {
+        read_reply_rc(c, rc, bucket, err);
+        return;
+    }
+    if (ver.delete_marker)
+        read_reply_marker(c, &ver, vid != NULL);
+    else
+        read_reply_object(c, bucket, &ver, head);
+    view_version_free(&ver);
+}
+
+/* ---------------------------------------------------------------- bucket */
+
+static const char *read_versioning_name(Objlog__Versioning v) {
+    switch (v) {
+    case OBJLOG__VERSIONING__VERSIONING_ENABLED:
+        return "Enabled";
+    case OBJLOG__VERSIONING__VERSIONING_SUSPENDED:
+        return "Suspended";
+    default:
+        return "";
+    }
+}
+
+#define READ_DEFAULT_MAX_VERSIONS 100000
+
+void read_bucket(http_ctx *c, const char *bucket) {
+    int32_t part;
+    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
+        return;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return;
+    view_bucket b;
+    char err[256];
+    view_rc rc = view_get_bucket(v, bucket, &b, err, sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK) {
+        read_reply_rc(c, rc, bucket, err);
+        return;
+    }
+    const Objlog__BucketRecord *r = b.record;
+    json_t *quota = json_pack("{s:I, s:I}",
+        "max_bytes", (json_int_t)(r->quota ? r->quota->max_bytes : 0),
+        "max_objects", (json_int_t)(r->quota ? r->quota->max_objects : 0));
+    json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}",
+        "name", bucket, "tenant", r->tenant ? r->tenant : "",
+        "versioning", read_versioning_name(r->versioning),
+        "max_versions", (json_int_t)(r->max_versions ? r->max_versions
+                                                     : READ_DEFAULT_MAX_VERSIONS),
+        "quota", quota, "created", read_time_json(r->created_ms));
+    view_bucket_free(&b);
+    http_reply_json(c, 200, j);
+}
+
+/* ------------------------------------------------------------------ list */
+
+/* The continuation token (opaque) decoded into the view's position. */
+static int read_list_token(http_ctx *c, const char *bucket, view_list_req *l,
+                           uint8_t **last) {
     size_t tn;
     const char *tok = http_param_get(c, "continuation_token", &tn);
+    int kind;
+    size_t last_len = 0;
+    l->after_kind = VIEW_POS_NONE;
     if (!tok)
         return 0;
-    int kind;
-    uint8_t *last = NULL;
-    size_t last_len = 0;
-    if (listtoken_decode(bn, tok, tn, &kind, &last, &last_len) < 0) {
+    if (listtoken_decode(bucket, tok, tn, &kind, last, &last_len) < 0) {
         http_reply_error(c, 400, "InvalidArgument",
                          "the continuation token is invalid or not for this bucket");
         return -1;
     }
-    int rc = list_seek_after(l, kind, last, last_len);
-    free(last);
-    if (rc < 0)
-        http_reply_error(c, 500, "InternalError", "out of memory");
-    return rc;
-}
-
-typedef struct list_out {
-    json_t *objects, *prefixes;
-    long long count;
-    int truncated;
-    int last_kind;
-    keybuf last;
-} list_out;
-
-static int list_add_object(list_out *o, const keybuf *key, const char *val,
-                           size_t vlen) {
-    Objlog__VersionRecord *r =
-        objlog__version_record__unpack(NULL, vlen, (const uint8_t *)val);
-    if (!r)
-        return -1;
-    json_t *j = json_object();
-    json_object_set_new(j, "key", http_json_bytes(key->data, key->len));
-    read_add_meta_fields(j, r);
-    objlog__version_record__free_unpacked(r, NULL);
-    json_array_append_new(o->objects, j);
+    l->after_kind = kind == LISTTOKEN_PREFIX ? VIEW_POS_PREFIX : VIEW_POS_KEY;
+    l->after = *last;
+    l->after_len = last_len;
     return 0;
 }
 
-/* The scan. A key containing the delimiter after the prefix rolls up into
- * its common prefix, and the iterator then jumps past every key under that
- * prefix with one seek instead of walking them. */
-static int list_scan(http_ctx *c, list_req *l, read_view *v, list_out *o) {
-    rocksdb_readoptions_set_iterate_upper_bound(v->ro, (const char *)l->hi.data,
-                                                l->hi.len);
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(
-        v->db, v->ro, objlog_store_cf(c->q->store, OBJLOG_CF_OBJECTS));
-    keybuf bucket, key, skip;
-    keybuf_init(&bucket);
-    keybuf_init(&key);
-    keybuf_init(&skip);
-    int rc = 0;
-    rocksdb_iter_seek(it, (const char *)l->seek.data, l->seek.len);
-    if (l->skip_equal && rocksdb_iter_valid(it)) {
-        size_t kl;
-        const char *k = rocksdb_iter_key(it, &kl);
-        if (kl == l->seek.len && memcmp(k, l->seek.data, kl) == 0)
-            rocksdb_iter_next(it);
-    }
-    for (; rocksdb_iter_valid(it) && l->max_keys > 0;) {
-        size_t kl, vl, used;
-        const char *k = rocksdb_iter_key(it, &kl);
-        keybuf_reset(&bucket);
-        keybuf_reset(&key);
-        if (keycodec_parse_route_key((const uint8_t *)k, kl, &bucket, &key, &used) < 0) {
-            rocksdb_iter_next(it); /* not a route key: nothing we wrote */
-            continue;
-        }
-        if (o->count == l->max_keys) {
-            o->truncated = 1;
-            break;
-        }
-        const uint8_t *d = NULL;
-        if (l->delim_len && key.len > l->prefix_len)
-            d = memmem(key.data + l->prefix_len, key.len - l->prefix_len,
-                       l->delim, l->delim_len);
-        if (d) {
-            size_t cpl = (size_t)(d - key.data) + l->delim_len;
-            json_array_append_new(o->prefixes, http_json_bytes(key.data, cpl));
-            o->count++;
-            o->last_kind = LISTTOKEN_PREFIX;
-            keybuf_reset(&o->last);
-            keybuf_reset(&skip);
-            if (keybuf_append(&o->last, key.data, cpl) < 0 ||
-                keycodec_prefix_start(&skip, l->bucket, strlen(l->bucket), key.data, cpl) < 0 ||
-                keycodec_prefix_end(&skip) < 0) {
-                rc = -1;
-                break;
-            }
-            rocksdb_iter_seek(it, (const char *)skip.data, skip.len);
-            continue;
-        }
-        const char *val = rocksdb_iter_value(it, &vl);
-        if (list_add_object(o, &key, val, vl) < 0) {
-            rc = -1;
-            break;
-        }
-        o->count++;
-        o->last_kind = LISTTOKEN_KEY;
-        keybuf_reset(&o->last);
-        if (keybuf_append(&o->last, key.data, key.len) < 0) {
-            rc = -1;
-            break;
-        }
-        rocksdb_iter_next(it);
-    }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    if (err) {
-        rocksdb_free(err);
-        rc = -1;
-    }
-    rocksdb_iter_destroy(it);
-    keybuf_free(&bucket);
-    keybuf_free(&key);
-    keybuf_free(&skip);
-    return rc;
-}
-
-static json_t *list_json(list_req *l, list_out *o) {
+static json_t *read_list_json(const char *bucket, const view_list_req *l,
+                              const view_list *o) {
     json_t *j = json_object();
-    json_object_set_new(j, "bucket", json_string(l->bucket));
+    json_t *objs = json_array();
+    for (size_t i = 0; i < o->n_objects; i++)
+        json_array_append_new(objs, read_version_json(&o->objects[i]));
+    json_object_set_new(j, "bucket", json_string(bucket));
     json_object_set_new(j, "prefix", http_json_bytes(l->prefix, l->prefix_len));
-    json_object_set_new(j, "delimiter", http_json_bytes(l->delim, l->delim_len));
+    json_object_set_new(j, "delimiter", http_json_bytes(l->delimiter, l->delimiter_len));
     json_object_set_new(j, "start_after",
                         http_json_bytes(l->start_after, l->start_after_len));
     json_object_set_new(j, "max_keys", json_integer(l->max_keys));
-    json_object_set_new(j, "key_count", json_integer(o->count));
-    json_object_set_new(j, "is_truncated", json_boolean(o->truncated));
-    if (o->truncated) {
-        char *t = listtoken_encode(l->bucket, o->last_kind, o->last.data, o->last.len);
+    json_object_set_new(j, "key_count",
+                        json_integer((json_int_t)(o->n_objects + o->n_prefixes)));
+    json_object_set_new(j, "is_truncated", json_boolean(o->is_truncated));
+    if (o->is_truncated) {
+        char *t = listtoken_encode(bucket, o->next_kind == VIEW_POS_PREFIX
+                                               ? LISTTOKEN_PREFIX : LISTTOKEN_KEY,
+                                   o->next.data, o->next.len);
         json_object_set_new(j, "next_continuation_token", json_string(t ? t : ""));
         free(t);
     }
-    json_object_set_new(j, "objects", o->objects);
-    json_object_set_new(j, "common_prefixes", o->prefixes);
-    o->objects = o->prefixes = NULL;
+    json_object_set_new(j, "objects", objs);
+    json_object_set_new(j, "common_prefixes",
+                        read_prefixes_json(o->prefixes, o->n_prefixes));
     return j;
 }
 
-static void list_run(http_ctx *c, list_req *l) {
-    int32_t parts[READ_MAX_PARTS];
-    int64_t applied[READ_MAX_PARTS];
-    int np = list_partitions(objlog_materializer_rangemap(c->q->m), &l->lo,
-                             &l->hi, parts);
-    if (fence_wait(c, parts, np, applied) < 0)
+void read_list(http_ctx *c, const char *bucket) {
+    view_list_req l = {0};
+    uint8_t *last = NULL;
+    if (read_max_param(c, "max_keys", &l.max_keys) < 0)
         return;
-    fence_applied_header(c, parts, np, applied);
-    read_view v;
-    read_view_open(&v, c->q->store);
-    list_out o = {.objects = json_array(), .prefixes = json_array()};
-    keybuf_init(&o.last);
-    if (read_bucket_exists(c, &v, l->bucket) == 1) {
-        if (list_scan(c, l, &v, &o) < 0)
-            http_reply_error(c, 500, "InternalError", "LIST failed reading the store");
+    l.prefix = (const uint8_t *)read_param(c, "prefix", &l.prefix_len);
+    l.delimiter = (const uint8_t *)read_param(c, "delimiter", &l.delimiter_len);
+    l.start_after = (const uint8_t *)read_param(c, "start_after", &l.start_after_len);
+    if (read_list_token(c, bucket, &l, &last) < 0)
+        return;
+    view *v = read_prefix_view(c, bucket, (const char *)l.prefix, l.prefix_len);
+    if (v) {
+        view_list o;
+        char err[256];
+        view_rc rc = view_list_objects(v, bucket, &l, &o, err, sizeof(err));
+        view_close(v);
+        if (rc == VIEW_OK)
+            http_reply_json(c, 200, read_list_json(bucket, &l, &o));
         else
-            http_reply_json(c, 200, list_json(l, &o));
+            read_reply_rc(c, rc, bucket, err);
+        view_list_free(&o);
     }
-    json_decref(o.objects);
-    json_decref(o.prefixes);
-    keybuf_free(&o.last);
-    read_view_close(&v);
+    free(last);
 }
 
-void read_list(http_ctx *c, const char *bucket) {
-    list_req l = {.bucket = bucket};
-    keybuf_init(&l.lo);
-    keybuf_init(&l.hi);
-    keybuf_init(&l.seek);
-    if (list_parse(c, &l) == 0)
-        list_run(c, &l);
-    keybuf_free(&l.lo);
-    keybuf_free(&l.hi);
-    keybuf_free(&l.seek);
+/* ------------------------------------------------------ ListObjectVersions */
+
+static json_t *read_versions_json(const char *bucket, const view_versions_req *r,
+                                  const view_versions *o) {
+    json_t *j = json_object();
+    json_t *vers = json_array();
+    for (size_t i = 0; i < o->n_versions; i++) {
+        const view_version *v = &o->versions[i];
+        json_t *e = read_version_json(v);
+        json_object_set_new(e, "is_latest", json_boolean(v->is_latest));
+        json_object_set_new(e, "delete_marker", json_boolean(v->delete_marker));
+        json_array_append_new(vers, e);
+    }
+    json_object_set_new(j, "bucket", json_string(bucket));
+    json_object_set_new(j, "prefix", http_json_bytes(r->prefix, r->prefix_len));
+    json_object_set_new(j, "delimiter", http_json_bytes(r->delimiter, r->delimiter_len));
+    json_object_set_new(j, "key_marker", http_json_bytes(r->key_marker, r->key_marker_len));
+    json_object_set_new(j, "version_id_marker", json_string(r->version_id_marker));
+    json_object_set_new(j, "max_keys", json_integer(r->max_keys));
+    json_object_set_new(j, "is_truncated", json_boolean(o->is_truncated));
+    if (o->is_truncated) {
+        json_object_set_new(j, "next_key_marker",
+                            http_json_bytes(o->next_key_marker.data,
+                                            o->next_key_marker.len));
+        json_object_set_new(j, "next_version_id_marker",
+                            json_string(o->next_version_id_marker));
+    }
+    json_object_set_new(j, "versions", vers);
+    json_object_set_new(j, "common_prefixes",
+                        read_prefixes_json(o->prefixes, o->n_prefixes));
+    return j;
+}
+
+void read_versions(http_ctx *c, const char *bucket) {
+    view_versions_req r = {0};
+    if (read_max_param(c, "max_keys", &r.max_keys) < 0)
+        return;
+    r.prefix = (const uint8_t *)read_param(c, "prefix", &r.prefix_len);
+    r.delimiter = (const uint8_t *)read_param(c, "delimiter", &r.delimiter_len);
+    r.key_marker = (const uint8_t *)read_param(c, "key_marker", &r.key_marker_len);
+    r.version_id_marker = read_param(c, "version_id_marker", NULL);
+    if (*r.version_id_marker && !r.key_marker_len) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "a version_id_marker needs a key_marker");
+        return;
+    }
+    view *v = read_prefix_view(c, bucket, (const char *)r.prefix, r.prefix_len);
+    if (!v)
+        return;
+    view_versions o;
+    char err[256];
+    view_rc rc = view_list_versions(v, bucket, &r, &o, err, sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        http_reply_json(c, 200, read_versions_json(bucket, &r, &o));
+    else
+        read_reply_rc(c, rc, bucket, err);
+    view_versions_free(&o);
+}
+
+/* ---------------------------------------------------------------- uploads */
+
+static json_t *read_uploads_json(const char *bucket, const view_uploads_req *r,
+                                 const view_uploads *o) {
+    json_t *j = json_object();
+    json_t *ups = json_array();
+    for (size_t i = 0; i < o->n_uploads; i++) {
+        const view_upload *u = &o->uploads[i];
+        json_t *e = json_object();
+        json_object_set_new(e, "key", http_json_bytes(u->key.data, u->key.len));
+        json_object_set_new(e, "upload_id", json_string(u->upload_id));
+        json_object_set_new(e, "initiated", read_time_json(u->initiated_ms));
+        json_array_append_new(ups, e);
+    }
+    json_object_set_new(j, "bucket", json_string(bucket));
+    json_object_set_new(j, "prefix", http_json_bytes(r->prefix, r->prefix_len));
+    json_object_set_new(j, "delimiter", http_json_bytes(r->delimiter, r->delimiter_len));
+    json_object_set_new(j, "key_marker", http_json_bytes(r->key_marker, r->key_marker_len));
+    json_object_set_new(j, "upload_id_marker", json_string(r->upload_id_marker));
+    json_object_set_new(j, "max_uploads", json_integer(r->max_uploads));
+    json_object_set_new(j, "is_truncated", json_boolean(o->is_truncated));
+    if (o->is_truncated) {
+        json_object_set_new(j, "next_key_marker",
+                            http_json_bytes(o->next_key_marker.data,
+                                            o->next_key_marker.len));
+        json_object_set_new(j, "next_upload_id_marker",
+                            json_string(o->next_upload_id_marker));
+    }
+    json_object_set_new(j, "uploads", ups);
+    json_object_set_new(j, "common_prefixes",
+                        read_prefixes_json(o->prefixes, o->n_prefixes));
+    return j;
+}
+
+void read_uploads(http_ctx *c, const char *bucket) {
+    view_uploads_req r = {0};
+    if (read_max_param(c, "max_uploads", &r.max_uploads) < 0)
+        return;
+    r.prefix = (const uint8_t *)read_param(c, "prefix", &r.prefix_len);
+    r.delimiter = (const uint8_t *)read_param(c, "delimiter", &r.delimiter_len);
+    r.key_marker = (const uint8_t *)read_param(c, "key_marker", &r.key_marker_len);
+    r.upload_id_marker = read_param(c, "upload_id_marker", NULL);
+    view *v = read_prefix_view(c, bucket, (const char *)r.prefix, r.prefix_len);
+    if (!v)
+        return;
+    view_uploads o;
+    char err[256];
+    view_rc rc = view_list_uploads(v, bucket, &r, &o, err, sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        http_reply_json(c, 200, read_uploads_json(bucket, &r, &o));
+    else
+        read_reply_rc(c, rc, bucket, err);
+    view_uploads_free(&o);
+}
+
+static json_t *read_parts_json(const char *bucket, const char *upload_id,
+                               long long marker, int max, const view_parts *o) {
+    json_t *parts = json_array();
+    for (size_t i = 0; i < o->n_parts; i++) {
+        const view_part *p = &o->parts[i];
+        json_array_append_new(parts, json_pack("{s:i, s:I, s:s, s:o}",
+            "part_number", (int)p->part_number, "size", (json_int_t)p->size,
+            "etag", p->etag, "last_modified", read_time_json(p->last_modified_ms)));
+    }
+    json_t *j = json_pack("{s:s, s:o, s:s, s:I, s:i, s:b, s:o}",
+        "bucket", bucket,
+        "key", http_json_bytes(o->upload.key.data, o->upload.key.len),
+        "upload_id", upload_id, "part_number_marker", (json_int_t)marker,
+        "max_parts", max, "is_truncated", o->is_truncated, "parts", parts);
+    if (o->is_truncated)
+        json_object_set_new(j, "next_part_number_marker",
+                            json_integer(o->next_part_number_marker));
+    return j;
+}
+
+/* The required key= of an upload route; NULL after replying. */
+const char *read_upload_key(http_ctx *c, size_t *kn) {
+    const char *key = http_param_get(c, "key", kn);
+    if (!key || !*kn) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "the upload's key is required as query parameter key=");
+        return NULL;
+    }
+    if (*kn > HTTP_MAX_KEY_LEN) {
+        http_reply_error(c, 400, "KeyTooLongError", "key is %zu bytes; the limit is %d",
+                         *kn, HTTP_MAX_KEY_LEN);
+        return NULL;
+    }
+    if (!http_utf8_valid((const uint8_t *)key, *kn)) {
+        http_reply_error(c, 400, "InvalidArgument", "key is not valid UTF-8");
+        return NULL;
+    }
+    return key;
+}
+
+void read_parts(http_ctx *c, const char *bucket, const char *upload_id) {
+    size_t kn;
+    long long marker;
+    int max;
+    const char *key = read_upload_key(c, &kn);
+    if (!key || read_max_param(c, "max_parts", &max) < 0)
+        return;
+    if (http_param_int(c, "part_number_marker", 0, 10000, 0, &marker) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "part_number_marker must be an integer in 0..10000");
+        return;
+    }
+    int32_t part;
+    if (read_key_partition(c, bucket, (const uint8_t *)key, kn, &part) < 0)
+        return;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return;
+    view_parts o;
+    char err[256];
+    view_rc rc = view_list_parts(v, bucket, (const uint8_t *)key, kn, upload_id,
+                                 (uint32_t)marker, max, &o, err, sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        http_reply_json(c, 200, read_parts_json(bucket, upload_id, marker, max, &o));
+    else
+        read_reply_rc(c, rc, bucket, err);
+    view_parts_free(&o);
 }
 
 /* ---------------------------------------------------------------- writes */
@@ -553,7 +548,7 @@ static json_t *read_outcome_json(const Objlog__Outcome *o, const char *token) {
     char rid[33] = "";
     for (size_t i = 0; i < o->request_id.len && i < 16; i++)
         snprintf(rid + 2 * i, 3, "%02x", o->request_id.data[i]);
-    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:b, s:s}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:b, s:s, s:s}",
                      "status", o->code == OBJLOG__OUTCOME_CODE__OUTCOME_OK ? "ok" : "rejected",
                      "code", outcome_code_name(o->code),
                      "message", o->message ? o->message : "",
@@ -563,7 +558,8 @@ static json_t *read_outcome_json(const Objlog__Outcome *o, const char *token) {
                      "version_id", o->version_id ? o->version_id : "",
                      "etag", o->etag ? o->etag : "",
                      "delete_marker", (int)o->delete_marker,
-                     "token", token);
+                     "token", token,
+                     "upload_id", o->upload_id ? o->upload_id : "");
 }
 
 void read_write_status(http_ctx *c, const char *token) {

@@ -51,8 +51,24 @@ static void httpc_copy_header(const char *line, size_t n, const char *name,
     out[vl] = '\0';
 }
 
+static void httpc_keep_header(httpc_resp *r, const char *p, size_t n) {
+    size_t have = strlen(r->headers);
+    if (have + n + 1 > sizeof(r->headers))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        /* Names lower-cased so tests match HTTP's case-insensitivity. */
+        if (!memchr(p, ':', i + 1) && ch >= 'A' && ch <= 'Z')
+            ch = (char)(ch - 'A' + 'a');
+        if (ch != '\r')
+            r->headers[have++] = ch;
+    }
+    r->headers[have] = '\0';
+}
+
 static size_t httpc_header_cb(char *p, size_t sz, size_t n, void *ud) {
     httpc *c = ud;
+    httpc_keep_header(c->cur, p, sz * n);
     httpc_copy_header(p, sz * n, "X-Objlog-Applied:", c->cur->applied, sizeof(c->cur->applied));
     httpc_copy_header(p, sz * n, "X-Objlog-Token:", c->cur->token, sizeof(c->cur->token));
     return sz * n;

@@ -13,6 +13,7 @@ typedef struct httpc_resp {
     size_t body_len;
     char applied[256]; /* X-Objlog-Applied header, "" if absent */
     char token[128];   /* X-Objlog-Token header, "" if absent */
+    char headers[4096]; /* every response header line, lower-cased names */
 } httpc_resp;
 
 httpc *httpc_new(const char *base_url);

@@ -7,3 +7,10 @@ add_dependencies(test_integration objlogd)
 objlog_add_test(test_interop SOURCES test_interop.c TIMEOUT 300
   LIBS objlog_testkit objlog_schemas PkgConfig::JANSSON)
 add_dependencies(test_interop objlogd)
+
+objlog_add_test(test_s3_table SOURCES test_s3_table.c TIMEOUT 300
+  LIBS objlog_testkit PkgConfig::JANSSON)
+add_dependencies(test_s3_table objlogd)
+
+objlog_add_test(test_s3_model SOURCES test_s3_model.c TIMEOUT 300
+  LIBS objlog_testkit objlog_query objlog_materializer)

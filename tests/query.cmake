@@ -6,3 +6,8 @@ objlog_add_test(test_http SOURCES test_http.c TIMEOUT 180
 objlog_add_test(test_http_objlogd SOURCES test_http_objlogd.c TIMEOUT 180
   LIBS objlog_testkit PkgConfig::CURL PkgConfig::RDKAFKA)
 add_dependencies(test_http_objlogd objlogd)
+# view.h (the transport-free reads) straight over a store the state machine
+# filled: no Kafka, no HTTP.
+objlog_add_test(test_view SOURCES test_view.c TIMEOUT 60
+  LIBS objlog_query objlog_testkit)
+target_include_directories(test_view PRIVATE ${CMAKE_SOURCE_DIR}/materializer)

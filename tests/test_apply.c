@@ -9,7 +9,10 @@
  *   versions "a=#3:e2,Mnull"  key a: version id of step 3 (etag e2), then a
  *                             null delete marker; keys joined by ';'
  *   objects  "a=#3:e2"        the current live version of each key
- *   buckets  "b:E"            bucket name and versioning (U/E/S)
+ *   buckets  "b:E/3"          bucket name, versioning (U/E/S) and the
+ *                             version cap if set
+ *   uploads  "a@#2;a@#2.1:5M:0cc1"  upload row of key a made by step 2,
+ *                             then its part 1 (size, first 4 etag chars)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
 
 #include "apply.h"
 #include "keycodec.h"
@@ -28,7 +32,7 @@
 
 #define NPARTS 4
 #define EPOCH 1
-#define MAX_STEPS 12
+#define MAX_STEPS 16
 
 #define OK OBJLOG__OUTCOME_CODE__OUTCOME_OK
 #define NO_BUCKET OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET
@@ -37,10 +41,36 @@
 #define PRECOND OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED
 #define WRONG_RANGE OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE
 #define INVALID_ARG OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT
+#define TOO_MANY OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_VERSIONS
+#define NO_UPLOAD OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_UPLOAD
+#define BAD_PART OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART
+#define BAD_ORDER OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER
+#define TOO_SMALL OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL
 
-/* One event. op: B create bucket (arg: versioning U/E/S), X delete bucket,
- * V set versioning (arg U/E/S), Q set quota, P put (arg: etag), D delete
- * (arg: version ref or NULL), M create multipart upload. */
+/* Part ETags: the MD5 of the one-byte strings "a", "b", "c". */
+#define MD5_A "0cc175b9c0f1b6a831c399e269772661"
+#define MD5_B "92eb5ffee6ae2fec3ad71c777531578f"
+#define MD5_B_UPPER "92EB5FFEE6AE2FEC3AD71C777531578F"
+#define MD5_C "4a8a08f09d37b73795649038408b5f33"
+/* Multipart ETags hex(md5(md5 bytes of each part)) "-" count, computed
+ * outside this code base (Python hashlib) and cross-checked in
+ * test_multipart_etag_constants with OpenSSL:
+ *   python3 -c "import hashlib as h; m=lambda s: h.md5(s).digest();
+ *               print(h.md5(m(b'a')+m(b'b')).hexdigest())" */
+#define ETAG_AB "96e024ba2074fe77e8e965ba43a704be-2"
+#define ETAG_ABC "4054c6f7787ecb7b323323155b0c0583-3"
+#define ETAG_A "b6ff9a06b7e20bcb2858c5b8ff744aea-1"
+#define ETAG_C "653167ea08f56a237537717ba4f11c93-1"
+
+/* One event. op: B create bucket (arg: versioning U/E/S, then an optional
+ * max_versions, "E3"), X delete bucket, V set versioning (arg U/E/S),
+ * Q set quota, P put (arg: etag), D delete (arg: version ref or NULL),
+ * multipart (upload ids are written "#n": the id of step n's upload):
+ *   M create upload
+ *   U upload part   arg "#n <part number> <size> <etag>", size in bytes or
+ *                   with suffix M (MiB)
+ *   C complete      arg "#n <part>:<etag> ... [=<expected etag>]"
+ *   A abort         arg "#n" */
 typedef struct step {
     char op;
     const char *bucket;
@@ -62,6 +92,7 @@ typedef struct row {
     const char *versions;
     const char *objects;
     const char *buckets;
+    const char *uploads;
 } row;
 
 /* Shorthands so the table reads like the rule. */
@@ -70,42 +101,50 @@ typedef struct row {
 #define DEL(k, vid, mk) {'D', "b", k, NULL, OK, vid, mk, NULL, 0, 0, 0}
 #define DELV(k, ref, mk) {'D', "b", k, ref, OK, ref, mk, NULL, 0, 0, 0}
 #define SETV(v) {'V', "b", "", v, OK, "", 0, NULL, 0, 0, 0}
+#define MPU(k) {'M', "b", k, NULL, OK, "", 0, NULL, 0, 0, 0}
+#define PART(k, arg) {'U', "b", k, arg, OK, "", 0, NULL, 0, 0, 0}
+#define PARTX(k, arg, code) {'U', "b", k, arg, code, "", 0, NULL, 0, 0, 0}
+#define DONE(k, arg, vid) {'C', "b", k, arg, OK, vid, 0, NULL, 0, 0, 0}
+#define DONEX(k, arg, code) {'C', "b", k, arg, code, "", 0, NULL, 0, 0, 0}
+#define ABORT(k, ref, code) {'A', "b", k, ref, code, "", 0, NULL, 0, 0, 0}
 #define END {0, NULL, NULL, NULL, OK, NULL, 0, NULL, 0, 0, 0}
+#define PUTX(k, e, code) {'P', "b", k, e, code, "", 0, NULL, 0, 0, 0}
+#define DELX(k, code) {'D', "b", k, NULL, code, "", 0, NULL, 0, 0, 0}
 
 static const row rows[] = {
-    {"create_bucket", {MKB("b", "E"), END}, "", "", "b:E"},
+    {"create_bucket", {MKB("b", "E"), END}, "", "", "b:E", ""},
     {"create_bucket_twice_is_BucketAlreadyExists",
      {MKB("b", "U"), {'B', "b", "", "E", EXISTS, "", 0, NULL, 0, 0, 0}, END},
-     "", "", "b:U"},
+     "", "", "b:U", ""},
     {"put_without_bucket_is_NoSuchBucket",
-     {{'P', "b", "a", "e1", NO_BUCKET, "", 0, NULL, 0, 0, 0}, END}, "", "", ""},
+     {{'P', "b", "a", "e1", NO_BUCKET, "", 0, NULL, 0, 0, 0}, END}, "", "", "", ""},
     {"put_empty_key_is_InvalidArgument",
      {MKB("b", "U"), {'P', "b", "", "e1", INVALID_ARG, "", 0, NULL, 0, 0, 0}, END},
-     "", "", "b:U"},
+     "", "", "b:U", ""},
     {"unversioned_put_replaces_the_null_version",
      {MKB("b", "U"), PUT("a", "e1", "null"), PUT("a", "e2", "null"),
       PUT("c", "e3", "null"), END},
-     "a=null:e2;c=null:e3", "a=null:e2;c=null:e3", "b:U"},
+     "a=null:e2;c=null:e3", "a=null:e2;c=null:e3", "b:U", ""},
     {"enabled_put_adds_a_version",
      {MKB("b", "E"), PUT("a", "e1", "#"), PUT("a", "e2", "#"), END},
-     "a=#3:e2,#2:e1", "a=#3:e2", "b:E"},
+     "a=#3:e2,#2:e1", "a=#3:e2", "b:E", ""},
     {"suspended_put_replaces_null_and_keeps_others",
      {MKB("b", "U"), PUT("a", "e1", "null"), SETV("E"), PUT("a", "e2", "#"),
       SETV("S"), PUT("a", "e3", "null"), END},
-     "a=null:e3,#4:e2", "a=null:e3", "b:S"},
+     "a=null:e3,#4:e2", "a=null:e3", "b:S", ""},
     {"suspended_put_replaces_a_null_version_in_the_middle",
      {MKB("b", "E"), PUT("a", "e1", "#"), SETV("S"), PUT("a", "e2", "null"),
       SETV("E"), PUT("a", "e3", "#"), SETV("S"), PUT("a", "e4", "null"), END},
-     "a=null:e4,#6:e3,#2:e1", "a=null:e4", "b:S"},
+     "a=null:e4,#6:e3,#2:e1", "a=null:e4", "b:S", ""},
     {"if_none_match_fails_on_a_live_version",
      {MKB("b", "U"), PUT("a", "e1", "null"),
       {'P', "b", "a", "e2", PRECOND, "", 0, NULL, 1, 0, 0},
       {'P', "b", "c", "e3", OK, "null", 0, NULL, 1, 0, 0}, END},
-     "a=null:e1;c=null:e3", "a=null:e1;c=null:e3", "b:U"},
+     "a=null:e1;c=null:e3", "a=null:e1;c=null:e3", "b:U", ""},
     {"if_none_match_succeeds_over_a_delete_marker",
      {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1),
       {'P', "b", "a", "e2", OK, "#", 0, NULL, 1, 0, 0}, END},
-     "a=#4:e2,M#3,#2:e1", "a=#4:e2", "b:E"},
+     "a=#4:e2,M#3,#2:e1", "a=#4:e2", "b:E", ""},
     {"if_match_needs_the_current_etag",
      {MKB("b", "E"),
       {'P', "b", "a", "e1", PRECOND, "", 0, "e0", 0, 0, 0}, /* no object */
@@ -116,80 +155,77 @@ static const row rows[] = {
       DEL("a", "#", 1),
       {'P', "b", "a", "e4", PRECOND, "", 0, "e3", 0, 0, 0}, /* marker newest */
       END},
-     "a=M#7,#6:e3,#4:e2,#3:e1", "", "b:E"},
+     "a=M#7,#6:e3,#4:e2,#3:e1", "", "b:E", ""},
     {"if_match_applies_to_delete",
      {MKB("b", "U"), PUT("a", "e1", "null"),
       {'D', "b", "a", NULL, PRECOND, "", 0, "e9", 0, 0, 0},
       {'D', "b", "a", NULL, OK, "", 0, "e1", 0, 0, 0}, END},
-     "", "", "b:U"},
+     "", "", "b:U", ""},
     {"unversioned_delete_removes_and_missing_key_is_ok",
      {MKB("b", "U"), PUT("a", "e1", "null"), DEL("a", "", 0), DEL("zz", "", 0),
       END},
-     "", "", "b:U"},
+     "", "", "b:U", ""},
     {"delete_without_bucket_is_NoSuchBucket",
-     {{'D', "b", "a", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, END}, "", "", ""},
+     {{'D', "b", "a", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, END}, "", "", "", ""},
     {"enabled_delete_adds_a_marker",
      {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1), DEL("n", "#", 1), END},
-     "a=M#3,#2:e1;n=M#4", "", "b:E"},
+     "a=M#3,#2:e1;n=M#4", "", "b:E", ""},
     {"suspended_delete_replaces_null_with_a_null_marker",
      {MKB("b", "U"), PUT("a", "e1", "null"), SETV("E"), PUT("a", "e2", "#"),
       SETV("S"), DEL("a", "null", 1), END},
-     "a=Mnull,#4:e2", "", "b:S"},
+     "a=Mnull,#4:e2", "", "b:S", ""},
     {"delete_newest_version_reveals_the_next",
      {MKB("b", "E"), PUT("a", "e1", "#"), PUT("a", "e2", "#"), DELV("a", "#3", 0),
       END},
-     "a=#2:e1", "a=#2:e1", "b:E"},
+     "a=#2:e1", "a=#2:e1", "b:E", ""},
     {"delete_older_version_keeps_current",
      {MKB("b", "E"), PUT("a", "e1", "#"), PUT("a", "e2", "#"), DELV("a", "#2", 0),
       END},
-     "a=#3:e2", "a=#3:e2", "b:E"},
+     "a=#3:e2", "a=#3:e2", "b:E", ""},
     {"delete_the_marker_revives_the_object",
      {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1), DELV("a", "#3", 1),
       END},
-     "a=#2:e1", "a=#2:e1", "b:E"},
+     "a=#2:e1", "a=#2:e1", "b:E", ""},
     {"delete_missing_version_is_ok_and_bad_id_is_InvalidArgument",
      {MKB("b", "E"), PUT("a", "e1", "#"), DELV("a", "00010000000000ff", 0),
       DELV("zz", "null", 0),
       {'D', "b", "a", "zz", INVALID_ARG, "", 0, NULL, 0, 0, 0}, END},
-     "a=#2:e1", "a=#2:e1", "b:E"},
+     "a=#2:e1", "a=#2:e1", "b:E", ""},
     {"delete_null_version_by_id",
      {MKB("b", "U"), PUT("a", "e1", "null"), SETV("E"), PUT("a", "e2", "#"),
       DELV("a", "null", 0), END},
-     "a=#4:e2", "a=#4:e2", "b:E"},
+     "a=#4:e2", "a=#4:e2", "b:E", ""},
     {"null_version_is_not_addressable_by_its_seq",
      {MKB("b", "U"), PUT("a", "e1", "null"), DELV("a", "0001000000000002", 0), END},
-     "a=null:e1", "a=null:e1", "b:U"},
+     "a=null:e1", "a=null:e1", "b:U", ""},
     {"delete_last_version_removes_the_key",
-     {MKB("b", "E"), PUT("a", "e1", "#"), DELV("a", "#2", 0), END}, "", "", "b:E"},
+     {MKB("b", "E"), PUT("a", "e1", "#"), DELV("a", "#2", 0), END}, "", "", "b:E", ""},
     {"delete_bucket_with_versions_is_BucketNotEmpty",
      {MKB("b", "U"), PUT("a", "e1", "null"),
       {'X', "b", "", NULL, NOT_EMPTY, "", 0, NULL, 0, 0, 0}, END},
-     "a=null:e1", "a=null:e1", "b:U"},
+     "a=null:e1", "a=null:e1", "b:U", ""},
     {"delete_bucket_with_only_a_marker_is_BucketNotEmpty",
      {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1), DELV("a", "#2", 0),
       {'X', "b", "", NULL, NOT_EMPTY, "", 0, NULL, 0, 0, 0},
       DELV("a", "#3", 1), {'X', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
-     "", "", ""},
+     "", "", "", ""},
     {"delete_bucket",
      {{'X', "b", "", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, MKB("b", "U"),
       MKB("other", "U"), {'X', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
-     "", "", "other:U"},
+     "", "", "other:U", ""},
     {"versioning_cannot_return_to_unversioned",
      {{'V', "b", "", "E", NO_BUCKET, "", 0, NULL, 0, 0, 0}, MKB("b", "U"),
       SETV("U"), SETV("E"), {'V', "b", "", "U", INVALID_ARG, "", 0, NULL, 0, 0, 0},
       SETV("S"), END},
-     "", "", "b:S"},
+     "", "", "b:S", ""},
     {"set_quota",
      {{'Q', "b", "", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, MKB("b", "E"),
       {'Q', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
-     "", "", "b:E"},
+     "", "", "b:E", ""},
     {"wrong_partition_is_WrongRange",
      {{'B', "b", "", "U", WRONG_RANGE, "", 0, NULL, 0, 0, 1}, MKB("b", "U"),
       {'P', "b", "a", "e1", WRONG_RANGE, "", 0, NULL, 0, 0, 1}, END},
-     "", "", "b:U"},
-    {"multipart_arrives_later",
-     {MKB("b", "U"), {'M', "b", "a", NULL, INVALID_ARG, "", 0, NULL, 0, 0, 0}, END},
-     "", "", "b:U"},
+     "", "", "b:U", ""},
     {"repeated_request_id_returns_the_stored_outcome",
      {{'B', "b", "", "E", OK, "", 0, NULL, 0, 1, 0},
       {'B', "b", "", "E", OK, "", 0, NULL, 0, 1, 0},  /* not AlreadyExists */
@@ -200,7 +236,144 @@ static const row rows[] = {
       {'P', "x", "a", "e1", NO_BUCKET, "", 0, NULL, 0, 3, 0},
       MKB("x", "U"),
       {'P', "x", "a", "e1", NO_BUCKET, "", 0, NULL, 0, 3, 0}, END},
-     "a=#5:e2,#3:e1", "a=#5:e2", "b:E;x:U"},
+     "a=#5:e2,#3:e1", "a=#5:e2", "b:E;x:U", ""},
+    /* ---- multipart uploads ---- */
+    {"multipart_rows_upload_then_its_parts_in_number_order",
+     {MKB("b", "U"), MPU("a"), MPU("a"), PART("a", "#2 2 5M " MD5_B),
+      PART("a", "#2 1 5M " MD5_A), MPU("c"), PART("c", "#6 1 1 " MD5_C), END},
+     "", "", "b:U",
+     "a@#2;a@#2.1:5M:0cc1;a@#2.2:5M:92eb;a@#3;c@#6;c@#6.1:1:4a8a"},
+    {"complete_etag_is_md5_of_part_md5s_dash_count",
+     {MKB("b", "E"), PUT("a", "e1", "#"), MPU("a"), PART("a", "#3 1 5M " MD5_A),
+      PART("a", "#3 2 1M " MD5_B),
+      DONE("a", "#3 1:" MD5_A " 2:" MD5_B " =" ETAG_AB, "#"), END},
+     "a=#6:" ETAG_AB ",#2:e1", "a=#6:" ETAG_AB, "b:E", ""},
+    {"complete_three_parts_last_small_etags_quoted_or_uppercase",
+     {MKB("b", "E"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      PART("a", "#2 2 5M " MD5_B), PART("a", "#2 3 1 " MD5_C),
+      DONE("a", "#2 1:\"" MD5_A "\" 2:" MD5_B_UPPER " 3:" MD5_C " =" ETAG_ABC,
+           "#"), END},
+     "a=#6:" ETAG_ABC, "a=#6:" ETAG_ABC, "b:E", ""},
+    {"complete_with_a_subset_of_parts_drops_the_others",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      PART("a", "#2 2 5M " MD5_B), DONE("a", "#2 1:" MD5_A " =" ETAG_A, "null"),
+      END},
+     "a=null:" ETAG_A, "a=null:" ETAG_A, "b:U", ""},
+    {"complete_unknown_part_number_is_InvalidPart",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      DONEX("a", "#2 1:" MD5_A " 2:" MD5_B, BAD_PART), END},
+     "", "", "b:U", "a@#2;a@#2.1:5M:0cc1"},
+    {"complete_wrong_etag_is_InvalidPart",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      DONEX("a", "#2 1:" MD5_B, BAD_PART), END},
+     "", "", "b:U", "a@#2;a@#2.1:5M:0cc1"},
+    {"complete_part_etag_not_32_hex_digits_is_InvalidPart",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M e1"),
+      DONEX("a", "#2 1:e1", BAD_PART), END},
+     "", "", "b:U", "a@#2;a@#2.1:5M:e1"},
+    {"complete_parts_not_ascending_is_InvalidPartOrder",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      PART("a", "#2 2 5M " MD5_B),
+      DONEX("a", "#2 2:" MD5_B " 1:" MD5_A, BAD_ORDER),
+      DONEX("a", "#2 1:" MD5_A " 1:" MD5_A, BAD_ORDER),
+      DONE("a", "#2 1:" MD5_A " 2:" MD5_B " =" ETAG_AB, "null"), END},
+     "a=null:" ETAG_AB, "a=null:" ETAG_AB, "b:U", ""},
+    {"complete_part_below_5MiB_not_last_is_EntityTooSmall_last_may_be_small",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5242879 " MD5_A),
+      PART("a", "#2 2 1 " MD5_B),
+      DONEX("a", "#2 1:" MD5_A " 2:" MD5_B, TOO_SMALL),
+      PART("a", "#2 1 5242880 " MD5_A),
+      DONE("a", "#2 1:" MD5_A " 2:" MD5_B " =" ETAG_AB, "null"), END},
+     "a=null:" ETAG_AB, "a=null:" ETAG_AB, "b:U", ""},
+    {"upload_part_again_replaces_it",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      PART("a", "#2 1 6M " MD5_C), END},
+     "", "", "b:U", "a@#2;a@#2.1:6M:4a8a"},
+    {"complete_uses_the_replaced_part",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      PART("a", "#2 1 6M " MD5_C), DONEX("a", "#2 1:" MD5_A, BAD_PART),
+      DONE("a", "#2 1:" MD5_C " =" ETAG_C, "null"), END},
+     "a=null:" ETAG_C, "a=null:" ETAG_C, "b:U", ""},
+    {"part_number_0_and_10001_are_InvalidArgument",
+     {MKB("b", "U"), MPU("a"), PARTX("a", "#2 0 1M " MD5_A, INVALID_ARG),
+      PARTX("a", "#2 10001 1M " MD5_A, INVALID_ARG),
+      PART("a", "#2 10000 1M " MD5_A), END},
+     "", "", "b:U", "a@#2;a@#2.10000:1M:0cc1"},
+    {"NoSuchUpload_after_abort",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A), ABORT("a", "#2", OK),
+      PARTX("a", "#2 2 5M " MD5_B, NO_UPLOAD),
+      DONEX("a", "#2 1:" MD5_A, NO_UPLOAD), ABORT("a", "#2", NO_UPLOAD), END},
+     "", "", "b:U", ""},
+    {"NoSuchUpload_after_complete",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 5M " MD5_A),
+      DONE("a", "#2 1:" MD5_A " =" ETAG_A, "null"),
+      PARTX("a", "#2 2 5M " MD5_B, NO_UPLOAD),
+      DONEX("a", "#2 1:" MD5_A, NO_UPLOAD), ABORT("a", "#2", NO_UPLOAD), END},
+     "a=null:" ETAG_A, "a=null:" ETAG_A, "b:U", ""},
+    {"NoSuchUpload_for_unknown_id_or_another_keys_upload",
+     {MKB("b", "U"), MPU("a"), PARTX("a", "#9 1 5M " MD5_A, NO_UPLOAD),
+      PARTX("c", "#2 1 5M " MD5_A, NO_UPLOAD), ABORT("c", "#2", NO_UPLOAD),
+      ABORT("a", "junk", NO_UPLOAD), END},
+     "", "", "b:U", "a@#2"},
+    {"multipart_needs_bucket_and_key",
+     {{'M', "b", "a", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, MKB("b", "U"),
+      {'M', "b", "", NULL, INVALID_ARG, "", 0, NULL, 0, 0, 0},
+      {'U', "x", "a", "#1 1 1 " MD5_A, NO_BUCKET, "", 0, NULL, 0, 0, 0},
+      {'C', "x", "a", "#1 1:" MD5_A, NO_BUCKET, "", 0, NULL, 0, 0, 0},
+      {'A', "x", "a", "#1", NO_BUCKET, "", 0, NULL, 0, 0, 0}, END},
+     "", "", "b:U", ""},
+    {"complete_in_unversioned_bucket_replaces_null",
+     {MKB("b", "U"), PUT("a", "e1", "null"), MPU("a"),
+      PART("a", "#3 1 1 " MD5_A), DONE("a", "#3 1:" MD5_A " =" ETAG_A, "null"),
+      END},
+     "a=null:" ETAG_A, "a=null:" ETAG_A, "b:U", ""},
+    {"complete_in_suspended_bucket_replaces_null_keeps_others",
+     {MKB("b", "E"), PUT("a", "e1", "#"), SETV("S"), PUT("a", "e2", "null"),
+      MPU("a"), PART("a", "#5 1 1 " MD5_A),
+      DONE("a", "#5 1:" MD5_A " =" ETAG_A, "null"), END},
+     "a=null:" ETAG_A ",#2:e1", "a=null:" ETAG_A, "b:S", ""},
+    {"complete_in_enabled_bucket_adds_a_version_over_a_marker",
+     {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1), MPU("a"),
+      PART("a", "#4 1 1 " MD5_A), DONE("a", "#4 1:" MD5_A " =" ETAG_A, "#"),
+      END},
+     "a=#6:" ETAG_A ",M#3,#2:e1", "a=#6:" ETAG_A, "b:E", ""},
+    {"complete_if_none_match_on_existing_key_is_PreconditionFailed",
+     {MKB("b", "U"), PUT("a", "e1", "null"), MPU("a"),
+      PART("a", "#3 1 1 " MD5_A),
+      {'C', "b", "a", "#3 1:" MD5_A, PRECOND, "", 0, NULL, 1, 0, 0},
+      {'C', "b", "a", "#3 1:" MD5_A, PRECOND, "", 0, "e9", 0, 0, 0},
+      {'C', "b", "a", "#3 1:" MD5_A " =" ETAG_A, OK, "null", 0, "e1", 0, 0, 0},
+      END},
+     "a=null:" ETAG_A, "a=null:" ETAG_A, "b:U", ""},
+    /* S3 API reference, DeleteBucket
+     * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html):
+     * "If multipart uploads in a directory bucket are in progress, you
+     * can't delete the bucket until all the in-progress multipart uploads
+     * are aborted or completed." */
+    {"delete_bucket_with_in_progress_upload_is_BucketNotEmpty_per_S3_API_DeleteBucket",
+     {MKB("b", "U"), MPU("a"), {'X', "b", "", NULL, NOT_EMPTY, "", 0, NULL, 0, 0, 0},
+      ABORT("a", "#2", OK), {'X', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
+     "", "", "", ""},
+    /* ---- version cap ---- */
+    {"create_bucket_stores_max_versions",
+     {MKB("b", "S7"), MKB("c", "E"), END}, "", "", "b:S/7;c:E", ""},
+    {"version_cap_4th_put_is_TooManyVersions",
+     {MKB("b", "E3"), PUT("a", "e1", "#"), PUT("a", "e2", "#"),
+      PUT("a", "e3", "#"), PUTX("a", "e4", TOO_MANY), PUT("c", "e5", "#"),
+      DELX("a", TOO_MANY), DELV("a", "#2", 0), PUT("a", "e6", "#"), END},
+     "a=#9:e6,#4:e3,#3:e2;c=#6:e5", "a=#9:e6;c=#6:e5", "b:E/3", ""},
+    {"version_cap_null_replacing_writes_still_ok",
+     {MKB("b", "E3"), PUT("a", "e1", "#"), PUT("a", "e2", "#"), SETV("S"),
+      PUT("a", "e3", "null"), PUT("a", "e4", "null"), DEL("a", "null", 1),
+      SETV("E"), PUTX("a", "e5", TOO_MANY), DELX("a", TOO_MANY), END},
+     "a=Mnull,#3:e2,#2:e1", "", "b:E/3", ""},
+    {"version_cap_unversioned_put_replaces",
+     {MKB("b", "U1"), PUT("a", "e1", "null"), PUT("a", "e2", "null"), END},
+     "a=null:e2", "a=null:e2", "b:U/1", ""},
+    {"version_cap_applies_to_complete",
+     {MKB("b", "E1"), PUT("a", "e1", "#"), MPU("a"), PART("a", "#3 1 1 " MD5_A),
+      DONEX("a", "#3 1:" MD5_A, TOO_MANY), END},
+     "a=#2:e1", "a=#2:e1", "b:E/1", "a@#3;a@#3.1:1:0cc1"},
 };
 
 /* ---- fixture ---- */
@@ -264,6 +437,51 @@ static void resolve_vid(const char *ref, int self, char *out, size_t n) {
     }
 }
 
+/* "5M" -> 5 MiB, "17" -> 17 bytes. */
+static uint64_t parse_size(const char *s) {
+    char *end;
+    uint64_t n = strtoull(s, &end, 10);
+    return *end == 'M' ? n * 1024 * 1024 : n;
+}
+
+#define MAX_PARTS 8
+
+/* The parsed arg of a C step: "#n <part>:<etag> ... [=<etag>]". */
+typedef struct complete_arg {
+    char buf[512];
+    char upload_id[KEYCODEC_VERSION_ID_LEN];
+    Objlog__CompletedPart parts[MAX_PARTS];
+    Objlog__CompletedPart *ptrs[MAX_PARTS];
+    size_t n;
+    const char *want_etag;
+} complete_arg;
+
+static void parse_complete(const char *arg, int self, complete_arg *c) {
+    char *save = NULL;
+    snprintf(c->buf, sizeof(c->buf), "%s", arg);
+    c->n = 0;
+    c->want_etag = NULL;
+    char *tok = strtok_r(c->buf, " ", &save);
+    assert_non_null(tok);
+    resolve_vid(tok, self, c->upload_id, sizeof(c->upload_id));
+    while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
+        if (tok[0] == '=') {
+            c->want_etag = tok + 1;
+            continue;
+        }
+        char *colon = strchr(tok, ':');
+        assert_non_null(colon);
+        assert_true(c->n < MAX_PARTS);
+        *colon = '\0';
+        Objlog__CompletedPart init = OBJLOG__COMPLETED_PART__INIT;
+        c->parts[c->n] = init;
+        c->parts[c->n].part_number = (uint32_t)strtoul(tok, NULL, 10);
+        c->parts[c->n].etag = colon + 1;
+        c->ptrs[c->n] = &c->parts[c->n];
+        c->n++;
+    }
+}
+
 /* Packs the step's event and decodes it back, as the consumer would. */
 static Objlog__Event *step_event(const step *s, int idx) {
     Objlog__Event ev = OBJLOG__EVENT__INIT;
@@ -276,6 +494,12 @@ static Objlog__Event *step_event(const step *s, int idx) {
     Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
     Objlog__DeleteObject dobj = OBJLOG__DELETE_OBJECT__INIT;
     Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
+    Objlog__UploadPart up = OBJLOG__UPLOAD_PART__INIT;
+    Objlog__CompleteUpload cpl = OBJLOG__COMPLETE_UPLOAD__INIT;
+    Objlog__AbortUpload ab = OBJLOG__ABORT_UPLOAD__INIT;
+    complete_arg carg;
+    char ref[32], size[32], etag[64];
+    unsigned part = 0;
     Objlog__Preconditions pre = OBJLOG__PRECONDITIONS__INIT;
     uint8_t rid[16] = {0};
     char vid[KEYCODEC_VERSION_ID_LEN];
@@ -296,6 +520,7 @@ static Objlog__Event *step_event(const step *s, int idx) {
     case 'B':
         cb.tenant = "t1";
         cb.versioning = versioning_of(s->arg);
+        cb.max_versions = s->arg && s->arg[0] ? strtoull(s->arg + 1, NULL, 10) : 0;
         ev.op_case = OBJLOG__EVENT__OP_CREATE_BUCKET;
         ev.create_bucket = &cb;
         break;
@@ -328,8 +553,37 @@ static Objlog__Event *step_event(const step *s, int idx) {
         ev.delete_object = &dobj;
         break;
     case 'M':
+        meta.content_type = "text/plain";
+        meta.storage_class = "STANDARD";
+        cu.meta = &meta;
         ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
         ev.create_upload = &cu;
+        break;
+    case 'U':
+        assert_int_equal(sscanf(s->arg, "%31s %u %31s %63s", ref, &part, size,
+                                etag), 4);
+        resolve_vid(ref, idx, vid, sizeof(vid));
+        up.upload_id = vid;
+        up.part_number = part;
+        up.size = parse_size(size);
+        up.etag = etag;
+        up.blob_id = "blob";
+        ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
+        ev.upload_part = &up;
+        break;
+    case 'C':
+        parse_complete(s->arg, idx, &carg);
+        cpl.upload_id = carg.upload_id;
+        cpl.n_parts = carg.n;
+        cpl.parts = carg.ptrs;
+        ev.op_case = OBJLOG__EVENT__OP_COMPLETE_UPLOAD;
+        ev.complete_upload = &cpl;
+        break;
+    case 'A':
+        resolve_vid(s->arg, idx, vid, sizeof(vid));
+        ab.upload_id = vid;
+        ev.op_case = OBJLOG__EVENT__OP_ABORT_UPLOAD;
+        ev.abort_upload = &ab;
         break;
     default:
         fail_msg("bad op %c", s->op);
@@ -465,7 +719,97 @@ static void dump_buckets(fixture *f, char *out, size_t n) {
         snprintf(tok, sizeof(tok), "%s%s:%c", out[0] ? ";" : "", r->name,
                  "UES"[r->versioning]);
         append(out, n, tok);
+        if (r->max_versions) {
+            snprintf(tok, sizeof(tok), "/%llu", (unsigned long long)r->max_versions);
+            append(out, n, tok);
+        }
         objlog__bucket_record__free_unpacked(r, NULL);
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+}
+
+/* "#n" of an upload id made by step n. */
+static void upload_ref(const uint8_t *id, size_t n, char *out, size_t on) {
+    char hex[KEYCODEC_VERSION_ID_LEN];
+    uint64_t seq;
+    assert_true(n == KEYCODEC_VERSION_ID_LEN - 1);
+    memcpy(hex, id, n);
+    hex[n] = '\0';
+    assert_int_equal(keycodec_parse_version_id(hex, &seq), 0);
+    snprintf(out, on, "#%llu",
+             (unsigned long long)(seq & 0xFFFFFFFFFFFFULL));
+}
+
+/* Dumps `uploads`: "key@#n" per upload row, "key@#n.part:size:etag4" per
+ * part row (size with M for whole MiB), checking each record against its
+ * row key through the public row helpers. */
+static void dump_uploads(fixture *f, char *out, size_t n) {
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(
+        objlog_store_db(f->store), ro, objlog_store_cf(f->store, OBJLOG_CF_UPLOADS));
+    out[0] = '\0';
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn, vn, rk, idn, used;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vn);
+        const uint8_t *id;
+        uint32_t pn;
+        objlog_uploads_row kind =
+            objlog_uploads_row_kind(k, kn, &rk, &id, &idn, &pn);
+        assert_true(kind == OBJLOG_UPLOADS_ROW_UPLOAD ||
+                    kind == OBJLOG_UPLOADS_ROW_PART);
+        keybuf b, key, again;
+        keybuf_init(&b);
+        keybuf_init(&key);
+        keybuf_init(&again);
+        assert_int_equal(keycodec_parse_route_key(k, kn, &b, &key, &used), 0);
+        assert_int_equal(used, rk);
+        char ref[32], tok[128], idstr[KEYCODEC_VERSION_ID_LEN];
+        upload_ref(id, idn, ref, sizeof(ref));
+        memcpy(idstr, id, idn);
+        idstr[idn] = '\0';
+        if (kind == OBJLOG_UPLOADS_ROW_UPLOAD) {
+            Objlog__UploadRecord *u = objlog__upload_record__unpack(NULL, vn, v);
+            assert_non_null(u);
+            assert_string_equal(u->upload_id, idstr);
+            assert_int_equal(u->key.len, key.len);
+            assert_memory_equal(u->key.data, key.data, key.len);
+            assert_string_equal(u->meta->content_type, "text/plain");
+            objlog__upload_record__free_unpacked(u, NULL);
+            assert_int_equal(objlog_uploads_upload_key(&again, (char *)b.data,
+                                                       b.len, key.data, key.len,
+                                                       idstr), 0);
+            snprintf(tok, sizeof(tok), "%.*s@%s", (int)key.len,
+                     (char *)key.data, ref);
+        } else {
+            Objlog__PartRecord *p = objlog__part_record__unpack(NULL, vn, v);
+            assert_non_null(p);
+            assert_int_equal(p->part_number, pn);
+            assert_string_equal(p->blob_id, "blob");
+            char size[32];
+            if (p->size && p->size % (1024 * 1024) == 0)
+                snprintf(size, sizeof(size), "%lluM",
+                         (unsigned long long)(p->size / (1024 * 1024)));
+            else
+                snprintf(size, sizeof(size), "%llu", (unsigned long long)p->size);
+            snprintf(tok, sizeof(tok), "%.*s@%s.%u:%s:%.4s", (int)key.len,
+                     (char *)key.data, ref, pn, size, p->etag);
+            objlog__part_record__free_unpacked(p, NULL);
+            assert_int_equal(objlog_uploads_part_key(&again, (char *)b.data,
+                                                     b.len, key.data, key.len,
+                                                     idstr, pn), 0);
+        }
+        /* the key builders produce exactly the stored row key */
+        assert_int_equal(again.len, kn);
+        assert_memory_equal(again.data, k, kn);
+        if (out[0])
+            append(out, n, ";");
+        append(out, n, tok);
+        keybuf_free(&b);
+        keybuf_free(&key);
+        keybuf_free(&again);
     }
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
@@ -534,11 +878,21 @@ static void run_row(const row *r, int one_batch) {
                      o->delete_marker, s->expect, want, s->marker);
         if (s->op == 'P' && s->expect == OK && !s->rid)
             assert_string_equal(o->etag, s->arg);
+        char want_uid[KEYCODEC_VERSION_ID_LEN] = "";
+        if (s->op == 'M' && s->expect == OK)
+            vid_of_step(i + 1, want_uid);
+        assert_string_equal(o->upload_id, want_uid);
+        if (s->op == 'C') {
+            complete_arg c;
+            parse_complete(s->arg, i + 1, &c);
+            if (s->expect == OK && c.want_etag)
+                assert_string_equal(o->etag, c.want_etag);
+        }
         if (s->expect != OK)
             assert_true(o->message[0] != '\0');
         objlog__outcome__free_unpacked(o, NULL);
     }
-    char got[1024], want[256];
+    char got[2048], want[256];
     dump_records(f, OBJLOG_CF_VERSIONS, got, sizeof(got));
     if (strcmp(got, r->versions))
         fail_msg("%s (%s): versions '%s', want '%s'", r->name,
@@ -547,6 +901,10 @@ static void run_row(const row *r, int one_batch) {
     if (strcmp(got, r->objects))
         fail_msg("%s (%s): objects '%s', want '%s'", r->name,
                  one_batch ? "one batch" : "batch per event", got, r->objects);
+    dump_uploads(f, got, sizeof(got));
+    if (strcmp(got, r->uploads))
+        fail_msg("%s (%s): uploads '%s', want '%s'", r->name,
+                 one_batch ? "one batch" : "batch per event", got, r->uploads);
     dump_buckets(f, got, sizeof(got));
     sort_tokens(got);
     snprintf(want, sizeof(want), "%s", r->buckets);
@@ -671,9 +1029,114 @@ static void test_store_reopen(void **state) {
     assert_true(strstr(err, "open store") != NULL);
 }
 
+/* The ETag constants of the table, recomputed with OpenSSL from the part
+ * strings: S3's rule is md5(concat of each part's binary md5) "-" count. */
+static void test_multipart_etag_constants(void **state) {
+    (void)state;
+    static const struct {
+        const char *parts;
+        const char *etag;
+    } cases[] = {{"ab", ETAG_AB}, {"abc", ETAG_ABC}, {"a", ETAG_A}, {"c", ETAG_C}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint8_t cat[16 * 4], md[EVP_MAX_MD_SIZE];
+        unsigned mdn = 0, one = 0;
+        size_t n = strlen(cases[c].parts);
+        for (size_t i = 0; i < n; i++)
+            assert_true(EVP_Digest(cases[c].parts + i, 1, cat + 16 * i, &one,
+                                   EVP_md5(), NULL));
+        assert_true(EVP_Digest(cat, 16 * n, md, &mdn, EVP_md5(), NULL));
+        char got[48] = "";
+        for (unsigned i = 0; i < mdn; i++)
+            snprintf(got + 2 * i, 3, "%02x", md[i]);
+        snprintf(got + 2 * mdn, sizeof(got) - 2 * mdn, "-%zu", n);
+        assert_string_equal(got, cases[c].etag);
+    }
+}
+
+/* The completed version carries the upload's meta (content type, storage
+ * class from CreateUpload), size = sum of the listed parts, and the S3
+ * multipart ETag; Complete's outcome has the version id and etag. */
+static void test_complete_sets_size_and_meta(void **state) {
+    fixture *f = *state;
+    apply_batch *b = apply_batch_new(f->store, f->rm);
+    char err[256];
+    step s[] = {MKB("b", "E"), MPU("k"), PART("k", "#2 1 5M " MD5_A),
+                PART("k", "#2 2 123 " MD5_B),
+                DONE("k", "#2 1:" MD5_A " 2:" MD5_B, "#")};
+    for (int i = 0; i < 5; i++) {
+        Objlog__Event *ev = step_event(&s[i], i + 1);
+        Objlog__OutcomeCode code;
+        int p = owner(f, "b", i ? "k" : "");
+        assert_int_equal(apply_event(b, p, i + 1, 900 + i, ev, &code, err,
+                                     sizeof(err)), 0);
+        assert_int_equal(code, OK);
+        objlog__event__free_unpacked(ev, NULL);
+    }
+    write_batch(f, b);
+    keybuf rk;
+    keybuf_init(&rk);
+    keycodec_route_key(&rk, "b", 1, (const uint8_t *)"k", 1);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    size_t on;
+    char *e = NULL;
+    char *ov = rocksdb_get_cf(objlog_store_db(f->store), ro,
+                              objlog_store_cf(f->store, OBJLOG_CF_OBJECTS),
+                              (char *)rk.data, rk.len, &on, &e);
+    assert_null(e);
+    assert_non_null(ov);
+    Objlog__VersionRecord *r = objlog__version_record__unpack(NULL, on, (uint8_t *)ov);
+    assert_non_null(r);
+    char vid[KEYCODEC_VERSION_ID_LEN];
+    vid_of_step(5, vid);
+    assert_string_equal(r->version_id, vid);
+    assert_int_equal(r->seq, keycodec_seq(EPOCH, 5));
+    assert_int_equal(r->log_time_ms, 904);
+    assert_int_equal(r->meta->size, 5 * 1024 * 1024 + 123);
+    assert_string_equal(r->meta->etag, ETAG_AB);
+    assert_string_equal(r->meta->content_type, "text/plain");
+    assert_string_equal(r->meta->storage_class, "STANDARD");
+    objlog__version_record__free_unpacked(r, NULL);
+    rocksdb_free(ov);
+    Objlog__Outcome *o;
+    assert_int_equal(objlog_store_get_outcome(f->store, owner(f, "b", "k"), 5,
+                                              &o, err, sizeof(err)), 1);
+    assert_string_equal(o->version_id, vid);
+    assert_string_equal(o->etag, ETAG_AB);
+    assert_string_equal(o->upload_id, "");
+    objlog__outcome__free_unpacked(o, NULL);
+    rocksdb_readoptions_destroy(ro);
+    keybuf_free(&rk);
+    apply_batch_destroy(b);
+}
+
+/* Malformed `uploads` keys are told apart from upload and part rows. */
+static void test_uploads_row_kind_rejects_other_keys(void **state) {
+    (void)state;
+    keybuf kb;
+    keybuf_init(&kb);
+    uint32_t pn = 99;
+    assert_int_equal(objlog_uploads_row_kind("", 0, NULL, NULL, NULL, NULL),
+                     OBJLOG_UPLOADS_ROW_INVALID);
+    keycodec_route_key(&kb, "b", 1, (const uint8_t *)"k", 1);
+    assert_int_equal(objlog_uploads_row_kind(kb.data, kb.len, NULL, NULL, NULL,
+                                             NULL), OBJLOG_UPLOADS_ROW_INVALID);
+    assert_int_equal(objlog_uploads_upload_key(&kb, "b", 1, (const uint8_t *)"k",
+                                               1, "0001000000000002"), 0);
+    keybuf_append(&kb, "\x01\x02", 2); /* neither 0 nor 4 bytes of part */
+    assert_int_equal(objlog_uploads_row_kind(kb.data, kb.len, NULL, NULL, NULL,
+                                             NULL), OBJLOG_UPLOADS_ROW_INVALID);
+    assert_int_equal(objlog_uploads_part_key(&kb, "b", 1, (const uint8_t *)"k", 1,
+                                             "0001000000000002", 258), 0);
+    assert_int_equal(objlog_uploads_row_kind(kb.data, kb.len, NULL, NULL, NULL,
+                                             &pn), OBJLOG_UPLOADS_ROW_PART);
+    assert_int_equal(pn, 258);
+    keybuf_free(&kb);
+}
+
 int main(void) {
     size_t nrows = sizeof(rows) / sizeof(rows[0]);
-    struct CMUnitTest *t = calloc(nrows + 3, sizeof(*t));
+    size_t extra = 6;
+    struct CMUnitTest *t = calloc(nrows + extra, sizeof(*t));
     for (size_t i = 0; i < nrows; i++) {
         t[i].name = rows[i].name;
         t[i].test_func = test_rule;
@@ -685,7 +1148,12 @@ int main(void) {
         test_invalid_events_and_meta, setup, teardown);
     t[nrows + 2] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_store_reopen, setup, teardown);
-    int rc = _cmocka_run_group_tests("apply", t, nrows + 3, NULL, NULL);
+    t[nrows + 3] = (struct CMUnitTest)cmocka_unit_test(test_multipart_etag_constants);
+    t[nrows + 4] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+        test_complete_sets_size_and_meta, setup, teardown);
+    t[nrows + 5] = (struct CMUnitTest)cmocka_unit_test(
+        test_uploads_row_kind_rejects_other_keys);
+    int rc = _cmocka_run_group_tests("apply", t, nrows + extra, NULL, NULL);
     free(t);
     return rc;
 }

@@ -5,7 +5,9 @@
  * exit 2). One objlogd serves the whole group; each test uses its own
  * buckets. Values the server chooses (version ids, tokens, timestamps) are
  * read back through --json and then asserted exactly in the readable
- * output. */
+ * output. Issue 3 adds: versions (table, delimiter, paging inside one
+ * key's versions), bucket settings, versioning, rb, the version cap, and
+ * every mpu subcommand with S3's multipart ETag. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "proc.h"
 #include "token.h"
@@ -350,6 +353,304 @@ static void assert_bench_json(int count, int gets) {
     json_decref(j);
 }
 
+
+/* ---- issue 3: versions, bucket settings, multipart ---- */
+
+typedef struct ver_row {
+    char key[64], vid[32], lm[64];
+    int latest, dm;
+    long long size;
+} ver_row;
+
+/* The versions listing of bucket as rows, via --json --all. */
+static size_t versions_rows(const char *bucket, ver_row *rows, size_t max) {
+    assert_ok(objlog("--json", "versions", bucket, "--all", NULL));
+    json_t *j = json_out();
+    json_t *vs = json_object_get(j, "versions");
+    size_t n = json_array_size(vs);
+    assert_true(n <= max);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(vs, i);
+        snprintf(rows[i].key, sizeof(rows[i].key), "%s", js(v, "key"));
+        snprintf(rows[i].vid, sizeof(rows[i].vid), "%s", js(v, "version_id"));
+        snprintf(rows[i].lm, sizeof(rows[i].lm), "%s", js(v, "last_modified"));
+        rows[i].latest = json_is_true(json_object_get(v, "is_latest"));
+        rows[i].dm = json_is_true(json_object_get(v, "delete_marker"));
+        rows[i].size = json_integer_value(json_object_get(v, "size"));
+    }
+    json_decref(j);
+    return n;
+}
+
+/* The readable row the CLI prints for r (column widths as given). */
+static void ver_line(char *out, size_t n, const ver_row *r, int kw) {
+    char size[32];
+    snprintf(size, sizeof(size), "%lld", r->size);
+    snprintf(out, n, "%-*s  %-16s  %-6s  %-13s  %4s  %s\n", kw, r->key, r->vid,
+             r->latest ? "yes" : "no", r->dm ? "yes" : "no", r->dm ? "-" : size, r->lm);
+}
+
+static void test_versions_table(void **state) {
+    (void)state;
+    char want[8192], line[512], vid[4][64];
+    assert_ok(objlog("mb", "vers", "--versioning", "Enabled", NULL));
+    assert_ok(objlog("put", "vers", "a.txt", "--size", "5", NULL));
+    line_value(g_out, "version_id", vid[0], sizeof(vid[0]));
+    assert_ok(objlog("put", "vers", "a.txt", "--size", "7", NULL));
+    line_value(g_out, "version_id", vid[1], sizeof(vid[1]));
+    assert_ok(objlog("rm", "vers", "a.txt", NULL));
+    assert_ok(objlog("put", "vers", "b/c", "--size", "9", NULL));
+    line_value(g_out, "version_id", vid[3], sizeof(vid[3]));
+
+    ver_row rows[8];
+    assert_int_equal(versions_rows("vers", rows, 8), 4);
+    /* newest first within a key; the marker is the latest of a.txt */
+    assert_string_equal(rows[0].key, "a.txt");
+    assert_true(rows[0].dm && rows[0].latest);
+    assert_string_equal(rows[1].vid, vid[1]);
+    assert_false(rows[1].latest);
+    assert_string_equal(rows[2].vid, vid[0]);
+    assert_string_equal(rows[3].vid, vid[3]);
+    assert_true(rows[3].latest && !rows[3].dm);
+
+    snprintf(want, sizeof(want), "%-5s  %-16s  %-6s  %-13s  %4s  %s\n", "KEY",
+             "VERSION_ID", "LATEST", "DELETE_MARKER", "SIZE", "LAST_MODIFIED");
+    for (int i = 0; i < 4; i++) {
+        ver_line(line, sizeof(line), &rows[i], 5);
+        strcat(want, line);
+    }
+    strcat(want, "4 versions (1 delete marker), 0 prefixes\n");
+    assert_ok(objlog("versions", "vers", NULL));
+    assert_string_equal(g_out, want);
+    /* one version per page: --all neither repeats nor skips inside a.txt */
+    assert_ok(objlog("versions", "vers", "--max-keys", "1", "--all", NULL));
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("versions", "vers", "--max-keys", "2", NULL));
+    snprintf(want, sizeof(want), "%-5s  %-16s  %-6s  %-13s  %4s  %s\n", "KEY",
+             "VERSION_ID", "LATEST", "DELETE_MARKER", "SIZE", "LAST_MODIFIED");
+    for (int i = 0; i < 2; i++) {
+        ver_line(line, sizeof(line), &rows[i], 5);
+        strcat(want, line);
+    }
+    strcat(want, "2 versions (1 delete marker), 0 prefixes (truncated; --all lists the rest)\n");
+    assert_string_equal(g_out, want);
+
+    /* key and version id markers: resume after a.txt's newest version */
+    assert_ok(objlog("--json", "versions", "vers", "--key-marker", "a.txt",
+                     "--version-id-marker", rows[0].vid, NULL));
+    json_t *j = json_out();
+    json_t *vs = json_object_get(j, "versions");
+    assert_int_equal(json_array_size(vs), 3);
+    assert_string_equal(js(json_array_get(vs, 0), "version_id"), vid[1]);
+    json_decref(j);
+
+    assert_ok(objlog("versions", "vers", "--delimiter", "/", NULL));
+    snprintf(want, sizeof(want), "PRE b/\n%-5s  %-16s  %-6s  %-13s  %4s  %s\n", "KEY",
+             "VERSION_ID", "LATEST", "DELETE_MARKER", "SIZE", "LAST_MODIFIED");
+    for (int i = 0; i < 3; i++) {
+        ver_line(line, sizeof(line), &rows[i], 5);
+        strcat(want, line);
+    }
+    strcat(want, "3 versions (1 delete marker), 1 prefix\n");
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("versions", "vers", "--prefix", "zzz", NULL));
+    assert_string_equal(g_out, "0 versions (0 delete markers), 0 prefixes\n");
+    assert_int_equal(objlog("versions", "vers", "--max-keys", "many", NULL), 2);
+    assert_int_equal(objlog("versions", "no-such-bucket", NULL), 1);
+    assert_err_prefix("objlog: versions no-such-bucket: NoSuchBucket: ");
+}
+
+static void test_bucket_settings_versioning_rb(void **state) {
+    (void)state;
+    char want[1024], created[64];
+    assert_ok(objlog("mb", "settings", "--tenant", "acme", "--max-versions", "2", NULL));
+    assert_ok(objlog("--json", "bucket", "settings", NULL));
+    json_t *j = json_out();
+    snprintf(created, sizeof(created), "%s", js(j, "created"));
+    json_decref(j);
+    assert_ok(objlog("bucket", "settings", NULL));
+    snprintf(want, sizeof(want),
+             "name: settings\ntenant: acme\nversioning: \nmax_versions: 2\n"
+             "quota.max_bytes: 0\nquota.max_objects: 0\ncreated: %s\n", created);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("versioning", "settings", "Enabled", NULL));
+    assert_string_equal(g_out, "versioning: settings Enabled\n");
+    assert_ok(objlog("bucket", "settings", NULL));
+    assert_non_null(strstr(g_out, "\nversioning: Enabled\n"));
+    assert_int_equal(objlog("versioning", "settings", "Unversioned", NULL), 2);
+    assert_non_null(strstr(g_err, "Enabled or Suspended"));
+
+    /* the cap: two versions per key, the third PUT is refused */
+    char v1[64], v2[64];
+    assert_ok(objlog("put", "settings", "k", "--size", "1", NULL));
+    line_value(g_out, "version_id", v1, sizeof(v1));
+    assert_ok(objlog("put", "settings", "k", "--size", "2", NULL));
+    line_value(g_out, "version_id", v2, sizeof(v2));
+    assert_int_equal(objlog("put", "settings", "k", "--size", "3", NULL), 1);
+    assert_err_prefix("objlog: put settings/k: TooManyVersions: ");
+
+    /* rb only when empty: versions count */
+    assert_int_equal(objlog("rb", "settings", NULL), 1);
+    assert_err_prefix("objlog: rb settings: BucketNotEmpty: ");
+    assert_ok(objlog("rm", "settings", "k", "--version-id", v1, NULL));
+    assert_ok(objlog("rm", "settings", "k", "--version-id", v2, NULL));
+    assert_ok(objlog("rb", "settings", NULL));
+    assert_string_equal(g_out, "remove_bucket: settings\n");
+    assert_int_equal(objlog("bucket", "settings", NULL), 1);
+    assert_err_prefix("objlog: bucket settings: NoSuchBucket: ");
+    assert_int_equal(objlog("rb", "settings", NULL), 1);
+    assert_err_prefix("objlog: rb settings: NoSuchBucket: ");
+    /* recreate after delete, with the default cap */
+    assert_ok(objlog("mb", "settings", NULL));
+    assert_ok(objlog("bucket", "settings", NULL));
+    assert_non_null(strstr(g_out, "\nmax_versions: 100000\n"));
+    assert_int_equal(objlog("mb", "capless", "--max-versions", "0", NULL), 2);
+}
+
+#define ETAG1 "0123456789abcdef0123456789abcdef"
+#define ETAG2 "fedcba9876543210fedcba9876543210"
+
+/* S3's multipart ETag: hex(md5(binary md5 of each part)) + "-" + count. */
+static void multipart_etag(const char *const *etags, int n, char *out, size_t out_n) {
+    uint8_t bin[16 * 4], md[16];
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 16; b++) {
+            unsigned v;
+            assert_int_equal(sscanf(etags[i] + 2 * b, "%2x", &v), 1);
+            bin[16 * i + b] = (uint8_t)v;
+        }
+    unsigned int mdn = 0;
+    assert_int_equal(EVP_Digest(bin, (size_t)(16 * n), md, &mdn, EVP_md5(), NULL), 1);
+    char hex[33];
+    for (int b = 0; b < 16; b++)
+        snprintf(hex + 2 * b, 3, "%02x", md[b]);
+    snprintf(out, out_n, "%s-%d", hex, n);
+}
+
+static void test_mpu_commands(void **state) {
+    (void)state;
+    char want[4096], id[64], id2[64], tok[64], lm[2][64], init[2][64];
+    assert_ok(objlog("mb", "mpb", NULL));
+    assert_ok(objlog("mpu", "create", "mpb", "big/file", "--content-type", "video/mp4",
+                     NULL));
+    line_value(g_out, "upload_id", id, sizeof(id));
+    line_value(g_out, "token", tok, sizeof(tok));
+    assert_int_equal(strlen(id), 16);
+    snprintf(want, sizeof(want), "key: big/file\nupload_id: %s\ntoken: %s\n", id, tok);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("mpu", "create", "mpb", "big/other", NULL));
+    line_value(g_out, "upload_id", id2, sizeof(id2));
+    assert_true(strcmp(id, id2) < 0); /* ids sort by initiation */
+
+    assert_ok(objlog("mpu", "part", "mpb", "big/file", id, "1", "--size", "5242880",
+                     "--etag", ETAG1, "--blob-id", "blob-1", NULL));
+    line_value(g_out, "token", tok, sizeof(tok));
+    snprintf(want, sizeof(want), "upload_id: %s\npart_number: 1\netag: %s\ntoken: %s\n",
+             id, ETAG1, tok);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("mpu", "part", "mpb", "big/file", id, "2", "--size", "1", "--etag",
+                     ETAG1, NULL));
+    /* re-upload replaces */
+    assert_ok(objlog("mpu", "part", "mpb", "big/file", id, "2", "--size", "100", "--etag",
+                     ETAG2, NULL));
+
+    assert_ok(objlog("--json", "mpu", "parts", "mpb", "big/file", id, NULL));
+    json_t *j = json_out();
+    json_t *ps = json_object_get(j, "parts");
+    assert_int_equal(json_array_size(ps), 2);
+    for (int i = 0; i < 2; i++)
+        snprintf(lm[i], 64, "%s", js(json_array_get(ps, (size_t)i), "last_modified"));
+    json_decref(j);
+    snprintf(want, sizeof(want),
+             "PART     SIZE  ETAG                              LAST_MODIFIED\n"
+             "   1  5242880  %s  %s\n"
+             "   2      100  %s  %s\n"
+             "2 parts, 5242980 bytes\n", ETAG1, lm[0], ETAG2, lm[1]);
+    assert_ok(objlog("mpu", "parts", "mpb", "big/file", id, NULL));
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("mpu", "parts", "mpb", "big/file", id, "--max-parts", "1", "--all",
+                     NULL));
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("mpu", "parts", "mpb", "big/file", id, "--part-number-marker", "1",
+                     NULL));
+    snprintf(want, sizeof(want),
+             "PART  SIZE  ETAG                              LAST_MODIFIED\n"
+             "   2   100  %s  %s\n"
+             "1 part, 100 bytes\n", ETAG2, lm[1]);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("--json", "mpu", "ls", "mpb", NULL));
+    j = json_out();
+    json_t *us = json_object_get(j, "uploads");
+    assert_int_equal(json_array_size(us), 2);
+    for (int i = 0; i < 2; i++)
+        snprintf(init[i], 64, "%s", js(json_array_get(us, (size_t)i), "initiated"));
+    json_decref(j);
+    snprintf(want, sizeof(want),
+             "KEY        UPLOAD_ID         INITIATED\n"
+             "big/file   %s  %s\n"
+             "big/other  %s  %s\n"
+             "2 uploads, 0 prefixes\n", id, init[0], id2, init[1]);
+    assert_ok(objlog("mpu", "ls", "mpb", NULL));
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("mpu", "ls", "mpb", "--max-uploads", "1", "--all", NULL));
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("mpu", "ls", "mpb", "--delimiter", "/", NULL));
+    assert_string_equal(g_out, "PRE big/\n0 uploads, 1 prefix\n");
+    assert_ok(objlog("mpu", "ls", "mpb", "--key-marker", "big/file", NULL));
+    snprintf(want, sizeof(want),
+             "KEY        UPLOAD_ID         INITIATED\n"
+             "big/other  %s  %s\n"
+             "1 upload, 0 prefixes\n", id2, init[1]);
+    assert_string_equal(g_out, want);
+
+    /* complete: the list is checked against the recorded parts */
+    assert_int_equal(objlog("mpu", "complete", "mpb", "big/file", id, "2:" ETAG2,
+                            "1:" ETAG1, NULL), 1);
+    assert_err_prefix("objlog: mpu complete mpb/big/file: InvalidPartOrder: ");
+    assert_int_equal(objlog("mpu", "complete", "mpb", "big/file", id, "1:" ETAG2,
+                            "2:" ETAG2, NULL), 1);
+    assert_err_prefix("objlog: mpu complete mpb/big/file: InvalidPart: ");
+    assert_ok(objlog("mpu", "complete", "mpb", "big/file", id, "1:" ETAG1, "2:" ETAG2,
+                     NULL));
+    char vid[64], etag[64];
+    const char *parts[] = {ETAG1, ETAG2};
+    multipart_etag(parts, 2, etag, sizeof(etag));
+    line_value(g_out, "version_id", vid, sizeof(vid));
+    line_value(g_out, "token", tok, sizeof(tok));
+    snprintf(want, sizeof(want), "key: big/file\nversion_id: %s\netag: %s\ntoken: %s\n",
+             vid, etag, tok);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("get", "mpb", "big/file", NULL));
+    assert_non_null(strstr(g_out, "\nsize: 5242980\n"));
+    assert_non_null(strstr(g_out, "\ncontent_type: video/mp4\n"));
+    assert_int_equal(objlog("mpu", "parts", "mpb", "big/file", id, NULL), 1);
+    assert_err_prefix("objlog: mpu parts mpb/big/file: NoSuchUpload: ");
+
+    assert_ok(objlog("mpu", "abort", "mpb", "big/other", id2, NULL));
+    snprintf(want, sizeof(want), "abort: mpb/big/other (upload %s)\n", id2);
+    assert_string_equal(g_out, want);
+    assert_int_equal(objlog("mpu", "abort", "mpb", "big/other", id2, NULL), 1);
+    assert_err_prefix("objlog: mpu abort mpb/big/other: NoSuchUpload: ");
+    assert_ok(objlog("mpu", "ls", "mpb", NULL));
+    assert_string_equal(g_out, "0 uploads, 0 prefixes\n");
+
+    /* usage errors: exit 2, nothing sent */
+    assert_int_equal(objlog("mpu", NULL), 2);
+    assert_int_equal(objlog("mpu", "frob", "mpb", NULL), 2);
+    assert_int_equal(objlog("mpu", "part", "mpb", "k", id, "0", "--size", "1", "--etag",
+                            "e", NULL), 2);
+    assert_int_equal(objlog("mpu", "part", "mpb", "k", id, "10001", "--size", "1",
+                            "--etag", "e", NULL), 2);
+    assert_int_equal(objlog("mpu", "part", "mpb", "k", id, "1", NULL), 2);
+    assert_int_equal(objlog("mpu", "complete", "mpb", "k", id, NULL), 2);
+    assert_int_equal(objlog("mpu", "complete", "mpb", "k", id, "1-" ETAG1, NULL), 2);
+    assert_non_null(strstr(g_err, "N:ETAG"));
+}
+
 /* bench against a running objlogd, then with one it starts and stops. */
 static void test_bench(void **state) {
     (void)state;
@@ -363,6 +664,36 @@ static void test_bench(void **state) {
     assert_int_equal(proc_run(bad, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 2);
 }
 
+/* bench --list with small counts: every case returns what it must and
+ * the figures are sane. */
+static void test_bench_list(void **state) {
+    (void)state;
+    assert_ok(objlog("--json", "bench", "--list", "--brokers", g_srv.bootstrap, "--keys",
+                     "50", "--deleted", "300", "--live", "3", "--versions", "200",
+                     "--lists", "20", NULL));
+    json_t *j = json_out();
+    json_t *l = json_object_get(j, "list");
+    assert_int_equal(json_integer_value(json_object_get(l, "requests")), 20);
+    json_t *cs = json_object_get(l, "cases");
+    assert_int_equal(json_array_size(cs), 4);
+    static const struct {
+        const char *name;
+        long events, returned;
+    } want[] = {{"plain", 50, 50}, {"a", 603, 3}, {"a-dm", 603, 3}, {"b", 249, 50}};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *c = json_array_get(cs, i);
+        assert_string_equal(js(c, "case"), want[i].name);
+        assert_int_equal(json_integer_value(json_object_get(c, "events")), want[i].events);
+        assert_int_equal(json_integer_value(json_object_get(c, "returned")),
+                         want[i].returned);
+        assert_int_equal(json_integer_value(json_object_get(c, "errors")), 0);
+        assert_true(json_real_value(json_object_get(c, "p99_ms")) >=
+                    json_real_value(json_object_get(c, "p50_ms")));
+        assert_true(json_real_value(json_object_get(c, "p50_ms")) > 0);
+    }
+    json_decref(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mb_put_get_head),
@@ -370,7 +701,11 @@ int main(void) {
         cmocka_unit_test(test_ls_columns_prefixes_and_pages),
         cmocka_unit_test(test_rm_plain_and_versioned),
         cmocka_unit_test(test_errors_name_the_problem),
+        cmocka_unit_test(test_versions_table),
+        cmocka_unit_test(test_bucket_settings_versioning_rb),
+        cmocka_unit_test(test_mpu_commands),
         cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_bench_list),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -822,6 +822,581 @@ static void test_concurrent_clients(void **state) {
     resp_free(&r);
 }
 
+/* ------------------------------------------------- ListObjectVersions */
+
+/* One listed version as "key:version_id[L][M]" (L latest, M marker), or
+ * "[prefix]" for a common prefix, in key order (the two arrays merged, as
+ * S3 keeps them apart too); appended to out. */
+static void versions_items(const resp *r, char *out, size_t n) {
+    size_t o = strlen(out), i = 0, j = 0;
+    json_t *vs = json_object_get(r->json, "versions");
+    json_t *cps = json_object_get(r->json, "common_prefixes");
+    while (i < json_array_size(vs) || j < json_array_size(cps)) {
+        json_t *v = json_array_get(vs, i);
+        const char *key = json_string_value(json_object_get(v, "key"));
+        const char *cp = json_string_value(json_array_get(cps, j));
+        if (key && (!cp || strcmp(key, cp) < 0)) {
+            o += (size_t)snprintf(out + o, n - o, "%s%s:%s%s%s", o ? "," : "", key,
+                                  json_string_value(json_object_get(v, "version_id")),
+                                  json_is_true(json_object_get(v, "is_latest")) ? "L" : "",
+                                  json_is_true(json_object_get(v, "delete_marker")) ? "M" : "");
+            i++;
+        } else {
+            o += (size_t)snprintf(out + o, n - o, "%s[%s]", o ? "," : "", cp);
+            j++;
+        }
+    }
+}
+
+/* Walks ListObjectVersions pages of max_keys; returns the page count and
+ * the items joined in out; sizes[i] = items on page i. */
+static int versions_walk(env *e, const char *bucket, const char *query, int max_keys,
+                         char *out, size_t n, int *sizes) {
+    char km[1024] = "", vm[64] = "", path[4096];
+    int pages = 0;
+    out[0] = '\0';
+    for (;;) {
+        resp r;
+        char *ekm = esc(km, strlen(km));
+        snprintf(path, sizeof(path), "/v1/buckets/%s/versions?max_keys=%d%s%s%s%s%s",
+                 bucket, max_keys, query, km[0] ? "&key_marker=" : "", ekm,
+                 vm[0] ? "&version_id_marker=" : "", vm);
+        free(ekm);
+        req(e, "GET", path, NULL, NULL, &r);
+        if (r.status != 200)
+            print_error("%s: %s\n", path, r.body);
+        assert_int_equal(r.status, 200);
+        size_t items = json_array_size(json_object_get(r.json, "versions")) +
+                       json_array_size(json_object_get(r.json, "common_prefixes"));
+        assert_true(items <= (size_t)max_keys);
+        if (sizes)
+            sizes[pages] = (int)items;
+        pages++;
+        versions_items(&r, out, n);
+        if (!json_is_true(json_object_get(r.json, "is_truncated"))) {
+            assert_null(json_object_get(r.json, "next_key_marker"));
+            resp_free(&r);
+            return pages;
+        }
+        assert_int_equal(items, max_keys);
+        snprintf(km, sizeof(km), "%s", jstr(&r, "next_key_marker", NULL));
+        snprintf(vm, sizeof(vm), "%s", jstr(&r, "next_version_id_marker", NULL));
+        resp_free(&r);
+        assert_true(pages < 100);
+    }
+}
+
+/* PUT with the version id it created copied into vid. */
+static void put_version(env *e, const char *bucket, const char *key, char *vid) {
+    resp r;
+    char path[512];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s", bucket, key);
+    req(e, "PUT", path, "{\"size\":3,\"etag\":\"x\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(vid, 32, "%s", jstr(&r, "version_id", NULL));
+    resp_free(&r);
+}
+
+static void del_version(env *e, const char *bucket, const char *key, char *vid) {
+    resp r;
+    char path[512];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s", bucket, key);
+    req(e, "DELETE", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_true(json_object_get(r.json, "delete_marker")));
+    snprintf(vid, 32, "%s", jstr(&r, "version_id", NULL));
+    resp_free(&r);
+}
+
+/* S3 ListObjectVersions: versions of a key newest first, is_latest on the
+ * newest (even a delete marker), markers flagged, and key_marker +
+ * version_id_marker pagination that neither repeats nor skips inside one
+ * key's versions, for every page size. */
+static void test_list_versions(void **state) {
+    env *e = *state;
+    char k[7][32], a[32], zv[32], zm[32], want[2048], got[2048];
+    int sizes[64];
+    make_bucket(e, "lov", "{\"versioning\":\"Enabled\"}");
+    put_version(e, "lov", "a", a);
+    for (int i = 0; i < 7; i++)
+        put_version(e, "lov", "k", k[i]);
+    put_version(e, "lov", "z", zv);
+    del_version(e, "lov", "z", zm);
+    size_t o = (size_t)snprintf(want, sizeof(want), "a:%sL", a);
+    for (int i = 6; i >= 0; i--)
+        o += (size_t)snprintf(want + o, sizeof(want) - o, ",k:%s%s", k[i], i == 6 ? "L" : "");
+    snprintf(want + o, sizeof(want) - o, ",z:%sLM,z:%s", zm, zv);
+
+    /* one page, then every page size: the same sequence */
+    assert_int_equal(versions_walk(e, "lov", "", 1000, got, sizeof(got), NULL), 1);
+    assert_string_equal(got, want);
+    for (int mk = 1; mk <= 11; mk++) {
+        int pages = versions_walk(e, "lov", "", mk, got, sizeof(got), sizes);
+        assert_string_equal(got, want);
+        /* a full last page is not truncated: nothing follows it */
+        assert_int_equal(pages, (10 + mk - 1) / mk);
+    }
+
+    /* one key with 7 versions, max_keys=3: pages of 3, 3, 1 with exact ids */
+    int pages = versions_walk(e, "lov", "&prefix=k", 3, got, sizeof(got), sizes);
+    assert_int_equal(pages, 3);
+    assert_int_equal(sizes[0], 3);
+    assert_int_equal(sizes[1], 3);
+    assert_int_equal(sizes[2], 1);
+    snprintf(want, sizeof(want), "k:%sL,k:%s,k:%s,k:%s,k:%s,k:%s,k:%s", k[6], k[5], k[4],
+             k[3], k[2], k[1], k[0]);
+    assert_string_equal(got, want);
+
+    /* the page JSON itself */
+    resp r;
+    req(e, "GET", "/v1/buckets/lov/versions?prefix=k&max_keys=3", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "bucket", NULL), "lov");
+    assert_string_equal(jstr(&r, "prefix", NULL), "k");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "max_keys")), 3);
+    assert_true(json_is_true(json_object_get(r.json, "is_truncated")));
+    assert_string_equal(jstr(&r, "next_key_marker", NULL), "k");
+    assert_string_equal(jstr(&r, "next_version_id_marker", NULL), k[4]);
+    json_t *v0 = json_array_get(json_object_get(r.json, "versions"), 0);
+    assert_string_equal(json_string_value(json_object_get(v0, "etag")), "x");
+    assert_int_equal(json_integer_value(json_object_get(v0, "size")), 3);
+    assert_string_equal(json_string_value(json_object_get(v0, "storage_class")), "STANDARD");
+    assert_int_equal(strlen(json_string_value(json_object_get(v0, "last_modified"))), 24);
+    assert_false(json_is_true(json_object_get(v0, "delete_marker")));
+    resp_free(&r);
+
+    /* key_marker alone: after every version of that key */
+    char path[256];
+    req(e, "GET", "/v1/buckets/lov/versions?key_marker=k", NULL, NULL, &r);
+    got[0] = '\0';
+    versions_items(&r, got, sizeof(got));
+    snprintf(want, sizeof(want), "z:%sLM,z:%s", zm, zv);
+    assert_string_equal(got, want);
+    assert_string_equal(jstr(&r, "key_marker", NULL), "k");
+    resp_free(&r);
+    /* both markers: after that version; its older ones follow */
+    snprintf(path, sizeof(path), "/v1/buckets/lov/versions?key_marker=k&version_id_marker=%s&max_keys=2",
+             k[2]);
+    req(e, "GET", path, NULL, NULL, &r);
+    got[0] = '\0';
+    versions_items(&r, got, sizeof(got));
+    snprintf(want, sizeof(want), "k:%s,k:%s", k[1], k[0]);
+    assert_string_equal(got, want);
+    resp_free(&r);
+
+    /* a version deleted between pages still names its place */
+    snprintf(path, sizeof(path), "/v1/buckets/lov/objects/k?version_id=%s", k[3]);
+    expect(e, "DELETE", path, NULL, 200);
+    snprintf(path, sizeof(path), "/v1/buckets/lov/versions?key_marker=k&version_id_marker=%s&max_keys=1",
+             k[3]);
+    req(e, "GET", path, NULL, NULL, &r);
+    got[0] = '\0';
+    versions_items(&r, got, sizeof(got));
+    snprintf(want, sizeof(want), "k:%s", k[2]);
+    assert_string_equal(got, want);
+    resp_free(&r);
+
+    /* deleting the newest version makes the next one latest */
+    snprintf(path, sizeof(path), "/v1/buckets/lov/objects/k?version_id=%s", k[6]);
+    expect(e, "DELETE", path, NULL, 200);
+    snprintf(path, sizeof(path), "/v1/buckets/lov/versions?key_marker=a&max_keys=1");
+    req(e, "GET", path, NULL, NULL, &r);
+    got[0] = '\0';
+    versions_items(&r, got, sizeof(got));
+    snprintf(want, sizeof(want), "k:%sL", k[5]);
+    assert_string_equal(got, want);
+    resp_free(&r);
+}
+
+/* Delimiter: common prefixes count toward max_keys, come once, and a
+ * next_key_marker that is a prefix resumes after everything under it. */
+static void test_list_versions_delimiter(void **state) {
+    env *e = *state;
+    char v[8][32], got[2048], want[2048];
+    make_bucket(e, "lovd", "{\"versioning\":\"Enabled\"}");
+    put_version(e, "lovd", "d/1", v[0]);
+    put_version(e, "lovd", "d/2", v[1]);
+    put_version(e, "lovd", "d/2", v[2]);
+    put_version(e, "lovd", "e", v[3]);
+    put_version(e, "lovd", "e", v[4]);
+    put_version(e, "lovd", "f/x", v[5]);
+    del_version(e, "lovd", "g", v[6]); /* a marker on a key that never existed */
+    snprintf(want, sizeof(want), "[d/],e:%sL,e:%s,[f/],g:%sLM", v[4], v[3], v[6]);
+    for (int mk = 1; mk <= 6; mk++) {
+        versions_walk(e, "lovd", "&delimiter=/", mk, got, sizeof(got), NULL);
+        assert_string_equal(got, want);
+    }
+    versions_walk(e, "lovd", "&prefix=d/&delimiter=/", 1, got, sizeof(got), NULL);
+    snprintf(want, sizeof(want), "d/1:%sL,d/2:%sL,d/2:%s", v[0], v[2], v[1]);
+    assert_string_equal(got, want);
+    resp r;
+    req(e, "GET", "/v1/buckets/lovd/versions?delimiter=/&max_keys=1", NULL, NULL, &r);
+    assert_string_equal(jstr(&r, "next_key_marker", NULL), "d/");
+    assert_string_equal(jstr(&r, "next_version_id_marker", NULL), "");
+    assert_string_equal(jstr(&r, "delimiter", NULL), "/");
+    resp_free(&r);
+    /* a plain LIST shows none of the marker-only key g */
+    req(e, "GET", "/v1/buckets/lovd/objects", NULL, NULL, &r);
+    names(json_object_get(r.json, "objects"), got, sizeof(got));
+    assert_string_equal(got, "d/1,d/2,e,f/x");
+    resp_free(&r);
+
+    struct { const char *path; long status; const char *code; } rows[] = {
+        {"/v1/buckets/lovd/versions?max_keys=1001", 400, "InvalidArgument"},
+        {"/v1/buckets/lovd/versions?max_keys=-1", 400, "InvalidArgument"},
+        {"/v1/buckets/lovd/versions?max_keys=x", 400, "InvalidArgument"},
+        {"/v1/buckets/lovd/versions?version_id_marker=0000000000000001", 400,
+         "InvalidArgument"},
+        {"/v1/buckets/lovd/versions?key_marker=e&version_id_marker=zz", 400,
+         "InvalidArgument"},
+        {"/v1/buckets/nosuch/versions", 404, "NoSuchBucket"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        req(e, "GET", rows[i].path, NULL, NULL, &r);
+        assert_error(&r, rows[i].status, rows[i].code);
+        resp_free(&r);
+    }
+    req(e, "GET", "/v1/buckets/lovd/versions?max_keys=0", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_array_size(json_object_get(r.json, "versions")), 0);
+    assert_false(json_is_true(json_object_get(r.json, "is_truncated")));
+    resp_free(&r);
+}
+
+/* GET/HEAD of delete markers, latest and by version id (S3). */
+static void test_delete_marker_reads(void **state) {
+    env *e = *state;
+    char v1[32], m[32], path[256], h[64];
+    resp r;
+    make_bucket(e, "dmk", "{\"versioning\":\"Enabled\"}");
+    put_version(e, "dmk", "k", v1);
+    del_version(e, "dmk", "k", m);
+    req(e, "HEAD", "/v1/buckets/dmk/objects/k", NULL, NULL, &r);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(r.body_len, 0);
+    assert_string_equal(header(&r, "x-amz-delete-marker", h, sizeof(h)), "true");
+    assert_string_equal(header(&r, "X-Objlog-Version-Id", h, sizeof(h)), m);
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/dmk/objects/k?version_id=%s", m);
+    req(e, "HEAD", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 405);
+    assert_string_equal(header(&r, "x-amz-delete-marker", h, sizeof(h)), "true");
+    resp_free(&r);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_error(&r, 405, "MethodNotAllowed");
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/dmk/objects/k?version_id=%s", v1);
+    req(e, "HEAD", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_null(header(&r, "x-amz-delete-marker", h, sizeof(h)));
+    resp_free(&r);
+    /* Suspended: DELETE adds a null marker, addressable as "null" */
+    expect(e, "PUT", "/v1/buckets/dmk/versioning", "{\"status\":\"Suspended\"}", 200);
+    req(e, "DELETE", "/v1/buckets/dmk/objects/k", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "version_id", NULL), "null");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/dmk/objects/k?version_id=null", NULL, NULL, &r);
+    assert_error(&r, 405, "MethodNotAllowed");
+    resp_free(&r);
+    char got[512], want[512];
+    versions_walk(e, "dmk", "", 1, got, sizeof(got), NULL);
+    snprintf(want, sizeof(want), "k:nullLM,k:%sM,k:%s", m, v1);
+    assert_string_equal(got, want);
+}
+
+/* Bucket settings, versioning changes, version cap setting, delete. */
+static void test_bucket_routes(void **state) {
+    env *e = *state;
+    resp r;
+    make_bucket(e, "settings", "{\"tenant\":\"acme\",\"max_versions\":5}");
+    req(e, "GET", "/v1/buckets/settings", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "name", NULL), "settings");
+    assert_string_equal(jstr(&r, "tenant", NULL), "acme");
+    assert_string_equal(jstr(&r, "versioning", NULL), "");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "max_versions")), 5);
+    assert_int_equal(strlen(jstr(&r, "created", NULL)), 24);
+    resp_free(&r);
+    make_bucket(e, "defaults", NULL);
+    req(e, "GET", "/v1/buckets/defaults", NULL, NULL, &r);
+    assert_int_equal(json_integer_value(json_object_get(r.json, "max_versions")), 100000);
+    assert_string_equal(jstr(&r, "tenant", NULL), "");
+    resp_free(&r);
+
+    static const char *const states[] = {"Enabled", "Suspended", "Enabled", NULL};
+    for (int i = 0; states[i]; i++) {
+        char body[64];
+        snprintf(body, sizeof(body), "{\"status\":\"%s\"}", states[i]);
+        expect(e, "PUT", "/v1/buckets/settings/versioning", body, 200);
+        req(e, "GET", "/v1/buckets/settings", NULL, NULL, &r);
+        assert_string_equal(jstr(&r, "versioning", NULL), states[i]);
+        resp_free(&r);
+    }
+
+    struct { const char *method, *path, *body; long status; const char *code; } rows[] = {
+        {"PUT", "/v1/buckets/settings/versioning", "{\"status\":\"\"}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/settings/versioning", "{\"status\":\"Disabled\"}", 400,
+         "InvalidArgument"},
+        {"PUT", "/v1/buckets/settings/versioning", "{}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/settings/versioning", "", 400, "MalformedJSON"},
+        {"PUT", "/v1/buckets/settings/versioning", "nope", 400, "MalformedJSON"},
+        {"GET", "/v1/buckets/settings/versioning", NULL, 405, "MethodNotAllowed"},
+        {"PUT", "/v1/buckets/nosuch/versioning", "{\"status\":\"Enabled\"}", 404, "NoSuchBucket"},
+        {"PUT", "/v1/buckets/capped", "{\"max_versions\":0}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/capped", "{\"max_versions\":-3}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/capped", "{\"max_versions\":\"9\"}", 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/nosuch", NULL, 404, "NoSuchBucket"},
+        {"DELETE", "/v1/buckets/nosuch", NULL, 404, "NoSuchBucket"},
+        {"POST", "/v1/buckets/settings", NULL, 405, "MethodNotAllowed"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        req(e, rows[i].method, rows[i].path, rows[i].body, NULL, &r);
+        if (r.status != rows[i].status)
+            print_error("row %zu: %s %s\n", i, rows[i].method, rows[i].path);
+        assert_error(&r, rows[i].status, rows[i].code);
+        resp_free(&r);
+    }
+
+    /* delete only when empty: versions and markers count */
+    char v[32], m[32], path[256];
+    put_version(e, "settings", "k", v);
+    del_version(e, "settings", "k", m);
+    req(e, "DELETE", "/v1/buckets/settings", NULL, NULL, &r);
+    assert_error(&r, 409, "BucketNotEmpty");
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/settings/objects/k?version_id=%s", v);
+    expect(e, "DELETE", path, NULL, 200);
+    req(e, "DELETE", "/v1/buckets/settings", NULL, NULL, &r);
+    assert_error(&r, 409, "BucketNotEmpty"); /* the marker is still there */
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/settings/objects/k?version_id=%s", m);
+    expect(e, "DELETE", path, NULL, 200);
+    req(e, "DELETE", "/v1/buckets/settings", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/settings", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchBucket");
+    resp_free(&r);
+    /* recreate: fresh settings */
+    make_bucket(e, "settings", NULL);
+    req(e, "GET", "/v1/buckets/settings", NULL, NULL, &r);
+    assert_string_equal(jstr(&r, "versioning", NULL), "");
+    assert_string_equal(jstr(&r, "tenant", NULL), "");
+    resp_free(&r);
+}
+
+/* ---------------------------------------------------------- multipart */
+
+/* POST an upload of key; its id into id. */
+static void create_upload(env *e, const char *bucket, const char *key, char *id) {
+    resp r;
+    char path[256], body[256];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/uploads", bucket);
+    snprintf(body, sizeof(body), "{\"key\":\"%s\",\"content_type\":\"text/plain\"}", key);
+    req(e, "POST", path, body, NULL, &r);
+    if (r.status != 200)
+        print_error("create upload: %s\n", r.body);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "key", NULL), key);
+    snprintf(id, 32, "%s", jstr(&r, "upload_id", NULL));
+    assert_int_equal(strlen(id), 16);
+    resp_free(&r);
+}
+
+static void upload_part(env *e, const char *bucket, const char *key, const char *id,
+                        int n, long long size, const char *etag) {
+    char path[256], body[256];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/uploads/%s/parts/%d?key=%s", bucket, id,
+             n, key);
+    snprintf(body, sizeof(body), "{\"size\":%lld,\"etag\":\"%s\",\"blob_id\":\"b%d\"}",
+             size, etag, n);
+    expect(e, "PUT", path, body, 200);
+}
+
+#define MIB5 5242880LL
+static const char *const etags[] = {"ffc88b4ca90a355f8ddba6b2c3b2af5c",
+                                    "d067a0fa9dc61a6e7195ca99696b5a89",
+                                    "49dcd91231f801159e893fb5c6674985"};
+
+static void test_multipart(void **state) {
+    env *e = *state;
+    resp r;
+    char id[32], id2[32], id3[32], path[512], body[1024], got[1024];
+    make_bucket(e, "mpu", "{\"versioning\":\"Enabled\"}");
+    create_upload(e, "mpu", "big", id);
+    upload_part(e, "mpu", "big", id, 2, MIB5, "0000000000000000000000000000000f");
+    upload_part(e, "mpu", "big", id, 1, MIB5, etags[0]);
+    upload_part(e, "mpu", "big", id, 3, 10, etags[2]);
+    upload_part(e, "mpu", "big", id, 2, MIB5, etags[1]); /* re-upload replaces */
+
+    /* list parts, paginated */
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s/parts?key=big&max_parts=2", id);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *parts = json_object_get(r.json, "parts");
+    assert_int_equal(json_array_size(parts), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(parts, 0), "part_number")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(parts, 1), "part_number")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(parts, 1), "etag")),
+                        etags[1]);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(parts, 1), "size")), MIB5);
+    assert_true(json_is_true(json_object_get(r.json, "is_truncated")));
+    assert_int_equal(json_integer_value(json_object_get(r.json, "next_part_number_marker")), 2);
+    assert_string_equal(jstr(&r, "key", NULL), "big");
+    assert_string_equal(jstr(&r, "upload_id", NULL), id);
+    resp_free(&r);
+    snprintf(path, sizeof(path),
+             "/v1/buckets/mpu/uploads/%s/parts?key=big&max_parts=2&part_number_marker=2", id);
+    req(e, "GET", path, NULL, NULL, &r);
+    parts = json_object_get(r.json, "parts");
+    assert_int_equal(json_array_size(parts), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(parts, 0), "part_number")), 3);
+    assert_false(json_is_true(json_object_get(r.json, "is_truncated")));
+    resp_free(&r);
+
+    /* list uploads: by key, then initiation; markers; delimiter */
+    create_upload(e, "mpu", "big", id2);
+    create_upload(e, "mpu", "dir/x", id3);
+    req(e, "GET", "/v1/buckets/mpu/uploads", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *ups = json_object_get(r.json, "uploads");
+    assert_int_equal(json_array_size(ups), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ups, 0), "upload_id")), id);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ups, 1), "upload_id")), id2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ups, 2), "key")), "dir/x");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/mpu/uploads?max_uploads=1", NULL, NULL, &r);
+    assert_true(json_is_true(json_object_get(r.json, "is_truncated")));
+    assert_string_equal(jstr(&r, "next_key_marker", NULL), "big");
+    assert_string_equal(jstr(&r, "next_upload_id_marker", NULL), id);
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads?key_marker=big&upload_id_marker=%s", id);
+    req(e, "GET", path, NULL, NULL, &r);
+    ups = json_object_get(r.json, "uploads");
+    assert_int_equal(json_array_size(ups), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ups, 0), "upload_id")), id2);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/mpu/uploads?key_marker=big", NULL, NULL, &r);
+    ups = json_object_get(r.json, "uploads");
+    assert_int_equal(json_array_size(ups), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ups, 0), "key")), "dir/x");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/mpu/uploads?delimiter=/", NULL, NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.json, "uploads")), 2);
+    names(json_object_get(r.json, "common_prefixes"), got, sizeof(got));
+    assert_string_equal(got, "dir/");
+    resp_free(&r);
+
+    /* complete: S3's multipart etag, size = sum of parts */
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s/complete?key=big", id);
+    snprintf(body, sizeof(body),
+             "{\"parts\":[{\"part_number\":1,\"etag\":\"%s\"},{\"part_number\":2,"
+             "\"etag\":\"\\\"%s\\\"\"},{\"part_number\":3,\"etag\":\"%s\"}]}",
+             etags[0], etags[1], etags[2]);
+    req(e, "POST", path, body, NULL, &r);
+    if (r.status != 200)
+        print_error("complete: %s\n", r.body);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "5e9583dc343a55b829d3b99070a10015-3");
+    assert_int_equal(strlen(jstr(&r, "version_id", NULL)), 16);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/mpu/objects/big", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "5e9583dc343a55b829d3b99070a10015-3");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "size")), 2 * MIB5 + 10);
+    assert_string_equal(jstr(&r, "content_type", NULL), "text/plain");
+    resp_free(&r);
+    /* completed: gone from the lists; a second complete is NoSuchUpload */
+    req(e, "POST", path, body, NULL, &r);
+    assert_error(&r, 404, "NoSuchUpload");
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s/parts?key=big", id);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchUpload");
+    resp_free(&r);
+
+    /* abort -> NoSuchUpload after */
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s?key=big", id2);
+    expect(e, "DELETE", path, NULL, 200);
+    req(e, "DELETE", path, NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchUpload");
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s/parts/1?key=big", id2);
+    req(e, "PUT", path, "{\"size\":1,\"etag\":\"x\"}", NULL, &r);
+    assert_error(&r, 404, "NoSuchUpload");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/mpu/uploads", NULL, NULL, &r);
+    ups = json_object_get(r.json, "uploads");
+    assert_int_equal(json_array_size(ups), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ups, 0), "upload_id")), id3);
+    resp_free(&r);
+
+    /* complete rejected: order, unknown part, too small */
+    char id4[32];
+    create_upload(e, "mpu", "small", id4);
+    upload_part(e, "mpu", "small", id4, 1, 100, etags[0]);
+    upload_part(e, "mpu", "small", id4, 2, 100, etags[1]);
+    snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s/complete?key=small", id4);
+    struct { const char *body; long status; const char *code; } rows[] = {
+        {"{\"parts\":[{\"part_number\":2,\"etag\":\"d067a0fa9dc61a6e7195ca99696b5a89\"},"
+         "{\"part_number\":1,\"etag\":\"ffc88b4ca90a355f8ddba6b2c3b2af5c\"}]}",
+         400, "InvalidPartOrder"},
+        {"{\"parts\":[{\"part_number\":1,\"etag\":\"d067a0fa9dc61a6e7195ca99696b5a89\"}]}",
+         400, "InvalidPart"},
+        {"{\"parts\":[{\"part_number\":1,\"etag\":\"ffc88b4ca90a355f8ddba6b2c3b2af5c\"},"
+         "{\"part_number\":2,\"etag\":\"d067a0fa9dc61a6e7195ca99696b5a89\"}]}",
+         400, "EntityTooSmall"},
+        {"{\"parts\":[]}", 400, "InvalidArgument"},
+        {"{\"parts\":[{\"part_number\":0,\"etag\":\"x\"}]}", 400, "InvalidArgument"},
+        {"nope", 400, "MalformedJSON"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        req(e, "POST", path, rows[i].body, NULL, &r);
+        if (r.status != rows[i].status)
+            print_error("complete row %zu: %s\n", i, r.body);
+        assert_error(&r, rows[i].status, rows[i].code);
+        resp_free(&r);
+    }
+    /* the last part alone may be small */
+    snprintf(body, sizeof(body), "{\"parts\":[{\"part_number\":2,\"etag\":\"%s\"}]}", etags[1]);
+    req(e, "POST", path, body, NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+
+    struct { const char *method, *path, *body; long status; const char *code; } bad[] = {
+        {"PUT", "/v1/buckets/mpu/uploads/0000000000000001/parts/1", "{}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/mpu/uploads/0000000000000001/parts/0?key=k", "{}", 400,
+         "InvalidArgument"},
+        {"PUT", "/v1/buckets/mpu/uploads/0000000000000001/parts/10001?key=k", "{}", 400,
+         "InvalidArgument"},
+        {"GET", "/v1/buckets/mpu/uploads/0000000000000001/parts", NULL, 400, "InvalidArgument"},
+        {"GET", "/v1/buckets/mpu/uploads/0000000000000001/parts?key=k", NULL, 404, "NoSuchUpload"},
+        {"GET", "/v1/buckets/mpu/uploads?max_uploads=1001", NULL, 400, "InvalidArgument"},
+        {"POST", "/v1/buckets/mpu/uploads", "{}", 400, "InvalidArgument"},
+        {"POST", "/v1/buckets/nosuch/uploads", "{\"key\":\"k\"}", 404, "NoSuchBucket"},
+        {"DELETE", "/v1/buckets/mpu/uploads/0000000000000001?key=k", NULL, 404, "NoSuchUpload"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        req(e, bad[i].method, bad[i].path, bad[i].body, NULL, &r);
+        if (r.status != bad[i].status)
+            print_error("row %zu: %s %s: %s\n", i, bad[i].method, bad[i].path, r.body);
+        assert_error(&r, bad[i].status, bad[i].code);
+        resp_free(&r);
+    }
+
+    /* S3 DeleteBucket: in-progress uploads block it (BucketNotEmpty) */
+    make_bucket(e, "mp2", NULL);
+    char id5[32];
+    create_upload(e, "mp2", "k", id5);
+    req(e, "DELETE", "/v1/buckets/mp2", NULL, NULL, &r);
+    assert_error(&r, 409, "BucketNotEmpty");
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buckets/mp2/uploads/%s?key=k", id5);
+    expect(e, "DELETE", path, NULL, 200);
+    expect(e, "DELETE", "/v1/buckets/mp2", NULL, 200);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_head),
@@ -834,6 +1409,11 @@ int main(void) {
         cmocka_unit_test(test_preconditions),
         cmocka_unit_test(test_writes_and_consistency),
         cmocka_unit_test(test_concurrent_clients),
+        cmocka_unit_test(test_list_versions),
+        cmocka_unit_test(test_list_versions_delimiter),
+        cmocka_unit_test(test_delete_marker_reads),
+        cmocka_unit_test(test_bucket_routes),
+        cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_slow_apply),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -8,7 +8,13 @@
  * partition the range map names and decodes to exactly the event written;
  * bad arguments never reach the log; ack=applied reports UNKNOWN (with the
  * request id) when no outcome arrives, and OK/REJECTED from the outcome
- * the query service returns; a range map in objlog.control is honoured. */
+ * the query service returns (with the upload id of a create_upload); a
+ * range map in objlog.control is honoured. Issue 3: bucket settings,
+ * versioning, delete bucket and the four multipart calls each log exactly
+ * their Event (bucket ops route with key "", multipart ones with the
+ * object key), create_bucket is create_bucket_ex without settings, and
+ * upload ids, part numbers, part lists and versioning states are checked
+ * up front. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -532,6 +538,261 @@ static void test_bad_arguments_rejected_up_front(void **state) {
     objlog_producer_destroy(p);
 }
 
+
+/* ---- issue 3: bucket settings, versioning, multipart ---- */
+
+static Objlog__Event *event_of(int n, Objlog__Event *evs[],
+                               Objlog__Event__OpCase op) {
+    for (int i = 0; i < n; i++)
+        if (evs[i]->op_case == op)
+            return evs[i];
+    fail_msg("no event with op %d", (int)op);
+    return NULL;
+}
+
+/* Each new call logs exactly one event with exactly its fields; bucket
+ * operations route with key "", multipart ones with the object key. */
+static void test_issue3_events(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    objlog_write_result r[7];
+    char err[256];
+    objlog_bucket_conf bc = {.tenant = "acme",
+                             .versioning = OBJLOG_VERSIONING_SUSPENDED,
+                             .max_versions = 5,
+                             .quota_max_bytes = 1000,
+                             .quota_max_objects = 10};
+    assert_int_equal(objlog_producer_create_bucket_ex_sync(p, "photos", &bc, NULL,
+                                                           &r[0], err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_set_versioning_sync(
+                         p, "photos", OBJLOG_VERSIONING_ENABLED, NULL, &r[1], err,
+                         sizeof(err)), 0);
+    assert_int_equal(objlog_producer_delete_bucket_sync(p, "photos", NULL, &r[2], err,
+                                                        sizeof(err)), 0);
+    objlog_user_meta um[2] = {{"color", "red"}, {"owner", "ann"}};
+    objlog_object_meta meta = {.content_type = "video/mp4", .storage_class = "GLACIER",
+                               .user_meta = um, .n_user_meta = 2};
+    assert_int_equal(objlog_producer_create_upload_sync(p, "photos", "big/f\0x", 7,
+                                                        &meta, NULL, &r[3], err,
+                                                        sizeof(err)), 0);
+    assert_int_equal(objlog_producer_upload_part_sync(
+                         p, "photos", "big/f\0x", 7, "00000000000000aa", 10000,
+                         5242880, "\"9b2cf535f27731c974343645a3985328\"", "blob-3",
+                         NULL, &r[4], err, sizeof(err)), 0);
+    objlog_completed_part parts[2] = {{1, "e1"}, {3, "e3"}};
+    objlog_write_opts opts = {.if_none_match = 1};
+    assert_int_equal(objlog_producer_complete_upload_sync(
+                         p, "photos", "big/f\0x", 7, "00000000000000aa", parts, 2,
+                         &opts, &r[5], err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_abort_upload_sync(p, "photos", "big/f\0x", 7,
+                                                       "0123456789abcdef", NULL,
+                                                       &r[6], err, sizeof(err)), 0);
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(r[i].status, OBJLOG_STATUS_LOGGED);
+        assert_string_equal(r[i].upload_id, ""); /* only from an outcome */
+    }
+    objlog_producer_destroy(p);
+
+    rangemap *rm = rangemap_new_default(NPART, CONTROL_DEFAULT_EPOCH);
+    rd_kafka_message_t **msgs = consume_all(c, 7);
+    Objlog__Event *evs[7];
+    for (int i = 0; i < 7; i++) {
+        evs[i] = objlog__event__unpack(NULL, msgs[i]->len, msgs[i]->payload);
+        assert_non_null(evs[i]);
+        assert_string_equal(evs[i]->bucket, "photos");
+        int multipart = evs[i]->op_case >= OBJLOG__EVENT__OP_CREATE_UPLOAD;
+        if (multipart) {
+            assert_route(msgs[i], rm, "photos", "big/f\0x", 7);
+            assert_int_equal(evs[i]->key.len, 7);
+            assert_memory_equal(evs[i]->key.data, "big/f\0x", 7);
+        } else {
+            assert_route(msgs[i], rm, "photos", "", 0);
+            assert_int_equal(evs[i]->key.len, 0);
+        }
+        if (evs[i]->op_case != OBJLOG__EVENT__OP_COMPLETE_UPLOAD)
+            assert_null(evs[i]->pre);
+    }
+    Objlog__Event *e = event_of(7, evs, OBJLOG__EVENT__OP_CREATE_BUCKET);
+    assert_memory_equal(e->request_id.data, r[0].request_id, 16);
+    assert_string_equal(e->create_bucket->tenant, "acme");
+    assert_int_equal(e->create_bucket->versioning,
+                     OBJLOG__VERSIONING__VERSIONING_SUSPENDED);
+    assert_int_equal(e->create_bucket->max_versions, 5);
+    assert_non_null(e->create_bucket->quota);
+    assert_int_equal(e->create_bucket->quota->max_bytes, 1000);
+    assert_int_equal(e->create_bucket->quota->max_objects, 10);
+
+    e = event_of(7, evs, OBJLOG__EVENT__OP_SET_VERSIONING);
+    assert_memory_equal(e->request_id.data, r[1].request_id, 16);
+    assert_int_equal(e->set_versioning->status, OBJLOG__VERSIONING__VERSIONING_ENABLED);
+
+    e = event_of(7, evs, OBJLOG__EVENT__OP_DELETE_BUCKET);
+    assert_memory_equal(e->request_id.data, r[2].request_id, 16);
+    assert_non_null(e->delete_bucket);
+
+    e = event_of(7, evs, OBJLOG__EVENT__OP_CREATE_UPLOAD);
+    assert_memory_equal(e->request_id.data, r[3].request_id, 16);
+    Objlog__ObjectMeta *om = e->create_upload->meta;
+    assert_non_null(om);
+    assert_int_equal(om->size, 0);
+    assert_string_equal(om->etag, "");
+    assert_string_equal(om->content_type, "video/mp4");
+    assert_string_equal(om->storage_class, "GLACIER");
+    assert_string_equal(om->blob_id, "");
+    assert_int_equal(om->n_user_metadata, 2);
+    assert_string_equal(om->user_metadata[0]->name, "color");
+    assert_string_equal(om->user_metadata[0]->value, "red");
+    assert_string_equal(om->user_metadata[1]->name, "owner");
+    assert_string_equal(om->user_metadata[1]->value, "ann");
+
+    e = event_of(7, evs, OBJLOG__EVENT__OP_UPLOAD_PART);
+    assert_memory_equal(e->request_id.data, r[4].request_id, 16);
+    assert_string_equal(e->upload_part->upload_id, "00000000000000aa");
+    assert_int_equal(e->upload_part->part_number, 10000);
+    assert_int_equal(e->upload_part->size, 5242880);
+    assert_string_equal(e->upload_part->etag, "\"9b2cf535f27731c974343645a3985328\"");
+    assert_string_equal(e->upload_part->blob_id, "blob-3");
+
+    e = event_of(7, evs, OBJLOG__EVENT__OP_COMPLETE_UPLOAD);
+    assert_memory_equal(e->request_id.data, r[5].request_id, 16);
+    assert_string_equal(e->complete_upload->upload_id, "00000000000000aa");
+    assert_int_equal(e->complete_upload->n_parts, 2);
+    assert_int_equal(e->complete_upload->parts[0]->part_number, 1);
+    assert_string_equal(e->complete_upload->parts[0]->etag, "e1");
+    assert_int_equal(e->complete_upload->parts[1]->part_number, 3);
+    assert_string_equal(e->complete_upload->parts[1]->etag, "e3");
+    assert_non_null(e->pre);
+    assert_true(e->pre->if_none_match);
+    assert_string_equal(e->pre->if_match, "");
+
+    e = event_of(7, evs, OBJLOG__EVENT__OP_ABORT_UPLOAD);
+    assert_memory_equal(e->request_id.data, r[6].request_id, 16);
+    assert_string_equal(e->abort_upload->upload_id, "0123456789abcdef");
+
+    for (int i = 0; i < 7; i++)
+        objlog__event__free_unpacked(evs[i], NULL);
+    free_msgs(msgs, 7);
+    rangemap_destroy(rm);
+}
+
+/* create_bucket is create_bucket_ex without quota or cap: no Quota message,
+ * max_versions 0 (the state machine's default). */
+static void test_create_bucket_wraps_ex(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    objlog_write_result r1, r2;
+    char err[256];
+    assert_int_equal(objlog_producer_create_bucket_sync(p, "plain", NULL,
+                                                        OBJLOG_VERSIONING_UNVERSIONED,
+                                                        NULL, &r1, err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_create_bucket_ex_sync(p, "plain2", NULL, NULL, &r2,
+                                                           err, sizeof(err)), 0);
+    objlog_producer_destroy(p);
+    rd_kafka_message_t **msgs = consume_all(c, 2);
+    for (int i = 0; i < 2; i++) {
+        Objlog__Event *ev = objlog__event__unpack(NULL, msgs[i]->len, msgs[i]->payload);
+        assert_non_null(ev);
+        assert_int_equal(ev->op_case, OBJLOG__EVENT__OP_CREATE_BUCKET);
+        assert_string_equal(ev->create_bucket->tenant, "");
+        assert_int_equal(ev->create_bucket->versioning,
+                         OBJLOG__VERSIONING__VERSIONING_UNVERSIONED);
+        assert_int_equal(ev->create_bucket->max_versions, 0);
+        assert_null(ev->create_bucket->quota);
+        objlog__event__free_unpacked(ev, NULL);
+    }
+    free_msgs(msgs, 2);
+}
+
+static void test_issue3_bad_arguments(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    char err[256];
+    g_bad_calls = 0;
+    const char *bad_ids[] = {"", "abc", "00000000000000aaa", "00000000000000AA",
+                             "00000000000000zz", "null", NULL};
+    for (int i = 0; bad_ids[i]; i++) {
+        assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, bad_ids[i], 1,
+                                                     1, "e", NULL, NULL, count_cb, NULL,
+                                                     err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "upload id"));
+        assert_int_equal(objlog_producer_abort_upload(p, "photos", "k", 1, bad_ids[i],
+                                                      NULL, count_cb, NULL, err,
+                                                      sizeof(err)), -1);
+        objlog_completed_part one = {1, "e"};
+        assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, bad_ids[i],
+                                                         &one, 1, NULL, count_cb, NULL,
+                                                         err, sizeof(err)), -1);
+    }
+    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, NULL, 1, 1, "e",
+                                                 NULL, NULL, count_cb, NULL, err,
+                                                 sizeof(err)), -1);
+    const char *id = "00000000000000aa";
+    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 0, 1, "e",
+                                                 NULL, NULL, count_cb, NULL, err,
+                                                 sizeof(err)), -1);
+    assert_string_equal(err, "invalid part number 0: must be 1 to 10000");
+    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 10001, 1,
+                                                 "e", NULL, NULL, count_cb, NULL, err,
+                                                 sizeof(err)), -1);
+    assert_string_equal(err, "invalid part number 10001: must be 1 to 10000");
+    objlog_completed_part *many = calloc(10001, sizeof(*many));
+    for (uint32_t i = 0; i < 10001; i++) {
+        many[i].part_number = i + 1 > 10000 ? 10000 : i + 1;
+        many[i].etag = "e";
+    }
+    assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, id, many, 0,
+                                                     NULL, count_cb, NULL, err,
+                                                     sizeof(err)), -1);
+    assert_string_equal(err, "invalid part list: 0 parts, must be 1 to 10000");
+    assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, id, many,
+                                                     10001, NULL, count_cb, NULL, err,
+                                                     sizeof(err)), -1);
+    assert_string_equal(err, "invalid part list: 10001 parts, must be 1 to 10000");
+    assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, id, NULL, 1,
+                                                     NULL, count_cb, NULL, err,
+                                                     sizeof(err)), -1);
+    objlog_completed_part zero[2] = {{1, "e"}, {0, "e"}};
+    assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, id, zero, 2,
+                                                     NULL, count_cb, NULL, err,
+                                                     sizeof(err)), -1);
+    assert_string_equal(err, "part list entry 1: invalid part number 0: must be 1 to "
+                             "10000");
+    /* keys and buckets are checked as for put */
+    assert_int_equal(objlog_producer_create_upload(p, "photos", "", 0, NULL, NULL,
+                                                   count_cb, NULL, err, sizeof(err)), -1);
+    assert_int_equal(objlog_producer_create_upload(p, "Photos", "k", 1, NULL, NULL,
+                                                   count_cb, NULL, err, sizeof(err)), -1);
+    assert_int_equal(objlog_producer_delete_bucket(p, "ab", NULL, count_cb, NULL, err,
+                                                   sizeof(err)), -1);
+    assert_non_null(strstr(err, "bucket"));
+    /* versioning never goes back to unversioned */
+    assert_int_equal(objlog_producer_set_versioning(p, "photos",
+                                                    OBJLOG_VERSIONING_UNVERSIONED, NULL,
+                                                    count_cb, NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "Enabled or Suspended"));
+    assert_int_equal(objlog_producer_set_versioning(p, "photos", (objlog_versioning)7,
+                                                    NULL, count_cb, NULL, err,
+                                                    sizeof(err)), -1);
+    objlog_bucket_conf bc = {.versioning = (objlog_versioning)3};
+    assert_int_equal(objlog_producer_create_bucket_ex(p, "photos", &bc, NULL, count_cb,
+                                                      NULL, err, sizeof(err)), -1);
+    assert_string_equal(err, "invalid versioning 3");
+    /* the edges are accepted: part 10000, 10000 parts, part 1 */
+    assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, id, many,
+                                                     10000, NULL, count_cb, NULL, err,
+                                                     sizeof(err)), 0);
+    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 1, 0, "e",
+                                                 NULL, NULL, count_cb, NULL, err,
+                                                 sizeof(err)), 0);
+    assert_int_equal(objlog_producer_set_versioning(p, "photos",
+                                                    OBJLOG_VERSIONING_SUSPENDED, NULL,
+                                                    count_cb, NULL, err, sizeof(err)), 0);
+    free(many);
+    assert_int_equal(objlog_producer_flush(p, 10000), 0);
+    assert_int_equal(g_bad_calls, 3);
+    objlog_producer_destroy(p);
+}
+
 /* ---- ack=applied ---- */
 
 static int closed_port(void) {
@@ -655,16 +916,20 @@ static void test_applied_outcomes_from_query_service(void **state) {
         objlog_status status;
         const char *code, *version_id, *etag;
         int delete_marker;
+        const char *upload_id;
     } rows[] = {
         {"{\"status\":\"ok\",\"code\":\"OK\",\"message\":\"\",\"version_id\":"
          "\"0001000000000000\",\"etag\":\"e1\",\"delete_marker\":false}",
-         OBJLOG_STATUS_OK, "", "0001000000000000", "e1", 0},
+         OBJLOG_STATUS_OK, "", "0001000000000000", "e1", 0, ""},
         {"{\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"null\",\"etag\":\"\","
          "\"delete_marker\":true}",
-         OBJLOG_STATUS_OK, "", "null", "", 1},
+         OBJLOG_STATUS_OK, "", "null", "", 1, ""},
         {"{\"status\":\"rejected\",\"code\":\"NoSuchBucket\",\"message\":"
          "\"bucket photos does not exist\"}",
-         OBJLOG_STATUS_REJECTED, "NoSuchBucket", "", "", 0},
+         OBJLOG_STATUS_REJECTED, "NoSuchBucket", "", "", 0, ""},
+        {"{\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"\",\"etag\":\"\","
+         "\"delete_marker\":false,\"upload_id\":\"000100000000002a\"}",
+         OBJLOG_STATUS_OK, "", "", "", 0, "000100000000002a"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         fake_http f;
@@ -683,6 +948,7 @@ static void test_applied_outcomes_from_query_service(void **state) {
         assert_string_equal(r.version_id, rows[i].version_id);
         assert_string_equal(r.etag, rows[i].etag);
         assert_int_equal(r.delete_marker, rows[i].delete_marker);
+        assert_string_equal(r.upload_id, rows[i].upload_id);
         if (rows[i].status == OBJLOG_STATUS_REJECTED)
             assert_string_equal(r.error_message, "bucket photos does not exist");
         assert_int_equal(f.hits, 2); /* the 503 was retried */
@@ -752,6 +1018,12 @@ int main(void) {
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments_rejected_up_front,
                                         cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_issue3_events, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_create_bucket_wraps_ex, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_issue3_bad_arguments, cluster_setup,
+                                        cluster_teardown),
         cmocka_unit_test_setup_teardown(test_applied_unknown_when_no_outcome,
                                         cluster_setup, cluster_teardown),
         cmocka_unit_test_setup_teardown(test_applied_outcomes_from_query_service,

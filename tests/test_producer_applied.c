@@ -2,7 +2,9 @@
  * real objlogd --embedded (DESIGN §6): outcomes come back through
  * GET /v1/writes/{token} as OK (version id, etag, delete marker) or
  * REJECTED (S3 code and message), and a retry with the same request id
- * gets the stored outcome instead of a second write. */
+ * gets the stored outcome instead of a second write. The issue 3 calls
+ * (bucket settings, versioning, delete bucket, multipart) get their
+ * outcomes the same way, create_upload with the new upload id. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -115,9 +117,87 @@ static void test_outcomes_ok_and_rejected(void **state) {
     assert_string_not_equal(r.version_id, first.version_id);
 }
 
+/* Multipart through the library, decided by the real state machine. */
+static void test_multipart_and_bucket_calls(void **state) {
+    (void)state;
+    objlog_write_result r;
+    char err[256];
+    uint64_t seq;
+    objlog_bucket_conf bc = {.tenant = "acme", .max_versions = 1};
+    assert_int_equal(objlog_producer_create_bucket_ex_sync(g_p, "mpu-lib", &bc, NULL, &r,
+                                                           err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    assert_string_equal(r.upload_id, "");
+    assert_int_equal(objlog_producer_create_bucket_ex_sync(g_p, "mpu-lib", &bc, NULL, &r,
+                                                           err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_REJECTED);
+    assert_string_equal(r.error_code, "BucketAlreadyExists");
+
+    objlog_object_meta meta = {.content_type = "video/mp4"};
+    assert_int_equal(objlog_producer_create_upload_sync(g_p, "mpu-lib", "v.mp4", 5, &meta,
+                                                        NULL, &r, err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    /* the upload id is the version id of the CreateUpload event's seq */
+    assert_int_equal(keycodec_parse_version_id(r.upload_id, &seq), 0);
+    assert_int_equal(seq & ((1ULL << 48) - 1), (uint64_t)r.offset);
+    char id[24];
+    snprintf(id, sizeof(id), "%s", r.upload_id);
+
+    const char *e1 = "0123456789abcdef0123456789abcdef";
+    assert_int_equal(objlog_producer_upload_part_sync(g_p, "mpu-lib", "v.mp4", 5, id, 1, 77,
+                                                      e1, "blob-1", NULL, &r, err,
+                                                      sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    assert_string_equal(r.upload_id, "");
+    objlog_completed_part wrong[1] = {{1, "fedcba9876543210fedcba9876543210"}};
+    assert_int_equal(objlog_producer_complete_upload_sync(g_p, "mpu-lib", "v.mp4", 5, id,
+                                                          wrong, 1, NULL, &r, err,
+                                                          sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_REJECTED);
+    assert_string_equal(r.error_code, "InvalidPart");
+    objlog_completed_part parts[1] = {{1, e1}};
+    assert_int_equal(objlog_producer_complete_upload_sync(g_p, "mpu-lib", "v.mp4", 5, id,
+                                                          parts, 1, NULL, &r, err,
+                                                          sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    /* md5 of the one binary part md5, then "-1" */
+    assert_string_equal(r.etag, "4662bdea8654776d486072ff7074945e-1");
+    assert_string_equal(r.version_id, "null");
+    assert_int_equal(objlog_producer_abort_upload_sync(g_p, "mpu-lib", "v.mp4", 5, id, NULL,
+                                                       &r, err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_REJECTED);
+    assert_string_equal(r.error_code, "NoSuchUpload");
+
+    /* versioning on; the cap of one version refuses a second */
+    assert_int_equal(objlog_producer_set_versioning_sync(g_p, "mpu-lib",
+                                                         OBJLOG_VERSIONING_ENABLED, NULL,
+                                                         &r, err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    assert_int_equal(objlog_producer_put_object_sync(g_p, "mpu-lib", "v.mp4", 5, NULL, NULL,
+                                                     &r, err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_REJECTED);
+    assert_string_equal(r.error_code, "TooManyVersions");
+
+    assert_int_equal(objlog_producer_delete_bucket_sync(g_p, "mpu-lib", NULL, &r, err,
+                                                        sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_REJECTED);
+    assert_string_equal(r.error_code, "BucketNotEmpty");
+    assert_int_equal(objlog_producer_delete_object_sync(g_p, "mpu-lib", "v.mp4", 5, "null",
+                                                        NULL, &r, err, sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    assert_int_equal(objlog_producer_delete_bucket_sync(g_p, "mpu-lib", NULL, &r, err,
+                                                        sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_OK);
+    assert_int_equal(objlog_producer_delete_bucket_sync(g_p, "mpu-lib", NULL, &r, err,
+                                                        sizeof(err)), 0);
+    assert_status(&r, OBJLOG_STATUS_REJECTED);
+    assert_string_equal(r.error_code, "NoSuchBucket");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_outcomes_ok_and_rejected),
+        cmocka_unit_test(test_multipart_and_bucket_calls),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,243 @@
+/* view.h: the read side of objlog without HTTP (DESIGN §7): GET, LIST,
+ * ListObjectVersions, ListMultipartUploads and ListParts over one RocksDB
+ * snapshot of the materialized views, returning plain C structs.
+ *
+ * read.c is the HTTP/JSON layer over it; tests call it directly (apply
+ * events into a store, compare with a reference model). It has no fence:
+ * a caller that needs read-your-writes waits for the materializer first,
+ * then opens a view.
+ *
+ * Invariants:
+ *   - every function of one view reads the same snapshot (taken by
+ *     view_open), so one answer never mixes two states of the store;
+ *   - results own all their memory (free with the matching _free); the
+ *     view may be closed before the results are freed;
+ *   - orders are S3's: keys by their UTF-8 bytes (memcmp), versions of a key
+ *     newest first, uploads of a key oldest first (upload ids are hex of the
+ *     CreateUpload seq), parts by number;
+ *   - listings never scan under a common prefix: they skip it with one seek;
+ *   - pagination positions are exclusive and need not exist any more: a
+ *     position names a place in the order, not a row.
+ *
+ * Return codes: VIEW_OK (0) and the VIEW_NO_SUCH_* / VIEW_INVALID_ARGUMENT
+ * answers are normal results; VIEW_ERROR (-1) is a store read failure or
+ * out of memory, with errstr filled.
+ */
+#ifndef OBJLOG_QUERY_VIEW_H
+#define OBJLOG_QUERY_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "materializer.h"
+#include "objlog.pb-c.h"
+
+#define VIEW_MAX_KEYS 1000       /* max_keys / max_uploads / max_parts cap */
+#define VIEW_ID_LEN 24           /* room for a version or upload id + NUL */
+
+typedef enum view_rc {
+    VIEW_ERROR = -1,
+    VIEW_OK = 0,
+    VIEW_NO_SUCH_BUCKET,
+    VIEW_NO_SUCH_KEY,            /* no live latest version, no marker either */
+    VIEW_NO_SUCH_VERSION,        /* version id unknown for this key */
+    VIEW_NO_SUCH_UPLOAD,
+    VIEW_INVALID_ARGUMENT        /* malformed version id, marker without key */
+} view_rc;
+
+typedef struct view view;
+
+/* Takes a snapshot of store (borrowed; it must outlive the view). NULL only
+ * when out of memory. */
+view *view_open(objlog_store *store);
+void view_close(view *v);
+
+/* Bytes owned by a result (a key or a common prefix; may hold NUL). */
+typedef struct view_bytes {
+    uint8_t *data;
+    size_t len;
+} view_bytes;
+
+/* ---------------------------------------------------------------- buckets */
+
+typedef struct view_bucket {
+    Objlog__BucketRecord *record; /* owned: name, tenant, versioning, quota,
+                                     created_seq, created_ms, max_versions */
+} view_bucket;
+
+/* VIEW_OK (out filled), VIEW_NO_SUCH_BUCKET or VIEW_ERROR. */
+view_rc view_get_bucket(view *v, const char *bucket, view_bucket *out,
+                        char *errstr, size_t errstr_size);
+void view_bucket_free(view_bucket *b);
+
+/* ----------------------------------------------------------------- object */
+
+/* One version or delete marker of a key. */
+typedef struct view_version {
+    view_bytes key;
+    char version_id[VIEW_ID_LEN]; /* "null" or 16 hex digits */
+    uint64_t seq;                /* the row's seq (its place in the log) */
+    int is_latest;               /* the newest row of its key (marker or not) */
+    int delete_marker;
+    const char *etag;            /* into record; "" when none */
+    uint64_t size;
+    const char *storage_class;   /* into record; "STANDARD" when unset */
+    int64_t last_modified_ms;    /* Kafka timestamp of the event */
+    Objlog__VersionRecord *record; /* owned: meta, user metadata ... */
+} view_version;
+
+/* GET/HEAD. version_id NULL: the latest version of the key:
+ *   VIEW_OK with out->delete_marker 0  -> the live object;
+ *   VIEW_OK with out->delete_marker 1  -> the newest row is a delete marker
+ *                                         (S3: 404 NoSuchKey + header);
+ *   VIEW_NO_SUCH_KEY                   -> the key has no versions at all.
+ * version_id "null" or 16 hex digits: that version, VIEW_OK (a delete
+ * marker has delete_marker 1; S3: 405), VIEW_NO_SUCH_VERSION, or
+ * VIEW_INVALID_ARGUMENT for a malformed id. A null version is addressed
+ * only as "null". Bucket missing: VIEW_NO_SUCH_BUCKET. */
+view_rc view_get_object(view *v, const char *bucket, const uint8_t *key,
+                        size_t key_len, const char *version_id,
+                        view_version *out, char *errstr, size_t errstr_size);
+void view_version_free(view_version *ver);
+
+/* ------------------------------------------------------------------- LIST */
+
+typedef enum view_pos_kind {
+    VIEW_POS_NONE = -1,
+    VIEW_POS_KEY = 0,            /* continue after this key */
+    VIEW_POS_PREFIX = 1          /* continue after everything under it */
+} view_pos_kind;
+
+/* ListObjectsV2. Lists live latest versions only. */
+typedef struct view_list_req {
+    const uint8_t *prefix;
+    size_t prefix_len;
+    const uint8_t *delimiter;    /* any bytes; len 0 = none */
+    size_t delimiter_len;
+    const uint8_t *start_after;  /* exclusive; len 0 = none */
+    size_t start_after_len;
+    view_pos_kind after_kind;    /* a previous page's next position, or NONE */
+    const uint8_t *after;
+    size_t after_len;
+    int max_keys;                /* 0..VIEW_MAX_KEYS; prefixes count too */
+} view_list_req;
+
+typedef struct view_list {
+    view_version *objects;       /* is_latest 1, delete_marker 0 */
+    size_t n_objects;
+    view_bytes *prefixes;        /* common prefixes, in order */
+    size_t n_prefixes;
+    int is_truncated;
+    view_pos_kind next_kind;     /* when truncated: the last item returned */
+    view_bytes next;
+} view_list;
+
+/* VIEW_OK, VIEW_NO_SUCH_BUCKET, VIEW_INVALID_ARGUMENT (max_keys out of
+ * range) or VIEW_ERROR. Objects and prefixes interleave in key order; the
+ * page holds at most max_keys of them together. */
+view_rc view_list_objects(view *v, const char *bucket, const view_list_req *req,
+                          view_list *out, char *errstr, size_t errstr_size);
+void view_list_free(view_list *l);
+
+/* ------------------------------------------------------ ListObjectVersions */
+
+typedef struct view_versions_req {
+    const uint8_t *prefix;
+    size_t prefix_len;
+    const uint8_t *delimiter;
+    size_t delimiter_len;
+    /* S3: key_marker alone -> start after every version of that key (and
+     * after a common prefix equal to it); key_marker + version_id_marker ->
+     * start after that version of that key (its older versions follow).
+     * version_id_marker without key_marker -> VIEW_INVALID_ARGUMENT. A
+     * version_id_marker of a version that no longer exists still names its
+     * place (versions are ordered by seq); "null" needs the key's null
+     * version to exist, else VIEW_INVALID_ARGUMENT. */
+    const uint8_t *key_marker;   /* NULL = none (an empty marker is none) */
+    size_t key_marker_len;
+    const char *version_id_marker; /* NULL or "" = none */
+    int max_keys;                /* 0..VIEW_MAX_KEYS; prefixes count too */
+} view_versions_req;
+
+typedef struct view_versions {
+    view_version *versions;      /* delete markers included, is_latest set */
+    size_t n_versions;
+    view_bytes *prefixes;
+    size_t n_prefixes;
+    int is_truncated;
+    /* When truncated: the last item returned. A version gives its key and
+     * id; a common prefix gives the prefix and "" (pass it back as
+     * key_marker alone). */
+    view_bytes next_key_marker;
+    char next_version_id_marker[VIEW_ID_LEN];
+} view_versions;
+
+view_rc view_list_versions(view *v, const char *bucket,
+                           const view_versions_req *req, view_versions *out,
+                           char *errstr, size_t errstr_size);
+void view_versions_free(view_versions *l);
+
+/* ---------------------------------------------------------------- uploads */
+
+typedef struct view_upload {
+    view_bytes key;
+    char upload_id[VIEW_ID_LEN];
+    int64_t initiated_ms;
+    Objlog__UploadRecord *record; /* owned: meta from CreateUpload */
+} view_upload;
+
+/* ListMultipartUploads: in-progress uploads by key, then by upload id
+ * (initiation order). S3 markers: key_marker alone -> keys after it;
+ * key_marker + upload_id_marker -> that key's uploads with a greater id,
+ * then the keys after it; upload_id_marker alone is ignored (as in S3). */
+typedef struct view_uploads_req {
+    const uint8_t *prefix;
+    size_t prefix_len;
+    const uint8_t *delimiter;
+    size_t delimiter_len;
+    const uint8_t *key_marker;
+    size_t key_marker_len;
+    const char *upload_id_marker;
+    int max_uploads;             /* 0..VIEW_MAX_KEYS; prefixes count too */
+} view_uploads_req;
+
+typedef struct view_uploads {
+    view_upload *uploads;
+    size_t n_uploads;
+    view_bytes *prefixes;
+    size_t n_prefixes;
+    int is_truncated;
+    view_bytes next_key_marker;  /* when truncated; as for versions */
+    char next_upload_id_marker[VIEW_ID_LEN];
+} view_uploads;
+
+view_rc view_list_uploads(view *v, const char *bucket,
+                          const view_uploads_req *req, view_uploads *out,
+                          char *errstr, size_t errstr_size);
+void view_uploads_free(view_uploads *l);
+
+typedef struct view_part {
+    uint32_t part_number;
+    uint64_t size;
+    const char *etag;            /* into record */
+    int64_t last_modified_ms;
+    Objlog__PartRecord *record;  /* owned */
+} view_part;
+
+typedef struct view_parts {
+    view_upload upload;          /* the upload the parts belong to */
+    view_part *parts;
+    size_t n_parts;
+    int is_truncated;
+    uint32_t next_part_number_marker; /* last part listed (0 if none) */
+} view_parts;
+
+/* ListParts: parts with number > part_number_marker, at most max_parts.
+ * VIEW_NO_SUCH_UPLOAD if the upload is not in progress. */
+view_rc view_list_parts(view *v, const char *bucket, const uint8_t *key,
+                        size_t key_len, const char *upload_id,
+                        uint32_t part_number_marker, int max_parts,
+                        view_parts *out, char *errstr, size_t errstr_size);
+void view_parts_free(view_parts *l);
+
+#endif
