@@ -117,6 +117,10 @@ struct apply_batch {
     const rangemap *rm;
     rocksdb_writebatch_wi_t *wb;
     rocksdb_readoptions_t *ro;
+    /* Deletes staged in `objects` and `versions` and the key range they
+     * span: the materializer's janitor compacts it (janitor.h). */
+    uint64_t deletes;
+    keybuf del_lo, del_hi;
 };
 
 /* ---- byte helpers ---- */
@@ -269,6 +273,8 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
 void apply_batch_destroy(apply_batch *b) {
     if (!b)
         return;
+    keybuf_free(&b->del_lo);
+    keybuf_free(&b->del_hi);
     rocksdb_writebatch_wi_destroy(b->wb);
     rocksdb_readoptions_destroy(b->ro);
     free(b);
@@ -276,7 +282,38 @@ void apply_batch_destroy(apply_batch *b) {
 
 rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) { return b->wb; }
 
-void apply_batch_clear(apply_batch *b) { rocksdb_writebatch_wi_clear(b->wb); }
+void apply_batch_clear(apply_batch *b) {
+    rocksdb_writebatch_wi_clear(b->wb);
+    b->deletes = 0;
+    keybuf_reset(&b->del_lo);
+    keybuf_reset(&b->del_hi);
+}
+
+uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
+                             const keybuf **hi) {
+    *lo = &b->del_lo;
+    *hi = &b->del_hi;
+    return b->deletes;
+}
+
+static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+    size_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, m) : 0;
+    return c ? c : (an > bn) - (an < bn);
+}
+
+/* Widens [del_lo, del_hi] to cover k. Allocation failure only narrows
+ * what gets compacted, never correctness, so it is ignored. */
+static void note_delete(apply_batch *b, const void *k, size_t kn) {
+    if (b->deletes++ == 0 || bytes_cmp(k, kn, b->del_lo.data, b->del_lo.len) < 0) {
+        keybuf_reset(&b->del_lo);
+        (void)keybuf_append(&b->del_lo, k, kn);
+    }
+    if (b->deletes == 1 || bytes_cmp(k, kn, b->del_hi.data, b->del_hi.len) > 0) {
+        keybuf_reset(&b->del_hi);
+        (void)keybuf_append(&b->del_hi, k, kn);
+    }
+}
 
 static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
     return objlog_store_cf(b->store, cf);
@@ -303,6 +340,8 @@ static void batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
 }
 
 static void batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
+    if (cf == OBJLOG_CF_OBJECTS || cf == OBJLOG_CF_VERSIONS)
+        note_delete(b, k, kn);
     rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
 }
 

@@ -9,6 +9,7 @@
 
 #include <rocksdb/c.h>
 
+#include "keycodec.h"
 #include "materializer.h"
 #include "objlog.pb-c.h"
 #include "rangemap.h"
@@ -40,6 +41,10 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm);
 void apply_batch_destroy(apply_batch *b);
 /* The underlying batch (to write it with rocksdb_write_writebatch_wi). */
 rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b);
+/* Deletes staged in `objects` and `versions` since the last clear, and the
+ * smallest and largest key deleted (valid until the next clear). */
+uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
+                             const keybuf **hi);
 /* Empties the batch for reuse after it was written (or abandoned). */
 void apply_batch_clear(apply_batch *b);
 

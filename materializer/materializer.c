@@ -12,6 +12,7 @@
 #include "materializer.h"
 
 #include "apply.h"
+#include "janitor.h"
 #include "control.h"
 
 #include <errno.h>
@@ -60,6 +61,7 @@ struct objlog_materializer {
     int64_t *batch_next;  /* next offset after this batch, -1 untouched */
     apply_batch *batch;
     rd_kafka_message_t **msgs;
+    janitor *janitor;     /* compacts away tombstones of mass deletes */
 };
 
 /* ---- setup ---- */
@@ -145,6 +147,7 @@ static void mat_free(objlog_materializer *m) {
         rd_kafka_flush(m->dlq, 2000);
         rd_kafka_destroy(m->dlq);
     }
+    janitor_destroy(m->janitor);
     rangemap_destroy(m->rm);
     apply_batch_destroy(m->batch);
     if (m->perr)
@@ -185,6 +188,9 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->dlq_topic = mat_strdup(conf->dlq_topic, "objlog.dlq");
     m->batch_max = conf->batch_max > 0 ? conf->batch_max : 1000;
     m->apply_delay_ms = conf->apply_delay_ms > 0 ? conf->apply_delay_ms : 0;
+    m->janitor = janitor_new(store, conf->compact_after_deletes > 0
+                                        ? (uint64_t)conf->compact_after_deletes
+                                        : 10000);
     const char *control = conf->control_topic && conf->control_topic[0]
                               ? conf->control_topic : "objlog.control";
 
@@ -450,6 +456,11 @@ static void mat_process(objlog_materializer *m, int n) {
     }
     for (int i = 0; i < n; i++)
         rd_kafka_message_destroy(m->msgs[i]);
+    if (rc == 0) {
+        const keybuf *lo, *hi;
+        uint64_t dels = apply_batch_deletes(m->batch, &lo, &hi);
+        janitor_note(m->janitor, dels, lo, hi);
+    }
     apply_batch_clear(m->batch);
     if (rc < 0) {
         fprintf(stderr, "materializer: batch abandoned: %s\n", errstr);

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,6 +453,10 @@ static int http_listen_socket(const char *host, int port, char *errstr,
     if (fd < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+        /* Replies are written in pieces (headers, then body); without
+         * TCP_NODELAY a keep-alive connection waits ~40 ms on Nagle vs
+         * the client's delayed ACK. Accepted sockets inherit it (Linux). */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
         bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 512) < 0) {
         snprintf(errstr, errstr_size, "listen on %s:%d: %s", host, port, strerror(errno));
         if (fd >= 0)

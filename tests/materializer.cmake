@@ -5,3 +5,6 @@ objlog_add_test(test_apply SOURCES test_apply.c
 target_include_directories(test_apply PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_materializer SOURCES test_materializer.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 180)
+objlog_add_test(test_janitor SOURCES test_janitor.c
+  LIBS objlog_materializer objlog_testkit TIMEOUT 60)
+target_include_directories(test_janitor PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
