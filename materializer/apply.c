@@ -10,12 +10,21 @@
  *   - every event gets exactly one outcome, stored at
  *     outcomes 'o' be32(p) be64(offset); the first event with a request id
  *     also gets 'r' request_id -> be32(p) be64(offset);
- *   - a failed event changes nothing but its outcome rows.
+ *   - a failed event changes nothing but its outcome rows;
+ *   - after each event (rule 4) the partition's oldest outcomes beyond the
+ *     dedup window or bound are trimmed, so the stored state is a function
+ *     of the applied log prefix whatever the batch boundaries.
  *
  * Decision order, one rule per line (first match wins):
- *   1. request id already decided ('r' row) -> the stored outcome, copied
- *      verbatim (same partition/offset/version id inside) to this event's
- *      own 'o' row, no other change;
+ *   1. request id already decided ('r' row) within the window and the
+ *      bound -> the stored outcome, copied verbatim (same partition/offset/
+ *      version id/log time inside) to this event's own 'o' row, no other
+ *      change. Window: T - first outcome's log_time_ms <= window (T = this
+ *      event's Kafka timestamp, never the wall clock; default 24 h). Bound:
+ *      the first outcome's offset >= this offset - max ids (default
+ *      1,000,000), i.e. the event remembers the ids of the partition's
+ *      previous max-ids offsets. Outside either: a new request, decided by
+ *      rules 2-3, and 'r' then points at this event;
  *   2. route key (bucket ops use key "") outside this partition's range
  *      -> WrongRange;
  *   3. per operation:
@@ -37,12 +46,16 @@
  *      SetQuota       missing -> NoSuchBucket; else OK (enforced with stats,
  *                     a later issue)
  *      PutObject      empty key -> InvalidArgument; missing bucket ->
- *                     NoSuchBucket; precondition false -> PreconditionFailed;
- *                     a new version beyond the cap -> TooManyVersions;
- *                     else OK
- *      DeleteObject   same checks as PutObject; bad version id ->
- *                     InvalidArgument; a missing key or version is OK with
- *                     no change (as in S3); a new delete marker beyond the
+ *                     NoSuchBucket; preconditions (P below); a new version
+ *                     beyond the cap -> TooManyVersions; else OK
+ *      DeleteObject   same checks as PutObject (P included, against the
+ *                     current version even with a version id: "Conditional
+ *                     delete evaluations only apply to the current version
+ *                     of the object", S3 User Guide, conditional deletes,
+ *                     https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html);
+ *                     bad version id -> InvalidArgument; a missing key or
+ *                     version is OK with no change (as in S3; with If-Match
+ *                     it is NoSuchKey, P); a new delete marker beyond the
  *                     cap -> TooManyVersions
  *      CreateUpload   empty key -> InvalidArgument; missing bucket ->
  *                     NoSuchBucket; else OK: upload id = hex(seq), an
@@ -57,8 +70,8 @@
  *                     a number not recorded, an etag that differs (quotes
  *                     stripped, hex case-insensitive) or is not 32 hex
  *                     digits -> InvalidPart; a part but the last below
- *                     5 MiB -> EntityTooSmall; precondition false ->
- *                     PreconditionFailed; cap -> TooManyVersions; else OK:
+ *                     5 MiB -> EntityTooSmall; preconditions (P);
+ *                     cap -> TooManyVersions; else OK:
  *                     a new version exactly as PutObject (versioning, null
  *                     replacement) with the upload's meta, size = sum of
  *                     the parts, etag = hex(md5(md5 bytes of each part in
@@ -66,8 +79,47 @@
  *                     (listed or not) are removed
  *      AbortUpload    key/bucket as CreateUpload; no upload row ->
  *                     NoSuchUpload; else OK, upload and parts removed
+ *   4. (every event, after its outcome is stored) trim: the partition's 'o'
+ *      rows at offsets <= this offset - max ids, or with T - log_time_ms >
+ *      window, go, oldest offset first, stopping at the first row that is
+ *      neither (at most TRIM_MAX_PER_EVENT per event); each takes its 'r'
+ *      row along if that still points at it. meta "olow" = oldest kept
+ *      offset, so readers tell "trimmed" from "not applied yet".
  *   Undecodable messages (apply_invalid) -> InvalidEvent, counted in
- *   meta "dlq".
+ *   meta "dlq", then rule 4.
+ *
+ * P, preconditions, as S3 (PUT, DELETE, CompleteUpload), evaluated at the
+ * event's log position against the key's current version: the `objects`
+ * row, absent when the key has no version or its newest is a delete marker
+ * ("If the current version of the object is a delete marker, Amazon S3
+ * behaves as if the object was deleted", S3 API reference, GetObject
+ * DeleteMarker). API reference texts below as published in the AWS SDK
+ * model docs, https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/s3/
+ * aws.sdk.kotlin.services.s3.model/-put-object-request/if-match.html,
+ * .../-put-object-request/if-none-match.html,
+ * .../-complete-multipart-upload-request/if-none-match.html:
+ *   If-None-Match: *  a current version exists -> PreconditionFailed (412);
+ *                     none, or the newest is a delete marker -> holds.
+ *                     PutObject / CompleteMultipartUpload API reference,
+ *                     If-None-Match: "Uploads the object only if the object
+ *                     key name does not already exist in the bucket
+ *                     specified. Otherwise, Amazon S3 returns a 412
+ *                     Precondition Failed error."
+ *   If-Match: etag    no current version (missing key or delete marker
+ *                     newest) -> NoSuchKey (404); etag differs (quotes
+ *                     ignored) -> PreconditionFailed (412); "*" matches any
+ *                     current version. PutObject API reference, If-Match:
+ *                     "If the ETag values do not match, the operation
+ *                     returns a 412 Precondition Failed error." A key
+ *                     with no current version is not a mismatch but a
+ *                     missing object: the S3 User Guide (conditional
+ *                     deletes) uses If-Match "*" "to check if object
+ *                     exists", and states that a conditional write whose
+ *                     object was deleted concurrently gets 404 Not Found
+ *                     because the key no longer exists (stated on the
+ *                     zh-CN edition of that page; the general-purpose
+ *                     bucket behaviour is 404 NoSuchKey when If-Match is
+ *                     sent and the object is absent, 412 on a mismatch).
  *
  * Versioning, exactly as S3 (seq = keycodec_seq(event epoch, offset)):
  *   Unversioned  PUT replaces the single "null" version; DELETE removes it
@@ -121,6 +173,10 @@ struct apply_batch {
      * span: the materializer's janitor compacts it (janitor.h). */
     uint64_t deletes;
     keybuf del_lo, del_hi;
+    /* Dedup window (log time) and space bound: compile-time defaults,
+     * changed only by tests (apply_batch_set_dedup_limits). */
+    int64_t window_ms;
+    int64_t max_ids;
 };
 
 /* ---- byte helpers ---- */
@@ -130,6 +186,10 @@ uint64_t apply_get_be64(const uint8_t *p) {
     for (int i = 0; i < 8; i++)
         v = (v << 8) | p[i];
     return v;
+}
+
+static uint32_t get_be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static void put_be64(uint8_t *p, uint64_t v) {
@@ -267,7 +327,15 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
     /* overwrite_key: an iterator over the batch shows one entry per key. */
     b->wb = rocksdb_writebatch_wi_create(0, 1);
     b->ro = rocksdb_readoptions_create();
+    b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
+    b->max_ids = OBJLOG_DEDUP_MAX_IDS;
     return b;
+}
+
+void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
+                                  int64_t max_ids) {
+    b->window_ms = window_ms;
+    b->max_ids = max_ids > 0 ? max_ids : 1;
 }
 
 void apply_batch_destroy(apply_batch *b) {
@@ -633,8 +701,10 @@ static int check_preconditions(apply_ev *a) {
         return 1;
     }
     if (rc == 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
-               "If-Match %s failed: no current version", p->if_match);
+        /* S3 answers 404 NoSuchKey, not 412, when If-Match meets no current
+         * version (rule list above). */
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_KEY,
+               "If-Match %s: the key has no current version", p->if_match);
         return 0;
     }
     Objlog__VersionRecord *cur =
@@ -1335,16 +1405,14 @@ static int rid_key(keybuf *kb, ProtobufCBinaryData rid) {
             keybuf_append(kb, rid.data, rid.len) < 0) ? -1 : 0;
 }
 
-/* Rule 1: an already decided request id. 1 handled (*code set), 0 new, -1. */
-static int apply_dedup(apply_batch *b, int32_t p, int64_t off,
-                       const Objlog__Event *ev, Objlog__OutcomeCode *code,
-                       char *errstr, size_t es) {
-    if (ev->request_id.len == 0)
-        return 0;
+/* Position (partition, offset) of a request id's first outcome, from its
+ * 'r' row. 1 found, 0 none, -1 error. */
+static int rid_position(apply_batch *b, ProtobufCBinaryData rid, int32_t *rp,
+                        int64_t *roff, char *errstr, size_t es) {
     keybuf rk;
-    char *pos, *v;
-    size_t pn, vn;
-    if (rid_key(&rk, ev->request_id) < 0) {
+    char *pos;
+    size_t pn;
+    if (rid_key(&rk, rid) < 0) {
         keybuf_free(&rk);
         snprintf(errstr, es, "out of memory");
         return -1;
@@ -1354,25 +1422,53 @@ static int apply_dedup(apply_batch *b, int32_t p, int64_t off,
     keybuf_free(&rk);
     if (rc <= 0)
         return rc;
-    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
-    okey[0] = 'o';
-    if (pn == 12)
-        memcpy(okey + 1, pos, 12);
+    if (pn == 12) {
+        *rp = (int32_t)get_be32((const uint8_t *)pos);
+        *roff = (int64_t)apply_get_be64((const uint8_t *)pos + 4);
+    }
     rocksdb_free(pos);
-    if (pn != 12)
+    return pn == 12 ? 1 : 0;
+}
+
+/* Rule 1: a request id decided within the window and the bound. 1 handled
+ * (*code set, the first outcome copied to this offset), 0 new, -1 error. */
+static int apply_dedup(apply_batch *b, int32_t p, int64_t off, int64_t now,
+                       const Objlog__Event *ev, Objlog__OutcomeCode *code,
+                       char *errstr, size_t es) {
+    if (ev->request_id.len == 0)
         return 0;
+    int32_t rp = 0;
+    int64_t roff = 0;
+    int rc = rid_position(b, ev->request_id, &rp, &roff, errstr, es);
+    if (rc <= 0)
+        return rc;
+    /* The bound, checked here too so the decision never depends on when
+     * trimming ran: the event at off remembers offsets off-max_ids..off-1. */
+    if (rp == p && roff < off - b->max_ids)
+        return 0;
+    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
+    char *v;
+    size_t vn;
+    apply_outcome_key(okey, rp, roff);
     rc = batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
     if (rc <= 0)
         return rc;
     Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
-    if (o) {
-        *code = o->code;
-        objlog__outcome__free_unpacked(o, NULL);
+    if (!o) {
+        rocksdb_free(v);
+        snprintf(errstr, es, "outcome %d.%lld: corrupt record", rp,
+                 (long long)roff);
+        return -1;
     }
-    apply_outcome_key(okey, p, off);
-    batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
+    int expired = now - o->log_time_ms > b->window_ms;
+    *code = o->code;
+    objlog__outcome__free_unpacked(o, NULL);
+    if (!expired) {
+        apply_outcome_key(okey, p, off);
+        batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
+    }
     rocksdb_free(v);
-    return 1;
+    return expired ? 0 : 1;
 }
 
 static int record_request(apply_batch *b, int32_t p, int64_t off,
@@ -1390,6 +1486,164 @@ static int record_request(apply_batch *b, int32_t p, int64_t off,
     put_be64(pos + 4, (uint64_t)off);
     batch_put(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, pos, sizeof(pos));
     keybuf_free(&rk);
+    return 0;
+}
+
+/* ---- trimming outcomes (the dedup window and bound) ---- */
+
+/* Rows trimmed per event at most: a backlog (a lowered bound, a store from
+ * before trimming existed) drains over the next events instead of stalling
+ * one. A constant, so replays trim exactly the same rows. */
+#define TRIM_MAX_PER_EVENT 64
+
+typedef struct trim_victim {
+    int64_t offset;
+    keybuf rkey; /* 'r' request_id, empty if the outcome has none */
+} trim_victim;
+
+/* meta "olow" be32(p) -> be64(oldest kept 'o' offset) be64(its log time).
+ * 1 found, 0 absent, -1 error. */
+static int olow_get(apply_batch *b, int32_t p, int64_t *low, int64_t *low_ts,
+                    char *errstr, size_t es) {
+    uint8_t mk[APPLY_META_KEY_MAX];
+    size_t mkn = apply_meta_key(mk, APPLY_META_OUTCOMES_LOW, p);
+    char *v;
+    size_t vn;
+    int rc = batch_get(b, OBJLOG_CF_META, mk, mkn, &v, &vn, errstr, es);
+    if (rc <= 0)
+        return rc;
+    if (vn == 16) {
+        *low = (int64_t)apply_get_be64((const uint8_t *)v);
+        *low_ts = (int64_t)apply_get_be64((const uint8_t *)v + 8);
+    }
+    rocksdb_free(v);
+    return vn == 16 ? 1 : 0;
+}
+
+static void olow_put(apply_batch *b, int32_t p, int64_t low, int64_t low_ts) {
+    uint8_t mk[APPLY_META_KEY_MAX], v[16];
+    size_t mkn = apply_meta_key(mk, APPLY_META_OUTCOMES_LOW, p);
+    put_be64(v, (uint64_t)low);
+    put_be64(v + 8, (uint64_t)low_ts);
+    batch_put(b, OBJLOG_CF_META, mk, mkn, v, sizeof(v));
+}
+
+/* 1 if the 'o' row (offset, log time) is past the window or the bound as
+ * seen from the event at (off, now). */
+static int trim_due(const apply_batch *b, int64_t off, int64_t now,
+                    int64_t o_off, int64_t o_ts) {
+    return o_off <= off - b->max_ids || now - o_ts > b->window_ms;
+}
+
+/* Collects up to TRIM_MAX_PER_EVENT rows of partition p from the oldest
+ * while they are due; *low and *low_ts get the first row kept. Returns the
+ * number collected, or -1. The batch is not written while iterating. */
+static int trim_collect(apply_batch *b, int32_t p, int64_t off, int64_t now,
+                        trim_victim *vict, int64_t *low, int64_t *low_ts,
+                        char *errstr, size_t es) {
+    uint8_t start[APPLY_OUTCOME_KEY_LEN];
+    apply_outcome_key(start, p, *low);
+    rocksdb_iterator_t *it = batch_iter(b, OBJLOG_CF_OUTCOMES);
+    int n = 0, rc = 0;
+    for (rocksdb_iter_seek(it, (const char *)start, sizeof(start));
+         rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn != APPLY_OUTCOME_KEY_LEN || k[0] != 'o' ||
+            get_be32(k + 1) != (uint32_t)p)
+            break;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
+        if (!o) {
+            snprintf(errstr, es, "outcome in partition %d: corrupt record", p);
+            rc = -1;
+            break;
+        }
+        int64_t o_off = (int64_t)apply_get_be64(k + 5);
+        *low = o_off;
+        *low_ts = o->log_time_ms;
+        int due = n < TRIM_MAX_PER_EVENT && trim_due(b, off, now, o_off, o->log_time_ms);
+        if (due) {
+            vict[n].offset = o_off;
+            keybuf_init(&vict[n].rkey);
+            if (o->request_id.len && rid_key(&vict[n].rkey, o->request_id) < 0) {
+                snprintf(errstr, es, "out of memory");
+                rc = -1;
+            }
+            n++;
+        }
+        objlog__outcome__free_unpacked(o, NULL);
+        if (!due || rc < 0)
+            break;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(errstr, es, "scan outcomes: %s", err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    if (rc < 0)
+        for (int i = 0; i < n; i++)
+            keybuf_free(&vict[i].rkey);
+    return rc < 0 ? -1 : n;
+}
+
+/* Deletes a trimmed 'o' row and, if it was its request's first outcome
+ * (the 'r' row still points at it), the 'r' row: a retry after the window
+ * re-pointed 'r' to its own outcome, which must stay. */
+static int trim_victim_apply(apply_batch *b, int32_t p, const trim_victim *t,
+                             char *errstr, size_t es) {
+    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
+    apply_outcome_key(okey, p, t->offset);
+    batch_del(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey));
+    if (t->rkey.len == 0)
+        return 0;
+    char *pos;
+    size_t pn;
+    int rc = batch_get(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len, &pos,
+                       &pn, errstr, es);
+    if (rc <= 0)
+        return rc;
+    int mine = pn == 12 && memcmp(pos, okey + 1, 12) == 0;
+    rocksdb_free(pos);
+    if (mine)
+        batch_del(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len);
+    return 0;
+}
+
+/* Runs after the event at (p, off, now) stored its outcome: drops the
+ * partition's oldest outcomes (and their request ids) that are out of the
+ * window or the bound, oldest offset first, and records the oldest kept
+ * offset in meta "olow". Depends only on the log, so replay is exact. */
+static int trim_outcomes(apply_batch *b, int32_t p, int64_t off, int64_t now,
+                         char *errstr, size_t es) {
+    int64_t low = 0, low_ts = 0;
+    int rc = olow_get(b, p, &low, &low_ts, errstr, es);
+    if (rc < 0)
+        return -1;
+    if (rc == 1 && !trim_due(b, off, now, low, low_ts))
+        return 0; /* the common case: one point read */
+    trim_victim vict[TRIM_MAX_PER_EVENT];
+    int64_t new_low = rc == 1 ? low : 0, new_ts = now;
+    int n = trim_collect(b, p, off, now, vict, &new_low, &new_ts, errstr, es);
+    if (n < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (rc >= 0)
+            rc = trim_victim_apply(b, p, &vict[i], errstr, es);
+        keybuf_free(&vict[i].rkey);
+    }
+    if (rc < 0)
+        return -1;
+    /* The event's own outcome is never due, so a row is always kept; when
+     * the cap stopped the scan, new_low is the first row not yet trimmed. */
+    if (n > 0 && new_low == vict[n - 1].offset) {
+        new_low = off;
+        new_ts = now;
+    }
+    olow_put(b, p, new_low, new_ts);
     return 0;
 }
 
@@ -1415,16 +1669,39 @@ Objlog__Event *apply_decode(const void *payload, size_t n, char *why,
     return ev;
 }
 
+static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
+                        int64_t log_time_ms, const Objlog__Event *ev,
+                        Objlog__OutcomeCode *code, char *errstr,
+                        size_t errstr_size);
+
 int apply_event(apply_batch *b, int32_t partition, int64_t offset,
                 int64_t log_time_ms, const Objlog__Event *ev,
                 Objlog__OutcomeCode *code, char *errstr, size_t errstr_size) {
     Objlog__OutcomeCode dummy;
     if (!code)
         code = &dummy;
-    int rc = apply_dedup(b, partition, offset, ev, code, errstr, errstr_size);
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
+    int rc = apply_dedup(b, partition, offset, log_time_ms, ev, code, errstr,
+                         errstr_size);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        rc = apply_decide(b, partition, offset, log_time_ms, ev, code, errstr,
+                          errstr_size);
+    else
+        rc = 0;
+    if (rc == 0)
+        rc = trim_outcomes(b, partition, offset, log_time_ms, errstr,
+                           errstr_size);
+    return rc;
+}
 
+/* Rules 2-3 for an event that is not a retry: decides, stages the effects,
+ * the outcome and the request id. */
+static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
+                        int64_t log_time_ms, const Objlog__Event *ev,
+                        Objlog__OutcomeCode *code, char *errstr,
+                        size_t errstr_size) {
+    int rc = 0;
     apply_ev a;
     memset(&a, 0, sizeof(a));
     a.b = b;
@@ -1500,7 +1777,7 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
     uint8_t nv[8];
     put_be64(nv, n + 1);
     batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
-    return 0;
+    return trim_outcomes(b, partition, offset, log_time_ms, errstr, errstr_size);
 }
 
 void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset) {

@@ -17,6 +17,7 @@
 /* ---- meta / outcome keys ---- */
 #define APPLY_META_APPLIED "applied"
 #define APPLY_META_DLQ "dlq"
+#define APPLY_META_OUTCOMES_LOW "olow"
 #define APPLY_META_KEY_MAX 16
 #define APPLY_OUTCOME_KEY_LEN 13 /* 'o' be32 be64 */
 #define APPLY_HEADER_LEN 18
@@ -45,6 +46,12 @@ rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b);
  * smallest and largest key deleted (valid until the next clear). */
 uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
                              const keybuf **hi);
+/* Test only: the dedup window (log time, ms) and bound (request ids, i.e.
+ * outcome offsets, per partition) instead of OBJLOG_DEDUP_WINDOW_MS and
+ * OBJLOG_DEDUP_MAX_IDS. Production never calls it: DESIGN §5 forbids local
+ * configuration in apply, every replica and replay must use the defaults. */
+void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
+                                  int64_t max_ids);
 /* Empties the batch for reuse after it was written (or abandoned). */
 void apply_batch_clear(apply_batch *b);
 

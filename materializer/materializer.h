@@ -35,14 +35,37 @@
  *   stats     (reserved for usage, issue 6)
  *   outcomes  'o' be32(partition) be64(offset) -> Outcome
  *             'r' request_id(16)               -> be32(partition) be64(offset)
+ *               of the request's first outcome. Both are kept for a window
+ *               of log time and a bound per partition (below): the oldest
+ *               'o' rows of a partition are trimmed first, each with its
+ *               'r' row if that still points at it. Trimmed offsets are
+ *               told apart from unapplied ones by objlog_store_get_outcome
+ *               (OBJLOG_OUTCOME_TRIMMED) / objlog_store_outcomes_low.
  *   meta      "applied" be32(partition)   -> be64(next offset to apply)
  *             "dlq" be32(partition)       -> be64(events sent to the DLQ)
+ *             "olow" be32(partition)      -> be64(offset of the oldest kept
+ *               'o' row) be64(its Outcome.log_time_ms)
+ *
+ * Dedup window and space bound (DESIGN §5; decided in apply, from the log
+ * only, so every replica and replay agrees):
+ *   - the event at offset X with Kafka timestamp T is a retry of request id
+ *     R iff R's first outcome sits at an offset in [X - OBJLOG_DEDUP_MAX_IDS,
+ *     X) of the same partition and T - its log_time_ms <=
+ *     OBJLOG_DEDUP_WINDOW_MS; otherwise it is a new request;
+ *   - after each event, the partition's 'o' rows at offsets <= X -
+ *     OBJLOG_DEDUP_MAX_IDS or with T - log_time_ms > window are removed,
+ *     oldest offset first, stopping at the first row that is neither (at
+ *     most 64 per event; a backlog drains over the next events). A retry's
+ *     'o' row is a verbatim copy, log_time_ms included, so it expires with
+ *     the request it answers. At most OBJLOG_DEDUP_MAX_IDS 'o' rows, hence
+ *     request ids, are kept per partition.
  */
 #ifndef OBJLOG_MATERIALIZER_H
 #define OBJLOG_MATERIALIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <rocksdb/c.h>
 
@@ -75,11 +98,35 @@ const char *objlog_cf_name(objlog_cf cf);
 int64_t objlog_store_applied(objlog_store *s, int32_t partition);
 /* Events of partition sent to the DLQ (meta "dlq"). */
 uint64_t objlog_store_dlq_count(objlog_store *s, int32_t partition);
-/* Stored outcome of the event at (partition, offset). 1 found (caller frees
- * with objlog__outcome__free_unpacked), 0 not (yet) applied, -1 error. */
+/* Dedup window in log time and bound per partition (layout above). */
+#define OBJLOG_DEDUP_WINDOW_MS (24LL * 60 * 60 * 1000)
+#define OBJLOG_DEDUP_MAX_IDS 1000000LL
+
+/* Results of objlog_store_get_outcome besides -1 (error). */
+#define OBJLOG_OUTCOME_NOT_FOUND 0 /* not applied yet (or no event there) */
+#define OBJLOG_OUTCOME_FOUND 1
+#define OBJLOG_OUTCOME_TRIMMED 2   /* applied, outcome expired: 410 Gone */
+
+/* Stored outcome of the event at (partition, offset). OBJLOG_OUTCOME_FOUND
+ * (caller frees *out with objlog__outcome__free_unpacked),
+ * OBJLOG_OUTCOME_TRIMMED when offset is below the partition's oldest kept
+ * outcome (objlog_store_outcomes_low), OBJLOG_OUTCOME_NOT_FOUND otherwise,
+ * -1 error. The row is read before the low mark, so a concurrent trim can
+ * only turn "found" into "trimmed", never into "not found". */
 int objlog_store_get_outcome(objlog_store *s, int32_t partition,
                              int64_t offset, Objlog__Outcome **out,
                              char *errstr, size_t errstr_size);
+/* Offset of the oldest outcome kept for partition (every applied offset
+ * below it is trimmed); 0 when nothing was trimmed or applied yet. */
+int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition);
+
+/* Logical dump for replay-determinism checks: every row of every column
+ * family (in objlog_cf order, then key order), one line per row,
+ * "<cf name> <key hex> <value hex>\n", lowercase hex, read from one
+ * snapshot. Equal views give byte-identical dumps (compare with cmp).
+ * 0, or -1 (errstr) on a read or write error. */
+int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
+                      size_t errstr_size);
 
 /* The per-key header row of the `versions` CF (see layout above). */
 typedef struct objlog_key_header {

@@ -1,6 +1,7 @@
 /* store.c: the RocksDB instance behind every view (materializer.h). Owns
- * opening the database with its seven column families and the point reads
- * other components need (applied offsets, outcomes). Invariant: the store
+ * opening the database with its seven column families, the point reads
+ * other components need (applied offsets, outcomes, the oldest kept
+ * outcome) and the logical dump that replay-determinism tests compare. Invariant: the store
  * is written only through one WriteBatch per consumed batch (apply.c,
  * materializer.c); everything here only reads, so any thread may call it.
  *
@@ -137,7 +138,9 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
         return -1;
     }
     if (!v)
-        return 0;
+        return offset < objlog_store_outcomes_low(s, partition)
+                   ? OBJLOG_OUTCOME_TRIMMED
+                   : OBJLOG_OUTCOME_NOT_FOUND;
     *out = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
     rocksdb_free(v);
     if (!*out) {
@@ -146,6 +149,83 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
         return -1;
     }
     return 1;
+}
+
+int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition) {
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_OUTCOMES_LOW, partition);
+    size_t vn = 0;
+    char *err = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_META],
+                             (const char *)key, kn, &vn, &err);
+    if (err) {
+        rocksdb_free(err);
+        return 0;
+    }
+    /* value: be64(low offset) be64(its log time) */
+    int64_t r = (v && vn == 16) ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
+    rocksdb_free(v);
+    return r;
+}
+
+/* ---- logical dump ---- */
+
+static int store_put_hex(FILE *out, const uint8_t *p, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        if (putc(digits[p[i] >> 4], out) == EOF ||
+            putc(digits[p[i] & 15], out) == EOF)
+            return -1;
+    }
+    return 0;
+}
+
+static int store_dump_cf(objlog_store *s, rocksdb_readoptions_t *ro,
+                         objlog_cf cf, FILE *out, char *errstr, size_t es) {
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, s->cf[cf]);
+    int rc = 0;
+    for (rocksdb_iter_seek_to_first(it); rc == 0 && rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        const char *v = rocksdb_iter_value(it, &vn);
+        if (fputs(store_cf_names[cf], out) == EOF || putc(' ', out) == EOF ||
+            store_put_hex(out, (const uint8_t *)k, kn) < 0 ||
+            putc(' ', out) == EOF ||
+            store_put_hex(out, (const uint8_t *)v, vn) < 0 ||
+            putc('\n', out) == EOF) {
+            snprintf(errstr, es, "dump %s: write failed", store_cf_names[cf]);
+            rc = -1;
+        }
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(errstr, es, "dump %s: %s", store_cf_names[cf], err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    return rc;
+}
+
+int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
+                      size_t errstr_size) {
+    /* One snapshot, so the dump is one state even while the materializer
+     * writes. */
+    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(s->db);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(ro, snap);
+    int rc = 0;
+    for (int i = 0; i < OBJLOG_CF_COUNT && rc == 0; i++)
+        rc = store_dump_cf(s, ro, (objlog_cf)i, out, errstr, errstr_size);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_release_snapshot(s->db, snap);
+    if (rc == 0 && fflush(out) != 0) {
+        snprintf(errstr, errstr_size, "dump: write failed");
+        rc = -1;
+    }
+    return rc;
 }
 
 int objlog_key_header_decode(const void *val, size_t n, objlog_key_header *h) {

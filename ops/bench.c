@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_cond.h"
 #include "cli.h"
 #include "keycodec.h"
 #include "objlog.pb-c.h"
@@ -60,6 +61,9 @@ typedef struct bench {
     /* --list */
     int list, list_requests, list_fresh;
     long list_keys, list_deleted, list_live, list_versions, list_queued;
+    /* --conditional: bench_cond.c */
+    int conditional;
+    bench_cond_args cond;
 } bench;
 
 static int64_t mono_us(void) {
@@ -793,7 +797,9 @@ static int bench_usage(const char *why, const char *arg) {
                     "[--partitions N] [--json]\n"
                     "       objlog bench --list [--url URL --brokers LIST] [--keys N] "
                     "[--deleted N] [--live N] [--versions N] [--lists N] "
-                    "[--no-keepalive] [--partitions N] [--json]\n");
+                    "[--no-keepalive] [--partitions N] [--json]\n"
+                    "       objlog bench --conditional [--url URL --brokers LIST] "
+                    "[--rates R1,R2,...] [--seconds S] [--linger MS] [--partitions N] [--json]\n");
     return CLI_EXIT_USAGE;
 }
 
@@ -825,6 +831,10 @@ static int bench_args(bench *b, int argc, char **argv) {
             b->list = 1;
             continue;
         }
+        if (!strcmp(a, "--conditional")) {
+            b->conditional = 1;
+            continue;
+        }
         if (!strcmp(a, "--no-keepalive")) {
             b->list_fresh = 1;
             continue;
@@ -849,6 +859,12 @@ static int bench_args(bench *b, int argc, char **argv) {
             continue;
         else if (!strcmp(a, "--lists") && !parse_int(v, 1, 1000000, &b->list_requests))
             continue;
+        else if (!strcmp(a, "--rates") && !bench_cond_parse_rates(&b->cond, v))
+            continue;
+        else if (!strcmp(a, "--seconds") && !parse_int(v, 1, 3600, &b->cond.seconds))
+            continue;
+        else if (!strcmp(a, "--linger") && !parse_int(v, 0, 1000, &(int){0}))
+            b->cond.linger = v;
         else if (!strcmp(a, "--keys") && !parse_long(v, 1, 10000000, &b->list_keys))
             continue;
         else if (!strcmp(a, "--deleted") && !parse_long(v, 1, 10000000, &b->list_deleted))
@@ -884,6 +900,8 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     b->list_live = 10;
     b->list_versions = 100000;
     b->list_requests = 200;
+    b->cond.seconds = 5;
+    bench_cond_parse_rates(&b->cond, "1000,5000");
     for (int i = 0; i < BENCH_MAX_PARTS; i++)
         b->last_offset[i] = -1;
     pthread_mutex_init(&b->lock, NULL);
@@ -893,8 +911,14 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc == 0 && !b->url && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
-    if (rc == 0)
+    if (rc == 0 && b->conditional) {
+        b->cond.url = b->url;
+        b->cond.brokers = b->brokers;
+        b->cond.json = b->json;
+        rc = bench_cond_run(&b->cond);
+    } else if (rc == 0) {
         rc = b->list ? bench_list_run(b) : bench_run(b);
+    }
     objlog_producer_destroy(b->p);
     daemon_stop(b);
     curl_global_cleanup();

@@ -49,6 +49,7 @@ static void usage(FILE *f) {
         "  mpu parts BUCKET KEY UPLOAD_ID [--part-number-marker N] [--max-parts N] [--all]\n"
         "  bench [--url U --brokers B] [--count N] [--threads T] [--gets N]\n"
         "  bench --list [--keys N] [--deleted N] [--versions N] [--lists N]\n"
+        "  bench --conditional [--rates 1000,5000] [--seconds S]\n"
         "URL defaults to $OBJLOG_URL or " DEFAULT_URL ".\n");
 }
 

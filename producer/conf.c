@@ -93,6 +93,19 @@ static objlog_conf_res conf_set_timeout(objlog_producer_conf *c,
     return OBJLOG_CONF_OK;
 }
 
+static objlog_conf_res conf_set_retries(objlog_producer_conf *c,
+                                        const char *name, const char *value,
+                                        char *errstr, size_t errstr_size) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < 0 || v > 100)
+        return conf_invalid(name, value, "expected an integer 0..100", errstr,
+                            errstr_size);
+    c->unknown_retries = (int)v;
+    return OBJLOG_CONF_OK;
+}
+
 static objlog_conf_res conf_set_kafka(objlog_producer_conf *c,
                                       const char *name, const char *prop,
                                       const char *value, char *errstr,
@@ -125,6 +138,8 @@ objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *c,
         return conf_set_url(c, name, value, errstr, errstr_size);
     if (!strcmp(name, "outcome.timeout.ms"))
         return conf_set_timeout(c, name, value, errstr, errstr_size);
+    if (!strcmp(name, "unknown.retries"))
+        return conf_set_retries(c, name, value, errstr, errstr_size);
     if (!strcmp(name, "ack")) {
         if (strcmp(value, "applied") != 0 && strcmp(value, "logged") != 0)
             return conf_invalid(name, value, "expected applied or logged",

@@ -16,6 +16,13 @@
  *   ack                applied (default) | logged
  *   outcome.timeout.ms how long ack=applied waits for the outcome before the
  *                      write completes as OBJLOG_STATUS_UNKNOWN (default 10000)
+ *   unknown.retries    0..100 (default 0): a write about to complete UNKNOWN
+ *                      is first re-produced with the same bytes (same request
+ *                      id) and awaited again for outcome.timeout.ms, up to
+ *                      this many times. The state machine dedups by request
+ *                      id, so the result carries the FIRST attempt's outcome
+ *                      (same version id) and nothing is applied twice; its
+ *                      partition/offset/token are those of the last attempt.
  *   kafka.<prop>       passed to librdkafka as <prop>
  * The librdkafka producer is always idempotent with acks=all.
  *
@@ -25,6 +32,32 @@
  * previous result's request_id: the state machine dedups by request id, so
  * the retry either applies once or returns the first attempt's stored
  * outcome (same version id). Never reuse an id for a different write.
+ * The request id is remembered for the dedup window (24 h of log time);
+ * retry well within it. Manual retry, e.g. after an UNKNOWN:
+ *
+ *     objlog_write_result r;
+ *     objlog_producer_put_object_sync(p, "b", "k", 1, &meta, NULL, &r,
+ *                                     err, sizeof(err));
+ *     while (r.status == OBJLOG_STATUS_UNKNOWN ||
+ *            r.status == OBJLOG_STATUS_FAILED) {
+ *         uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+ *         memcpy(rid, r.request_id, sizeof(rid));
+ *         objlog_write_opts retry = {.request_id = rid};  // same arguments
+ *         objlog_producer_put_object_sync(p, "b", "k", 1, &meta, &retry, &r,
+ *                                         err, sizeof(err));
+ *     }
+ *     // r.status is OK/REJECTED with the first applied attempt's outcome
+ *
+ * The retry must repeat the same operation and arguments (and the same
+ * if_match / if_none_match): only the request id ties it to the first.
+ *
+ * How outcomes travel (ack=applied): per partition the library keeps the
+ * writes awaiting an outcome ordered by offset and has at most one
+ * GET {query.url}/v1/outcomes?partition=P&from=<lowest pending offset>
+ * long-poll in flight; each answer completes every pending write it covers
+ * (request ids checked), so many concurrent writes cost few requests
+ * (objlog_producer_stats). GET /v1/writes/{token} stays the single-write
+ * path for tools and ack=logged callers.
  */
 #ifndef OBJLOG_PRODUCER_H
 #define OBJLOG_PRODUCER_H
@@ -269,6 +302,15 @@ int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
                                       const objlog_write_opts *opts,
                                       objlog_write_result *res, char *errstr,
                                       size_t errstr_size);
+
+/* Counters since objlog_producer_new, for benchmarks and monitoring. */
+typedef struct objlog_producer_stats {
+    uint64_t writes_completed;   /* callbacks run, any status */
+    uint64_t outcome_requests;   /* HTTP requests made for outcomes */
+    uint64_t unknown_retries;    /* re-produces done for unknown.retries */
+} objlog_producer_stats;
+void objlog_producer_stats_get(objlog_producer *p,
+                               objlog_producer_stats *stats);
 
 const char *objlog_status_name(objlog_status s);
 

@@ -41,6 +41,8 @@ struct objlog_producer {
     pthread_mutex_t lock;
     pthread_cond_t idle;
     long outstanding;
+    atomic_uint_fast64_t completed;   /* callbacks run */
+    atomic_uint_fast64_t resends;     /* unknown.retries re-produces */
 };
 
 int64_t producer_now_ms(void) {
@@ -76,11 +78,24 @@ static void outstanding_add(objlog_producer *p, long d) {
 
 void producer_complete(write_op *op) {
     objlog_producer *p = op->p;
+    /* Counted before the callback, so a caller woken by it sees it. */
+    atomic_fetch_add(&p->completed, 1);
     if (op->cb)
         op->cb(&op->res, op->opaque);
-    free(op->body);
+    free(op->payload);
+    free(op->rkey);
     free(op);
     outstanding_add(p, -1);
+}
+
+void objlog_producer_stats_get(objlog_producer *p,
+                               objlog_producer_stats *stats) {
+    memset(stats, 0, sizeof(*stats));
+    if (!p)
+        return;
+    stats->writes_completed = atomic_load(&p->completed);
+    stats->outcome_requests = p->fetch ? fetcher_requests(p->fetch) : 0;
+    stats->unknown_retries = atomic_load(&p->resends);
 }
 
 /* Delivery report, on the delivery-report thread. The write is in the log
@@ -91,9 +106,15 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     write_op *op = m->_private;
     (void)rk;
     if (m->err) {
-        op->res.status = OBJLOG_STATUS_FAILED;
+        /* A failed re-produce leaves the earlier, logged attempt's outcome
+         * unknown: that write may still apply, so it is not FAILED. */
+        int logged_before = op->res.offset >= 0;
+        op->res.status = logged_before ? OBJLOG_STATUS_UNKNOWN
+                                       : OBJLOG_STATUS_FAILED;
         snprintf(op->res.error_message, sizeof(op->res.error_message),
-                 "kafka: %s", rd_kafka_err2str(m->err));
+                 "kafka: %s%s%.32s", rd_kafka_err2str(m->err),
+                 logged_before ? "; retry with request id " : "",
+                 logged_before ? op->res.request_id_hex : "");
         producer_complete(op);
         return;
     }
@@ -107,7 +128,6 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
         return;
     }
     op->deadline_ms = producer_now_ms() + p->conf->outcome_timeout_ms;
-    op->retry_at_ms = 0;
     fetcher_submit(p->fetch, op);
 }
 
@@ -288,6 +308,52 @@ static write_op *op_new(objlog_producer *p, const objlog_write_opts *opts,
     return op;
 }
 
+/* unknown.retries needs the exact bytes again (same timestamp, same
+ * request id); copies are kept only when retries are configured. */
+static int producer_keep_bytes(objlog_producer *p, write_op *op,
+                               const uint8_t *buf, size_t n, const keybuf *rk,
+                               int32_t part) {
+    if (!p->fetch || p->conf->unknown_retries <= 0)
+        return 0;
+    op->payload = malloc(n ? n : 1);
+    op->rkey = malloc(rk->len ? rk->len : 1);
+    if (!op->payload || !op->rkey) {
+        free(op->payload);
+        free(op->rkey);
+        op->payload = op->rkey = NULL;
+        return -1;
+    }
+    memcpy(op->payload, buf, n);
+    memcpy(op->rkey, rk->data, rk->len);
+    op->payload_len = n;
+    op->rkey_len = rk->len;
+    op->send_partition = part;
+    op->retries_left = p->conf->unknown_retries;
+    return 0;
+}
+
+int producer_resend(write_op *op) {
+    objlog_producer *p = op->p;
+    if (!op->payload) {
+        snprintf(op->last_error, sizeof(op->last_error), "no saved bytes");
+        return -1;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_TOPIC(p->conf->topic),
+        RD_KAFKA_V_PARTITION(op->send_partition),
+        RD_KAFKA_V_KEY(op->rkey, op->rkey_len),
+        RD_KAFKA_V_VALUE(op->payload, op->payload_len),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
+        RD_KAFKA_V_END);
+    if (err) {
+        snprintf(op->last_error, sizeof(op->last_error), "re-produce: %s",
+                 rd_kafka_err2str(err));
+        return -1;
+    }
+    atomic_fetch_add(&p->resends, 1);
+    return 0;
+}
+
 /* Stamps ev with the op's identity, routes it and hands it to librdkafka.
  * On success op belongs to librdkafka until its delivery report. */
 static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
@@ -317,6 +383,12 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
     }
     objlog__event__pack(ev, buf);
     int32_t part = rangemap_partition(p->rm, rk.data, rk.len);
+    if (producer_keep_bytes(p, op, buf, n, &rk, part) < 0) {
+        snprintf(errstr, errstr_size, "out of memory");
+        free(buf);
+        keybuf_free(&rk);
+        return -1;
+    }
 
     outstanding_add(p, 1);
     rd_kafka_resp_err_t err;
@@ -335,6 +407,9 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
     free(buf);
     keybuf_free(&rk);
     if (err) {
+        free(op->payload);
+        free(op->rkey);
+        op->payload = op->rkey = NULL;
         outstanding_add(p, -1);
         snprintf(errstr, errstr_size, "produce to %s [%d]: %s",
                  p->conf->topic, (int)part, rd_kafka_err2str(err));

@@ -6,7 +6,8 @@
  *
  * Invariant: a write_op is owned by exactly one place at a time: librdkafka
  * (as msg_opaque) until its delivery report, then the fetcher (ack=applied)
- * until its outcome, and it is freed right after its callback runs.
+ * until its outcome (or back to librdkafka when unknown.retries re-produce
+ * it), and it is freed right after its callback runs.
  */
 #ifndef OBJLOG_PRODUCER_INT_H
 #define OBJLOG_PRODUCER_INT_H
@@ -28,6 +29,7 @@ struct objlog_producer_conf {
     char *query_url;
     int ack_applied;            /* 1: ack=applied, 0: ack=logged */
     int outcome_timeout_ms;
+    int unknown_retries;        /* re-produces before UNKNOWN (0..100) */
     rd_kafka_conf_t *kconf;     /* kafka.* properties (and bootstrap) */
 };
 
@@ -39,12 +41,15 @@ struct write_op {
     objlog_write_result res;
     /* fetcher state (ack=applied) */
     int64_t deadline_ms;        /* monotonic; UNKNOWN after this */
-    int64_t retry_at_ms;        /* monotonic; next attempt not before */
-    void *easy;                 /* CURL * while a request is in flight */
-    char *body;                 /* response body being received */
-    size_t body_len;
-    char last_error[160];       /* why the previous attempt did not answer */
+    char last_error[160];       /* why no outcome came (for UNKNOWN) */
     write_op *next;             /* fetcher list link */
+    /* unknown.retries: the exact bytes sent, to re-produce them */
+    int retries_left;
+    uint8_t *payload;
+    size_t payload_len;
+    uint8_t *rkey;
+    size_t rkey_len;
+    int32_t send_partition;
 };
 
 int64_t producer_now_ms(void); /* CLOCK_MONOTONIC */
@@ -52,6 +57,11 @@ int64_t producer_now_ms(void); /* CLOCK_MONOTONIC */
 /* Completes op: runs its callback, frees it, and lets flush() see one
  * fewer outstanding write. Called from library threads only. */
 void producer_complete(write_op *op);
+
+/* Re-produces op's saved bytes (unknown.retries); op goes back to
+ * librdkafka and its delivery report hands it to the fetcher again.
+ * 0, or -1 with op->last_error set (op still the caller's). */
+int producer_resend(write_op *op);
 
 /* Checks, each filling errstr and returning -1 on a bad argument. */
 int validate_bucket(const char *bucket, char *errstr, size_t errstr_size);
@@ -76,5 +86,7 @@ fetcher *fetcher_new(const char *query_url, char *errstr, size_t errstr_size);
 void fetcher_submit(fetcher *f, write_op *op);
 /* Stops the thread; the caller has already waited for every op. */
 void fetcher_destroy(fetcher *f);
+/* HTTP requests made for outcomes so far (any thread). */
+uint64_t fetcher_requests(fetcher *f);
 
 #endif

@@ -417,6 +417,11 @@ static void http_route(http_ctx *c, const char *path) {
             http_method_not_allowed(c, "GET");
         else
             read_write_status(c, path + 11);
+    } else if (strcmp(path, "/v1/outcomes") == 0) {
+        if (cmd != EVHTTP_REQ_GET)
+            http_method_not_allowed(c, "GET");
+        else
+            outcomes_get(c);
     } else if (strncmp(path, "/v1/buckets/", 12) == 0 && path[12]) {
         http_route_bucket(c, cmd, path + 12);
     } else {

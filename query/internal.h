@@ -122,6 +122,11 @@ void read_write_status(http_ctx *c, const char *token);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
 
+/* ---- outcomes.c ---- */
+/* GET /v1/outcomes?partition=&from=&max=&timeout_ms=: the outcomes of one
+ * partition from an offset on, for producers (one request, many writes). */
+void outcomes_get(http_ctx *c);
+
 /* ---- listtoken.c ---- */
 #define LISTTOKEN_KEY 0
 #define LISTTOKEN_PREFIX 1

@@ -593,9 +593,13 @@ void read_write_status(http_ctx *c, const char *token) {
                                   &o, err, sizeof(err));
     if (rc < 0) {
         http_reply_error(c, 500, "InternalError", "%s", err);
-    } else if (rc == 0) {
+    } else if (rc == OBJLOG_OUTCOME_NOT_FOUND) {
         http_reply_error(c, 404, "NoSuchWrite",
                          "no write outcome is stored at %s", token);
+    } else if (rc == OBJLOG_OUTCOME_TRIMMED) {
+        /* Older than the dedup window/bound: the outcome was forgotten. */
+        http_reply_error(c, 410, "OutcomeExpired",
+                         "the outcome of %s is older than the dedup window", token);
     } else {
         http_reply_json(c, 200, read_outcome_json(o, token));
         objlog__outcome__free_unpacked(o, NULL);

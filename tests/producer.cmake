@@ -2,7 +2,8 @@
 objlog_add_test(test_producer SOURCES test_producer.c TIMEOUT 180
   LIBS objlog_producer_static objlog_schemas PkgConfig::RDKAFKA)
 
-# ack=applied end to end: outcomes from the real objlogd.
-objlog_add_test(test_producer_applied SOURCES test_producer_applied.c TIMEOUT 120
+# ack=applied end to end: outcomes from the real objlogd (batched route,
+# unknown outcomes with a view held by SIGSTOP).
+objlog_add_test(test_producer_applied SOURCES test_producer_applied.c TIMEOUT 240
   LIBS objlog_testkit objlog_producer_static objlog_schemas)
 add_dependencies(test_producer_applied objlogd)

@@ -46,6 +46,7 @@
 #define BAD_PART OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART
 #define BAD_ORDER OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER
 #define TOO_SMALL OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL
+#define NO_KEY OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_KEY
 
 /* Part ETags: the MD5 of the one-byte strings "a", "b", "c". */
 #define MD5_A "0cc175b9c0f1b6a831c399e269772661"
@@ -145,17 +146,85 @@ static const row rows[] = {
      {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1),
       {'P', "b", "a", "e2", OK, "#", 0, NULL, 1, 0, 0}, END},
      "a=#4:e2,M#3,#2:e1", "a=#4:e2", "b:E", ""},
+    /* Preconditions follow S3 (rule list P in apply.c):
+     * PutObject If-Match, S3 API reference: "If the ETag values do not
+     * match, the operation returns a 412 Precondition Failed error."; a key
+     * without a current version (missing, or a delete marker newest)
+     * answers 404 NoSuchKey: S3 User Guide, conditional deletes/writes,
+     * "404 Not Found response because the object key no longer exists". */
     {"if_match_needs_the_current_etag",
      {MKB("b", "E"),
-      {'P', "b", "a", "e1", PRECOND, "", 0, "e0", 0, 0, 0}, /* no object */
+      {'P', "b", "a", "e1", NO_KEY, "", 0, "e0", 0, 0, 0}, /* no object */
       PUT("a", "e1", "#"),
       {'P', "b", "a", "e2", OK, "#", 0, "\"e1\"", 0, 0, 0}, /* quoted ok */
       {'P', "b", "a", "e3", PRECOND, "", 0, "e1", 0, 0, 0}, /* stale etag */
       {'P', "b", "a", "e3", OK, "#", 0, "*", 0, 0, 0},
       DEL("a", "#", 1),
-      {'P', "b", "a", "e4", PRECOND, "", 0, "e3", 0, 0, 0}, /* marker newest */
+      {'P', "b", "a", "e4", NO_KEY, "", 0, "e3", 0, 0, 0}, /* marker newest */
       END},
      "a=M#7,#6:e3,#4:e2,#3:e1", "", "b:E", ""},
+    {"put_if_match_on_a_missing_key_is_NoSuchKey_also_for_star",
+     {MKB("b", "U"), {'P', "b", "a", "e1", NO_KEY, "", 0, "e1", 0, 0, 0},
+      {'P', "b", "a", "e1", NO_KEY, "", 0, "*", 0, 0, 0}, END},
+     "", "", "b:U", ""},
+    /* S3 "behaves as if the object was deleted" when the current version
+     * is a delete marker (GetObject, DeleteMarker): If-Match has nothing to
+     * match -> NoSuchKey, in every versioning state that leaves a marker. */
+    {"put_if_match_over_a_delete_marker_is_NoSuchKey",
+     {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1),
+      {'P', "b", "a", "e2", NO_KEY, "", 0, "e1", 0, 0, 0},
+      {'P', "b", "a", "e2", NO_KEY, "", 0, "*", 0, 0, 0}, END},
+     "a=M#3,#2:e1", "", "b:E", ""},
+    {"put_if_match_over_a_suspended_null_marker_is_NoSuchKey",
+     {MKB("b", "S"), PUT("a", "e1", "null"), DEL("a", "null", 1),
+      {'P', "b", "a", "e2", NO_KEY, "", 0, "e1", 0, 0, 0}, END},
+     "a=Mnull", "", "b:S", ""},
+    /* PutObject API reference, If-None-Match: "Uploads the object only if
+     * the object key name does not already exist in the bucket specified.
+     * Otherwise, Amazon S3 returns a 412 Precondition Failed error." A key
+     * whose newest version is a delete marker does not exist. */
+    {"put_if_none_match_over_a_suspended_null_marker_succeeds",
+     {MKB("b", "S"), PUT("a", "e1", "null"), DEL("a", "null", 1),
+      {'P', "b", "a", "e2", OK, "null", 0, NULL, 1, 0, 0},
+      {'P', "b", "a", "e3", PRECOND, "", 0, NULL, 1, 0, 0}, END},
+     "a=null:e2", "a=null:e2", "b:S", ""},
+    /* S3 User Guide, conditional deletes: "Conditional delete evaluations
+     * only apply to the current version of the object"; If-Match "*"
+     * checks "if object exists". */
+    {"delete_if_match_on_a_missing_key_is_NoSuchKey_and_adds_no_marker",
+     {MKB("b", "E"), {'D', "b", "a", NULL, NO_KEY, "", 0, "e1", 0, 0, 0},
+      {'D', "b", "a", NULL, NO_KEY, "", 0, "*", 0, 0, 0}, DEL("a", "#", 1), END},
+     "a=M#4", "", "b:E", ""},
+    {"delete_if_match_over_a_delete_marker_is_NoSuchKey",
+     {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1),
+      {'D', "b", "a", NULL, NO_KEY, "", 0, "e1", 0, 0, 0},
+      {'D', "b", "a", NULL, NO_KEY, "", 0, "*", 0, 0, 0}, END},
+     "a=M#3,#2:e1", "", "b:E", ""},
+    {"delete_if_match_star_on_a_live_key_adds_the_marker",
+     {MKB("b", "E"), PUT("a", "e1", "#"),
+      {'D', "b", "a", NULL, OK, "#", 1, "*", 0, 0, 0}, END},
+     "a=M#3,#2:e1", "", "b:E", ""},
+    {"delete_version_if_match_is_checked_against_the_current_version",
+     {MKB("b", "E"), PUT("a", "e1", "#"), PUT("a", "e2", "#"),
+      {'D', "b", "a", "#2", PRECOND, "", 0, "e1", 0, 0, 0},
+      {'D', "b", "a", "#2", OK, "#2", 0, "e2", 0, 0, 0}, END},
+     "a=#3:e2", "a=#3:e2", "b:E", ""},
+    /* CompleteMultipartUpload API reference, If-None-Match: "Uploads the
+     * object only if the object key name does not already exist in the
+     * bucket specified. Otherwise, Amazon S3 returns a 412 Precondition
+     * Failed error." If-Match as PutObject. */
+    {"complete_if_match_on_a_missing_key_is_NoSuchKey_upload_kept",
+     {MKB("b", "U"), MPU("a"), PART("a", "#2 1 1 " MD5_A),
+      {'C', "b", "a", "#2 1:" MD5_A, NO_KEY, "", 0, "e1", 0, 0, 0},
+      {'C', "b", "a", "#2 1:" MD5_A, NO_KEY, "", 0, "*", 0, 0, 0}, END},
+     "", "", "b:U", "a@#2;a@#2.1:1:0cc1"},
+    {"complete_over_a_delete_marker_if_match_NoSuchKey_if_none_match_ok",
+     {MKB("b", "E"), PUT("a", "e1", "#"), DEL("a", "#", 1), MPU("a"),
+      PART("a", "#4 1 1 " MD5_A),
+      {'C', "b", "a", "#4 1:" MD5_A, NO_KEY, "", 0, "e1", 0, 0, 0},
+      {'C', "b", "a", "#4 1:" MD5_A " =" ETAG_A, OK, "#", 0, NULL, 1, 0, 0},
+      END},
+     "a=#7:" ETAG_A ",M#3,#2:e1", "a=#7:" ETAG_A, "b:E", ""},
     {"if_match_applies_to_delete",
      {MKB("b", "U"), PUT("a", "e1", "null"),
       {'D', "b", "a", NULL, PRECOND, "", 0, "e9", 0, 0, 0},
@@ -921,6 +990,319 @@ static void test_rule(void **state) {
     run_row(r, 1);
 }
 
+/* ---- dedup window, space bound, outcome trimming ---- */
+
+#define T0 1700000000000LL
+#define DAY (24LL * 60 * 60 * 1000)
+
+/* A step at a given Kafka timestamp (log time, ms). */
+typedef struct dstep {
+    step s;
+    int64_t ts;
+} dstep;
+
+#define AT(ts, st) {st, ts}
+#define DEND {END, 0}
+/* Put of key k, etag e, request id number r (0 = fresh), expected vid. */
+#define PUTR(k, e, r, vid) {'P', "b", k, e, OK, vid, 0, NULL, 0, r, 0}
+
+/* One rule of the window/bound. window_ms/max_ids 0 = the defaults. After
+ * the row: `kept` = offsets that still have an 'o' row (every other step
+ * must answer OBJLOG_OUTCOME_TRIMMED, and the low mark is the first kept),
+ * `rids` = remembered request ids, "R<n>@<offset>" for request id n and
+ * "#<n>" for step n's fresh id, sorted. */
+typedef struct dedup_row {
+    const char *name;
+    int64_t window_ms;
+    int64_t max_ids;
+    dstep steps[MAX_STEPS];
+    const char *versions;
+    const char *objects;
+    const char *kept;
+    const char *rids;
+} dedup_row;
+
+static const dedup_row dedup_rows[] = {
+    /* DESIGN §5 / issue 4: a retry within 24 h of log time returns the
+     * first outcome and changes nothing; T - first == window still counts. */
+    {"retry_within_the_window_returns_the_first_outcome",
+     0, 0,
+     {AT(T0, MKB("b", "E")), AT(T0 + 1, PUTR("a", "e1", 1, "#")),
+      AT(T0 + 2, PUTR("a", "e2", 0, "#")),
+      AT(T0 + 1 + DAY, PUTR("a", "e1", 1, "#2")), DEND},
+     "a=#3:e2,#2:e1", "a=#3:e2", "2,3,4", "#3@3;R1@2"}, /* 1: T0, expired */
+    /* log time +24 h +1 ms: a new request. The old rows are trimmed by the
+     * window; 'r' now points at the new write and survives the trim of
+     * its old first outcome. */
+    {"retry_after_the_window_is_a_new_write",
+     0, 0,
+     {AT(T0, MKB("b", "E")), AT(T0 + 1, PUTR("a", "e1", 1, "#")),
+      AT(T0 + 1 + DAY + 1, PUTR("a", "e1", 1, "#")), DEND},
+     "a=#3:e1,#2:e1", "a=#3:e1", "3", "R1@3"},
+    /* Bound 3: the event at offset X remembers offsets X-3..X-1. R3 (4)
+     * and R2 (3) are still known at 5 and 6; R1 (2) is forgotten at 7. */
+    {"space_bound_forgets_the_oldest_ids_first",
+     0, 3,
+     {AT(T0, MKB("b", "E")), AT(T0, PUTR("a", "e1", 1, "#")),
+      AT(T0, PUTR("c", "e2", 2, "#")), AT(T0, PUTR("d", "e3", 3, "#")),
+      AT(T0, PUTR("d", "e3", 3, "#4")), AT(T0, PUTR("c", "e2", 2, "#3")),
+      AT(T0, PUTR("a", "e1", 1, "#")), DEND},
+     "a=#7:e1,#2:e1;c=#3:e2;d=#4:e3", "a=#7:e1;c=#3:e2;d=#4:e3", "5,6,7",
+     "R1@7"},
+    /* Window 1000 ms: rows older than the newest event's time - 1000 go,
+     * oldest offset first; the scan stops at the first row kept (exactly
+     * 1000 ms old stays). */
+    {"outcome_rows_are_trimmed_by_the_window_oldest_first",
+     1000, 0,
+     {AT(T0, MKB("b", "E")), AT(T0 + 10, PUTR("a", "e1", 0, "#")),
+      AT(T0 + 500, PUTR("a", "e2", 0, "#")),
+      AT(T0 + 1011, PUTR("a", "e3", 0, "#")),
+      AT(T0 + 1500, PUTR("a", "e4", 0, "#")), DEND},
+     "a=#5:e4,#4:e3,#3:e2,#2:e1", "a=#5:e4", "3,4,5", "#3@3;#4@4;#5@5"},
+    /* A retry's 'o' row is a copy (log time included), so it expires with
+     * the request it answers, even behind newer rows. */
+    {"a_retry_outcome_expires_with_its_request",
+     1000, 0,
+     {AT(T0, MKB("b", "E")), AT(T0 + 100, PUTR("a", "e1", 1, "#")),
+      AT(T0 + 900, PUTR("a", "e1", 1, "#2")),
+      AT(T0 + 1050, PUTR("a", "e2", 0, "#")),
+      AT(T0 + 1200, PUTR("a", "e3", 0, "#")), DEND},
+     "a=#5:e3,#4:e2,#2:e1", "a=#5:e3", "4,5", "#4@4;#5@5"},
+    /* Bound 2 and a retry of a forgotten id with a different body: it is
+     * decided afresh (here: precondition now fails), nothing copied. */
+    {"forgotten_id_is_decided_again",
+     0, 2,
+     {AT(T0, MKB("b", "E")),
+      AT(T0, ((step){'P', "b", "a", "e1", OK, "#", 0, NULL, 1, 1, 0})),
+      AT(T0, PUTR("a", "e2", 0, "#")), AT(T0, PUTR("a", "e3", 0, "#")),
+      AT(T0, ((step){'P', "b", "a", "e1", PRECOND, "", 0, NULL, 1, 1, 0})),
+      DEND},
+     "a=#4:e3,#3:e2,#2:e1", "a=#4:e3", "4,5", "#4@4;R1@5"},
+};
+
+/* Offsets with an 'o' row and the 'r' rows, in the notation above. */
+static void dump_outcomes(fixture *f, char *kept, size_t kn, char *rids,
+                          size_t rn) {
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it =
+        rocksdb_create_iterator_cf(objlog_store_db(f->store), ro,
+                                   objlog_store_cf(f->store, OBJLOG_CF_OUTCOMES));
+    kept[0] = rids[0] = '\0';
+    char tok[64];
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t n, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &n);
+        const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vn);
+        if (k[0] == 'o') {
+            assert_int_equal(n, APPLY_OUTCOME_KEY_LEN);
+            snprintf(tok, sizeof(tok), "%s%llu", kept[0] ? "," : "",
+                     (unsigned long long)apply_get_be64(k + 5));
+            append(kept, kn, tok);
+            continue;
+        }
+        assert_int_equal(k[0], 'r');
+        assert_int_equal(n, 17);
+        assert_int_equal(vn, 12);
+        int r;
+        memcpy(&r, k + 1, sizeof(r));
+        snprintf(tok, sizeof(tok), "%s%s%d@%llu", rids[0] ? ";" : "",
+                 r >= 1000 ? "R" : "#", r >= 1000 ? r - 1000 : r,
+                 (unsigned long long)apply_get_be64(v + 4));
+        append(rids, rn, tok);
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    sort_tokens(rids);
+}
+
+/* The whole store as objlog_store_dump writes it, in a malloc'd string. */
+static char *dump_store(fixture *f) {
+    char *buf = NULL, err[256];
+    size_t n = 0;
+    FILE *out = open_memstream(&buf, &n);
+    assert_non_null(out);
+    assert_int_equal(objlog_store_dump(f->store, out, err, sizeof(err)), 0);
+    fclose(out);
+    return buf;
+}
+
+/* Runs a dedup row into fixture f (one batch per event, or one for all)
+ * and checks every outcome and the resulting state. */
+static void run_dedup_row(const dedup_row *r, fixture *f, int one_batch) {
+    apply_batch *b = apply_batch_new(f->store, f->rm);
+    apply_batch_set_dedup_limits(b, r->window_ms ? r->window_ms : OBJLOG_DEDUP_WINDOW_MS,
+                                 r->max_ids ? r->max_ids : OBJLOG_DEDUP_MAX_IDS);
+    char err[256];
+    int n = 0, p0 = -1;
+    for (; n < MAX_STEPS && r->steps[n].s.op; n++) {
+        const step *s = &r->steps[n].s;
+        int p = owner(f, s->bucket, strchr("BXVQ", s->op) ? "" : s->key);
+        if (p0 < 0)
+            p0 = p;
+        assert_int_equal(p, p0); /* the bound is per partition */
+        Objlog__Event *ev = step_event(s, n + 1);
+        Objlog__OutcomeCode code;
+        assert_int_equal(apply_event(b, p, n + 1, r->steps[n].ts, ev, &code,
+                                     err, sizeof(err)), 0);
+        objlog__event__free_unpacked(ev, NULL);
+        if (code != s->expect)
+            fail_msg("%s step %d: outcome %d, want %d", r->name, n + 1, code,
+                     s->expect);
+        if (!one_batch)
+            write_batch(f, b);
+    }
+    apply_set_applied(b, p0, n + 1);
+    write_batch(f, b);
+    apply_batch_destroy(b);
+
+    char kept[256], rids[256], got[1024];
+    dump_outcomes(f, kept, sizeof(kept), rids, sizeof(rids));
+    if (strcmp(kept, r->kept) || strcmp(rids, r->rids))
+        fail_msg("%s (%s): kept '%s' rids '%s', want '%s' '%s'", r->name,
+                 one_batch ? "one batch" : "batch per event", kept, rids,
+                 r->kept, r->rids);
+    assert_int_equal(objlog_store_outcomes_low(f->store, p0), atoi(r->kept));
+    for (int i = 0; i < n; i++) {
+        const step *s = &r->steps[i].s;
+        char off[16], want[KEYCODEC_VERSION_ID_LEN + 8];
+        snprintf(off, sizeof(off), "%d", i + 1);
+        char padded[300];
+        snprintf(padded, sizeof(padded), ",%s,", r->kept);
+        char needle[20];
+        snprintf(needle, sizeof(needle), ",%s,", off);
+        Objlog__Outcome *o = NULL;
+        int rc = objlog_store_get_outcome(f->store, p0, i + 1, &o, err, sizeof(err));
+        if (!strstr(padded, needle)) {
+            assert_int_equal(rc, OBJLOG_OUTCOME_TRIMMED);
+            assert_null(o);
+            continue;
+        }
+        assert_int_equal(rc, OBJLOG_OUTCOME_FOUND);
+        resolve_vid(s->vid, i + 1, want, sizeof(want));
+        if (o->code != s->expect || strcmp(o->version_id, want) != 0)
+            fail_msg("%s step %d stored outcome: code %d vid '%s'; want %d '%s'",
+                     r->name, i + 1, o->code, o->version_id, s->expect, want);
+        objlog__outcome__free_unpacked(o, NULL);
+    }
+    /* beyond the applied prefix: not applied yet, not trimmed */
+    Objlog__Outcome *o = NULL;
+    assert_int_equal(objlog_store_get_outcome(f->store, p0, n + 1, &o, err,
+                                              sizeof(err)), OBJLOG_OUTCOME_NOT_FOUND);
+    dump_records(f, OBJLOG_CF_VERSIONS, got, sizeof(got));
+    if (strcmp(got, r->versions))
+        fail_msg("%s: versions '%s', want '%s'", r->name, got, r->versions);
+    dump_records(f, OBJLOG_CF_OBJECTS, got, sizeof(got));
+    if (strcmp(got, r->objects))
+        fail_msg("%s: objects '%s', want '%s'", r->name, got, r->objects);
+}
+
+/* Each row twice, batch per event and all in one batch: trimming happens
+ * per event, so both stores must dump byte for byte the same. */
+static void test_dedup_rule(void **state) {
+    const dedup_row *r = *state;
+    fixture *a, *b;
+    setup((void **)&a);
+    setup((void **)&b);
+    run_dedup_row(r, a, 0);
+    run_dedup_row(r, b, 1);
+    char *da = dump_store(a), *db = dump_store(b);
+    assert_string_equal(da, db);
+    free(da);
+    free(db);
+    teardown((void **)&a);
+    teardown((void **)&b);
+}
+
+/* A backlog (here: the bound lowered under 100 kept outcomes) drains at
+ * most 64 rows per event, oldest first, and the low mark follows. The
+ * bound is decided on offsets, not on what is still stored: a retry of
+ * request 1 (offset 1, still stored at that moment) is a new request. */
+static void test_trim_backlog_drains_64_per_event(void **state) {
+    fixture *f = *state;
+    char err[256];
+    apply_batch *b = apply_batch_new(f->store, f->rm);
+    int p = owner(f, "b", "");
+    Objlog__OutcomeCode code;
+    for (int i = 1; i <= 100; i++) {
+        step s = {'B', "b", "", "E", OK, "", 0, NULL, 0, i, 0};
+        Objlog__Event *ev = step_event(&s, i);
+        assert_int_equal(apply_event(b, p, i, T0, ev, &code, err, sizeof(err)), 0);
+        assert_int_equal(code, i == 1 ? OK : EXISTS);
+        objlog__event__free_unpacked(ev, NULL);
+    }
+    write_batch(f, b);
+    assert_int_equal(objlog_store_outcomes_low(f->store, p), 1);
+    apply_batch_set_dedup_limits(b, OBJLOG_DEDUP_WINDOW_MS, 10);
+    step retry1 = {'B', "b", "", "E", OK, "", 0, NULL, 0, 1, 0};
+    Objlog__Event *ev = step_event(&retry1, 101);
+    assert_int_equal(apply_event(b, p, 101, T0, ev, &code, err, sizeof(err)), 0);
+    assert_int_equal(code, EXISTS); /* decided again, not the stored OK */
+    write_batch(f, b);
+    assert_int_equal(objlog_store_outcomes_low(f->store, p), 65);
+    Objlog__Outcome *o = NULL;
+    assert_int_equal(objlog_store_get_outcome(f->store, p, 64, &o, err, sizeof(err)),
+                     OBJLOG_OUTCOME_TRIMMED);
+    assert_int_equal(objlog_store_get_outcome(f->store, p, 65, &o, err, sizeof(err)),
+                     OBJLOG_OUTCOME_FOUND);
+    objlog__outcome__free_unpacked(o, NULL);
+    assert_int_equal(apply_event(b, p, 102, T0, ev, NULL, err, sizeof(err)), 0);
+    write_batch(f, b);
+    /* 65..92 go (offsets <= 102 - 10); 93 is the oldest kept */
+    assert_int_equal(objlog_store_outcomes_low(f->store, p), 93);
+    objlog__event__free_unpacked(ev, NULL);
+    apply_batch_destroy(b);
+}
+
+/* objlog_store_dump: same events -> identical bytes; one event different
+ * (an etag) -> different; the format is "<cf> <hex key> <hex value>". */
+static void test_store_dump(void **state) {
+    (void)state;
+    fixture *f[3];
+    char err[256];
+    for (int k = 0; k < 3; k++) {
+        setup((void **)&f[k]);
+        apply_batch *b = apply_batch_new(f[k]->store, f[k]->rm);
+        step s[] = {MKB("b", "E"), PUT("a", "e1", "#"),
+                    PUT("a", k == 2 ? "e9" : "e2", "#")};
+        for (int i = 0; i < 3; i++) {
+            Objlog__Event *ev = step_event(&s[i], i + 1);
+            int p = owner(f[k], "b", i ? "a" : "");
+            assert_int_equal(apply_event(b, p, i + 1, T0 + i, ev, NULL, err,
+                                         sizeof(err)), 0);
+            objlog__event__free_unpacked(ev, NULL);
+            if (k == 1)
+                write_batch(f[k], b); /* other batch boundaries, same dump */
+        }
+        apply_set_applied(b, owner(f[k], "b", "a"), 4);
+        write_batch(f[k], b);
+        apply_batch_destroy(b);
+    }
+    char *d0 = dump_store(f[0]), *d1 = dump_store(f[1]), *d2 = dump_store(f[2]);
+    assert_string_equal(d0, d1);
+    assert_true(strcmp(d0, d2) != 0);
+    /* every CF that has rows appears, lines are well formed */
+    const char *need[] = {"versions ", "objects ", "buckets ", "outcomes ", "meta "};
+    for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+        char line[16];
+        snprintf(line, sizeof(line), "\n%s", need[i]);
+        assert_true(strncmp(d0, need[i], strlen(need[i])) == 0 ||
+                    strstr(d0, line) != NULL);
+    }
+    /* meta "applied" be32(p) -> be64(4) */
+    char applied[96];
+    snprintf(applied, sizeof(applied), "meta 6170706c696564%08x 0000000000000004\n",
+             owner(f[0], "b", "a"));
+    assert_non_null(strstr(d0, applied));
+    for (const char *c = d0; *c; c++)
+        assert_true(strchr("abcdefghijklmnopqrstuvwxyz0123456789 \n", *c) != NULL);
+    free(d0);
+    free(d1);
+    free(d2);
+    for (int k = 0; k < 3; k++)
+        teardown((void **)&f[k]);
+}
+
 /* The `objects` row is byte-identical to the newest version row. */
 static void test_objects_mirror_newest_version(void **state) {
     fixture *f = *state;
@@ -1135,13 +1517,22 @@ static void test_uploads_row_kind_rejects_other_keys(void **state) {
 
 int main(void) {
     size_t nrows = sizeof(rows) / sizeof(rows[0]);
-    size_t extra = 6;
-    struct CMUnitTest *t = calloc(nrows + extra, sizeof(*t));
+    size_t ndedup = sizeof(dedup_rows) / sizeof(dedup_rows[0]);
+    size_t extra = 8;
+    struct CMUnitTest *t = calloc(nrows + ndedup + extra, sizeof(*t));
     for (size_t i = 0; i < nrows; i++) {
         t[i].name = rows[i].name;
         t[i].test_func = test_rule;
         t[i].initial_state = (void *)&rows[i];
     }
+    for (size_t i = 0; i < ndedup; i++) {
+        t[nrows + extra + i].name = dedup_rows[i].name;
+        t[nrows + extra + i].test_func = test_dedup_rule;
+        t[nrows + extra + i].initial_state = (void *)&dedup_rows[i];
+    }
+    t[nrows + 6] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+        test_trim_backlog_drains_64_per_event, setup, teardown);
+    t[nrows + 7] = (struct CMUnitTest)cmocka_unit_test(test_store_dump);
     t[nrows] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_objects_mirror_newest_version, setup, teardown);
     t[nrows + 1] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
@@ -1153,7 +1544,8 @@ int main(void) {
         test_complete_sets_size_and_meta, setup, teardown);
     t[nrows + 5] = (struct CMUnitTest)cmocka_unit_test(
         test_uploads_row_kind_rejects_other_keys);
-    int rc = _cmocka_run_group_tests("apply", t, nrows + extra, NULL, NULL);
+    int rc = _cmocka_run_group_tests("apply", t, nrows + ndedup + extra, NULL,
+                                     NULL);
     free(t);
     return rc;
 }

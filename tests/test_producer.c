@@ -192,6 +192,16 @@ static void test_conf_errors_name_the_key(void **state) {
                      OBJLOG_CONF_INVALID);
     assert_non_null(strstr(err, "outcome.timeout.ms"));
     assert_non_null(strstr(err, "12x"));
+    assert_int_equal(objlog_producer_conf_set(conf, "unknown.retries", "101", err,
+                                              sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_non_null(strstr(err, "unknown.retries"));
+    assert_int_equal(objlog_producer_conf_set(conf, "unknown.retries", "-1", err,
+                                              sizeof(err)),
+                     OBJLOG_CONF_INVALID);
+    assert_int_equal(objlog_producer_conf_set(conf, "unknown.retries", "100", err,
+                                              sizeof(err)),
+                     OBJLOG_CONF_OK);
     assert_int_equal(objlog_producer_conf_set(conf, "query.url", "ftp://x", err,
                                               sizeof(err)),
                      OBJLOG_CONF_INVALID);
@@ -837,17 +847,34 @@ static void test_applied_unknown_when_no_outcome(void **state) {
     objlog_producer_destroy(p);
 }
 
-/* A minimal query service: answers GET /v1/writes/{token} with a 503 on
- * the first request, then with `reply`. One connection at a time. */
+/* A minimal query service: answers GET /v1/outcomes with a 503 on the
+ * first request, then with {"partition":P,"applied":from+1,"outcomes":
+ * [{"offset":from,<reply>}]} (reply NULL: an empty list). One connection
+ * at a time. */
 typedef struct fake_http {
     int fd;
     int port;
     pthread_t th;
     volatile int stop;
     const char *reply;
+    int expired;                 /* "low" = from + 1: the outcome expired */
     int hits;
     char last_path[256];
 } fake_http;
+
+static void fake_body(const fake_http *f, char *out, size_t n) {
+    int part = -1;
+    long long from = -1;
+    const char *q = strchr(f->last_path, '?');
+    if (q)
+        sscanf(q, "?partition=%d&from=%lld", &part, &from);
+    if (f->reply)
+        snprintf(out, n, "{\"partition\":%d,\"applied\":%lld,\"outcomes\":"
+                 "[{\"offset\":%lld,%s}]}", part, from + 1, from, f->reply);
+    else
+        snprintf(out, n, "{\"partition\":%d,\"applied\":%lld,\"low\":%lld,"
+                 "\"outcomes\":[]}", part, from + 1, f->expired ? from + 1 : 0);
+}
 
 static void fake_serve(fake_http *f, int conn) {
     char req[4096];
@@ -863,9 +890,11 @@ static void fake_serve(fake_http *f, int conn) {
     sscanf(req, "GET %255s", f->last_path);
     f->hits++;
     const char *status = f->hits == 1 ? "503 Service Unavailable" : "200 OK";
+    char ok[1536];
+    fake_body(f, ok, sizeof(ok));
     const char *body = f->hits == 1
         ? "{\"error\":{\"code\":\"SlowDown\",\"message\":\"not applied\"}}"
-        : f->reply;
+        : ok;
     char resp[2048];
     int n = snprintf(resp, sizeof(resp),
                      "HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
@@ -909,6 +938,11 @@ static void fake_stop(fake_http *f) {
     close(f->fd);
 }
 
+#define FAKE_RID "000102030405060708090a0b0c0d0e0f"
+#define FAKE_RID_FIELD "\"request_id\":\"" FAKE_RID "\","
+
+/* Each row: the entry the fake /v1/outcomes returns for the write, and the
+ * result the library must make of it. */
 static void test_applied_outcomes_from_query_service(void **state) {
     cluster *c = *state;
     static const struct {
@@ -917,46 +951,124 @@ static void test_applied_outcomes_from_query_service(void **state) {
         const char *code, *version_id, *etag;
         int delete_marker;
         const char *upload_id;
+        const char *message_part;
+        int expired;
     } rows[] = {
-        {"{\"status\":\"ok\",\"code\":\"OK\",\"message\":\"\",\"version_id\":"
-         "\"0001000000000000\",\"etag\":\"e1\",\"delete_marker\":false}",
-         OBJLOG_STATUS_OK, "", "0001000000000000", "e1", 0, ""},
-        {"{\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"null\",\"etag\":\"\","
-         "\"delete_marker\":true}",
-         OBJLOG_STATUS_OK, "", "null", "", 1, ""},
-        {"{\"status\":\"rejected\",\"code\":\"NoSuchBucket\",\"message\":"
-         "\"bucket photos does not exist\"}",
-         OBJLOG_STATUS_REJECTED, "NoSuchBucket", "", "", 0, ""},
-        {"{\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"\",\"etag\":\"\","
-         "\"delete_marker\":false,\"upload_id\":\"000100000000002a\"}",
-         OBJLOG_STATUS_OK, "", "", "", 0, "000100000000002a"},
+        {FAKE_RID_FIELD "\"status\":\"ok\",\"code\":\"OK\",\"message\":\"\",\"version_id\":"
+         "\"0001000000000000\",\"etag\":\"e1\",\"delete_marker\":false",
+         OBJLOG_STATUS_OK, "", "0001000000000000", "e1", 0, "", "", 0},
+        {FAKE_RID_FIELD "\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"null\","
+         "\"etag\":\"\",\"delete_marker\":true",
+         OBJLOG_STATUS_OK, "", "null", "", 1, "", "", 0},
+        {FAKE_RID_FIELD "\"status\":\"rejected\",\"code\":\"NoSuchBucket\",\"message\":"
+         "\"bucket photos does not exist\"",
+         OBJLOG_STATUS_REJECTED, "NoSuchBucket", "", "", 0, "",
+         "bucket photos does not exist", 0},
+        {FAKE_RID_FIELD "\"status\":\"ok\",\"code\":\"OK\",\"version_id\":\"\",\"etag\":\"\","
+         "\"delete_marker\":false,\"upload_id\":\"000100000000002a\"",
+         OBJLOG_STATUS_OK, "", "", "", 0, "000100000000002a", "", 0},
+        /* the outcome at our offset is another request's: UNKNOWN */
+        {"\"request_id\":\"ffffffffffffffffffffffffffffffff\",\"status\":\"ok\"",
+         OBJLOG_STATUS_UNKNOWN, "", "", "", 0, "",
+         "belongs to request ffffffffffffffffffffffffffffffff", 0},
+        /* applied past our offset but no outcome stored (trimmed): UNKNOWN */
+        {NULL, OBJLOG_STATUS_UNKNOWN, "", "", "", 0, "",
+         "no outcome is stored", 0},
+        /* ... and below "low": trimmed by the dedup window */
+        {NULL, OBJLOG_STATUS_UNKNOWN, "", "", "", 0, "",
+         "its outcome expired (OutcomeExpired)", 1},
     };
+    static const uint8_t rid[OBJLOG_REQUEST_ID_LEN] = {0, 1, 2, 3, 4, 5, 6, 7,
+                                                       8, 9, 10, 11, 12, 13, 14, 15};
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         fake_http f;
         fake_start(&f, rows[i].reply);
+        f.expired = rows[i].expired;
         char url[64];
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
         objlog_producer *p = producer_start(c, "applied", url, "5000");
         objlog_write_result r;
         char err[256];
+        objlog_write_opts opts = {.request_id = rid};
         assert_int_equal(objlog_producer_put_object_sync(p, "photos", "k", 1, NULL,
-                                                         NULL, &r, err, sizeof(err)), 0);
+                                                         &opts, &r, err, sizeof(err)), 0);
+        objlog_producer_stats st;
+        objlog_producer_stats_get(p, &st);
         objlog_producer_destroy(p);
         fake_stop(&f);
-        assert_int_equal(r.status, rows[i].status);
+        if (r.status != rows[i].status)
+            fail_msg("row %zu: %s (%s)", i, objlog_status_name(r.status),
+                     r.error_message);
+        assert_string_equal(r.request_id_hex, FAKE_RID);
         assert_string_equal(r.error_code, rows[i].code);
         assert_string_equal(r.version_id, rows[i].version_id);
         assert_string_equal(r.etag, rows[i].etag);
         assert_int_equal(r.delete_marker, rows[i].delete_marker);
         assert_string_equal(r.upload_id, rows[i].upload_id);
-        if (rows[i].status == OBJLOG_STATUS_REJECTED)
-            assert_string_equal(r.error_message, "bucket photos does not exist");
+        if (!strstr(r.error_message, rows[i].message_part))
+            fail_msg("row %zu: message \"%s\" lacks \"%s\"", i, r.error_message,
+                     rows[i].message_part);
+        if (rows[i].status == OBJLOG_STATUS_UNKNOWN)
+            assert_non_null(strstr(r.error_message, FAKE_RID));
         assert_int_equal(f.hits, 2); /* the 503 was retried */
+        assert_int_equal(st.outcome_requests, 2);
+        assert_int_equal(st.writes_completed, 1);
         char want[128];
-        snprintf(want, sizeof(want), "/v1/writes/%s?timeout_ms=", r.token);
+        snprintf(want, sizeof(want), "/v1/outcomes?partition=%d&from=%lld&max=1000&timeout_ms=",
+                 (int)r.partition, (long long)r.offset);
         if (strncmp(f.last_path, want, strlen(want)) != 0)
             fail_msg("row %zu: fetched %s, want %s...", i, f.last_path, want);
     }
+}
+
+/* unknown.retries=2 and no query service: the write is re-produced twice
+ * with exactly the same bytes (same request id, same timestamp), then
+ * completes UNKNOWN after three outcome timeouts, naming the last attempt. */
+static void test_unknown_retries_reproduce_same_bytes(void **state) {
+    cluster *c = *state;
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", closed_port());
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    conf_ok(conf, "bootstrap.servers", c->bootstrap);
+    conf_ok(conf, "kafka.log_level", "2");
+    conf_ok(conf, "query.url", url);
+    conf_ok(conf, "outcome.timeout.ms", "300");
+    conf_ok(conf, "unknown.retries", "2");
+    char err[512];
+    objlog_producer *p = objlog_producer_new(conf, err, sizeof(err));
+    if (!p)
+        fail_msg("producer_new: %s", err);
+    objlog_write_result r;
+    objlog_object_meta meta = {.size = 9, .etag = "e9"};
+    int64_t t0 = now_ms();
+    assert_int_equal(objlog_producer_put_object_sync(p, "photos", "a.jpg", 5, &meta,
+                                                     NULL, &r, err, sizeof(err)), 0);
+    int64_t took = now_ms() - t0;
+    objlog_producer_stats st;
+    objlog_producer_stats_get(p, &st);
+    objlog_producer_destroy(p);
+    assert_int_equal(r.status, OBJLOG_STATUS_UNKNOWN);
+    assert_true(took >= 900);
+    assert_true(took < 5000);
+    assert_int_equal(r.offset, 2);
+    assert_non_null(strstr(r.error_message, r.request_id_hex));
+    assert_int_equal(st.unknown_retries, 2);
+    assert_int_equal(st.writes_completed, 1);
+
+    rd_kafka_message_t **msgs = consume_all(c, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(msgs[i]->partition, r.partition);
+        assert_int_equal(msgs[i]->offset, i);
+        assert_int_equal(msgs[i]->len, msgs[0]->len);
+        assert_memory_equal(msgs[i]->payload, msgs[0]->payload, msgs[0]->len);
+        assert_int_equal(msgs[i]->key_len, msgs[0]->key_len);
+    }
+    Objlog__Event *ev = objlog__event__unpack(NULL, msgs[0]->len, msgs[0]->payload);
+    assert_non_null(ev);
+    assert_int_equal(ev->request_id.len, OBJLOG_REQUEST_ID_LEN);
+    assert_memory_equal(ev->request_id.data, r.request_id, OBJLOG_REQUEST_ID_LEN);
+    objlog__event__free_unpacked(ev, NULL);
+    free_msgs(msgs, 3);
 }
 
 /* ---- the range map is data ---- */
@@ -1027,6 +1139,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_applied_unknown_when_no_outcome,
                                         cluster_setup, cluster_teardown),
         cmocka_unit_test_setup_teardown(test_applied_outcomes_from_query_service,
+                                        cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_retries_reproduce_same_bytes,
                                         cluster_setup, cluster_teardown),
         cmocka_unit_test_setup_teardown(test_rangemap_from_control_topic,
                                         cluster_setup, cluster_teardown),

@@ -1,0 +1,8 @@
+# Conditional writes, retries and replay determinism as processes (issue 4
+# items 5 and 6): races If-None-Match from two processes (the test binary
+# re-executed with --racer), a CAS counter, and a replayed view compared
+# with the live one in every column family.
+objlog_add_test(test_conditional SOURCES test_conditional.c TIMEOUT 600
+  LIBS objlog_testkit objlog_producer_static objlog_materializer PkgConfig::JANSSON
+  PkgConfig::RDKAFKA)
+add_dependencies(test_conditional objlogd)
