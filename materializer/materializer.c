@@ -84,14 +84,18 @@ static rd_kafka_t *mat_consumer_new(const objlog_materializer_conf *conf,
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     const char *group = conf->group_id && conf->group_id[0]
                             ? conf->group_id : "objlog-materializer";
+    /* Waiters block on the next batch: the fetch wait bounds idle apply
+     * latency where the broker does not answer early (objlogd.c). */
+    char fetch_wait[16];
+    snprintf(fetch_wait, sizeof(fetch_wait), "%d",
+             conf->fetch_wait_max_ms > 0 ? conf->fetch_wait_max_ms : 100);
     if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
         conf_set(c, "group.id", group, errstr, es) ||
         conf_set(c, "enable.auto.commit", "false", errstr, es) ||
         conf_set(c, "enable.auto.offset.store", "false", errstr, es) ||
         conf_set(c, "auto.offset.reset", "error", errstr, es) ||
         conf_set(c, "enable.partition.eof", "false", errstr, es) ||
-        /* Waiters block on the next batch: keep idle fetch latency low. */
-        conf_set(c, "fetch.wait.max.ms", "20", errstr, es)) {
+        conf_set(c, "fetch.wait.max.ms", fetch_wait, errstr, es)) {
         rd_kafka_conf_destroy(c);
         return NULL;
     }

@@ -180,6 +180,7 @@ typedef struct objlog_materializer_conf {
     const char *group_id;        /* consumer group for committed offsets */
     int batch_max;               /* events per WriteBatch (default 1000) */
     int apply_delay_ms;          /* test-only: sleep per batch (default 0) */
+    int fetch_wait_max_ms;       /* consumer fetch.wait.max.ms (default 100) */
     int compact_after_deletes;   /* compact `objects`/`versions` over the
                                     deleted range after this many deletes
                                     (default 10000; janitor.h) */

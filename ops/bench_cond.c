@@ -130,25 +130,38 @@ static double pct(const double *sorted, long n, double q) {
     return n > 0 ? sorted[(long)(q * (double)(n - 1) + 0.5)] : 0;
 }
 
-static void cond_report(const bench_cond_args *a, cond_run *r) {
+/* Outcome delivery cost: HTTP requests the producer made for outcomes per
+ * completed write during this rate's run (DESIGN §6: batched, not one
+ * round trip per write). */
+static double cond_requests_per_write(const objlog_producer_stats *before,
+                                      const objlog_producer_stats *after) {
+    uint64_t writes = after->writes_completed - before->writes_completed;
+    return writes ? (double)(after->outcome_requests - before->outcome_requests) /
+                        (double)writes
+                  : 0;
+}
+
+static void cond_report(const bench_cond_args *a, cond_run *r, double req_per_write) {
     qsort(r->lat_ms, (size_t)r->completed, sizeof(double), cmp_double);
     double secs = (double)(r->last_done_ns - r->t0_ns) / 1e9;
     double achieved = secs > 0 ? (double)r->completed / secs : 0;
     double p50 = pct(r->lat_ms, r->completed, 0.50), p99 = pct(r->lat_ms, r->completed, 0.99);
     double max = r->completed ? r->lat_ms[r->completed - 1] : 0;
     if (a->json) {
-        json_t *j = json_pack("{s:s,s:i,s:i,s:I,s:I,s:f,s:f,s:f,s:f,s:I}", "bench", "conditional",
+        json_t *j = json_pack("{s:s,s:i,s:i,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:f}", "bench", "conditional",
                               "target_per_second", r->rate, "seconds", a->seconds, "planned",
                               (json_int_t)r->planned, "completed", (json_int_t)r->completed,
                               "achieved_per_second", achieved, "p50_ms", p50, "p99_ms", p99,
-                              "max_ms", max, "failures", (json_int_t)r->failed);
+                              "max_ms", max, "failures", (json_int_t)r->failed,
+                              "outcome_requests_per_write", req_per_write);
         char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", s ? s : "{}");
         free(s);
         json_decref(j);
     } else {
-        printf("%8d %8ld %10.1f %9.3f %9.3f %9.3f %8ld%s\n", r->rate, r->completed, achieved,
-               p50, p99, max, r->failed, p99 < 20.0 ? "" : "  (p99 over the 20 ms goal)");
+        printf("%8d %8ld %10.1f %9.3f %9.3f %9.3f %8ld %9.3f%s\n", r->rate, r->completed,
+               achieved, p50, p99, max, r->failed, req_per_write,
+               p99 < 20.0 ? "" : "  (p99 over the 20 ms goal)");
     }
     if (r->failed)
         fprintf(stderr, "objlog: bench: rate %d: %ld failures, first: %s\n", r->rate, r->failed,
@@ -168,6 +181,8 @@ static int cond_run_rate(const bench_cond_args *a, objlog_producer *p, const cha
         return -1;
     }
     pthread_mutex_init(&r.lock, NULL);
+    objlog_producer_stats before, after;
+    objlog_producer_stats_get(p, &before);
     r.t0_ns = now_ns() + 10 * 1000000; /* a little lead so write 0 is not late */
     for (long i = 0; i < r.planned; i++) {
         r.sched_ns[i] = r.t0_ns + i * 1000000000LL / rate;
@@ -178,7 +193,8 @@ static int cond_run_rate(const bench_cond_args *a, objlog_producer *p, const cha
     if (rc < 0)
         fprintf(stderr, "objlog: bench: rate %d: writes still pending after %d ms\n", rate,
                 COND_FLUSH_MS);
-    cond_report(a, &r);
+    objlog_producer_stats_get(p, &after);
+    cond_report(a, &r, cond_requests_per_write(&before, &after));
     int ok = rc == 0 && r.failed == 0 && r.completed == r.planned;
     pthread_mutex_destroy(&r.lock);
     free(r.sched_ns);
@@ -248,8 +264,8 @@ int bench_cond_run(const bench_cond_args *a) {
     if (!a->json) {
         printf("objlog bench --conditional: If-None-Match/If-Match PUT pairs, ack=applied, "
                "open loop, %d s per rate, %s\n", a->seconds, a->url);
-        printf("%8s %8s %10s %9s %9s %9s %8s\n", "target/s", "writes", "achieved/s", "p50 ms",
-               "p99 ms", "max ms", "failures");
+        printf("%8s %8s %10s %9s %9s %9s %8s %9s\n", "target/s", "writes", "achieved/s", "p50 ms",
+               "p99 ms", "max ms", "failures", "req/write");
     }
     for (int i = 0; i < a->n_rates; i++)
         if (cond_run_rate(a, p, bucket, a->rates[i]) < 0)

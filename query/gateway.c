@@ -313,6 +313,27 @@ static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
     return r;
 }
 
+/* gw_req_new for writes that take preconditions (DESIGN §6): If-Match (an
+ * etag) and, where S3 allows it, If-None-Match (only "*"). The header
+ * strings stay owned by the request, which outlives the producer call. */
+static gw_req *gw_req_new_cond(http_ctx *c, objlog_write_opts *opts,
+                               uint8_t rid[OBJLOG_REQUEST_ID_LEN], int allow_inm) {
+    struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
+    const char *inm = evhttp_find_header(h, "If-None-Match");
+    if (inm && (!allow_inm || strcmp(inm, "*") != 0)) {
+        http_reply_error(c, 400, "InvalidArgument", allow_inm
+                             ? "If-None-Match supports only *"
+                             : "If-None-Match is not supported on this operation");
+        return NULL;
+    }
+    gw_req *r = gw_req_new(c, opts, rid);
+    if (!r)
+        return NULL;
+    opts->if_match = evhttp_find_header(h, "If-Match");
+    opts->if_none_match = inm != NULL;
+    return r;
+}
+
 /* After the producer call: rc -1 means rejected up front (no callback). */
 static void gw_submitted(http_ctx *c, gw_req *r, int rc, const char *errstr) {
     if (rc == 0)
@@ -526,28 +547,20 @@ void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
     }
     objlog_object_meta meta;
     objlog_user_meta *um = NULL;
-    struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
-    const char *inm = evhttp_find_header(h, "If-None-Match");
     if (gw_parse_meta(c, body, &meta, &um) < 0) {
         free(um);
         json_decref(body);
         return;
     }
-    if (inm && strcmp(inm, "*") != 0) {
-        http_reply_error(c, 400, "InvalidArgument", "If-None-Match supports only *");
-    } else {
-        objlog_write_opts opts;
-        uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-        gw_req *r = gw_req_new(c, &opts, rid);
-        if (r) {
-            char err[256] = "";
-            opts.if_match = evhttp_find_header(h, "If-Match");
-            opts.if_none_match = inm != NULL;
-            int rc = objlog_producer_put_object(c->q->producer, bucket,
-                                                (const char *)key, key_len, &meta,
-                                                &opts, gw_on_logged, r, err, sizeof(err));
-            gw_submitted(c, r, rc, err);
-        }
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
+    if (r) {
+        char err[256] = "";
+        int rc = objlog_producer_put_object(c->q->producer, bucket, (const char *)key,
+                                            key_len, &meta, &opts, gw_on_logged, r, err,
+                                            sizeof(err));
+        gw_submitted(c, r, rc, err);
     }
     free(um);
     json_decref(body);
@@ -563,7 +576,7 @@ void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
     }
     objlog_write_opts opts;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
+    gw_req *r = gw_req_new_cond(c, &opts, rid, 0);
     if (!r)
         return;
     char err[256] = "";
@@ -727,20 +740,14 @@ void gateway_complete_upload(http_ctx *c, const char *bucket,
                              "the body must be {\"parts\":[{\"part_number\",\"etag\"}]}");
         return;
     }
-    struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
-    const char *inm = evhttp_find_header(h, "If-None-Match");
     objlog_completed_part *parts = NULL;
     size_t n = 0;
     objlog_write_opts opts;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
     gw_req *r;
-    if (inm && strcmp(inm, "*") != 0) {
-        http_reply_error(c, 400, "InvalidArgument", "If-None-Match supports only *");
-    } else if (gw_completed_parts(c, body, &parts, &n) == 0 &&
-               (r = gw_req_new(c, &opts, rid))) {
+    if (gw_completed_parts(c, body, &parts, &n) == 0 &&
+        (r = gw_req_new_cond(c, &opts, rid, 1))) {
         char err[256] = "";
-        opts.if_match = evhttp_find_header(h, "If-Match");
-        opts.if_none_match = inm != NULL;
         int rc = objlog_producer_complete_upload(c->q->producer, bucket, key, kn,
                                                  upload_id, parts, n, &opts,
                                                  gw_on_logged, r, err, sizeof(err));

@@ -29,15 +29,16 @@ typedef struct objlogd_conf {
     char host[64];
     int port;
     int threads;
+    int fetch_wait_ms;           /* -1: 2 embedded, 100 with --brokers */
 } objlogd_conf;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: objlogd [--embedded | --kafka-only | --brokers LIST]\n"
             "               [--topic NAME] [--partitions N] [--data DIR]\n"
-            "               [--listen HOST:PORT] [--threads N]\n"
+            "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA\n"
-            "     OBJLOG_LISTEN OBJLOG_THREADS\n");
+            "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -78,6 +79,9 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_THREADS")) && *v &&
         parse_int("OBJLOG_THREADS", v, 1, 256, &c->threads) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_FETCH_WAIT_MS")) && *v &&
+        parse_int("OBJLOG_FETCH_WAIT_MS", v, 1, 10000, &c->fetch_wait_ms) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_LISTEN")) && *v && parse_listen("OBJLOG_LISTEN", v, c) < 0)
         return -1;
     return 0;
@@ -110,6 +114,9 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         } else if (strcmp(a, "--threads") == 0) {
             if (parse_int(a, v, 1, 256, &c->threads) < 0)
                 return -1;
+        } else if (strcmp(a, "--fetch-wait-ms") == 0) {
+            if (parse_int(a, v, 1, 10000, &c->fetch_wait_ms) < 0)
+                return -1;
         } else if (strcmp(a, "--listen") == 0) {
             if (parse_listen(a, v, c) < 0)
                 return -1;
@@ -124,6 +131,16 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         return -1;
     }
     return 0;
+}
+
+/* A real broker answers a fetch as soon as data arrives, so a long wait
+ * costs no latency there; librdkafka's mock cluster holds an empty fetch
+ * for the whole wait, which then adds straight to every write's apply
+ * latency (p99 at 5,000 writes/s: 27 ms with 20 ms, 10 ms with 2 ms). */
+static int fetch_wait_ms(const objlogd_conf *c) {
+    if (c->fetch_wait_ms > 0)
+        return c->fetch_wait_ms;
+    return c->brokers ? 100 : 2;
 }
 
 static void wait_for_signal(const sigset_t *set) {
@@ -164,7 +181,8 @@ static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set
     objlog_materializer_conf mc = {.brokers = brokers, .topic = c->topic,
                                    .control_topic = OBJLOGD_CONTROL_TOPIC,
                                    .dlq_topic = OBJLOGD_DLQ_TOPIC,
-                                   .group_id = "objlogd", .batch_max = 1000};
+                                   .group_id = "objlogd", .batch_max = 1000,
+                                   .fetch_wait_max_ms = fetch_wait_ms(c)};
     objlog_materializer *m = objlog_materializer_new(&mc, store, err, sizeof(err));
     if (!m || objlog_materializer_start(m, err, sizeof(err)) < 0) {
         fprintf(stderr, "objlogd: materializer: %s\n", err);
@@ -193,7 +211,7 @@ static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set
 int main(int argc, char **argv) {
     objlogd_conf c = {.topic = "objlog.events", .partitions = 8,
                       .data = "./objlog-data", .host = "127.0.0.1", .port = 8080,
-                      .threads = 4};
+                      .threads = 4, .fetch_wait_ms = -1};
     int rc = conf_from_env(&c);
     if (rc == 0)
         rc = conf_from_args(&c, argc, argv);
