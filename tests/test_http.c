@@ -18,6 +18,11 @@
 
 #include "proc.h"
 #include "query.h"
+#include "objlog.pb-c.h"
+#include <time.h>
+#include <librdkafka/rdkafka.h>
+#include "rangemap.h"
+#include "keycodec.h"
 
 typedef struct env {
     char dir[256];
@@ -1397,6 +1402,68 @@ static void test_multipart(void **state) {
     expect(e, "DELETE", "/v1/buckets/mp2", NULL, 200);
 }
 
+/* The dedup window is measured in log time (Kafka timestamps), never the
+ * wall clock: an event stamped 24 h + 1 s after a write, in the same
+ * partition, trims that write's outcome, and /v1/writes then answers 410
+ * OutcomeExpired instead of pretending the write never happened. */
+static void test_writes_outcome_expired(void **state) {
+    env *e = *state;
+    make_bucket(e, "expire", NULL);
+    resp r;
+    req(e, "PUT", "/v1/buckets/expire/objects/k1", "{\"etag\":\"e1\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    char token[64], path[128];
+    snprintf(token, sizeof(token), "%s", jstr(&r, "token", NULL));
+    resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/writes/%s", token);
+    expect(e, "GET", path, NULL, 200);
+
+    /* A raw PutObject to the same partition, a day and a second later. */
+    const rangemap *rm = objlog_materializer_rangemap(e->m);
+    keybuf rk;
+    keybuf_init(&rk);
+    keycodec_route_key(&rk, "expire", 6, (const uint8_t *)"k2", 2);
+    int32_t p = rangemap_partition(rm, rk.data, rk.len);
+    uint8_t rid[16] = {0xE1, 0x71, 0x4E};
+    Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
+    Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    meta.etag = "e2";
+    put.meta = &meta;
+    ev.request_id.data = rid;
+    ev.request_id.len = sizeof(rid);
+    ev.range_epoch = rangemap_epoch(rm);
+    ev.bucket = "expire";
+    ev.key.data = (uint8_t *)"k2";
+    ev.key.len = 2;
+    ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
+    ev.put_object = &put;
+    uint8_t buf[256];
+    size_t n = objlog__event__pack(&ev, buf);
+    char err[512];
+    rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    assert_int_equal(rd_kafka_conf_set(kc, "bootstrap.servers",
+                                       objlog_embedded_kafka_bootstrap(e->kafka), err,
+                                       sizeof(err)), RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk_p = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
+    assert_non_null(rk_p);
+    int64_t later = (int64_t)time(NULL) * 1000 + 24LL * 3600 * 1000 + 1000;
+    assert_int_equal(rd_kafka_producev(rk_p, RD_KAFKA_V_TOPIC("objlog.events"),
+                                       RD_KAFKA_V_PARTITION(p), RD_KAFKA_V_KEY(rk.data, rk.len),
+                                       RD_KAFKA_V_VALUE(buf, n), RD_KAFKA_V_TIMESTAMP(later),
+                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rd_kafka_flush(rk_p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_destroy(rk_p);
+    keybuf_free(&rk);
+
+    /* A strong read of k2 waits until that event is applied. */
+    expect(e, "GET", "/v1/buckets/expire/objects/k2", NULL, 200);
+    req(e, "GET", path, NULL, NULL, &r);
+    assert_error(&r, 410, "OutcomeExpired");
+    resp_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_head),
@@ -1415,6 +1482,7 @@ int main(void) {
         cmocka_unit_test(test_bucket_routes),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_slow_apply),
+        cmocka_unit_test(test_writes_outcome_expired),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
