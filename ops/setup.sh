@@ -32,6 +32,27 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# promtool validates /metrics in the tests. It ships only inside Debian's
+# `prometheus` package, whose install would also start a Prometheus server
+# listening on every interface; so take just the binary out of the .deb.
+fetch_promtool() {
+  if command -v promtool >/dev/null 2>&1; then
+    export PROMTOOL=${PROMTOOL:-$(command -v promtool)}
+    return 0
+  fi
+  local dir="$root/build-tools"
+  if [ ! -x "$dir/prometheus/usr/bin/promtool" ]; then
+    echo "setup: fetching promtool from Debian's prometheus package" >&2
+    mkdir -p "$dir"
+    (cd "$dir" && rm -f prometheus_*.deb && apt-get download prometheus >/dev/null) || {
+      local sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+      $sudo apt-get update -qq && (cd "$dir" && apt-get download prometheus >/dev/null)
+    }
+    dpkg-deb -x "$dir"/prometheus_*.deb "$dir/prometheus"
+  fi
+  export PROMTOOL="$dir/prometheus/usr/bin/promtool"
+}
+
 build_tree() { # dir, extra cmake args...
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
@@ -57,6 +78,7 @@ case "$cmd" in
     ;;
   test)
     install_missing
+    fetch_promtool
     build_tree build
     build_tree build-asan -DOBJLOG_SANITIZE=ON
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
