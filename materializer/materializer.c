@@ -27,6 +27,9 @@
 #define MAT_POLL_MS 50
 #define MAT_META_TIMEOUT_MS 10000
 #define MAT_DLQ_TIMEOUT_MS 10000
+/* Outcome codes counted per outcome (Objlog__OutcomeCode is 0..12 today;
+ * room for more without a layout change). */
+#define MAT_OUTCOMES 32
 
 struct objlog_materializer {
     objlog_store *store;
@@ -50,6 +53,13 @@ struct objlog_materializer {
     char **perr;          /* stop reason per partition, NULL while running */
     uint64_t dlq_total;
     uint64_t events_applied;
+    uint64_t by_outcome[MAT_OUTCOMES]; /* events applied per outcome code */
+    /* Log times (Kafka timestamps, ms; -1 unknown) per partition, for lag in
+     * seconds: newest applied event, newest event taken from the log, and
+     * the oldest taken but not yet applied (-1 when none is pending). */
+    int64_t *applied_ts;
+    int64_t *fetched_ts;
+    int64_t *pending_ts;
 
     /* DLQ attempts: the consumer thread numbers them, the DR callback
      * (called from rd_kafka_flush on that same thread) acks them. */
@@ -59,6 +69,8 @@ struct objlog_materializer {
     /* Consumer-thread state. */
     int64_t *next;        /* next offset to take per partition */
     int64_t *batch_next;  /* next offset after this batch, -1 untouched */
+    int64_t *batch_ts;    /* log time of the batch's last event per partition */
+    uint64_t batch_outcomes[MAT_OUTCOMES];
     apply_batch *batch;
     rd_kafka_message_t **msgs;
     janitor *janitor;     /* compacts away tombstones of mass deletes */
@@ -159,6 +171,10 @@ static void mat_free(objlog_materializer *m) {
             free(m->perr[i]);
     free(m->perr);
     free(m->applied);
+    free(m->applied_ts);
+    free(m->fetched_ts);
+    free(m->pending_ts);
+    free(m->batch_ts);
     free(m->next);
     free(m->batch_next);
     free(m->msgs);
@@ -167,6 +183,20 @@ static void mat_free(objlog_materializer *m) {
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m);
+}
+
+/* Log time of the newest applied event of p from its stored outcome, so lag
+ * in seconds is known after a restart; -1 if none or already trimmed. */
+static int64_t mat_stored_log_time(objlog_store *s, int32_t p, int64_t applied) {
+    Objlog__Outcome *o = NULL;
+    char err[256];
+    if (applied <= 0 ||
+        objlog_store_get_outcome(s, p, applied - 1, &o, err, sizeof(err)) !=
+            OBJLOG_OUTCOME_FOUND)
+        return -1;
+    int64_t t = (int64_t)o->log_time_ms;
+    objlog__outcome__free_unpacked(o, NULL);
+    return t;
 }
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
@@ -218,8 +248,13 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->batch_next = calloc(np, sizeof(*m->batch_next));
     m->perr = calloc(np, sizeof(*m->perr));
     m->msgs = calloc((size_t)m->batch_max, sizeof(*m->msgs));
+    m->applied_ts = calloc(np, sizeof(*m->applied_ts));
+    m->fetched_ts = calloc(np, sizeof(*m->fetched_ts));
+    m->pending_ts = calloc(np, sizeof(*m->pending_ts));
+    m->batch_ts = calloc(np, sizeof(*m->batch_ts));
     m->batch = apply_batch_new(store, m->rm);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
+        !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts ||
         !m->batch) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
@@ -227,6 +262,8 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     for (int p = 0; p < m->nparts; p++) {
         m->applied[p] = m->next[p] = objlog_store_applied(store, p);
         m->dlq_total += objlog_store_dlq_count(store, p);
+        m->applied_ts[p] = m->fetched_ts[p] = mat_stored_log_time(store, p, m->applied[p]);
+        m->pending_ts[p] = -1;
     }
     return m;
 fail:
@@ -300,6 +337,15 @@ static void mat_consumer_error(objlog_materializer *m, rd_kafka_message_t *msg) 
 
 /* ---- one batch ---- */
 
+static void mat_note_fetched(objlog_materializer *m, int32_t p, int64_t ts) {
+    pthread_mutex_lock(&m->mu);
+    if (ts > m->fetched_ts[p])
+        m->fetched_ts[p] = ts;
+    if (m->pending_ts[p] < 0)
+        m->pending_ts[p] = ts;
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* Collects up to batch_max messages in fetch order; the first poll waits a
  * little, the rest take only what is already fetched. */
 static int mat_gather(objlog_materializer *m) {
@@ -324,6 +370,7 @@ static int mat_gather(objlog_materializer *m) {
         }
         m->next[p] = msg->offset + 1;
         m->msgs[n++] = msg;
+        mat_note_fetched(m, p, rd_kafka_message_timestamp(msg, NULL));
     }
     return n;
 }
@@ -379,12 +426,18 @@ static int mat_apply_one(objlog_materializer *m, const rd_kafka_message_t *msg,
             return -1;
         }
         (*dlq_n)++;
+        m->batch_ts[msg->partition] = ts;
+        m->batch_outcomes[OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT]++;
         return apply_invalid(m->batch, msg->partition, msg->offset, ts, why,
                              errstr, es);
     }
-    int rc = apply_event(m->batch, msg->partition, msg->offset, ts, ev, NULL,
+    Objlog__OutcomeCode code = OBJLOG__OUTCOME_CODE__OUTCOME_OK;
+    int rc = apply_event(m->batch, msg->partition, msg->offset, ts, ev, &code,
                          errstr, es);
     objlog__event__free_unpacked(ev, NULL);
+    m->batch_ts[msg->partition] = ts;
+    if (rc == 0 && (int)code >= 0 && (int)code < MAT_OUTCOMES)
+        m->batch_outcomes[code]++;
     return rc;
 }
 
@@ -402,9 +455,15 @@ static void mat_commit_async(objlog_materializer *m) {
 
 static void mat_publish(objlog_materializer *m, int n, int dlq_n) {
     pthread_mutex_lock(&m->mu);
-    for (int p = 0; p < m->nparts; p++)
-        if (m->batch_next[p] >= 0)
-            m->applied[p] = m->batch_next[p];
+    for (int p = 0; p < m->nparts; p++) {
+        if (m->batch_next[p] < 0)
+            continue;
+        m->applied[p] = m->batch_next[p];
+        m->applied_ts[p] = m->batch_ts[p];
+        m->pending_ts[p] = m->next[p] > m->applied[p] ? m->pending_ts[p] : -1;
+    }
+    for (int i = 0; i < MAT_OUTCOMES; i++)
+        m->by_outcome[i] += m->batch_outcomes[i];
     m->events_applied += (uint64_t)n;
     m->dlq_total += (uint64_t)dlq_n;
     pthread_cond_broadcast(&m->cv);
@@ -415,8 +474,10 @@ static void mat_publish(objlog_materializer *m, int n, int dlq_n) {
  * abandoned batch is consumed again rather than skipped. */
 static void mat_rewind(objlog_materializer *m) {
     pthread_mutex_lock(&m->mu);
-    for (int p = 0; p < m->nparts; p++)
+    for (int p = 0; p < m->nparts; p++) {
         m->next[p] = m->applied[p];
+        m->pending_ts[p] = -1;
+    }
     pthread_mutex_unlock(&m->mu);
     rd_kafka_topic_partition_list_t *tp =
         rd_kafka_topic_partition_list_new(m->nparts);
@@ -431,6 +492,7 @@ static void mat_process(objlog_materializer *m, int n) {
     char errstr[512];
     int dlq_n = 0, rc = 0;
     apply_batch_clear(m->batch);
+    memset(m->batch_outcomes, 0, sizeof(m->batch_outcomes));
     for (int p = 0; p < m->nparts; p++)
         m->batch_next[p] = -1;
     for (int i = 0; i < n && rc == 0; i++) {
@@ -608,4 +670,26 @@ uint64_t objlog_materializer_events_applied(objlog_materializer *m) {
     uint64_t v = m->events_applied;
     pthread_mutex_unlock(&m->mu);
     return v;
+}
+
+uint64_t objlog_materializer_events_by_outcome(objlog_materializer *m,
+                                               Objlog__OutcomeCode code) {
+    if ((int)code < 0 || (int)code >= MAT_OUTCOMES)
+        return 0;
+    pthread_mutex_lock(&m->mu);
+    uint64_t v = m->by_outcome[code];
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+int objlog_materializer_log_times(objlog_materializer *m, int32_t partition,
+                                  objlog_log_times *out) {
+    if (partition < 0 || partition >= m->nparts)
+        return -1;
+    pthread_mutex_lock(&m->mu);
+    out->applied_ms = m->applied_ts[partition];
+    out->fetched_ms = m->fetched_ts[partition];
+    out->pending_ms = m->pending_ts[partition];
+    pthread_mutex_unlock(&m->mu);
+    return 0;
 }

@@ -211,5 +211,23 @@ const char *objlog_materializer_partition_error(objlog_materializer *m,
 /* Events sent to the DLQ, all partitions. */
 uint64_t objlog_materializer_dlq_count(objlog_materializer *m);
 uint64_t objlog_materializer_events_applied(objlog_materializer *m);
+/* Events applied by this process with outcome code (all partitions; an
+ * undecodable event counts as InvalidEvent). */
+uint64_t objlog_materializer_events_by_outcome(objlog_materializer *m,
+                                               Objlog__OutcomeCode code);
+
+/* Log times (Kafka message timestamps, ms; -1 unknown) of one partition:
+ * applied_ms of its newest applied event (read from the stored outcome
+ * at start), fetched_ms of the newest event the consumer has taken from
+ * the log (>= applied_ms), pending_ms of the oldest taken but not yet
+ * applied (-1 when nothing is pending). For lag in seconds. */
+typedef struct objlog_log_times {
+    int64_t applied_ms;
+    int64_t fetched_ms;
+    int64_t pending_ms;
+} objlog_log_times;
+/* 0, or -1 for a partition out of range. */
+int objlog_materializer_log_times(objlog_materializer *m, int32_t partition,
+                                  objlog_log_times *out);
 
 #endif

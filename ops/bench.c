@@ -6,7 +6,9 @@
  * (SIGTERM, then SIGKILL; the child also dies with us via PDEATHSIG).
  * With --list it measures LIST latency instead (bench_list_run): a plain
  * bucket next to (a) a prefix with few live keys among many deleted ones
- * and (b) one key with many versions among the others.
+ * and (b) one key with many versions among the others. With
+ * --consistency-modes it measures GETs under eventual, token and strong at
+ * the same load, with a background writer (bench_modes_run).
  * Invariant: every figure is measured from the first produce call, on the
  * monotonic clock, and only successful operations are counted. */
 #define _GNU_SOURCE
@@ -63,6 +65,10 @@ typedef struct bench {
     long list_keys, list_deleted, list_live, list_versions, list_queued;
     /* --conditional: bench_cond.c */
     int conditional;
+    /* --consistency-modes */
+    int modes, write_rate;
+    int bg_stop;                 /* set under lock to end the writer */
+    long bg_writes;
     bench_cond_args cond;
 } bench;
 
@@ -227,7 +233,8 @@ static void bench_cb(const objlog_write_result *r, void *opaque) {
                  objlog_status_name(r->status), r->error_message);
     }
     b->done++;
-    snprintf(b->last_token, sizeof(b->last_token), "%s", r->token);
+    if (r->token[0])
+        snprintf(b->last_token, sizeof(b->last_token), "%s", r->token);
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -355,10 +362,15 @@ static void *get_main(void *arg) {
     long hi = (long)b->gets * (t->index + 1) / b->threads;
     long errors = 0;
     for (long j = lo; j < hi; j++) {
-        char key[32], url[512], err[256];
+        char key[32], url[512], err[256], tok[80] = "";
         bench_key((int)((j * 7919) % b->count), key, sizeof(key));
-        snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%s?consistency=%s",
-                 b->url, b->bucket, key, b->consistency);
+        if (!strcmp(b->consistency, "token")) { /* tokens are URL-safe */
+            pthread_mutex_lock(&b->lock);
+            snprintf(tok, sizeof(tok), "&token=%s", b->last_token);
+            pthread_mutex_unlock(&b->lock);
+        }
+        snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%s?consistency=%s%s",
+                 b->url, b->bucket, key, b->consistency, tok);
         cli_resp r;
         int64_t t0 = mono_us();
         int rc = cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err));
@@ -457,6 +469,189 @@ static int bench_run(bench *b) {
     report(b, &f);
     rc = b->get_errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
+    if (h)
+        curl_easy_cleanup(h);
+    return rc;
+}
+
+/* ---- --consistency-modes: what each consistency costs a GET (issue 5
+ * item 6). The same keys, threads and GET count for eventual, token and
+ * strong, while a background writer produces at a fixed rate into the same
+ * bucket (so the same partition), so strong and token fences have
+ * something to wait for. Token reads name the token of the latest write
+ * at the time of each request. ListOffsets/s comes from the server's
+ * objlog_list_offsets_requests_total, scraped around each phase. ---- */
+
+#define MODES_N 3
+
+typedef struct mode_fig {
+    const char *name;
+    double seconds, p50, p99;
+    double list_offsets;         /* requests in the phase; < 0 unknown */
+    long errors, writes;         /* GET errors; background writes meanwhile */
+} mode_fig;
+
+/* Sum of every sample of counter `name` on /metrics; -1 if absent. */
+static double scrape_counter(bench *b, CURL *h, const char *name) {
+    char url[512], err[256];
+    snprintf(url, sizeof(url), "%s/metrics", b->url);
+    cli_resp r;
+    if (cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err)) < 0)
+        return -1;
+    double sum = -1;
+    size_t nl = strlen(name);
+    for (char *line = r.status == 200 ? r.body : NULL; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (!strncmp(line, name, nl) && (line[nl] == ' ' || line[nl] == '{')) {
+            const char *v = line[nl] == '{' ? strchr(line, '}') : line + nl;
+            if (v)
+                sum = (sum < 0 ? 0 : sum) + strtod(v + (*v == '}'), NULL);
+        }
+        line = next ? next + 1 : NULL;
+    }
+    cli_resp_free(&r);
+    return sum;
+}
+
+static void *writer_main(void *arg) {
+    bench *b = arg;
+    int64_t t0 = mono_us();
+    for (long i = 0;; i++) {
+        int64_t due = t0 + (int64_t)((double)i * 1e6 / b->write_rate);
+        int64_t now = mono_us();
+        if (due > now)
+            usleep((useconds_t)(due - now));
+        pthread_mutex_lock(&b->lock);
+        int stop = b->bg_stop;
+        pthread_mutex_unlock(&b->lock);
+        if (stop)
+            break;
+        char key[32], err[256];
+        bench_key((int)(i % b->count), key, sizeof(key));
+        objlog_object_meta m = {.size = (uint64_t)i, .etag = "bg",
+                                .content_type = "application/octet-stream"};
+        if (objlog_producer_put_object(b->p, b->bucket, key, strlen(key), &m, NULL,
+                                       bench_cb, b, err, sizeof(err)) == 0) {
+            pthread_mutex_lock(&b->lock);
+            b->bg_writes++;
+            pthread_mutex_unlock(&b->lock);
+        }
+    }
+    return NULL;
+}
+
+static long bg_writes(bench *b) {
+    pthread_mutex_lock(&b->lock);
+    long n = b->bg_writes;
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
+static void mode_measure(bench *b, CURL *h, mode_fig *f) {
+    b->consistency = f->name;
+    b->get_errors = 0;
+    double lo0 = scrape_counter(b, h, "objlog_list_offsets_requests_total");
+    long w0 = bg_writes(b);
+    int64_t t0 = mono_us();
+    run_threads(b, get_main);
+    f->seconds = (double)(mono_us() - t0) / 1e6;
+    f->writes = bg_writes(b) - w0;
+    double lo1 = scrape_counter(b, h, "objlog_list_offsets_requests_total");
+    f->list_offsets = lo0 >= 0 && lo1 >= 0 ? lo1 - lo0 : -1;
+    f->errors = b->get_errors;
+    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
+    f->p50 = percentile(b->lat_ms, b->gets, 0.50);
+    f->p99 = percentile(b->lat_ms, b->gets, 0.99);
+}
+
+static void modes_report(const bench *b, const mode_fig *fs) {
+    if (b->json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < MODES_N; i++) {
+            const mode_fig *f = &fs[i];
+            json_t *lo = f->list_offsets < 0 ? json_null()
+                                             : json_real(rate((long)f->list_offsets,
+                                                              f->seconds));
+            json_array_append_new(arr, json_pack(
+                "{s:s,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:f}", "consistency", f->name,
+                "ops", b->gets, "seconds", f->seconds, "per_second",
+                rate(b->gets, f->seconds), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
+                (json_int_t)f->errors, "list_offsets_per_second", lo,
+                "background_writes_per_second", rate(f->writes, f->seconds)));
+        }
+        json_t *j = json_pack("{s:{s:i,s:i,s:i,s:i,s:o}}", "consistency_modes", "keys",
+                              b->count, "threads", b->threads, "gets", b->gets,
+                              "write_rate", b->write_rate, "modes", arr);
+        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        printf("%s\n", s ? s : "{}");
+        free(s);
+        json_decref(j);
+        return;
+    }
+    printf("objlog bench --consistency-modes: %d keys, %d GETs per mode, %d threads, "
+           "background writer %d writes/s, %s\n", b->count, b->gets, b->threads,
+           b->write_rate, b->url);
+    printf("%-9s %8s %9s %10s %8s %8s %14s %9s\n", "mode", "GETs", "seconds", "GET/s",
+           "p50 ms", "p99 ms", "ListOffsets/s", "writes/s");
+    for (int i = 0; i < MODES_N; i++) {
+        const mode_fig *f = &fs[i];
+        char lo[32];
+        if (f->list_offsets < 0)
+            snprintf(lo, sizeof(lo), "n/a");
+        else
+            snprintf(lo, sizeof(lo), "%.1f", rate((long)f->list_offsets, f->seconds));
+        printf("%-9s %8d %9.3f %10.1f %8.3f %8.3f %14s %9.1f%s\n", f->name, b->gets,
+               f->seconds, rate(b->gets, f->seconds), f->p50, f->p99, lo,
+               rate(f->writes, f->seconds), f->errors ? "  (errors!)" : "");
+    }
+    for (int i = 0; i < MODES_N; i++)
+        if (fs[i].errors)
+            printf("%s GET errors: %ld\n", fs[i].name, fs[i].errors);
+}
+
+static int bench_modes_run(bench *b) {
+    mode_fig fs[MODES_N] = {{.name = "eventual"}, {.name = "token"}, {.name = "strong"}};
+    CURL *h = curl_easy_init();
+    int rc = CLI_EXIT_FAIL;
+    pthread_t writer;
+    int writing = 0;
+    if (!h || create_bucket(b, h) < 0 || producer_open(b) < 0)
+        goto out;
+    run_threads(b, produce_main);
+    objlog_producer_flush(b->p, BENCH_WAIT_MS);
+    if (b->failed || wait_applied(b, h) < 0) {
+        if (b->failed)
+            fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
+                    b->failed, b->count, b->first_error);
+        goto out;
+    }
+    b->lat_ms = calloc((size_t)(b->gets ? b->gets : 1), sizeof(double));
+    if (!b->lat_ms || pthread_create(&writer, NULL, writer_main, b) != 0)
+        goto out;
+    writing = 1;
+    usleep(200000); /* let the writer reach its rate before measuring */
+    for (int i = 0; i < MODES_N; i++)
+        mode_measure(b, h, &fs[i]);
+    rc = CLI_EXIT_OK;
+out:
+    if (writing) {
+        pthread_mutex_lock(&b->lock);
+        b->bg_stop = 1;
+        pthread_mutex_unlock(&b->lock);
+        pthread_join(writer, NULL);
+        objlog_producer_flush(b->p, BENCH_WAIT_MS);
+    }
+    if (rc == CLI_EXIT_OK) {
+        modes_report(b, fs);
+        for (int i = 0; i < MODES_N; i++)
+            if (fs[i].errors)
+                rc = CLI_EXIT_FAIL;
+        if (b->failed) {
+            fprintf(stderr, "objlog: bench: %ld background writes failed (first: %s)\n",
+                    b->failed, b->first_error);
+            rc = CLI_EXIT_FAIL;
+        }
+    }
     if (h)
         curl_easy_cleanup(h);
     return rc;
@@ -795,6 +990,9 @@ static int bench_usage(const char *why, const char *arg) {
     fprintf(stderr, "usage: objlog bench [--url URL --brokers LIST] [--count N] "
                     "[--threads T] [--gets N] [--consistency strong|token|eventual] "
                     "[--partitions N] [--json]\n"
+                    "       objlog bench --consistency-modes [--url URL --brokers LIST] "
+                    "[--count N] [--threads T] [--gets N] [--write-rate R] "
+                    "[--partitions N] [--json]\n"
                     "       objlog bench --list [--url URL --brokers LIST] [--keys N] "
                     "[--deleted N] [--live N] [--versions N] [--lists N] "
                     "[--no-keepalive] [--partitions N] [--json]\n"
@@ -831,6 +1029,10 @@ static int bench_args(bench *b, int argc, char **argv) {
             b->list = 1;
             continue;
         }
+        if (!strcmp(a, "--consistency-modes")) {
+            b->modes = 1;
+            continue;
+        }
         if (!strcmp(a, "--conditional")) {
             b->conditional = 1;
             continue;
@@ -848,6 +1050,8 @@ static int bench_args(bench *b, int argc, char **argv) {
             b->brokers = v;
         else if (!strcmp(a, "--consistency"))
             b->consistency = v;
+        else if (!strcmp(a, "--write-rate") && !parse_int(v, 1, 100000, &b->write_rate))
+            continue;
         else if (!strcmp(a, "--count") && !parse_int(v, 1, 100000000, &b->count))
             continue;
         else if (!strcmp(a, "--threads") && !parse_int(v, 1, 256, &b->threads))
@@ -901,6 +1105,7 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     b->list_versions = 100000;
     b->list_requests = 200;
     b->cond.seconds = 5;
+    b->write_rate = 200;
     bench_cond_parse_rates(&b->cond, "1000,5000");
     for (int i = 0; i < BENCH_MAX_PARTS; i++)
         b->last_offset[i] = -1;
@@ -917,7 +1122,9 @@ int bench_main(int argc, char **argv, const char *url, int json) {
         b->cond.json = b->json;
         rc = bench_cond_run(&b->cond);
     } else if (rc == 0) {
-        rc = b->list ? bench_list_run(b) : bench_run(b);
+        rc = b->list    ? bench_list_run(b)
+             : b->modes ? bench_modes_run(b)
+                        : bench_run(b);
     }
     objlog_producer_destroy(b->p);
     daemon_stop(b);

@@ -1,5 +1,5 @@
 /* cli.h: internals of the objlog command-line client (ops/objlog.c,
- * ops/cli_http.c, ops/bench.c). Not installed. Owns the one HTTP helper the
+ * ops/cli_http.c, ops/bench.c, ops/lag.c). Not installed. Owns the one HTTP helper the
  * commands share and the process-wide exit codes: 0 ok, 1 the request
  * failed (message on stderr), 2 usage error. */
 #ifndef OBJLOG_CLI_H
@@ -45,5 +45,9 @@ void cli_error_of(const cli_resp *r, char *code, size_t code_size,
  * argv starts after "bench". url NULL unless --url given before the
  * command. */
 int bench_main(int argc, char **argv, const char *url, int json);
+
+/* `objlog lag [--json] [--watch [--interval S]]` (ops/lag.c): argv starts
+ * after "lag"; url is the resolved base URL. */
+int lag_main(int argc, char **argv, const char *url, int json);
 
 #endif

@@ -1,8 +1,8 @@
 /* objlog.c: the `objlog` command-line client of the objlogd HTTP API
  * (DESIGN §8): mb, rb, bucket, versioning, put, get, head, ls, versions,
- * rm, mpu (multipart upload metadata) and bench. Readable output by
- * default; --json prints the server's JSON as it came. Invariant: a
- * command prints its result on stdout only when the request succeeded;
+ * rm, mpu (multipart upload metadata), lag (ops/lag.c) and bench.
+ * Readable output by default; --json prints the server's JSON as it
+ * came. Invariant: a command prints its result on stdout only when the request succeeded;
  * every failure is one line on stderr naming the command, the target and
  * the S3 error code ("objlog: get photos/a.jpg: NoSuchKey: ..."), exit 1;
  * usage errors exit 2. */
@@ -47,7 +47,9 @@ static void usage(FILE *f) {
         "  mpu ls BUCKET [--prefix P] [--delimiter D] [--key-marker K]\n"
         "                [--upload-id-marker U] [--max-uploads N] [--all]\n"
         "  mpu parts BUCKET KEY UPLOAD_ID [--part-number-marker N] [--max-parts N] [--all]\n"
+        "  lag [--watch [--interval S]]       (per-partition lag; --json: as served)\n"
         "  bench [--url U --brokers B] [--count N] [--threads T] [--gets N]\n"
+        "  bench --consistency-modes [--write-rate R] [--gets N] [--threads T]\n"
         "  bench --list [--keys N] [--deleted N] [--versions N] [--lists N]\n"
         "  bench --conditional [--rates 1000,5000] [--seconds S]\n"
         "URL defaults to $OBJLOG_URL or " DEFAULT_URL ".\n");
@@ -1307,6 +1309,8 @@ int main(int argc, char **argv) {
     c.url = url_flag ? url_flag : getenv("OBJLOG_URL");
     if (!c.url || !*c.url)
         c.url = DEFAULT_URL;
+    if (!strcmp(c.cmd, "lag"))
+        return lag_main(rest_argc, rest, c.url, c.json);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c.h = curl_easy_init();
     int rc;

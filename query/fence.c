@@ -4,10 +4,11 @@
  * token names; `eventual` answers at once. Waits are bounded by timeout_ms
  * and end in 503 SlowDown with the lag, never in a stale answer.
  *
- * The wait blocks this worker thread (the event loop of its connections)
- * for at most timeout_ms. Coalescing concurrent watermark fetches into one
- * broker round trip and non-blocking waits are a later issue; with several
- * workers the other threads keep serving meanwhile. */
+ * End offsets come from watermark.c, which shares one ListOffsets request
+ * per partition among concurrent strong reads (never one that started
+ * before the read arrived). The wait blocks this worker thread (the event
+ * loop of its connections) for at most timeout_ms; non-blocking waits are
+ * a later issue; with several workers the other threads keep serving. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -39,12 +40,18 @@ static int fence_remaining_ms(const fence_deadline *d) {
 }
 
 /* 0 applied; otherwise replied (503). The event at offset must be applied. */
-static int fence_wait_offset(http_ctx *c, int32_t p, int64_t offset,
+static int fence_wait_offset(http_ctx *c, int mode, int32_t p, int64_t offset,
                              const fence_deadline *d) {
+    if (objlog_materializer_applied(c->q->m, p) > offset)
+        return 0;
+    atomic_fetch_add_explicit(&c->q->fence_waits[mode], 1, memory_order_relaxed);
     int rc = objlog_materializer_wait_applied(c->q->m, p, offset,
                                               fence_remaining_ms(d));
     if (rc == 0)
         return 0;
+    if (rc > 0)
+        atomic_fetch_add_explicit(&c->q->fence_timeouts[mode], 1,
+                                  memory_order_relaxed);
     int64_t applied = objlog_materializer_applied(c->q->m, p);
     fence_applied_header(c, &p, 1, &applied);
     json_t *extra = json_pack("{s:i, s:I, s:I, s:I}", "partition", (int)p,
@@ -77,7 +84,7 @@ static int fence_token(http_ctx *c, const char *text, const fence_deadline *d) {
         return -1;
     }
     for (int i = 0; i < n; i++)
-        if (fence_wait_offset(c, parts[i].partition, parts[i].offset, d) < 0)
+        if (fence_wait_offset(c, FENCE_TOKEN, parts[i].partition, parts[i].offset, d) < 0)
             return -1;
     return 0;
 }
@@ -87,17 +94,19 @@ static int fence_token(http_ctx *c, const char *text, const fence_deadline *d) {
 static int fence_strong(http_ctx *c, const int32_t *parts, int nparts,
                         const fence_deadline *d) {
     for (int i = 0; i < nparts; i++) {
-        int64_t lo = 0, hi = 0;
-        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-            c->q->wm_rk, c->q->topic, parts[i], &lo, &hi,
-            fence_remaining_ms(d) > 0 ? fence_remaining_ms(d) : 1);
+        int64_t hi = 0;
+        rd_kafka_resp_err_t err = wm_end_offset(c->q->wm, parts[i], 1,
+                                                fence_remaining_ms(d), &hi);
         if (err) {
+            if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
+                atomic_fetch_add_explicit(&c->q->fence_timeouts[FENCE_STRONG], 1,
+                                          memory_order_relaxed);
             http_reply_error(c, 503, "SlowDown",
                              "cannot fetch the end offset of partition %d: %s",
                              (int)parts[i], rd_kafka_err2str(err));
             return -1;
         }
-        if (hi > 0 && fence_wait_offset(c, parts[i], hi - 1, d) < 0)
+        if (hi > 0 && fence_wait_offset(c, FENCE_STRONG, parts[i], hi - 1, d) < 0)
             return -1;
     }
     return 0;

@@ -29,6 +29,21 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
+    "other", "get_object", "head_object", "list_objects", "list_versions",
+    "put_object", "delete_object", "writes", "outcomes", "lag", "metrics",
+    "healthz", "readyz", "bucket", "uploads", "parts"};
+
+const char *http_endpoint_name(http_endpoint ep) {
+    return ep >= 0 && ep < HTTP_EP_COUNT ? http_endpoint_names[ep] : "other";
+}
+
+/* From 0.5 ms (an eventual GET) to 10 s (past the longest fence wait a
+ * default request can take). */
+const double http_hist_bounds[HTTP_HIST_BUCKETS] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+
 void http_random_hex(char out[33]) {
     uint8_t b[16];
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
@@ -181,11 +196,12 @@ const char *http_param_or_header(const http_ctx *c, const char *param,
 
 int http_timeout_param(http_ctx *c, int *timeout_ms) {
     long long t;
-    if (http_param_int(c, "timeout_ms", 0, HTTP_MAX_TIMEOUT_MS,
-                       HTTP_DEFAULT_TIMEOUT_MS, &t) < 0) {
+    int max = c->q->max_timeout_ms;
+    if (http_param_int(c, "timeout_ms", 0, max,
+                       HTTP_DEFAULT_TIMEOUT_MS < max ? HTTP_DEFAULT_TIMEOUT_MS : max,
+                       &t) < 0) {
         http_reply_error(c, 400, "InvalidArgument",
-                         "timeout_ms must be an integer in 0..%d",
-                         HTTP_MAX_TIMEOUT_MS);
+                         "timeout_ms must be an integer in 0..%d", max);
         return -1;
     }
     *timeout_ms = (int)t;
@@ -196,6 +212,30 @@ int http_timeout_param(http_ctx *c, int *timeout_ms) {
 
 void http_add_header(http_ctx *c, const char *name, const char *value) {
     evhttp_add_header(evhttp_request_get_output_headers(c->req), name, value);
+}
+
+/* Counts the reply of c on its worker's own counters (its thread only). */
+static void http_note(http_ctx *c, int status) {
+    http_stats *st = c->w->stats;
+    if (!st)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ns = (int64_t)(now.tv_sec - c->start.tv_sec) * 1000000000LL +
+                 (now.tv_nsec - c->start.tv_nsec);
+    if (ns < 0)
+        ns = 0;
+    http_endpoint ep = c->endpoint >= 0 && c->endpoint < HTTP_EP_COUNT
+                           ? c->endpoint : HTTP_EP_OTHER;
+    int slot = status - HTTP_STATUS_MIN;
+    if (slot < 0 || slot >= HTTP_STATUS_SLOTS)
+        slot = 500 - HTTP_STATUS_MIN; /* cannot happen: evhttp sends 1xx-5xx */
+    int b = 0;
+    while (b < HTTP_HIST_BUCKETS && (double)ns / 1e9 > http_hist_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&st->status[ep][slot], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->hist[ep][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->sum_ns[ep], (uint64_t)ns, memory_order_relaxed);
 }
 
 /* The one place a request ends: the worker may be draining for shutdown. */
@@ -220,6 +260,20 @@ void http_reply_json(http_ctx *c, int status, json_t *body) {
         }
     }
     json_decref(body);
+    http_note(c, status);
+    evhttp_send_reply(c->req, status, NULL, buf);
+    if (buf)
+        evbuffer_free(buf);
+    http_request_done(c->w);
+}
+
+void http_reply_text(http_ctx *c, int status, const char *content_type,
+                     const char *text, size_t len) {
+    struct evbuffer *buf = evbuffer_new();
+    http_add_header(c, "Content-Type", content_type);
+    if (buf && text && evhttp_request_get_command(c->req) != EVHTTP_REQ_HEAD)
+        evbuffer_add(buf, text, len);
+    http_note(c, status);
     evhttp_send_reply(c->req, status, NULL, buf);
     if (buf)
         evbuffer_free(buf);
@@ -283,6 +337,10 @@ static void http_route_object(http_ctx *c, enum evhttp_cmd_type cmd,
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
+    c->endpoint = cmd == EVHTTP_REQ_HEAD     ? HTTP_EP_HEAD_OBJECT
+                  : cmd == EVHTTP_REQ_PUT    ? HTTP_EP_PUT_OBJECT
+                  : cmd == EVHTTP_REQ_DELETE ? HTTP_EP_DELETE_OBJECT
+                                             : HTTP_EP_GET_OBJECT;
     if (kn == 0)
         http_reply_error(c, 400, "InvalidArgument", "empty object key");
     else if (kn > HTTP_MAX_KEY_LEN)
@@ -315,6 +373,8 @@ static void http_route_upload(http_ctx *c, enum evhttp_cmd_type cmd,
     }
     memcpy(id, rest, n);
     id[n] = '\0';
+    c->endpoint = slash && strncmp(slash, "/parts", 6) == 0 ? HTTP_EP_PARTS
+                                                          : HTTP_EP_UPLOADS;
     if (!slash) {
         if (cmd == EVHTTP_REQ_DELETE)
             gateway_abort_upload(c, bucket, id);
@@ -346,6 +406,11 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
     const char *slash = strchr(rest, '/');
     size_t seg = slash ? (size_t)(slash - rest) : strlen(rest);
     char raw[256];
+    c->endpoint = !slash || strcmp(slash, "/versioning") == 0 ? HTTP_EP_BUCKET
+                  : strcmp(slash, "/objects") == 0            ? HTTP_EP_LIST_OBJECTS
+                  : strcmp(slash, "/versions") == 0           ? HTTP_EP_LIST_VERSIONS
+                  : strncmp(slash, "/uploads", 8) == 0        ? HTTP_EP_UPLOADS
+                                                              : HTTP_EP_OTHER;
     if (seg >= sizeof(raw)) {
         http_reply_error(c, 400, "InvalidBucketName", "bucket name too long");
         return;
@@ -402,9 +467,34 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
     free(bucket);
 }
 
+/* GET-only operator routes; 1 if path was one of them (answered). */
+static int http_route_ops(http_ctx *c, enum evhttp_cmd_type cmd, const char *path) {
+    void (*fn)(http_ctx *) = NULL;
+    if (strcmp(path, "/v1/lag") == 0) {
+        c->endpoint = HTTP_EP_LAG;
+        fn = metrics_lag;
+    } else if (strcmp(path, "/readyz") == 0) {
+        c->endpoint = HTTP_EP_READYZ;
+        fn = metrics_readyz;
+    } else if (strcmp(path, "/metrics") == 0) {
+        c->endpoint = HTTP_EP_METRICS;
+        fn = metrics_get;
+    } else {
+        return 0;
+    }
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
+        http_method_not_allowed(c, "GET");
+    else
+        fn(c);
+    return 1;
+}
+
 static void http_route(http_ctx *c, const char *path) {
     enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
+    if (http_route_ops(c, cmd, path))
+        return;
     if (strcmp(path, "/healthz") == 0) {
+        c->endpoint = HTTP_EP_HEALTHZ;
         if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
             http_method_not_allowed(c, "GET");
         else
@@ -413,11 +503,13 @@ static void http_route(http_ctx *c, const char *path) {
                 (json_int_t)objlog_materializer_events_applied(c->q->m),
                 "dlq_events", (json_int_t)objlog_materializer_dlq_count(c->q->m)));
     } else if (strncmp(path, "/v1/writes/", 11) == 0 && path[11]) {
+        c->endpoint = HTTP_EP_WRITES;
         if (cmd != EVHTTP_REQ_GET)
             http_method_not_allowed(c, "GET");
         else
             read_write_status(c, path + 11);
     } else if (strcmp(path, "/v1/outcomes") == 0) {
+        c->endpoint = HTTP_EP_OUTCOMES;
         if (cmd != EVHTTP_REQ_GET)
             http_method_not_allowed(c, "GET");
         else
@@ -431,7 +523,8 @@ static void http_route(http_ctx *c, const char *path) {
 
 static void http_dispatch(struct evhttp_request *req, void *arg) {
     http_worker *w = arg;
-    http_ctx c = {.req = req, .w = w, .q = w->q};
+    http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER};
+    clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_random_hex(c.request_id);
     w->inflight++;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
@@ -502,10 +595,11 @@ static void *http_worker_main(void *arg) {
 static int http_worker_init(http_worker *w, objlog_query *q, int fd,
                             char *errstr, size_t errstr_size) {
     w->q = q;
+    w->stats = calloc(1, sizeof(*w->stats));
     w->base = event_base_new();
     w->http = w->base ? evhttp_new(w->base) : NULL;
     w->stop_ev = w->base ? event_new(w->base, -1, 0, http_worker_stop_cb, w) : NULL;
-    if (!w->http || !w->stop_ev) {
+    if (!w->http || !w->stop_ev || !w->stats) {
         snprintf(errstr, errstr_size, "event base: out of memory");
         close(fd);
         return -1;
@@ -571,26 +665,10 @@ static void http_free_workers(objlog_query *q) {
             event_free(w->stop_ev);
         if (w->base)
             event_base_free(w->base);
+        free(w->stats);
     }
     free(q->workers);
     q->workers = NULL;
-}
-
-static rd_kafka_t *http_watermark_handle(const char *brokers, char *errstr,
-                                         size_t errstr_size) {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char tmp[256];
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp))) {
-        snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-    }
-    return rk;
 }
 
 static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
@@ -635,6 +713,10 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     q->port = conf->port;
     q->store = conf->store;
     q->m = conf->materializer;
+    q->max_timeout_ms = conf->max_timeout_ms > 0 ? conf->max_timeout_ms
+                                                 : HTTP_MAX_TIMEOUT_MS;
+    q->ready_max_lag = conf->ready_max_lag > 0 ? conf->ready_max_lag
+                                               : QUERY_READY_MAX_LAG_DEFAULT;
     q->nworkers = conf->threads > 0 ? conf->threads : 4;
     q->workers = calloc((size_t)q->nworkers, sizeof(*q->workers));
     if (!q->host || !q->brokers || !q->topic || !q->control_topic || !q->workers) {
@@ -642,7 +724,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         objlog_query_destroy(q);
         return NULL;
     }
-    if (!(q->wm_rk = http_watermark_handle(q->brokers, errstr, errstr_size)) ||
+    if (!(q->wm = wm_new(q->brokers, q->topic, objlog_materializer_partitions(q->m),
+                         errstr, errstr_size)) ||
         !(q->producer = http_gateway_producer(q, errstr, errstr_size)) ||
         !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size)) ||
         http_start_workers(q, errstr, errstr_size) < 0) {
@@ -668,8 +751,7 @@ void objlog_query_destroy(objlog_query *q) {
     if (q->producer)
         objlog_producer_destroy(q->producer);
     http_free_workers(q);
-    if (q->wm_rk)
-        rd_kafka_destroy(q->wm_rk);
+    wm_destroy(q->wm);
     free(q->host);
     free(q->brokers);
     free(q->topic);

@@ -10,6 +10,8 @@
 #define OBJLOG_QUERY_INTERNAL_H
 
 #include <pthread.h>
+#include <time.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +30,48 @@
 #define HTTP_MAX_BODY (256 * 1024)
 
 typedef struct gateway gateway;
+typedef struct wm_cache wm_cache;
+
+/* Route names for request metrics (objlog_http_requests_total{endpoint}). */
+typedef enum http_endpoint {
+    HTTP_EP_OTHER = 0,
+    HTTP_EP_GET_OBJECT,
+    HTTP_EP_HEAD_OBJECT,
+    HTTP_EP_LIST_OBJECTS,
+    HTTP_EP_LIST_VERSIONS,
+    HTTP_EP_PUT_OBJECT,
+    HTTP_EP_DELETE_OBJECT,
+    HTTP_EP_WRITES,
+    HTTP_EP_OUTCOMES,
+    HTTP_EP_LAG,
+    HTTP_EP_METRICS,
+    HTTP_EP_HEALTHZ,
+    HTTP_EP_READYZ,
+    HTTP_EP_BUCKET,
+    HTTP_EP_UPLOADS,
+    HTTP_EP_PARTS,
+    HTTP_EP_COUNT
+} http_endpoint;
+const char *http_endpoint_name(http_endpoint ep);
+
+/* Latency histogram upper bounds (seconds), +Inf implied after them. */
+#define HTTP_HIST_BUCKETS 14
+extern const double http_hist_bounds[HTTP_HIST_BUCKETS];
+#define HTTP_STATUS_MIN 100
+#define HTTP_STATUS_SLOTS 500 /* statuses 100..599 */
+
+/* Request counters of one worker. Only its own thread writes them (every
+ * reply is sent there); /metrics sums all workers from another thread,
+ * hence relaxed atomics rather than locks. hist is per bucket, not yet
+ * cumulative (the scrape accumulates); slot HTTP_HIST_BUCKETS is +Inf. */
+typedef struct http_stats {
+    atomic_uint_fast64_t status[HTTP_EP_COUNT][HTTP_STATUS_SLOTS];
+    atomic_uint_fast64_t hist[HTTP_EP_COUNT][HTTP_HIST_BUCKETS + 1];
+    atomic_uint_fast64_t sum_ns[HTTP_EP_COUNT];
+} http_stats;
+
+/* Fence modes counted in metrics. */
+enum { FENCE_STRONG = 0, FENCE_TOKEN = 1, FENCE_MODES = 2 };
 
 typedef struct http_worker {
     struct objlog_query *q;
@@ -39,6 +83,7 @@ typedef struct http_worker {
     int thread_started;
     int inflight;                /* worker thread only */
     int stopping;                /* worker thread only */
+    http_stats *stats;
 } http_worker;
 
 struct objlog_query {
@@ -50,7 +95,11 @@ struct objlog_query {
     objlog_store *store;
     objlog_materializer *m;
     objlog_producer *producer;   /* ack=logged; the gateway awaits outcomes */
-    rd_kafka_t *wm_rk;           /* high-watermark queries for strong reads */
+    wm_cache *wm;                /* coalesced end offsets (watermark.c) */
+    int max_timeout_ms;          /* largest timeout_ms a request may ask */
+    int64_t ready_max_lag;       /* /readyz fails past this lag (messages) */
+    atomic_uint_fast64_t fence_waits[FENCE_MODES];
+    atomic_uint_fast64_t fence_timeouts[FENCE_MODES];
     gateway *gw;
     int nworkers;
     http_worker *workers;
@@ -70,6 +119,8 @@ typedef struct http_ctx {
     char request_id[33];         /* for edge errors and reads */
     http_param *params;
     int nparams;
+    http_endpoint endpoint;      /* for metrics; set while routing */
+    struct timespec start;       /* CLOCK_MONOTONIC at dispatch */
 } http_ctx;
 
 /* ---- http.c ---- */
@@ -85,6 +136,9 @@ const char *http_param_or_header(const http_ctx *c, const char *param,
 void http_add_header(http_ctx *c, const char *name, const char *value);
 /* Sends body (stolen; NULL = no body) as JSON with status. */
 void http_reply_json(http_ctx *c, int status, json_t *body);
+/* Sends len bytes of text with content_type and status (metrics). */
+void http_reply_text(http_ctx *c, int status, const char *content_type,
+                     const char *text, size_t len);
 void http_reply_error(http_ctx *c, int status, const char *code,
                       const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -99,6 +153,26 @@ int http_utf8_valid(const uint8_t *s, size_t n);
 void http_random_hex(char out[33]);
 int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
 
+/* ---- watermark.c ---- */
+wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
+                 char *errstr, size_t errstr_size);
+void wm_destroy(wm_cache *w);
+/* End offset (high watermark) of partition p, sharing ListOffsets requests
+ * with concurrent callers. fresh: only from a request started after this
+ * call (strong reads); else the one in flight may answer (lag, metrics).
+ * 0 with *end, or the Kafka error (__TIMED_OUT past timeout_ms). */
+rd_kafka_resp_err_t wm_end_offset(wm_cache *w, int32_t p, int fresh,
+                                  int timeout_ms, int64_t *end);
+/* Tests only: fn replaces the broker round trip (same contract as
+ * rd_kafka_query_watermark_offsets' high watermark). */
+typedef rd_kafka_resp_err_t (*wm_fetch_fn)(void *opaque, int32_t p,
+                                           int timeout_ms, int64_t *end);
+void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque);
+/* Newest end offset successfully fetched, -1 if none yet. */
+int64_t wm_last_end(wm_cache *w, int32_t p);
+/* ListOffsets requests issued so far. */
+uint64_t wm_requests(wm_cache *w);
+
 /* ---- fence.c ---- */
 /* Makes the read consistent per consistency=/token= for the partitions it
  * will read, then fills applied[i] (next offset applied). 0 ready; -1 when
@@ -108,6 +182,11 @@ int fence_wait(http_ctx *c, const int32_t *parts, int nparts,
 /* "p.next_p.next..." for X-Objlog-Applied. */
 void fence_applied_header(http_ctx *c, const int32_t *parts, int nparts,
                           const int64_t *applied);
+
+/* ---- metrics.c: GET /v1/lag, /readyz, /metrics ---- */
+void metrics_lag(http_ctx *c);
+void metrics_readyz(http_ctx *c);
+void metrics_get(http_ctx *c);
 
 /* ---- read.c (the HTTP layer over view.h) ---- */
 void read_object(http_ctx *c, const char *bucket, const uint8_t *key,

@@ -30,6 +30,9 @@ typedef struct objlogd_conf {
     int port;
     int threads;
     int fetch_wait_ms;           /* -1: 2 embedded, 100 with --brokers */
+    int ready_max_lag;           /* /readyz: max lag in messages */
+    int test_apply_delay_ms;     /* test only: sleep per applied batch */
+    int max_timeout_ms;          /* largest per-request timeout_ms */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -37,8 +40,11 @@ static void usage(FILE *f) {
             "usage: objlogd [--embedded | --kafka-only | --brokers LIST]\n"
             "               [--topic NAME] [--partitions N] [--data DIR]\n"
             "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
+            "               [--ready-max-lag N] [--max-timeout-ms N]\n"
+            "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA\n"
-            "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n");
+            "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
+            "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -84,6 +90,15 @@ static int conf_from_env(objlogd_conf *c) {
         return -1;
     if ((v = getenv("OBJLOG_LISTEN")) && *v && parse_listen("OBJLOG_LISTEN", v, c) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_READY_MAX_LAG")) && *v &&
+        parse_int("OBJLOG_READY_MAX_LAG", v, 1, INT_MAX, &c->ready_max_lag) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_MAX_TIMEOUT_MS")) && *v &&
+        parse_int("OBJLOG_MAX_TIMEOUT_MS", v, 1, 3600000, &c->max_timeout_ms) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_TEST_APPLY_DELAY_MS")) && *v &&
+        parse_int("OBJLOG_TEST_APPLY_DELAY_MS", v, 0, 60000, &c->test_apply_delay_ms) < 0)
+        return -1;
     return 0;
 }
 
@@ -116,6 +131,15 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
                 return -1;
         } else if (strcmp(a, "--fetch-wait-ms") == 0) {
             if (parse_int(a, v, 1, 10000, &c->fetch_wait_ms) < 0)
+                return -1;
+        } else if (strcmp(a, "--ready-max-lag") == 0) {
+            if (parse_int(a, v, 1, INT_MAX, &c->ready_max_lag) < 0)
+                return -1;
+        } else if (strcmp(a, "--max-timeout-ms") == 0) {
+            if (parse_int(a, v, 1, 3600000, &c->max_timeout_ms) < 0)
+                return -1;
+        } else if (strcmp(a, "--test-apply-delay-ms") == 0) {
+            if (parse_int(a, v, 0, 60000, &c->test_apply_delay_ms) < 0)
                 return -1;
         } else if (strcmp(a, "--listen") == 0) {
             if (parse_listen(a, v, c) < 0)
@@ -182,7 +206,11 @@ static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set
                                    .control_topic = OBJLOGD_CONTROL_TOPIC,
                                    .dlq_topic = OBJLOGD_DLQ_TOPIC,
                                    .group_id = "objlogd", .batch_max = 1000,
+                                   .apply_delay_ms = c->test_apply_delay_ms,
                                    .fetch_wait_max_ms = fetch_wait_ms(c)};
+    if (c->test_apply_delay_ms > 0)
+        fprintf(stderr, "objlogd: WARNING: --test-apply-delay-ms %d slows every "
+                        "applied batch; it is for tests only\n", c->test_apply_delay_ms);
     objlog_materializer *m = objlog_materializer_new(&mc, store, err, sizeof(err));
     if (!m || objlog_materializer_start(m, err, sizeof(err)) < 0) {
         fprintf(stderr, "objlogd: materializer: %s\n", err);
@@ -193,7 +221,9 @@ static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set
     objlog_query_conf qc = {.host = c->host, .port = c->port, .threads = c->threads,
                             .brokers = brokers, .topic = c->topic,
                             .control_topic = OBJLOGD_CONTROL_TOPIC,
-                            .store = store, .materializer = m};
+                            .store = store, .materializer = m,
+                            .max_timeout_ms = c->max_timeout_ms,
+                            .ready_max_lag = c->ready_max_lag};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {
         fprintf(stderr, "objlogd: http: %s\n", err);
@@ -211,7 +241,9 @@ static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set
 int main(int argc, char **argv) {
     objlogd_conf c = {.topic = "objlog.events", .partitions = 8,
                       .data = "./objlog-data", .host = "127.0.0.1", .port = 8080,
-                      .threads = 4, .fetch_wait_ms = -1};
+                      .threads = 4, .fetch_wait_ms = -1,
+                      .ready_max_lag = QUERY_READY_MAX_LAG_DEFAULT,
+                      .max_timeout_ms = 30000};
     int rc = conf_from_env(&c);
     if (rc == 0)
         rc = conf_from_args(&c, argc, argv);

@@ -6,7 +6,8 @@
  * all accepting on their own SO_REUSEPORT socket bound to the same address),
  * a small pool of waiter threads for the write gateway, its own
  * libobjlog_producer (ack=logged; the gateway waits for the outcome on the
- * materializer itself) and one rd_kafka handle for strong-read fences. It
+ * materializer itself) and one rd_kafka handle for end offsets, whose
+ * ListOffsets requests concurrent strong reads share (watermark.c). It
  * borrows the store and the materializer: they must outlive it.
  */
 #ifndef OBJLOG_QUERY_H
@@ -27,7 +28,13 @@ typedef struct objlog_query_conf {
     const char *control_topic;   /* default objlog.control */
     objlog_store *store;         /* borrowed */
     objlog_materializer *materializer; /* borrowed */
+    int max_timeout_ms;          /* largest per-request timeout_ms (default
+                                    30000) */
+    long long ready_max_lag;     /* /readyz fails while a partition lags
+                                    more messages (default 10000) */
 } objlog_query_conf;
+
+#define QUERY_READY_MAX_LAG_DEFAULT 10000
 
 /* Binds, creates the producer and starts serving. NULL with errstr. */
 objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,

@@ -11,3 +11,7 @@ add_dependencies(test_http_objlogd objlogd)
 objlog_add_test(test_view SOURCES test_view.c TIMEOUT 60
   LIBS objlog_query objlog_testkit)
 target_include_directories(test_view PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+# query/watermark.c with a fake broker round trip: strong reads never use
+# a ListOffsets request that started before them; concurrent ones share.
+objlog_add_test(test_http_watermark SOURCES test_http_watermark.c TIMEOUT 60
+  LIBS objlog_query)

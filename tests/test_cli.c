@@ -7,7 +7,9 @@
  * read back through --json and then asserted exactly in the readable
  * output. Issue 3 adds: versions (table, delimiter, paging inside one
  * key's versions), bucket settings, versioning, rb, the version cap, and
- * every mpu subcommand with S3's multipart ETag. */
+ * every mpu subcommand with S3's multipart ETag. Issue 5 adds lag (table
+ * with known offsets, --json, --watch stopped by SIGINT) and bench
+ * --consistency-modes. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -651,6 +656,128 @@ static void test_mpu_commands(void **state) {
     assert_non_null(strstr(g_err, "N:ETAG"));
 }
 
+/* ---- objlog lag (issue 5): runs first in the group, so the log holds
+ * only what this test writes and every offset is known. ---- */
+
+/* Polls lag --json until every partition has end == applied (the end
+ * offsets come from a cache); returns the parsed JSON. */
+static json_t *lag_settled(void) {
+    for (int i = 0; i < 100; i++) {
+        assert_ok(objlog("--json", "lag", NULL));
+        json_t *j = json_out();
+        size_t k;
+        json_t *p;
+        int settled = 1;
+        json_array_foreach(json_object_get(j, "partitions"), k, p)
+            if (json_integer_value(json_object_get(p, "end")) !=
+                json_integer_value(json_object_get(p, "applied")))
+                settled = 0;
+        if (settled)
+            return j;
+        json_decref(j);
+        usleep(50000);
+    }
+    fail_msg("lag did not settle: %s", g_out);
+    return NULL;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static void test_lag_table_json_watch(void **state) {
+    (void)state;
+    char tok[64], want[4096], line[256];
+    assert_ok(objlog("mb", "lag", NULL));
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_ok(objlog("put", "lag", key, "--size", "1", NULL));
+    }
+    line_value(g_out, "token", tok, sizeof(tok));
+    token_part tp[4];
+    assert_int_equal(token_parse(tok, tp, 4), 1);
+    /* a bucket lives in one partition: mb + 3 puts are offsets 0..3 there */
+    assert_int_equal(tp[0].offset, 3);
+    int hot = (int)tp[0].partition;
+
+    json_t *j = lag_settled();
+    json_t *ps = json_object_get(j, "partitions");
+    assert_int_equal(json_array_size(ps), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *p = json_array_get(ps, i);
+        long long want_off = (int)i == hot ? 4 : 0;
+        assert_int_equal(json_integer_value(json_object_get(p, "partition")), (long)i);
+        assert_int_equal(json_integer_value(json_object_get(p, "applied")), want_off);
+        assert_int_equal(json_integer_value(json_object_get(p, "end")), want_off);
+        assert_int_equal(json_integer_value(json_object_get(p, "lag_messages")), 0);
+        assert_string_equal(js(p, "state"), "running");
+    }
+    assert_int_equal(json_integer_value(json_object_get(j, "max_lag_messages")), 0);
+    assert_int_equal(json_integer_value(json_object_get(j, "events_applied")), 4);
+    assert_int_equal(json_integer_value(json_object_get(j, "dlq_events")), 0);
+    json_decref(j);
+
+    assert_ok(objlog("lag", NULL));
+    snprintf(want, sizeof(want), "PARTITION  APPLIED  END  LAG  LAG_S  STATE\n");
+    for (int i = 0; i < 4; i++) {
+        int off = i == hot ? 4 : 0;
+        snprintf(line, sizeof(line), "%9d  %7d  %3d  %3d  0.000  running\n", i, off, off, 0);
+        strcat(want, line);
+    }
+    strcat(want, "max lag 0 messages (0.000 s), 4 events applied, 0 dlq events\n");
+    assert_string_equal(g_out, want);
+    assert_string_equal(g_err, "");
+
+    /* usage errors and an unreachable server */
+    assert_int_equal(objlog("lag", "--interval", "1", NULL), 2);
+    assert_int_equal(objlog("lag", "--watch", "--interval", "0", NULL), 2);
+    assert_int_equal(objlog("lag", "--frob", NULL), 2);
+    char *dead[] = {g_srv.objlog, "--url", "http://127.0.0.1:1", "lag", NULL};
+    assert_int_equal(proc_run(dead, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err),
+                              10000), 1);
+    assert_err_prefix("objlog: lag http://127.0.0.1:1: ConnectionError: ");
+
+    /* --watch: refreshes every 0.2 s until SIGINT, then exits 0; stdout is
+     * a pipe here, so no ANSI codes, and from the second refresh on the
+     * rate column is measured (nothing is written: 0.0 events/s). */
+    char *argv[] = {g_srv.objlog, "--url", g_srv.url, "lag", "--watch", "--interval",
+                    "0.2", NULL};
+    proc *w = proc_spawn(argv, NULL);
+    assert_non_null(w);
+    usleep(1100000);
+    kill(w->pid, SIGINT);
+    size_t len = w->len;
+    memcpy(g_out, w->buf, len);
+    for (;;) {
+        struct pollfd pfd = {.fd = w->out_fd, .events = POLLIN};
+        if (poll(&pfd, 1, 5000) <= 0)
+            break;
+        ssize_t r = read(w->out_fd, g_out + len, sizeof(g_out) - 1 - len);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    g_out[len] = '\0';
+    int st = proc_stop(w, 5000);
+    assert_true(st >= 0 && WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    int refreshes =
+        count_of(g_out, "PARTITION  APPLIED  END  LAG  LAG_S  STATE    RATE/S\n");
+    if (refreshes < 2 || refreshes > 7)
+        fail_msg("%d refreshes in 1.1 s at 0.2 s:\n%s", refreshes, g_out);
+    assert_int_equal(count_of(g_out, "max lag 0 messages (0.000 s), 4 events applied, "
+                                     "0 dlq events\n"), refreshes);
+    assert_null(strchr(g_out, '\033'));
+    snprintf(line, sizeof(line), "%9d  %7d  %3d  %3d  0.000  running       -\n", hot, 4, 4, 0);
+    assert_int_equal(count_of(g_out, line), 1);
+    snprintf(line, sizeof(line), "%9d  %7d  %3d  %3d  0.000  running     0.0\n", hot, 4, 4, 0);
+    assert_int_equal(count_of(g_out, line), refreshes - 1);
+}
+
 /* bench against a running objlogd, then with one it starts and stops. */
 static void test_bench(void **state) {
     (void)state;
@@ -694,8 +821,49 @@ static void test_bench_list(void **state) {
     json_decref(j);
 }
 
+/* bench --consistency-modes with small counts: the three modes in order,
+ * the same GET count each, no errors, sane latencies; strong reads cost
+ * ListOffsets requests when the server counts them. */
+static void test_bench_consistency_modes(void **state) {
+    (void)state;
+    assert_ok(objlog("--json", "bench", "--consistency-modes", "--brokers", g_srv.bootstrap,
+                     "--count", "200", "--gets", "150", "--threads", "2", "--write-rate",
+                     "100", NULL));
+    json_t *j = json_out();
+    json_t *m = json_object_get(j, "consistency_modes");
+    assert_int_equal(json_integer_value(json_object_get(m, "gets")), 150);
+    assert_int_equal(json_integer_value(json_object_get(m, "write_rate")), 100);
+    json_t *ms = json_object_get(m, "modes");
+    assert_int_equal(json_array_size(ms), 3);
+    static const char *const names[] = {"eventual", "token", "strong"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *f = json_array_get(ms, i);
+        assert_string_equal(js(f, "consistency"), names[i]);
+        assert_int_equal(json_integer_value(json_object_get(f, "ops")), 150);
+        assert_int_equal(json_integer_value(json_object_get(f, "errors")), 0);
+        assert_true(json_real_value(json_object_get(f, "p50_ms")) > 0);
+        assert_true(json_real_value(json_object_get(f, "p99_ms")) >=
+                    json_real_value(json_object_get(f, "p50_ms")));
+        assert_true(json_real_value(json_object_get(f, "per_second")) > 0);
+        /* a phase of 150 GETs can end between two background writes */
+        assert_true(json_is_number(json_object_get(f, "background_writes_per_second")));
+    }
+    json_t *lo = json_object_get(json_array_get(ms, 2), "list_offsets_per_second");
+    assert_true(json_is_null(lo) || json_real_value(lo) > 0);
+    json_decref(j);
+    /* readable table: one row per mode */
+    assert_ok(objlog("bench", "--consistency-modes", "--brokers", g_srv.bootstrap,
+                     "--count", "50", "--gets", "40", "--threads", "2", NULL));
+    assert_non_null(strstr(g_out, "\nmode          GETs   seconds      GET/s   p50 ms   "
+                                  "p99 ms  ListOffsets/s  writes/s\n"));
+    assert_non_null(strstr(g_out, "\neventual        40 "));
+    assert_non_null(strstr(g_out, "\ntoken           40 "));
+    assert_non_null(strstr(g_out, "\nstrong          40 "));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lag_table_json_watch), /* first: known offsets */
         cmocka_unit_test(test_mb_put_get_head),
         cmocka_unit_test(test_odd_keys_round_trip),
         cmocka_unit_test(test_ls_columns_prefixes_and_pages),
@@ -706,6 +874,7 @@ int main(void) {
         cmocka_unit_test(test_mpu_commands),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_list),
+        cmocka_unit_test(test_bench_consistency_modes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

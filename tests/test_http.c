@@ -4,6 +4,7 @@
  * server on 127.0.0.1 port 0, driven by libcurl. Each test pins one S3 rule
  * with exact statuses, error codes and values. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,8 +196,10 @@ static void env_stop(env *e) {
     free(e);
 }
 
-/* The whole stack in this process; apply_delay_ms slows the materializer. */
-static env *env_start(int apply_delay_ms) {
+/* The whole stack in this process; apply_delay_ms slows the materializer;
+ * threads HTTP workers; ready_max_lag for /readyz (0: default). */
+static env *env_start_conf(int apply_delay_ms, int threads,
+                           long long ready_max_lag) {
     env *e = calloc(1, sizeof(*e));
     char err[512];
     if (!e || proc_tmpdir(e->dir, sizeof(e->dir)) < 0) {
@@ -217,8 +220,9 @@ static env *env_start(int apply_delay_ms) {
         env_stop(e);
         return NULL;
     }
-    objlog_query_conf qc = {.host = "127.0.0.1", .port = 0, .threads = 3,
-                            .brokers = bs, .store = e->store, .materializer = e->m};
+    objlog_query_conf qc = {.host = "127.0.0.1", .port = 0, .threads = threads,
+                            .brokers = bs, .store = e->store, .materializer = e->m,
+                            .ready_max_lag = ready_max_lag};
     e->q = objlog_query_new(&qc, err, sizeof(err));
     if (!e->q) {
         print_error("query: %s\n", err);
@@ -228,6 +232,10 @@ static env *env_start(int apply_delay_ms) {
     snprintf(e->base, sizeof(e->base), "http://127.0.0.1:%d", objlog_query_port(e->q));
     e->curl = curl_easy_init();
     return e;
+}
+
+static env *env_start(int apply_delay_ms) {
+    return env_start_conf(apply_delay_ms, 3, 0);
 }
 
 static int setup(void **state) {
@@ -1464,6 +1472,380 @@ static void test_writes_outcome_expired(void **state) {
     resp_free(&r);
 }
 
+/* ------------------------------------------------- lag, readyz, metrics */
+
+/* Value of the sample whose name{labels} is exactly series in a Prometheus
+ * text body, or -1 when absent. */
+static double metric(const char *text, const char *series) {
+    size_t n = strlen(series);
+    for (const char *l = text; l && *l;) {
+        if (strncmp(l, series, n) == 0 && l[n] == ' ')
+            return strtod(l + n + 1, NULL);
+        l = strchr(l, '\n');
+        l = l ? l + 1 : NULL;
+    }
+    return -1;
+}
+
+static double metric_of(env *e, const char *series) {
+    resp r;
+    req(e, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    double v = metric(r.body, series);
+    resp_free(&r);
+    return v;
+}
+
+static json_t *lag_part(const resp *r, int p) {
+    return json_array_get(json_object_get(r->json, "partitions"), (size_t)p);
+}
+
+static long long jint(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    assert_true(json_is_integer(v));
+    return (long long)json_integer_value(v);
+}
+
+static double jreal(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+/* Partition of a write from its token "P.off". */
+static int token_partition(const resp *r) {
+    const char *t = jstr(r, "token", NULL);
+    assert_non_null(t);
+    return atoi(t);
+}
+
+/* Caught up: /v1/lag gives applied == end for every partition, the sum of
+ * applied offsets equals the events written, and /metrics counts outcomes
+ * and requests exactly. */
+static void test_lag_and_metrics(void **state) {
+    (void)state;
+    env *e = env_start(0);
+    assert_non_null(e);
+    resp r;
+    make_bucket(e, "lagm", NULL);
+    for (int i = 0; i < 5; i++)
+        put_key(e, "lagm", "k", 1, "E");
+    const char *inm[] = {"If-None-Match: *", NULL};
+    req(e, "PUT", "/v1/buckets/lagm/objects/k", "{\"etag\":\"F\"}", inm, &r);
+    assert_error(&r, 412, "PreconditionFailed");
+    resp_free(&r);
+    for (int i = 0; i < 3; i++)
+        expect(e, "GET", "/healthz", NULL, 200);
+    expect(e, "GET", "/v1/buckets/lagm/objects/k", NULL, 200);
+
+    req(e, "GET", "/v1/lag", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    long long sum = 0;
+    for (int p = 0; p < 4; p++) {
+        json_t *o = lag_part(&r, p);
+        assert_int_equal(jint(o, "partition"), p);
+        assert_int_equal(jint(o, "applied"), jint(o, "end"));
+        assert_int_equal(jint(o, "lag_messages"), 0);
+        assert_true(jreal(o, "lag_seconds") == 0.0);
+        assert_string_equal(json_string_value(json_object_get(o, "state")), "running");
+        assert_null(json_object_get(o, "error"));
+        sum += jint(o, "applied");
+    }
+    assert_null(lag_part(&r, 4));
+    assert_int_equal(sum, 7);
+    assert_int_equal(jint(r.json, "max_lag_messages"), 0);
+    assert_true(jreal(r.json, "max_lag_seconds") == 0.0);
+    assert_int_equal(jint(r.json, "events_applied"), 7);
+    assert_int_equal(jint(r.json, "dlq_events"), 0);
+    resp_free(&r);
+
+    req(e, "GET", "/readyz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_true(json_object_get(r.json, "ready")));
+    resp_free(&r);
+
+    req(e, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    char ct[128];
+    assert_string_equal(header(&r, "Content-Type", ct, sizeof(ct)),
+                        "text/plain; version=0.0.4; charset=utf-8");
+    static const char *const fams[] = {
+        "objlog_partition_applied_offset gauge", "objlog_partition_end_offset gauge",
+        "objlog_partition_lag_messages gauge", "objlog_partition_lag_seconds gauge",
+        "objlog_partition_stopped gauge", "objlog_events_applied_total counter",
+        "objlog_dlq_events_total counter", "objlog_fence_waits_total counter",
+        "objlog_fence_timeouts_total counter",
+        "objlog_list_offsets_requests_total counter",
+        "objlog_http_requests_total counter",
+        "objlog_http_request_duration_seconds histogram"};
+    for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+        char line[160];
+        snprintf(line, sizeof(line), "\n# TYPE %s\n", fams[i]);
+        if (!strstr(r.body, line))
+            print_error("missing %s", line);
+        assert_non_null(strstr(r.body, line));
+    }
+    const char *b = r.body;
+    double sum_applied = 0;
+    for (int p = 0; p < 4; p++) {
+        char s1[96], s2[96], s3[96];
+        snprintf(s1, sizeof(s1), "objlog_partition_applied_offset{partition=\"%d\"}", p);
+        snprintf(s2, sizeof(s2), "objlog_partition_end_offset{partition=\"%d\"}", p);
+        snprintf(s3, sizeof(s3), "objlog_partition_lag_messages{partition=\"%d\"}", p);
+        assert_true(metric(b, s1) >= 0);
+        assert_true(metric(b, s1) == metric(b, s2));
+        assert_true(metric(b, s3) == 0);
+        sum_applied += metric(b, s1);
+    }
+    assert_true(sum_applied == 7);
+    assert_true(metric(b, "objlog_events_applied_total{outcome=\"OK\"}") == 6);
+    assert_true(metric(b, "objlog_events_applied_total{outcome=\"PreconditionFailed\"}") == 1);
+    assert_true(metric(b, "objlog_events_applied_total{outcome=\"NoSuchBucket\"}") == 0);
+    assert_true(metric(b, "objlog_dlq_events_total") == 0);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"put_object\",code=\"200\"}") == 5);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"put_object\",code=\"412\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"bucket\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"healthz\",code=\"200\"}") == 3);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"get_object\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"lag\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"readyz\",code=\"200\"}") == 1);
+    /* the scrape itself is counted when it is answered, so not yet */
+    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"metrics\",code=\"200\"}") == -1);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_count{endpoint=\"put_object\"}") == 6);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_bucket{endpoint=\"put_object\",le=\"+Inf\"}") == 6);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_sum{endpoint=\"put_object\"}") > 0);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_bucket{endpoint=\"healthz\",le=\"10\"}") == 3);
+    assert_true(metric(b, "objlog_fence_timeouts_total{mode=\"strong\"}") == 0);
+    assert_true(metric(b, "objlog_fence_timeouts_total{mode=\"token\"}") == 0);
+    /* the strong GET and the scrapes' end offsets: at least one each */
+    assert_true(metric(b, "objlog_list_offsets_requests_total") >= 1);
+    resp_free(&r);
+    assert_true(metric_of(e, "objlog_http_requests_total{endpoint=\"metrics\",code=\"200\"}") == 1);
+    env_stop(e);
+}
+
+/* Under a slow materializer: lag in messages and seconds while the writes
+ * wait, /readyz fails past its threshold, fences wait and time out (and
+ * are counted), and everything returns to 0 / ready once applied. */
+static void test_lag_slow_apply(void **state) {
+    (void)state;
+    env *e = env_start_conf(1500, 3, 1);
+    assert_non_null(e);
+    resp r;
+    char name[96];
+    req(e, "PUT", "/v1/buckets/lags?timeout_ms=5000", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    int bp = token_partition(&r);
+    resp_free(&r);
+    req(e, "PUT", "/v1/buckets/lags/objects/k?timeout_ms=5000", "{\"etag\":\"0\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    int p = token_partition(&r);
+    resp_free(&r);
+    struct timespec gap = {0, 60 * 1000 * 1000};
+    nanosleep(&gap, NULL);
+    for (int i = 1; i <= 3; i++) {
+        char body[32];
+        snprintf(body, sizeof(body), "{\"etag\":\"%d\"}", i);
+        req(e, "PUT", "/v1/buckets/lags/objects/k?ack=logged", body, NULL, &r);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(token_partition(&r), p);
+        resp_free(&r);
+    }
+    /* 1500 ms per batch: none of the three is applied yet */
+    req(e, "GET", "/v1/lag", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    json_t *o = lag_part(&r, p);
+    assert_int_equal(jint(o, "lag_messages"), 3);
+    assert_int_equal(jint(o, "end") - jint(o, "applied"), 3);
+    /* the newest applied event was logged >= 60 ms before the newest */
+    double ls = jreal(o, "lag_seconds");
+    print_message("lag_seconds under slow apply: %.3f\n", ls);
+    assert_true(ls >= 0.05 && ls < 5.0);
+    assert_int_equal(jint(r.json, "max_lag_messages"), 3);
+    assert_true(jreal(r.json, "max_lag_seconds") == ls);
+    resp_free(&r);
+
+    req(e, "GET", "/readyz", NULL, NULL, &r);
+    assert_int_equal(r.status, 503);
+    assert_true(json_is_false(json_object_get(r.json, "ready")));
+    char want[128];
+    snprintf(want, sizeof(want), "partition %d lags 3 messages (more than 1)", p);
+    assert_string_equal(jstr(&r, "reason", NULL), want);
+    resp_free(&r);
+    snprintf(name, sizeof(name), "objlog_partition_lag_messages{partition=\"%d\"}", p);
+    assert_true(metric_of(e, name) == 3);
+
+    /* strong reads that cannot wait long enough: 503, counted. Every read
+     * route passes the same fence (LIST routes fence each partition of
+     * the bucket, in order, up to the lagging one). */
+    const char *fenced[] = {"/v1/buckets/lags/objects/k?timeout_ms=100",
+                            "/v1/buckets/lags/objects?timeout_ms=100",
+                            "/v1/buckets/lags/versions?timeout_ms=100",
+                            "/v1/buckets/lags/uploads?timeout_ms=100",
+                            "/v1/buckets/lags/uploads/00000000000000aa/parts?key=k&timeout_ms=100",
+                            "/v1/buckets/lags?timeout_ms=100"};
+    int n503 = 0;
+    for (size_t i = 0; i < sizeof(fenced) / sizeof(fenced[0]); i++) {
+        req(e, "GET", fenced[i], NULL, NULL, &r);
+        /* the bucket's own row lives on its partition, maybe not k's */
+        if (i == 5 && bp != p) {
+            assert_int_equal(r.status, 200);
+        } else {
+            assert_error(&r, 503, "SlowDown");
+            n503++;
+        }
+        resp_free(&r);
+    }
+    req(e, "HEAD", "/v1/buckets/lags/objects/k?timeout_ms=100", NULL, NULL, &r);
+    assert_int_equal(r.status, 503);
+    n503++;
+    resp_free(&r);
+    /* one that can: waits, and sees the last acked write */
+    req(e, "GET", "/v1/buckets/lags/objects/k?timeout_ms=8000", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(jstr(&r, "etag", NULL), "3");
+    resp_free(&r);
+    assert_true(metric_of(e, "objlog_fence_waits_total{mode=\"strong\"}") == n503 + 1);
+    assert_true(metric_of(e, "objlog_fence_timeouts_total{mode=\"strong\"}") == n503);
+    assert_true(metric_of(e, "objlog_fence_waits_total{mode=\"token\"}") == 0);
+
+    req(e, "GET", "/v1/lag", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    o = lag_part(&r, p);
+    assert_int_equal(jint(o, "lag_messages"), 0);
+    assert_int_equal(jint(o, "applied"), jint(o, "end"));
+    assert_true(jreal(o, "lag_seconds") == 0.0);
+    assert_true(jreal(r.json, "max_lag_seconds") == 0.0);
+    resp_free(&r);
+    req(e, "GET", "/readyz", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(json_is_true(json_object_get(r.json, "ready")));
+    resp_free(&r);
+    env_stop(e);
+}
+
+/* 32 strong readers at once on one partition share ListOffsets requests,
+ * and each still sees the write acked (as logged, so not yet applied)
+ * before it started; then a writer races readers and no read may return
+ * a value older than the newest write acked before it began. */
+#define COAL_READERS 32
+typedef struct coal_shared {
+    env *e;
+    pthread_barrier_t go;
+    atomic_int acked;       /* newest etag number acked to the writer */
+    atomic_int readers_left;
+    int rounds;
+} coal_shared;
+
+typedef struct coal_reader {
+    coal_shared *s;
+    int ok;                  /* reads that answered 200 */
+    int stale;               /* reads older than a write acked before them */
+    int first;               /* etag number of the first read */
+} coal_reader;
+
+static int etag_num(const resp *r) {
+    const char *t = r->status == 200 ? jstr(r, "etag", NULL) : NULL;
+    return t ? atoi(t) : -1;
+}
+
+static void *coal_reader_main(void *arg) {
+    coal_reader *a = arg;
+    env mine = *a->s->e;
+    mine.curl = curl_easy_init();
+    resp r;
+    req(&mine, "GET", "/healthz", NULL, NULL, &r); /* connect first */
+    resp_free(&r);
+    pthread_barrier_wait(&a->s->go);
+    for (int i = 0; i < a->s->rounds; i++) {
+        int before = atomic_load(&a->s->acked);
+        req(&mine, "GET", "/v1/buckets/coal/objects/hot?timeout_ms=10000", NULL, NULL, &r);
+        int n = etag_num(&r);
+        a->ok += r.status == 200;
+        a->stale += n < before;
+        if (i == 0)
+            a->first = n;
+        resp_free(&r);
+    }
+    atomic_fetch_sub(&a->s->readers_left, 1);
+    curl_easy_cleanup(mine.curl);
+    return NULL;
+}
+
+static void *coal_writer_main(void *arg) {
+    coal_shared *s = arg;
+    env mine = *s->e;
+    mine.curl = curl_easy_init();
+    for (int i = atomic_load(&s->acked) + 1; atomic_load(&s->readers_left) > 0; i++) {
+        char body[32];
+        resp r;
+        snprintf(body, sizeof(body), "{\"etag\":\"%d\"}", i);
+        req(&mine, "PUT", "/v1/buckets/coal/objects/hot?ack=logged", body, NULL, &r);
+        if (r.status == 200)
+            atomic_store(&s->acked, i);
+        resp_free(&r);
+    }
+    curl_easy_cleanup(mine.curl);
+    return NULL;
+}
+
+static void coal_run(coal_shared *s, coal_reader *rd, int with_writer) {
+    pthread_t th[COAL_READERS], wt;
+    atomic_store(&s->readers_left, COAL_READERS);
+    pthread_barrier_init(&s->go, NULL, COAL_READERS);
+    for (int i = 0; i < COAL_READERS; i++) {
+        rd[i] = (coal_reader){.s = s};
+        assert_int_equal(pthread_create(&th[i], NULL, coal_reader_main, &rd[i]), 0);
+    }
+    if (with_writer)
+        assert_int_equal(pthread_create(&wt, NULL, coal_writer_main, s), 0);
+    for (int i = 0; i < COAL_READERS; i++)
+        pthread_join(th[i], NULL);
+    if (with_writer)
+        pthread_join(wt, NULL);
+    pthread_barrier_destroy(&s->go);
+}
+
+static void test_coalesced_strong_reads(void **state) {
+    (void)state;
+    env *e = env_start_conf(0, COAL_READERS, 0);
+    assert_non_null(e);
+    make_bucket(e, "coal", NULL);
+    resp r;
+    req(e, "PUT", "/v1/buckets/coal/objects/hot?ack=logged", "{\"etag\":\"1\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    coal_shared s = {.e = e, .rounds = 1};
+    atomic_store(&s.acked, 1);
+    coal_reader rd[COAL_READERS];
+
+    double before = metric_of(e, "objlog_list_offsets_requests_total");
+    coal_run(&s, rd, 0);
+    double used = metric_of(e, "objlog_list_offsets_requests_total") - before;
+    /* each /metrics scrape fetches every partition's end (4) once */
+    used -= 4;
+    print_message("32 concurrent strong GETs issued %.0f ListOffsets requests\n", used);
+    for (int i = 0; i < COAL_READERS; i++) {
+        assert_int_equal(rd[i].ok, 1);
+        assert_int_equal(rd[i].first, 1);
+    }
+    assert_true(used >= 1 && used < COAL_READERS);
+
+    s.rounds = 10;
+    coal_run(&s, rd, 1);
+    int ok = 0, stale = 0;
+    for (int i = 0; i < COAL_READERS; i++) {
+        ok += rd[i].ok;
+        stale += rd[i].stale;
+    }
+    print_message("with a writer: %d reads, %d stale, %d writes acked\n", ok, stale,
+                  atomic_load(&s.acked));
+    assert_int_equal(ok, COAL_READERS * 10);
+    assert_int_equal(stale, 0);
+    assert_true(atomic_load(&s.acked) > 1);
+    env_stop(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_head),
@@ -1483,6 +1865,9 @@ int main(void) {
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_slow_apply),
         cmocka_unit_test(test_writes_outcome_expired),
+        cmocka_unit_test(test_lag_and_metrics),
+        cmocka_unit_test(test_lag_slow_apply),
+        cmocka_unit_test(test_coalesced_strong_reads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

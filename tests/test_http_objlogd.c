@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -138,6 +139,47 @@ static void test_brokers_missing_topic(void **state) {
     assert_non_null(strstr(errout, "topic objlog.events is missing"));
 }
 
+/* --test-apply-delay-ms slows applying, --ready-max-lag makes /readyz fail
+ * meanwhile, --max-timeout-ms caps timeout_ms (and the default under it). */
+static void test_lag_flags(void **state) {
+    (void)state;
+    char dir[256], bootstrap[512], listen[64], url[256], out[4096];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    char *args[] = {"--listen", "127.0.0.1:0", "--data", dir, "--partitions", "1",
+                    "--threads", "2", "--ready-max-lag", "1", "--max-timeout-ms",
+                    "500", "--test-apply-delay-ms", "700", NULL};
+    proc *p = start(args, bootstrap, listen, 0);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/flags?ack=logged", listen);
+    assert_int_equal(http("PUT", url, NULL, out, sizeof(out)), 200);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/flags/objects/k?ack=logged", listen);
+    assert_int_equal(http("PUT", url, "{\"etag\":\"1\"}", out, sizeof(out)), 200);
+    assert_int_equal(http("PUT", url, "{\"etag\":\"2\"}", out, sizeof(out)), 200);
+    snprintf(url, sizeof(url), "http://%s/readyz", listen);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 503);
+    assert_non_null(strstr(out, "\"ready\":false"));
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/flags/objects/k?timeout_ms=501", listen);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 400);
+    assert_non_null(strstr(out, "0..500"));
+    int ready = 0;
+    snprintf(url, sizeof(url), "http://%s/readyz", listen);
+    for (int i = 0; i < 100 && !ready; i++) {
+        ready = http("GET", url, NULL, out, sizeof(out)) == 200;
+        if (!ready) {
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(ready);
+    assert_string_equal(out, "{\"ready\":true}\n");
+    snprintf(url, sizeof(url), "http://%s/v1/lag", listen);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+    assert_non_null(strstr(out, "{\"partition\":0,\"applied\":3,\"end\":3,"
+                                "\"lag_messages\":0,\"lag_seconds\":0.0,"
+                                "\"state\":\"running\"}"));
+    assert_exit_0(proc_stop(p, 20000));
+    proc_rmtree(dir);
+}
+
 static void test_bad_flags_exit_2(void **state) {
     (void)state;
     struct { const char *flag, *value, *named; } rows[] = {
@@ -147,6 +189,9 @@ static void test_bad_flags_exit_2(void **state) {
         {"--listen", "nowhere", "--listen"},
         {"--listen", "127.0.0.1:70000", "--listen"},
         {"--data", NULL, "--data"},
+        {"--ready-max-lag", "0", "--ready-max-lag"},
+        {"--max-timeout-ms", "x", "--max-timeout-ms"},
+        {"--test-apply-delay-ms", "-1", "--test-apply-delay-ms"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char out[1024], err[4096];
@@ -168,6 +213,7 @@ int main(void) {
         cmocka_unit_test(test_brokers_missing_topic),
         cmocka_unit_test(test_embedded_serves_and_stops),
         cmocka_unit_test(test_kafka_only_and_brokers),
+        cmocka_unit_test(test_lag_flags),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -1,0 +1,305 @@
+/* metrics.c: the operator routes (DESIGN §7): GET /v1/lag (JSON), GET
+ * /readyz and GET /metrics (Prometheus text format 0.0.4).
+ *
+ * Owns nothing: every figure is read at request time from the materializer,
+ * the watermark cache (watermark.c) and the per-worker request counters
+ * (http.c). These routes honour no fence; their end offsets may share a
+ * ListOffsets request already in flight. Invariant: a partition's lag is
+ * never negative (the end offset is clamped up to the applied one, which
+ * may have moved on since the end was fetched). */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "outcome.h"
+
+#define METRICS_WM_TIMEOUT_MS 1000
+
+typedef struct lag_row {
+    int64_t applied;
+    int64_t end;
+    int64_t lag;
+    double lag_s;
+    int stopped;
+    char err[256];
+} lag_row;
+
+static int64_t metrics_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Lag in seconds is measured in log time (Kafka timestamps), as the issue
+ * defines it: the log time of the newest event known for the partition
+ * minus that of the newest applied one, 0 when caught up.
+ *  - "newest known" is the newest event the consumer has taken from the
+ *    log; when it is not newer than the applied one although the end
+ *    offset says more events exist (not fetched yet, e.g. a stalled or
+ *    stopped consumer), their log time is at most now, so now is used:
+ *    the lag of a stuck partition keeps growing instead of reading 0.
+ *  - "newest applied" comes from the stored outcome after a restart; when
+ *    it is unknown (nothing applied yet, or its outcome was trimmed), the
+ *    oldest fetched-but-unapplied event stands in for it (a lower bound). */
+static double metrics_lag_seconds(const objlog_log_times *t, int64_t lag,
+                                  int64_t now_ms) {
+    if (lag <= 0)
+        return 0.0;
+    int64_t newest = t->fetched_ms > t->applied_ms ? t->fetched_ms : now_ms;
+    int64_t base = t->applied_ms >= 0 ? t->applied_ms
+                   : t->pending_ms >= 0 ? t->pending_ms : newest;
+    return newest > base ? (double)(newest - base) / 1000.0 : 0.0;
+}
+
+static void metrics_lag_row(objlog_query *q, int32_t p, int64_t now_ms,
+                            lag_row *r) {
+    memset(r, 0, sizeof(*r));
+    int64_t end = -1;
+    if (wm_end_offset(q->wm, p, 0, METRICS_WM_TIMEOUT_MS, &end) != 0)
+        end = wm_last_end(q->wm, p); /* broker unreachable: the last known */
+    /* Applied is read after the end offset, so it may be past it. */
+    r->applied = objlog_materializer_applied(q->m, p);
+    r->end = end > r->applied ? end : r->applied;
+    r->lag = r->end - r->applied;
+    r->stopped = objlog_materializer_partition_error(q->m, p, r->err,
+                                                     sizeof(r->err)) != NULL;
+    objlog_log_times t;
+    if (objlog_materializer_log_times(q->m, p, &t) == 0)
+        r->lag_s = metrics_lag_seconds(&t, r->lag, now_ms);
+}
+
+/* rows[nparts], caller frees; NULL out of memory. */
+static lag_row *metrics_lag_rows(objlog_query *q, int *nparts) {
+    int n = objlog_materializer_partitions(q->m);
+    lag_row *rows = calloc((size_t)(n > 0 ? n : 1), sizeof(*rows));
+    if (!rows)
+        return NULL;
+    int64_t now_ms = metrics_now_ms();
+    for (int p = 0; p < n; p++)
+        metrics_lag_row(q, p, now_ms, &rows[p]);
+    *nparts = n;
+    return rows;
+}
+
+/* ------------------------------------------------------------- /v1/lag */
+
+static json_t *metrics_lag_json(objlog_query *q, const lag_row *rows, int n) {
+    json_t *parts = json_array();
+    int64_t max_lag = 0;
+    double max_s = 0.0;
+    for (int p = 0; p < n; p++) {
+        const lag_row *r = &rows[p];
+        json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:f, s:s}", "partition", p,
+                              "applied", (json_int_t)r->applied, "end",
+                              (json_int_t)r->end, "lag_messages",
+                              (json_int_t)r->lag, "lag_seconds", r->lag_s,
+                              "state", r->stopped ? "stopped" : "running");
+        if (o && r->stopped)
+            json_object_set_new(o, "error", json_string(r->err));
+        json_array_append_new(parts, o);
+        max_lag = r->lag > max_lag ? r->lag : max_lag;
+        max_s = r->lag_s > max_s ? r->lag_s : max_s;
+    }
+    return json_pack("{s:o, s:I, s:f, s:I, s:I}", "partitions", parts,
+                     "max_lag_messages", (json_int_t)max_lag,
+                     "max_lag_seconds", max_s, "events_applied",
+                     (json_int_t)objlog_materializer_events_applied(q->m),
+                     "dlq_events",
+                     (json_int_t)objlog_materializer_dlq_count(q->m));
+}
+
+void metrics_lag(http_ctx *c) {
+    int n = 0;
+    lag_row *rows = metrics_lag_rows(c->q, &n);
+    if (!rows) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    http_reply_json(c, 200, metrics_lag_json(c->q, rows, n));
+    free(rows);
+}
+
+/* -------------------------------------------------------------- /readyz */
+
+void metrics_readyz(http_ctx *c) {
+    int n = 0;
+    lag_row *rows = metrics_lag_rows(c->q, &n);
+    if (!rows) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    char reason[512] = "";
+    for (int p = 0; p < n && !reason[0]; p++) {
+        if (rows[p].stopped)
+            snprintf(reason, sizeof(reason), "partition %d is stopped: %s", p,
+                     rows[p].err);
+        else if (rows[p].lag > c->q->ready_max_lag)
+            snprintf(reason, sizeof(reason),
+                     "partition %d lags %lld messages (more than %lld)", p,
+                     (long long)rows[p].lag, (long long)c->q->ready_max_lag);
+    }
+    free(rows);
+    if (reason[0])
+        http_reply_json(c, 503, json_pack("{s:b, s:s}", "ready", 0, "reason", reason));
+    else
+        http_reply_json(c, 200, json_pack("{s:b}", "ready", 1));
+}
+
+/* ------------------------------------------------------------- /metrics */
+
+/* A label value as the text format wants it: \\, \" and \n escaped. */
+static void metrics_label(FILE *f, const char *v) {
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fprintf(f, "\\%c", *v);
+        else if (*v == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*v, f);
+    }
+}
+
+static void metrics_family(FILE *f, const char *name, const char *type,
+                           const char *help) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void metrics_partitions(FILE *f, const lag_row *rows, int n) {
+    static const struct {
+        const char *name, *help;
+    } fam[] = {
+        {"objlog_partition_applied_offset",
+         "Next offset the view will apply; every offset below is applied."},
+        {"objlog_partition_end_offset", "Log end offset (high watermark)."},
+        {"objlog_partition_lag_messages", "End offset minus applied offset."},
+        {"objlog_partition_lag_seconds",
+         "Log time of the newest known event minus that of the newest applied."},
+        {"objlog_partition_stopped",
+         "1 when the partition stopped applying (see /v1/lag for why)."},
+    };
+    for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+        metrics_family(f, fam[k].name, "gauge", fam[k].help);
+        for (int p = 0; p < n; p++) {
+            fprintf(f, "%s{partition=\"%d\"} ", fam[k].name, p);
+            switch (k) {
+            case 0: fprintf(f, "%lld\n", (long long)rows[p].applied); break;
+            case 1: fprintf(f, "%lld\n", (long long)rows[p].end); break;
+            case 2: fprintf(f, "%lld\n", (long long)rows[p].lag); break;
+            case 3: fprintf(f, "%.3f\n", rows[p].lag_s); break;
+            default: fprintf(f, "%d\n", rows[p].stopped); break;
+            }
+        }
+    }
+}
+
+static void metrics_apply(FILE *f, objlog_query *q) {
+    metrics_family(f, "objlog_events_applied_total", "counter",
+                   "Events applied by this process, by outcome.");
+    const ProtobufCEnumDescriptor *d = &objlog__outcome_code__descriptor;
+    for (unsigned i = 0; i < d->n_values; i++) {
+        Objlog__OutcomeCode code = (Objlog__OutcomeCode)d->values[i].value;
+        fputs("objlog_events_applied_total{outcome=\"", f);
+        metrics_label(f, outcome_code_name(code));
+        fprintf(f, "\"} %llu\n", (unsigned long long)
+                objlog_materializer_events_by_outcome(q->m, code));
+    }
+    metrics_family(f, "objlog_dlq_events_total", "counter",
+                   "Undecodable events sent to the dead-letter topic.");
+    fprintf(f, "objlog_dlq_events_total %llu\n",
+            (unsigned long long)objlog_materializer_dlq_count(q->m));
+}
+
+static void metrics_fences(FILE *f, objlog_query *q) {
+    static const char *const modes[FENCE_MODES] = {"strong", "token"};
+    metrics_family(f, "objlog_fence_waits_total", "counter",
+                   "Reads that had to wait for the view to apply an offset.");
+    for (int i = 0; i < FENCE_MODES; i++)
+        fprintf(f, "objlog_fence_waits_total{mode=\"%s\"} %llu\n", modes[i],
+                (unsigned long long)atomic_load_explicit(&q->fence_waits[i],
+                                                         memory_order_relaxed));
+    metrics_family(f, "objlog_fence_timeouts_total", "counter",
+                   "Reads answered 503 SlowDown because the fence timed out.");
+    for (int i = 0; i < FENCE_MODES; i++)
+        fprintf(f, "objlog_fence_timeouts_total{mode=\"%s\"} %llu\n", modes[i],
+                (unsigned long long)atomic_load_explicit(&q->fence_timeouts[i],
+                                                         memory_order_relaxed));
+    metrics_family(f, "objlog_list_offsets_requests_total", "counter",
+                   "ListOffsets (end offset) requests sent to the brokers.");
+    fprintf(f, "objlog_list_offsets_requests_total %llu\n",
+            (unsigned long long)wm_requests(q->wm));
+}
+
+static uint64_t metrics_sum(objlog_query *q, size_t off) {
+    uint64_t v = 0;
+    for (int i = 0; i < q->nworkers; i++)
+        if (q->workers[i].stats)
+            v += atomic_load_explicit(
+                (atomic_uint_fast64_t *)((char *)q->workers[i].stats + off),
+                memory_order_relaxed);
+    return v;
+}
+
+static void metrics_requests(FILE *f, objlog_query *q) {
+    metrics_family(f, "objlog_http_requests_total", "counter",
+                   "HTTP requests answered, by endpoint and status code.");
+    for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
+        for (int s = 0; s < HTTP_STATUS_SLOTS; s++) {
+            uint64_t v = metrics_sum(q, offsetof(http_stats, status[ep][s]));
+            if (v)
+                fprintf(f, "objlog_http_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
+                        http_endpoint_name(ep), s + HTTP_STATUS_MIN,
+                        (unsigned long long)v);
+        }
+}
+
+static void metrics_histogram(FILE *f, objlog_query *q, int ep) {
+    const char *name = http_endpoint_name(ep);
+    uint64_t cum = 0;
+    for (int b = 0; b <= HTTP_HIST_BUCKETS; b++) {
+        cum += metrics_sum(q, offsetof(http_stats, hist[ep][b]));
+        if (b < HTTP_HIST_BUCKETS)
+            fprintf(f, "objlog_http_request_duration_seconds_bucket{endpoint=\"%s\",le=\"%g\"} %llu\n",
+                    name, http_hist_bounds[b], (unsigned long long)cum);
+        else
+            fprintf(f, "objlog_http_request_duration_seconds_bucket{endpoint=\"%s\",le=\"+Inf\"} %llu\n",
+                    name, (unsigned long long)cum);
+    }
+    uint64_t ns = metrics_sum(q, offsetof(http_stats, sum_ns[ep]));
+    fprintf(f, "objlog_http_request_duration_seconds_sum{endpoint=\"%s\"} %.9f\n",
+            name, (double)ns / 1e9);
+    fprintf(f, "objlog_http_request_duration_seconds_count{endpoint=\"%s\"} %llu\n",
+            name, (unsigned long long)cum);
+}
+
+static void metrics_latency(FILE *f, objlog_query *q) {
+    metrics_family(f, "objlog_http_request_duration_seconds", "histogram",
+                   "Time from dispatch to reply, by endpoint.");
+    for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
+        metrics_histogram(f, q, ep);
+}
+
+void metrics_get(http_ctx *c) {
+    int n = 0;
+    lag_row *rows = metrics_lag_rows(c->q, &n);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = rows ? open_memstream(&text, &len) : NULL;
+    if (!f) {
+        free(rows);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    metrics_partitions(f, rows, n);
+    metrics_apply(f, c->q);
+    metrics_fences(f, c->q);
+    metrics_requests(f, c->q);
+    metrics_latency(f, c->q);
+    fclose(f);
+    free(rows);
+    http_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text);
+}

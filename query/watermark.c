@@ -1,0 +1,196 @@
+/* watermark.c: coalesced end offsets (high watermarks) of the events topic
+ * for strong-read fences, /v1/lag, /readyz and /metrics (DESIGN §7).
+ *
+ * Owns one rd_kafka handle and, per partition, the state of its ListOffsets
+ * requests. Invariant: per partition at most one request is in flight; any
+ * number of readers share it. A strong read only ever uses an end offset
+ * fetched by a request that STARTED after the read arrived (see
+ * wm_await), so sharing never weakens the read-index fence. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct wm_part {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t started;            /* requests started (numbered 1, 2, ...) */
+    uint64_t done;               /* requests finished; started - done <= 1 */
+    int64_t end;                 /* result of request `done` */
+    rd_kafka_resp_err_t err;     /* its error, 0 when end is valid */
+    int64_t last_end;            /* newest successful end offset, -1 none */
+} wm_part;
+
+struct wm_cache {
+    rd_kafka_t *rk;
+    char *topic;
+    int nparts;
+    wm_part *parts;
+    atomic_uint_fast64_t requests; /* ListOffsets requests issued */
+    wm_fetch_fn fetch;           /* tests only: replaces the broker call */
+    void *fetch_opaque;
+};
+
+void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque) {
+    w->fetch = fn;
+    w->fetch_opaque = opaque;
+}
+
+wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
+                 char *errstr, size_t errstr_size) {
+    wm_cache *w = calloc(1, sizeof(*w));
+    if (!w || !(w->topic = strdup(topic)) ||
+        !(w->parts = calloc((size_t)nparts, sizeof(*w->parts)))) {
+        snprintf(errstr, errstr_size, "watermarks: out of memory");
+        wm_destroy(w);
+        return NULL;
+    }
+    w->nparts = nparts;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    for (int p = 0; p < nparts; p++) {
+        pthread_mutex_init(&w->parts[p].mu, NULL);
+        pthread_cond_init(&w->parts[p].cv, &ca);
+        w->parts[p].last_end = -1;
+    }
+    pthread_condattr_destroy(&ca);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char tmp[256];
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
+        !(w->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
+        snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        wm_destroy(w);
+        return NULL;
+    }
+    return w;
+}
+
+void wm_destroy(wm_cache *w) {
+    if (!w)
+        return;
+    if (w->rk)
+        rd_kafka_destroy(w->rk);
+    for (int p = 0; w->parts && p < w->nparts; p++) {
+        pthread_mutex_destroy(&w->parts[p].mu);
+        pthread_cond_destroy(&w->parts[p].cv);
+    }
+    free(w->parts);
+    free(w->topic);
+    free(w);
+}
+
+static void wm_deadline(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static int wm_remaining_ms(const struct timespec *until) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ms = (long long)(until->tv_sec - now.tv_sec) * 1000 +
+                   (until->tv_nsec - now.tv_nsec) / 1000000L;
+    return ms > 0 ? (int)ms : 0;
+}
+
+/* Runs request number wp->started with wp->mu held on entry and exit; the
+ * lock is dropped for the broker round trip so that readers can queue. */
+static void wm_fetch_locked(wm_cache *w, int32_t p, int timeout_ms) {
+    wm_part *wp = &w->parts[p];
+    pthread_mutex_unlock(&wp->mu);
+    int64_t lo = 0, hi = 0;
+    atomic_fetch_add_explicit(&w->requests, 1, memory_order_relaxed);
+    rd_kafka_resp_err_t err =
+        w->fetch ? w->fetch(w->fetch_opaque, p, timeout_ms, &hi)
+                 : rd_kafka_query_watermark_offsets(w->rk, w->topic, p, &lo, &hi,
+                                                    timeout_ms > 0 ? timeout_ms : 1);
+    pthread_mutex_lock(&wp->mu);
+    wp->done = wp->started;
+    wp->err = err;
+    wp->end = err ? -1 : hi;
+    if (!err && hi > wp->last_end)
+        wp->last_end = hi;
+    pthread_cond_broadcast(&wp->cv);
+}
+
+/* Waits (or fetches) until request number `need` or a later one finished.
+ * 0 with *end, or an error: the request's own, or __TIMED_OUT. */
+static rd_kafka_resp_err_t wm_await(wm_cache *w, int32_t p, uint64_t need,
+                                    const struct timespec *until,
+                                    int64_t *end) {
+    wm_part *wp = &w->parts[p];
+    /* Why a strong read waits for a request numbered `need` (the next one
+     * to start, wm_end_offset) rather than taking the answer of the one in
+     * flight: that request may have been sent before a write that was
+     * acknowledged before this read arrived, so its end offset can lie
+     * below that write, and a read fenced on it could miss its own
+     * acknowledged write (not linearizable). The first request that starts
+     * after the read arrived returns an end offset covering every write
+     * acked until then (DESIGN §7, read index). Every reader that arrives
+     * while request N is in flight waits for N+1, so however many readers
+     * there are, each partition sees one round trip at a time; whoever
+     * finds none in flight starts it. A later request than `need` is as
+     * good (it started later still). */
+    while (wp->done < need) {
+        if (wp->started == wp->done) {
+            wp->started++;
+            wm_fetch_locked(w, p, wm_remaining_ms(until));
+            continue;
+        }
+        if (pthread_cond_timedwait(&wp->cv, &wp->mu, until) == ETIMEDOUT &&
+            wp->done < need)
+            return RD_KAFKA_RESP_ERR__TIMED_OUT;
+    }
+    *end = wp->end;
+    return wp->err;
+}
+
+rd_kafka_resp_err_t wm_end_offset(wm_cache *w, int32_t p, int fresh,
+                                  int timeout_ms, int64_t *end) {
+    if (p < 0 || p >= w->nparts)
+        return RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+    wm_part *wp = &w->parts[p];
+    struct timespec until;
+    wm_deadline(&until, timeout_ms);
+    pthread_mutex_lock(&wp->mu);
+    /* The first request to start after now (see wm_await for why a strong
+     * read may not use the one in flight); /v1/lag and metrics honour no
+     * fence and may share the one in flight. */
+    uint64_t need = wp->started + 1;
+    if (!fresh && wp->started > wp->done)
+        need = wp->started;
+    rd_kafka_resp_err_t err;
+    for (;;) {
+        err = wm_await(w, p, need, &until, end);
+        /* The request we shared may have run out of its own starter's
+         * (shorter) time: try again on ours while we have some. */
+        if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || wm_remaining_ms(&until) == 0)
+            break;
+        need = wp->started + 1;
+    }
+    pthread_mutex_unlock(&wp->mu);
+    return err;
+}
+
+int64_t wm_last_end(wm_cache *w, int32_t p) {
+    if (p < 0 || p >= w->nparts)
+        return -1;
+    pthread_mutex_lock(&w->parts[p].mu);
+    int64_t v = w->parts[p].last_end;
+    pthread_mutex_unlock(&w->parts[p].mu);
+    return v;
+}
+
+uint64_t wm_requests(wm_cache *w) {
+    return atomic_load_explicit(&w->requests, memory_order_relaxed);
+}
