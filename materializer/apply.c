@@ -43,11 +43,12 @@
  *                     for all buckets: BucketNotEmpty.)
  *      SetVersioning  missing -> NoSuchBucket; Unversioned once Enabled or
  *                     Suspended -> InvalidArgument; else OK
- *      SetQuota       missing -> NoSuchBucket; else OK (enforced with stats,
- *                     a later issue)
+ *      SetQuota       missing -> NoSuchBucket; else OK (the new quota
+ *                     applies from the next event; usage above it stays)
  *      PutObject      empty key -> InvalidArgument; missing bucket ->
  *                     NoSuchBucket; preconditions (P below); a new version
- *                     beyond the cap -> TooManyVersions; else OK
+ *                     beyond the cap -> TooManyVersions; bucket quota (Q
+ *                     below) -> QuotaExceeded; else OK
  *      DeleteObject   same checks as PutObject (P included, against the
  *                     current version even with a version id: "Conditional
  *                     delete evaluations only apply to the current version
@@ -71,7 +72,8 @@
  *                     stripped, hex case-insensitive) or is not 32 hex
  *                     digits -> InvalidPart; a part but the last below
  *                     5 MiB -> EntityTooSmall; preconditions (P);
- *                     cap -> TooManyVersions; else OK:
+ *                     cap -> TooManyVersions; quota (Q) ->
+ *                     QuotaExceeded; else OK:
  *                     a new version exactly as PutObject (versioning, null
  *                     replacement) with the upload's meta, size = sum of
  *                     the parts, etag = hex(md5(md5 bytes of each part in
@@ -120,6 +122,18 @@
  *                     zh-CN edition of that page; the general-purpose
  *                     bucket behaviour is 404 NoSuchKey when If-Match is
  *                     sent and the object is absent, 412 on a mismatch).
+ *
+ * Q, bucket quota (BucketRecord.quota; 0 = no limit), for PutObject and
+ * CompleteUpload, read from the bucket's `stats` row as this event sees it
+ * (so it is a function of the log prefix, deterministic under replay):
+ * live usage after the write = objects - (1 if the key has a live current
+ * version) + 1, bytes - its size + the new size. objects > max_objects or
+ * bytes > max_bytes -> QuotaExceeded (403), nothing changes, UNLESS the
+ * write does not grow that figure (an overwrite by the same or a smaller
+ * object), so a bucket above a lowered quota can still be rewritten and
+ * shrunk. Deletes are never refused. Counters (stats CF, layout in
+ * materializer.h) change in the same batch as the rows they count, only
+ * for OK outcomes (stats_commit).
  *
  * Versioning, exactly as S3 (seq = keycodec_seq(event epoch, offset)):
  *   Unversioned  PUT replaces the single "null" version; DELETE removes it
@@ -315,6 +329,26 @@ int objlog_uploads_part_key(keybuf *kb, const char *bucket, size_t bn,
     return keybuf_append(kb, be, sizeof(be));
 }
 
+/* ---- `stats` rows (layout in materializer.h) ---- */
+
+int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn) {
+    keybuf_reset(kb);
+    return keybuf_append(kb, "b", 1) < 0 ? -1
+                                         : keycodec_bucket_part(kb, bucket, bn);
+}
+
+int objlog_stats_global_key(keybuf *kb) {
+    keybuf_reset(kb);
+    return keybuf_append(kb, "g", 1);
+}
+
+int objlog_stats_tenant_key(keybuf *kb, const char *tenant) {
+    keybuf_reset(kb);
+    if (keybuf_append(kb, "t", 1) < 0)
+        return -1;
+    return keycodec_append_enc(kb, (const uint8_t *)tenant, strlen(tenant));
+}
+
 /* ---- batch ---- */
 
 apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
@@ -438,6 +472,12 @@ static rocksdb_iterator_t *batch_iter(apply_batch *b, objlog_cf cf) {
 
 /* ---- one event ---- */
 
+/* Signed change of every UsageStats counter made by one event. */
+typedef struct stats_delta {
+    int64_t objects, bytes, versions, version_bytes, noncurrent_versions,
+        noncurrent_bytes, delete_markers, uploads, upload_part_bytes, buckets;
+} stats_delta;
+
 typedef struct apply_result {
     Objlog__OutcomeCode code;
     char message[256];
@@ -460,6 +500,11 @@ typedef struct apply_ev {
     apply_result res;
     char *errstr;
     size_t es;
+    /* Usage delta of this event (stats CF), staged only if it succeeds. */
+    stats_delta d;
+    int obj_live_before;     /* the `objects` row before a key op */
+    uint64_t obj_size_before;
+    char *tenant;            /* the bucket's tenant once loaded (owned) */
 } apply_ev;
 
 static void reject(apply_ev *a, Objlog__OutcomeCode code, const char *fmt,
@@ -575,6 +620,19 @@ static int load_version(apply_ev *a, uint64_t seq, Objlog__VersionRecord **out) 
 }
 
 static int delete_version(apply_ev *a, uint64_t seq) {
+    Objlog__VersionRecord *r;
+    int rc = load_version(a, seq, &r);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        if (r->delete_marker) {
+            a->d.delete_markers--;
+        } else {
+            a->d.versions--;
+            a->d.version_bytes -= (int64_t)(r->meta ? r->meta->size : 0);
+        }
+        objlog__version_record__free_unpacked(r, NULL);
+    }
     keybuf row;
     if (version_row(a, seq, &row) < 0)
         return -1;
@@ -595,6 +653,12 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
     r.delete_marker = marker;
     r.meta = marker ? NULL : (meta ? meta : &empty);
     r.log_time_ms = a->log_time_ms;
+    if (marker) {
+        a->d.delete_markers++;
+    } else {
+        a->d.versions++;
+        a->d.version_bytes += (int64_t)(r.meta->size);
+    }
     keybuf row;
     if (version_row(a, a->seq, &row) < 0)
         return -1;
@@ -723,10 +787,22 @@ static int check_preconditions(apply_ev *a) {
     return ok;
 }
 
+/* Keeps the bucket's tenant for the stats rows. 0 or -1. */
+static int set_tenant(apply_ev *a, const char *tenant) {
+    free(a->tenant);
+    a->tenant = strdup(tenant ? tenant : "");
+    if (!a->tenant) {
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* What object ops need to know about their bucket. */
 typedef struct bucket_state {
     Objlog__Versioning versioning;
     uint64_t max_versions; /* the cap, default applied */
+    uint64_t max_bytes, max_objects; /* quota, 0 = none */
 } bucket_state;
 
 /* Gate of every key op: non-empty key, existing bucket. 1 passed (*bs
@@ -744,8 +820,11 @@ static int key_gate(apply_ev *a, bucket_state *bs) {
     bs->versioning = br->versioning;
     bs->max_versions = br->max_versions ? br->max_versions
                                         : OBJLOG_MAX_VERSIONS_DEFAULT;
+    bs->max_bytes = br->quota ? br->quota->max_bytes : 0;
+    bs->max_objects = br->quota ? br->quota->max_objects : 0;
+    rc = set_tenant(a, br->tenant);
     objlog__bucket_record__free_unpacked(br, NULL);
-    return 1;
+    return rc < 0 ? -1 : 1;
 }
 
 /* Gate of PUT and DELETE: key_gate, then preconditions. */
@@ -765,6 +844,186 @@ static int cap_allows_one_more(apply_ev *a, const objlog_key_header *h,
     reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_VERSIONS,
            "the key already has the bucket's maximum of %s versions "
            "(delete markers included)", n);
+    return 0;
+}
+
+/* ---- usage counters (stats CF; layout in materializer.h) ----
+ *
+ * Every event that changes a counted row accumulates its change in a->d
+ * while it stages the rows; apply_decide then adds a->d to the bucket's,
+ * its tenant's and the global row, in the same batch. Noncurrent versions
+ * are not tracked row by row: per key, noncurrent = versions - (1 if the
+ * newest row is live), and the newest row is live iff `objects` holds it,
+ * so noncurrent changes by Δversions - Δobjects (bytes likewise). */
+
+static uint64_t *stats_field(Objlog__UsageStats *u, int i) {
+    uint64_t *f[] = {&u->objects, &u->bytes, &u->versions, &u->version_bytes,
+                     &u->noncurrent_versions, &u->noncurrent_bytes,
+                     &u->delete_markers, &u->uploads, &u->upload_part_bytes,
+                     &u->buckets};
+    return f[i];
+}
+
+static int64_t *delta_field(stats_delta *d, int i) {
+    int64_t *f[] = {&d->objects, &d->bytes, &d->versions, &d->version_bytes,
+                    &d->noncurrent_versions, &d->noncurrent_bytes,
+                    &d->delete_markers, &d->uploads, &d->upload_part_bytes,
+                    &d->buckets};
+    return f[i];
+}
+#define STATS_FIELDS 10
+
+static int delta_is_zero(stats_delta *d) {
+    for (int i = 0; i < STATS_FIELDS; i++)
+        if (*delta_field(d, i))
+            return 0;
+    return 1;
+}
+
+/* Reads a stats row as the batch sees it; absent = all zero. 0 or -1. */
+static int stats_load(apply_batch *b, const keybuf *k, Objlog__UsageStats *out,
+                      char *errstr, size_t es) {
+    Objlog__UsageStats init = OBJLOG__USAGE_STATS__INIT;
+    *out = init;
+    char *v;
+    size_t vn;
+    int rc = batch_get(b, OBJLOG_CF_STATS, k->data, k->len, &v, &vn, errstr, es);
+    if (rc <= 0)
+        return rc;
+    Objlog__UsageStats *u = objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!u) {
+        snprintf(errstr, es, "stats row: corrupt record");
+        return -1;
+    }
+    for (int i = 0; i < STATS_FIELDS; i++)
+        *stats_field(out, i) = *stats_field(u, i);
+    objlog__usage_stats__free_unpacked(u, NULL);
+    return 0;
+}
+
+/* Adds d to the row at k (unsigned wrap-around: the final values are
+ * exact). drop_empty: delete the row when no bucket is left (tenants). */
+static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
+                     int drop_empty, char *errstr, size_t es) {
+    Objlog__UsageStats u;
+    if (stats_load(b, k, &u, errstr, es) < 0)
+        return -1;
+    for (int i = 0; i < STATS_FIELDS; i++)
+        *stats_field(&u, i) += (uint64_t)*delta_field(d, i);
+    if (drop_empty && u.buckets == 0) {
+        rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, OBJLOG_CF_STATS),
+                                        (const char *)k->data, k->len);
+        return 0;
+    }
+    return batch_put_msg(b, OBJLOG_CF_STATS, k->data, k->len, &u.base, errstr, es);
+}
+
+/* Stages a->d into the bucket's, the tenant's and the global rows. The
+ * bucket's own row never counts buckets (DeleteBucket removes it). */
+static int stats_commit(apply_ev *a) {
+    if (delta_is_zero(&a->d))
+        return 0;
+    keybuf k;
+    int rc = 0;
+    int64_t nb = a->d.buckets;
+    keybuf_init(&k);
+    if (a->ev->op_case != OBJLOG__EVENT__OP_DELETE_BUCKET) {
+        a->d.buckets = 0;
+        rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
+        if (rc < 0)
+            rc = -2;
+        else
+            rc = stats_add(a->b, &k, &a->d, 0, a->errstr, a->es);
+        a->d.buckets = nb;
+    }
+    if (rc == 0 && objlog_stats_tenant_key(&k, a->tenant ? a->tenant : "") < 0)
+        rc = -2;
+    if (rc == 0)
+        rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
+    if (rc == 0 && objlog_stats_global_key(&k) < 0)
+        rc = -2;
+    if (rc == 0)
+        rc = stats_add(a->b, &k, &a->d, 0, a->errstr, a->es);
+    keybuf_free(&k);
+    if (rc == -2)
+        snprintf(a->errstr, a->es, "out of memory");
+    return rc < 0 ? -1 : 0;
+}
+
+/* The key's `objects` row: 1 live (*size set), 0 none, -1 error. */
+static int current_size(apply_ev *a, uint64_t *size) {
+    char *v;
+    size_t vn;
+    *size = 0;
+    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+                       &v, &vn, a->errstr, a->es);
+    if (rc <= 0)
+        return rc;
+    Objlog__VersionRecord *r =
+        objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!r) {
+        snprintf(a->errstr, a->es, "object record in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    *size = r->meta ? r->meta->size : 0;
+    objlog__version_record__free_unpacked(r, NULL);
+    return 1;
+}
+
+/* Before a key op stages anything: remembers the current live version. */
+static int stats_key_begin(apply_ev *a) {
+    int rc = current_size(a, &a->obj_size_before);
+    if (rc < 0)
+        return -1;
+    a->obj_live_before = rc;
+    return 0;
+}
+
+/* After a key op staged its rows: objects/bytes and noncurrent deltas. */
+static int stats_key_end(apply_ev *a) {
+    uint64_t size;
+    int live = current_size(a, &size);
+    if (live < 0)
+        return -1;
+    a->d.objects += live - a->obj_live_before;
+    a->d.bytes += (int64_t)size - (int64_t)a->obj_size_before;
+    a->d.noncurrent_versions = a->d.versions - a->d.objects;
+    a->d.noncurrent_bytes = a->d.version_bytes - a->d.bytes;
+    return 0;
+}
+
+/* Bucket quota (0 = none), checked before a PUT or CompleteUpload stages
+ * anything: the live usage after the write (it replaces the key's current
+ * version) must stay within the quota. A write that does not grow a
+ * dimension is never refused for it, so a bucket over a lowered quota can
+ * still be overwritten or shrunk. 1 allowed, 0 QuotaExceeded, -1 error. */
+static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
+    if (!bs->max_bytes && !bs->max_objects)
+        return 1;
+    keybuf k;
+    Objlog__UsageStats u;
+    keybuf_init(&k);
+    int rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
+    if (rc < 0)
+        snprintf(a->errstr, a->es, "out of memory");
+    else
+        rc = stats_load(a->b, &k, &u, a->errstr, a->es);
+    keybuf_free(&k);
+    if (rc < 0)
+        return -1;
+    uint64_t objects = u.objects - (uint64_t)a->obj_live_before + 1;
+    uint64_t bytes = u.bytes - a->obj_size_before + size;
+    const char *what = NULL;
+    if (bs->max_objects && objects > bs->max_objects && objects > u.objects)
+        what = "objects";
+    else if (bs->max_bytes && bytes > bs->max_bytes && bytes > u.bytes)
+        what = "bytes";
+    if (!what)
+        return 1;
+    reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_QUOTA_EXCEEDED,
+           "the write would exceed the bucket's quota of max %s", what);
     return 0;
 }
 
@@ -790,7 +1049,21 @@ static int op_create_bucket(apply_ev *a) {
     r.max_versions = cb->max_versions;
     r.created_seq = a->seq;
     r.created_ms = a->log_time_ms;
-    return save_bucket(a, &r);
+    if (save_bucket(a, &r) < 0 || set_tenant(a, cb->tenant) < 0)
+        return -1;
+    /* The bucket's row exists (all zero) from creation to deletion. */
+    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
+    keybuf k;
+    keybuf_init(&k);
+    rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
+    if (rc < 0)
+        snprintf(a->errstr, a->es, "out of memory");
+    else
+        rc = batch_put_msg(a->b, OBJLOG_CF_STATS, k.data, k.len, &zero.base,
+                           a->errstr, a->es);
+    keybuf_free(&k);
+    a->d.buckets = 1;
+    return rc;
 }
 
 /* 1 if cf has any row under the bucket (in `versions`: a version or a
@@ -820,7 +1093,10 @@ static int op_delete_bucket(apply_ev *a) {
     int rc = require_bucket(a, &old);
     if (rc <= 0)
         return rc;
+    rc = set_tenant(a, old->tenant);
     objlog__bucket_record__free_unpacked(old, NULL);
+    if (rc < 0)
+        return -1;
     rc = bucket_has_rows(a, OBJLOG_CF_VERSIONS);
     if (rc < 0)
         return -1;
@@ -840,6 +1116,19 @@ static int op_delete_bucket(apply_ev *a) {
         return 0;
     }
     batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
+    /* Empty, so it only leaves the bucket counts of its tenant and of the
+     * global row. */
+    keybuf k;
+    keybuf_init(&k);
+    if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0) {
+        keybuf_free(&k);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    rocksdb_writebatch_wi_delete_cf(a->b->wb, cfh(a->b, OBJLOG_CF_STATS),
+                                    (const char *)k.data, k.len);
+    keybuf_free(&k);
+    a->d.buckets = -1;
     return 0;
 }
 
@@ -882,6 +1171,9 @@ static int put_version(apply_ev *a, const bucket_state *bs,
     int replaces_null = vs != OBJLOG__VERSIONING__VERSIONING_ENABLED && h.has_null;
     if (!replaces_null && !cap_allows_one_more(a, &h, bs))
         return 0;
+    int qrc = quota_allows(a, bs, meta ? meta->size : 0);
+    if (qrc <= 0)
+        return qrc;
     if (vs == OBJLOG__VERSIONING__VERSIONING_ENABLED) {
         keycodec_version_id(a->seq, a->res.version_id);
         h.versions++;
@@ -907,11 +1199,13 @@ static int op_put_object(apply_ev *a) {
     if (rc <= 0)
         return rc;
     Objlog__ObjectMeta *meta = a->ev->put_object->meta;
+    if (stats_key_begin(a) < 0)
+        return -1;
     rc = put_version(a, &bs, meta);
     if (rc <= 0)
         return rc;
     a->res.etag = meta && meta->etag ? meta->etag : "";
-    return 0;
+    return stats_key_end(a);
 }
 
 /* DELETE without a version id: a marker, or (Unversioned) removal. */
@@ -997,9 +1291,12 @@ static int op_delete_object(apply_ev *a) {
     if (rc <= 0)
         return rc;
     const char *vid = a->ev->delete_object->version_id;
-    if (vid && vid[0])
-        return delete_version_id(a, vid);
-    return delete_current(a, &bs);
+    if (stats_key_begin(a) < 0)
+        return -1;
+    rc = vid && vid[0] ? delete_version_id(a, vid) : delete_current(a, &bs);
+    if (rc < 0 || a->res.code != OBJLOG__OUTCOME_CODE__OUTCOME_OK)
+        return rc;
+    return stats_key_end(a);
 }
 
 /* ---- multipart uploads ---- */
@@ -1088,8 +1385,9 @@ static int load_part(apply_ev *a, const char *upload_id, uint32_t part,
 /* Part numbers recorded for an upload (ascending), as the batch sees them.
  * *parts is owned by the caller (free). 0 or -1. */
 static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
-                      size_t *n) {
+                      size_t *n, uint64_t *bytes) {
     size_t cap = 0;
+    *bytes = 0;
     *parts = NULL;
     *n = 0;
     rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_UPLOADS);
@@ -1112,6 +1410,17 @@ static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
             }
             *parts = p;
         }
+        size_t vn;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__PartRecord *pr =
+            objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!pr) {
+            snprintf(a->errstr, a->es, "part record in %s: corrupt", a->ev->bucket);
+            rc = -1;
+            break;
+        }
+        *bytes += pr->size;
+        objlog__part_record__free_unpacked(pr, NULL);
         const uint8_t *be = k + urow->len;
         (*parts)[(*n)++] = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 |
                            (uint32_t)be[2] << 8 | be[3];
@@ -1134,9 +1443,12 @@ static int remove_upload(apply_ev *a, const char *upload_id) {
     keybuf row;
     uint32_t *parts;
     size_t n;
+    uint64_t bytes;
     if (upload_row(a, upload_id, &row) < 0)
         return -1;
-    int rc = list_parts(a, &row, &parts, &n);
+    int rc = list_parts(a, &row, &parts, &n, &bytes);
+    a->d.uploads--;
+    a->d.upload_part_bytes -= (int64_t)bytes;
     if (rc == 0)
         batch_del(a->b, OBJLOG_CF_UPLOADS, row.data, row.len);
     keybuf_free(&row);
@@ -1197,6 +1509,7 @@ static int op_create_upload(apply_ev *a) {
     rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
                        a->errstr, a->es);
     keybuf_free(&row);
+    a->d.uploads++;
     return rc;
 }
 
@@ -1218,6 +1531,15 @@ static int op_upload_part(apply_ev *a) {
     if (rc <= 0)
         return rc;
     objlog__upload_record__free_unpacked(ur, NULL);
+    Objlog__PartRecord *old;
+    rc = load_part(a, up->upload_id, up->part_number, &old);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        a->d.upload_part_bytes -= (int64_t)old->size;
+        objlog__part_record__free_unpacked(old, NULL);
+    }
+    a->d.upload_part_bytes += (int64_t)up->size;
     Objlog__PartRecord p = OBJLOG__PART_RECORD__INIT;
     p.part_number = up->part_number;
     p.size = up->size;
@@ -1319,6 +1641,8 @@ static int op_complete_upload(apply_ev *a) {
     rc = check_parts(a, cu, &size);
     if (rc == 1)
         rc = check_preconditions(a);
+    if (rc == 1 && stats_key_begin(a) < 0)
+        rc = -1;
     if (rc == 1) {
         /* A shallow copy: the strings stay owned by ur. */
         Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
@@ -1332,7 +1656,8 @@ static int op_complete_upload(apply_ev *a) {
     if (rc <= 0)
         return rc;
     a->res.etag = a->res.etag_buf;
-    return remove_upload(a, cu->upload_id);
+    rc = remove_upload(a, cu->upload_id);
+    return rc < 0 ? -1 : stats_key_end(a);
 }
 
 static int op_abort_upload(apply_ev *a) {
@@ -1734,6 +2059,10 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         rc = -1;
         goto out;
     }
+    if (a.res.code == OBJLOG__OUTCOME_CODE__OUTCOME_OK && stats_commit(&a) < 0) {
+        rc = -1;
+        goto out;
+    }
     if (a.res.code != OBJLOG__OUTCOME_CODE__OUTCOME_OK) {
         /* A rejected event leaves no trace but its outcome. */
         a.res.version_id[0] = '\0';
@@ -1750,6 +2079,7 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
 out:
     keybuf_free(&a.route);
     keybuf_free(&a.bpart);
+    free(a.tenant);
     return rc;
 }
 

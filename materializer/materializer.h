@@ -32,7 +32,24 @@
  *               take the upload rows; list parts: seek
  *               objlog_uploads_part_key(b,k,id,marker+1) and read while the
  *               row still starts with objlog_uploads_upload_key(b,k,id).
- *   stats     (reserved for usage, issue 6)
+ *   stats     'b' bucket_part(b)            -> UsageStats of bucket b
+ *             't' enc(tenant)               -> UsageStats summed over the
+ *               tenant's buckets, .buckets = how many it has
+ *             'g'                           -> UsageStats of everything,
+ *               .buckets = buckets in the store
+ *               Kept by apply.c in the same WriteBatch as the rows they
+ *               count, so they are exact as of the applied offsets:
+ *               objects/bytes = `objects` rows (live current versions);
+ *               versions/version_bytes = version rows that are not delete
+ *               markers; noncurrent = those that are not their key's newest
+ *               row (= versions - objects); delete_markers; uploads = upload
+ *               rows, upload_part_bytes = sum of their PartRecord sizes.
+ *               A bucket's row exists (all zero at first) from CreateBucket
+ *               to DeleteBucket (which only removes it: the bucket is
+ *               empty); a tenant's row exists while it has a bucket; 'g'
+ *               once any bucket was created. Counters only change with
+ *               OK outcomes. Bucket quotas (BucketRecord.quota) are checked
+ *               against the 'b' row by PutObject and CompleteUpload.
  *   outcomes  'o' be32(partition) be64(offset) -> Outcome
  *             'r' request_id(16)               -> be32(partition) be64(offset)
  *               of the request's first outcome. Both are kept for a window
@@ -168,6 +185,12 @@ int objlog_uploads_upload_key(keybuf *kb, const char *bucket, size_t bn,
 int objlog_uploads_part_key(keybuf *kb, const char *bucket, size_t bn,
                             const uint8_t *key, size_t kn,
                             const char *upload_id, uint32_t part_number);
+
+/* Keys of `stats` rows (layout above), built into kb (reset first).
+ * 0, or -1 out of memory. */
+int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn);
+int objlog_stats_tenant_key(keybuf *kb, const char *tenant);
+int objlog_stats_global_key(keybuf *kb);
 
 /* ---- materializer ---- */
 typedef struct objlog_materializer objlog_materializer;

@@ -8,7 +8,8 @@
  * bucket next to (a) a prefix with few live keys among many deleted ones
  * and (b) one key with many versions among the others. With
  * --consistency-modes it measures GETs under eventual, token and strong at
- * the same load, with a background writer (bench_modes_run).
+ * the same load, with a background writer (bench_modes_run). With --stats
+ * it measures what the usage counters cost (bench_stats_run).
  * Invariant: every figure is measured from the first produce call, on the
  * monotonic clock, and only successful operations are counted. */
 #define _GNU_SOURCE
@@ -70,6 +71,9 @@ typedef struct bench {
     int bg_stop;                 /* set under lock to end the writer */
     long bg_writes;
     bench_cond_args cond;
+    /* --stats */
+    int stats;
+    void *sread;                 /* the stats_read the GET threads share */
 } bench;
 
 static int64_t mono_us(void) {
@@ -985,6 +989,172 @@ out:
     return rc;
 }
 
+/* ---- --stats: what the usage counters cost (issue 6 item 6). objlogd
+ * has no switch to run without the stats view, so the apply baseline is
+ * measured on the same run: the same N puts sent to a bucket that does
+ * not exist, which the state machine rejects (NoSuchBucket) after one
+ * bucket read, touching neither the data views nor the counters. The
+ * ratio therefore bounds the stats cost from above (it includes the data
+ * writes too). Then the read latency of GET /v1/buckets/{b}/stats and GET
+ * /v1/stats from T keep-alive connections. ---- */
+
+typedef struct stats_fig {
+    double put_s, base_s;
+    double lat[2][2];            /* [bucket|global][p50|p99] */
+    long errors[2];
+    char first_error[2][160];
+} stats_fig;
+
+/* N puts into bucket, from the first produce until every partition's
+ * last write is applied. Seconds, or -1 (message printed). */
+static double stats_apply_phase(bench *b, CURL *h, const char *bucket) {
+    snprintf(b->bucket, sizeof(b->bucket), "%s", bucket);
+    for (int i = 0; i < BENCH_MAX_PARTS; i++)
+        b->last_offset[i] = -1;
+    b->done = b->failed = 0;
+    int64_t t0 = mono_us();
+    run_threads(b, produce_main);
+    objlog_producer_flush(b->p, BENCH_WAIT_MS);
+    if (b->failed) {
+        fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
+                b->failed, b->count, b->first_error);
+        return -1;
+    }
+    if (wait_applied(b, h) < 0)
+        return -1;
+    return (double)(mono_us() - t0) / 1e6;
+}
+
+typedef struct stats_read {
+    bench *b;
+    const char *url;
+    double *lat_ms;
+    long errors;
+    char first_error[160];
+} stats_read;
+
+static void *stats_get_main(void *arg) {
+    bench_thread *t = arg;
+    stats_read *sr = t->b->sread;
+    bench *b = sr->b;
+    CURL *h = curl_easy_init();
+    long lo = (long)b->gets * t->index / b->threads;
+    long hi = (long)b->gets * (t->index + 1) / b->threads;
+    long errors = 0;
+    char first[160] = "";
+    for (long j = lo; j < hi; j++) {
+        char err[256];
+        cli_resp r;
+        int64_t t0 = mono_us();
+        int rc = cli_http(h, "GET", sr->url, NULL, NULL, &r, err, sizeof(err));
+        sr->lat_ms[j] = (double)(mono_us() - t0) / 1000.0;
+        if ((rc < 0 || r.status != 200) && errors++ == 0) {
+            char code[64] = "", msg[96] = "";
+            if (rc == 0)
+                cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
+            snprintf(first, sizeof(first), "%.60s %.90s", rc < 0 ? "transport:" : code,
+                     rc < 0 ? err : msg);
+        }
+        if (rc == 0)
+            cli_resp_free(&r);
+    }
+    curl_easy_cleanup(h);
+    pthread_mutex_lock(&b->lock);
+    if (errors && !sr->first_error[0])
+        snprintf(sr->first_error, sizeof(sr->first_error), "%s", first);
+    sr->errors += errors;
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+/* p50/p99 of b->gets GETs of url; 0, or -1 on memory. */
+static int stats_latency(bench *b, const char *url, stats_fig *f, int which) {
+    stats_read sr = {.b = b, .url = url};
+    sr.lat_ms = calloc((size_t)(b->gets ? b->gets : 1), sizeof(double));
+    if (!sr.lat_ms)
+        return -1;
+    b->sread = &sr;
+    run_threads(b, stats_get_main);
+    b->sread = NULL;
+    qsort(sr.lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
+    f->lat[which][0] = percentile(sr.lat_ms, b->gets, 0.50);
+    f->lat[which][1] = percentile(sr.lat_ms, b->gets, 0.99);
+    f->errors[which] = sr.errors;
+    snprintf(f->first_error[which], sizeof(f->first_error[which]), "%s", sr.first_error);
+    free(sr.lat_ms);
+    return 0;
+}
+
+static void stats_report(const bench *b, const stats_fig *f, const char *bucket) {
+    double put_rate = rate(b->count, f->put_s), base_rate = rate(b->count, f->base_s);
+    double r = base_rate > 0 ? put_rate / base_rate : 0;
+    if (b->json) {
+        json_t *j = json_pack(
+            "{s:i,s:i,s:i,s:s,s:{s:i,s:f,s:f},s:{s:i,s:f,s:f,s:s},s:f,"
+            "s:{s:s,s:f,s:f,s:I},s:{s:s,s:f,s:f,s:I}}",
+            "count", b->count, "threads", b->threads, "gets", b->gets,
+            "consistency", b->consistency,
+            "put_apply", "ops", b->count, "seconds", f->put_s, "per_second", put_rate,
+            "baseline_apply", "ops", b->count, "seconds", f->base_s, "per_second",
+            base_rate, "what", "puts to a missing bucket (rejected NoSuchBucket)",
+            "ratio", r,
+            "bucket_stats", "path", "/v1/buckets/{b}/stats", "p50_ms", f->lat[0][0],
+            "p99_ms", f->lat[0][1], "errors", (json_int_t)f->errors[0],
+            "global_stats", "path", "/v1/stats", "p50_ms", f->lat[1][0], "p99_ms",
+            f->lat[1][1], "errors", (json_int_t)f->errors[1]);
+        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        printf("%s\n", s);
+        free(s);
+        json_decref(j);
+        return;
+    }
+    printf("objlog bench --stats: %d puts, %d stats GETs each (%s), %d threads, %s\n",
+           b->count, b->gets, b->consistency, b->threads, b->url);
+    printf("objlogd cannot run without the stats view: the baseline is the same puts\n"
+           "to a missing bucket (rejected NoSuchBucket: no data, no counters).\n");
+    printf("%-22s %8s %9s %11s\n", "apply", "ops", "seconds", "ops/s");
+    printf("%-22s %8d %9.3f %11.1f\n", "put (data + stats)", b->count, f->put_s, put_rate);
+    printf("%-22s %8d %9.3f %11.1f\n", "baseline (rejected)", b->count, f->base_s,
+           base_rate);
+    printf("ratio put/baseline: %.3f\n", r);
+    char path[128];
+    snprintf(path, sizeof(path), "GET /v1/buckets/%s/stats", bucket);
+    int w = (int)strlen(path);
+    printf("%-*s %10s %10s\n", w, "stats read", "p50 ms", "p99 ms");
+    const char *names[2] = {path, "GET /v1/stats"};
+    for (int i = 0; i < 2; i++) {
+        printf("%-*s %10.3f %10.3f\n", w, names[i], f->lat[i][0], f->lat[i][1]);
+        if (f->errors[i])
+            printf("  %ld errors (first: %s)\n", f->errors[i], f->first_error[i]);
+    }
+}
+
+static int bench_stats_run(bench *b) {
+    stats_fig f = {0};
+    char bucket[64], missing[80], url[2][600];
+    CURL *h = curl_easy_init();
+    int rc = CLI_EXIT_FAIL;
+    if (!h || create_bucket(b, h) < 0 || producer_open(b) < 0)
+        goto out;
+    snprintf(bucket, sizeof(bucket), "%s", b->bucket);
+    snprintf(missing, sizeof(missing), "%s-missing", bucket);
+    if ((f.put_s = stats_apply_phase(b, h, bucket)) < 0 ||
+        (f.base_s = stats_apply_phase(b, h, missing)) < 0)
+        goto out;
+    snprintf(url[0], sizeof(url[0]), "%s/v1/buckets/%s/stats?consistency=%s", b->url,
+             bucket, b->consistency);
+    snprintf(url[1], sizeof(url[1]), "%s/v1/stats?consistency=%s", b->url,
+             b->consistency);
+    if (stats_latency(b, url[0], &f, 0) < 0 || stats_latency(b, url[1], &f, 1) < 0)
+        goto out;
+    stats_report(b, &f, bucket);
+    rc = f.errors[0] || f.errors[1] ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+out:
+    if (h)
+        curl_easy_cleanup(h);
+    return rc;
+}
+
 static int bench_usage(const char *why, const char *arg) {
     fprintf(stderr, "objlog: bench: %s%s\n", why, arg ? arg : "");
     fprintf(stderr, "usage: objlog bench [--url URL --brokers LIST] [--count N] "
@@ -997,7 +1167,9 @@ static int bench_usage(const char *why, const char *arg) {
                     "[--deleted N] [--live N] [--versions N] [--lists N] "
                     "[--no-keepalive] [--partitions N] [--json]\n"
                     "       objlog bench --conditional [--url URL --brokers LIST] "
-                    "[--rates R1,R2,...] [--seconds S] [--linger MS] [--partitions N] [--json]\n");
+                    "[--rates R1,R2,...] [--seconds S] [--linger MS] [--partitions N] [--json]\n"
+                    "       objlog bench --stats [--url URL --brokers LIST] [--count N] "
+                    "[--threads T] [--gets N] [--consistency C] [--partitions N] [--json]\n");
     return CLI_EXIT_USAGE;
 }
 
@@ -1031,6 +1203,10 @@ static int bench_args(bench *b, int argc, char **argv) {
         }
         if (!strcmp(a, "--consistency-modes")) {
             b->modes = 1;
+            continue;
+        }
+        if (!strcmp(a, "--stats")) {
+            b->stats = 1;
             continue;
         }
         if (!strcmp(a, "--conditional")) {
@@ -1124,6 +1300,7 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     } else if (rc == 0) {
         rc = b->list    ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)
+             : b->stats ? bench_stats_run(b)
                         : bench_run(b);
     }
     objlog_producer_destroy(b->p);

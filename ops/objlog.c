@@ -1,6 +1,7 @@
 /* objlog.c: the `objlog` command-line client of the objlogd HTTP API
  * (DESIGN §8): mb, rb, bucket, versioning, put, get, head, ls, versions,
- * rm, mpu (multipart upload metadata), lag (ops/lag.c) and bench.
+ * rm, mpu (multipart upload metadata), stats (usage counters, issue 6),
+ * lag (ops/lag.c) and bench.
  * Readable output by default; --json prints the server's JSON as it
  * came. Invariant: a command prints its result on stdout only when the request succeeded;
  * every failure is one line on stderr naming the command, the target and
@@ -48,10 +49,13 @@ static void usage(FILE *f) {
         "                [--upload-id-marker U] [--max-uploads N] [--all]\n"
         "  mpu parts BUCKET KEY UPLOAD_ID [--part-number-marker N] [--max-parts N] [--all]\n"
         "  lag [--watch [--interval S]]       (per-partition lag; --json: as served)\n"
+        "  stats [BUCKET | --tenant T | --top [--by bytes|objects|versions] [--limit N]]\n"
+        "                                     (usage; no argument: global totals)\n"
         "  bench [--url U --brokers B] [--count N] [--threads T] [--gets N]\n"
         "  bench --consistency-modes [--write-rate R] [--gets N] [--threads T]\n"
         "  bench --list [--keys N] [--deleted N] [--versions N] [--lists N]\n"
         "  bench --conditional [--rates 1000,5000] [--seconds S]\n"
+        "  bench --stats [--count N] [--threads T] [--gets N]\n"
         "URL defaults to $OBJLOG_URL or " DEFAULT_URL ".\n");
 }
 
@@ -1281,6 +1285,186 @@ static int cmd_mpu(cli *c, int argc, char **argv) {
     return usage_error("unknown mpu subcommand \"%s\"", argv[0]);
 }
 
+/* ---- stats: usage counters (issue 6) ---- */
+
+/* "1.5 MiB (1572864 bytes)"; under 1 KiB just "512 bytes". */
+static void human_size(unsigned long long n, char *out, size_t size) {
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (n < 1024) {
+        snprintf(out, size, "%llu %s", n, n == 1 ? "byte" : "bytes");
+        return;
+    }
+    double v = (double)n / 1024.0;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(out, size, "%.1f %s (%llu bytes)", v, units[u], n);
+}
+
+static unsigned long long ju64(json_t *o, const char *name) {
+    json_int_t v = jint(o, name);
+    return v < 0 ? 0 : (unsigned long long)v;
+}
+
+static void stats_count_line(json_t *j, const char *name) {
+    if (json_object_get(j, name))
+        printf("%s: %llu\n", name, ju64(j, name));
+}
+
+static void stats_size_line(json_t *j, const char *name) {
+    char h[96];
+    if (!json_object_get(j, name))
+        return;
+    human_size(ju64(j, name), h, sizeof(h));
+    printf("%s: %s\n", name, h);
+}
+
+static void stats_quota_line(json_t *j) {
+    json_t *q = json_object_get(j, "quota");
+    if (!json_is_object(q))
+        return;
+    unsigned long long mb = ju64(q, "max_bytes"), mo = ju64(q, "max_objects");
+    if (!mb && !mo) {
+        printf("quota: none\n");
+        return;
+    }
+    char h[96] = "unlimited", o[32] = "unlimited";
+    if (mb)
+        human_size(mb, h, sizeof(h));
+    if (mo)
+        snprintf(o, sizeof(o), "%llu", mo);
+    printf("quota: max_bytes %s, max_objects %s\n", h, o);
+}
+
+static void stats_print(json_t *j) {
+    if (json_object_get(j, "bucket"))
+        printf("bucket: %s\n", jstr(j, "bucket"));
+    if (json_object_get(j, "tenant"))
+        printf("tenant: %s\n", jstr(j, "tenant"));
+    stats_count_line(j, "tenants");
+    stats_count_line(j, "buckets");
+    stats_count_line(j, "objects");
+    stats_size_line(j, "bytes");
+    stats_count_line(j, "versions");
+    stats_size_line(j, "version_bytes");
+    stats_count_line(j, "noncurrent_versions");
+    stats_size_line(j, "noncurrent_bytes");
+    stats_count_line(j, "delete_markers");
+    stats_count_line(j, "uploads");
+    stats_size_line(j, "upload_part_bytes");
+    stats_quota_line(j);
+}
+
+static void stats_top_print(json_t *j) {
+    static const char *const head[] = {"BUCKET", "TENANT", "OBJECTS", "BYTES",
+                                       "VERSIONS"};
+    static const int right[] = {0, 0, 1, 1, 1};
+    table t = {.ncols = 5, .head = head, .right = right};
+    size_t i;
+    json_t *v;
+    json_t *rows = json_object_get(j, "buckets");
+    json_array_foreach(rows, i, v) {
+        char objs[32], bytes[96], vers[32];
+        snprintf(objs, sizeof(objs), "%llu", ju64(v, "objects"));
+        human_size(ju64(v, "bytes"), bytes, sizeof(bytes));
+        snprintf(vers, sizeof(vers), "%llu", ju64(v, "versions"));
+        const char *row[] = {jstr(v, "bucket"), jstr(v, "tenant"), objs, bytes, vers};
+        table_add(&t, row);
+    }
+    table_print_free(&t);
+    size_t n = json_array_size(rows);
+    printf("%zu %s by %s\n", n, plural(n, "bucket", "buckets"), jstr(j, "by"));
+}
+
+/* The URL of the one stats request the arguments name (usage-checked). */
+static int stats_url(cli *c, const char *bucket, const char *tenant, int top,
+                     const char *by, const char *limit, char **url) {
+    *url = NULL;
+    if (top) {
+        if (asprintf(url, "%s/v1/stats/top", c->url) < 0)
+            *url = NULL;
+        if (*url && (query_add(c, url, "by", by) < 0 ||
+                     query_add(c, url, "limit", limit) < 0)) {
+            free(*url);
+            *url = NULL;
+        }
+        return 0;
+    }
+    if (bucket) {
+        *url = bucket_url(c, bucket, "/stats");
+        return 0;
+    }
+    if (tenant) {
+        char *e = cli_escape(c->h, tenant);
+        if (e && asprintf(url, "%s/v1/tenants/%s/stats", c->url, e) < 0)
+            *url = NULL;
+        free(e);
+        return 0;
+    }
+    if (asprintf(url, "%s/v1/stats", c->url) < 0)
+        *url = NULL;
+    return 0;
+}
+
+static int stats_check(const char *bucket, const char *tenant, int top,
+                       const char *by, const char *limit) {
+    unsigned long long n;
+    if (bucket && tenant)
+        return usage_error("stats takes a BUCKET or --tenant, not both%s", "");
+    if (top && (bucket || tenant))
+        return usage_error("--top lists buckets; it takes no BUCKET or --tenant%s", "");
+    if (!top && (by || limit))
+        return usage_error("--by and --limit go with --top%s", "");
+    if (by && strcmp(by, "bytes") && strcmp(by, "objects") && strcmp(by, "versions"))
+        return usage_error("--by must be bytes, objects or versions, not \"%s\"", by);
+    if (limit && (parse_u64(limit, &n) < 0 || n < 1 || n > 100))
+        return usage_error("--limit must be 1 to 100, not \"%s\"", limit);
+    if (tenant && !*tenant)
+        return usage_error("--tenant must not be empty%s", "");
+    return 0;
+}
+
+/* objlog stats [BUCKET | --tenant T | --top [--by F] [--limit N]] */
+static int cmd_stats(cli *c, int argc, char **argv) {
+    const char *pos[1] = {NULL}, *tenant = NULL, *by = NULL, *limit = NULL;
+    int top = 0, npos = 0;
+    opt opts[] = {{"--tenant", 1, &tenant, NULL, NULL},
+                  {"--top", 0, NULL, &top, NULL},
+                  {"--by", 1, &by, NULL, NULL},
+                  {"--limit", 1, &limit, NULL, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args_var(c, argc, argv, opts, pos, 0, 1, &npos);
+    const char *bucket = npos ? pos[0] : NULL;
+    if (rc || (rc = stats_check(bucket, tenant, top, by, limit)))
+        return rc;
+    char target[1100];
+    snprintf(target, sizeof(target), "%s%s", bucket ? bucket : tenant ? "tenant " : "",
+             bucket ? "" : tenant ? tenant : top ? "top" : "global");
+    char *url;
+    stats_url(c, bucket, tenant, top, by, limit, &url);
+    cli_resp r;
+    rc = request(c, target, "GET", url, NULL, NULL, &r);
+    free(url);
+    if (rc)
+        return rc;
+    if (c->json) {
+        print_json_body(&r);
+    } else {
+        json_t *j = parse_json(c, target, &r, &rc);
+        if (j) {
+            if (top)
+                stats_top_print(j);
+            else
+                stats_print(j);
+        }
+        json_decref(j);
+    }
+    cli_resp_free(&r);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     cli c = {0};
     const char *url_flag = NULL;
@@ -1336,6 +1520,8 @@ int main(int argc, char **argv) {
         rc = cmd_versions(&c, rest_argc, rest);
     else if (!strcmp(c.cmd, "mpu"))
         rc = cmd_mpu(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "stats"))
+        rc = cmd_stats(&c, rest_argc, rest);
     else
         rc = usage_error("unknown command \"%s\"", c.cmd);
     curl_easy_cleanup(c.h);

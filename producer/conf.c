@@ -18,6 +18,7 @@ objlog_producer_conf *objlog_producer_conf_new(void) {
     c->control_topic = strdup(PRODUCER_DEFAULT_CONTROL_TOPIC);
     c->ack_applied = 1;
     c->outcome_timeout_ms = PRODUCER_DEFAULT_OUTCOME_TIMEOUT_MS;
+    c->quota_refresh_ms = PRODUCER_DEFAULT_QUOTA_REFRESH_MS;
     c->kconf = rd_kafka_conf_new();
     char tmp[256];
     /* A small linger batches concurrent writers without adding visible
@@ -38,6 +39,7 @@ void objlog_producer_conf_destroy(objlog_producer_conf *c) {
     free(c->topic);
     free(c->control_topic);
     free(c->query_url);
+    free(c->quota_tenant);
     if (c->kconf)
         rd_kafka_conf_destroy(c->kconf);
     free(c);
@@ -106,6 +108,32 @@ static objlog_conf_res conf_set_retries(objlog_producer_conf *c,
     return OBJLOG_CONF_OK;
 }
 
+static objlog_conf_res conf_set_u64(uint64_t *slot, const char *name,
+                                    const char *value, char *errstr,
+                                    size_t errstr_size) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || end == value || *end || value[0] == '-')
+        return conf_invalid(name, value, "expected an integer (0 = no limit)",
+                            errstr, errstr_size);
+    *slot = v;
+    return OBJLOG_CONF_OK;
+}
+
+static objlog_conf_res conf_set_refresh(objlog_producer_conf *c,
+                                        const char *name, const char *value,
+                                        char *errstr, size_t errstr_size) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < 10 || v > 3600 * 1000)
+        return conf_invalid(name, value, "expected milliseconds 10..3600000",
+                            errstr, errstr_size);
+    c->quota_refresh_ms = (int)v;
+    return OBJLOG_CONF_OK;
+}
+
 static objlog_conf_res conf_set_kafka(objlog_producer_conf *c,
                                       const char *name, const char *prop,
                                       const char *value, char *errstr,
@@ -147,6 +175,16 @@ objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *c,
         c->ack_applied = !strcmp(value, "applied");
         return OBJLOG_CONF_OK;
     }
+    if (!strcmp(name, "tenant.quota.tenant"))
+        return conf_set_str(&c->quota_tenant, name, value, errstr, errstr_size);
+    if (!strcmp(name, "tenant.quota.max_bytes"))
+        return conf_set_u64(&c->quota_max_bytes, name, value, errstr,
+                            errstr_size);
+    if (!strcmp(name, "tenant.quota.max_objects"))
+        return conf_set_u64(&c->quota_max_objects, name, value, errstr,
+                            errstr_size);
+    if (!strcmp(name, "tenant.quota.refresh.ms"))
+        return conf_set_refresh(c, name, value, errstr, errstr_size);
     if (!strncmp(name, "kafka.", 6) && name[6])
         return conf_set_kafka(c, name, name + 6, value, errstr, errstr_size);
     snprintf(errstr, errstr_size, "unknown configuration key \"%s\"", name);

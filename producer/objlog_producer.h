@@ -23,6 +23,25 @@
  *                      id, so the result carries the FIRST attempt's outcome
  *                      (same version id) and nothing is applied twice; its
  *                      partition/offset/token are those of the last attempt.
+ *   tenant.quota.tenant     the tenant this producer writes for (required
+ *                           with a tenant.quota.max_*; needs query.url)
+ *   tenant.quota.max_bytes  0 (default) = none; put_object and
+ *   tenant.quota.max_objects  complete_upload return -1 up front, errstr
+ *                           naming the quota, when the tenant's current
+ *                           bytes/objects are already at or over it
+ *   tenant.quota.refresh.ms 10..3600000 (default 1000): how often a library
+ *                           thread re-reads GET /v1/tenants/{t}/stats; the
+ *                           check itself only reads that cache (no HTTP on
+ *                           the caller's path).
+ *     Tenant quota vs bucket quota: the tenant check is advisory and STALE
+ *     by up to refresh.ms + the stats view's apply lag (+ one HTTP round
+ *     trip): writes accepted inside that window, from this or any other
+ *     producer of the tenant, can overshoot it, and the write that crosses
+ *     it is still accepted (the check is "already at or over"). If the
+ *     query service cannot be reached the last good numbers stay in use
+ *     (fail-open). The bucket quota (objlog_bucket_conf.quota_*) is decided
+ *     by the state machine when it applies the event: exact, never
+ *     overshot, deterministic under replay (QuotaExceeded, 403).
  *   kafka.<prop>       passed to librdkafka as <prop>
  * The librdkafka producer is always idempotent with acks=all.
  *
@@ -313,6 +332,21 @@ void objlog_producer_stats_get(objlog_producer *p,
                                objlog_producer_stats *stats);
 
 const char *objlog_status_name(objlog_status s);
+
+/* Sets a bucket's quota (SetQuota event; 0 = no limit). The state machine
+ * then refuses a PUT or CompleteUpload that would take the bucket's live
+ * usage above it with OBJLOG_QUOTA_EXCEEDED; usage already above a lowered
+ * quota stays. */
+int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
+                              uint64_t max_bytes, uint64_t max_objects,
+                              const objlog_write_opts *opts,
+                              objlog_write_cb *cb, void *opaque,
+                              char *errstr, size_t errstr_size);
+int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
+                                   uint64_t max_bytes, uint64_t max_objects,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_result *res, char *errstr,
+                                   size_t errstr_size);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@ struct objlog_producer {
     rd_kafka_t *rk;
     rangemap *rm;
     fetcher *fetch;              /* NULL with ack=logged */
+    quota *quota;                /* tenant pre-check (quota.c), or NULL */
     pthread_t dr_thread;
     int dr_started;
     atomic_int stop;
@@ -201,6 +202,8 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
         if (!p->fetch)
             goto fail;
     }
+    if (quota_new(conf, &p->quota, errstr, errstr_size) < 0)
+        goto fail;
     if (pthread_create(&p->dr_thread, NULL, producer_dr_main, p) != 0) {
         snprintf(errstr, errstr_size, "delivery thread: %s", strerror(errno));
         goto fail;
@@ -245,6 +248,7 @@ void objlog_producer_destroy(objlog_producer *p) {
         pthread_join(p->dr_thread, NULL);
     }
     fetcher_destroy(p->fetch);
+    quota_destroy(p->quota);
     if (p->rk)
         rd_kafka_destroy(p->rk);
     rangemap_destroy(p->rm);
@@ -600,6 +604,7 @@ int objlog_producer_put_object(objlog_producer *p, const char *bucket,
     meta_build mb;
     if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
         validate_meta(meta, errstr, errstr_size) < 0 ||
+        quota_check(p->quota, errstr, errstr_size) < 0 ||
         meta_build_init(&mb, meta, errstr, errstr_size) < 0)
         return -1;
     Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
@@ -691,7 +696,8 @@ int objlog_producer_complete_upload(objlog_producer *p, const char *bucket,
                                     char *errstr, size_t errstr_size) {
     if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
         validate_upload_id(upload_id, errstr, errstr_size) < 0 ||
-        validate_completed_parts(parts, n_parts, errstr, errstr_size) < 0)
+        validate_completed_parts(parts, n_parts, errstr, errstr_size) < 0 ||
+        quota_check(p->quota, errstr, errstr_size) < 0)
         return -1;
     Objlog__CompletedPart *cp = calloc(n_parts, sizeof(*cp));
     Objlog__CompletedPart **cpp = calloc(n_parts, sizeof(*cpp));
@@ -905,5 +911,38 @@ int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
     sync_init(&w, res);
     return sync_finish(&w, objlog_producer_abort_upload(
                                p, bucket, key, key_len, upload_id, opts,
+                               sync_cb, &w, errstr, errstr_size));
+}
+
+/* SetQuota (issue 6): the bucket's quota; 0 = no limit. Enforced by the
+ * state machine on later PUTs and CompleteUploads (QuotaExceeded). */
+int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
+                              uint64_t max_bytes, uint64_t max_objects,
+                              const objlog_write_opts *opts,
+                              objlog_write_cb *cb, void *opaque,
+                              char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__Quota q = OBJLOG__QUOTA__INIT;
+    q.max_bytes = max_bytes;
+    q.max_objects = max_objects;
+    Objlog__SetQuota sq = OBJLOG__SET_QUOTA__INIT;
+    sq.quota = &q;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_SET_QUOTA;
+    ev.set_quota = &sq;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
+                                   uint64_t max_bytes, uint64_t max_objects,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_result *res, char *errstr,
+                                   size_t errstr_size) {
+    sync_wait w;
+    sync_init(&w, res);
+    return sync_finish(&w, objlog_producer_set_quota(
+                               p, bucket, max_bytes, max_objects, opts,
                                sync_cb, &w, errstr, errstr_size));
 }

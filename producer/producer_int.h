@@ -21,6 +21,7 @@
 #define PRODUCER_DEFAULT_TOPIC "objlog.events"
 #define PRODUCER_DEFAULT_CONTROL_TOPIC "objlog.control"
 #define PRODUCER_DEFAULT_OUTCOME_TIMEOUT_MS 10000
+#define PRODUCER_DEFAULT_QUOTA_REFRESH_MS 1000
 
 struct objlog_producer_conf {
     char *bootstrap;
@@ -30,6 +31,10 @@ struct objlog_producer_conf {
     int ack_applied;            /* 1: ack=applied, 0: ack=logged */
     int outcome_timeout_ms;
     int unknown_retries;        /* re-produces before UNKNOWN (0..100) */
+    char *quota_tenant;         /* tenant.quota.tenant, or NULL */
+    uint64_t quota_max_bytes;   /* tenant.quota.max_bytes; 0 = none */
+    uint64_t quota_max_objects; /* tenant.quota.max_objects; 0 = none */
+    int quota_refresh_ms;       /* tenant.quota.refresh.ms */
     rd_kafka_conf_t *kconf;     /* kafka.* properties (and bootstrap) */
 };
 
@@ -88,5 +93,15 @@ void fetcher_submit(fetcher *f, write_op *op);
 void fetcher_destroy(fetcher *f);
 /* HTTP requests made for outcomes so far (any thread). */
 uint64_t fetcher_requests(fetcher *f);
+
+/* The tenant-quota pre-check (quota.c). quota_new sets *out to NULL when
+ * no tenant.quota.max_* is configured; quota_check(NULL) always passes.
+ * quota_check: 0, or -1 with errstr naming the quota when the tenant's
+ * cached usage is already at or over it (never blocks on HTTP). */
+typedef struct quota quota;
+int quota_new(const objlog_producer_conf *conf, quota **out, char *errstr,
+              size_t errstr_size);
+int quota_check(quota *q, char *errstr, size_t errstr_size);
+void quota_destroy(quota *q);
 
 #endif

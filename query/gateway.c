@@ -479,6 +479,36 @@ void gateway_put_versioning(http_ctx *c, const char *bucket) {
     json_decref(body);
 }
 
+/* PUT /v1/buckets/{b}/quota {"max_bytes":N,"max_objects":N}: a SetQuota
+ * event; an absent field is 0 (no limit). */
+void gateway_put_quota(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"max_bytes\":N,\"max_objects\":N}");
+        return;
+    }
+    uint64_t max_bytes = 0, max_objects = 0;
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (!json_is_object(body)) {
+        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
+    } else if (gw_uint_field(c, body, "max_bytes", 0, &max_bytes) < 0 ||
+               gw_uint_field(c, body, "max_objects", 0, &max_objects) < 0) {
+        /* replied */
+    } else if ((r = gw_req_new(c, &opts, rid))) {
+        char err[256] = "";
+        int rc = objlog_producer_set_quota(c->q->producer, bucket, max_bytes,
+                                           max_objects, &opts, gw_on_logged, r,
+                                           err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    json_decref(body);
+}
+
 void gateway_delete_bucket(http_ctx *c, const char *bucket) {
     objlog_write_opts opts;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];

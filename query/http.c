@@ -32,7 +32,7 @@
 static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
     "other", "get_object", "head_object", "list_objects", "list_versions",
     "put_object", "delete_object", "writes", "outcomes", "lag", "metrics",
-    "healthz", "readyz", "bucket", "uploads", "parts"};
+    "healthz", "readyz", "bucket", "uploads", "parts", "stats"};
 
 const char *http_endpoint_name(http_endpoint ep) {
     return ep >= 0 && ep < HTTP_EP_COUNT ? http_endpoint_names[ep] : "other";
@@ -410,6 +410,7 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                   : strcmp(slash, "/objects") == 0            ? HTTP_EP_LIST_OBJECTS
                   : strcmp(slash, "/versions") == 0           ? HTTP_EP_LIST_VERSIONS
                   : strncmp(slash, "/uploads", 8) == 0        ? HTTP_EP_UPLOADS
+                  : strcmp(slash, "/stats") == 0              ? HTTP_EP_STATS
                                                               : HTTP_EP_OTHER;
     if (seg >= sizeof(raw)) {
         http_reply_error(c, 400, "InvalidBucketName", "bucket name too long");
@@ -461,10 +462,63 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
             http_method_not_allowed(c, "GET, POST");
     } else if (strncmp(slash, "/uploads/", 9) == 0) {
         http_route_upload(c, cmd, bucket, slash + 9);
+    } else if (strcmp(slash, "/stats") == 0) {
+        if (cmd == EVHTTP_REQ_GET)
+            read_bucket_stats(c, bucket);
+        else
+            http_method_not_allowed(c, "GET");
+    } else if (strcmp(slash, "/quota") == 0) {
+        if (cmd == EVHTTP_REQ_PUT)
+            gateway_put_quota(c, bucket);
+        else
+            http_method_not_allowed(c, "PUT");
     } else {
         http_reply_error(c, 404, "NoSuchRoute", "no such route");
     }
     free(bucket);
+}
+
+/* /v1/tenants/{t}/stats with t URI-decoded: 1..256 bytes of UTF-8 without
+ * NUL (a tenant name is free text set with the bucket). */
+static void http_route_tenant_stats(http_ctx *c, const char *rest) {
+    size_t n = strlen(rest), sl = strlen("/stats");
+    if (n <= sl || strcmp(rest + n - sl, "/stats") != 0) {
+        http_reply_error(c, 404, "NoSuchRoute", "no such route");
+        return;
+    }
+    char raw[1024];
+    if (n - sl >= sizeof(raw)) {
+        http_reply_error(c, 400, "InvalidArgument", "tenant name too long");
+        return;
+    }
+    memcpy(raw, rest, n - sl);
+    raw[n - sl] = '\0';
+    size_t tn = 0;
+    char *tenant = evhttp_uridecode(raw, 0, &tn);
+    if (!tenant || tn == 0 || tn > 256 || strlen(tenant) != tn ||
+        strchr(tenant, '/') || !http_utf8_valid((const uint8_t *)tenant, tn))
+        http_reply_error(c, 400, "InvalidArgument",
+                         "a tenant name is 1..256 bytes of UTF-8 without NUL or '/'");
+    else
+        read_tenant_stats(c, tenant);
+    free(tenant);
+}
+
+/* Usage routes; 1 if path was one of them (answered). */
+static int http_route_stats(http_ctx *c, enum evhttp_cmd_type cmd, const char *path) {
+    int tenant = strncmp(path, "/v1/tenants/", 12) == 0;
+    if (!tenant && strcmp(path, "/v1/stats") != 0 && strcmp(path, "/v1/stats/top") != 0)
+        return 0;
+    c->endpoint = HTTP_EP_STATS;
+    if (cmd != EVHTTP_REQ_GET)
+        http_method_not_allowed(c, "GET");
+    else if (tenant)
+        http_route_tenant_stats(c, path + 12);
+    else if (strcmp(path, "/v1/stats") == 0)
+        read_global_stats(c);
+    else
+        read_top_stats(c);
+    return 1;
 }
 
 /* GET-only operator routes; 1 if path was one of them (answered). */
@@ -516,6 +570,8 @@ static void http_route(http_ctx *c, const char *path) {
             outcomes_get(c);
     } else if (strncmp(path, "/v1/buckets/", 12) == 0 && path[12]) {
         http_route_bucket(c, cmd, path + 12);
+    } else if (http_route_stats(c, cmd, path)) {
+        return;
     } else {
         http_reply_error(c, 404, "NoSuchRoute", "no such route: %s", path);
     }

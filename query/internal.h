@@ -50,6 +50,7 @@ typedef enum http_endpoint {
     HTTP_EP_BUCKET,
     HTTP_EP_UPLOADS,
     HTTP_EP_PARTS,
+    HTTP_EP_STATS,
     HTTP_EP_COUNT
 } http_endpoint;
 const char *http_endpoint_name(http_endpoint ep);
@@ -197,6 +198,13 @@ void read_versions(http_ctx *c, const char *bucket);
 void read_uploads(http_ctx *c, const char *bucket);
 void read_parts(http_ctx *c, const char *bucket, const char *upload_id);
 void read_write_status(http_ctx *c, const char *token);
+/* Usage (issue 6): GET /v1/buckets/{b}/stats, /v1/tenants/{t}/stats,
+ * /v1/stats, /v1/stats/top. Fenced on every partition: any partition can
+ * change a bucket's counters. */
+void read_bucket_stats(http_ctx *c, const char *bucket);
+void read_tenant_stats(http_ctx *c, const char *tenant);
+void read_global_stats(http_ctx *c);
+void read_top_stats(http_ctx *c);
 /* The required key= query parameter of the upload routes (checked length);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
@@ -229,6 +237,7 @@ void gateway_delete_object(http_ctx *c, const char *bucket,
                            const uint8_t *key, size_t key_len);
 void gateway_delete_bucket(http_ctx *c, const char *bucket);
 void gateway_put_versioning(http_ctx *c, const char *bucket);
+void gateway_put_quota(http_ctx *c, const char *bucket);
 void gateway_create_upload(http_ctx *c, const char *bucket);
 void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
                          const char *part_number);

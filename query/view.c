@@ -1022,3 +1022,229 @@ view_rc view_list_parts(view *v, const char *bucket, const uint8_t *key,
     view_parts_free(out);
     return g == 0 ? VIEW_NO_SUCH_UPLOAD : VIEW_ERROR;
 }
+
+/* ------------------------------------------------------------------ stats */
+
+static void usage_from(view_usage *out, const Objlog__UsageStats *u) {
+    out->objects = u->objects;
+    out->bytes = u->bytes;
+    out->versions = u->versions;
+    out->version_bytes = u->version_bytes;
+    out->noncurrent_versions = u->noncurrent_versions;
+    out->noncurrent_bytes = u->noncurrent_bytes;
+    out->delete_markers = u->delete_markers;
+    out->uploads = u->uploads;
+    out->upload_part_bytes = u->upload_part_bytes;
+    out->buckets = u->buckets;
+}
+
+static int usage_decode(const char *val, size_t n, view_usage *out,
+                        char *errstr, size_t es) {
+    Objlog__UsageStats *u = objlog__usage_stats__unpack(NULL, n, (const uint8_t *)val);
+    if (!u) {
+        snprintf(errstr, es, "stats row: corrupt record");
+        return -1;
+    }
+    usage_from(out, u);
+    objlog__usage_stats__free_unpacked(u, NULL);
+    return 0;
+}
+
+/* 1 found (*out filled), 0 absent (*out zero), -1 error. */
+static int usage_get(view *v, const keybuf *k, view_usage *out, char *errstr,
+                     size_t es) {
+    char *val = NULL;
+    size_t vlen = 0;
+    memset(out, 0, sizeof(*out));
+    int rc = view_get(v, OBJLOG_CF_STATS, k, &val, &vlen, errstr, es);
+    if (rc <= 0)
+        return rc;
+    rc = usage_decode(val, vlen, out, errstr, es);
+    rocksdb_free(val);
+    return rc < 0 ? -1 : 1;
+}
+
+view_rc view_bucket_usage(view *v, const char *bucket, view_usage *out,
+                          char *errstr, size_t es) {
+    keybuf k;
+    keybuf_init(&k);
+    int rc = objlog_stats_bucket_key(&k, bucket, strlen(bucket));
+    if (rc < 0)
+        snprintf(errstr, es, "out of memory");
+    else
+        rc = usage_get(v, &k, out, errstr, es);
+    keybuf_free(&k);
+    if (rc < 0)
+        return VIEW_ERROR;
+    return rc == 1 ? VIEW_OK : VIEW_NO_SUCH_BUCKET;
+}
+
+view_rc view_tenant_usage(view *v, const char *tenant, view_usage *out,
+                          char *errstr, size_t es) {
+    keybuf k;
+    keybuf_init(&k);
+    int rc = objlog_stats_tenant_key(&k, tenant);
+    if (rc < 0)
+        snprintf(errstr, es, "out of memory");
+    else
+        rc = usage_get(v, &k, out, errstr, es);
+    keybuf_free(&k);
+    return rc < 0 ? VIEW_ERROR : VIEW_OK;
+}
+
+/* Rows of the stats CF whose key starts with the one byte tag: [tag, tag+1). */
+static int tag_range(char tag, keybuf *lo, keybuf *hi) {
+    uint8_t a = (uint8_t)tag, b = (uint8_t)(tag + 1);
+    keybuf_init(lo);
+    keybuf_init(hi);
+    return keybuf_append(lo, &a, 1) < 0 || keybuf_append(hi, &b, 1) < 0 ? -1 : 0;
+}
+
+view_rc view_global_usage(view *v, view_usage *out, uint64_t *tenants,
+                          char *errstr, size_t es) {
+    keybuf k, lo, hi;
+    keybuf_init(&k);
+    int rc = objlog_stats_global_key(&k);
+    if (rc < 0)
+        snprintf(errstr, es, "out of memory");
+    else
+        rc = usage_get(v, &k, out, errstr, es);
+    keybuf_free(&k);
+    if (rc < 0)
+        return VIEW_ERROR;
+    /* One row per tenant that has a bucket: few, compared with keys. */
+    *tenants = 0;
+    if (tag_range('t', &lo, &hi) < 0) {
+        keybuf_free(&lo);
+        keybuf_free(&hi);
+        snprintf(errstr, es, "out of memory");
+        return VIEW_ERROR;
+    }
+    view_iter vi;
+    view_iter_open(v, OBJLOG_CF_STATS, &hi, &vi);
+    for (view_iter_seek(&vi, &lo); rocksdb_iter_valid(vi.it); rocksdb_iter_next(vi.it))
+        (*tenants)++;
+    rc = view_iter_close(&vi, errstr, es);
+    keybuf_free(&lo);
+    keybuf_free(&hi);
+    return rc < 0 ? VIEW_ERROR : VIEW_OK;
+}
+
+static uint64_t top_metric(const view_usage *u, view_top_by by) {
+    return by == VIEW_TOP_OBJECTS ? u->objects
+         : by == VIEW_TOP_VERSIONS ? u->versions : u->bytes;
+}
+
+/* 1 if a ranks before b: larger metric first, then bucket name. */
+static int top_before(const view_top_entry *a, const view_top_entry *b,
+                      view_top_by by) {
+    uint64_t x = top_metric(&a->usage, by), y = top_metric(&b->usage, by);
+    if (x != y)
+        return x > y;
+    return strcmp(a->bucket, b->bucket) < 0;
+}
+
+/* Inserts e (taking its bucket name) into the sorted top list of at most
+ * limit entries; a name that does not make it is freed. */
+static void top_insert(view_top *t, size_t limit, view_top_entry *e,
+                       view_top_by by) {
+    size_t i = t->n;
+    while (i > 0 && top_before(e, &t->e[i - 1], by))
+        i--;
+    if (i >= limit) {
+        free(e->bucket);
+        return;
+    }
+    if (t->n == limit) {
+        free(t->e[limit - 1].bucket);
+        t->n--;
+    }
+    memmove(&t->e[i + 1], &t->e[i], (t->n - i) * sizeof(*t->e));
+    t->e[i] = *e;
+    t->n++;
+}
+
+/* The bucket name inside a 'b' row key ('b' be16(hash) enc(name)). */
+static char *top_row_bucket(const uint8_t *k, size_t kn) {
+    keybuf name;
+    size_t used;
+    keybuf_init(&name);
+    if (kn < 3 || keycodec_decode_enc(k + 3, kn - 3, &name, &used) < 0 ||
+        keybuf_append(&name, "", 1) < 0) {
+        keybuf_free(&name);
+        return NULL;
+    }
+    char *s = strdup((const char *)name.data);
+    keybuf_free(&name);
+    return s;
+}
+
+static int top_tenants(view *v, view_top *t, char *errstr, size_t es) {
+    for (size_t i = 0; i < t->n; i++) {
+        view_bucket b;
+        view_rc rc = view_get_bucket(v, t->e[i].bucket, &b, errstr, es);
+        if (rc == VIEW_ERROR)
+            return -1;
+        t->e[i].tenant = strdup(rc == VIEW_OK && b.record->tenant ? b.record->tenant : "");
+        view_bucket_free(&b);
+        if (!t->e[i].tenant) {
+            snprintf(errstr, es, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+view_rc view_top_buckets(view *v, view_top_by by, size_t limit, view_top *out,
+                         char *errstr, size_t es) {
+    keybuf lo, hi;
+    memset(out, 0, sizeof(*out));
+    if (limit == 0)
+        return VIEW_OK;
+    out->e = calloc(limit, sizeof(*out->e));
+    if (!out->e || tag_range('b', &lo, &hi) < 0) {
+        if (out->e)
+            keybuf_free(&lo), keybuf_free(&hi);
+        snprintf(errstr, es, "out of memory");
+        return VIEW_ERROR;
+    }
+    view_iter vi;
+    int rc = 0;
+    view_iter_open(v, OBJLOG_CF_STATS, &hi, &vi);
+    for (view_iter_seek(&vi, &lo); rc == 0 && rocksdb_iter_valid(vi.it);
+         rocksdb_iter_next(vi.it)) {
+        size_t kn, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(vi.it, &kn);
+        const char *val = rocksdb_iter_value(vi.it, &vn);
+        view_top_entry e;
+        memset(&e, 0, sizeof(e));
+        rc = usage_decode(val, vn, &e.usage, errstr, es);
+        if (rc == 0 && !(e.bucket = top_row_bucket(k, kn))) {
+            snprintf(errstr, es, "stats row: bad bucket key");
+            rc = -1;
+        }
+        if (rc == 0)
+            top_insert(out, limit, &e, by);
+    }
+    if (view_iter_close(&vi, rc < 0 ? NULL : errstr, rc < 0 ? 0 : es) < 0)
+        rc = -1;
+    keybuf_free(&lo);
+    keybuf_free(&hi);
+    if (rc == 0)
+        rc = top_tenants(v, out, errstr, es);
+    if (rc < 0) {
+        view_top_free(out);
+        return VIEW_ERROR;
+    }
+    return VIEW_OK;
+}
+
+void view_top_free(view_top *t) {
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->e[i].bucket);
+        free(t->e[i].tenant);
+    }
+    free(t->e);
+    t->e = NULL;
+    t->n = 0;
+}

@@ -240,4 +240,48 @@ view_rc view_list_parts(view *v, const char *bucket, const uint8_t *key,
                         view_parts *out, char *errstr, size_t errstr_size);
 void view_parts_free(view_parts *l);
 
+/* ------------------------------------------------------------------ stats */
+
+/* Usage counters (the `stats` CF, materializer.h), exact as of the
+ * snapshot. buckets: of a tenant / of everything; 0 for one bucket. */
+typedef struct view_usage {
+    uint64_t objects, bytes, versions, version_bytes, noncurrent_versions,
+        noncurrent_bytes, delete_markers, uploads, upload_part_bytes, buckets;
+} view_usage;
+
+/* One bucket: VIEW_OK, VIEW_NO_SUCH_BUCKET or VIEW_ERROR. */
+view_rc view_bucket_usage(view *v, const char *bucket, view_usage *out,
+                          char *errstr, size_t errstr_size);
+/* One tenant (all zero when it has no bucket): VIEW_OK or VIEW_ERROR. */
+view_rc view_tenant_usage(view *v, const char *tenant, view_usage *out,
+                          char *errstr, size_t errstr_size);
+/* Everything; *tenants = tenants that have at least one bucket. */
+view_rc view_global_usage(view *v, view_usage *out, uint64_t *tenants,
+                          char *errstr, size_t errstr_size);
+
+typedef enum view_top_by {
+    VIEW_TOP_BYTES = 0,
+    VIEW_TOP_OBJECTS,
+    VIEW_TOP_VERSIONS
+} view_top_by;
+
+typedef struct view_top_entry {
+    char *bucket; /* owned */
+    char *tenant; /* owned */
+    view_usage usage;
+} view_top_entry;
+
+typedef struct view_top {
+    view_top_entry *e;
+    size_t n;
+} view_top;
+
+/* The limit largest buckets by the counter `by` (ties: bucket name
+ * ascending), largest first. One pass over the buckets' stats rows (one
+ * row per bucket), then a point read per listed bucket for its tenant.
+ * VIEW_OK or VIEW_ERROR. */
+view_rc view_top_buckets(view *v, view_top_by by, size_t limit, view_top *out,
+                         char *errstr, size_t errstr_size);
+void view_top_free(view_top *t);
+
 #endif

@@ -47,6 +47,7 @@
 #define BAD_ORDER OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER
 #define TOO_SMALL OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL
 #define NO_KEY OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_KEY
+#define OVER_QUOTA OBJLOG__OUTCOME_CODE__OUTCOME_QUOTA_EXCEEDED
 
 /* Part ETags: the MD5 of the one-byte strings "a", "b", "c". */
 #define MD5_A "0cc175b9c0f1b6a831c399e269772661"
@@ -65,7 +66,8 @@
 
 /* One event. op: B create bucket (arg: versioning U/E/S, then an optional
  * max_versions, "E3"), X delete bucket, V set versioning (arg U/E/S),
- * Q set quota, P put (arg: etag), D delete (arg: version ref or NULL),
+ * Q set quota (arg NULL: max_bytes 1000; "o<n>" max_objects n; "b<n>"
+ * max_bytes n), P put (arg: etag; every object is 7 bytes), D delete (arg: version ref or NULL),
  * multipart (upload ids are written "#n": the id of step n's upload):
  *   M create upload
  *   U upload part   arg "#n <part number> <size> <etag>", size in bytes or
@@ -111,6 +113,7 @@ typedef struct row {
 #define END {0, NULL, NULL, NULL, OK, NULL, 0, NULL, 0, 0, 0}
 #define PUTX(k, e, code) {'P', "b", k, e, code, "", 0, NULL, 0, 0, 0}
 #define DELX(k, code) {'D', "b", k, NULL, code, "", 0, NULL, 0, 0, 0}
+#define QUOTA(q) {'Q', "b", "", q, OK, "", 0, NULL, 0, 0, 0}
 
 static const row rows[] = {
     {"create_bucket", {MKB("b", "E"), END}, "", "", "b:E", ""},
@@ -291,6 +294,23 @@ static const row rows[] = {
      {{'Q', "b", "", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, MKB("b", "E"),
       {'Q', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
      "", "", "b:E", ""},
+    /* ---- bucket quota (issue 6): live usage after the write ---- */
+    {"quota_max_objects_refuses_a_new_key_not_an_overwrite",
+     {MKB("b", "E"), PUT("a", "e1", "#"), PUT("c", "e2", "#"), QUOTA("o2"),
+      PUTX("d", "e3", OVER_QUOTA), PUT("a", "e4", "#"), DEL("a", "#", 1),
+      PUT("d", "e6", "#"), PUTX("e", "e7", OVER_QUOTA), END},
+     "a=M#7,#6:e4,#2:e1;c=#3:e2;d=#8:e6", "c=#3:e2;d=#8:e6", "b:E", ""},
+    {"quota_max_bytes_refuses_growth_not_a_same_size_overwrite",
+     {MKB("b", "U"), QUOTA("b20"), PUT("a", "e1", "null"), PUT("c", "e2", "null"),
+      PUTX("d", "e3", OVER_QUOTA), PUT("a", "e4", "null"), QUOTA("b10"),
+      PUT("c", "e5", "null"), PUTX("d", "e6", OVER_QUOTA), QUOTA("b0"),
+      PUT("d", "e7", "null"), END},
+     "a=null:e4;c=null:e5;d=null:e7", "a=null:e4;c=null:e5;d=null:e7", "b:U", ""},
+    {"quota_applies_to_complete",
+     {MKB("b", "E"), PUT("a", "e1", "#"), QUOTA("o1"), MPU("c"),
+      PART("c", "#4 1 1 " MD5_A), DONEX("c", "#4 1:" MD5_A, OVER_QUOTA), MPU("a"),
+      PART("a", "#7 1 1 " MD5_A), DONE("a", "#7 1:" MD5_A " =" ETAG_A, "#"), END},
+     "a=#9:" ETAG_A ",#2:e1", "a=#9:" ETAG_A, "b:E", "c@#4;c@#4.1:1:0cc1"},
     {"wrong_partition_is_WrongRange",
      {{'B', "b", "", "U", WRONG_RANGE, "", 0, NULL, 0, 0, 1}, MKB("b", "U"),
       {'P', "b", "a", "e1", WRONG_RANGE, "", 0, NULL, 0, 0, 1}, END},
@@ -604,6 +624,12 @@ static Objlog__Event *step_event(const step *s, int idx) {
         break;
     case 'Q':
         q.max_bytes = 1000;
+        if (s->arg && s->arg[0] == 'o') {
+            q.max_bytes = 0;
+            q.max_objects = strtoull(s->arg + 1, NULL, 10);
+        } else if (s->arg && s->arg[0] == 'b') {
+            q.max_bytes = strtoull(s->arg + 1, NULL, 10);
+        }
         sq.quota = &q;
         ev.op_case = OBJLOG__EVENT__OP_SET_QUOTA;
         ev.set_quota = &sq;

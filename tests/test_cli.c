@@ -9,7 +9,8 @@
  * key's versions), bucket settings, versioning, rb, the version cap, and
  * every mpu subcommand with S3's multipart ETag. Issue 5 adds lag (table
  * with known offsets, --json, --watch stopped by SIGINT) and bench
- * --consistency-modes. */
+ * --consistency-modes. Issue 6 adds stats (bucket, tenant, global, top:
+ * exact readable output with human sizes; usage errors) and bench --stats. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,6 +340,44 @@ static void test_errors_name_the_problem(void **state) {
     char *argv[] = {g_srv.objlog, "--url", "http://127.0.0.1:1", "get", "b", "k", NULL};
     assert_int_equal(proc_run(argv, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 1);
     assert_err_prefix("objlog: get b/k: ConnectionError: cannot reach http://127.0.0.1:1");
+}
+
+/* objlog stats: usage errors exit 2 with the reason, before any request;
+ * an unreachable server exits 1 naming the target. */
+static void test_stats_usage_errors(void **state) {
+    (void)state;
+    static const struct {
+        const char *args[6];
+        const char *why;
+    } rows[] = {
+        {{"stats", "b", "--tenant", "t", NULL}, "a BUCKET or --tenant, not both"},
+        {{"stats", "b", "--top", NULL}, "--top lists buckets"},
+        {{"stats", "--tenant", "t", "--top", NULL}, "--top lists buckets"},
+        {{"stats", "--by", "bytes", NULL}, "--by and --limit go with --top"},
+        {{"stats", "--limit", "3", NULL}, "--by and --limit go with --top"},
+        {{"stats", "--top", "--by", "size", NULL},
+         "--by must be bytes, objects or versions, not \"size\""},
+        {{"stats", "--top", "--limit", "0", NULL}, "--limit must be 1 to 100, not \"0\""},
+        {{"stats", "--top", "--limit", "101", NULL}, "--limit must be 1 to 100"},
+        {{"stats", "--top", "--limit", "x", NULL}, "--limit must be 1 to 100"},
+        {{"stats", "a", "b", NULL}, "unexpected argument \"b\""},
+        {{"stats", "--bogus", NULL}, "unknown option --bogus"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *const *a = rows[i].args;
+        int rc = objlog(a[0], a[1], a[2], a[3], a[4], a[5]);
+        if (rc != 2 || !strstr(g_err, rows[i].why))
+            fail_msg("row %zu: exit %d, stderr \"%s\" (want \"%s\")", i, rc, g_err,
+                     rows[i].why);
+        assert_string_equal(g_out, "");
+    }
+    char *argv[] = {g_srv.objlog, "--url", "http://127.0.0.1:1", "stats", "--top", NULL};
+    assert_int_equal(proc_run(argv, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 1);
+    assert_err_prefix("objlog: stats top: ConnectionError: cannot reach http://127.0.0.1:1");
+    char *argv2[] = {g_srv.objlog, "--url", "http://127.0.0.1:1", "stats", "--tenant",
+                     "acme", NULL};
+    assert_int_equal(proc_run(argv2, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 1);
+    assert_err_prefix("objlog: stats tenant acme: ConnectionError: ");
 }
 
 static void assert_bench_json(int count, int gets) {
@@ -778,6 +817,110 @@ static void test_lag_table_json_watch(void **state) {
     assert_int_equal(count_of(g_out, line), refreshes - 1);
 }
 
+/* The quota line the readable output must show for a stats JSON object. */
+static void quota_line(json_t *j, char *out, size_t n) {
+    json_t *q = json_object_get(j, "quota");
+    out[0] = '\0';
+    if (!json_is_object(q))
+        return;
+    json_int_t mb = json_integer_value(json_object_get(q, "max_bytes"));
+    json_int_t mo = json_integer_value(json_object_get(q, "max_objects"));
+    assert_int_equal(mb, 0);
+    assert_int_equal(mo, 0);
+    snprintf(out, n, "quota: none\n");
+}
+
+/* objlog stats BUCKET / --tenant / global / --top: exact readable output
+ * with human sizes, --json as served, errors exit 1 naming the code. */
+static void test_stats(void **state) {
+    (void)state;
+    assert_ok(objlog("mb", "st-a", "--tenant", "st-acme", NULL));
+    assert_ok(objlog("mb", "st-b", "--tenant", "st-acme", NULL));
+    assert_ok(objlog("put", "st-a", "k1", "--size", "1536", NULL));
+    assert_ok(objlog("put", "st-a", "k2", "--size", "3221225472", NULL));
+    assert_ok(objlog("put", "st-b", "x", "--size", "10", NULL));
+
+    assert_ok(objlog("--json", "stats", "st-a", NULL));
+    json_t *j = json_out();
+    assert_int_equal(json_integer_value(json_object_get(j, "bytes")), 3221227008LL);
+    char q[64], want[2048];
+    quota_line(j, q, sizeof(q));
+    json_decref(j);
+    assert_ok(objlog("stats", "st-a", NULL));
+    snprintf(want, sizeof(want),
+             "bucket: st-a\ntenant: st-acme\nobjects: 2\n"
+             "bytes: 3.0 GiB (3221227008 bytes)\nversions: 2\n"
+             "version_bytes: 3.0 GiB (3221227008 bytes)\nnoncurrent_versions: 0\n"
+             "noncurrent_bytes: 0 bytes\ndelete_markers: 0\nuploads: 0\n"
+             "upload_part_bytes: 0 bytes\n%s", q);
+    assert_string_equal(g_out, want);
+
+    assert_ok(objlog("stats", "--tenant", "st-acme", NULL));
+    assert_string_equal(g_out,
+                        "tenant: st-acme\nbuckets: 2\nobjects: 3\n"
+                        "bytes: 3.0 GiB (3221227018 bytes)\nversions: 3\n"
+                        "version_bytes: 3.0 GiB (3221227018 bytes)\nnoncurrent_versions: 0\n"
+                        "noncurrent_bytes: 0 bytes\ndelete_markers: 0\nuploads: 0\n"
+                        "upload_part_bytes: 0 bytes\n");
+
+    /* global: the readable numbers are the served ones */
+    assert_ok(objlog("--json", "stats", NULL));
+    j = json_out();
+    long long objects = (long long)json_integer_value(json_object_get(j, "objects"));
+    long long buckets = (long long)json_integer_value(json_object_get(j, "buckets"));
+    json_decref(j);
+    assert_true(objects >= 3 && buckets >= 2);
+    assert_ok(objlog("stats", NULL));
+    char line[128];
+    snprintf(line, sizeof(line), "\nbuckets: %lld\nobjects: %lld\n", buckets, objects);
+    if (!strstr(g_out, line))
+        fail_msg("global stats lack \"%s\": %s", line, g_out);
+    assert_non_null(strstr(g_out, "tenants: "));
+
+    /* st-a is the biggest bucket by bytes */
+    assert_ok(objlog("stats", "--top", "--by", "bytes", "--limit", "1", NULL));
+    assert_string_equal(g_out,
+                        "BUCKET  TENANT   OBJECTS                       BYTES  VERSIONS\n"
+                        "st-a    st-acme        2  3.0 GiB (3221227008 bytes)         2\n"
+                        "1 bucket by bytes\n");
+    assert_ok(objlog("--json", "stats", "--top", "--limit", "1", NULL));
+    j = json_out();
+    assert_string_equal(js(j, "by"), "bytes");
+    assert_int_equal(json_array_size(json_object_get(j, "buckets")), 1);
+    json_decref(j);
+
+    assert_int_equal(objlog("stats", "st-nosuch", NULL), 1);
+    assert_string_equal(g_out, "");
+    assert_err_prefix("objlog: stats st-nosuch: NoSuchBucket: ");
+}
+
+/* bench --stats with small counts against the group's objlogd: both apply
+ * phases ran, and every stats read succeeded. */
+static void test_bench_stats(void **state) {
+    (void)state;
+    assert_ok(objlog("--json", "bench", "--stats", "--brokers", g_srv.bootstrap, "--count",
+                     "200", "--threads", "2", "--gets", "50", NULL));
+    json_t *j = json_out();
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 200);
+    assert_int_equal(json_integer_value(json_object_get(j, "gets")), 50);
+    const char *phases[] = {"put_apply", "baseline_apply"};
+    for (int i = 0; i < 2; i++) {
+        json_t *ph = json_object_get(j, phases[i]);
+        assert_int_equal(json_integer_value(json_object_get(ph, "ops")), 200);
+        assert_true(json_real_value(json_object_get(ph, "per_second")) > 0);
+    }
+    assert_true(json_real_value(json_object_get(j, "ratio")) > 0);
+    const char *reads[] = {"bucket_stats", "global_stats"};
+    for (int i = 0; i < 2; i++) {
+        json_t *r = json_object_get(j, reads[i]);
+        assert_int_equal(json_integer_value(json_object_get(r, "errors")), 0);
+        assert_true(json_real_value(json_object_get(r, "p99_ms")) >=
+                    json_real_value(json_object_get(r, "p50_ms")));
+    }
+    json_decref(j);
+    assert_int_equal(objlog("bench", "--stats", "--count", "0", NULL), 2);
+}
+
 /* bench against a running objlogd, then with one it starts and stops. */
 static void test_bench(void **state) {
     (void)state;
@@ -869,12 +1012,15 @@ int main(void) {
         cmocka_unit_test(test_ls_columns_prefixes_and_pages),
         cmocka_unit_test(test_rm_plain_and_versioned),
         cmocka_unit_test(test_errors_name_the_problem),
+        cmocka_unit_test(test_stats_usage_errors),
         cmocka_unit_test(test_versions_table),
         cmocka_unit_test(test_bucket_settings_versioning_rb),
         cmocka_unit_test(test_mpu_commands),
+        cmocka_unit_test(test_stats),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_list),
         cmocka_unit_test(test_bench_consistency_modes),
+        cmocka_unit_test(test_bench_stats),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

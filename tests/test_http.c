@@ -1846,6 +1846,217 @@ static void test_coalesced_strong_reads(void **state) {
     env_stop(e);
 }
 
+
+/* ------------------------------------------------------------- usage */
+
+static void put_sized(env *e, const char *bucket, const char *key, long long size,
+                      long status) {
+    char path[256], body[256];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s", bucket, key);
+    snprintf(body, sizeof(body), "{\"size\":%lld,\"etag\":\"e\"}", size);
+    expect(e, "PUT", path, body, status);
+}
+
+static long long ujint(const json_t *o, const char *name) {
+    json_t *v = json_object_get(o, name);
+    if (!json_is_integer(v))
+        fail_msg("field %s missing or not an integer", name);
+    return (long long)json_integer_value(v);
+}
+
+/* The nine counters of a stats answer, in UsageStats order. */
+static const char *const usage_fields[9] = {
+    "objects", "bytes", "versions", "version_bytes", "noncurrent_versions",
+    "noncurrent_bytes", "delete_markers", "uploads", "upload_part_bytes"};
+
+static void expect_usage(const json_t *o, const long long want[9], const char *what) {
+    for (int i = 0; i < 9; i++)
+        if (ujint(o, usage_fields[i]) != want[i])
+            fail_msg("%s: %s = %lld, want %lld", what, usage_fields[i],
+                     ujint(o, usage_fields[i]), want[i]);
+}
+
+static json_t *get_json(env *e, const char *path) {
+    resp r;
+    char h[256];
+    req(e, "GET", path, NULL, NULL, &r);
+    if (r.status != 200)
+        fail_msg("GET %s: %ld %s", path, r.status, r.body ? r.body : "");
+    assert_non_null(header(&r, "X-Objlog-Applied", h, sizeof(h)));
+    json_t *j = json_incref(r.json);
+    resp_free(&r);
+    return j;
+}
+
+/* One entry of a top list by bucket name, or NULL. */
+static json_t *top_entry(json_t *top, const char *bucket) {
+    json_t *arr = json_object_get(top, "buckets");
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *x = json_array_get(arr, i);
+        if (strcmp(json_string_value(json_object_get(x, "bucket")), bucket) == 0)
+            return x;
+    }
+    return NULL;
+}
+
+static void expect_top_sorted(json_t *top, const char *by) {
+    json_t *arr = json_object_get(top, "buckets");
+    assert_string_equal(json_string_value(json_object_get(top, "by")), by);
+    for (size_t i = 1; i < json_array_size(arr); i++)
+        assert_true(ujint(json_array_get(arr, i - 1), by) >= ujint(json_array_get(arr, i), by));
+}
+
+#define TB 1000000000000LL
+
+static void test_usage_stats_and_quota(void **state) {
+    env *e = *state;
+    resp r;
+    char id[32], path[256];
+    json_t *g0 = get_json(e, "/v1/stats");
+    make_bucket(e, "sta1", "{\"tenant\":\"tstat-a\",\"versioning\":\"Enabled\"}");
+    make_bucket(e, "sta2", "{\"tenant\":\"tstat-a\"}");
+    make_bucket(e, "stb1", "{\"tenant\":\"tstat-b\",\"quota\":{\"max_objects\":2}}");
+    make_bucket(e, "stc1", "{\"tenant\":\"tstat-b\"}");
+    expect(e, "DELETE", "/v1/buckets/stc1", NULL, 200);
+
+    /* sta1 (Enabled): k1 twice (1 TB then 5), k3 2 TB, k2 7 then a marker,
+     * one upload with one 5 MiB part */
+    put_sized(e, "sta1", "k1", TB, 200);
+    put_sized(e, "sta1", "k1", 5, 200);
+    put_sized(e, "sta1", "k3", 2 * TB, 200);
+    put_sized(e, "sta1", "k2", 7, 200);
+    expect(e, "DELETE", "/v1/buckets/sta1/objects/k2", NULL, 200);
+    create_upload(e, "sta1", "m", id);
+    upload_part(e, "sta1", "m", id, 1, MIB5, etags[0]);
+    /* sta2 (Unversioned): a replaced, b */
+    put_sized(e, "sta2", "a", 100, 200);
+    put_sized(e, "sta2", "a", 50, 200);
+    put_sized(e, "sta2", "b", 10, 200);
+    /* stb1: max_objects 2 -> a third key is refused, an overwrite is not */
+    put_sized(e, "stb1", "x", 7, 200);
+    put_sized(e, "stb1", "y", 7, 200);
+    req(e, "PUT", "/v1/buckets/stb1/objects/z", "{\"size\":7,\"etag\":\"e\"}", NULL, &r);
+    assert_error(&r, 403, "QuotaExceeded");
+    resp_free(&r);
+    put_sized(e, "stb1", "x", 7, 200);
+    expect(e, "PUT", "/v1/buckets/stb1/quota", "{\"max_objects\":3,\"max_bytes\":21}", 200);
+    put_sized(e, "stb1", "z", 7, 200);
+    req(e, "PUT", "/v1/buckets/stb1/objects/x", "{\"size\":8,\"etag\":\"e\"}", NULL, &r);
+    assert_error(&r, 403, "QuotaExceeded"); /* bytes 22 > 21 */
+    resp_free(&r);
+
+    const long long a1[9] = {2, 2 * TB + 5, 4, 3 * TB + 12, 2, TB + 7, 1, 1, MIB5};
+    const long long a2[9] = {2, 60, 2, 60, 0, 0, 0, 0, 0};
+    const long long b1[9] = {3, 21, 3, 21, 0, 0, 0, 0, 0};
+    json_t *j = get_json(e, "/v1/buckets/sta1/stats");
+    expect_usage(j, a1, "sta1");
+    assert_string_equal(json_string_value(json_object_get(j, "bucket")), "sta1");
+    assert_string_equal(json_string_value(json_object_get(j, "tenant")), "tstat-a");
+    assert_int_equal(ujint(json_object_get(j, "quota"), "max_objects"), 0);
+    json_decref(j);
+    j = get_json(e, "/v1/buckets/sta2/stats?consistency=eventual");
+    expect_usage(j, a2, "sta2");
+    json_decref(j);
+    j = get_json(e, "/v1/buckets/stb1/stats");
+    expect_usage(j, b1, "stb1");
+    assert_int_equal(ujint(json_object_get(j, "quota"), "max_objects"), 3);
+    assert_int_equal(ujint(json_object_get(j, "quota"), "max_bytes"), 21);
+    json_decref(j);
+
+    long long ta[9];
+    for (int i = 0; i < 9; i++)
+        ta[i] = a1[i] + a2[i];
+    j = get_json(e, "/v1/tenants/tstat-a/stats");
+    expect_usage(j, ta, "tenant tstat-a");
+    assert_string_equal(json_string_value(json_object_get(j, "tenant")), "tstat-a");
+    assert_int_equal(ujint(j, "buckets"), 2);
+    json_decref(j);
+    j = get_json(e, "/v1/tenants/tstat-b/stats");
+    expect_usage(j, b1, "tenant tstat-b");
+    assert_int_equal(ujint(j, "buckets"), 1); /* stc1 was deleted */
+    json_decref(j);
+    const long long zero[9] = {0};
+    j = get_json(e, "/v1/tenants/nobody%20here/stats");
+    expect_usage(j, zero, "unknown tenant");
+    assert_string_equal(json_string_value(json_object_get(j, "tenant")), "nobody here");
+    assert_int_equal(ujint(j, "buckets"), 0);
+    json_decref(j);
+
+    /* global: exactly the three buckets' usage more than before */
+    json_t *g1 = get_json(e, "/v1/stats");
+    for (int i = 0; i < 9; i++) {
+        long long d = ujint(g1, usage_fields[i]) - ujint(g0, usage_fields[i]);
+        if (d != ta[i] + b1[i])
+            fail_msg("global %s grew by %lld, want %lld", usage_fields[i], d, ta[i] + b1[i]);
+    }
+    assert_int_equal(ujint(g1, "buckets") - ujint(g0, "buckets"), 3);
+    assert_int_equal(ujint(g1, "tenants") - ujint(g0, "tenants"), 2);
+    json_decref(g0);
+    json_decref(g1);
+
+    /* top: sta1 leads by bytes; lists sorted; entries exact */
+    j = get_json(e, "/v1/stats/top?by=bytes&limit=1");
+    assert_int_equal(json_array_size(json_object_get(j, "buckets")), 1);
+    json_t *x = top_entry(j, "sta1");
+    assert_non_null(x);
+    assert_string_equal(json_string_value(json_object_get(x, "tenant")), "tstat-a");
+    assert_int_equal(ujint(x, "bytes"), 2 * TB + 5);
+    assert_int_equal(ujint(x, "objects"), 2);
+    assert_int_equal(ujint(x, "versions"), 4);
+    json_decref(j);
+    j = get_json(e, "/v1/stats/top");
+    assert_string_equal(json_string_value(json_object_get(j, "by")), "bytes");
+    expect_top_sorted(j, "bytes");
+    assert_true(json_array_size(json_object_get(j, "buckets")) <= 10);
+    json_decref(j);
+    const char *bys[2] = {"objects", "versions"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "/v1/stats/top?by=%s&limit=100", bys[i]);
+        j = get_json(e, path);
+        expect_top_sorted(j, bys[i]);
+        x = top_entry(j, "stb1");
+        assert_non_null(x);
+        assert_int_equal(ujint(x, "objects"), 3);
+        assert_int_equal(ujint(x, "versions"), 3);
+        assert_null(top_entry(j, "stc1"));
+        json_decref(j);
+    }
+
+    /* bad inputs */
+    req(e, "GET", "/v1/buckets/nosuchb/stats", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchBucket");
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/stc1/stats", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchBucket");
+    resp_free(&r);
+    const char *bad[] = {"/v1/stats/top?by=size", "/v1/stats/top?limit=0",
+                         "/v1/stats/top?limit=101", "/v1/stats/top?limit=x",
+                         "/v1/tenants/%00/stats"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        req(e, "GET", bad[i], NULL, NULL, &r);
+        assert_error(&r, 400, "InvalidArgument");
+        resp_free(&r);
+    }
+    req(e, "GET", "/v1/tenants/tstat-a", NULL, NULL, &r);
+    assert_error(&r, 404, "NoSuchRoute");
+    resp_free(&r);
+    req(e, "POST", "/v1/stats", NULL, NULL, &r);
+    assert_int_equal(r.status, 405);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/stb1/quota", NULL, NULL, &r);
+    assert_int_equal(r.status, 405);
+    resp_free(&r);
+    req(e, "PUT", "/v1/buckets/stb1/quota", "{\"max_objects\":-1}", NULL, &r);
+    assert_error(&r, 400, "InvalidArgument");
+    resp_free(&r);
+    req(e, "PUT", "/v1/buckets/stb1/quota", "", NULL, &r);
+    assert_error(&r, 400, "MalformedJSON");
+    resp_free(&r);
+    req(e, "PUT", "/v1/buckets/nosuchb/quota", "{\"max_objects\":1}", NULL, &r);
+    assert_error(&r, 404, "NoSuchBucket");
+    resp_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_head),
@@ -1868,6 +2079,7 @@ int main(void) {
         cmocka_unit_test(test_lag_and_metrics),
         cmocka_unit_test(test_lag_slow_apply),
         cmocka_unit_test(test_coalesced_strong_reads),
+        cmocka_unit_test(test_usage_stats_and_quota),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1121,6 +1121,257 @@ static void test_rangemap_from_control_topic(void **state) {
     free_msgs(msgs, 20);
 }
 
+/* ---- tenant quota pre-check (issue 6 item 4) ---- */
+
+/* A fake GET /v1/tenants/{t}/stats whose usage the test changes; counts
+ * requests and remembers the last path. One connection at a time. */
+typedef struct fake_stats {
+    int fd, port;
+    pthread_t th;
+    volatile int stop;
+    pthread_mutex_t lock;
+    unsigned long long objects, bytes;
+    int status;                  /* HTTP status to answer */
+    int hits;
+    char last_path[256];
+} fake_stats;
+
+typedef struct quota_fixture {
+    cluster *c;
+    fake_stats f;
+} quota_fixture;
+
+static void fake_stats_serve(fake_stats *f, int conn) {
+    char req[4096], body[256], resp[1024];
+    size_t len = 0;
+    req[0] = '\0';
+    while (len < sizeof(req) - 1 && !strstr(req, "\r\n\r\n")) {
+        ssize_t r = read(conn, req + len, sizeof(req) - 1 - len);
+        if (r <= 0)
+            return;
+        len += (size_t)r;
+        req[len] = '\0';
+    }
+    pthread_mutex_lock(&f->lock);
+    sscanf(req, "GET %255s", f->last_path);
+    f->hits++;
+    int status = f->status;
+    snprintf(body, sizeof(body),
+             "{\"tenant\":\"acme corp\",\"buckets\":2,\"objects\":%llu,\"bytes\":%llu,"
+             "\"versions\":%llu,\"version_bytes\":%llu}",
+             f->objects, f->bytes, f->objects, f->bytes);
+    pthread_mutex_unlock(&f->lock);
+    if (status != 200)
+        snprintf(body, sizeof(body), "{\"error\":{\"code\":\"SlowDown\"}}");
+    int n = snprintf(resp, sizeof(resp),
+                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     status, strlen(body), body);
+    if (write(conn, resp, (size_t)n) < 0)
+        return;
+}
+
+static void *fake_stats_main(void *arg) {
+    fake_stats *f = arg;
+    while (!f->stop) {
+        struct pollfd pfd = {.fd = f->fd, .events = POLLIN};
+        if (poll(&pfd, 1, 20) <= 0)
+            continue;
+        int conn = accept(f->fd, NULL, NULL);
+        if (conn < 0)
+            continue;
+        fake_stats_serve(f, conn);
+        close(conn);
+    }
+    return NULL;
+}
+
+static void fake_stats_set(fake_stats *f, unsigned long long objects,
+                           unsigned long long bytes, int status) {
+    pthread_mutex_lock(&f->lock);
+    f->objects = objects;
+    f->bytes = bytes;
+    f->status = status;
+    pthread_mutex_unlock(&f->lock);
+}
+
+static int fake_stats_hits(fake_stats *f) {
+    pthread_mutex_lock(&f->lock);
+    int h = f->hits;
+    pthread_mutex_unlock(&f->lock);
+    return h;
+}
+
+/* Waits until the producer has certainly fetched after a change: two more
+ * requests (the one in flight at the change may carry the old numbers). */
+static void fake_stats_await(fake_stats *f) {
+    int want = fake_stats_hits(f) + 2;
+    int64_t until = now_ms() + 5000;
+    while (fake_stats_hits(f) < want && now_ms() < until)
+        usleep(5000);
+    assert_true(fake_stats_hits(f) >= want);
+}
+
+static int quota_setup(void **state) {
+    cluster_setup(state);
+    quota_fixture *q = calloc(1, sizeof(*q));
+    q->c = *state;
+    fake_stats *f = &q->f;
+    pthread_mutex_init(&f->lock, NULL);
+    f->status = 200;
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    if (bind(f->fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(f->fd, 16) != 0)
+        return -1;
+    getsockname(f->fd, (struct sockaddr *)&a, &al);
+    f->port = ntohs(a.sin_port);
+    if (pthread_create(&f->th, NULL, fake_stats_main, f) != 0)
+        return -1;
+    *state = q;
+    return 0;
+}
+
+static int quota_teardown(void **state) {
+    quota_fixture *q = *state;
+    q->f.stop = 1;
+    pthread_join(q->f.th, NULL);
+    close(q->f.fd);
+    pthread_mutex_destroy(&q->f.lock);
+    *state = q->c;
+    free(q);
+    return cluster_teardown(state);
+}
+
+static objlog_producer *quota_producer(quota_fixture *q, const char *max_bytes,
+                                       const char *max_objects, const char *refresh) {
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    char url[64], err[512];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", q->f.port);
+    conf_ok(conf, "bootstrap.servers", q->c->bootstrap);
+    conf_ok(conf, "ack", "logged");
+    conf_ok(conf, "kafka.log_level", "2");
+    conf_ok(conf, "query.url", url);
+    conf_ok(conf, "tenant.quota.tenant", "acme corp");
+    conf_ok(conf, "tenant.quota.max_bytes", max_bytes);
+    conf_ok(conf, "tenant.quota.max_objects", max_objects);
+    conf_ok(conf, "tenant.quota.refresh.ms", refresh);
+    objlog_producer *p = objlog_producer_new(conf, err, sizeof(err));
+    if (!p)
+        fail_msg("producer_new: %s", err);
+    return p;
+}
+
+static int quota_put(objlog_producer *p, char *err, size_t n) {
+    objlog_write_result r;
+    err[0] = '\0';
+    int rc = objlog_producer_put_object_sync(p, "photos", "k", 1, NULL, NULL, &r, err, n);
+    if (rc == 0)
+        assert_int_equal(r.status, OBJLOG_STATUS_LOGGED);
+    return rc;
+}
+
+static int quota_complete(objlog_producer *p, char *err, size_t n) {
+    objlog_write_result r;
+    objlog_completed_part part = {1, "e1"};
+    err[0] = '\0';
+    int rc = objlog_producer_complete_upload_sync(p, "photos", "k", 1, "000100000000002a",
+                                                  &part, 1, NULL, &r, err, n);
+    if (rc == 0)
+        assert_int_equal(r.status, OBJLOG_STATUS_LOGGED);
+    return rc;
+}
+
+static void test_tenant_quota_conf(void **state) {
+    cluster *c = *state;
+    char err[512];
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    static const char *const bad[][2] = {{"tenant.quota.max_bytes", "-1"},
+                                         {"tenant.quota.max_bytes", "12x"},
+                                         {"tenant.quota.max_objects", ""},
+                                         {"tenant.quota.refresh.ms", "5"},
+                                         {"tenant.quota.refresh.ms", "3600001"},
+                                         {"tenant.quota.tenant", ""}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(objlog_producer_conf_set(conf, bad[i][0], bad[i][1], err,
+                                                  sizeof(err)),
+                         OBJLOG_CONF_INVALID);
+        assert_non_null(strstr(err, bad[i][0]));
+    }
+    /* a max without the tenant it applies to */
+    conf_ok(conf, "bootstrap.servers", c->bootstrap);
+    conf_ok(conf, "ack", "logged");
+    conf_ok(conf, "kafka.log_level", "2");
+    conf_ok(conf, "tenant.quota.max_objects", "10");
+    assert_null(objlog_producer_new(conf, err, sizeof(err)));
+    assert_string_equal(err, "tenant.quota.tenant is required with tenant.quota.max_*");
+    /* ... and without the query service to read usage from */
+    conf = objlog_producer_conf_new();
+    conf_ok(conf, "bootstrap.servers", c->bootstrap);
+    conf_ok(conf, "ack", "logged");
+    conf_ok(conf, "kafka.log_level", "2");
+    conf_ok(conf, "tenant.quota.tenant", "acme");
+    conf_ok(conf, "tenant.quota.max_bytes", "1");
+    assert_null(objlog_producer_new(conf, err, sizeof(err)));
+    assert_string_equal(err, "query.url is required with tenant.quota.*");
+}
+
+/* Usage below, at and over each limit, as the cached stats move. */
+static void test_tenant_quota_rejects_up_front(void **state) {
+    quota_fixture *q = *state;
+    char err[512];
+    fake_stats_set(&q->f, 5, 900, 200);
+    objlog_producer *p = quota_producer(q, "1000", "10", "20");
+    assert_string_equal(q->f.last_path, "/v1/tenants/acme%20corp/stats");
+    assert_int_equal(quota_put(p, err, sizeof(err)), 0);
+    assert_int_equal(quota_complete(p, err, sizeof(err)), 0);
+
+    fake_stats_set(&q->f, 5, 1000, 200); /* bytes at the limit */
+    fake_stats_await(&q->f);
+    assert_int_equal(quota_put(p, err, sizeof(err)), -1);
+    assert_string_equal(err, "tenant quota exceeded (tenant.quota.max_bytes): tenant "
+                             "\"acme corp\" uses 1000 bytes of 1000");
+    assert_int_equal(quota_complete(p, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "tenant.quota.max_bytes"));
+    /* only writes that add usage are checked */
+    objlog_write_result r;
+    assert_int_equal(objlog_producer_delete_object_sync(p, "photos", "k", 1, NULL, NULL,
+                                                        &r, err, sizeof(err)), 0);
+    assert_int_equal(r.status, OBJLOG_STATUS_LOGGED);
+
+    fake_stats_set(&q->f, 11, 10, 200); /* objects over the limit */
+    fake_stats_await(&q->f);
+    assert_int_equal(quota_put(p, err, sizeof(err)), -1);
+    assert_string_equal(err, "tenant quota exceeded (tenant.quota.max_objects): tenant "
+                             "\"acme corp\" has 11 objects of 10");
+
+    /* a failing query service keeps the last numbers (still over) */
+    fake_stats_set(&q->f, 0, 0, 503);
+    fake_stats_await(&q->f);
+    assert_int_equal(quota_put(p, err, sizeof(err)), -1);
+
+    fake_stats_set(&q->f, 9, 999, 200); /* back under both */
+    fake_stats_await(&q->f);
+    assert_int_equal(quota_put(p, err, sizeof(err)), 0);
+    assert_int_equal(quota_complete(p, err, sizeof(err)), 0);
+    objlog_producer_destroy(p);
+}
+
+/* The check reads the cache: many writes, no request beyond the refresh. */
+static void test_tenant_quota_no_http_per_write(void **state) {
+    quota_fixture *q = *state;
+    char err[512];
+    fake_stats_set(&q->f, 1, 1, 200);
+    int before = fake_stats_hits(&q->f);
+    objlog_producer *p = quota_producer(q, "1000000", "0", "3600000");
+    assert_int_equal(fake_stats_hits(&q->f), before + 1); /* the first fetch */
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(quota_put(p, err, sizeof(err)), 0);
+    assert_int_equal(fake_stats_hits(&q->f), before + 1);
+    objlog_producer_destroy(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conf_errors_name_the_key),
@@ -1144,6 +1395,12 @@ int main(void) {
                                         cluster_setup, cluster_teardown),
         cmocka_unit_test_setup_teardown(test_rangemap_from_control_topic,
                                         cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_quota_conf, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_quota_rejects_up_front,
+                                        quota_setup, quota_teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_quota_no_http_per_write,
+                                        quota_setup, quota_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
