@@ -624,16 +624,13 @@ int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
                                   const objlog_write_opts *opts,
                                   objlog_write_cb *cb, void *opaque,
                                   char *errstr, size_t errstr_size) {
-    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
-        validate_key(key, key_len, errstr, errstr_size) < 0 ||
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
         validate_version_id(version_id, errstr, errstr_size) < 0)
         return -1;
     Objlog__DeleteObject del = OBJLOG__DELETE_OBJECT__INIT;
     del.version_id = (char *)nz(version_id);
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.key.data = (uint8_t *)key;
-    ev.key.len = key_len;
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len);
     ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
     ev.delete_object = &del;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
