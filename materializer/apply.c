@@ -164,6 +164,7 @@
 #include "apply.h"
 
 #include "keycodec.h"
+#include "statrows.h"
 
 #include <openssl/evp.h>
 
@@ -191,6 +192,9 @@ struct apply_batch {
      * changed only by tests (apply_batch_set_dedup_limits). */
     int64_t window_ms;
     int64_t max_ids;
+    int no_stats;       /* bench only (apply_batch_set_stats) */
+    /* The `stats` rows this batch changed, staged by apply_batch_wb. */
+    statrows stats;
 };
 
 /* ---- byte helpers ---- */
@@ -363,6 +367,7 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
     b->ro = rocksdb_readoptions_create();
     b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
     b->max_ids = OBJLOG_DEDUP_MAX_IDS;
+    statrows_init(&b->stats);
     return b;
 }
 
@@ -372,20 +377,29 @@ void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
     b->max_ids = max_ids > 0 ? max_ids : 1;
 }
 
+void apply_batch_set_stats(apply_batch *b, int on) { b->no_stats = !on; }
+
 void apply_batch_destroy(apply_batch *b) {
     if (!b)
         return;
     keybuf_free(&b->del_lo);
     keybuf_free(&b->del_hi);
+    statrows_free(&b->stats);
     rocksdb_writebatch_wi_destroy(b->wb);
     rocksdb_readoptions_destroy(b->ro);
     free(b);
 }
 
-rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) { return b->wb; }
+static void stats_stage(apply_batch *b);
+
+rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
+    stats_stage(b);
+    return b->wb;
+}
 
 void apply_batch_clear(apply_batch *b) {
     rocksdb_writebatch_wi_clear(b->wb);
+    statrows_clear(&b->stats);
     b->deletes = 0;
     keybuf_reset(&b->del_lo);
     keybuf_reset(&b->del_hi);
@@ -504,6 +518,10 @@ typedef struct apply_ev {
     stats_delta d;
     int obj_live_before;     /* the `objects` row before a key op */
     uint64_t obj_size_before;
+    /* ... and after, once the op staged it (objects_put/objects_del), so
+     * the counters need not read it back. */
+    int obj_staged, obj_live_after;
+    uint64_t obj_size_after;
     char *tenant;            /* the bucket's tenant once loaded (owned) */
 } apply_ev;
 
@@ -641,6 +659,22 @@ static int delete_version(apply_ev *a, uint64_t seq) {
     return 0;
 }
 
+/* Every write of the key's `objects` row goes through these two: they
+ * note the row's new state for stats_key_end. */
+static void objects_del(apply_ev *a) {
+    batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+    a->obj_staged = 1;
+    a->obj_live_after = 0;
+    a->obj_size_after = 0;
+}
+
+static void objects_put(apply_ev *a, const void *v, size_t vn, uint64_t size) {
+    batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, v, vn);
+    a->obj_staged = 1;
+    a->obj_live_after = 1;
+    a->obj_size_after = size;
+}
+
 /* Writes a new newest version (or marker) at a->seq. A new version always
  * has the highest seq of its key, so it is what `objects` must show. */
 static int add_version(apply_ev *a, const char *version_id, int marker,
@@ -668,11 +702,19 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
     if (rc < 0)
         return -1;
     if (marker) {
-        batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+        objects_del(a);
         return 0;
     }
-    return batch_put_msg(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
-                         &r.base, a->errstr, a->es);
+    size_t n = protobuf_c_message_get_packed_size(&r.base);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    protobuf_c_message_pack(&r.base, buf);
+    objects_put(a, buf, n, r.meta->size);
+    free(buf);
+    return 0;
 }
 
 /* Makes `objects` show the key's newest version if it is live, else
@@ -710,7 +752,7 @@ static int refresh_current(apply_ev *a) {
                 return -1;
             }
             memcpy(copy, v, vn);
-            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
+            objects_put(a, copy, vn, r->meta ? r->meta->size : 0);
             free(copy);
             found = 1;
         }
@@ -726,7 +768,7 @@ static int refresh_current(apply_ev *a) {
         return -1;
     }
     if (!found)
-        batch_del(a->b, OBJLOG_CF_OBJECTS, rk, rn);
+        objects_del(a);
     return 0;
 }
 
@@ -880,49 +922,90 @@ static int delta_is_zero(stats_delta *d) {
     return 1;
 }
 
-/* Reads a stats row as the batch sees it; absent = all zero. 0 or -1. */
-static int stats_load(apply_batch *b, const keybuf *k, Objlog__UsageStats *out,
-                      char *errstr, size_t es) {
-    Objlog__UsageStats init = OBJLOG__USAGE_STATS__INIT;
-    *out = init;
+/* The stats row at k as the batch sees it (loaded from the store on first
+ * touch; absent = all zero, present 0). NULL on error (errstr). */
+static statrow *stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t es) {
+    statrow *r = statrows_find(&b->stats, k->data, k->len);
+    if (r)
+        return r;
     char *v;
     size_t vn;
     int rc = batch_get(b, OBJLOG_CF_STATS, k->data, k->len, &v, &vn, errstr, es);
-    if (rc <= 0)
-        return rc;
-    Objlog__UsageStats *u = objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
-    if (!u) {
+    if (rc < 0)
+        return NULL;
+    Objlog__UsageStats *u =
+        rc ? objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v) : NULL;
+    if (rc)
+        rocksdb_free(v);
+    if (rc && !u) {
         snprintf(errstr, es, "stats row: corrupt record");
-        return -1;
+        return NULL;
     }
-    for (int i = 0; i < STATS_FIELDS; i++)
-        *stats_field(out, i) = *stats_field(u, i);
-    objlog__usage_stats__free_unpacked(u, NULL);
-    return 0;
+    r = statrows_insert(&b->stats, k->data, k->len);
+    if (r && u) {
+        r->present = 1;
+        for (int i = 0; i < STATS_FIELDS; i++)
+            *stats_field(&r->u, i) = *stats_field(u, i);
+    }
+    if (u)
+        objlog__usage_stats__free_unpacked(u, NULL);
+    if (!r)
+        snprintf(errstr, es, "out of memory");
+    return r;
 }
 
 /* Adds d to the row at k (unsigned wrap-around: the final values are
  * exact). drop_empty: delete the row when no bucket is left (tenants). */
 static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
                      int drop_empty, char *errstr, size_t es) {
-    Objlog__UsageStats u;
-    if (stats_load(b, k, &u, errstr, es) < 0)
+    statrow *r = stats_row(b, k, errstr, es);
+    if (!r)
         return -1;
     for (int i = 0; i < STATS_FIELDS; i++)
-        *stats_field(&u, i) += (uint64_t)*delta_field(d, i);
-    if (drop_empty && u.buckets == 0) {
-        rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, OBJLOG_CF_STATS),
-                                        (const char *)k->data, k->len);
+        *stats_field(&r->u, i) += (uint64_t)*delta_field(d, i);
+    r->present = !(drop_empty && r->u.buckets == 0);
+    r->dirty = 1;
+    return 0;
+}
+
+/* Sets the row at k to all zero (present) or absent, without reading it. */
+static int stats_reset(apply_batch *b, const keybuf *k, int present) {
+    if (b->no_stats)
         return 0;
+    statrow *r = statrows_find(&b->stats, k->data, k->len);
+    if (!r)
+        r = statrows_insert(&b->stats, k->data, k->len);
+    if (!r)
+        return -1;
+    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
+    r->u = zero;
+    r->present = present;
+    r->dirty = 1;
+    return 0;
+}
+
+/* Stages every changed row into the WriteBatch. Cannot fail: a row packs
+ * into at most 10 varints of 11 bytes. */
+static void stats_stage(apply_batch *b) {
+    for (size_t i = 0; i < b->stats.n; i++) {
+        statrow *r = &b->stats.rows[i];
+        if (!r->dirty)
+            continue;
+        uint8_t buf[STATS_FIELDS * 11];
+        if (r->present)
+            batch_put(b, OBJLOG_CF_STATS, r->key, r->key_len, buf,
+                      objlog__usage_stats__pack(&r->u, buf));
+        else
+            rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, OBJLOG_CF_STATS),
+                                            (const char *)r->key, r->key_len);
+        r->dirty = 0;
     }
-    return batch_put_msg(b, OBJLOG_CF_STATS, k->data, k->len, &u.base, errstr, es);
 }
 
 /* Stages a->d into the bucket's, the tenant's and the global rows. The
  * bucket's own row never counts buckets (DeleteBucket removes it). */
 static int stats_commit(apply_ev *a) {
-    if (delta_is_zero(&a->d))
+    if (a->b->no_stats || delta_is_zero(&a->d))
         return 0;
     keybuf k;
     int rc = 0;
@@ -974,6 +1057,9 @@ static int current_size(apply_ev *a, uint64_t *size) {
 
 /* Before a key op stages anything: remembers the current live version. */
 static int stats_key_begin(apply_ev *a) {
+    a->obj_staged = 0;
+    if (a->b->no_stats)
+        return 0;
     int rc = current_size(a, &a->obj_size_before);
     if (rc < 0)
         return -1;
@@ -981,12 +1067,14 @@ static int stats_key_begin(apply_ev *a) {
     return 0;
 }
 
-/* After a key op staged its rows: objects/bytes and noncurrent deltas. */
+/* After a key op staged its rows: objects/bytes and noncurrent deltas,
+ * from the `objects` row's state noted by objects_put/objects_del (none:
+ * the op left it as it was). */
 static int stats_key_end(apply_ev *a) {
-    uint64_t size;
-    int live = current_size(a, &size);
-    if (live < 0)
-        return -1;
+    if (a->b->no_stats)
+        return 0;
+    int live = a->obj_staged ? a->obj_live_after : a->obj_live_before;
+    uint64_t size = a->obj_staged ? a->obj_size_after : a->obj_size_before;
     a->d.objects += live - a->obj_live_before;
     a->d.bytes += (int64_t)size - (int64_t)a->obj_size_before;
     a->d.noncurrent_versions = a->d.versions - a->d.objects;
@@ -1000,19 +1088,19 @@ static int stats_key_end(apply_ev *a) {
  * dimension is never refused for it, so a bucket over a lowered quota can
  * still be overwritten or shrunk. 1 allowed, 0 QuotaExceeded, -1 error. */
 static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
-    if (!bs->max_bytes && !bs->max_objects)
+    if (a->b->no_stats || (!bs->max_bytes && !bs->max_objects))
         return 1;
     keybuf k;
-    Objlog__UsageStats u;
     keybuf_init(&k);
-    int rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
-    if (rc < 0)
+    statrow *row = NULL;
+    if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0)
         snprintf(a->errstr, a->es, "out of memory");
     else
-        rc = stats_load(a->b, &k, &u, a->errstr, a->es);
+        row = stats_row(a->b, &k, a->errstr, a->es);
     keybuf_free(&k);
-    if (rc < 0)
+    if (!row)
         return -1;
+    Objlog__UsageStats u = row->u;
     uint64_t objects = u.objects - (uint64_t)a->obj_live_before + 1;
     uint64_t bytes = u.bytes - a->obj_size_before + size;
     const char *what = NULL;
@@ -1052,15 +1140,12 @@ static int op_create_bucket(apply_ev *a) {
     if (save_bucket(a, &r) < 0 || set_tenant(a, cb->tenant) < 0)
         return -1;
     /* The bucket's row exists (all zero) from creation to deletion. */
-    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
     keybuf k;
     keybuf_init(&k);
-    rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
+    rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0 ||
+                 stats_reset(a->b, &k, 1) < 0 ? -1 : 0;
     if (rc < 0)
         snprintf(a->errstr, a->es, "out of memory");
-    else
-        rc = batch_put_msg(a->b, OBJLOG_CF_STATS, k.data, k.len, &zero.base,
-                           a->errstr, a->es);
     keybuf_free(&k);
     a->d.buckets = 1;
     return rc;
@@ -1120,13 +1205,12 @@ static int op_delete_bucket(apply_ev *a) {
      * global row. */
     keybuf k;
     keybuf_init(&k);
-    if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0) {
+    if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0 ||
+        stats_reset(a->b, &k, 0) < 0) {
         keybuf_free(&k);
         snprintf(a->errstr, a->es, "out of memory");
         return -1;
     }
-    rocksdb_writebatch_wi_delete_cf(a->b->wb, cfh(a->b, OBJLOG_CF_STATS),
-                                    (const char *)k.data, k.len);
     keybuf_free(&k);
     a->d.buckets = -1;
     return 0;

@@ -18,6 +18,7 @@
 #define APPLY_META_APPLIED "applied"
 #define APPLY_META_DLQ "dlq"
 #define APPLY_META_OUTCOMES_LOW "olow"
+#define APPLY_META_NO_STATS "nostats" /* bench only: see apply_batch_set_stats */
 #define APPLY_META_KEY_MAX 16
 #define APPLY_OUTCOME_KEY_LEN 13 /* 'o' be32 be64 */
 #define APPLY_HEADER_LEN 18
@@ -52,6 +53,13 @@ uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
  * configuration in apply, every replica and replay must use the defaults. */
 void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
                                   int64_t max_ids);
+/* Bench only: on 0, the batch keeps no usage counters (no `stats` rows,
+ * no bucket quota checks), so `objlog bench --stats` can measure what the
+ * stats view costs. A store applied this way is not a replica of the log
+ * (its counters are absent and quota outcomes may differ): the
+ * materializer marks it (meta APPLY_META_NO_STATS) and never serves or
+ * applies it with stats again. Default 1. */
+void apply_batch_set_stats(apply_batch *b, int on);
 /* Empties the batch for reuse after it was written (or abandoned). */
 void apply_batch_clear(apply_batch *b);
 

@@ -37,6 +37,7 @@ struct objlog_materializer {
     char *dlq_topic;
     int batch_max;
     int apply_delay_ms;
+    int stats_view;       /* 0 only in benches (conf test_no_stats) */
     rd_kafka_t *consumer;
     rd_kafka_t *dlq;
     rangemap *rm;
@@ -199,6 +200,42 @@ static int64_t mat_stored_log_time(objlog_store *s, int32_t p, int64_t applied) 
     return t;
 }
 
+/* The stats view's mode. A store is applied with counters from its first
+ * event or never (bench only): counters added halfway would be wrong
+ * forever, so each mode refuses the other's store. 0 or -1 (errstr). */
+static int mat_stats_mode(objlog_materializer *m, int no_stats, char *errstr,
+                          size_t es) {
+    rocksdb_t *db = objlog_store_db(m->store);
+    rocksdb_column_family_handle_t *cf = objlog_store_cf(m->store, OBJLOG_CF_META);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *err = NULL;
+    size_t vn = 0, kn = strlen(APPLY_META_NO_STATS);
+    char *v = rocksdb_get_cf(db, ro, cf, APPLY_META_NO_STATS, kn, &vn, &err);
+    int marked = v != NULL, used = 0;
+    rocksdb_free(v);
+    for (int p = 0; p < m->nparts && !used; p++)
+        used = objlog_store_applied(m->store, p) > 0;
+    if (err)
+        snprintf(errstr, es, "store: %s", err);
+    else if (!no_stats && marked)
+        snprintf(errstr, es, "this store was applied without the stats view "
+                             "(bench only): its counters are not exact; rebuild it by "
+                             "replay into an empty data dir");
+    else if (no_stats && !marked && used)
+        snprintf(errstr, es, "applying without the stats view needs an empty "
+                             "store (this one holds applied events)");
+    else if (no_stats && !marked)
+        rocksdb_put_cf(db, wo, cf, APPLY_META_NO_STATS, kn, "", 0, &err);
+    if (err && !errstr[0])
+        snprintf(errstr, es, "store: %s", err);
+    rocksdb_free(err);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_writeoptions_destroy(wo);
+    m->stats_view = !no_stats;
+    return errstr[0] ? -1 : 0;
+}
+
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
                                              objlog_store *store, char *errstr,
                                              size_t errstr_size) {
@@ -259,6 +296,10 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
+    errstr[0] = '\0';
+    if (mat_stats_mode(m, conf->test_no_stats, errstr, errstr_size) < 0)
+        goto fail;
+    apply_batch_set_stats(m->batch, m->stats_view);
     for (int p = 0; p < m->nparts; p++) {
         m->applied[p] = m->next[p] = objlog_store_applied(store, p);
         m->dlq_total += objlog_store_dlq_count(store, p);
@@ -592,6 +633,10 @@ void objlog_materializer_destroy(objlog_materializer *m) {
 
 int objlog_materializer_partitions(const objlog_materializer *m) {
     return m->nparts;
+}
+
+int objlog_materializer_stats_view(const objlog_materializer *m) {
+    return m->stats_view;
 }
 
 const rangemap *objlog_materializer_rangemap(const objlog_materializer *m) {

@@ -62,6 +62,8 @@
  *             "dlq" be32(partition)       -> be64(events sent to the DLQ)
  *             "olow" be32(partition)      -> be64(offset of the oldest kept
  *               'o' row) be64(its Outcome.log_time_ms)
+ *             "nostats"                   -> "" : the store was applied
+ *               without the stats view (bench only, test_no_stats below)
  *
  * Dedup window and space bound (DESIGN §5; decided in apply, from the log
  * only, so every replica and replay agrees):
@@ -207,6 +209,10 @@ typedef struct objlog_materializer_conf {
     int compact_after_deletes;   /* compact `objects`/`versions` over the
                                     deleted range after this many deletes
                                     (default 10000; janitor.h) */
+    int test_no_stats;           /* bench only: apply without the stats view
+                                    (apply_batch_set_stats). Needs a fresh
+                                    store, which is then marked (meta
+                                    "nostats") and refused with stats on. */
 } objlog_materializer_conf;
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
@@ -219,6 +225,8 @@ int objlog_materializer_start(objlog_materializer *m, char *errstr,
 void objlog_materializer_destroy(objlog_materializer *m);
 
 int objlog_materializer_partitions(const objlog_materializer *m);
+/* 1 when the stats view is kept (always, but in benches: test_no_stats). */
+int objlog_materializer_stats_view(const objlog_materializer *m);
 const rangemap *objlog_materializer_rangemap(const objlog_materializer *m);
 /* Next offset to apply for partition, as durable in the store. */
 int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition);

@@ -9,7 +9,9 @@
  * and (b) one key with many versions among the others. With
  * --consistency-modes it measures GETs under eventual, token and strong at
  * the same load, with a background writer (bench_modes_run). With --stats
- * it measures what the usage counters cost (bench_stats_run).
+ * it measures what the usage counters cost: replays of one log into fresh
+ * views with and without the stats view, and stats read latency
+ * (bench_stats_run).
  * Invariant: every figure is measured from the first produce call, on the
  * monotonic clock, and only successful operations are counted. */
 #define _GNU_SOURCE
@@ -36,6 +38,7 @@
 #include "keycodec.h"
 #include "objlog.pb-c.h"
 #include "objlog_producer.h"
+#include "rangemap.h"
 
 #define BENCH_MAX_PARTS 1024
 #define BENCH_WAIT_MS 120000
@@ -72,7 +75,9 @@ typedef struct bench {
     long bg_writes;
     bench_cond_args cond;
     /* --stats */
-    int stats;
+    int stats, rounds;
+    int stats_nbuckets;          /* one per partition, <= STATS_PER_BUCKET puts */
+    char (*stats_buckets)[64];
     void *sread;                 /* the stats_read the GET threads share */
 } bench;
 
@@ -305,11 +310,9 @@ static int producer_open(bench *b) {
     return 0;
 }
 
-static int create_bucket(bench *b, CURL *h) {
-    snprintf(b->bucket, sizeof(b->bucket), "bench-%d-%lld", (int)getpid(),
-             (long long)time(NULL));
+static int create_bucket_named(bench *b, CURL *h, const char *bucket) {
     char url[512], err[256];
-    snprintf(url, sizeof(url), "%s/v1/buckets/%s", b->url, b->bucket);
+    snprintf(url, sizeof(url), "%s/v1/buckets/%s", b->url, bucket);
     cli_resp r;
     if (cli_http(h, "PUT", url, "{}", NULL, &r, err, sizeof(err)) < 0) {
         fprintf(stderr, "objlog: bench: create bucket: cannot reach %s: %s\n", b->url, err);
@@ -319,10 +322,16 @@ static int create_bucket(bench *b, CURL *h) {
     if (!ok) {
         char code[64], msg[256];
         cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
-        fprintf(stderr, "objlog: bench: create bucket %s: %s: %s\n", b->bucket, code, msg);
+        fprintf(stderr, "objlog: bench: create bucket %s: %s: %s\n", bucket, code, msg);
     }
     cli_resp_free(&r);
     return ok ? 0 : -1;
+}
+
+static int create_bucket(bench *b, CURL *h) {
+    snprintf(b->bucket, sizeof(b->bucket), "bench-%d-%lld", (int)getpid(),
+             (long long)time(NULL));
+    return create_bucket_named(b, h, b->bucket);
 }
 
 /* ---- phase 2: wait until applied ---- */
@@ -989,40 +998,204 @@ out:
     return rc;
 }
 
-/* ---- --stats: what the usage counters cost (issue 6 item 6). objlogd
- * has no switch to run without the stats view, so the apply baseline is
- * measured on the same run: the same N puts sent to a bucket that does
- * not exist, which the state machine rejects (NoSuchBucket) after one
- * bucket read, touching neither the data views nor the counters. The
- * ratio therefore bounds the stats cost from above (it includes the data
- * writes too). Then the read latency of GET /v1/buckets/{b}/stats and GET
- * /v1/stats from T keep-alive connections. ---- */
+/* ---- --stats: what the usage counters cost (issue 6 item 6).
+ *
+ * Apply throughput with and without the stats view, on the same log: our
+ * `objlogd --embedded` takes N puts (new keys, one bucket) and applies
+ * them; then fresh views (`objlogd --brokers` on an empty --data, alone on
+ * the machine but for the log holder) replay that whole log, alternately
+ * with the stats view and with --test-no-stats, R rounds each. A replay's
+ * rate is measured from the first applied event it reports to the last
+ * (GET /v1/lag every few ms), so process start-up and the consumer's
+ * first fetch are not counted. Then the read latency of GET
+ * /v1/buckets/{b}/stats and GET /v1/stats, eventual and strong, from T
+ * keep-alive connections on the embedded daemon. ---- */
+
+#define STATS_ROUNDS_MAX 16
+#define STATS_POLL_US 2000
 
 typedef struct stats_fig {
-    double put_s, base_s;
-    double lat[2][2];            /* [bucket|global][p50|p99] */
-    long errors[2];
-    char first_error[2][160];
+    long events;                 /* events in the log (all partitions) */
+    int rounds;
+    double rate[2][STATS_ROUNDS_MAX]; /* [with|without stats][round] ev/s */
+    double lat[4][2];            /* [bucket|global][eventual|strong] x p50|p99 */
+    long errors[4];
+    char first_error[4][160];
 } stats_fig;
 
-/* N puts into bucket, from the first produce until every partition's
- * last write is applied. Seconds, or -1 (message printed). */
-static double stats_apply_phase(bench *b, CURL *h, const char *bucket) {
-    snprintf(b->bucket, sizeof(b->bucket), "%s", bucket);
-    for (int i = 0; i < BENCH_MAX_PARTS; i++)
-        b->last_offset[i] = -1;
-    b->done = b->failed = 0;
-    int64_t t0 = mono_us();
-    run_threads(b, produce_main);
-    objlog_producer_flush(b->p, BENCH_WAIT_MS);
-    if (b->failed) {
-        fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
-                b->failed, b->count, b->first_error);
+typedef struct replay_view {
+    pid_t pid;
+    int out;
+    char dir[64];
+    char url[128];
+} replay_view;
+
+/* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
+ * bootstrap servers when the daemon holds the log). */
+static int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
+    char buf[4096];
+    size_t len = 0;
+    int64_t deadline = mono_us() + 60 * 1000000LL;
+    url[0] = brokers[0] = '\0';
+    while (mono_us() < deadline) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 200) <= 0)
+            continue;
+        ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
+        if (r <= 0)
+            return -1;
+        len += (size_t)r;
+        buf[len] = '\0';
+        char *nl;
+        while ((nl = strchr(buf, '\n')) != NULL) {
+            *nl = '\0';
+            if (!strncmp(buf, "OBJLOG_BOOTSTRAP=", 17))
+                snprintf(brokers, bn, "%.500s", buf + 17);
+            else if (!strncmp(buf, "OBJLOG_LISTEN=", 14))
+                snprintf(url, un, "http://%.100s", buf + 14);
+            else if (!strcmp(buf, "OBJLOG_READY"))
+                return url[0] ? 0 : -1;
+            len -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, len + 1);
+        }
+        if (len >= sizeof(buf) - 1)
+            len = 0;
+    }
+    return -1;
+}
+
+static void view_stop(replay_view *v) {
+    if (v->pid > 0) {
+        kill(v->pid, SIGTERM);
+        int st;
+        int64_t deadline = mono_us() + 10 * 1000000;
+        while (waitpid(v->pid, &st, WNOHANG) == 0) {
+            if (mono_us() > deadline) {
+                kill(v->pid, SIGKILL);
+                waitpid(v->pid, &st, 0);
+                break;
+            }
+            usleep(20000);
+        }
+        close(v->out);
+    }
+    v->pid = 0;
+    if (v->dir[0])
+        nftw(v->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    v->dir[0] = '\0';
+}
+
+static void view_log_tail(const replay_view *v) {
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "tail -5 %s/objlogd.log >&2", v->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "objlog: bench: no log in %s\n", v->dir);
+}
+
+/* A fresh view of b's log on an empty data dir, ready to answer. */
+static int view_start(bench *b, int no_stats, replay_view *v) {
+    char path[PATH_MAX + 32], data[96], log[96], boot[512];
+    objlogd_path(path, sizeof(path));
+    memset(v, 0, sizeof(*v));
+    snprintf(v->dir, sizeof(v->dir), "/tmp/objlog-bench-view-XXXXXX");
+    int fds[2];
+    if (!mkdtemp(v->dir) || pipe2(fds, O_CLOEXEC) < 0) {
+        fprintf(stderr, "objlog: bench: view dir: %s\n", strerror(errno));
+        v->dir[0] = '\0';
         return -1;
     }
-    if (wait_applied(b, h) < 0)
+    snprintf(data, sizeof(data), "%s/data", v->dir);
+    snprintf(log, sizeof(log), "%s/objlogd.log", v->dir);
+    pid_t parent = getpid();
+    v->pid = fork();
+    if (v->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fds[1], 1);
+        if (lf >= 0)
+            dup2(lf, 2);
+        char *argv[] = {path, "--brokers", (char *)b->brokers, "--listen",
+                        "127.0.0.1:0", "--data", data, "--fetch-wait-ms", "2",
+                        no_stats ? "--test-no-stats" : NULL, NULL};
+        execvp(path, argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    v->out = fds[0];
+    if (v->pid < 0 ||
+        ready_lines(v->out, v->url, sizeof(v->url), boot, sizeof(boot)) < 0) {
+        fprintf(stderr, "objlog: bench: replay view %s did not become ready (log: %s)\n",
+                path, log);
+        if (v->pid < 0)
+            v->pid = 0;
         return -1;
-    return (double)(mono_us() - t0) / 1e6;
+    }
+    return 0;
+}
+
+/* Sum over partitions of "applied" (or "end") in GET /v1/lag; -1 on error
+ * or when a partition stopped (the view says why in its log). */
+static long lag_sum(CURL *h, const char *url, const char *field) {
+    char u[256], err[256];
+    snprintf(u, sizeof(u), "%s/v1/lag", url);
+    cli_resp r;
+    if (cli_http(h, "GET", u, NULL, NULL, &r, err, sizeof(err)) < 0)
+        return -1;
+    json_t *j = r.status == 200 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+    cli_resp_free(&r);
+    json_t *parts = json_object_get(j, "partitions");
+    long sum = j && json_is_array(parts) ? 0 : -1;
+    for (size_t i = 0; sum >= 0 && i < json_array_size(parts); i++) {
+        json_t *p = json_array_get(parts, i);
+        const char *state = json_string_value(json_object_get(p, "state"));
+        sum = state && !strcmp(state, "stopped")
+                  ? -1 : sum + (long)json_integer_value(json_object_get(p, field));
+    }
+    json_decref(j);
+    return sum;
+}
+
+/* One replay of the whole log (events long) into a fresh view: events per
+ * second from the first applied event seen to the last. -1 on failure. */
+static double stats_replay(bench *b, CURL *h, int no_stats, long events) {
+    replay_view v;
+    double rate = -1;
+    if (view_start(b, no_stats, &v) < 0) {
+        view_stop(&v);
+        return -1;
+    }
+    int64_t t_ready = mono_us(), t_first = 0;
+    int64_t deadline = t_ready + BENCH_WAIT_MS * 1000LL;
+    long first = 0, got = 0;
+    while (mono_us() < deadline) {
+        got = lag_sum(h, v.url, "applied");
+        int64_t now = mono_us();
+        if (got < 0)
+            break;
+        if (got > 0 && !t_first) {
+            t_first = now;
+            first = got;
+        }
+        if (got >= events) {
+            /* A log short enough to be applied before our first look is
+             * timed from the view's readiness instead (start-up included). */
+            if (got > first)
+                rate = (double)(got - first) / ((double)(now - t_first) / 1e6);
+            else
+                rate = (double)got / ((double)(now - t_ready + 1) / 1e6);
+            break;
+        }
+        usleep(STATS_POLL_US);
+    }
+    if (rate < 0) {
+        fprintf(stderr, "objlog: bench: replay %s stats applied %ld of %ld events\n",
+                no_stats ? "without" : "with", got, events);
+        view_log_tail(&v);
+    }
+    view_stop(&v);
+    return rate;
 }
 
 typedef struct stats_read {
@@ -1085,70 +1258,202 @@ static int stats_latency(bench *b, const char *url, stats_fig *f, int which) {
     return 0;
 }
 
-static void stats_report(const bench *b, const stats_fig *f, const char *bucket) {
-    double put_rate = rate(b->count, f->put_s), base_rate = rate(b->count, f->base_s);
-    double r = base_rate > 0 ? put_rate / base_rate : 0;
+static double best_of(const double *v, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+static const char *stats_read_names[4] = {
+    "bucket_eventual", "bucket_strong", "global_eventual", "global_strong"};
+
+static void stats_report_json(const bench *b, const stats_fig *f) {
+    double with = best_of(f->rate[0], f->rounds), without = best_of(f->rate[1], f->rounds);
+    json_t *rw = json_array(), *ro = json_array(), *reads = json_object();
+    for (int i = 0; i < f->rounds; i++) {
+        json_array_append_new(rw, json_real(f->rate[0][i]));
+        json_array_append_new(ro, json_real(f->rate[1][i]));
+    }
+    for (int i = 0; i < 4; i++)
+        json_object_set_new(reads, stats_read_names[i],
+                            json_pack("{s:f,s:f,s:I}", "p50_ms", f->lat[i][0], "p99_ms",
+                                      f->lat[i][1], "errors", (json_int_t)f->errors[i]));
+    json_t *j = json_pack("{s:i,s:I,s:i,s:i,s:i,s:{s:o,s:o,s:f,s:f,s:f},s:o}",
+        "puts", b->count, "log_events", (json_int_t)f->events, "rounds", f->rounds,
+        "threads", b->threads, "gets", b->gets,
+        "replay_events_per_second", "with_stats", rw, "without_stats", ro,
+        "best_with_stats", with, "best_without_stats", without,
+        "ratio_with_to_without", without > 0 ? with / without : 0,
+        "stats_reads", reads);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    printf("%s\n", s);
+    free(s);
+    json_decref(j);
+}
+
+static void stats_report(const bench *b, const stats_fig *f) {
     if (b->json) {
-        json_t *j = json_pack(
-            "{s:i,s:i,s:i,s:s,s:{s:i,s:f,s:f},s:{s:i,s:f,s:f,s:s},s:f,"
-            "s:{s:s,s:f,s:f,s:I},s:{s:s,s:f,s:f,s:I}}",
-            "count", b->count, "threads", b->threads, "gets", b->gets,
-            "consistency", b->consistency,
-            "put_apply", "ops", b->count, "seconds", f->put_s, "per_second", put_rate,
-            "baseline_apply", "ops", b->count, "seconds", f->base_s, "per_second",
-            base_rate, "what", "puts to a missing bucket (rejected NoSuchBucket)",
-            "ratio", r,
-            "bucket_stats", "path", "/v1/buckets/{b}/stats", "p50_ms", f->lat[0][0],
-            "p99_ms", f->lat[0][1], "errors", (json_int_t)f->errors[0],
-            "global_stats", "path", "/v1/stats", "p50_ms", f->lat[1][0], "p99_ms",
-            f->lat[1][1], "errors", (json_int_t)f->errors[1]);
-        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        printf("%s\n", s);
-        free(s);
-        json_decref(j);
+        stats_report_json(b, f);
         return;
     }
-    printf("objlog bench --stats: %d puts, %d stats GETs each (%s), %d threads, %s\n",
-           b->count, b->gets, b->consistency, b->threads, b->url);
-    printf("objlogd cannot run without the stats view: the baseline is the same puts\n"
-           "to a missing bucket (rejected NoSuchBucket: no data, no counters).\n");
-    printf("%-22s %8s %9s %11s\n", "apply", "ops", "seconds", "ops/s");
-    printf("%-22s %8d %9.3f %11.1f\n", "put (data + stats)", b->count, f->put_s, put_rate);
-    printf("%-22s %8d %9.3f %11.1f\n", "baseline (rejected)", b->count, f->base_s,
-           base_rate);
-    printf("ratio put/baseline: %.3f\n", r);
-    char path[128];
-    snprintf(path, sizeof(path), "GET /v1/buckets/%s/stats", bucket);
-    int w = (int)strlen(path);
-    printf("%-*s %10s %10s\n", w, "stats read", "p50 ms", "p99 ms");
-    const char *names[2] = {path, "GET /v1/stats"};
-    for (int i = 0; i < 2; i++) {
-        printf("%-*s %10.3f %10.3f\n", w, names[i], f->lat[i][0], f->lat[i][1]);
+    double with = best_of(f->rate[0], f->rounds), without = best_of(f->rate[1], f->rounds);
+    printf("objlog bench --stats: %d puts (%ld log events) replayed %d times with and "
+           "%d times without the stats view; %d stats GETs each, %d threads\n",
+           b->count, f->events, f->rounds, f->rounds, b->gets, b->threads);
+    printf("%-26s", "replay (events/s)");
+    for (int i = 0; i < f->rounds; i++)
+        printf(" %10s%-2d", "round ", i + 1);
+    printf(" %12s\n", "best");
+    const char *rows[2] = {"with stats view", "without (--test-no-stats)"};
+    for (int s = 0; s < 2; s++) {
+        printf("%-26s", rows[s]);
+        for (int i = 0; i < f->rounds; i++)
+            printf(" %12.0f", f->rate[s][i]);
+        printf(" %12.0f\n", s ? without : with);
+    }
+    printf("apply throughput with / without the stats view: %.3f\n",
+           without > 0 ? with / without : 0);
+    printf("%-36s %10s %10s\n", "stats read", "p50 ms", "p99 ms");
+    const char *paths[2] = {"GET /v1/buckets/{b}/stats", "GET /v1/stats"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "%s %s", paths[i / 2], i % 2 ? "strong" : "eventual");
+        printf("%-36s %10.3f %10.3f\n", name, f->lat[i][0], f->lat[i][1]);
         if (f->errors[i])
             printf("  %ld errors (first: %s)\n", f->errors[i], f->first_error[i]);
     }
 }
 
+/* Puts per bucket: a bucket's events share one partition (the range map
+ * routes by bucket hash), and the embedded log keeps ~5 MB per partition,
+ * ~30,000 such events; a replay needs the log from offset 0. */
+#define STATS_PER_BUCKET 20000
+
+/* Names of b->stats_nbuckets buckets that the default range map puts on
+ * distinct partitions. */
+static int stats_pick_buckets(bench *b) {
+    int nparts = b->partitions ? b->partitions : 8;
+    rangemap *rm = rangemap_new_default(nparts, 1);
+    int *used = calloc((size_t)nparts, sizeof(int));
+    b->stats_buckets = calloc((size_t)b->stats_nbuckets, sizeof(*b->stats_buckets));
+    int n = 0;
+    for (int i = 0; rm && used && b->stats_buckets && n < b->stats_nbuckets &&
+                    i < 100000; i++) {
+        char name[64];
+        keybuf kb;
+        keybuf_init(&kb);
+        snprintf(name, sizeof(name), "bench-%d-%d", (int)getpid(), i);
+        if (keycodec_route_key(&kb, name, strlen(name), NULL, 0) == 0) {
+            int p = rangemap_partition(rm, kb.data, kb.len);
+            if (p >= 0 && p < nparts && !used[p]) {
+                used[p] = 1;
+                snprintf(b->stats_buckets[n++], 64, "%s", name);
+            }
+        }
+        keybuf_free(&kb);
+    }
+    rangemap_destroy(rm);
+    free(used);
+    return n == b->stats_nbuckets ? 0 : -1;
+}
+
+static void *stats_produce_main(void *arg) {
+    bench_thread *t = arg;
+    bench *b = t->b;
+    for (int i = t->index; i < b->count; i += b->threads) {
+        char key[32], etag[32], err[256];
+        const char *bucket = b->stats_buckets[i % b->stats_nbuckets];
+        bench_key(i, key, sizeof(key));
+        snprintf(etag, sizeof(etag), "etag-%d", i);
+        objlog_object_meta m = {.size = (uint64_t)i, .etag = etag,
+                                .content_type = "application/octet-stream"};
+        if (objlog_producer_put_object(b->p, bucket, key, strlen(key), &m, NULL,
+                                       bench_cb, b, err, sizeof(err)) < 0) {
+            pthread_mutex_lock(&b->lock);
+            if (b->failed++ == 0)
+                snprintf(b->first_error, sizeof(b->first_error), "%s", err);
+            pthread_mutex_unlock(&b->lock);
+        }
+    }
+    return NULL;
+}
+
+/* The workload: b->count puts of new keys, spread over buckets on
+ * distinct partitions, all applied by our embedded daemon. Sets f->events
+ * to the log's length. */
+static int stats_workload(bench *b, CURL *h, stats_fig *f) {
+    int nparts = b->partitions ? b->partitions : 8;
+    b->stats_nbuckets = (b->count + STATS_PER_BUCKET - 1) / STATS_PER_BUCKET;
+    if (b->stats_nbuckets > nparts) {
+        fprintf(stderr, "objlog: bench: --stats takes at most %d puts with %d partitions "
+                        "(the embedded log keeps ~5 MB per partition and a replay needs "
+                        "it whole): lower --count or raise --partitions\n",
+                STATS_PER_BUCKET * nparts, nparts);
+        return -1;
+    }
+    if (stats_pick_buckets(b) < 0) {
+        fprintf(stderr, "objlog: bench: cannot place %d buckets on distinct partitions\n",
+                b->stats_nbuckets);
+        return -1;
+    }
+    for (int i = 0; i < b->stats_nbuckets; i++)
+        if (create_bucket_named(b, h, b->stats_buckets[i]) < 0)
+            return -1;
+    if (producer_open(b) < 0)
+        return -1;
+    run_threads(b, stats_produce_main);
+    objlog_producer_flush(b->p, BENCH_WAIT_MS);
+    if (b->failed) {
+        fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
+                b->failed, b->count, b->first_error);
+        return -1;
+    }
+    if (wait_applied(b, h) < 0)
+        return -1;
+    f->events = lag_sum(h, b->url, "end");
+    if (f->events <= 0) {
+        fprintf(stderr, "objlog: bench: cannot read the log's end offsets\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int bench_stats_run(bench *b) {
-    stats_fig f = {0};
-    char bucket[64], missing[80], url[2][600];
+    stats_fig f = {.rounds = b->rounds};
     CURL *h = curl_easy_init();
     int rc = CLI_EXIT_FAIL;
-    if (!h || create_bucket(b, h) < 0 || producer_open(b) < 0)
+    if (!h || stats_workload(b, h, &f) < 0)
         goto out;
-    snprintf(bucket, sizeof(bucket), "%s", b->bucket);
-    snprintf(missing, sizeof(missing), "%s-missing", bucket);
-    if ((f.put_s = stats_apply_phase(b, h, bucket)) < 0 ||
-        (f.base_s = stats_apply_phase(b, h, missing)) < 0)
-        goto out;
-    snprintf(url[0], sizeof(url[0]), "%s/v1/buckets/%s/stats?consistency=%s", b->url,
-             bucket, b->consistency);
-    snprintf(url[1], sizeof(url[1]), "%s/v1/stats?consistency=%s", b->url,
-             b->consistency);
-    if (stats_latency(b, url[0], &f, 0) < 0 || stats_latency(b, url[1], &f, 1) < 0)
-        goto out;
-    stats_report(b, &f, bucket);
-    rc = f.errors[0] || f.errors[1] ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    for (int i = 0; i < f.rounds; i++) {
+        for (int s = 0; s < 2; s++) {
+            /* Alternate which goes first so a drift of the machine's load
+             * does not favour one side. */
+            int no_stats = (i & 1) ? !s : s;
+            if (!b->json)
+                fprintf(stderr, "objlog: bench: round %d/%d: replaying %ld events %s "
+                                "the stats view\n", i + 1, f.rounds, f.events,
+                        no_stats ? "without" : "with");
+            double r = stats_replay(b, h, no_stats, f.events);
+            if (r < 0)
+                goto out;
+            f.rate[no_stats][i] = r;
+        }
+    }
+    char url[4][600];
+    for (int i = 0; i < 4; i++) {
+        const char *mode = i % 2 ? "strong" : "eventual";
+        if (i < 2)
+            snprintf(url[i], sizeof(url[i]), "%s/v1/buckets/%s/stats?consistency=%s",
+                     b->url, b->stats_buckets[0], mode);
+        else
+            snprintf(url[i], sizeof(url[i]), "%s/v1/stats?consistency=%s", b->url, mode);
+        if (stats_latency(b, url[i], &f, i) < 0)
+            goto out;
+    }
+    stats_report(b, &f);
+    rc = f.errors[0] || f.errors[1] || f.errors[2] || f.errors[3] ? CLI_EXIT_FAIL
+                                                                  : CLI_EXIT_OK;
 out:
     if (h)
         curl_easy_cleanup(h);
@@ -1168,8 +1473,8 @@ static int bench_usage(const char *why, const char *arg) {
                     "[--no-keepalive] [--partitions N] [--json]\n"
                     "       objlog bench --conditional [--url URL --brokers LIST] "
                     "[--rates R1,R2,...] [--seconds S] [--linger MS] [--partitions N] [--json]\n"
-                    "       objlog bench --stats [--url URL --brokers LIST] [--count N] "
-                    "[--threads T] [--gets N] [--consistency C] [--partitions N] [--json]\n");
+                    "       objlog bench --stats [--count N (default 100000)] [--rounds R] "
+                    "[--threads T] [--gets N] [--partitions N] [--json]\n");
     return CLI_EXIT_USAGE;
 }
 
@@ -1230,6 +1535,8 @@ static int bench_args(bench *b, int argc, char **argv) {
             continue;
         else if (!strcmp(a, "--count") && !parse_int(v, 1, 100000000, &b->count))
             continue;
+        else if (!strcmp(a, "--rounds") && !parse_int(v, 1, STATS_ROUNDS_MAX, &b->rounds))
+            continue;
         else if (!strcmp(a, "--threads") && !parse_int(v, 1, 256, &b->threads))
             continue;
         else if (!strcmp(a, "--gets") && !parse_int(v, 0, 100000000, &b->gets))
@@ -1256,6 +1563,10 @@ static int bench_args(bench *b, int argc, char **argv) {
         else
             return bench_usage("bad option or value: ", a);
     }
+    if (b->stats && (b->url || b->brokers))
+        return bench_usage("--stats starts its own objlogd processes (it replays one "
+                           "log into fresh views with and without the stats view): "
+                           "drop --url/--brokers", NULL);
     if (!!b->url != !!b->brokers)
         return bench_usage("--url and --brokers go together (or neither: "
                            "bench starts its own objlogd)", NULL);
@@ -1271,7 +1582,8 @@ int bench_main(int argc, char **argv, const char *url, int json) {
         return CLI_EXIT_FAIL;
     b->url = url;
     b->json = json;
-    b->count = 20000;
+    b->count = 0;
+    b->rounds = 3;
     b->threads = 4;
     b->gets = -1;
     b->consistency = "strong";
@@ -1287,8 +1599,10 @@ int bench_main(int argc, char **argv, const char *url, int json) {
         b->last_offset[i] = -1;
     pthread_mutex_init(&b->lock, NULL);
     int rc = bench_args(b, argc, argv);
+    if (!b->count)
+        b->count = b->stats ? 100000 : 20000;
     if (b->gets < 0)
-        b->gets = b->count;
+        b->gets = b->stats ? 5000 : b->count;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc == 0 && !b->url && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
@@ -1307,6 +1621,7 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     daemon_stop(b);
     curl_global_cleanup();
     free(b->lat_ms);
+    free(b->stats_buckets);
     pthread_mutex_destroy(&b->lock);
     free(b);
     return rc;

@@ -32,6 +32,7 @@ typedef struct objlogd_conf {
     int fetch_wait_ms;           /* -1: 2 embedded, 100 with --brokers */
     int ready_max_lag;           /* /readyz: max lag in messages */
     int test_apply_delay_ms;     /* test only: sleep per applied batch */
+    int test_no_stats;           /* bench only: no stats view */
     int max_timeout_ms;          /* largest per-request timeout_ms */
 } objlogd_conf;
 
@@ -42,6 +43,8 @@ static void usage(FILE *f) {
             "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
             "               [--ready-max-lag N] [--max-timeout-ms N]\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
+            "               [--test-no-stats (benches only: no usage counters or quotas;\n"
+            "                needs an empty --data, which it marks as unusable with stats)]\n"
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA\n"
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n");
@@ -141,6 +144,9 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         } else if (strcmp(a, "--test-apply-delay-ms") == 0) {
             if (parse_int(a, v, 0, 60000, &c->test_apply_delay_ms) < 0)
                 return -1;
+        } else if (strcmp(a, "--test-no-stats") == 0) {
+            c->test_no_stats = 1;
+            takes = 0;
         } else if (strcmp(a, "--listen") == 0) {
             if (parse_listen(a, v, c) < 0)
                 return -1;
@@ -207,10 +213,14 @@ static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set
                                    .dlq_topic = OBJLOGD_DLQ_TOPIC,
                                    .group_id = "objlogd", .batch_max = 1000,
                                    .apply_delay_ms = c->test_apply_delay_ms,
-                                   .fetch_wait_max_ms = fetch_wait_ms(c)};
+                                   .fetch_wait_max_ms = fetch_wait_ms(c),
+                                   .test_no_stats = c->test_no_stats};
     if (c->test_apply_delay_ms > 0)
         fprintf(stderr, "objlogd: WARNING: --test-apply-delay-ms %d slows every "
                         "applied batch; it is for tests only\n", c->test_apply_delay_ms);
+    if (c->test_no_stats)
+        fprintf(stderr, "objlogd: WARNING: --test-no-stats: no usage counters, no "
+                        "bucket quotas; stats reads answer 503; for benches only\n");
     objlog_materializer *m = objlog_materializer_new(&mc, store, err, sizeof(err));
     if (!m || objlog_materializer_start(m, err, sizeof(err)) < 0) {
         fprintf(stderr, "objlogd: materializer: %s\n", err);

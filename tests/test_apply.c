@@ -29,6 +29,7 @@
 #include "keycodec.h"
 #include "materializer.h"
 #include "proc.h"
+#include "statrows.h"
 
 #define NPARTS 4
 #define EPOCH 1
@@ -1541,10 +1542,46 @@ static void test_uploads_row_kind_rejects_other_keys(void **state) {
     keybuf_free(&kb);
 }
 
+/* The batch's stats-row table (statrows.h): every key inserted is found
+ * again with its own value across growth (5,000 rows: many doublings);
+ * keys that are prefixes of others ("1", "12", "123") stay apart; a clear
+ * forgets every row and the table is reusable. */
+static void test_statrows_table(void **state) {
+    (void)state;
+    statrows t;
+    statrows_init(&t);
+    assert_null(statrows_find(&t, (const uint8_t *)"1", 1));
+    for (int round = 0; round < 2; round++) {
+        for (uint32_t i = 0; i < 5000; i++) {
+            char k[16];
+            int kn = snprintf(k, sizeof(k), "%u", i);
+            statrow *r = statrows_insert(&t, (const uint8_t *)k, (size_t)kn);
+            assert_non_null(r);
+            assert_int_equal(r->present, 0);
+            assert_int_equal(r->u.objects, 0);
+            r->u.objects = i + (uint32_t)round;
+        }
+        assert_int_equal(t.n, 5000);
+        for (uint32_t i = 0; i < 5000; i++) {
+            char k[16];
+            int kn = snprintf(k, sizeof(k), "%u", i);
+            statrow *r = statrows_find(&t, (const uint8_t *)k, (size_t)kn);
+            if (!r || r->u.objects != i + (uint32_t)round ||
+                r->key_len != (size_t)kn || memcmp(r->key, k, (size_t)kn) != 0)
+                fail_msg("round %d: row %s lost or mixed up", round, k);
+        }
+        assert_null(statrows_find(&t, (const uint8_t *)"5000", 4));
+        statrows_clear(&t);
+        assert_int_equal(t.n, 0);
+        assert_null(statrows_find(&t, (const uint8_t *)"12", 2));
+    }
+    statrows_free(&t);
+}
+
 int main(void) {
     size_t nrows = sizeof(rows) / sizeof(rows[0]);
     size_t ndedup = sizeof(dedup_rows) / sizeof(dedup_rows[0]);
-    size_t extra = 8;
+    size_t extra = 9;
     struct CMUnitTest *t = calloc(nrows + ndedup + extra, sizeof(*t));
     for (size_t i = 0; i < nrows; i++) {
         t[i].name = rows[i].name;
@@ -1559,6 +1596,7 @@ int main(void) {
     t[nrows + 6] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_trim_backlog_drains_64_per_event, setup, teardown);
     t[nrows + 7] = (struct CMUnitTest)cmocka_unit_test(test_store_dump);
+    t[nrows + 8] = (struct CMUnitTest)cmocka_unit_test(test_statrows_table);
     t[nrows] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_objects_mirror_newest_version, setup, teardown);
     t[nrows + 1] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(

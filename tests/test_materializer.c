@@ -4,8 +4,9 @@
  * 4-partition log is applied with the right outcome; applied offsets reach
  * the high watermarks; restart resumes without applying anything twice; an
  * undecodable message goes to objlog.dlq with its origin and the partition
- * goes on; wait_applied; and a log whose start moved past the applied
- * offset stops that partition only, with a clear error. */
+ * goes on; wait_applied; a log whose start moved past the applied
+ * offset stops that partition only, with a clear error; and the
+ * bench-only switch that applies without the stats view. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,12 +118,18 @@ static int teardown(void **state) {
     return 0;
 }
 
-static objlog_materializer *start_materializer(fixture *f, int batch_max) {
-    char err[512];
+static objlog_materializer_conf mat_conf(fixture *f, int batch_max, int no_stats) {
     objlog_materializer_conf conf = {
         .brokers = f->brokers, .topic = EVENTS_TOPIC,
         .control_topic = CONTROL_TOPIC, .dlq_topic = DLQ_TOPIC,
-        .group_id = "test-mat", .batch_max = batch_max};
+        .group_id = "test-mat", .batch_max = batch_max, .test_no_stats = no_stats};
+    return conf;
+}
+
+static objlog_materializer *start_materializer_ex(fixture *f, int batch_max,
+                                                  int no_stats) {
+    char err[512];
+    objlog_materializer_conf conf = mat_conf(f, batch_max, no_stats);
     objlog_materializer *m = objlog_materializer_new(&conf, f->store, err, sizeof(err));
     if (!m)
         fail_msg("materializer_new: %s", err);
@@ -130,7 +137,12 @@ static objlog_materializer *start_materializer(fixture *f, int batch_max) {
     assert_int_equal(rangemap_epoch(objlog_materializer_rangemap(m)), 1);
     if (objlog_materializer_start(m, err, sizeof(err)) != 0)
         fail_msg("materializer_start: %s", err);
+    assert_int_equal(objlog_materializer_stats_view(m), !no_stats);
     return m;
+}
+
+static objlog_materializer *start_materializer(fixture *f, int batch_max) {
+    return start_materializer_ex(f, batch_max, 0);
 }
 
 /* ---- events ---- */
@@ -661,6 +673,72 @@ static void test_replay_dump_identical(void **state) {
     free(replayed);
 }
 
+/* objlog_materializer_new on f->store fails with a message containing
+ * want. */
+static void expect_refused(fixture *f, int no_stats, const char *want) {
+    char err[512] = "";
+    objlog_materializer_conf conf = mat_conf(f, 100, no_stats);
+    objlog_materializer *m = objlog_materializer_new(&conf, f->store, err, sizeof(err));
+    if (m) {
+        objlog_materializer_destroy(m);
+        fail_msg("materializer_new accepted the store (no_stats %d)", no_stats);
+    }
+    if (!strstr(err, want))
+        fail_msg("error '%s' lacks '%s'", err, want);
+}
+
+/* The bench-only switch (test_no_stats): the same log applied without the
+ * stats view leaves the same data rows and no stats rows; a store keeps
+ * counters from its first event or never, so each mode refuses a store
+ * applied in the other. */
+static void test_no_stats_switch(void **state) {
+    fixture *f = *state;
+    static workload w;
+    memset(&w, 0, sizeof(w));
+    for (int p = 0; p < NPARTS; p++) {
+        ev_spec s = {'B', f->bucket[p], "", "", 9000 + (uint32_t)p};
+        workload_add(f, &w, &s);
+    }
+    for (int i = 0; i < 200; i++) {
+        ev_spec s = {"PPD"[i % 3], f->bucket[i % NPARTS], "", "", 9100 + (uint32_t)i};
+        snprintf(s.key, sizeof(s.key), "k%03d", i / 2);
+        snprintf(s.etag, sizeof(s.etag), "e%d", i);
+        workload_add(f, &w, &s);
+    }
+    flush(f);
+    f->m = start_materializer_ex(f, 50, 1);
+    wait_all_applied(f, f->m);
+    objlog_materializer_destroy(f->m);
+    f->m = NULL;
+    uint64_t objects = count_rows(f, OBJLOG_CF_OBJECTS, 0);
+    uint64_t versions = count_rows(f, OBJLOG_CF_VERSIONS, 0);
+    assert_true(objects > 0);
+    assert_int_equal(count_rows(f, OBJLOG_CF_STATS, 0), 0);
+    expect_refused(f, 0, "applied without the stats view");
+    /* Reopened in its own mode it goes on. */
+    f->m = start_materializer_ex(f, 50, 1);
+    objlog_materializer_destroy(f->m);
+    f->m = NULL;
+
+    char dir2[64], err[256];
+    assert_int_equal(proc_tmpdir(dir2, sizeof(dir2)), 0);
+    objlog_store *first = f->store;
+    f->store = objlog_store_open(dir2, err, sizeof(err));
+    assert_non_null(f->store);
+    f->m = start_materializer(f, 50);
+    wait_all_applied(f, f->m);
+    objlog_materializer_destroy(f->m);
+    f->m = NULL;
+    assert_int_equal(count_rows(f, OBJLOG_CF_OBJECTS, 0), objects);
+    assert_int_equal(count_rows(f, OBJLOG_CF_VERSIONS, 0), versions);
+    /* One row per bucket, the tenant "" and the global row. */
+    assert_int_equal(count_rows(f, OBJLOG_CF_STATS, 0), NPARTS + 2);
+    expect_refused(f, 1, "needs an empty store");
+    objlog_store_close(f->store);
+    f->store = first;
+    proc_rmtree(dir2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_consume_apply_and_resume, setup, teardown),
@@ -668,6 +746,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_replay_dump_identical, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_applied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_start_moved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_stats_switch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

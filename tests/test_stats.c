@@ -7,11 +7,14 @@
  * state machine (apply.c) into a real RocksDB store, in batches of random
  * size. Every few hundred events, and at the end, the counters are
  * compared with a full recount made by scanning `buckets`, `objects`,
- * `versions` and `uploads`: every bucket's, tenant's and the global row
- * must be equal, field by field, and no other stats row may exist. Then
+ * `versions` and `uploads` (stats_recount.h): every bucket's, tenant's and
+ * the global row must be equal, field by field, and no other stats row
+ * may exist. Then
  * again after closing and reopening the store, and after replaying the
  * same events into an empty store with other batch boundaries (whose dump
- * must also be byte-identical). */
+ * must also be byte-identical). Last, tampered stats rows (a counter off
+ * by one, a stray row, a missing global row) must fail the check.
+ * test_stats_kill.c does the same with real view processes, SIGKILLed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +30,7 @@
 #include "keycodec.h"
 #include "proc.h"
 #include "rangemap.h"
+#include "stats_recount.h"
 
 #define N_EVENTS 6000
 #define N_BUCKETS 4
@@ -377,213 +381,90 @@ static void random_event(world *w) {
         put(w, b, k);
 }
 
-/* ---- the recount ---- */
-
-typedef struct usage {
-    uint64_t f[10]; /* UsageStats field order */
-} usage;
-
-enum { U_OBJ, U_BYTES, U_VER, U_VBYTES, U_NCV, U_NCB, U_DM, U_UP, U_UPB, U_BUCKETS };
-
-static const char *const field_names[10] = {
-    "objects", "bytes", "versions", "version_bytes", "noncurrent_versions",
-    "noncurrent_bytes", "delete_markers", "uploads", "upload_part_bytes", "buckets"};
-
-typedef struct recount {
-    int exists[N_BUCKETS];
-    int tenant[N_BUCKETS];
-    usage b[N_BUCKETS], t[2], g;
-} recount;
-
-static int bucket_index(const uint8_t *name, size_t n) {
-    for (int i = 0; i < N_BUCKETS; i++)
-        if (strlen(bucket_names[i]) == n && !memcmp(bucket_names[i], name, n))
-            return i;
-    fail_msg("unknown bucket %.*s", (int)n, (const char *)name);
-    return -1;
-}
-
-static int route_bucket(const uint8_t *row, size_t n) {
-    keybuf bk, kk;
-    size_t used;
-    keybuf_init(&bk);
-    keybuf_init(&kk);
-    assert_int_equal(keycodec_parse_route_key(row, n, &bk, &kk, &used), 0);
-    int b = bucket_index(bk.data, bk.len);
-    keybuf_free(&bk);
-    keybuf_free(&kk);
-    return b;
-}
-
-typedef void (*row_fn)(recount *rc, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn);
-
-static void scan_cf(objlog_store *s, objlog_cf cf, recount *rc, row_fn fn) {
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_iterator_t *it =
-        rocksdb_create_iterator_cf(objlog_store_db(s), ro, objlog_store_cf(s, cf));
-    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kn, vn;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
-        const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vn);
-        fn(rc, k, kn, v, vn);
-    }
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
-}
-
-static void row_bucket(recount *rc, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn) {
-    (void)k;
-    (void)kn;
-    Objlog__BucketRecord *r = objlog__bucket_record__unpack(NULL, vn, v);
-    assert_non_null(r);
-    int b = bucket_index((const uint8_t *)r->name, strlen(r->name));
-    rc->exists[b] = 1;
-    rc->tenant[b] = strcmp(r->tenant, "t2") == 0;
-    objlog__bucket_record__free_unpacked(r, NULL);
-}
-
-static void row_object(recount *rc, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn) {
-    Objlog__VersionRecord *r = objlog__version_record__unpack(NULL, vn, v);
-    assert_non_null(r);
-    assert_false(r->delete_marker);
-    usage *u = &rc->b[route_bucket(k, kn)];
-    u->f[U_OBJ]++;
-    u->f[U_BYTES] += r->meta ? r->meta->size : 0;
-    objlog__version_record__free_unpacked(r, NULL);
-}
-
-static void row_version(recount *rc, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn) {
-    if (objlog_versions_row_is_header(k, kn))
-        return;
-    Objlog__VersionRecord *r = objlog__version_record__unpack(NULL, vn, v);
-    assert_non_null(r);
-    usage *u = &rc->b[route_bucket(k, kn)];
-    if (r->delete_marker) {
-        u->f[U_DM]++;
-    } else {
-        u->f[U_VER]++;
-        u->f[U_VBYTES] += r->meta ? r->meta->size : 0;
-    }
-    objlog__version_record__free_unpacked(r, NULL);
-}
-
-static void row_upload(recount *rc, const uint8_t *k, size_t kn, const uint8_t *v, size_t vn) {
-    size_t rk;
-    objlog_uploads_row kind = objlog_uploads_row_kind(k, kn, &rk, NULL, NULL, NULL);
-    assert_int_not_equal(kind, OBJLOG_UPLOADS_ROW_INVALID);
-    usage *u = &rc->b[route_bucket(k, rk)];
-    if (kind == OBJLOG_UPLOADS_ROW_UPLOAD) {
-        u->f[U_UP]++;
-        return;
-    }
-    Objlog__PartRecord *p = objlog__part_record__unpack(NULL, vn, v);
-    assert_non_null(p);
-    u->f[U_UPB] += p->size;
-    objlog__part_record__free_unpacked(p, NULL);
-}
-
-static void do_recount(objlog_store *s, recount *rc) {
-    memset(rc, 0, sizeof(*rc));
-    scan_cf(s, OBJLOG_CF_BUCKETS, rc, row_bucket);
-    scan_cf(s, OBJLOG_CF_OBJECTS, rc, row_object);
-    scan_cf(s, OBJLOG_CF_VERSIONS, rc, row_version);
-    scan_cf(s, OBJLOG_CF_UPLOADS, rc, row_upload);
-    for (int b = 0; b < N_BUCKETS; b++) {
-        usage *u = &rc->b[b];
-        u->f[U_NCV] = u->f[U_VER] - u->f[U_OBJ];
-        u->f[U_NCB] = u->f[U_VBYTES] - u->f[U_BYTES];
-        if (!rc->exists[b]) {
-            for (int i = 0; i < 10; i++)
-                if (u->f[i])
-                    fail_msg("rows of deleted bucket %s remain", bucket_names[b]);
-            continue;
-        }
-        u->f[U_BUCKETS] = 1;
-        for (int i = 0; i < 10; i++) {
-            rc->t[rc->tenant[b]].f[i] += u->f[i];
-            rc->g.f[i] += u->f[i];
-        }
-        u->f[U_BUCKETS] = 0; /* a bucket's own row never counts buckets */
-    }
-}
-
-/* Stored row at key, or all zero if absent. 1 found, 0 absent. */
-static int stored(objlog_store *s, const keybuf *k, usage *out) {
-    memset(out, 0, sizeof(*out));
-    char *err = NULL;
-    size_t vn;
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    char *v = rocksdb_get_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_STATS),
-                             (const char *)k->data, k->len, &vn, &err);
-    rocksdb_readoptions_destroy(ro);
-    assert_null(err);
-    if (!v)
-        return 0;
-    Objlog__UsageStats *u = objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
-    assert_non_null(u);
-    uint64_t f[10] = {u->objects, u->bytes, u->versions, u->version_bytes,
-                      u->noncurrent_versions, u->noncurrent_bytes, u->delete_markers,
-                      u->uploads, u->upload_part_bytes, u->buckets};
-    memcpy(out->f, f, sizeof(f));
-    objlog__usage_stats__free_unpacked(u, NULL);
-    return 1;
-}
-
-static void expect_usage(const char *what, const usage *want, const usage *got) {
-    for (int i = 0; i < 10; i++)
-        if (want->f[i] != got->f[i])
-            fail_msg("%s: %s = %llu, recount %llu", what, field_names[i],
-                     (unsigned long long)got->f[i], (unsigned long long)want->f[i]);
-}
-
-static size_t count_rows(objlog_store *s, objlog_cf cf) {
-    size_t n = 0;
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_iterator_t *it =
-        rocksdb_create_iterator_cf(objlog_store_db(s), ro, objlog_store_cf(s, cf));
-    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it))
-        n++;
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
-    return n;
-}
+/* ---- the recount (stats_recount.c) ---- */
 
 /* The stored counters equal the recount exactly; no stray stats rows. */
 static void check_exact(objlog_store *s, const char *when) {
-    recount rc;
-    usage got;
+    char err[512];
+    stats_recount_summary sum;
+    if (stats_recount_check(s, &sum, err, sizeof(err)) != 0)
+        fail_msg("%s: %s", when, err);
+    /* The check covered something, and the global row counts exactly the
+     * bucket rows it compared: 'g' + one row per bucket and tenant. */
+    assert_in_range(sum.buckets, 1, N_BUCKETS);
+    assert_in_range(sum.tenants, 1, 2);
+    assert_int_equal(sum.global.f[STATS_BUCKETS], sum.buckets);
+    assert_int_equal(sum.rows, sum.buckets + sum.tenants + 1);
+}
+
+/* ---- the check can fail ---- */
+
+static void put_stats_row(objlog_store *s, const void *k, size_t kn, const void *v, size_t vn) {
+    char *err = NULL;
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    if (v)
+        rocksdb_put_cf(objlog_store_db(s), wo, objlog_store_cf(s, OBJLOG_CF_STATS), k, kn, v, vn,
+                       &err);
+    else
+        rocksdb_delete_cf(objlog_store_db(s), wo, objlog_store_cf(s, OBJLOG_CF_STATS), k, kn,
+                          &err);
+    rocksdb_writeoptions_destroy(wo);
+    if (err)
+        fail_msg("stats row: %s", err);
+}
+
+static void expect_mismatch(objlog_store *s, const char *want) {
+    char err[512] = "";
+    assert_int_equal(stats_recount_check(s, NULL, err, sizeof(err)), -1);
+    if (!strstr(err, want))
+        fail_msg("recount error \"%s\" does not say \"%s\"", err, want);
+}
+
+/* Tampered stats rows are caught, and the error names row and field:
+ * a counter off by one, a missing global row, a stray row. */
+static void recount_catches_tampering(objlog_store *s) {
     keybuf k;
-    char what[96];
-    size_t rows = 0;
-    do_recount(s, &rc);
+    stats_usage u;
+    char err[256], want[96];
     keybuf_init(&k);
-    for (int b = 0; b < N_BUCKETS; b++) {
-        assert_int_equal(objlog_stats_bucket_key(&k, bucket_names[b], strlen(bucket_names[b])), 0);
-        int found = stored(s, &k, &got);
-        snprintf(what, sizeof(what), "%s: bucket %s", when, bucket_names[b]);
-        if (found != rc.exists[b])
-            fail_msg("%s: stats row %s, bucket %s", what, found ? "present" : "absent",
-                     rc.exists[b] ? "exists" : "does not");
-        rows += (size_t)found;
-        expect_usage(what, &rc.b[b], &got);
+    const char *name = NULL;
+    for (int b = 0; b < N_BUCKETS && !name; b++) {
+        assert_int_equal(objlog_stats_bucket_key(&k, bucket_names[b], 3), 0);
+        if (stats_recount_stored(s, &k, &u, err, sizeof(err)) == 1)
+            name = bucket_names[b];
     }
-    for (int t = 0; t < 2; t++) {
-        assert_int_equal(objlog_stats_tenant_key(&k, tenant_names[t]), 0);
-        int found = stored(s, &k, &got);
-        snprintf(what, sizeof(what), "%s: tenant %s", when, tenant_names[t]);
-        if (found != (rc.t[t].f[U_BUCKETS] > 0))
-            fail_msg("%s: stats row present=%d with %llu buckets", what, found,
-                     (unsigned long long)rc.t[t].f[U_BUCKETS]);
-        rows += (size_t)found;
-        expect_usage(what, &rc.t[t], &got);
-    }
+    assert_non_null(name);
+    size_t vn;
+    char *verr = NULL;
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    char *v = rocksdb_get_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_STATS),
+                             (const char *)k.data, k.len, &vn, &verr);
+    rocksdb_readoptions_destroy(ro);
+    assert_null(verr);
+    assert_non_null(v);
+    Objlog__UsageStats *us = objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v);
+    assert_non_null(us);
+    us->delete_markers++;
+    uint8_t buf[256];
+    size_t n = objlog__usage_stats__pack(us, buf);
+    snprintf(want, sizeof(want), "bucket %s: delete_markers stored %llu, recount %llu", name,
+             (unsigned long long)us->delete_markers,
+             (unsigned long long)us->delete_markers - 1);
+    objlog__usage_stats__free_unpacked(us, NULL);
+    put_stats_row(s, k.data, k.len, buf, n);
+    expect_mismatch(s, want);
+    put_stats_row(s, k.data, k.len, v, vn); /* restored */
+    rocksdb_free(v);
+
+    put_stats_row(s, "zz", 2, "", 0);
+    expect_mismatch(s, "the stats CF holds");
+    put_stats_row(s, "zz", 2, NULL, 0);
+
     assert_int_equal(objlog_stats_global_key(&k), 0);
-    rows += (size_t)stored(s, &k, &got);
-    snprintf(what, sizeof(what), "%s: global", when);
-    expect_usage(what, &rc.g, &got);
+    assert_int_equal(stats_recount_stored(s, &k, &u, err, sizeof(err)), 1);
+    put_stats_row(s, k.data, k.len, NULL, 0);
+    expect_mismatch(s, "global: ");
     keybuf_free(&k);
-    assert_int_equal(count_rows(s, OBJLOG_CF_STATS), rows);
 }
 
 /* ---- the test ---- */
@@ -677,6 +558,7 @@ static void counters_equal_a_recount(void **state) {
     flush(w);
     check_exact(w->store, "after a replay rebuild");
     dump_to(w->store, dump2, sizeof(dump2));
+    recount_catches_tampering(w->store);
     close_world(w);
     assert_true(files_equal(dump1, dump2));
     remove(dump1);

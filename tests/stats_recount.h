@@ -1,0 +1,66 @@
+/* stats_recount.h: the exactness check of the usage counters (issue 6,
+ * item 5), shared by test_stats (apply.c driven directly) and
+ * test_stats_kill (real objlogd views, SIGKILLed and replayed).
+ *
+ * A recount scans the views of a closed or quiescent store (`buckets`,
+ * `objects`, `versions`, `uploads`) into the counters the stats view must
+ * hold: per bucket, per tenant (summed over its buckets, .buckets = how
+ * many) and global; then compares them field by field with the stored
+ * `stats` rows. Invariant checked: every existing bucket has its row, a
+ * tenant has a row iff it has a bucket, the global row equals the sums,
+ * every stored row equals the recount exactly, no other row exists in the
+ * `stats` CF, and no `objects`/`versions`/`uploads` row belongs to a
+ * bucket without a bucket record. Test-only; no cmocka inside, so both
+ * tests report the first mismatch through errstr.
+ */
+#ifndef OBJLOG_TEST_STATS_RECOUNT_H
+#define OBJLOG_TEST_STATS_RECOUNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keycodec.h"
+#include "materializer.h"
+
+/* UsageStats fields, in the proto's field order. */
+enum {
+    STATS_OBJECTS,
+    STATS_BYTES,
+    STATS_VERSIONS,
+    STATS_VERSION_BYTES,
+    STATS_NONCURRENT_VERSIONS,
+    STATS_NONCURRENT_BYTES,
+    STATS_DELETE_MARKERS,
+    STATS_UPLOADS,
+    STATS_UPLOAD_PART_BYTES,
+    STATS_BUCKETS,
+    STATS_NFIELDS
+};
+
+typedef struct stats_usage {
+    uint64_t f[STATS_NFIELDS];
+} stats_usage;
+
+/* What a successful check covered. */
+typedef struct stats_recount_summary {
+    size_t buckets;      /* bucket rows compared (= buckets in the store) */
+    size_t tenants;      /* tenant rows compared (tenants with a bucket) */
+    size_t rows;         /* rows in the `stats` CF (buckets + tenants + 'g') */
+    stats_usage global;  /* the recounted (= stored) global row */
+} stats_recount_summary;
+
+/* The UsageStats field name of STATS_* i ("objects", ...). */
+const char *stats_field_name(int i);
+
+/* Recounts s and compares. 0 when every stored row equals the recount
+ * (sum filled, may be NULL); -1 with errstr naming the first mismatch
+ * (which row, which field, stored and recounted values) or read error. */
+int stats_recount_check(objlog_store *s, stats_recount_summary *sum,
+                        char *errstr, size_t errstr_size);
+
+/* The stored `stats` row at key (objlog_stats_*_key). 1 found, 0 absent
+ * (*out all zero), -1 read or decode error (errstr). */
+int stats_recount_stored(objlog_store *s, const keybuf *key, stats_usage *out,
+                         char *errstr, size_t errstr_size);
+
+#endif
