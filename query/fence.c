@@ -6,7 +6,8 @@
  *
  * End offsets come from watermark.c, which shares one ListOffsets request
  * per partition among concurrent strong reads (never one that started
- * before the read arrived). The wait blocks this worker thread (the event
+ * before the read arrived); a read over many partitions asks for all of
+ * them in one round trip. The wait blocks this worker thread (the event
  * loop of its connections) for at most timeout_ms; non-blocking waits are
  * a later issue; with several workers the other threads keep serving. */
 #include "internal.h"
@@ -16,6 +17,9 @@
 #include <time.h>
 
 #include "token.h"
+
+/* The most partitions one read fences (read.c's READ_MAX_PARTS). */
+#define FENCE_MAX_PARTS 256
 
 typedef struct fence_deadline {
     struct timespec end;
@@ -93,22 +97,34 @@ static int fence_token(http_ctx *c, const char *text, const fence_deadline *d) {
  * assign, so every write acknowledged before this read sits below it. */
 static int fence_strong(http_ctx *c, const int32_t *parts, int nparts,
                         const fence_deadline *d) {
-    for (int i = 0; i < nparts; i++) {
-        int64_t hi = 0;
-        rd_kafka_resp_err_t err = wm_end_offset(c->q->wm, parts[i], 1,
-                                                fence_remaining_ms(d), &hi);
-        if (err) {
-            if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
-                atomic_fetch_add_explicit(&c->q->fence_timeouts[FENCE_STRONG], 1,
-                                          memory_order_relaxed);
-            http_reply_error(c, 503, "SlowDown",
-                             "cannot fetch the end offset of partition %d: %s",
-                             (int)parts[i], rd_kafka_err2str(err));
-            return -1;
-        }
-        if (hi > 0 && fence_wait_offset(c, FENCE_STRONG, parts[i], hi - 1, d) < 0)
-            return -1;
+    int64_t hi[FENCE_MAX_PARTS];
+    int32_t failed = -1;
+    rd_kafka_resp_err_t err;
+    if (nparts > FENCE_MAX_PARTS) {
+        http_reply_error(c, 500, "InternalError", "a read fences at most %d partitions",
+                         FENCE_MAX_PARTS);
+        return -1;
     }
+    /* Reads over many partitions (stats, wide LISTs) take every end offset
+     * in one round trip, not one after another. */
+    if (nparts == 1)
+        err = wm_end_offset(c->q->wm, parts[0], 1, fence_remaining_ms(d), &hi[0]),
+        failed = parts[0];
+    else
+        err = wm_end_offsets(c->q->wm, parts, nparts, fence_remaining_ms(d), hi,
+                             &failed);
+    if (err) {
+        if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
+            atomic_fetch_add_explicit(&c->q->fence_timeouts[FENCE_STRONG], 1,
+                                      memory_order_relaxed);
+        http_reply_error(c, 503, "SlowDown",
+                         "cannot fetch the end offset of partition %d: %s",
+                         (int)failed, rd_kafka_err2str(err));
+        return -1;
+    }
+    for (int i = 0; i < nparts; i++)
+        if (hi[i] > 0 && fence_wait_offset(c, FENCE_STRONG, parts[i], hi[i] - 1, d) < 0)
+            return -1;
     return 0;
 }
 

@@ -164,6 +164,12 @@ void wm_destroy(wm_cache *w);
  * 0 with *end, or the Kafka error (__TIMED_OUT past timeout_ms). */
 rd_kafka_resp_err_t wm_end_offset(wm_cache *w, int32_t p, int fresh,
                                   int timeout_ms, int64_t *end);
+/* wm_end_offset(fresh) of partitions ps[0..n) into ends[0..n): the idle
+ * ones are fetched together in one ListOffsets round trip per leader; the
+ * others share the request in flight's successor. On an error, *failed
+ * is the partition it came from. */
+rd_kafka_resp_err_t wm_end_offsets(wm_cache *w, const int32_t *ps, int n,
+                                   int timeout_ms, int64_t *ends, int32_t *failed);
 /* Tests only: fn replaces the broker round trip (same contract as
  * rd_kafka_query_watermark_offsets' high watermark). */
 typedef rd_kafka_resp_err_t (*wm_fetch_fn)(void *opaque, int32_t p,

@@ -5,7 +5,9 @@
  * requests. Invariant: per partition at most one request is in flight; any
  * number of readers share it. A strong read only ever uses an end offset
  * fetched by a request that STARTED after the read arrived (see
- * wm_await), so sharing never weakens the read-index fence. */
+ * wm_await), so sharing never weakens the read-index fence. A read over
+ * many partitions (wm_end_offsets) claims every idle one at once and asks
+ * for all of them in one ListOffsets round trip per leader. */
 #include "internal.h"
 
 #include <errno.h>
@@ -179,6 +181,147 @@ rd_kafka_resp_err_t wm_end_offset(wm_cache *w, int32_t p, int fresh,
         need = wp->started + 1;
     }
     pthread_mutex_unlock(&wp->mu);
+    return err;
+}
+
+/* ---- many partitions in one round trip (strong reads over a range) ---- */
+
+/* Fetches the end offsets of partitions ps[0..n) (each claimed by the
+ * caller: request number `started` of its partition) in one ListOffsets
+ * round trip per leader, and publishes each result like wm_fetch_locked. */
+static void wm_fetch_many(wm_cache *w, const int32_t *ps, int n, int timeout_ms) {
+    rd_kafka_resp_err_t err = 0;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (!w->fetch) {
+        /* Timestamp -1 (latest) asks for the log end offset. */
+        l = rd_kafka_topic_partition_list_new(n);
+        for (int i = 0; i < n; i++)
+            rd_kafka_topic_partition_list_add(l, w->topic, ps[i])->offset =
+                RD_KAFKA_OFFSET_END;
+        atomic_fetch_add_explicit(&w->requests, 1, memory_order_relaxed);
+        err = rd_kafka_offsets_for_times(w->rk, l, timeout_ms > 0 ? timeout_ms : 1);
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t hi = -1;
+        rd_kafka_resp_err_t e = err;
+        if (w->fetch) {
+            atomic_fetch_add_explicit(&w->requests, 1, memory_order_relaxed);
+            e = w->fetch(w->fetch_opaque, ps[i], timeout_ms, &hi);
+        } else if (!e) {
+            rd_kafka_topic_partition_t *t =
+                rd_kafka_topic_partition_list_find(l, w->topic, ps[i]);
+            e = !t ? RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION : t->err;
+            hi = t ? t->offset : -1;
+        }
+        wm_part *wp = &w->parts[ps[i]];
+        pthread_mutex_lock(&wp->mu);
+        wp->done = wp->started;
+        wp->err = e;
+        wp->end = e ? -1 : hi;
+        if (!e && hi > wp->last_end)
+            wp->last_end = hi;
+        pthread_cond_broadcast(&wp->cv);
+        pthread_mutex_unlock(&wp->mu);
+    }
+    if (l)
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* One pass over the partitions still waiting: claims the idle ones (into
+ * mine), returns how many are still waiting on someone else's request;
+ * ready[i] set once request need[i] or a later one finished. */
+static int wm_claim(wm_cache *w, const int32_t *ps, int n, const uint64_t *need,
+                    int *ready, int32_t *mine, int *nmine) {
+    int others = 0;
+    *nmine = 0;
+    for (int i = 0; i < n; i++) {
+        if (ready[i])
+            continue;
+        wm_part *wp = &w->parts[ps[i]];
+        pthread_mutex_lock(&wp->mu);
+        if (wp->done >= need[i]) {
+            ready[i] = 1;
+        } else if (wp->started == wp->done) {
+            wp->started++;
+            mine[(*nmine)++] = ps[i];
+        } else {
+            others++;
+        }
+        pthread_mutex_unlock(&wp->mu);
+    }
+    return others;
+}
+
+/* Waits until the first partition in flight elsewhere finishes. 0, or -1
+ * past the deadline. */
+static int wm_wait_other(wm_cache *w, const int32_t *ps, int n, const int *ready,
+                         const struct timespec *until) {
+    for (int i = 0; i < n; i++) {
+        if (ready[i])
+            continue;
+        wm_part *wp = &w->parts[ps[i]];
+        int rc = 0;
+        pthread_mutex_lock(&wp->mu);
+        if (wp->started > wp->done)
+            rc = pthread_cond_timedwait(&wp->cv, &wp->mu, until);
+        pthread_mutex_unlock(&wp->mu);
+        return rc == ETIMEDOUT ? -1 : 0;
+    }
+    return 0;
+}
+
+rd_kafka_resp_err_t wm_end_offsets(wm_cache *w, const int32_t *ps, int n,
+                                   int timeout_ms, int64_t *ends, int32_t *failed) {
+    struct timespec until;
+    wm_deadline(&until, timeout_ms);
+    uint64_t *need = calloc((size_t)n + 1, sizeof(*need));
+    int *ready = calloc((size_t)n + 1, sizeof(*ready));
+    int32_t *mine = calloc((size_t)n + 1, sizeof(*mine));
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR__NO_OFFSET;
+    if (!need || !ready || !mine)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        if (ps[i] < 0 || ps[i] >= w->nparts) {
+            *failed = ps[i];
+            err = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+            goto out;
+        }
+        /* As in wm_end_offset: only a request that starts after now. */
+        pthread_mutex_lock(&w->parts[ps[i]].mu);
+        need[i] = w->parts[ps[i]].started + 1;
+        pthread_mutex_unlock(&w->parts[ps[i]].mu);
+    }
+    for (;;) {
+        int nmine;
+        int others = wm_claim(w, ps, n, need, ready, mine, &nmine);
+        if (nmine)
+            wm_fetch_many(w, mine, nmine, wm_remaining_ms(&until));
+        else if (!others)
+            break;
+        else if (wm_wait_other(w, ps, n, ready, &until) < 0) {
+            err = RD_KAFKA_RESP_ERR__TIMED_OUT;
+            for (int i = 0; i < n; i++)
+                if (!ready[i]) {
+                    *failed = ps[i];
+                    break;
+                }
+            goto out;
+        }
+    }
+    err = 0;
+    for (int i = 0; i < n && !err; i++) {
+        wm_part *wp = &w->parts[ps[i]];
+        pthread_mutex_lock(&wp->mu);
+        ends[i] = wp->end;
+        err = wp->err;
+        pthread_mutex_unlock(&wp->mu);
+        if (err)
+            *failed = ps[i];
+    }
+out:
+    free(need);
+    free(ready);
+    free(mine);
     return err;
 }
 

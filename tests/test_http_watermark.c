@@ -3,7 +3,8 @@
  * fake that answers with the log end as of when it was handled, then
  * blocks until the test releases it. That makes the one dangerous
  * interleaving deterministic: a write acknowledged while a request is in
- * flight, and a strong read that arrives after the ack. */
+ * flight, and a strong read that arrives after the ack, over one partition
+ * (wm_end_offset) or several (wm_end_offsets). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -206,11 +207,93 @@ static void test_wait_is_bounded(void **state) {
                      RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
 }
 
+typedef struct p2_arg {
+    wm_cache *w;
+    int64_t *end;
+} p2_arg;
+
+static void *p2_reader_main(void *arg) {
+    p2_arg *a = arg;
+    if (wm_end_offset(a->w, 2, 1, 5000, a->end) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        *a->end = -2;
+    return NULL;
+}
+
+typedef struct many_reader {
+    wm_cache *w;
+    int32_t ps[4];
+    int64_t ends[4];
+    int32_t failed;
+    pthread_t th;
+    rd_kafka_resp_err_t err;
+    atomic_int done;
+} many_reader;
+
+static void *many_main(void *arg) {
+    many_reader *m = arg;
+    m->err = wm_end_offsets(m->w, m->ps, 4, 5000, m->ends, &m->failed);
+    atomic_store(&m->done, 1);
+    return NULL;
+}
+
+/* A read over 4 partitions (wm_end_offsets) while partition 2 has a
+ * request in flight that predates an acked write: it fetches the idle
+ * partitions itself, and for partition 2 waits for that request, then
+ * starts the next one; every end it returns covers the write. */
+static void test_many_partitions_fresh(void **state) {
+    (void)state;
+    fake f = {0};
+    char err[256];
+    pthread_mutex_init(&f.mu, NULL);
+    pthread_cond_init(&f.cv, NULL);
+    wm_cache *w = wm_new("127.0.0.1:1", "objlog.events", 4, err, sizeof(err));
+    assert_non_null(w);
+    wm_set_fetch(w, fake_fetch, &f);
+    fake_set_end(&f, 20);
+    int64_t end2 = -1;
+    p2_arg a2 = {w, &end2};
+    many_reader m = {.w = w, .ps = {0, 1, 2, 3}};
+    pthread_t t2;
+    assert_int_equal(pthread_create(&t2, NULL, p2_reader_main, &a2), 0);
+    assert_int_equal(fake_wait_calls(&f, 1), 1);
+    fake_set_end(&f, 21);        /* a write is acked at offset 20 */
+    assert_int_equal(pthread_create(&m.th, NULL, many_main, &m), 0);
+    assert_int_equal(fake_wait_calls(&f, 2), 2); /* partition 0, by m */
+    fake_release(&f, 3);         /* partition 2's old request, 0 and 1 */
+    pthread_join(t2, NULL);
+    assert_int_equal(end2, 20);
+    assert_int_equal(fake_wait_calls(&f, 4), 4); /* partition 3 */
+    settle();
+    assert_false(atomic_load(&m.done));
+    fake_release(&f, 4);
+    /* Partition 2 answered 20, from before the read: it asks again. */
+    assert_int_equal(fake_wait_calls(&f, 5), 5);
+    settle();
+    assert_false(atomic_load(&m.done));
+    fake_release(&f, 5);
+    pthread_join(m.th, NULL);
+    assert_int_equal(m.err, RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(m.ends[i], 21);
+    assert_int_equal(wm_requests(w), 5);
+    int32_t bad[4] = {0, 1, 9, 3};
+    int64_t ends[4];
+    int32_t failed = -1;
+    assert_int_equal(wm_end_offsets(w, bad, 4, 50, ends, &failed),
+                     RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+    assert_int_equal(failed, 9);
+    fake_release(&f, 1 << 30);
+    wm_destroy(w);
+    pthread_mutex_destroy(&f.mu);
+    pthread_cond_destroy(&f.cv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fresh_skips_request_in_flight),
         cmocka_unit_test(test_readers_share_next_request),
         cmocka_unit_test(test_wait_is_bounded),
+        cmocka_unit_test(test_many_partitions_fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
