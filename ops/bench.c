@@ -41,6 +41,11 @@
 #include "rangemap.h"
 
 #define BENCH_MAX_PARTS 1024
+/* --stats: puts per bucket. A bucket's events share one partition (the
+ * range map routes by bucket hash), the embedded log keeps ~5 MB per
+ * partition (~30,000 such events), and a replay needs the log whole. */
+#define STATS_PER_BUCKET 20000
+#define STATS_DEFAULT_PARTS 8    /* objlogd's default --partitions */
 #define BENCH_WAIT_MS 120000
 
 typedef struct bench {
@@ -1012,15 +1017,19 @@ out:
  * keep-alive connections on the embedded daemon. ---- */
 
 #define STATS_ROUNDS_MAX 16
+#define STATS_READS 6
 #define STATS_POLL_US 2000
 
 typedef struct stats_fig {
     long events;                 /* events in the log (all partitions) */
     int rounds;
     double rate[2][STATS_ROUNDS_MAX]; /* [with|without stats][round] ev/s */
-    double lat[4][2];            /* [bucket|global][eventual|strong] x p50|p99 */
-    long errors[4];
-    char first_error[4][160];
+    /* [bucket stats|global stats|prefix usage][eventual|strong] x p50|p99 */
+    double lat[STATS_READS][2];
+    long errors[STATS_READS];
+    char first_error[STATS_READS][160];
+    long usage_gets;
+    long usage_rows;             /* rows one usage page reads (first page) */
 } stats_fig;
 
 typedef struct replay_view {
@@ -1201,6 +1210,7 @@ static double stats_replay(bench *b, CURL *h, int no_stats, long events) {
 typedef struct stats_read {
     bench *b;
     const char *url;
+    long n;                      /* GETs in all */
     double *lat_ms;
     long errors;
     char first_error[160];
@@ -1211,8 +1221,8 @@ static void *stats_get_main(void *arg) {
     stats_read *sr = t->b->sread;
     bench *b = sr->b;
     CURL *h = curl_easy_init();
-    long lo = (long)b->gets * t->index / b->threads;
-    long hi = (long)b->gets * (t->index + 1) / b->threads;
+    long lo = sr->n * t->index / b->threads;
+    long hi = sr->n * (t->index + 1) / b->threads;
     long errors = 0;
     char first[160] = "";
     for (long j = lo; j < hi; j++) {
@@ -1240,18 +1250,18 @@ static void *stats_get_main(void *arg) {
     return NULL;
 }
 
-/* p50/p99 of b->gets GETs of url; 0, or -1 on memory. */
-static int stats_latency(bench *b, const char *url, stats_fig *f, int which) {
-    stats_read sr = {.b = b, .url = url};
-    sr.lat_ms = calloc((size_t)(b->gets ? b->gets : 1), sizeof(double));
+/* p50/p99 of n GETs of url; 0, or -1 on memory. */
+static int stats_latency(bench *b, const char *url, long n, stats_fig *f, int which) {
+    stats_read sr = {.b = b, .url = url, .n = n};
+    sr.lat_ms = calloc((size_t)(n ? n : 1), sizeof(double));
     if (!sr.lat_ms)
         return -1;
     b->sread = &sr;
     run_threads(b, stats_get_main);
     b->sread = NULL;
-    qsort(sr.lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
-    f->lat[which][0] = percentile(sr.lat_ms, b->gets, 0.50);
-    f->lat[which][1] = percentile(sr.lat_ms, b->gets, 0.99);
+    qsort(sr.lat_ms, (size_t)n, sizeof(double), cmp_double);
+    f->lat[which][0] = percentile(sr.lat_ms, n, 0.50);
+    f->lat[which][1] = percentile(sr.lat_ms, n, 0.99);
     f->errors[which] = sr.errors;
     snprintf(f->first_error[which], sizeof(f->first_error[which]), "%s", sr.first_error);
     free(sr.lat_ms);
@@ -1265,8 +1275,9 @@ static double best_of(const double *v, int n) {
     return m;
 }
 
-static const char *stats_read_names[4] = {
-    "bucket_eventual", "bucket_strong", "global_eventual", "global_strong"};
+static const char *stats_read_names[STATS_READS] = {
+    "bucket_eventual", "bucket_strong", "global_eventual", "global_strong",
+    "usage_eventual", "usage_strong"};
 
 static void stats_report_json(const bench *b, const stats_fig *f) {
     double with = best_of(f->rate[0], f->rounds), without = best_of(f->rate[1], f->rounds);
@@ -1275,13 +1286,14 @@ static void stats_report_json(const bench *b, const stats_fig *f) {
         json_array_append_new(rw, json_real(f->rate[0][i]));
         json_array_append_new(ro, json_real(f->rate[1][i]));
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < STATS_READS; i++)
         json_object_set_new(reads, stats_read_names[i],
                             json_pack("{s:f,s:f,s:I}", "p50_ms", f->lat[i][0], "p99_ms",
                                       f->lat[i][1], "errors", (json_int_t)f->errors[i]));
-    json_t *j = json_pack("{s:i,s:I,s:i,s:i,s:i,s:{s:o,s:o,s:f,s:f,s:f},s:o}",
+    json_t *j = json_pack("{s:i,s:I,s:i,s:i,s:i,s:I,s:I,s:{s:o,s:o,s:f,s:f,s:f},s:o}",
         "puts", b->count, "log_events", (json_int_t)f->events, "rounds", f->rounds,
-        "threads", b->threads, "gets", b->gets,
+        "threads", b->threads, "gets", b->gets, "usage_gets", (json_int_t)f->usage_gets,
+        "usage_rows_per_page", (json_int_t)f->usage_rows,
         "replay_events_per_second", "with_stats", rw, "without_stats", ro,
         "best_with_stats", with, "best_without_stats", without,
         "ratio_with_to_without", without > 0 ? with / without : 0,
@@ -1314,9 +1326,11 @@ static void stats_report(const bench *b, const stats_fig *f) {
     }
     printf("apply throughput with / without the stats view: %.3f\n",
            without > 0 ? with / without : 0);
-    printf("%-36s %10s %10s\n", "stats read", "p50 ms", "p99 ms");
-    const char *paths[2] = {"GET /v1/buckets/{b}/stats", "GET /v1/stats"};
-    for (int i = 0; i < 4; i++) {
+    printf("%-36s %10s %10s   (usage: %ld GETs of a %ld-row page)\n", "stats read",
+           "p50 ms", "p99 ms", f->usage_gets, f->usage_rows);
+    const char *paths[3] = {"GET /v1/buckets/{b}/stats", "GET /v1/stats",
+                            "GET /v1/buckets/{b}/usage"};
+    for (int i = 0; i < STATS_READS; i++) {
         char name[64];
         snprintf(name, sizeof(name), "%s %s", paths[i / 2], i % 2 ? "strong" : "eventual");
         printf("%-36s %10.3f %10.3f\n", name, f->lat[i][0], f->lat[i][1]);
@@ -1325,15 +1339,10 @@ static void stats_report(const bench *b, const stats_fig *f) {
     }
 }
 
-/* Puts per bucket: a bucket's events share one partition (the range map
- * routes by bucket hash), and the embedded log keeps ~5 MB per partition,
- * ~30,000 such events; a replay needs the log from offset 0. */
-#define STATS_PER_BUCKET 20000
-
 /* Names of b->stats_nbuckets buckets that the default range map puts on
  * distinct partitions. */
 static int stats_pick_buckets(bench *b) {
-    int nparts = b->partitions ? b->partitions : 8;
+    int nparts = b->partitions ? b->partitions : STATS_DEFAULT_PARTS;
     rangemap *rm = rangemap_new_default(nparts, 1);
     int *used = calloc((size_t)nparts, sizeof(int));
     b->stats_buckets = calloc((size_t)b->stats_nbuckets, sizeof(*b->stats_buckets));
@@ -1383,15 +1392,7 @@ static void *stats_produce_main(void *arg) {
  * distinct partitions, all applied by our embedded daemon. Sets f->events
  * to the log's length. */
 static int stats_workload(bench *b, CURL *h, stats_fig *f) {
-    int nparts = b->partitions ? b->partitions : 8;
     b->stats_nbuckets = (b->count + STATS_PER_BUCKET - 1) / STATS_PER_BUCKET;
-    if (b->stats_nbuckets > nparts) {
-        fprintf(stderr, "objlog: bench: --stats takes at most %d puts with %d partitions "
-                        "(the embedded log keeps ~5 MB per partition and a replay needs "
-                        "it whole): lower --count or raise --partitions\n",
-                STATS_PER_BUCKET * nparts, nparts);
-        return -1;
-    }
     if (stats_pick_buckets(b) < 0) {
         fprintf(stderr, "objlog: bench: cannot place %d buckets on distinct partitions\n",
                 b->stats_nbuckets);
@@ -1440,20 +1441,30 @@ static int bench_stats_run(bench *b) {
             f.rate[no_stats][i] = r;
         }
     }
-    char url[4][600];
-    for (int i = 0; i < 4; i++) {
+    /* A usage page reads up to 10,000 rows: fewer of them. */
+    f.usage_gets = b->gets / 10 > 0 ? b->gets / 10 : 1;
+    long first_bucket = (b->count + b->stats_nbuckets - 1) / b->stats_nbuckets;
+    f.usage_rows = first_bucket < 10000 ? first_bucket : 10000;
+    rc = CLI_EXIT_OK;
+    for (int i = 0; i < STATS_READS; i++) {
+        char url[600];
         const char *mode = i % 2 ? "strong" : "eventual";
         if (i < 2)
-            snprintf(url[i], sizeof(url[i]), "%s/v1/buckets/%s/stats?consistency=%s",
-                     b->url, b->stats_buckets[0], mode);
+            snprintf(url, sizeof(url), "%s/v1/buckets/%s/stats?consistency=%s", b->url,
+                     b->stats_buckets[0], mode);
+        else if (i < 4)
+            snprintf(url, sizeof(url), "%s/v1/stats?consistency=%s", b->url, mode);
         else
-            snprintf(url[i], sizeof(url[i]), "%s/v1/stats?consistency=%s", b->url, mode);
-        if (stats_latency(b, url[i], &f, i) < 0)
+            snprintf(url, sizeof(url), "%s/v1/buckets/%s/usage?consistency=%s", b->url,
+                     b->stats_buckets[0], mode);
+        if (stats_latency(b, url, i < 4 ? b->gets : f.usage_gets, &f, i) < 0) {
+            rc = CLI_EXIT_FAIL;
             goto out;
+        }
+        if (f.errors[i])
+            rc = CLI_EXIT_FAIL;
     }
     stats_report(b, &f);
-    rc = f.errors[0] || f.errors[1] || f.errors[2] || f.errors[3] ? CLI_EXIT_FAIL
-                                                                  : CLI_EXIT_OK;
 out:
     if (h)
         curl_easy_cleanup(h);
@@ -1601,6 +1612,14 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     int rc = bench_args(b, argc, argv);
     if (!b->count)
         b->count = b->stats ? 100000 : 20000;
+    int nparts = b->partitions ? b->partitions : STATS_DEFAULT_PARTS;
+    if (rc == 0 && b->stats && b->count > STATS_PER_BUCKET * nparts) {
+        char why[256];
+        snprintf(why, sizeof(why), "--stats takes at most %d puts with %d partitions (the "
+                 "embedded log keeps ~5 MB per partition and a replay needs it whole)",
+                 STATS_PER_BUCKET * nparts, nparts);
+        rc = bench_usage(why, NULL);
+    }
     if (b->gets < 0)
         b->gets = b->stats ? 5000 : b->count;
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -1,6 +1,7 @@
 /* objlog.c: the `objlog` command-line client of the objlogd HTTP API
  * (DESIGN §8): mb, rb, bucket, versioning, put, get, head, ls, versions,
  * rm, mpu (multipart upload metadata), stats (usage counters, issue 6),
+ * usage (objects and bytes per common prefix, every page walked, issue 6),
  * lag (ops/lag.c) and bench.
  * Readable output by default; --json prints the server's JSON as it
  * came. Invariant: a command prints its result on stdout only when the request succeeded;
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -51,6 +53,10 @@ static void usage(FILE *f) {
         "  lag [--watch [--interval S]]       (per-partition lag; --json: as served)\n"
         "  stats [BUCKET | --tenant T | --top [--by bytes|objects|versions] [--limit N]]\n"
         "                                     (usage; no argument: global totals)\n"
+        "  usage BUCKET [--prefix P] [--delimiter D] [--sort key|bytes|objects]\n"
+        "               [--max-rows N]      (objects and bytes per common prefix one\n"
+        "                                     level down; delimiter \"/\" unless given,\n"
+        "                                     \"\" = none; (direct) = keys at this level)\n"
         "  bench [--url U --brokers B] [--count N] [--threads T] [--gets N]\n"
         "  bench --consistency-modes [--write-rate R] [--gets N] [--threads T]\n"
         "  bench --list [--keys N] [--deleted N] [--versions N] [--lists N]\n"
@@ -1465,6 +1471,177 @@ static int cmd_stats(cli *c, int argc, char **argv) {
     return rc;
 }
 
+/* ---- usage: objects and bytes per common prefix (issue 6) ---- */
+
+typedef struct usage_args {
+    const char *bucket, *prefix, *delimiter, *sort, *max_rows;
+} usage_args;
+
+static json_t *usage_page(cli *c, const usage_args *a, const char *cont, int *rc) {
+    char *url = bucket_url(c, a->bucket, "/usage");
+    if (url && (query_add(c, &url, "prefix", a->prefix) < 0 ||
+                query_add(c, &url, "delimiter", a->delimiter) < 0 ||
+                query_add(c, &url, "max_rows", a->max_rows) < 0 ||
+                query_add(c, &url, "continuation_token", cont) < 0)) {
+        free(url);
+        url = NULL;
+    }
+    cli_resp r;
+    *rc = request(c, a->bucket, "GET", url, NULL, NULL, &r);
+    free(url);
+    if (*rc)
+        return NULL;
+    json_t *j = parse_json(c, a->bucket, &r, rc);
+    cli_resp_free(&r);
+    return j;
+}
+
+/* Progress of a walk of several pages on stderr: one line rewritten in
+ * place on a terminal, one line per page otherwise (logs). */
+static void usage_progress(const char *bucket, long long rows, size_t groups, int tty) {
+    fprintf(stderr, "%sobjlog: usage %s: %lld %s scanned, %zu %s so far%s",
+            tty ? "\r" : "", bucket, rows, plural((size_t)rows, "row", "rows"), groups,
+            plural(groups, "prefix", "prefixes"), tty ? "" : "\n");
+}
+
+/* Every page merged into the first: groups appended, the last page's
+ * running direct/total, rows summed; the result has the one-page shape
+ * (not truncated, no token). NULL with *rc on a failed page. */
+static json_t *usage_walk(cli *c, const usage_args *a, int *rc) {
+    json_t *acc = usage_page(c, a, NULL, rc);
+    long long rows = acc ? (long long)jint(acc, "rows_scanned") : 0;
+    int tty = isatty(fileno(stderr)), shown = 0;
+    while (acc && json_is_true(json_object_get(acc, "is_truncated"))) {
+        char *tok = strdup(jstr(acc, "next_continuation_token"));
+        usage_progress(a->bucket, rows,
+                       json_array_size(json_object_get(acc, "common_prefixes")), tty);
+        shown = 1;
+        json_t *page = tok ? usage_page(c, a, tok, rc) : NULL;
+        free(tok);
+        if (!page) {
+            json_decref(acc);
+            acc = NULL;
+            break;
+        }
+        json_array_extend(json_object_get(acc, "common_prefixes"),
+                          json_object_get(page, "common_prefixes"));
+        json_object_set(acc, "direct", json_object_get(page, "direct"));
+        json_object_set(acc, "total", json_object_get(page, "total"));
+        json_object_set(acc, "is_truncated", json_object_get(page, "is_truncated"));
+        json_object_set(acc, "next_continuation_token",
+                        json_object_get(page, "next_continuation_token"));
+        rows += (long long)jint(page, "rows_scanned");
+        json_decref(page);
+    }
+    if (shown && tty)
+        fputc('\n', stderr);
+    if (!acc)
+        return NULL;
+    json_object_del(acc, "next_continuation_token");
+    json_object_set_new(acc, "rows_scanned", json_integer(rows));
+    return acc;
+}
+
+typedef struct usage_row {
+    json_t *g;
+    size_t order;                /* key order, for ties */
+    unsigned long long metric;
+} usage_row;
+
+static int usage_row_cmp(const void *x, const void *y) {
+    const usage_row *a = x, *b = y;
+    if (a->metric != b->metric)
+        return a->metric < b->metric ? 1 : -1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Reorders common_prefixes largest first by "bytes" or "objects"; ties
+ * keep key order. "key" (the served order) leaves them. */
+static void usage_sort(json_t *j, const char *by) {
+    json_t *arr = json_object_get(j, "common_prefixes");
+    size_t n = json_array_size(arr), i;
+    json_t *g;
+    if (!strcmp(by, "key") || n < 2)
+        return;
+    usage_row *rows = calloc(n, sizeof(*rows));
+    json_t *sorted = json_array();
+    if (!rows || !sorted) {
+        free(rows);
+        json_decref(sorted);
+        return;
+    }
+    json_array_foreach(arr, i, g)
+        rows[i] = (usage_row){.g = g, .order = i, .metric = ju64(g, by)};
+    qsort(rows, n, sizeof(*rows), usage_row_cmp);
+    for (i = 0; i < n; i++)
+        json_array_append(sorted, rows[i].g);
+    json_object_set_new(j, "common_prefixes", sorted);
+    free(rows);
+}
+
+/* "12.3%" of total, "-" when the total is 0. */
+static void usage_share(unsigned long long part, unsigned long long total, char *out,
+                        size_t n) {
+    if (!total)
+        snprintf(out, n, "-");
+    else
+        snprintf(out, n, "%.1f%%", (double)part * 100.0 / (double)total);
+}
+
+static void usage_row_add(table *t, const char *name, json_t *counts,
+                          unsigned long long total_bytes) {
+    char objs[32], bytes[96], share[16];
+    snprintf(objs, sizeof(objs), "%llu", ju64(counts, "objects"));
+    human_size(ju64(counts, "bytes"), bytes, sizeof(bytes));
+    usage_share(ju64(counts, "bytes"), total_bytes, share, sizeof(share));
+    const char *row[] = {name, objs, bytes, share};
+    table_add(t, row);
+}
+
+static void usage_print(json_t *j) {
+    static const char *const head[] = {"PREFIX", "OBJECTS", "BYTES", "%BYTES"};
+    static const int right[] = {0, 1, 1, 1};
+    table t = {.ncols = 4, .head = head, .right = right};
+    json_t *total = json_object_get(j, "total");
+    unsigned long long tb = ju64(total, "bytes");
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(j, "common_prefixes"), i, g)
+        usage_row_add(&t, jstr(g, "prefix"), g, tb);
+    usage_row_add(&t, "(direct)", json_object_get(j, "direct"), tb);
+    usage_row_add(&t, "TOTAL", total, tb);
+    table_print_free(&t);
+}
+
+/* objlog usage BUCKET [--prefix P] [--delimiter D] [--sort F] [--max-rows N] */
+static int cmd_usage(cli *c, int argc, char **argv) {
+    const char *pos[1];
+    usage_args a = {0};
+    opt opts[] = {{"--prefix", 1, &a.prefix, NULL, NULL},
+                  {"--delimiter", 1, &a.delimiter, NULL, NULL},
+                  {"--sort", 1, &a.sort, NULL, NULL},
+                  {"--max-rows", 1, &a.max_rows, NULL, NULL},
+                  {NULL, 0, NULL, NULL, NULL}};
+    int rc = parse_args(c, argc, argv, opts, pos, 1);
+    if (rc)
+        return rc;
+    unsigned long long n;
+    if (!a.sort)
+        a.sort = "key";
+    if (strcmp(a.sort, "key") && strcmp(a.sort, "bytes") && strcmp(a.sort, "objects"))
+        return usage_error("--sort must be key, bytes or objects, not \"%s\"", a.sort);
+    if (a.max_rows && (parse_u64(a.max_rows, &n) < 0 || n < 1 || n > 100000))
+        return usage_error("--max-rows must be 1 to 100000, not \"%s\"", a.max_rows);
+    if (!a.delimiter)
+        a.delimiter = "/";
+    a.bucket = pos[0];
+    json_t *j = usage_walk(c, &a, &rc);
+    if (!j)
+        return rc;
+    usage_sort(j, a.sort);
+    return list_output(c, j, usage_print);
+}
+
 int main(int argc, char **argv) {
     cli c = {0};
     const char *url_flag = NULL;
@@ -1522,6 +1699,8 @@ int main(int argc, char **argv) {
         rc = cmd_mpu(&c, rest_argc, rest);
     else if (!strcmp(c.cmd, "stats"))
         rc = cmd_stats(&c, rest_argc, rest);
+    else if (!strcmp(c.cmd, "usage"))
+        rc = cmd_usage(&c, rest_argc, rest);
     else
         rc = usage_error("unknown command \"%s\"", c.cmd);
     curl_easy_cleanup(c.h);

@@ -32,7 +32,7 @@
 static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
     "other", "get_object", "head_object", "list_objects", "list_versions",
     "put_object", "delete_object", "writes", "outcomes", "lag", "metrics",
-    "healthz", "readyz", "bucket", "uploads", "parts", "stats"};
+    "healthz", "readyz", "bucket", "uploads", "parts", "stats", "usage"};
 
 const char *http_endpoint_name(http_endpoint ep) {
     return ep >= 0 && ep < HTTP_EP_COUNT ? http_endpoint_names[ep] : "other";
@@ -411,6 +411,7 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                   : strcmp(slash, "/versions") == 0           ? HTTP_EP_LIST_VERSIONS
                   : strncmp(slash, "/uploads", 8) == 0        ? HTTP_EP_UPLOADS
                   : strcmp(slash, "/stats") == 0              ? HTTP_EP_STATS
+                  : strcmp(slash, "/usage") == 0              ? HTTP_EP_USAGE
                                                               : HTTP_EP_OTHER;
     if (seg >= sizeof(raw)) {
         http_reply_error(c, 400, "InvalidBucketName", "bucket name too long");
@@ -465,6 +466,11 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
     } else if (strcmp(slash, "/stats") == 0) {
         if (cmd == EVHTTP_REQ_GET)
             read_bucket_stats(c, bucket);
+        else
+            http_method_not_allowed(c, "GET");
+    } else if (strcmp(slash, "/usage") == 0) {
+        if (cmd == EVHTTP_REQ_GET)
+            read_usage(c, bucket);
         else
             http_method_not_allowed(c, "GET");
     } else if (strcmp(slash, "/quota") == 0) {

@@ -1,6 +1,7 @@
 /* internal.h: what the query service's modules share and nobody else sees.
  * http.c owns the server and the per-request context; read.c, fence.c,
- * gateway.c and listtoken.c serve parts of the API on top of it.
+ * gateway.c and listtoken.c serve parts of the API on top of it
+ * (listtoken.c: the continuation tokens of LIST and of prefix usage).
  *
  * Invariant: every accepted request is answered exactly once, on its
  * worker's event_base thread (evhttp is not thread-safe), through
@@ -23,6 +24,7 @@
 #include "materializer.h"
 #include "objlog_producer.h"
 #include "query.h"
+#include "view.h"
 
 #define HTTP_DEFAULT_TIMEOUT_MS 2000
 #define HTTP_MAX_TIMEOUT_MS 30000
@@ -51,6 +53,7 @@ typedef enum http_endpoint {
     HTTP_EP_UPLOADS,
     HTTP_EP_PARTS,
     HTTP_EP_STATS,
+    HTTP_EP_USAGE,
     HTTP_EP_COUNT
 } http_endpoint;
 const char *http_endpoint_name(http_endpoint ep);
@@ -211,6 +214,10 @@ void read_bucket_stats(http_ctx *c, const char *bucket);
 void read_tenant_stats(http_ctx *c, const char *tenant);
 void read_global_stats(http_ctx *c);
 void read_top_stats(http_ctx *c);
+/* GET /v1/buckets/{b}/usage: objects and bytes per common prefix one level
+ * down, a bounded scan per page with a continuation token (usagetoken).
+ * Fenced like LIST (the partitions of the prefix's range). */
+void read_usage(http_ctx *c, const char *bucket);
 /* The required key= query parameter of the upload routes (checked length);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
@@ -230,6 +237,19 @@ char *listtoken_encode(const char *bucket, int kind, const uint8_t *last,
  * corrupt or from another bucket. */
 int listtoken_decode(const char *bucket, const char *text, size_t text_len,
                      int *kind, uint8_t **last, size_t *last_len);
+
+/* Prefix usage tokens: where a /usage page stopped (view_usage_resume). */
+#define USAGETOKEN_INVALID -1      /* corrupt, truncated, forged, a LIST token */
+#define USAGETOKEN_OTHER_BUCKET -2
+#define USAGETOKEN_OTHER_SCOPE -3  /* issued for another prefix or delimiter */
+/* Binds bucket, prefix and delimiter; caller frees. */
+char *usagetoken_encode(const char *bucket, const uint8_t *prefix, size_t pn,
+                        const uint8_t *delim, size_t dn, const view_usage_resume *r);
+/* 0 with *r filled (r->after points to *after, which the caller frees), or
+ * a USAGETOKEN_* code. */
+int usagetoken_decode(const char *bucket, const uint8_t *prefix, size_t pn,
+                      const uint8_t *delim, size_t dn, const char *text,
+                      size_t text_len, view_usage_resume *r, uint8_t **after);
 
 /* ---- gateway.c ---- */
 gateway *gateway_new(objlog_query *q, int waiters, char *errstr,

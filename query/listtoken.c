@@ -1,4 +1,5 @@
-/* listtoken.c: LIST continuation tokens. Opaque to clients:
+/* listtoken.c: continuation tokens of LIST and of prefix usage. Opaque to
+ * clients. LIST:
  *
  *   base64url( version(1) = 1
  *            ‖ be64(FNV-1a-64(bucket))      the bucket it was issued for
@@ -6,10 +7,24 @@
  *            ‖ last (raw bytes of the key or common prefix)
  *            ‖ be64(FNV-1a-64(salt ‖ all bytes before)) )
  *
+ * Prefix usage (GET /v1/buckets/{b}/usage), its own version byte and salt,
+ * so neither API accepts the other's tokens:
+ *
+ *   base64url( version(1) = 0x75
+ *            ‖ be64(FNV-1a-64(bucket))
+ *            ‖ be64(FNV-1a-64(be32(len prefix) ‖ prefix ‖ delimiter))
+ *            ‖ be32(open_len)                the open group = after[0..open_len)
+ *            ‖ be64 x 6: open objects, open bytes, direct objects, direct
+ *              bytes, total objects, total bytes (running counters)
+ *            ‖ after (raw bytes of the last key read)
+ *            ‖ be64(FNV-1a-64(usage salt ‖ all bytes before)) )
+ *
  * The checksum is not a secret: it turns a mistyped, truncated or
  * hand-made token into a 400 instead of a silently wrong page. A token only
  * names a position inside its bucket, so a deliberately crafted one can do
- * no more than start_after can. */
+ * no more than start_after can (a crafted usage token can at most make its
+ * own answer's counters wrong; the view still checks that the position is
+ * under the prefix and the open group is that key's common prefix). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -146,6 +161,92 @@ int listtoken_decode(const char *bucket, const char *text, size_t text_len,
         return -1;
     }
     memcpy(*last, raw + LISTTOKEN_HEAD, *last_len);
+    free(raw);
+    return 0;
+}
+
+/* ------------------------------------------------------------ usage tokens */
+
+#define USAGETOKEN_VERSION 0x75
+#define USAGETOKEN_HEAD (1 + 8 + 8 + 4 + 6 * 8)
+
+static uint64_t usagetoken_sum(const uint8_t *p, size_t n) {
+    static const char salt[] = "objlog-usage-token";
+    return fnv64(fnv64(0xcbf29ce484222325ULL, salt, sizeof(salt)), p, n);
+}
+
+/* Binds prefix and delimiter without ambiguity ("a"+"/b" vs "a/"+"b"). */
+static uint64_t usagetoken_scope(const uint8_t *p, size_t pn, const uint8_t *d,
+                                 size_t dn) {
+    uint8_t len[4] = {(uint8_t)(pn >> 24), (uint8_t)(pn >> 16), (uint8_t)(pn >> 8),
+                      (uint8_t)pn};
+    uint64_t h = fnv64(0xcbf29ce484222325ULL, len, sizeof(len));
+    return fnv64(fnv64(h, p, pn), d, dn);
+}
+
+static void put_be32(uint8_t *p, uint32_t v) {
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+char *usagetoken_encode(const char *bucket, const uint8_t *prefix, size_t pn,
+                        const uint8_t *delim, size_t dn, const view_usage_resume *t) {
+    size_t n = USAGETOKEN_HEAD + t->after_len + 8;
+    uint8_t *raw = malloc(n);
+    if (!raw)
+        return NULL;
+    const uint64_t counters[6] = {t->open_objects, t->open_bytes, t->direct_objects,
+                                  t->direct_bytes, t->total_objects, t->total_bytes};
+    raw[0] = USAGETOKEN_VERSION;
+    put_be64(raw + 1, fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)));
+    put_be64(raw + 9, usagetoken_scope(prefix, pn, delim, dn));
+    put_be32(raw + 17, (uint32_t)t->open_len);
+    for (int i = 0; i < 6; i++)
+        put_be64(raw + 21 + 8 * i, counters[i]);
+    if (t->after_len)
+        memcpy(raw + USAGETOKEN_HEAD, t->after, t->after_len);
+    put_be64(raw + n - 8, usagetoken_sum(raw, n - 8));
+    char *s = b64url_encode(raw, n);
+    free(raw);
+    return s;
+}
+
+int usagetoken_decode(const char *bucket, const uint8_t *prefix, size_t pn,
+                      const uint8_t *delim, size_t dn, const char *text,
+                      size_t text_len, view_usage_resume *t, uint8_t **after) {
+    size_t n = 0;
+    memset(t, 0, sizeof(*t));
+    *after = NULL;
+    uint8_t *raw = b64url_decode(text, text_len, &n);
+    int rc = raw && n >= USAGETOKEN_HEAD + 8 && raw[0] == USAGETOKEN_VERSION &&
+                     get_be64(raw + n - 8) == usagetoken_sum(raw, n - 8)
+                 ? 0 : USAGETOKEN_INVALID;
+    if (rc == 0 &&
+        get_be64(raw + 1) != fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)))
+        rc = USAGETOKEN_OTHER_BUCKET;
+    else if (rc == 0 && get_be64(raw + 9) != usagetoken_scope(prefix, pn, delim, dn))
+        rc = USAGETOKEN_OTHER_SCOPE;
+    size_t after_len = rc == 0 ? n - USAGETOKEN_HEAD - 8 : 0;
+    if (rc == 0 && get_be32(raw + 17) > after_len)
+        rc = USAGETOKEN_INVALID;
+    if (rc == 0 && !(*after = malloc(after_len + 1)))
+        rc = USAGETOKEN_INVALID;
+    if (rc < 0) {
+        free(raw);
+        return rc;
+    }
+    uint64_t *counters[6] = {&t->open_objects, &t->open_bytes, &t->direct_objects,
+                             &t->direct_bytes, &t->total_objects, &t->total_bytes};
+    t->open_len = get_be32(raw + 17);
+    for (int i = 0; i < 6; i++)
+        *counters[i] = get_be64(raw + 21 + 8 * i);
+    memcpy(*after, raw + USAGETOKEN_HEAD, after_len);
+    t->after = *after;
+    t->after_len = after_len;
     free(raw);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* read.c: the HTTP/JSON layer of the reads (DESIGN §7, §8): GET/HEAD of an
  * object, bucket settings, LIST, ListObjectVersions, multipart uploads and
- * parts, and the outcome of a write by its token. The reading itself is
+ * parts, the outcome of a write by its token, the usage counters and prefix
+ * usage (issue 6). The reading itself is
  * view.c; this file owns parameters, fences, status codes and JSON shapes.
  *
  * Every read first passes its fence (fence.c), then reads from ONE view
@@ -17,7 +18,6 @@
 #include "keycodec.h"
 #include "outcome.h"
 #include "token.h"
-#include "view.h"
 
 #define READ_MAX_PARTS 256
 
@@ -608,8 +608,15 @@ void read_write_status(http_ctx *c, const char *token) {
 
 /* ----------------------------------------------------------------- stats */
 
-/* Every partition: a bucket's keys, hence its counters, span them all. */
+/* Every partition: a bucket's keys, hence its counters, span them all.
+ * A view applied without counters (bench only) has none to show. */
 static view *read_all_view(http_ctx *c) {
+    if (!objlog_materializer_stats_view(c->q->m)) {
+        http_reply_error(c, 503, "ServiceUnavailable",
+                         "this objlogd keeps no usage counters (--test-no-stats, for "
+                         "benchmarks only)");
+        return NULL;
+    }
     int32_t parts[READ_MAX_PARTS];
     int n = objlog_materializer_partitions(c->q->m);
     if (n > READ_MAX_PARTS)
@@ -740,4 +747,114 @@ void read_top_stats(http_ctx *c) {
             "versions", (json_int_t)t.e[i].usage.versions));
     view_top_free(&t);
     http_reply_json(c, 200, json_pack("{s:s, s:o}", "by", by, "buckets", arr));
+}
+
+/* ----------------------------------------------------------- prefix usage */
+
+/* max_rows / max_prefixes: an integer in 1..max, default def. */
+static int read_limit_param(http_ctx *c, const char *name, int max, int def, int *out) {
+    long long v;
+    if (http_param_int(c, name, 1, max, def, &v) < 0) {
+        http_reply_error(c, 400, "InvalidArgument", "%s must be an integer in 1..%d",
+                         name, max);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* The continuation token into r (its key in *after, caller frees): 1 when
+ * given and good, 0 when absent, -1 after replying 400. */
+static int read_usage_token(http_ctx *c, const char *bucket, const view_usage_req *q,
+                            view_usage_resume *r, uint8_t **after) {
+    size_t tn;
+    const char *text = http_param_get(c, "continuation_token", &tn);
+    if (!text)
+        return 0;
+    int rc = usagetoken_decode(bucket, q->prefix, q->prefix_len, q->delimiter,
+                               q->delimiter_len, text, tn, r, after);
+    if (rc == USAGETOKEN_OTHER_BUCKET)
+        http_reply_error(c, 400, "InvalidArgument",
+                         "the continuation token was issued for another bucket");
+    else if (rc == USAGETOKEN_OTHER_SCOPE)
+        http_reply_error(c, 400, "InvalidArgument",
+                         "the continuation token was issued for another prefix or "
+                         "delimiter; pass the same ones on every page");
+    else if (rc < 0)
+        http_reply_error(c, 400, "InvalidArgument",
+                         "the continuation token is invalid (corrupt, truncated, or "
+                         "not from /usage)");
+    return rc < 0 ? -1 : 1;
+}
+
+static json_t *read_count_json(uint64_t objects, uint64_t bytes) {
+    return json_pack("{s:I, s:I}", "objects", (json_int_t)objects, "bytes",
+                     (json_int_t)bytes);
+}
+
+static json_t *read_prefix_usage_json(const char *bucket, const view_usage_req *q,
+                               const view_usage_page *p) {
+    json_t *groups = json_array();
+    for (size_t i = 0; i < p->n_groups; i++) {
+        const view_usage_group *g = &p->groups[i];
+        json_t *e = json_object();
+        json_object_set_new(e, "prefix", http_json_bytes(g->prefix.data, g->prefix.len));
+        json_object_set_new(e, "objects", json_integer((json_int_t)g->objects));
+        json_object_set_new(e, "bytes", json_integer((json_int_t)g->bytes));
+        json_array_append_new(groups, e);
+    }
+    json_t *j = json_object();
+    json_object_set_new(j, "bucket", json_string(bucket));
+    json_object_set_new(j, "prefix", http_json_bytes(q->prefix, q->prefix_len));
+    json_object_set_new(j, "delimiter", http_json_bytes(q->delimiter, q->delimiter_len));
+    json_object_set_new(j, "common_prefixes", groups);
+    json_object_set_new(j, "direct", read_count_json(p->direct_objects, p->direct_bytes));
+    json_object_set_new(j, "total", read_count_json(p->total_objects, p->total_bytes));
+    json_object_set_new(j, "rows_scanned", json_integer((json_int_t)p->rows_scanned));
+    json_object_set_new(j, "max_prefixes", json_integer(q->max_prefixes));
+    json_object_set_new(j, "max_rows", json_integer(q->max_rows));
+    json_object_set_new(j, "is_truncated", json_boolean(p->is_truncated));
+    if (p->is_truncated) {
+        view_usage_resume t;
+        view_usage_page_resume(p, &t);
+        char *s = usagetoken_encode(bucket, q->prefix, q->prefix_len, q->delimiter,
+                                    q->delimiter_len, &t);
+        json_object_set_new(j, "next_continuation_token", json_string(s ? s : ""));
+        free(s);
+    }
+    return j;
+}
+
+void read_usage(http_ctx *c, const char *bucket) {
+    view_usage_req q = {0};
+    view_usage_resume resume;
+    uint8_t *after = NULL;
+    if (read_limit_param(c, "max_rows", VIEW_USAGE_MAX_ROWS, VIEW_USAGE_DEFAULT_ROWS,
+                         &q.max_rows) < 0 ||
+        read_limit_param(c, "max_prefixes", VIEW_USAGE_MAX_PREFIXES,
+                         VIEW_USAGE_DEFAULT_PREFIXES, &q.max_prefixes) < 0)
+        return;
+    q.prefix = (const uint8_t *)read_param(c, "prefix", &q.prefix_len);
+    q.delimiter = (const uint8_t *)read_param(c, "delimiter", &q.delimiter_len);
+    int given = read_usage_token(c, bucket, &q, &resume, &after);
+    if (given < 0)
+        return;
+    q.resume = given ? &resume : NULL;
+    view *v = read_prefix_view(c, bucket, (const char *)q.prefix, q.prefix_len);
+    if (v) {
+        view_usage_page p;
+        char err[256];
+        view_rc rc = view_prefix_usage(v, bucket, &q, &p, err, sizeof(err));
+        view_close(v);
+        if (rc == VIEW_OK)
+            http_reply_json(c, 200, read_prefix_usage_json(bucket, &q, &p));
+        else if (rc == VIEW_INVALID_ARGUMENT)
+            http_reply_error(c, 400, "InvalidArgument",
+                             "the continuation token does not name a position under "
+                             "this prefix");
+        else
+            read_reply_rc(c, rc, bucket, err);
+        view_usage_page_free(&p);
+    }
+    free(after);
 }

@@ -6,10 +6,16 @@
  * bound, and every common prefix is left with one seek past everything
  * under it (prefix_end(prefix_start(b, cp))), never walked.
  *
+ * Prefix usage is the one scan that walks under common prefixes (it sums
+ * them): it reads every row of the range in order, bounded by max_rows per
+ * call.
+ *
  * Invariant: a listing emits at most max items (objects/versions/uploads
  * plus common prefixes) and reports is_truncated only when one more item
  * really exists after them, so a client following next markers sees every
- * item once, whatever the page size. */
+ * item once, whatever the page size. Prefix usage keeps the same promise
+ * for its groups: a group is emitted only once complete, and a page that
+ * ends inside one hands it on, so each appears once with exact totals. */
 #define _GNU_SOURCE
 #include "view.h"
 
@@ -1247,4 +1253,231 @@ void view_top_free(view_top *t) {
     free(t->e);
     t->e = NULL;
     t->n = 0;
+}
+
+/* ----------------------------------------------------------- prefix usage */
+
+/* meta.size of a stored VersionRecord (absent = 0); -1 if corrupt. */
+static int view_record_size(const uint8_t *val, size_t n, uint64_t *size) {
+    Objlog__VersionRecord *r = objlog__version_record__unpack(NULL, n, val);
+    if (!r)
+        return -1;
+    *size = r->meta ? r->meta->size : 0;
+    objlog__version_record__free_unpacked(r, NULL);
+    return 0;
+}
+
+void view_usage_page_free(view_usage_page *page) {
+    for (size_t i = 0; i < page->n_groups; i++)
+        free(page->groups[i].prefix.data);
+    free(page->groups);
+    free(page->after.data);
+    memset(page, 0, sizeof(*page));
+}
+
+void view_usage_page_resume(const view_usage_page *page, view_usage_resume *r) {
+    memset(r, 0, sizeof(*r));
+    r->after = page->after.data;
+    r->after_len = page->after.len;
+    r->open_len = page->open_len;
+    r->open_objects = page->open_objects;
+    r->open_bytes = page->open_bytes;
+    r->direct_objects = page->direct_objects;
+    r->direct_bytes = page->direct_bytes;
+    r->total_objects = page->total_objects;
+    r->total_bytes = page->total_bytes;
+}
+
+/* The scan of one page: the listing skeleton plus the open group. */
+typedef struct usage_scan {
+    scan s;
+    view_usage_page *out;
+    int max_rows, max_prefixes;
+    keybuf open;                 /* the open group's prefix; len 0 = none */
+    keybuf last;                 /* the last key read */
+} usage_scan;
+
+/* A resume state this prefix/delimiter could have produced: the last key
+ * is under the prefix, and the open group is that key's own rollup. */
+static int usage_resume_valid(const view_usage_req *req, const keybuf *after) {
+    const view_usage_resume *r = req->resume;
+    if (r->after_len < req->prefix_len ||
+        (req->prefix_len && memcmp(r->after, req->prefix, req->prefix_len) != 0))
+        return 0;
+    if (!r->open_len)
+        return r->open_objects == 0 && r->open_bytes == 0;
+    return view_rollup(after, req->prefix_len, req->delimiter,
+                       req->delimiter_len) == r->open_len;
+}
+
+/* Moves the open group into the page's groups. -1 when out of memory. */
+static int usage_close_group(usage_scan *u) {
+    view_usage_page *o = u->out;
+    view_usage_group *g = array_push(&o->groups, &o->n_groups, sizeof(*g));
+    if (!g || bytes_set(&g->prefix, u->open.data, u->open.len) < 0) {
+        if (g)
+            o->n_groups--;
+        return -1;
+    }
+    g->objects = o->open_objects;
+    g->bytes = o->open_bytes;
+    o->open_objects = o->open_bytes = 0;
+    keybuf_reset(&u->open);
+    return 0;
+}
+
+/* Counts the current row (key in u->s.key, rolling into cpl bytes). */
+static int usage_count_row(usage_scan *u, size_t cpl) {
+    view_usage_page *o = u->out;
+    size_t vl;
+    const char *val = rocksdb_iter_value(u->s.vi.it, &vl);
+    uint64_t size;
+    if (view_record_size((const uint8_t *)val, vl, &size) < 0) {
+        snprintf(u->s.errstr, u->s.es, "corrupt version record in objects");
+        return -1;
+    }
+    if (cpl && !u->open.len && keybuf_append(&u->open, u->s.key.data, cpl) < 0)
+        return -1;
+    if (cpl) {
+        o->open_objects++;
+        o->open_bytes += size;
+    } else {
+        o->direct_objects++;
+        o->direct_bytes += size;
+    }
+    o->total_objects++;
+    o->total_bytes += size;
+    o->rows_scanned++;
+    return keybuf_set(&u->last, &u->s.key);
+}
+
+/* The page loop. Each row first closes the open group if it does not
+ * belong to it (the scan is past it, so it is complete), then is counted
+ * unless a limit is reached: both limits stop with the row unread, so
+ * is_truncated means one more row really exists. */
+static int usage_scan_rows(usage_scan *u) {
+    view_usage_page *o = u->out;
+    while (rocksdb_iter_valid(u->s.vi.it)) {
+        size_t kl;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(u->s.vi.it, &kl);
+        if (!scan_row_key(&u->s, k, kl)) {
+            rocksdb_iter_next(u->s.vi.it); /* not a route key: not ours */
+            continue;
+        }
+        size_t cpl = view_rollup(&u->s.key, u->s.prefix_len, u->s.delim,
+                                 u->s.delim_len);
+        int same = u->open.len && cpl == u->open.len &&
+                   memcmp(u->s.key.data, u->open.data, cpl) == 0;
+        if (u->open.len && !same) {
+            if (usage_close_group(u) < 0)
+                return -1;
+            if (o->n_groups == (size_t)u->max_prefixes) {
+                o->is_truncated = 1;
+                return 0;
+            }
+        }
+        if (o->rows_scanned == (uint64_t)u->max_rows) {
+            o->is_truncated = 1;
+            return 0;
+        }
+        if (usage_count_row(u, cpl) < 0)
+            return -1;
+        rocksdb_iter_next(u->s.vi.it);
+    }
+    /* end of the range: the open group is complete too */
+    return u->open.len ? usage_close_group(u) : 0;
+}
+
+/* Seeds the counters and the position from req->resume. */
+static int usage_start(usage_scan *u, const view_usage_req *req) {
+    const view_usage_resume *r = req->resume;
+    view_usage_page *o = u->out;
+    o->direct_objects = r->direct_objects;
+    o->direct_bytes = r->direct_bytes;
+    o->total_objects = r->total_objects;
+    o->total_bytes = r->total_bytes;
+    o->open_objects = r->open_objects;
+    o->open_bytes = r->open_bytes;
+    if (keybuf_append(&u->open, r->after, r->open_len) < 0)
+        return -1;
+    keybuf_reset(&u->s.tmp);
+    if (keycodec_route_key(&u->s.tmp, u->s.bucket, strlen(u->s.bucket), r->after,
+                           r->after_len) < 0)
+        return -1;
+    return scan_start_at(&u->s, &u->s.tmp);
+}
+
+static void usage_scan_free(usage_scan *u) {
+    scan_free(&u->s);
+    keybuf_free(&u->open);
+    keybuf_free(&u->last);
+}
+
+/* Runs the page; 0, or -1 (errstr filled unless out of memory). */
+static int usage_run(usage_scan *u, const view_usage_req *req) {
+    int r = req->resume ? usage_start(u, req) : 0;
+    if (r < 0)
+        return -1;
+    view_iter_open(u->s.v, OBJLOG_CF_OBJECTS, &u->s.hi, &u->s.vi);
+    view_iter_seek(&u->s.vi, &u->s.seek);
+    if (req->resume && rocksdb_iter_valid(u->s.vi.it)) {
+        size_t kl;
+        const char *k = rocksdb_iter_key(u->s.vi.it, &kl);
+        if (bytes_cmp(k, kl, u->s.seek.data, u->s.seek.len) == 0)
+            rocksdb_iter_next(u->s.vi.it); /* the last key read: exclusive */
+    }
+    r = usage_scan_rows(u);
+    if (view_iter_close(&u->s.vi, u->s.errstr, u->s.es) < 0)
+        return -1;
+    if (r < 0 || !u->out->is_truncated)
+        return r;
+    /* a page that read nothing (it only closed the open group) resumes
+     * where the previous one did */
+    const keybuf *last = u->out->rows_scanned ? &u->last : NULL;
+    const uint8_t *a = last ? last->data : req->resume->after;
+    size_t an = last ? last->len : req->resume->after_len;
+    u->out->open_len = u->open.len;
+    return bytes_set(&u->out->after, a, an);
+}
+
+view_rc view_prefix_usage(view *v, const char *bucket, const view_usage_req *req,
+                          view_usage_page *out, char *errstr, size_t es) {
+    if (es)
+        errstr[0] = '\0';
+    memset(out, 0, sizeof(*out));
+    if (req->max_rows < 1 || req->max_rows > VIEW_USAGE_MAX_ROWS ||
+        req->max_prefixes < 1 || req->max_prefixes > VIEW_USAGE_MAX_PREFIXES)
+        return VIEW_INVALID_ARGUMENT;
+    view_rc rc = view_bucket_check(v, bucket, errstr, es);
+    if (rc != VIEW_OK)
+        return rc;
+    usage_scan u = {.out = out, .max_rows = req->max_rows,
+                    .max_prefixes = req->max_prefixes};
+    keybuf_init(&u.open);
+    keybuf_init(&u.last);
+    if (scan_init(&u.s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
+                  req->delimiter_len, 0, errstr, es) < 0) {
+        usage_scan_free(&u);
+        return view_oom(errstr, es);
+    }
+    if (req->resume) {
+        keybuf after;
+        keybuf_init(&after);
+        int ok = keybuf_append(&after, req->resume->after, req->resume->after_len) == 0
+                     ? usage_resume_valid(req, &after) : -1;
+        keybuf_free(&after);
+        if (ok <= 0) {
+            usage_scan_free(&u);
+            return ok < 0 ? view_oom(errstr, es) : VIEW_INVALID_ARGUMENT;
+        }
+    }
+    int r = usage_run(&u, req);
+    usage_scan_free(&u);
+    if (r < 0) {
+        if (!errstr[0])
+            view_oom(errstr, es);
+        view_usage_page_free(out);
+        return VIEW_ERROR;
+    }
+    return VIEW_OK;
 }

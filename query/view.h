@@ -1,6 +1,7 @@
 /* view.h: the read side of objlog without HTTP (DESIGN §7): GET, LIST,
- * ListObjectVersions, ListMultipartUploads and ListParts over one RocksDB
- * snapshot of the materialized views, returning plain C structs.
+ * ListObjectVersions, ListMultipartUploads, ListParts, the usage counters
+ * and prefix usage over one RocksDB snapshot of the materialized views,
+ * returning plain C structs.
  *
  * read.c is the HTTP/JSON layer over it; tests call it directly (apply
  * events into a store, compare with a reference model). It has no fence:
@@ -15,7 +16,9 @@
  *   - orders are S3's: keys by their UTF-8 bytes (memcmp), versions of a key
  *     newest first, uploads of a key oldest first (upload ids are hex of the
  *     CreateUpload seq), parts by number;
- *   - listings never scan under a common prefix: they skip it with one seek;
+ *   - listings never scan under a common prefix: they skip it with one seek
+ *     (prefix usage is the exception: it must count every row, so it is
+ *     bounded by rows read instead);
  *   - pagination positions are exclusive and need not exist any more: a
  *     position names a place in the order, not a row.
  *
@@ -283,5 +286,83 @@ typedef struct view_top {
 view_rc view_top_buckets(view *v, view_top_by by, size_t limit, view_top *out,
                          char *errstr, size_t errstr_size);
 void view_top_free(view_top *t);
+
+/* ----------------------------------------------------------- prefix usage */
+
+/* "Which directory is big": objects and bytes of the live current versions
+ * (the `objects` CF, the same meaning as view_usage's objects/bytes) under
+ * prefix, grouped one level down by the delimiter exactly as LIST groups
+ * CommonPrefixes (view_rollup): a key with the delimiter somewhere after the
+ * prefix counts toward key[0 .. end of that first occurrence); any other
+ * key counts as "direct" (at this level). Delete markers and noncurrent
+ * versions never count: they are not in `objects`.
+ *
+ * Bounded: one call reads at most max_rows rows and returns at most
+ * max_prefixes groups, and every group it returns is complete (the scan saw
+ * a row past it, or the end of the range). A page that ends inside a group
+ * hands that partial group back as resume state with the last row read and
+ * the running counters; the next call takes it in (req->resume) and goes on,
+ * so over all pages every common prefix appears exactly once with its exact
+ * totals. A page that fills max_prefixes stops before reading the first row
+ * after the last group. Every row is read (no seek past a group: the
+ * bytes under it are the answer). Each page is one snapshot: over a bucket that does not change
+ * during the walk the figures are exact; under concurrent writes each key
+ * counts as of the page that read it (as LIST pages do), never twice, since
+ * the position only moves forward. */
+#define VIEW_USAGE_MAX_ROWS 100000
+#define VIEW_USAGE_DEFAULT_ROWS 10000
+#define VIEW_USAGE_MAX_PREFIXES 1000
+#define VIEW_USAGE_DEFAULT_PREFIXES 1000
+
+/* Where a previous page stopped; all pointers borrowed. */
+typedef struct view_usage_resume {
+    const uint8_t *after;        /* the last key read (exclusive) */
+    size_t after_len;
+    /* The open partial group: after[0 .. open_len) (a group's prefix
+     * always starts the last key read into it); 0 = none. */
+    size_t open_len;
+    uint64_t open_objects, open_bytes;
+    uint64_t direct_objects, direct_bytes;  /* running, from the first page */
+    uint64_t total_objects, total_bytes;    /* direct + every group so far,
+                                               incl. the open one */
+} view_usage_resume;
+
+typedef struct view_usage_req {
+    const uint8_t *prefix;
+    size_t prefix_len;
+    const uint8_t *delimiter;    /* any bytes; len 0 = none (all direct) */
+    size_t delimiter_len;
+    int max_rows;                /* 1..VIEW_USAGE_MAX_ROWS */
+    int max_prefixes;            /* 1..VIEW_USAGE_MAX_PREFIXES */
+    const view_usage_resume *resume; /* NULL: the first page */
+} view_usage_req;
+
+typedef struct view_usage_group {
+    view_bytes prefix;           /* ends with the delimiter */
+    uint64_t objects, bytes;
+} view_usage_group;
+
+typedef struct view_usage_page {
+    view_usage_group *groups;    /* complete groups, in key order */
+    size_t n_groups;
+    uint64_t direct_objects, direct_bytes;  /* cumulative through this page */
+    uint64_t total_objects, total_bytes;    /* final when not truncated */
+    uint64_t rows_scanned;       /* rows this page read */
+    int is_truncated;
+    /* When truncated: the resume state (view_usage_page_resume). */
+    view_bytes after;
+    size_t open_len;             /* open group = after[0 .. open_len) */
+    uint64_t open_objects, open_bytes;
+} view_usage_page;
+
+/* VIEW_OK, VIEW_NO_SUCH_BUCKET, VIEW_INVALID_ARGUMENT (a limit out of
+ * range, or a resume state that cannot come from this prefix and
+ * delimiter: its key outside the prefix, its open group not a common
+ * prefix of that key) or VIEW_ERROR (store, corrupt row, memory). */
+view_rc view_prefix_usage(view *v, const char *bucket, const view_usage_req *req,
+                          view_usage_page *out, char *errstr, size_t errstr_size);
+/* The resume state of a truncated page (pointers into page). */
+void view_usage_page_resume(const view_usage_page *page, view_usage_resume *r);
+void view_usage_page_free(view_usage_page *page);
 
 #endif

@@ -10,7 +10,9 @@
  * every mpu subcommand with S3's multipart ETag. Issue 5 adds lag (table
  * with known offsets, --json, --watch stopped by SIGINT) and bench
  * --consistency-modes. Issue 6 adds stats (bucket, tenant, global, top:
- * exact readable output with human sizes; usage errors) and bench --stats. */
+ * exact readable output with human sizes; usage errors), bench --stats and
+ * usage (prefix usage: exact table, --sort, paging with progress, --json,
+ * errors). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -378,6 +380,96 @@ static void test_stats_usage_errors(void **state) {
                      "acme", NULL};
     assert_int_equal(proc_run(argv2, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 10000), 1);
     assert_err_prefix("objlog: stats tenant acme: ConnectionError: ");
+}
+
+/* objlog usage: the table (groups, the direct line, TOTAL; human sizes and
+ * shares of bytes), --sort, --prefix, every page walked with progress on
+ * stderr, --json merged into one document, and the errors. */
+static void test_usage(void **state) {
+    (void)state;
+    static const struct { const char *key, *size; } objs[] = {
+        {"photos/2024/a.jpg", "1536"}, {"photos/2024/b.jpg", "2560"},
+        {"photos/2025/c.jpg", "1024"}, {"photos/readme", "7"},
+        {"docs/x", "3000"}, {"docs/gone", "999999"}, {"top.txt", "100"}};
+    assert_ok(objlog("mb", "us-cli", NULL));
+    for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
+        assert_ok(objlog("put", "us-cli", objs[i].key, "--size", objs[i].size, NULL));
+    assert_ok(objlog("rm", "us-cli", "docs/gone", NULL));
+
+    assert_ok(objlog("usage", "us-cli", NULL));
+    assert_string_equal(g_out,
+        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
+        "docs/           1  2.9 KiB (3000 bytes)   36.5%\n"
+        "photos/         4  5.0 KiB (5127 bytes)   62.3%\n"
+        "(direct)        1             100 bytes    1.2%\n"
+        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+    assert_string_equal(g_err, "");
+    assert_ok(objlog("usage", "us-cli", "--sort", "bytes", NULL));
+    assert_string_equal(g_out,
+        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
+        "photos/         4  5.0 KiB (5127 bytes)   62.3%\n"
+        "docs/           1  2.9 KiB (3000 bytes)   36.5%\n"
+        "(direct)        1             100 bytes    1.2%\n"
+        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+    assert_ok(objlog("usage", "us-cli", "--prefix", "photos/", "--sort", "objects", NULL));
+    assert_string_equal(g_out,
+        "PREFIX        OBJECTS                 BYTES  %BYTES\n"
+        "photos/2024/        2  4.0 KiB (4096 bytes)   79.9%\n"
+        "photos/2025/        1  1.0 KiB (1024 bytes)   20.0%\n"
+        "(direct)            1               7 bytes    0.1%\n"
+        "TOTAL               4  5.0 KiB (5127 bytes)  100.0%\n");
+    assert_ok(objlog("usage", "us-cli", "--delimiter", "", NULL));
+    assert_string_equal(g_out,
+        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
+        "(direct)        6  8.0 KiB (8227 bytes)  100.0%\n"
+        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+
+    /* one row a page: six pages, the same table, progress on stderr (the
+     * fifth page sees top.txt, so photos/ is complete and returned there) */
+    assert_ok(objlog("usage", "us-cli", "--max-rows", "1", NULL));
+    assert_string_equal(g_out,
+        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
+        "docs/           1  2.9 KiB (3000 bytes)   36.5%\n"
+        "photos/         4  5.0 KiB (5127 bytes)   62.3%\n"
+        "(direct)        1             100 bytes    1.2%\n"
+        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+    assert_string_equal(g_err,
+        "objlog: usage us-cli: 1 row scanned, 1 prefix so far\n"
+        "objlog: usage us-cli: 2 rows scanned, 1 prefix so far\n"
+        "objlog: usage us-cli: 3 rows scanned, 1 prefix so far\n"
+        "objlog: usage us-cli: 4 rows scanned, 1 prefix so far\n"
+        "objlog: usage us-cli: 5 rows scanned, 2 prefixes so far\n");
+    assert_ok(objlog("--json", "usage", "us-cli", "--max-rows", "1", "--sort", "bytes", NULL));
+    assert_string_equal(g_out,
+        "{\"bucket\":\"us-cli\",\"prefix\":\"\",\"delimiter\":\"/\",\"common_prefixes\":["
+        "{\"prefix\":\"photos/\",\"objects\":4,\"bytes\":5127},"
+        "{\"prefix\":\"docs/\",\"objects\":1,\"bytes\":3000}],"
+        "\"direct\":{\"objects\":1,\"bytes\":100},\"total\":{\"objects\":6,\"bytes\":8227},"
+        "\"rows_scanned\":6,\"max_prefixes\":1000,\"max_rows\":1,\"is_truncated\":false}\n");
+
+    assert_int_equal(objlog("usage", "us-nosuch", NULL), 1);
+    assert_string_equal(g_out, "");
+    assert_string_equal(g_err,
+                        "objlog: usage us-nosuch: NoSuchBucket: bucket us-nosuch does not exist\n");
+    static const struct {
+        const char *args[5];
+        const char *why;
+    } rows[] = {
+        {{"usage", NULL}, "missing arguments"},
+        {{"usage", "us-cli", "--sort", "size", NULL},
+         "--sort must be key, bytes or objects, not \"size\""},
+        {{"usage", "us-cli", "--max-rows", "0", NULL}, "--max-rows must be 1 to 100000, not \"0\""},
+        {{"usage", "us-cli", "--max-rows", "x", NULL}, "--max-rows must be 1 to 100000"},
+        {{"usage", "us-cli", "--depth", "2", NULL}, "unknown option --depth"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *const *a = rows[i].args;
+        int rc = objlog(a[0], a[1], a[2], a[3], a[4]);
+        if (rc != 2 || !strstr(g_err, rows[i].why))
+            fail_msg("row %zu: exit %d, stderr \"%s\" (want \"%s\")", i, rc, g_err,
+                     rows[i].why);
+        assert_string_equal(g_out, "");
+    }
 }
 
 static void assert_bench_json(int count, int gets) {
@@ -894,31 +986,62 @@ static void test_stats(void **state) {
     assert_err_prefix("objlog: stats st-nosuch: NoSuchBucket: ");
 }
 
-/* bench --stats with small counts against the group's objlogd: both apply
- * phases ran, and every stats read succeeded. */
+/* bench --stats with small counts (it starts its own objlogd and replay
+ * views): the log holds the bucket and every put, each round replayed it
+ * with and without the stats view, and every stats read succeeded. */
+/* objlog ARGS... without the group's --url (for commands that start their
+ * own objlogd). */
+static int objlog_own(int timeout_ms, char *const *args) {
+    char *argv[32] = {g_srv.objlog};
+    int n = 1;
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    return proc_run(argv, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), timeout_ms);
+}
+
 static void test_bench_stats(void **state) {
     (void)state;
-    assert_ok(objlog("--json", "bench", "--stats", "--brokers", g_srv.bootstrap, "--count",
-                     "200", "--threads", "2", "--gets", "50", NULL));
+    char *run[] = {"--json", "bench", "--stats", "--count", "300", "--rounds", "2",
+                   "--threads", "2", "--gets", "40", NULL};
+    assert_ok(objlog_own(120000, run));
     json_t *j = json_out();
-    assert_int_equal(json_integer_value(json_object_get(j, "count")), 200);
-    assert_int_equal(json_integer_value(json_object_get(j, "gets")), 50);
-    const char *phases[] = {"put_apply", "baseline_apply"};
+    assert_int_equal(json_integer_value(json_object_get(j, "puts")), 300);
+    assert_int_equal(json_integer_value(json_object_get(j, "log_events")), 301);
+    assert_int_equal(json_integer_value(json_object_get(j, "rounds")), 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "gets")), 40);
+    json_t *rp = json_object_get(j, "replay_events_per_second");
+    const char *sides[] = {"with_stats", "without_stats"};
     for (int i = 0; i < 2; i++) {
-        json_t *ph = json_object_get(j, phases[i]);
-        assert_int_equal(json_integer_value(json_object_get(ph, "ops")), 200);
-        assert_true(json_real_value(json_object_get(ph, "per_second")) > 0);
+        json_t *a = json_object_get(rp, sides[i]);
+        assert_int_equal(json_array_size(a), 2);
+        for (size_t r = 0; r < 2; r++)
+            assert_true(json_real_value(json_array_get(a, r)) > 0);
     }
-    assert_true(json_real_value(json_object_get(j, "ratio")) > 0);
-    const char *reads[] = {"bucket_stats", "global_stats"};
-    for (int i = 0; i < 2; i++) {
-        json_t *r = json_object_get(j, reads[i]);
+    assert_true(json_real_value(json_object_get(rp, "ratio_with_to_without")) > 0);
+    const char *reads[] = {"bucket_eventual", "bucket_strong", "global_eventual",
+                           "global_strong", "usage_eventual", "usage_strong"};
+    assert_int_equal(json_integer_value(json_object_get(j, "usage_gets")), 4);
+    assert_int_equal(json_integer_value(json_object_get(j, "usage_rows_per_page")), 300);
+    json_t *sr = json_object_get(j, "stats_reads");
+    for (int i = 0; i < 6; i++) {
+        json_t *r = json_object_get(sr, reads[i]);
+        assert_non_null(r);
         assert_int_equal(json_integer_value(json_object_get(r, "errors")), 0);
         assert_true(json_real_value(json_object_get(r, "p99_ms")) >=
                     json_real_value(json_object_get(r, "p50_ms")));
     }
     json_decref(j);
-    assert_int_equal(objlog("bench", "--stats", "--count", "0", NULL), 2);
+    char *zero[] = {"bench", "--stats", "--count", "0", NULL};
+    assert_int_equal(objlog_own(10000, zero), 2);
+    char *rounds[] = {"bench", "--stats", "--rounds", "17", NULL};
+    assert_int_equal(objlog_own(10000, rounds), 2);
+    assert_int_equal(objlog("bench", "--stats", NULL), 2);
+    assert_err_prefix("objlog: bench: --stats starts its own objlogd processes");
+    /* More puts than the embedded log can hold for a whole replay. */
+    char *big[] = {"bench", "--stats", "--partitions", "1", "--count", "20001", NULL};
+    assert_int_equal(objlog_own(10000, big), 2);
+    assert_err_prefix("objlog: bench: --stats takes at most 20000 puts with 1 partitions");
 }
 
 /* bench against a running objlogd, then with one it starts and stops. */
@@ -1017,6 +1140,7 @@ int main(void) {
         cmocka_unit_test(test_bucket_settings_versioning_rb),
         cmocka_unit_test(test_mpu_commands),
         cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_usage),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_list),
         cmocka_unit_test(test_bench_consistency_modes),

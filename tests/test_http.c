@@ -2,7 +2,9 @@
  * whole stack runs in-process: the embedded mock Kafka cluster (TCP on
  * 127.0.0.1), a RocksDB store in a temp dir, the materializer, and the
  * server on 127.0.0.1 port 0, driven by libcurl. Each test pins one S3 rule
- * with exact statuses, error codes and values. */
+ * with exact statuses, error codes and values. Issue 6 adds the usage
+ * counters and quotas, and prefix usage (/usage: exact JSON, pages merged
+ * equal to one page, every token misuse and bad parameter). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -2057,6 +2059,216 @@ static void test_usage_stats_and_quota(void **state) {
     resp_free(&r);
 }
 
+/* ---------------------------------------------------------- prefix usage */
+
+/* GET path, 200 expected; the body as compact JSON with sorted keys. */
+static char *usage_get(env *e, const char *path, json_t **out) {
+    resp r;
+    char h[256];
+    req(e, "GET", path, NULL, NULL, &r);
+    if (r.status != 200)
+        fail_msg("GET %s: %ld %s", path, r.status, r.body ? r.body : "");
+    assert_non_null(header(&r, "X-Objlog-Applied", h, sizeof(h)));
+    char *s = json_dumps(r.json, JSON_COMPACT | JSON_SORT_KEYS);
+    if (out)
+        *out = json_incref(r.json);
+    resp_free(&r);
+    return s;
+}
+
+/* Follows the tokens from the first page of query; returns the merged
+ * answer in the one-page shape (sorted keys) and the page count. */
+static char *usage_walk(env *e, const char *bucket, const char *query, int *pages) {
+    char path[8192], token[4096] = "";
+    json_t *acc = NULL;
+    long long rows = 0;
+    *pages = 0;
+    for (;;) {
+        json_t *page;
+        snprintf(path, sizeof(path), "/v1/buckets/%s/usage?%s%s%s", bucket, query,
+                 token[0] ? "&continuation_token=" : "", token);
+        free(usage_get(e, path, &page));
+        (*pages)++;
+        rows += json_integer_value(json_object_get(page, "rows_scanned"));
+        assert_true(json_integer_value(json_object_get(page, "rows_scanned")) <=
+                    json_integer_value(json_object_get(page, "max_rows")));
+        assert_true((json_int_t)json_array_size(json_object_get(page, "common_prefixes")) <=
+                    json_integer_value(json_object_get(page, "max_prefixes")));
+        if (!acc)
+            acc = json_deep_copy(page);
+        else
+            json_array_extend(json_object_get(acc, "common_prefixes"),
+                              json_object_get(page, "common_prefixes"));
+        json_object_set(acc, "direct", json_object_get(page, "direct"));
+        json_object_set(acc, "total", json_object_get(page, "total"));
+        int more = json_is_true(json_object_get(page, "is_truncated"));
+        const char *next = json_string_value(json_object_get(page, "next_continuation_token"));
+        assert_true(more == (next != NULL));
+        if (next)
+            snprintf(token, sizeof(token), "%s", next);
+        json_decref(page);
+        if (!more)
+            break;
+        assert_true(*pages < 200);
+    }
+    /* the one-page shape: no token, rows summed, the one-page limits */
+    json_object_del(acc, "next_continuation_token");
+    json_object_set_new(acc, "is_truncated", json_false());
+    json_object_set_new(acc, "rows_scanned", json_integer(rows));
+    json_object_set_new(acc, "max_rows", json_integer(10000));
+    json_object_set_new(acc, "max_prefixes", json_integer(1000));
+    char *s = json_dumps(acc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(acc);
+    return s;
+}
+
+/* A usage answer's error: status, code and a phrase of the message. */
+static void usage_error(env *e, const char *method, const char *path, long status,
+                        const char *code, const char *phrase) {
+    resp r;
+    req(e, method, path, NULL, NULL, &r);
+    assert_error(&r, status, code);
+    if (phrase && !strstr(jstr(&r, "error", "message"), phrase))
+        fail_msg("%s %s: message \"%s\" lacks \"%s\"", method, path,
+                 jstr(&r, "error", "message"), phrase);
+    resp_free(&r);
+}
+
+static void test_prefix_usage(void **state) {
+    env *e = *state;
+    char path[8192];
+    make_bucket(e, "pfx", "{\"versioning\":\"Enabled\"}");
+    make_bucket(e, "pfx2", NULL);
+    put_sized(e, "pfx", "photos/2024/a.jpg", 100, 200);
+    put_sized(e, "pfx", "photos/2024/b.jpg", 200, 200);
+    put_sized(e, "pfx", "photos/2025/c.jpg", 50, 200);
+    put_sized(e, "pfx", "photos/readme", 7, 200);
+    put_sized(e, "pfx", "docs/x", 1000, 200);
+    put_sized(e, "pfx", "docs/old", 999, 200);
+    expect(e, "DELETE", "/v1/buckets/pfx/objects/docs/old", NULL, 200); /* a marker */
+    put_sized(e, "pfx", "top.txt", 1, 200);
+    put_sized(e, "pfx", "top.txt", 3, 200); /* noncurrent 1 byte: not counted */
+
+    char *got = usage_get(e, "/v1/buckets/pfx/usage?delimiter=/", NULL);
+    assert_string_equal(got,
+        "{\"bucket\":\"pfx\",\"common_prefixes\":["
+        "{\"bytes\":1000,\"objects\":1,\"prefix\":\"docs/\"},"
+        "{\"bytes\":357,\"objects\":4,\"prefix\":\"photos/\"}],"
+        "\"delimiter\":\"/\",\"direct\":{\"bytes\":3,\"objects\":1},"
+        "\"is_truncated\":false,\"max_prefixes\":1000,\"max_rows\":10000,\"prefix\":\"\","
+        "\"rows_scanned\":6,\"total\":{\"bytes\":1360,\"objects\":6}}");
+    free(got);
+    got = usage_get(e, "/v1/buckets/pfx/usage?prefix=photos/&delimiter=/", NULL);
+    assert_string_equal(got,
+        "{\"bucket\":\"pfx\",\"common_prefixes\":["
+        "{\"bytes\":300,\"objects\":2,\"prefix\":\"photos/2024/\"},"
+        "{\"bytes\":50,\"objects\":1,\"prefix\":\"photos/2025/\"}],"
+        "\"delimiter\":\"/\",\"direct\":{\"bytes\":7,\"objects\":1},"
+        "\"is_truncated\":false,\"max_prefixes\":1000,\"max_rows\":10000,"
+        "\"prefix\":\"photos/\",\"rows_scanned\":4,\"total\":{\"bytes\":357,\"objects\":4}}");
+    free(got);
+    /* no delimiter: everything under the prefix is direct */
+    got = usage_get(e, "/v1/buckets/pfx/usage?prefix=photos/2", NULL);
+    assert_non_null(strstr(got, "\"common_prefixes\":[],\"delimiter\":\"\","
+                                "\"direct\":{\"bytes\":350,\"objects\":3}"));
+    free(got);
+
+    /* pages of every small shape merge into the one-page answer */
+    static const char *const scopes[] = {"delimiter=/", "prefix=photos/&delimiter=/",
+                                         "prefix=photos/&delimiter=.", "prefix=p"};
+    static const int shapes[][2] = {{1, 1}, {2, 1}, {1, 3}, {3, 2}, {10000, 1}};
+    for (size_t i = 0; i < sizeof(scopes) / sizeof(scopes[0]); i++) {
+        snprintf(path, sizeof(path), "/v1/buckets/pfx/usage?%s", scopes[i]);
+        char *one = usage_get(e, path, NULL);
+        for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+            char q[256];
+            int pages;
+            snprintf(q, sizeof(q), "%s&max_rows=%d&max_prefixes=%d", scopes[i],
+                     shapes[k][0], shapes[k][1]);
+            char *merged = usage_walk(e, "pfx", q, &pages);
+            if (strcmp(merged, one) != 0)
+                fail_msg("%s:\nmerged %s\n   one %s", q, merged, one);
+            if (shapes[k][0] == 1)
+                assert_true(pages >= 4); /* one row a page: really paged */
+            free(merged);
+        }
+        free(one);
+    }
+
+    /* tokens: a truncated page's token, then every way to misuse one */
+    json_t *page;
+    free(usage_get(e, "/v1/buckets/pfx/usage?prefix=photos/&delimiter=/&max_rows=1", &page));
+    char tok[4096];
+    snprintf(tok, sizeof(tok), "%s",
+             json_string_value(json_object_get(page, "next_continuation_token")));
+    assert_true(json_is_true(json_object_get(page, "is_truncated")));
+    assert_int_equal(json_array_size(json_object_get(page, "common_prefixes")), 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(page, "total"),
+                                                        "objects")), 1);
+    json_decref(page);
+    resp r;
+    req(e, "GET", "/v1/buckets/pfx/objects?max_keys=1", NULL, NULL, &r);
+    char list_tok[4096];
+    snprintf(list_tok, sizeof(list_tok), "%s", jstr(&r, "next_continuation_token", NULL));
+    resp_free(&r);
+    static const struct { const char *fmt; const char *phrase; } bad[] = {
+        {"/v1/buckets/pfx/usage?prefix=photos/&delimiter=/&continuation_token=%s",
+         "not from /usage"},                                       /* a LIST token */
+        {"/v1/buckets/pfx/usage?prefix=docs/&delimiter=/&continuation_token=%s",
+         "another prefix or delimiter"},
+        {"/v1/buckets/pfx/usage?prefix=photos/&continuation_token=%s",
+         "another prefix or delimiter"},
+        {"/v1/buckets/pfx/usage?prefix=photos&delimiter=//&continuation_token=%s",
+         "another prefix or delimiter"},
+        {"/v1/buckets/pfx2/usage?prefix=photos/&delimiter=/&continuation_token=%s",
+         "another bucket"},
+        {"/v1/buckets/pfx/objects?continuation_token=%s", "continuation token"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(path, sizeof(path), bad[i].fmt, i == 0 ? list_tok : tok);
+        usage_error(e, "GET", path, 400, "InvalidArgument", bad[i].phrase);
+    }
+    /* the genuine token still works, and a cut or altered one does not */
+    snprintf(path, sizeof(path),
+             "/v1/buckets/pfx/usage?prefix=photos/&delimiter=/&continuation_token=%s", tok);
+    free(usage_get(e, path, NULL));
+    size_t tl = strlen(path);
+    path[tl - 4] = '\0';
+    usage_error(e, "GET", path, 400, "InvalidArgument", "invalid");
+    path[tl - 4] = tok[strlen(tok) - 4] == 'A' ? 'B' : 'A';
+    usage_error(e, "GET", path, 400, "InvalidArgument", "invalid");
+    static const struct { const char *path, *phrase; } args[] = {
+        {"/v1/buckets/pfx/usage?max_rows=0", "max_rows must be an integer in 1..100000"},
+        {"/v1/buckets/pfx/usage?max_rows=100001", "max_rows"},
+        {"/v1/buckets/pfx/usage?max_rows=ten", "max_rows"},
+        {"/v1/buckets/pfx/usage?max_rows=", "max_rows"},
+        {"/v1/buckets/pfx/usage?max_prefixes=0", "max_prefixes must be an integer in 1..1000"},
+        {"/v1/buckets/pfx/usage?max_prefixes=1001", "max_prefixes"},
+        {"/v1/buckets/pfx/usage?max_prefixes=1.5", "max_prefixes"},
+        {"/v1/buckets/pfx/usage?continuation_token=AAAAAAAAAAAAAAAAAAAAAAAAAAAA", "invalid"},
+        {"/v1/buckets/pfx/usage?continuation_token=%21%21", "invalid"},
+        {"/v1/buckets/pfx/usage?continuation_token=", "invalid"},
+    };
+    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++)
+        usage_error(e, "GET", args[i].path, 400, "InvalidArgument", args[i].phrase);
+    usage_error(e, "GET", "/v1/buckets/nosuch-usage/usage", 404, "NoSuchBucket",
+                "nosuch-usage");
+    usage_error(e, "GET", "/v1/buckets/Bad_Name/usage", 400, "InvalidBucketName", NULL);
+    static const char *const methods[] = {"POST", "PUT", "DELETE"};
+    for (int i = 0; i < 3; i++) {
+        req(e, methods[i], "/v1/buckets/pfx/usage", NULL, NULL, &r);
+        assert_error(&r, 405, "MethodNotAllowed");
+        char h[64];
+        assert_string_equal(header(&r, "Allow", h, sizeof(h)), "GET");
+        resp_free(&r);
+    }
+    /* its own metrics label */
+    assert_true(metric_of(e, "objlog_http_requests_total{endpoint=\"usage\",code=\"405\"}") ==
+                3);
+    assert_true(metric_of(e, "objlog_http_requests_total{endpoint=\"usage\",code=\"404\"}") ==
+                1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_head),
@@ -2080,6 +2292,7 @@ int main(void) {
         cmocka_unit_test(test_lag_slow_apply),
         cmocka_unit_test(test_coalesced_strong_reads),
         cmocka_unit_test(test_usage_stats_and_quota),
+        cmocka_unit_test(test_prefix_usage),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 /* test_http_objlogd.c: the objlogd process interface (/tmp/http_api.md):
  * the OBJLOG_* stdout lines, serving over HTTP, graceful SIGTERM with exit
  * 0, --kafka-only plus a second objlogd on --brokers, a clear error for a
- * cluster without the topics, and exit 2 naming a bad flag. Every child is
+ * cluster without the topics, exit 2 naming a bad flag, and the
+ * bench-only --test-no-stats. Every child is
  * stopped by the test (proc.h kills leftovers even on failure). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +119,42 @@ static void test_kafka_only_and_brokers(void **state) {
     proc_rmtree(dir);
 }
 
+/* --test-no-stats (bench only): data reads work, stats reads answer 503,
+ * and the marked store is refused by an objlogd with counters. */
+static void test_no_stats_flag(void **state) {
+    (void)state;
+    char dir[256], bootstrap[512], listen[64], url[256], out[4096], errout[4096];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    char *kargs[] = {"--kafka-only", "--partitions", "2", NULL};
+    proc *k = start(kargs, bootstrap, NULL, 1);
+    char *args[] = {"--brokers", bootstrap, "--listen", "127.0.0.1:0", "--data", dir,
+                    "--test-no-stats", NULL};
+    proc *d = start(args, NULL, listen, 0);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/nost", listen);
+    assert_int_equal(http("PUT", url, NULL, out, sizeof(out)), 200);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/nost/objects/a", listen);
+    assert_int_equal(http("PUT", url, "{\"etag\":\"e\",\"size\":5}", out, sizeof(out)), 200);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+    const char *stats[] = {"/v1/stats", "/v1/buckets/nost/stats", "/v1/tenants/t/stats",
+                           "/v1/stats/top"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(url, sizeof(url), "http://%s%s", listen, stats[i]);
+        assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 503);
+        assert_non_null(strstr(out, "\"code\":\"ServiceUnavailable\""));
+        assert_non_null(strstr(out, "--test-no-stats"));
+    }
+    assert_exit_0(proc_stop(d, 20000));
+    char *again[] = {objlogd, "--brokers", bootstrap, "--listen", "127.0.0.1:0", "--data",
+                     dir, NULL};
+    int rc = proc_run(again, NULL, out, sizeof(out), errout, sizeof(errout), 30000);
+    if (rc != 1 || !strstr(errout, "applied without the stats view"))
+        print_error("rc %d: %s\n", rc, errout);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(errout, "applied without the stats view"));
+    assert_exit_0(proc_stop(k, 20000));
+    proc_rmtree(dir);
+}
+
 /* A cluster without the objlog topics: objlogd names the missing topic. */
 static void test_brokers_missing_topic(void **state) {
     (void)state;
@@ -214,6 +251,7 @@ int main(void) {
         cmocka_unit_test(test_embedded_serves_and_stops),
         cmocka_unit_test(test_kafka_only_and_brokers),
         cmocka_unit_test(test_lag_flags),
+        cmocka_unit_test(test_no_stats_flag),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
