@@ -115,19 +115,24 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
     return 0;
 }
 
+/* SIGTERM, then SIGKILL after 10 s; reaps the child. */
+static void child_stop(pid_t pid) {
+    kill(pid, SIGTERM);
+    int st;
+    int64_t deadline = mono_us() + 10 * 1000000;
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (mono_us() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            break;
+        }
+        usleep(20000);
+    }
+}
+
 static void daemon_stop(bench *b) {
     if (b->daemon > 0) {
-        kill(b->daemon, SIGTERM);
-        int st;
-        int64_t deadline = mono_us() + 10 * 1000000;
-        while (waitpid(b->daemon, &st, WNOHANG) == 0) {
-            if (mono_us() > deadline) {
-                kill(b->daemon, SIGKILL);
-                waitpid(b->daemon, &st, 0);
-                break;
-            }
-            usleep(20000);
-        }
+        child_stop(b->daemon);
         b->daemon = 0;
         close(b->daemon_out);
     }
@@ -176,16 +181,18 @@ static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
     _exit(127);
 }
 
-/* Reads OBJLOG_* lines until OBJLOG_READY. */
-static int daemon_wait_ready(bench *b) {
+/* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
+ * bootstrap servers when the daemon holds the log). */
+static int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
     char buf[4096];
     size_t len = 0;
     int64_t deadline = mono_us() + 60 * 1000000LL;
+    url[0] = brokers[0] = '\0';
     while (mono_us() < deadline) {
-        struct pollfd pfd = {.fd = b->daemon_out, .events = POLLIN};
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
         if (poll(&pfd, 1, 200) <= 0)
             continue;
-        ssize_t r = read(b->daemon_out, buf + len, sizeof(buf) - 1 - len);
+        ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
         if (r <= 0)
             return -1;
         len += (size_t)r;
@@ -194,11 +201,11 @@ static int daemon_wait_ready(bench *b) {
         while ((nl = strchr(buf, '\n')) != NULL) {
             *nl = '\0';
             if (!strncmp(buf, "OBJLOG_BOOTSTRAP=", 17))
-                snprintf(b->brokers_buf, sizeof(b->brokers_buf), "%.500s", buf + 17);
+                snprintf(brokers, bn, "%.500s", buf + 17);
             else if (!strncmp(buf, "OBJLOG_LISTEN=", 14))
-                snprintf(b->url_buf, sizeof(b->url_buf), "http://%.100s", buf + 14);
+                snprintf(url, un, "http://%.100s", buf + 14);
             else if (!strcmp(buf, "OBJLOG_READY"))
-                return b->brokers_buf[0] && b->url_buf[0] ? 0 : -1;
+                return url[0] ? 0 : -1;
             len -= (size_t)(nl + 1 - buf);
             memmove(buf, nl + 1, len + 1);
         }
@@ -206,6 +213,12 @@ static int daemon_wait_ready(bench *b) {
             len = 0;
     }
     return -1;
+}
+
+static int daemon_wait_ready(bench *b) {
+    int rc = ready_lines(b->daemon_out, b->url_buf, sizeof(b->url_buf), b->brokers_buf,
+                         sizeof(b->brokers_buf));
+    return rc == 0 && b->brokers_buf[0] ? 0 : -1;
 }
 
 static int daemon_start(bench *b) {
@@ -1039,53 +1052,9 @@ typedef struct replay_view {
     char url[128];
 } replay_view;
 
-/* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
- * bootstrap servers when the daemon holds the log). */
-static int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
-    char buf[4096];
-    size_t len = 0;
-    int64_t deadline = mono_us() + 60 * 1000000LL;
-    url[0] = brokers[0] = '\0';
-    while (mono_us() < deadline) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (poll(&pfd, 1, 200) <= 0)
-            continue;
-        ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
-        if (r <= 0)
-            return -1;
-        len += (size_t)r;
-        buf[len] = '\0';
-        char *nl;
-        while ((nl = strchr(buf, '\n')) != NULL) {
-            *nl = '\0';
-            if (!strncmp(buf, "OBJLOG_BOOTSTRAP=", 17))
-                snprintf(brokers, bn, "%.500s", buf + 17);
-            else if (!strncmp(buf, "OBJLOG_LISTEN=", 14))
-                snprintf(url, un, "http://%.100s", buf + 14);
-            else if (!strcmp(buf, "OBJLOG_READY"))
-                return url[0] ? 0 : -1;
-            len -= (size_t)(nl + 1 - buf);
-            memmove(buf, nl + 1, len + 1);
-        }
-        if (len >= sizeof(buf) - 1)
-            len = 0;
-    }
-    return -1;
-}
-
 static void view_stop(replay_view *v) {
     if (v->pid > 0) {
-        kill(v->pid, SIGTERM);
-        int st;
-        int64_t deadline = mono_us() + 10 * 1000000;
-        while (waitpid(v->pid, &st, WNOHANG) == 0) {
-            if (mono_us() > deadline) {
-                kill(v->pid, SIGKILL);
-                waitpid(v->pid, &st, 0);
-                break;
-            }
-            usleep(20000);
-        }
+        child_stop(v->pid);
         close(v->out);
     }
     v->pid = 0;

@@ -209,6 +209,19 @@ static json_t *parse_json(cli *c, const char *target, cli_resp *r, int *rc) {
     return j;
 }
 
+/* GET url (taken: freed here) and parse its JSON object; NULL with *rc
+ * set when the request or the answer failed. */
+static json_t *get_json(cli *c, const char *target, char *url, int *rc) {
+    cli_resp r;
+    *rc = request(c, target, "GET", url, NULL, NULL, &r);
+    free(url);
+    if (*rc)
+        return NULL;
+    json_t *j = parse_json(c, target, &r, rc);
+    cli_resp_free(&r);
+    return j;
+}
+
 static void print_json_body(const cli_resp *r) {
     fputs(r->body, stdout);
     if (r->body_len == 0 || r->body[r->body_len - 1] != '\n')
@@ -495,14 +508,7 @@ static json_t *ls_page(cli *c, const ls_args *a, const char *cont, int *rc) {
         free(url);
         url = NULL;
     }
-    cli_resp r;
-    *rc = request(c, a->bucket, "GET", url, NULL, NULL, &r);
-    free(url);
-    if (*rc)
-        return NULL;
-    json_t *j = parse_json(c, a->bucket, &r, rc);
-    cli_resp_free(&r);
-    return j;
+    return get_json(c, a->bucket, url, rc);
 }
 
 /* Appends the page's objects and prefixes into acc (the first page). */
@@ -800,14 +806,7 @@ static json_t *list_page(cli *c, const list_req *q, int *rc) {
             free(url);
             url = NULL;
         }
-    cli_resp r;
-    *rc = request(c, q->target, "GET", url, NULL, NULL, &r);
-    free(url);
-    if (*rc)
-        return NULL;
-    json_t *j = parse_json(c, q->target, &r, rc);
-    cli_resp_free(&r);
-    return j;
+    return get_json(c, q->target, url, rc);
 }
 
 static void list_merge(json_t *acc, json_t *page, const page_spec *sp) {
@@ -1486,14 +1485,7 @@ static json_t *usage_page(cli *c, const usage_args *a, const char *cont, int *rc
         free(url);
         url = NULL;
     }
-    cli_resp r;
-    *rc = request(c, a->bucket, "GET", url, NULL, NULL, &r);
-    free(url);
-    if (*rc)
-        return NULL;
-    json_t *j = parse_json(c, a->bucket, &r, rc);
-    cli_resp_free(&r);
-    return j;
+    return get_json(c, a->bucket, url, rc);
 }
 
 /* Progress of a walk of several pages on stderr: one line rewritten in
