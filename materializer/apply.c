@@ -518,7 +518,7 @@ typedef struct apply_ev {
     stats_delta d;
     int obj_live_before;     /* the `objects` row before a key op */
     uint64_t obj_size_before;
-    /* ... and after, once the op staged it (objects_put/objects_del), so
+    /* ... and after, once the op staged it (objects_noted), so
      * the counters need not read it back. */
     int obj_staged, obj_live_after;
     uint64_t obj_size_after;
@@ -659,20 +659,17 @@ static int delete_version(apply_ev *a, uint64_t seq) {
     return 0;
 }
 
-/* Every write of the key's `objects` row goes through these two: they
- * note the row's new state for stats_key_end. */
-static void objects_del(apply_ev *a) {
-    batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+/* Every write of the key's `objects` row notes the row's new state here,
+ * for stats_key_end. */
+static void objects_noted(apply_ev *a, int live, uint64_t size) {
     a->obj_staged = 1;
-    a->obj_live_after = 0;
-    a->obj_size_after = 0;
+    a->obj_live_after = live;
+    a->obj_size_after = size;
 }
 
-static void objects_put(apply_ev *a, const void *v, size_t vn, uint64_t size) {
-    batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, v, vn);
-    a->obj_staged = 1;
-    a->obj_live_after = 1;
-    a->obj_size_after = size;
+static void objects_del(apply_ev *a) {
+    batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+    objects_noted(a, 0, 0);
 }
 
 /* Writes a new newest version (or marker) at a->seq. A new version always
@@ -705,15 +702,10 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
         objects_del(a);
         return 0;
     }
-    size_t n = protobuf_c_message_get_packed_size(&r.base);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        snprintf(a->errstr, a->es, "out of memory");
+    if (batch_put_msg(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, &r.base,
+                      a->errstr, a->es) < 0)
         return -1;
-    }
-    protobuf_c_message_pack(&r.base, buf);
-    objects_put(a, buf, n, r.meta->size);
-    free(buf);
+    objects_noted(a, 1, r.meta->size);
     return 0;
 }
 
@@ -752,7 +744,8 @@ static int refresh_current(apply_ev *a) {
                 return -1;
             }
             memcpy(copy, v, vn);
-            objects_put(a, copy, vn, r->meta ? r->meta->size : 0);
+            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
+            objects_noted(a, 1, r->meta ? r->meta->size : 0);
             free(copy);
             found = 1;
         }
@@ -1068,7 +1061,7 @@ static int stats_key_begin(apply_ev *a) {
 }
 
 /* After a key op staged its rows: objects/bytes and noncurrent deltas,
- * from the `objects` row's state noted by objects_put/objects_del (none:
+ * from the `objects` row's state noted by objects_noted (none:
  * the op left it as it was). */
 static int stats_key_end(apply_ev *a) {
     if (a->b->no_stats)
