@@ -105,6 +105,17 @@ static int wm_remaining_ms(const struct timespec *until) {
     return ms > 0 ? (int)ms : 0;
 }
 
+/* Ends the request in flight (number wp->started) with its answer and
+ * wakes its waiters; wp->mu held. */
+static void wm_publish(wm_part *wp, rd_kafka_resp_err_t err, int64_t hi) {
+    wp->done = wp->started;
+    wp->err = err;
+    wp->end = err ? -1 : hi;
+    if (!err && hi > wp->last_end)
+        wp->last_end = hi;
+    pthread_cond_broadcast(&wp->cv);
+}
+
 /* Runs request number wp->started with wp->mu held on entry and exit; the
  * lock is dropped for the broker round trip so that readers can queue. */
 static void wm_fetch_locked(wm_cache *w, int32_t p, int timeout_ms) {
@@ -117,12 +128,7 @@ static void wm_fetch_locked(wm_cache *w, int32_t p, int timeout_ms) {
                  : rd_kafka_query_watermark_offsets(w->rk, w->topic, p, &lo, &hi,
                                                     timeout_ms > 0 ? timeout_ms : 1);
     pthread_mutex_lock(&wp->mu);
-    wp->done = wp->started;
-    wp->err = err;
-    wp->end = err ? -1 : hi;
-    if (!err && hi > wp->last_end)
-        wp->last_end = hi;
-    pthread_cond_broadcast(&wp->cv);
+    wm_publish(wp, err, hi);
 }
 
 /* Waits (or fetches) until request number `need` or a later one finished.
@@ -215,12 +221,7 @@ static void wm_fetch_many(wm_cache *w, const int32_t *ps, int n, int timeout_ms)
         }
         wm_part *wp = &w->parts[ps[i]];
         pthread_mutex_lock(&wp->mu);
-        wp->done = wp->started;
-        wp->err = e;
-        wp->end = e ? -1 : hi;
-        if (!e && hi > wp->last_end)
-            wp->last_end = hi;
-        pthread_cond_broadcast(&wp->cv);
+        wm_publish(wp, e, hi);
         pthread_mutex_unlock(&wp->mu);
     }
     if (l)
