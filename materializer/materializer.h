@@ -64,6 +64,8 @@
  *               'o' row) be64(its Outcome.log_time_ms)
  *             "nostats"                   -> "" : the store was applied
  *               without the stats view (bench only, test_no_stats below)
+ *             "logident"                  -> "v1 <kind> <log id> <cluster id>":
+ *               the log this view was built from (identity.c)
  *
  * Dedup window and space bound (DESIGN §5; decided in apply, from the log
  * only, so every replica and replay agrees):
@@ -146,6 +148,40 @@ int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition);
  * 0, or -1 (errstr) on a read or write error. */
 int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
                       size_t errstr_size);
+
+/* ---- log identity (identity.c; DESIGN §9) ---- */
+typedef struct objlog_log_identity {
+    char cluster_id[128];  /* Kafka's cluster id */
+    char log_id[33];       /* objlog.control "logid" (control.h) */
+    int embedded;          /* the log is an embedded (in-memory) cluster */
+} objlog_log_identity;
+
+/* The identity of the log at brokers. When the control topic holds no log
+ * id and publish_if_missing is set, draws and publishes one first (topics
+ * made by hand). 1 found, 0 none, -1 error (errstr). */
+int objlog_log_identity_fetch(const char *brokers, const char *control_topic,
+                              int publish_if_missing, int timeout_ms,
+                              objlog_log_identity *out, char *errstr,
+                              size_t errstr_size);
+
+typedef enum objlog_bind {
+    OBJLOG_BIND_REFUSED = -1, /* another log's view, or unknown: errstr says
+                                 what to do */
+    OBJLOG_BIND_SAME = 0,     /* built from this log */
+    OBJLOG_BIND_RECORDED = 1, /* empty store: now bound to this log */
+    OBJLOG_BIND_DISCARD = 2   /* a view of an earlier embedded log, which is
+                                 gone: destroy the store and start empty */
+} objlog_bind;
+
+/* Binds the store to log (meta "logident"): compares, or records into an
+ * empty store. DISCARD only with discard_embedded (objlogd --embedded). */
+objlog_bind objlog_store_bind_log(objlog_store *s, const objlog_log_identity *log,
+                                  int discard_embedded, char *errstr,
+                                  size_t errstr_size);
+/* The identity a store recorded: 1, 0 none, -1 corrupt. */
+int objlog_store_log_identity(objlog_store *s, objlog_log_identity *out);
+/* Removes the RocksDB files of a closed store in dir (only RocksDB's). */
+int objlog_store_destroy_files(const char *dir, char *errstr, size_t errstr_size);
 
 /* The per-key header row of the `versions` CF (see layout above). */
 typedef struct objlog_key_header {

@@ -50,4 +50,8 @@ int bench_main(int argc, char **argv, const char *url, int json);
  * after "lag"; url is the resolved base URL. */
 int lag_main(int argc, char **argv, const char *url, int json);
 
+/* `objlog topics create|check` (ops/topics.c): argv starts after "topics".
+ * Talks to Kafka, not to objlogd. */
+int topics_main(int argc, char **argv);
+
 #endif

@@ -2,7 +2,7 @@
  * (DESIGN §8): mb, rb, bucket, versioning, put, get, head, ls, versions,
  * rm, mpu (multipart upload metadata), stats (usage counters, issue 6),
  * usage (objects and bytes per common prefix, every page walked, issue 6),
- * lag (ops/lag.c) and bench.
+ * lag (ops/lag.c), topics (ops/topics.c) and bench.
  * Readable output by default; --json prints the server's JSON as it
  * came. Invariant: a command prints its result on stdout only when the request succeeded;
  * every failure is one line on stderr naming the command, the target and
@@ -57,6 +57,8 @@ static void usage(FILE *f) {
         "               [--max-rows N]      (objects and bytes per common prefix one\n"
         "                                     level down; delimiter \"/\" unless given,\n"
         "                                     \"\" = none; (direct) = keys at this level)\n"
+        "  topics create|check [--brokers B] [--partitions N] [--replication N]\n"
+        "                                     (objlog's Kafka topics; talks to Kafka)\n"
         "  bench [--url U --brokers B] [--count N] [--threads T] [--gets N]\n"
         "  bench --consistency-modes [--write-rate R] [--gets N] [--threads T]\n"
         "  bench --list [--keys N] [--deleted N] [--versions N] [--lists N]\n"
@@ -1664,6 +1666,8 @@ int main(int argc, char **argv) {
         c.url = DEFAULT_URL;
     if (!strcmp(c.cmd, "lag"))
         return lag_main(rest_argc, rest, c.url, c.json);
+    if (!strcmp(c.cmd, "topics"))
+        return topics_main(rest_argc, rest);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c.h = curl_easy_init();
     int rc;

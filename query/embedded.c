@@ -4,8 +4,9 @@
  * per partition: for trying objlog and for tests, never for data you keep.
  *
  * The mock cluster is owned by a dedicated producer handle (`host`); the
- * range map is published through a second handle that talks to the cluster
- * over TCP like any client. */
+ * range map and a fresh log id (kind "embedded", control.h) are published
+ * through a second handle that talks to the cluster over TCP like any
+ * client. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,12 @@ static int embedded_publish_rangemap(objlog_embedded_kafka *k,
                 : -1;
     if (!rm)
         snprintf(errstr, errstr_size, "range map: out of memory");
+    /* A new log id at every start: a view built from an earlier run's
+     * (lost) log must never be taken for a view of this one. */
+    control_logid id;
+    if (rc == 0)
+        rc = control_publish_logid(rk, control_topic, 1, 10000, &id, errstr,
+                                   errstr_size);
     rangemap_destroy(rm);
     rd_kafka_destroy(rk);
     return rc;

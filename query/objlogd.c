@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "topics.h"
 
 #include "query.h"
 
@@ -34,6 +37,9 @@ typedef struct objlogd_conf {
     int test_apply_delay_ms;     /* test only: sleep per applied batch */
     int test_no_stats;           /* bench only: no stats view */
     int max_timeout_ms;          /* largest per-request timeout_ms */
+    const char *group;           /* consumer group; NULL: objlogd_group() */
+    int no_create_topics;        /* --brokers: never create missing topics */
+    int allow_unsafe_topics;     /* --brokers: start despite unsafe configs */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -41,11 +47,12 @@ static void usage(FILE *f) {
             "usage: objlogd [--embedded | --kafka-only | --brokers LIST]\n"
             "               [--topic NAME] [--partitions N] [--data DIR]\n"
             "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
-            "               [--ready-max-lag N] [--max-timeout-ms N]\n"
+            "               [--ready-max-lag N] [--max-timeout-ms N] [--group NAME]\n"
+            "               [--no-create-topics] [--allow-unsafe-topics]\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
             "                needs an empty --data, which it marks as unusable with stats)]\n"
-            "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA\n"
+            "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA OBJLOG_GROUP\n"
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n");
 }
@@ -82,6 +89,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->topic = v;
     if ((v = getenv("OBJLOG_DATA")) && *v)
         c->data = v;
+    if ((v = getenv("OBJLOG_GROUP")) && *v)
+        c->group = v;
     if ((v = getenv("OBJLOG_PARTITIONS")) && *v &&
         parse_int("OBJLOG_PARTITIONS", v, 1, 4096, &c->partitions) < 0)
         return -1;
@@ -120,12 +129,19 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
             c->kafka_only = 1;
             takes = 0;
         } else if (strcmp(a, "--brokers") == 0 || strcmp(a, "--topic") == 0 ||
-                   strcmp(a, "--data") == 0) {
+                   strcmp(a, "--data") == 0 || strcmp(a, "--group") == 0) {
             if (!v || !*v) {
                 fprintf(stderr, "objlogd: %s needs a value\n", a);
                 return -1;
             }
-            *(a[2] == 'b' ? &c->brokers : a[2] == 't' ? &c->topic : &c->data) = v;
+            *(a[2] == 'b' ? &c->brokers : a[2] == 't' ? &c->topic
+              : a[2] == 'g' ? &c->group : &c->data) = v;
+        } else if (strcmp(a, "--no-create-topics") == 0) {
+            c->no_create_topics = 1;
+            takes = 0;
+        } else if (strcmp(a, "--allow-unsafe-topics") == 0) {
+            c->allow_unsafe_topics = 1;
+            takes = 0;
         } else if (strcmp(a, "--partitions") == 0) {
             if (parse_int(a, v, 1, 4096, &c->partitions) < 0)
                 return -1;
@@ -196,22 +212,133 @@ static objlog_embedded_kafka *start_embedded(const objlogd_conf *c) {
     return k;
 }
 
+/* Refuses topics whose settings could lose acknowledged writes or break
+ * replay, unless the operator said --allow-unsafe-topics (topics.h). */
+static int check_topics(const objlogd_conf *c, const char *brokers,
+                        const objlog_topics *t) {
+    char err[512], problems[4096];
+    int unsafe = objlog_topics_check(brokers, t, 30000, problems,
+                                     sizeof(problems), err, sizeof(err));
+    if (unsafe < 0) {
+        fprintf(stderr, "objlogd: %s\n", err);
+        return -1;
+    }
+    for (char *line = strtok(problems, "\n"); line; line = strtok(NULL, "\n"))
+        fprintf(stderr, "objlogd: %s%s\n", unsafe && c->allow_unsafe_topics &&
+                strncmp(line, "unsafe", 6) == 0 ? "WARNING: " : "", line);
+    if (unsafe > 0 && !c->allow_unsafe_topics) {
+        fprintf(stderr, "objlogd: refusing to start on %d unsafe topic setting%s "
+                        "(above); fix them, or start with --allow-unsafe-topics\n",
+                unsafe, unsafe == 1 ? "" : "s");
+        return -1;
+    }
+    return 0;
+}
+
+/* The log objlogd serves: with --brokers its topics are created when
+ * missing (unless --no-create-topics) and checked, then its identity is
+ * read (and a log id published if hand-made topics lack one). An embedded
+ * log (ours or a --kafka-only one) is in memory by design, so its topic
+ * settings are not judged. 0 or -1. */
+static int prepare_log(const objlogd_conf *c, const char *brokers, int own_log,
+                       objlog_log_identity *log) {
+    char err[1024];
+    objlog_topics t = {.events = c->topic, .control = OBJLOGD_CONTROL_TOPIC,
+                       .dlq = OBJLOGD_DLQ_TOPIC, .partitions = c->partitions};
+    if (!own_log && !c->no_create_topics &&
+        objlog_topics_create(brokers, &t, 30000, stderr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "objlogd: %s\n", err);
+        return -1;
+    }
+    if (!own_log) {
+        const char *topics[] = {c->topic, OBJLOGD_CONTROL_TOPIC, OBJLOGD_DLQ_TOPIC, NULL};
+        if (objlog_kafka_check_topics(brokers, topics, 10000, err, sizeof(err)) < 0) {
+            fprintf(stderr, "objlogd: %s\n", err);
+            return -1;
+        }
+    }
+    if (objlog_log_identity_fetch(brokers, OBJLOGD_CONTROL_TOPIC, !own_log, 30000,
+                                  log, err, sizeof(err)) != 1) {
+        fprintf(stderr, "objlogd: log identity: %s\n", err);
+        return -1;
+    }
+    if (log->embedded && !own_log)
+        fprintf(stderr, "objlogd: the log at %s is an embedded cluster: in memory, "
+                        "for tests only\n", brokers);
+    return log->embedded ? 0 : check_topics(c, brokers, &t);
+}
+
+/* The default consumer group names this host and this view's data
+ * directory, so two independent views never commit into one group and
+ * overwrite each other's positions (lag tools read them). */
+static void default_group(const char *data, char *out, size_t size) {
+    char host[128] = "localhost", path[PATH_MAX];
+    gethostname(host, sizeof(host) - 1);
+    if (!realpath(data, path))
+        snprintf(path, sizeof(path), "%s", data);
+    uint32_t h = 2166136261u;
+    for (const char *p = path; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    snprintf(out, size, "objlogd-%s-%08x", host, h);
+}
+
+/* Opens the store under --data and binds it to the log at brokers
+ * (identity.c): a view of another log is refused with what to do; with
+ * own_log (--embedded: a new log at every start) a view of an earlier
+ * embedded log is discarded, since that log is gone. NULL on refusal. */
+static objlog_store *open_bound_store(const objlogd_conf *c,
+                                      const objlog_log_identity *log, int own_log) {
+    char err[1024];
+    for (int attempt = 0; attempt < 2; attempt++) {
+        objlog_store *store = objlog_store_open(c->data, err, sizeof(err));
+        if (!store) {
+            fprintf(stderr, "objlogd: store %s: %s\n", c->data, err);
+            return NULL;
+        }
+        objlog_bind b = objlog_store_bind_log(store, log, own_log, err, sizeof(err));
+        if (b == OBJLOG_BIND_SAME || b == OBJLOG_BIND_RECORDED) {
+            fprintf(stderr, "objlogd: view %s %s log %s (%s, Kafka cluster %s)\n",
+                    c->data, b == OBJLOG_BIND_SAME ? "continues" : "starts on",
+                    log->log_id, log->embedded ? "embedded" : "kafka", log->cluster_id);
+            return store;
+        }
+        objlog_store_close(store);
+        if (b == OBJLOG_BIND_REFUSED) {
+            fprintf(stderr, "objlogd: --data %s: %s\n", c->data, err);
+            return NULL;
+        }
+        fprintf(stderr, "objlogd: --data %s held a view of an earlier embedded log, "
+                        "which died with its process; discarding it\n", c->data);
+        if (objlog_store_destroy_files(c->data, err, sizeof(err)) < 0) {
+            fprintf(stderr, "objlogd: %s\n", err);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
 /* Store, materializer, HTTP; then serve until a signal. 0 or 1. */
-static int serve(const objlogd_conf *c, const char *brokers, const sigset_t *set) {
+static int serve(const objlogd_conf *c, const char *brokers,
+                 const objlog_log_identity *log, int own_log, const sigset_t *set) {
     char err[512];
     if (mkdir(c->data, 0755) < 0 && errno != EEXIST) {
         fprintf(stderr, "objlogd: --data %s: %s\n", c->data, strerror(errno));
         return 1;
     }
-    objlog_store *store = objlog_store_open(c->data, err, sizeof(err));
-    if (!store) {
-        fprintf(stderr, "objlogd: store %s: %s\n", c->data, err);
+    objlog_store *store = open_bound_store(c, log, own_log);
+    if (!store)
         return 1;
-    }
+    char group[256];
+    if (c->group)
+        snprintf(group, sizeof(group), "%s", c->group);
+    else
+        default_group(c->data, group, sizeof(group));
+    fprintf(stderr, "objlogd: consumer group %s (committed positions for lag tools)\n",
+            group);
     objlog_materializer_conf mc = {.brokers = brokers, .topic = c->topic,
                                    .control_topic = OBJLOGD_CONTROL_TOPIC,
                                    .dlq_topic = OBJLOGD_DLQ_TOPIC,
-                                   .group_id = "objlogd", .batch_max = 1000,
+                                   .group_id = group, .batch_max = 1000,
                                    .apply_delay_ms = c->test_apply_delay_ms,
                                    .fetch_wait_max_ms = fetch_wait_ms(c),
                                    .test_no_stats = c->test_no_stats};
@@ -274,13 +401,6 @@ int main(int argc, char **argv) {
         if (!(k = start_embedded(&c)))
             return 1;
         brokers = objlog_embedded_kafka_bootstrap(k);
-    } else {
-        char err[512];
-        const char *topics[] = {c.topic, OBJLOGD_CONTROL_TOPIC, OBJLOGD_DLQ_TOPIC, NULL};
-        if (objlog_kafka_check_topics(brokers, topics, 10000, err, sizeof(err)) < 0) {
-            fprintf(stderr, "objlogd: %s\n", err);
-            return 1;
-        }
     }
     if (c.kafka_only) {
         printf("OBJLOG_READY\n");
@@ -288,7 +408,9 @@ int main(int argc, char **argv) {
         wait_for_signal(&set);
         rc = 0;
     } else {
-        rc = serve(&c, brokers, &set);
+        objlog_log_identity log;
+        rc = prepare_log(&c, brokers, k != NULL, &log) < 0
+                 ? 1 : serve(&c, brokers, &log, k != NULL, &set);
     }
     objlog_embedded_kafka_destroy(k);
     return rc;

@@ -3,9 +3,11 @@
  * message with the rangemap key below the high watermark. */
 #include "control.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
                              char *errstr, size_t errstr_size) {
@@ -33,108 +35,109 @@ int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
     return n;
 }
 
+/* Called for each message of the control topic, oldest first. */
+typedef void (*control_visit)(const rd_kafka_message_t *m, void *arg);
+
 /* Reads partition 0 of control_topic from the start to the high watermark
- * with a temporary consumer and keeps the newest range map. */
-static rangemap *control_read(const char *brokers, const char *topic,
-                              int timeout_ms, char *errstr, size_t errstr_size,
-                              int *found) {
+ * with a temporary consumer, handing every message to visit. 0 or -1. */
+static int control_scan(const char *brokers, const char *topic, int timeout_ms,
+                        control_visit visit, void *arg, char *errstr,
+                        size_t errstr_size) {
     char tmp[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rangemap *rm = NULL;
-    *found = 0;
     if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "group.id", "objlog-control-reader", tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "enable.auto.commit", "false", tmp, sizeof(tmp))) {
         snprintf(errstr, errstr_size, "control reader config: %s", tmp);
         rd_kafka_conf_destroy(conf);
-        return NULL;
+        return -1;
     }
     rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, tmp, sizeof(tmp));
     if (!c) {
         snprintf(errstr, errstr_size, "control reader: %s", tmp);
         rd_kafka_conf_destroy(conf);
-        return NULL;
+        return -1;
     }
     int64_t lo = 0, hi = 0;
+    int rc = 0;
     rd_kafka_resp_err_t err =
         rd_kafka_query_watermark_offsets(c, topic, 0, &lo, &hi, timeout_ms);
     if (err) {
         snprintf(errstr, errstr_size, "control topic %s: %s", topic,
                  rd_kafka_err2str(err));
-        goto out;
+        rc = -1;
+    } else if (hi > lo) {
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(tp, topic, 0)->offset = lo;
+        rd_kafka_assign(c, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
     }
-    if (hi <= lo) {
-        *found = 0;
-        goto out_ok;
-    }
-    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(tp, topic, 0)->offset = lo;
-    rd_kafka_assign(c, tp);
-    rd_kafka_topic_partition_list_destroy(tp);
-    int64_t next = lo;
-    while (next < hi) {
+    for (int64_t next = lo; rc == 0 && next < hi;) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c, timeout_ms);
         if (!m) {
             snprintf(errstr, errstr_size, "control topic %s: timed out at offset %lld of %lld",
                      topic, (long long)next, (long long)hi);
-            rangemap_destroy(rm);
-            rm = NULL;
-            goto out;
+            rc = -1;
+        } else if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            snprintf(errstr, errstr_size, "control topic %s: %s", topic,
+                     rd_kafka_message_errstr(m));
+            rc = -1;
+        } else if (!m->err) {
+            next = m->offset + 1;
+            visit(m, arg);
         }
-        if (m->err) {
-            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                snprintf(errstr, errstr_size, "control topic %s: %s", topic,
-                         rd_kafka_message_errstr(m));
-                rd_kafka_message_destroy(m);
-                rangemap_destroy(rm);
-                rm = NULL;
-                goto out;
-            }
+        if (m)
             rd_kafka_message_destroy(m);
-            continue;
-        }
-        next = m->offset + 1;
-        if (m->key_len == strlen(CONTROL_RANGEMAP_KEY) &&
-            !memcmp(m->key, CONTROL_RANGEMAP_KEY, m->key_len) && m->len > 0) {
-            rangemap *n = rangemap_decode(m->payload, m->len, tmp, sizeof(tmp));
-            if (n) {
-                rangemap_destroy(rm);
-                rm = n;
-                *found = 1;
-            }
-        }
-        rd_kafka_message_destroy(m);
     }
-out_ok:
-    err = RD_KAFKA_RESP_ERR_NO_ERROR;
-out:
     rd_kafka_consumer_close(c);
     rd_kafka_destroy(c);
-    (void)err;
-    return rm;
+    return rc;
+}
+
+static int control_key_is(const rd_kafka_message_t *m, const char *key) {
+    return m->key_len == strlen(key) && !memcmp(m->key, key, m->key_len) &&
+           m->len > 0;
+}
+
+static void visit_rangemap(const rd_kafka_message_t *m, void *arg) {
+    rangemap **rm = arg;
+    char tmp[256];
+    if (!control_key_is(m, CONTROL_RANGEMAP_KEY))
+        return;
+    rangemap *n = rangemap_decode(m->payload, m->len, tmp, sizeof(tmp));
+    if (n) {
+        rangemap_destroy(*rm);
+        *rm = n;
+    }
+}
+
+static int control_brokers(rd_kafka_t *rk, char *out, size_t size,
+                           char *errstr, size_t errstr_size) {
+    rd_kafka_conf_t *c = (rd_kafka_conf_t *)rd_kafka_conf(rk);
+    if (rd_kafka_conf_get(c, "bootstrap.servers", out, &size) != RD_KAFKA_CONF_OK) {
+        snprintf(errstr, errstr_size, "no bootstrap.servers");
+        return -1;
+    }
+    return 0;
 }
 
 rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
                                 const char *events_topic, int timeout_ms,
                                 char *errstr, size_t errstr_size) {
     char brokers[1024];
-    size_t bl = sizeof(brokers);
-    rd_kafka_conf_t *c = (rd_kafka_conf_t *)rd_kafka_conf(rk);
-    if (rd_kafka_conf_get(c, "bootstrap.servers", brokers, &bl) != RD_KAFKA_CONF_OK) {
-        snprintf(errstr, errstr_size, "no bootstrap.servers");
+    if (control_brokers(rk, brokers, sizeof(brokers), errstr, errstr_size) < 0)
         return NULL;
-    }
     int parts = control_topic_partitions(rk, events_topic, timeout_ms, errstr,
                                          errstr_size);
     if (parts < 0)
         return NULL;
-    int found = 0;
-    errstr[0] = '\0';
-    rangemap *rm = control_read(brokers, control_topic, timeout_ms, errstr,
-                                errstr_size, &found);
-    if (errstr[0] && !rm)
+    rangemap *rm = NULL;
+    if (control_scan(brokers, control_topic, timeout_ms, visit_rangemap, &rm,
+                     errstr, errstr_size) < 0) {
+        rangemap_destroy(rm);
         return NULL;
-    if (found) {
+    }
+    if (rm) {
         for (int i = 0; i < rangemap_count(rm); i++) {
             const uint8_t *s, *e;
             size_t sl, el;
@@ -175,6 +178,62 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
     err = rd_kafka_flush(rk, timeout_ms);
     if (err) {
         snprintf(errstr, errstr_size, "publish range map: %s", rd_kafka_err2str(err));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- log id ---- */
+
+static void visit_logid(const rd_kafka_message_t *m, void *arg) {
+    control_logid *id = arg;
+    char v[96];
+    if (!control_key_is(m, CONTROL_LOGID_KEY) || m->len >= sizeof(v))
+        return;
+    memcpy(v, m->payload, m->len);
+    v[m->len] = '\0';
+    char hex[40], kind[16];
+    if (sscanf(v, "v1 %39s %15s", hex, kind) != 2 || strlen(hex) != 32)
+        return;
+    memcpy(id->id, hex, 33);
+    id->embedded = strcmp(kind, "embedded") == 0;
+}
+
+int control_load_logid(rd_kafka_t *rk, const char *control_topic,
+                       int timeout_ms, control_logid *out, char *errstr,
+                       size_t errstr_size) {
+    char brokers[1024];
+    memset(out, 0, sizeof(*out));
+    if (control_brokers(rk, brokers, sizeof(brokers), errstr, errstr_size) < 0 ||
+        control_scan(brokers, control_topic, timeout_ms, visit_logid, out, errstr,
+                     errstr_size) < 0)
+        return -1;
+    return out->id[0] ? 1 : 0;
+}
+
+int control_publish_logid(rd_kafka_t *rk, const char *control_topic,
+                          int embedded, int timeout_ms, control_logid *out,
+                          char *errstr, size_t errstr_size) {
+    uint8_t raw[16];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        snprintf(errstr, errstr_size, "getrandom: %s", strerror(errno));
+        return -1;
+    }
+    memset(out, 0, sizeof(*out));
+    for (int i = 0; i < 16; i++)
+        snprintf(out->id + 2 * i, 3, "%02x", raw[i]);
+    out->embedded = embedded;
+    char v[96];
+    int n = snprintf(v, sizeof(v), "v1 %s %s", out->id, embedded ? "embedded" : "kafka");
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(control_topic), RD_KAFKA_V_PARTITION(0),
+        RD_KAFKA_V_KEY(CONTROL_LOGID_KEY, strlen(CONTROL_LOGID_KEY)),
+        RD_KAFKA_V_VALUE(v, (size_t)n), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_END);
+    if (!err)
+        err = rd_kafka_flush(rk, timeout_ms);
+    if (err) {
+        snprintf(errstr, errstr_size, "publish log id: %s", rd_kafka_err2str(err));
         return -1;
     }
     return 0;

@@ -1,7 +1,13 @@
-/* control.h: the range map as data in the compacted topic objlog.control
- * (DESIGN §3). The newest message with key "rangemap" wins. When the topic
- * holds none, callers fall back to the default map for the events topic's
- * partition count (epoch 1), which is also what objlogd publishes first. */
+/* control.h: what the compacted topic objlog.control holds (DESIGN §3, §9).
+ *  - key "rangemap": the range map as data. The newest wins. When the topic
+ *    holds none, callers fall back to the default map for the events
+ *    topic's partition count (epoch 1), which is also what objlogd
+ *    publishes first.
+ *  - key "logid": the log's identity, text "v1 <32 hex digits> <kind>",
+ *    kind "kafka" or "embedded" (librdkafka's in-memory mock cluster).
+ *    Drawn at random by whoever creates the topics, once; with the Kafka
+ *    cluster id it tells a view which log it was built from (a recreated
+ *    topic set gets a new one). kcat shows it as it is. */
 #ifndef OBJLOG_CONTROL_H
 #define OBJLOG_CONTROL_H
 
@@ -11,6 +17,12 @@
 
 #define CONTROL_RANGEMAP_KEY "rangemap"
 #define CONTROL_DEFAULT_EPOCH 1
+#define CONTROL_LOGID_KEY "logid"
+
+typedef struct control_logid {
+    char id[33];     /* 32 lowercase hex digits, NUL-terminated */
+    int embedded;    /* the log is an embedded (mock, in-memory) cluster */
+} control_logid;
 
 /* Number of partitions of topic, or -1 with errstr. */
 int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
@@ -26,5 +38,15 @@ rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
 int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
                              const rangemap *rm, int timeout_ms, char *errstr,
                              size_t errstr_size);
+
+/* Newest log id in control_topic: 1 found, 0 none, -1 error (errstr). */
+int control_load_logid(rd_kafka_t *rk, const char *control_topic,
+                       int timeout_ms, control_logid *out, char *errstr,
+                       size_t errstr_size);
+
+/* Draws a new random log id and publishes it (waits for the ack). */
+int control_publish_logid(rd_kafka_t *rk, const char *control_topic,
+                          int embedded, int timeout_ms, control_logid *out,
+                          char *errstr, size_t errstr_size);
 
 #endif

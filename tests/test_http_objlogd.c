@@ -166,7 +166,8 @@ static void test_brokers_missing_topic(void **state) {
     assert_non_null(mc);
     char bs[256];
     snprintf(bs, sizeof(bs), "%s", rd_kafka_mock_cluster_bootstraps(mc));
-    char *argv[] = {objlogd, "--brokers", bs, "--data", "/nonexistent/never", NULL};
+    char *argv[] = {objlogd, "--brokers", bs, "--no-create-topics", "--data",
+                    "/nonexistent/never", NULL};
     int rc = proc_run(argv, NULL, out, sizeof(out), errout, sizeof(errout), 30000);
     rd_kafka_mock_cluster_destroy(mc);
     rd_kafka_destroy(rk);

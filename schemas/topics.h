@@ -1,0 +1,51 @@
+/* topics.h: objlog's three Kafka topics as an operator needs them (DESIGN
+ * §4, §5, §9): which configs each is created with, and which settings of an
+ * existing topic would lose data or break the state machine.
+ *
+ *   objlog.events  partitions = --partitions, replication min(3, brokers)
+ *     cleanup.policy=delete, retention.ms=-1, retention.bytes=-1
+ *                            views are rebuilt by replay: the whole log is
+ *                            kept (compaction would drop versions)
+ *     message.timestamp.type=LogAppendTime
+ *                            the dedup window and lag in seconds are log
+ *                            time; the broker's clock, not a producer's,
+ *                            so a skewed client cannot move the window
+ *     min.insync.replicas=min(2, replication), unclean.leader.election=false
+ *                            an acked write survives the loss of one broker
+ *   objlog.control 1 partition, cleanup.policy=compact (newest range map
+ *                            and log id win), same replication settings
+ *   objlog.dlq     1 partition, retention.ms=-1 (the evidence is kept)
+ *
+ * Invariant: objlog never changes the config of a topic that exists; it
+ * reports what is unsafe and lets the operator decide (kafka-configs). */
+#ifndef OBJLOG_TOPICS_H
+#define OBJLOG_TOPICS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct objlog_topics {
+    const char *events;      /* objlog.events */
+    const char *control;     /* objlog.control */
+    const char *dlq;         /* objlog.dlq */
+    int partitions;          /* of events when it is created */
+    int replication;         /* 0: min(3, brokers in the cluster) */
+} objlog_topics;
+
+/* Creates each missing topic with the configs above; a new control topic
+ * also gets the default range map. One line per created topic goes to
+ * report (may be NULL). Number of topics created (0 when all existed), or
+ * -1 with errstr (unreachable cluster, a creation refused). */
+int objlog_topics_create(const char *brokers, const objlog_topics *t,
+                         int timeout_ms, FILE *report, char *errstr,
+                         size_t errstr_size);
+
+/* Checks the existing topics against the table above. Each problem is one
+ * line appended to problems ("topic objlog.events: retention.ms=604800000
+ * is finite: ..."). Returns the number of problems (0: safe), or -1 with
+ * errstr (unreachable, a topic missing). */
+int objlog_topics_check(const char *brokers, const objlog_topics *t,
+                        int timeout_ms, char *problems, size_t problems_size,
+                        char *errstr, size_t errstr_size);
+
+#endif
