@@ -226,8 +226,10 @@ node() {
   [ -f "$dir/cluster.id" ] || die "$dir is not initialised (ops/kafka.sh init --dir $dir)"
   [ -n "$id" ] && [ -f "$dir/node-$id/server.properties" ] || die "no node '$id' in $dir"
   fetch
+  # stdout to a file: a parent that never reads it must not stall the JVM.
   java_cmd -Dlog4j2.configurationFile="$dir/log4j2.properties" \
-    -Dkafka.logs.dir="$dir/node-$id" kafka.Kafka "$dir/node-$id/server.properties"
+    -Dkafka.logs.dir="$dir/node-$id" kafka.Kafka "$dir/node-$id/server.properties" \
+    >>"$dir/node-$id/console.log"
 }
 
 # Every node registered and answering metadata: kcat lists N brokers.

@@ -1,6 +1,6 @@
 # Process-level tests: they run the real objlogd binary, so make them wait
 # for it to be built.
-objlog_add_test(test_integration SOURCES test_integration.c TIMEOUT 600
+objlog_add_test(test_integration BOTH_LOGS SOURCES test_integration.c TIMEOUT 600
   LIBS objlog_testkit objlog_producer_static objlog_materializer PkgConfig::JANSSON)
 add_dependencies(test_integration objlogd)
 

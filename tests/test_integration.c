@@ -1,6 +1,6 @@
 /* test_integration.c: the whole pipeline as separate processes (issue 2,
- * item 8). `objlogd --kafka-only` holds the log; `objlogd --brokers` is the
- * view. The test writes through libobjlog_producer from 4 threads, reads
+ * item 8). The log is the mock cluster of `objlogd --kafka-only` or a real
+ * 3-node Kafka (testlog.h); `objlogd --brokers` is the view. The test writes through libobjlog_producer from 4 threads, reads
  * every object back over HTTP, checks LIST exactly (with and without a
  * delimiter, paginated), SIGKILLs the view in the middle of a write burst,
  * restarts it on the same data directory, rebuilds a second view from an
@@ -27,6 +27,7 @@
 #include "materializer.h"
 #include "objlog_producer.h"
 #include "proc.h"
+#include "testlog.h"
 
 #define N_OBJECTS 10000
 #define N_BUCKETS 4
@@ -38,9 +39,9 @@
 typedef struct itest {
     char root[256], data1[300], data2[300];
     char objlogd[512];
-    char boot[512];
+    char boot[1024];
     char url[128];
-    proc *kafka;
+    testlog *log;
     proc *view;
 } itest;
 
@@ -65,17 +66,13 @@ static proc *start_view(const char *data, char *url, size_t url_size) {
 
 static int setup(void **state) {
     (void)state;
-    char boot[512];
     assert_int_equal(proc_tmpdir(T.root, sizeof(T.root)), 0);
     snprintf(T.data1, sizeof(T.data1), "%s/view1", T.root);
     snprintf(T.data2, sizeof(T.data2), "%s/view2", T.root);
     proc_bin("query/objlogd", T.objlogd, sizeof(T.objlogd));
-    char *argv[] = {T.objlogd, "--kafka-only", "--partitions", "8", NULL};
-    T.kafka = proc_spawn(argv, NULL);
-    assert_non_null(T.kafka);
-    assert_int_equal(proc_wait_line(T.kafka, "OBJLOG_BOOTSTRAP=", boot, sizeof(boot), 60000), 0);
-    assert_int_equal(proc_wait_line(T.kafka, "OBJLOG_READY", NULL, 0, 60000), 0);
-    strcpy(T.boot, boot);
+    T.log = testlog_start(8);
+    assert_non_null(T.log);
+    snprintf(T.boot, sizeof(T.boot), "%s", testlog_bootstrap(T.log));
     T.view = start_view(T.data1, T.url, sizeof(T.url));
     return 0;
 }
@@ -84,8 +81,7 @@ static int teardown(void **state) {
     (void)state;
     if (T.view)
         proc_stop(T.view, 10000);
-    if (T.kafka)
-        proc_stop(T.kafka, 10000);
+    testlog_stop(T.log);
     proc_rmtree(T.root);
     return 0;
 }
