@@ -17,6 +17,7 @@ packages=(
   librdkafka-dev librocksdb-dev libprotobuf-c-dev protobuf-c-compiler
   libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   kcat protobuf-compiler
+  openjdk-17-jre-headless maven
 )
 
 install_missing() {
@@ -79,6 +80,7 @@ case "$cmd" in
   test)
     install_missing
     fetch_promtool
+    "$root/ops/kafka.sh" fetch >/dev/null   # Kafka jars for the *_kafka tests
     build_tree build
     build_tree build-asan -DOBJLOG_SANITIZE=ON
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
