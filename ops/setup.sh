@@ -82,7 +82,8 @@ case "$cmd" in
     fetch_promtool
     "$root/ops/kafka.sh" fetch >/dev/null   # Kafka jars for the *_kafka tests
     build_tree build
-    build_tree build-asan -DOBJLOG_SANITIZE=ON
+    # The *_kafka variants run in the plain build only for now (issue 10).
+    build_tree build-asan -DOBJLOG_SANITIZE=ON -DOBJLOG_TEST_KAFKA=OFF
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp}
