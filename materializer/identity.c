@@ -24,29 +24,12 @@
 
 #define IDENT_KEY "logident"
 
-static rd_kafka_t *ident_client(const char *brokers, char *errstr, size_t es) {
-    char tmp[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp))) {
-        snprintf(errstr, es, "kafka client: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, es, "kafka client: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-    }
-    return rk;
-}
-
 int objlog_log_identity_fetch(const char *brokers, const char *control_topic,
                               int publish_if_missing, int timeout_ms,
                               objlog_log_identity *out, char *errstr,
                               size_t errstr_size) {
     memset(out, 0, sizeof(*out));
-    rd_kafka_t *rk = ident_client(brokers, errstr, errstr_size);
+    rd_kafka_t *rk = control_client_new(brokers, errstr, errstr_size);
     if (!rk)
         return -1;
     int rc = -1;

@@ -9,6 +9,26 @@
 #include <string.h>
 #include <sys/random.h>
 
+rd_kafka_t *control_client_new(const char *brokers, char *errstr,
+                               size_t errstr_size) {
+    char tmp[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
+                          sizeof(tmp))) {
+        snprintf(errstr, errstr_size, "kafka client: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
+    if (!rk) {
+        snprintf(errstr, errstr_size, "kafka client: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
+}
+
 int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
                              char *errstr, size_t errstr_size) {
     /* Ask for all topics rather than naming this one: a metadata request

@@ -24,6 +24,12 @@ typedef struct control_logid {
     int embedded;    /* the log is an embedded (mock, in-memory) cluster */
 } control_logid;
 
+/* A short-lived producer handle on brokers for metadata, admin calls and
+ * control messages (quiet log, never auto-creates topics). NULL with
+ * errstr. */
+rd_kafka_t *control_client_new(const char *brokers, char *errstr,
+                               size_t errstr_size);
+
 /* Number of partitions of topic, or -1 with errstr. */
 int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
                              char *errstr, size_t errstr_size);

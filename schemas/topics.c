@@ -33,25 +33,6 @@ static const char *const dlq_configs[] = {
     "retention.ms", "-1",
     NULL};
 
-static rd_kafka_t *topics_client(const char *brokers, char *errstr, size_t es) {
-    char tmp[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
-                          sizeof(tmp))) {
-        snprintf(errstr, es, "kafka client: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, es, "kafka client: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-    }
-    return rk;
-}
-
 /* All topics' metadata (naming one could auto-create it). */
 static const struct rd_kafka_metadata *topics_metadata(rd_kafka_t *rk,
                                                        const char *brokers,
@@ -195,7 +176,7 @@ static int publish_default_rangemap(rd_kafka_t *rk, const char *control,
 int objlog_topics_create(const char *brokers, const objlog_topics *t,
                          int timeout_ms, FILE *report, char *errstr,
                          size_t errstr_size) {
-    rd_kafka_t *rk = topics_client(brokers, errstr, errstr_size);
+    rd_kafka_t *rk = control_client_new(brokers, errstr, errstr_size);
     if (!rk)
         return -1;
     const struct rd_kafka_metadata *md =
@@ -379,7 +360,7 @@ int objlog_topics_check(const char *brokers, const objlog_topics *t,
     check_out o = {problems, problems_size, 0, 0};
     if (problems_size)
         problems[0] = '\0';
-    rd_kafka_t *rk = topics_client(brokers, errstr, errstr_size);
+    rd_kafka_t *rk = control_client_new(brokers, errstr, errstr_size);
     if (!rk)
         return -1;
     const struct rd_kafka_metadata *md =
