@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # ops/setup.sh: the README's two commands.
 #   ops/setup.sh run  [objlogd flags]  install what is missing, build, start
-#                                      objlogd in embedded mode
+#                                      a single-node Kafka whose log lives in
+#                                      $OBJLOG_HOME/kafka and objlogd on it
+#                                      (view in $OBJLOG_HOME/view); with
+#                                      --embedded, objlogd alone on the
+#                                      in-memory mock cluster instead
 #   ops/setup.sh test                  install what is missing, build plain and
 #                                      ASan+UBSan trees, run every test in both
 #   ops/setup.sh build                 install what is missing and build
@@ -65,6 +69,26 @@ run_tests() { # dir, label
   ctest --test-dir "$1" --output-on-failure --timeout 600 -j"$jobs"
 }
 
+# The durable default: a real single-node Kafka (ops/kafka.sh) keeps the log
+# under $OBJLOG_HOME/kafka, objlogd keeps its view in $OBJLOG_HOME/view. Both
+# survive a restart; Kafka stops when objlogd does, however that happens.
+run_durable() {
+  local home=${OBJLOG_HOME:-$root/objlog-data}
+  local kdir="$home/kafka" boot pid status=0
+  mkdir -p "$home"
+  boot=$("$root/ops/kafka.sh" start --dir "$kdir" --nodes 1 | sed -n 's/^KAFKA_BOOTSTRAP=//p')
+  [ -n "$boot" ] || { echo "setup: Kafka did not start (logs under $kdir)" >&2; exit 1; }
+  trap '"$root/ops/kafka.sh" stop --dir "$kdir" >&2' EXIT
+  "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" "$@" &
+  pid=$!
+  trap 'kill -TERM $pid 2>/dev/null' INT TERM
+  # `wait` returns early when a trapped signal arrives: wait again for the
+  # exit status of objlogd itself.
+  wait "$pid" || status=$?
+  while kill -0 "$pid" 2>/dev/null; do wait "$pid" || status=$?; done
+  exit "$status"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -75,7 +99,10 @@ case "$cmd" in
   run)
     install_missing
     build_tree build
-    exec "$root/build/query/objlogd" --embedded "$@"
+    for a in "$@"; do
+      [ "$a" = "--embedded" ] && exec "$root/build/query/objlogd" "$@"
+    done
+    run_durable "$@"
     ;;
   test)
     install_missing
