@@ -52,6 +52,7 @@ struct objlog_materializer {
     pthread_cond_t cv;
     int64_t *applied;
     char **perr;          /* stop reason per partition, NULL while running */
+    int waits_cancelled;  /* cancel_waits: every wait_applied returns -1 */
     uint64_t dlq_total;
     uint64_t events_applied;
     uint64_t by_outcome[MAT_OUTCOMES]; /* events applied per outcome code */
@@ -675,7 +676,7 @@ int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
             rc = 0;
             break;
         }
-        if (m->perr[partition]) {
+        if (m->perr[partition] || m->waits_cancelled) {
             rc = -1;
             break;
         }
@@ -686,6 +687,15 @@ int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
     }
     pthread_mutex_unlock(&m->mu);
     return rc;
+}
+
+void objlog_materializer_cancel_waits(objlog_materializer *m) {
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->waits_cancelled = 1;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
 }
 
 const char *objlog_materializer_partition_error(objlog_materializer *m,

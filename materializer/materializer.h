@@ -270,6 +270,8 @@ int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition);
  * applied) or timeout. 0 applied, 1 timeout, -1 partition stopped. */
 int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
                                      int64_t offset, int timeout_ms);
+/* Every wait_applied, now and later, returns -1 at once (shutdown). */
+void objlog_materializer_cancel_waits(objlog_materializer *m);
 /* Error text of a stopped partition (e.g. the log start moved past the
  * applied offset), or NULL if it runs. Copies into buf. */
 const char *objlog_materializer_partition_error(objlog_materializer *m,

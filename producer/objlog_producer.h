@@ -180,7 +180,10 @@ void objlog_producer_conf_destroy(objlog_producer_conf *conf);
 /* Takes ownership of conf on success (and on failure). */
 objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
                                      size_t errstr_size);
-/* Flushes outstanding writes (their callbacks run) and frees. */
+/* Flushes outstanding writes (their callbacks run) and frees. A write the
+ * log has not taken within outcome.timeout.ms (brokers unreachable) is
+ * purged: its callback reports FAILED, or UNKNOWN when it may have been
+ * logged (retry it with its request id). Returns in bounded time. */
 void objlog_producer_destroy(objlog_producer *p);
 /* Waits until every accepted write has completed. 0, or -1 on timeout. */
 int objlog_producer_flush(objlog_producer *p, int timeout_ms);

@@ -108,8 +108,10 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     (void)rk;
     if (m->err) {
         /* A failed re-produce leaves the earlier, logged attempt's outcome
-         * unknown: that write may still apply, so it is not FAILED. */
-        int logged_before = op->res.offset >= 0;
+         * unknown: that write may still apply, so it is not FAILED; nor is
+         * one that timed out or was purged in flight (possibly persisted). */
+        int logged_before = op->res.offset >= 0 ||
+                            rd_kafka_message_status(m) != RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
         op->res.status = logged_before ? OBJLOG_STATUS_UNKNOWN
                                        : OBJLOG_STATUS_FAILED;
         snprintf(op->res.error_message, sizeof(op->res.error_message),
@@ -243,6 +245,12 @@ void objlog_producer_destroy(objlog_producer *p) {
     if (!p)
         return;
     if (p->dr_started) {
+        /* Writes the log has not taken within the outcome timeout never
+         * will while we wait (brokers down: librdkafka would retry for
+         * message.timeout.ms): purge them, so that their callbacks report
+         * FAILED or UNKNOWN now and destroy returns in bounded time. */
+        if (objlog_producer_flush(p, p->conf->outcome_timeout_ms) < 0)
+            rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
         objlog_producer_flush(p, -1);
         atomic_store(&p->stop, 1);
         pthread_join(p->dr_thread, NULL);

@@ -105,6 +105,18 @@ static int fence_strong(http_ctx *c, const int32_t *parts, int nparts,
                          FENCE_MAX_PARTS);
         return -1;
     }
+    for (int i = 0; i < nparts; i++) {
+        rd_kafka_resp_err_t last;
+        if (wm_health(c->q->wm, parts[i], &last) > WM_STALE_MS) {
+            http_reply_error(c, 503, "SlowDown",
+                             "the log is unreachable (no end offset of partition %d "
+                             "for over %d s: %s); strong reads need it, "
+                             "consistency=eventual still answers",
+                             (int)parts[i], WM_STALE_MS / 1000,
+                             last ? rd_kafka_err2str(last) : "no answer");
+            return -1;
+        }
+    }
     /* Reads over many partitions (stats, wide LISTs) take every end offset
      * in one round trip, not one after another. */
     if (nparts == 1)

@@ -9,14 +9,26 @@
  * outcomes straight from the materializer in this process. The event loop
  * never blocks on a write.
  *
+ * Every request also has a timer of its timeout_ms on its worker: a write
+ * the log does not take in time (brokers unreachable: librdkafka would
+ * retry for message.timeout.ms, minutes) is answered 503 with its request
+ * id when the timer fires, and a stopping worker fires every timer at
+ * once. Its outcome stays retrievable: a retry with the same request id
+ * is deduplicated by the state machine.
+ *
  * Invariant: the reply is always sent from the request's worker thread
- * (evhttp is not thread-safe). Other threads only fill the gw_req and call
- * event_active() on its per-request event, and touch it no more after. */
+ * (evhttp is not thread-safe), exactly once. `state` decides who answers:
+ * the timer answers only from PENDING or LOGGED (-> EXPIRED); the library
+ * callback and the waiter hand the request to the worker only by moving it
+ * to WAITED first. Whoever finds it EXPIRED frees it, answering nothing. */
 #include "internal.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <event2/buffer.h>
@@ -26,11 +38,19 @@
 
 typedef struct gw_req gw_req;
 
+enum gw_state {
+    GW_PENDING,                  /* the producer has not called back */
+    GW_LOGGED,                   /* logged; a waiter awaits the outcome */
+    GW_WAITED,                   /* r->done is (being) activated: it answers */
+    GW_EXPIRED                   /* the timer answered; the next holder frees */
+};
+
 struct gateway {
     objlog_query *q;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     gw_req *head, *tail;         /* waiting for their outcome */
+    gw_req *live;                /* every request not yet freed (lprev/lnext) */
     int stopping;
     int nthreads;
     pthread_t *threads;
@@ -40,6 +60,11 @@ struct gw_req {
     http_ctx c;                  /* params are not kept */
     gateway *g;
     struct event *done;          /* fires gw_done_cb on the worker thread */
+    struct event *timer;         /* timeout_ms: gw_timeout_cb on the worker */
+    _Atomic int state;           /* enum gw_state */
+    http_worker *w;
+    gw_req *lprev, *lnext;       /* g->live, under g->mu */
+    char rid_hex[2 * OBJLOG_REQUEST_ID_LEN + 1];
     int ack_logged;
     int timeout_ms;
     struct timespec start;
@@ -56,6 +81,18 @@ struct gw_req {
 /* ----------------------------------------------------------------- reply */
 
 static void gw_req_free(gw_req *r) {
+    gateway *g = r->g;
+    pthread_mutex_lock(&g->mu);
+    if (r->lprev)
+        r->lprev->lnext = r->lnext;
+    else if (g->live == r)
+        g->live = r->lnext;
+    if (r->lnext)
+        r->lnext->lprev = r->lprev;
+    pthread_mutex_unlock(&g->mu);
+    /* From another thread, event_free waits for a running callback. */
+    if (r->timer)
+        event_free(r->timer);
     if (r->outcome)
         objlog__outcome__free_unpacked(r->outcome, NULL);
     if (r->done)
@@ -122,11 +159,49 @@ static int gw_status_of(const char *code) {
     return 500;
 }
 
+/* Moves r from `from` to `to`; 0 when another thread moved it first. */
+static int gw_move(gw_req *r, int from, int to) {
+    return atomic_compare_exchange_strong(&r->state, &from, to);
+}
+
+/* Hands r to its worker to answer; frees it when the timer answered. */
+static void gw_hand_over(gw_req *r, int from) {
+    if (gw_move(r, from, GW_WAITED))
+        event_active(r->done, 0, 0); /* r belongs to the worker thread again */
+    else
+        gw_req_free(r);
+}
+
+/* On the worker thread: timeout_ms passed, or the worker stops. */
+static void gw_timeout_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    gw_req *r = arg;
+    /* r->res is the library's until LOGGED: only then is the token ours. */
+    int logged = 0;
+    if (!gw_move(r, GW_PENDING, GW_EXPIRED)) {
+        if (!gw_move(r, GW_LOGGED, GW_EXPIRED))
+            return; /* WAITED: gw_done_cb answers */
+        logged = 1;
+    }
+    const char *why = r->w->stopping
+        ? "objlogd is shutting down; the write's outcome is unknown: retry with "
+          "the same request id"
+        : "the write did not complete within timeout_ms (is the log reachable?); "
+          "its outcome is unknown: retry with the same request id";
+    json_t *extra = logged ? json_pack("{s:s}", "token", r->res.token) : NULL;
+    http_reply_error_rid(&r->c, 503, "SlowDown", r->rid_hex, why, extra);
+}
+
 /* On the worker thread, once the write's fate is known. */
 static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
     gw_req *r = arg;
+    if (atomic_load(&r->state) == GW_EXPIRED) {
+        gw_req_free(r);
+        return;
+    }
     switch (r->res.status) {
     case OBJLOG_STATUS_FAILED:
         http_reply_error_rid(&r->c, 503, "SlowDown", r->res.request_id_hex,
@@ -180,7 +255,7 @@ static void gw_await(gw_req *r) {
         objlog_store_get_outcome(q->store, r->res.partition, r->res.offset,
                                  &r->outcome, r->err, sizeof(r->err)) != 1)
         r->outcome = NULL;
-    event_active(r->done, 0, 0); /* r belongs to the worker thread again */
+    gw_hand_over(r, GW_LOGGED);
 }
 
 static void *gw_waiter_main(void *arg) {
@@ -207,9 +282,17 @@ static void *gw_waiter_main(void *arg) {
 static void gw_on_logged(const objlog_write_result *res, void *opaque) {
     gw_req *r = opaque;
     gateway *g = r->g;
+    if (atomic_load(&r->state) == GW_EXPIRED) {
+        gw_req_free(r);
+        return;
+    }
     r->res = *res;
     if (res->status != OBJLOG_STATUS_LOGGED || r->ack_logged) {
-        event_active(r->done, 0, 0);
+        gw_hand_over(r, GW_PENDING);
+        return;
+    }
+    if (!gw_move(r, GW_PENDING, GW_LOGGED)) {
+        gw_req_free(r); /* expired meanwhile */
         return;
     }
     pthread_mutex_lock(&g->mu);
@@ -244,6 +327,17 @@ gateway *gateway_new(objlog_query *q, int waiters, char *errstr,
     return g;
 }
 
+/* On w's thread when it stops: every request of w is answered now. */
+void gateway_expire_worker(gateway *g, http_worker *w) {
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    for (gw_req *r = g->live; r; r = r->lnext)
+        if (r->w == w)
+            event_active(r->timer, EV_TIMEOUT, 0);
+    pthread_mutex_unlock(&g->mu);
+}
+
 void gateway_destroy(gateway *g) {
     if (!g)
         return;
@@ -260,6 +354,18 @@ void gateway_destroy(gateway *g) {
 }
 
 /* --------------------------------------------------------------- requests */
+
+static int gw_random_id(uint8_t out[OBJLOG_REQUEST_ID_LEN]) {
+    size_t got = 0;
+    while (got < OBJLOG_REQUEST_ID_LEN) {
+        ssize_t n = getrandom(out + got, OBJLOG_REQUEST_ID_LEN - got, 0);
+        if (n < 0 && errno != EINTR)
+            return -1;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    return 0;
+}
 
 static int gw_hex_id(const char *s, uint8_t out[OBJLOG_REQUEST_ID_LEN]) {
     if (strlen(s) != 2 * OBJLOG_REQUEST_ID_LEN)
@@ -294,14 +400,24 @@ static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
                              "X-Objlog-Request-Id must be 32 hex digits");
             return NULL;
         }
-        opts->request_id = rid;
+    } else if (gw_random_id(rid) < 0) {
+        http_reply_error(c, 500, "InternalError", "getrandom: %s", strerror(errno));
+        return NULL;
     }
+    /* The id is ours before the producer is called: a timeout names it. */
+    opts->request_id = rid;
     gw_req *r = calloc(1, sizeof(*r));
-    if (!r || !(r->done = event_new(c->w->base, -1, 0, gw_done_cb, r))) {
+    if (!r || !(r->done = event_new(c->w->base, -1, 0, gw_done_cb, r)) ||
+        !(r->timer = evtimer_new(c->w->base, gw_timeout_cb, r))) {
+        if (r && r->done)
+            event_free(r->done);
         free(r);
         http_reply_error(c, 500, "InternalError", "out of memory");
         return NULL;
     }
+    for (int i = 0; i < OBJLOG_REQUEST_ID_LEN; i++)
+        sprintf(r->rid_hex + 2 * i, "%02x", rid[i]);
+    r->w = c->w;
     r->c = *c;
     r->c.params = NULL;
     r->c.nparams = 0;
@@ -310,6 +426,17 @@ static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
     r->timeout_ms = timeout_ms;
     r->res.partition = -1;
     clock_gettime(CLOCK_MONOTONIC, &r->start);
+    gateway *g = r->g;
+    pthread_mutex_lock(&g->mu);
+    r->lnext = g->live;
+    if (g->live)
+        g->live->lprev = r;
+    g->live = r;
+    pthread_mutex_unlock(&g->mu);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(r->timer, &tv);
+    if (r->w->stopping)
+        event_active(r->timer, EV_TIMEOUT, 0);
     return r;
 }
 

@@ -29,6 +29,9 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+/* How often the end offsets are fetched for /readyz and lag (watermark.c). */
+#define HTTP_WM_REFRESH_MS 1000
+
 static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
     "other", "get_object", "head_object", "list_objects", "list_versions",
     "put_object", "delete_object", "writes", "outcomes", "lag", "metrics",
@@ -241,8 +244,11 @@ static void http_note(http_ctx *c, int status) {
 /* The one place a request ends: the worker may be draining for shutdown. */
 static void http_request_done(http_worker *w) {
     w->inflight--;
-    if (w->stopping && w->inflight == 0)
-        event_base_loopbreak(w->base);
+    /* Not loopbreak: the reply just queued must still reach its socket. */
+    if (w->stopping && w->inflight == 0) {
+        struct timeval flush = {0, 200 * 1000};
+        event_base_loopexit(w->base, &flush);
+    }
 }
 
 void http_reply_json(http_ctx *c, int status, json_t *body) {
@@ -640,6 +646,7 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
     (void)what;
     http_worker *w = arg;
     w->stopping = 1;
+    gateway_expire_worker(w->q->gw, w);
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound);
         w->bound = NULL;
@@ -745,7 +752,10 @@ static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
     if (objlog_producer_conf_set(pc, "bootstrap.servers", q->brokers, errstr, errstr_size) ||
         objlog_producer_conf_set(pc, "topic", q->topic, errstr, errstr_size) ||
         objlog_producer_conf_set(pc, "control.topic", q->control_topic, errstr, errstr_size) ||
-        objlog_producer_conf_set(pc, "ack", "logged", errstr, errstr_size)) {
+        objlog_producer_conf_set(pc, "ack", "logged", errstr, errstr_size) ||
+        /* No outcome waits here (ack=logged): this bounds only how long a
+         * shutdown waits for writes the log has not taken (destroy). */
+        objlog_producer_conf_set(pc, "outcome.timeout.ms", "1000", errstr, errstr_size)) {
         objlog_producer_conf_destroy(pc);
         return NULL;
     }
@@ -788,6 +798,7 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     }
     if (!(q->wm = wm_new(q->brokers, q->topic, objlog_materializer_partitions(q->m),
                          errstr, errstr_size)) ||
+        wm_start_refresh(q->wm, HTTP_WM_REFRESH_MS, errstr, errstr_size) < 0 ||
         !(q->producer = http_gateway_producer(q, errstr, errstr_size)) ||
         !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size)) ||
         http_start_workers(q, errstr, errstr_size) < 0) {
@@ -807,11 +818,14 @@ void objlog_query_destroy(objlog_query *q) {
      * and the producer can be flushed and freed. */
     if (q->workers)
         http_stop_workers(q);
-    if (q->producer)
-        objlog_producer_flush(q->producer, 10000);
-    gateway_destroy(q->gw);
+    /* Every request is answered; waiters blocked on the view return now,
+     * and the producer's callbacks (which free expired requests) end
+     * before the gateway does. */
+    objlog_materializer_cancel_waits(q->m);
     if (q->producer)
         objlog_producer_destroy(q->producer);
+    q->producer = NULL;
+    gateway_destroy(q->gw);
     http_free_workers(q);
     wm_destroy(q->wm);
     free(q->host);

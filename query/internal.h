@@ -180,6 +180,16 @@ typedef rd_kafka_resp_err_t (*wm_fetch_fn)(void *opaque, int32_t p,
 void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque);
 /* Newest end offset successfully fetched, -1 if none yet. */
 int64_t wm_last_end(wm_cache *w, int32_t p);
+/* Starts a thread that fetches every partition's end offset each
+ * interval_ms (the first time before returning). 0, or -1 with errstr. */
+int wm_start_refresh(wm_cache *w, int interval_ms, char *errstr, size_t errstr_size);
+/* Without waiting: ms since partition p's end offset was last fetched
+ * (-1 never), and the error of its newest request (0 when it succeeded). */
+int64_t wm_health(wm_cache *w, int32_t p, rd_kafka_resp_err_t *last_err);
+/* An end offset older than this (the refresher fetches one every second)
+ * means the log is unreachable: /readyz fails, strong reads fail at once
+ * instead of holding a worker on a broker call, lag uses the last known. */
+#define WM_STALE_MS 5000
 /* ListOffsets requests issued so far. */
 uint64_t wm_requests(wm_cache *w);
 
@@ -256,6 +266,9 @@ gateway *gateway_new(objlog_query *q, int waiters, char *errstr,
                      size_t errstr_size);
 /* Joins the waiter threads once they have drained their queue. */
 void gateway_destroy(gateway *g);
+/* On worker w's thread as it stops: answers every request of w now (503,
+ * retry with the same request id), so a stop never waits on the log. */
+void gateway_expire_worker(gateway *g, http_worker *w);
 void gateway_put_bucket(http_ctx *c, const char *bucket);
 void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
                         size_t key_len);

@@ -7,7 +7,13 @@
  * fetched by a request that STARTED after the read arrived (see
  * wm_await), so sharing never weakens the read-index fence. A read over
  * many partitions (wm_end_offsets) claims every idle one at once and asks
- * for all of them in one ListOffsets round trip per leader. */
+ * for all of them in one ListOffsets round trip per leader.
+ *
+ * A single partition's request runs on that partition's fetcher thread,
+ * never on the reader's: a broker call can outlast its timeout when the
+ * broker dies under it (librdkafka retries), and the reader is an HTTP
+ * worker whose other connections must not wait for that. Readers wait on
+ * the condition variable, bounded by their own deadline. */
 #include "internal.h"
 
 #include <errno.h>
@@ -25,6 +31,14 @@ typedef struct wm_part {
     int64_t end;                 /* result of request `done` */
     rd_kafka_resp_err_t err;     /* its error, 0 when end is valid */
     int64_t last_end;            /* newest successful end offset, -1 none */
+    int64_t ok_ms;               /* monotonic ms of the last success, 0 none */
+    int queued;                  /* request `started` is the fetcher's to run */
+    int fetch_ms;                /* its timeout */
+    int stop;                    /* the fetcher exits */
+    pthread_cond_t want;         /* wakes the fetcher */
+    pthread_t fetcher;
+    int fetcher_started;
+    rd_kafka_resp_err_t last_err; /* of the newest finished request */
 } wm_part;
 
 struct wm_cache {
@@ -35,7 +49,21 @@ struct wm_cache {
     atomic_uint_fast64_t requests; /* ListOffsets requests issued */
     wm_fetch_fn fetch;           /* tests only: replaces the broker call */
     void *fetch_opaque;
+    /* The refresher (wm_start_refresh): every partition's end offset once
+     * per interval, so that health and lag never wait on a broker. */
+    pthread_t refresher;
+    int refreshing;
+    int refresh_ms;
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
+    int stop;
 };
+
+typedef struct wm_fetcher_arg {
+    wm_cache *w;
+    int32_t p;
+} wm_fetcher_arg;
+static void *wm_fetcher_main(void *arg);
 
 void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque) {
     w->fetch = fn;
@@ -58,17 +86,40 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
     for (int p = 0; p < nparts; p++) {
         pthread_mutex_init(&w->parts[p].mu, NULL);
         pthread_cond_init(&w->parts[p].cv, &ca);
+        pthread_cond_init(&w->parts[p].want, NULL);
         w->parts[p].last_end = -1;
     }
+    pthread_mutex_init(&w->stop_mu, NULL);
+    pthread_cond_init(&w->stop_cv, &ca);
     pthread_condattr_destroy(&ca);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char tmp[256];
+    /* librdkafka 2.0.2 keeps a moved partition's old leader after a
+     * NOT_LEADER answer to ListOffsets until the periodic metadata refresh
+     * (5 min by default): strong reads of that partition would fail that
+     * long after a broker failover. Refresh every 2 s instead. */
     if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "2000", tmp,
+                          sizeof(tmp)) ||
         !(w->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
         snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
         rd_kafka_conf_destroy(conf);
         wm_destroy(w);
         return NULL;
+    }
+    for (int p = 0; p < nparts; p++) {
+        wm_fetcher_arg *a = malloc(sizeof(*a));
+        if (a) {
+            a->w = w;
+            a->p = p;
+        }
+        if (!a || pthread_create(&w->parts[p].fetcher, NULL, wm_fetcher_main, a) != 0) {
+            free(a);
+            snprintf(errstr, errstr_size, "watermarks: cannot start a fetcher thread");
+            wm_destroy(w);
+            return NULL;
+        }
+        w->parts[p].fetcher_started = 1;
     }
     return w;
 }
@@ -76,11 +127,33 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
 void wm_destroy(wm_cache *w) {
     if (!w)
         return;
+    if (w->refreshing) {
+        pthread_mutex_lock(&w->stop_mu);
+        w->stop = 1;
+        pthread_cond_broadcast(&w->stop_cv);
+        pthread_mutex_unlock(&w->stop_mu);
+        pthread_join(w->refresher, NULL);
+    }
+    if (w->parts) {
+        pthread_mutex_destroy(&w->stop_mu);
+        pthread_cond_destroy(&w->stop_cv);
+    }
+    for (int p = 0; w->parts && p < w->nparts; p++) {
+        wm_part *wp = &w->parts[p];
+        if (!wp->fetcher_started)
+            continue;
+        pthread_mutex_lock(&wp->mu);
+        wp->stop = 1;
+        pthread_cond_signal(&wp->want);
+        pthread_mutex_unlock(&wp->mu);
+        pthread_join(wp->fetcher, NULL);
+    }
     if (w->rk)
         rd_kafka_destroy(w->rk);
     for (int p = 0; w->parts && p < w->nparts; p++) {
         pthread_mutex_destroy(&w->parts[p].mu);
         pthread_cond_destroy(&w->parts[p].cv);
+        pthread_cond_destroy(&w->parts[p].want);
     }
     free(w->parts);
     free(w->topic);
@@ -111,6 +184,12 @@ static void wm_publish(wm_part *wp, rd_kafka_resp_err_t err, int64_t hi) {
     wp->done = wp->started;
     wp->err = err;
     wp->end = err ? -1 : hi;
+    wp->last_err = err;
+    if (!err) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        wp->ok_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1;
+    }
     if (!err && hi > wp->last_end)
         wp->last_end = hi;
     pthread_cond_broadcast(&wp->cv);
@@ -131,6 +210,25 @@ static void wm_fetch_locked(wm_cache *w, int32_t p, int timeout_ms) {
     wm_publish(wp, err, hi);
 }
 
+
+/* One per partition: runs the requests readers queue (wm_await). */
+static void *wm_fetcher_main(void *arg) {
+    wm_fetcher_arg a = *(wm_fetcher_arg *)arg;
+    free(arg);
+    wm_part *wp = &a.w->parts[a.p];
+    pthread_mutex_lock(&wp->mu);
+    for (;;) {
+        while (!wp->queued && !wp->stop)
+            pthread_cond_wait(&wp->want, &wp->mu);
+        if (wp->stop)
+            break;
+        wp->queued = 0;
+        wm_fetch_locked(a.w, a.p, wp->fetch_ms);
+    }
+    pthread_mutex_unlock(&wp->mu);
+    return NULL;
+}
+
 /* Waits (or fetches) until request number `need` or a later one finished.
  * 0 with *end, or an error: the request's own, or __TIMED_OUT. */
 static rd_kafka_resp_err_t wm_await(wm_cache *w, int32_t p, uint64_t need,
@@ -149,11 +247,14 @@ static rd_kafka_resp_err_t wm_await(wm_cache *w, int32_t p, uint64_t need,
      * there are, each partition sees one round trip at a time; whoever
      * finds none in flight starts it. A later request than `need` is as
      * good (it started later still). */
+    (void)w;
+    (void)p;
     while (wp->done < need) {
         if (wp->started == wp->done) {
             wp->started++;
-            wm_fetch_locked(w, p, wm_remaining_ms(until));
-            continue;
+            wp->queued = 1;
+            wp->fetch_ms = wm_remaining_ms(until);
+            pthread_cond_signal(&wp->want);
         }
         if (pthread_cond_timedwait(&wp->cv, &wp->mu, until) == ETIMEDOUT &&
             wp->done < need)
@@ -337,4 +438,60 @@ int64_t wm_last_end(wm_cache *w, int32_t p) {
 
 uint64_t wm_requests(wm_cache *w) {
     return atomic_load_explicit(&w->requests, memory_order_relaxed);
+}
+
+/* ---- health: never waits on a broker ---- */
+
+int64_t wm_health(wm_cache *w, int32_t p, rd_kafka_resp_err_t *last_err) {
+    if (p < 0 || p >= w->nparts)
+        return -1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1;
+    pthread_mutex_lock(&w->parts[p].mu);
+    int64_t ok = w->parts[p].ok_ms;
+    *last_err = w->parts[p].last_err;
+    pthread_mutex_unlock(&w->parts[p].mu);
+    return ok ? now_ms - ok : -1;
+}
+
+static void wm_refresh_all(wm_cache *w) {
+    int32_t *ps = malloc(sizeof(*ps) * (size_t)w->nparts);
+    int64_t *ends = malloc(sizeof(*ends) * (size_t)w->nparts);
+    int32_t failed = -1;
+    if (ps && ends) {
+        for (int p = 0; p < w->nparts; p++)
+            ps[p] = p;
+        wm_end_offsets(w, ps, w->nparts, w->refresh_ms, ends, &failed);
+    }
+    free(ps);
+    free(ends);
+}
+
+static void *wm_refresher_main(void *arg) {
+    wm_cache *w = arg;
+    pthread_mutex_lock(&w->stop_mu);
+    while (!w->stop) {
+        struct timespec until;
+        wm_deadline(&until, w->refresh_ms);
+        pthread_cond_timedwait(&w->stop_cv, &w->stop_mu, &until);
+        if (w->stop)
+            break;
+        pthread_mutex_unlock(&w->stop_mu);
+        wm_refresh_all(w);
+        pthread_mutex_lock(&w->stop_mu);
+    }
+    pthread_mutex_unlock(&w->stop_mu);
+    return NULL;
+}
+
+int wm_start_refresh(wm_cache *w, int interval_ms, char *errstr, size_t errstr_size) {
+    w->refresh_ms = interval_ms;
+    wm_refresh_all(w); /* health is known before the first request */
+    if (pthread_create(&w->refresher, NULL, wm_refresher_main, w) != 0) {
+        snprintf(errstr, errstr_size, "watermarks: pthread_create failed");
+        return -1;
+    }
+    w->refreshing = 1;
+    return 0;
 }
