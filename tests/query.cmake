@@ -3,7 +3,10 @@
 objlog_add_test(test_http SOURCES test_http.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
 # objlogd as a process: stdout lines, flags, SIGTERM, --kafka-only/--brokers.
-objlog_add_test(test_http_objlogd SOURCES test_http_objlogd.c TIMEOUT 180
+# The cases about views run on the mock cluster and, as
+# test_http_objlogd_kafka, on a real 3-node Kafka; objlogd's own cluster
+# flags only on the mock variant.
+objlog_add_test(test_http_objlogd BOTH_LOGS SOURCES test_http_objlogd.c TIMEOUT 180
   LIBS objlog_testkit PkgConfig::CURL PkgConfig::RDKAFKA)
 add_dependencies(test_http_objlogd objlogd)
 # view.h (the transport-free reads) straight over a store the state machine

@@ -1,9 +1,19 @@
-/* test_http_objlogd.c: the objlogd process interface (/tmp/http_api.md):
- * the OBJLOG_* stdout lines, serving over HTTP, graceful SIGTERM with exit
- * 0, --kafka-only plus a second objlogd on --brokers, a clear error for a
- * cluster without the topics, exit 2 naming a bad flag, and the
- * bench-only --test-no-stats. Every child is
- * stopped by the test (proc.h kills leftovers even on failure). */
+/* test_http_objlogd.c: the objlogd process interface (/tmp/http_api.md).
+ *
+ * Flags of objlogd itself, on the mock variant only (they start their own
+ * embedded or --kafka-only cluster, or none, never the test's log): the
+ * OBJLOG_* stdout lines, --embedded serving over HTTP, graceful SIGTERM
+ * with exit 0, --kafka-only plus a second objlogd on --brokers, a clear
+ * error for a cluster without the topics, exit 2 naming a bad flag.
+ *
+ * Flags of a view, on both logs: `objlogd --brokers` views of the test's
+ * log (testlog.h: the mock cluster of `objlogd --kafka-only` or a real
+ * 3-node Kafka, started once for the program) serve and stop with exit 0;
+ * --ready-max-lag, --max-timeout-ms and --test-apply-delay-ms; the
+ * bench-only --test-no-stats.
+ *
+ * Every child is stopped by the test (proc.h kills leftovers even on
+ * failure). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +29,37 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "proc.h"
+#include "testlog.h"
 
 static char objlogd[1024];
+static testlog *g_log;           /* the views' log, for the whole program */
+static char g_boot[1024];
+
+/* Cases about objlogd's own cluster flags check nothing the real-Kafka
+ * variant adds: they run once, on the mock variant. */
+static void mock_variant_only(void) {
+    if (testlog_is_kafka()) {
+        print_message("starts its own cluster (or none), never the test's log: checked "
+                      "by the mock variant only\n");
+        skip();
+    }
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    g_log = testlog_start(2);
+    if (!g_log)
+        return -1;
+    snprintf(g_boot, sizeof(g_boot), "%s", testlog_bootstrap(g_log));
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    testlog_stop(g_log);
+    g_log = NULL;
+    return 0;
+}
 
 static long http(const char *method, const char *url, const char *body,
                  char *out, size_t out_size);
@@ -64,12 +103,20 @@ static proc *start(char *const *args, char *bootstrap, char *listen, int kafka_o
     proc *p = proc_spawn(argv, NULL);
     assert_non_null(p);
     if (bootstrap)
-        assert_int_equal(proc_wait_line(p, "OBJLOG_BOOTSTRAP=", bootstrap, 512, 20000), 0);
+        assert_int_equal(proc_wait_line(p, "OBJLOG_BOOTSTRAP=", bootstrap, 512, 60000), 0);
     if (!kafka_only)
-        assert_int_equal(proc_wait_line(p, "OBJLOG_LISTEN=", listen, 64, 20000), 0);
+        assert_int_equal(proc_wait_line(p, "OBJLOG_LISTEN=", listen, 64, 60000), 0);
     char rest[16];
-    assert_int_equal(proc_wait_line(p, "OBJLOG_READY", rest, sizeof(rest), 20000), 0);
+    assert_int_equal(proc_wait_line(p, "OBJLOG_READY", rest, sizeof(rest), 60000), 0);
     return p;
+}
+
+/* partition and offset of an ack=logged write's answer; fails without. */
+static void logged_at(const char *body, int *partition, long long *offset) {
+    const char *p = strstr(body, "\"partition\":"), *o = strstr(body, "\"offset\":");
+    if (!p || !o || sscanf(p, "\"partition\":%d", partition) != 1 ||
+        sscanf(o, "\"offset\":%lld", offset) != 1)
+        fail_msg("not an ack=logged answer: %s", body);
 }
 
 static void assert_exit_0(int status) {
@@ -79,6 +126,7 @@ static void assert_exit_0(int status) {
 
 static void test_embedded_serves_and_stops(void **state) {
     (void)state;
+    mock_variant_only();
     char dir[256], bootstrap[512], listen[64], url[256], out[4096];
     assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
     char *args[] = {"--listen", "127.0.0.1:0", "--data", dir, "--partitions", "2",
@@ -103,6 +151,7 @@ static void test_embedded_serves_and_stops(void **state) {
 
 static void test_kafka_only_and_brokers(void **state) {
     (void)state;
+    mock_variant_only();
     char dir[256], bootstrap[512], listen[64], url[256], out[4096];
     assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
     char *kargs[] = {"--kafka-only", "--partitions", "2", NULL};
@@ -123,11 +172,9 @@ static void test_kafka_only_and_brokers(void **state) {
  * and the marked store is refused by an objlogd with counters. */
 static void test_no_stats_flag(void **state) {
     (void)state;
-    char dir[256], bootstrap[512], listen[64], url[256], out[4096], errout[4096];
+    char dir[256], listen[64], url[256], out[4096], errout[4096];
     assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
-    char *kargs[] = {"--kafka-only", "--partitions", "2", NULL};
-    proc *k = start(kargs, bootstrap, NULL, 1);
-    char *args[] = {"--brokers", bootstrap, "--listen", "127.0.0.1:0", "--data", dir,
+    char *args[] = {"--brokers", g_boot, "--listen", "127.0.0.1:0", "--data", dir,
                     "--test-no-stats", NULL};
     proc *d = start(args, NULL, listen, 0);
     snprintf(url, sizeof(url), "http://%s/v1/buckets/nost", listen);
@@ -144,20 +191,49 @@ static void test_no_stats_flag(void **state) {
         assert_non_null(strstr(out, "--test-no-stats"));
     }
     assert_exit_0(proc_stop(d, 20000));
-    char *again[] = {objlogd, "--brokers", bootstrap, "--listen", "127.0.0.1:0", "--data",
+    char *again[] = {objlogd, "--brokers", g_boot, "--listen", "127.0.0.1:0", "--data",
                      dir, NULL};
-    int rc = proc_run(again, NULL, out, sizeof(out), errout, sizeof(errout), 30000);
+    int rc = proc_run(again, NULL, out, sizeof(out), errout, sizeof(errout), 60000);
     if (rc != 1 || !strstr(errout, "applied without the stats view"))
         print_error("rc %d: %s\n", rc, errout);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(errout, "applied without the stats view"));
-    assert_exit_0(proc_stop(k, 20000));
+    proc_rmtree(dir);
+}
+
+/* A view of the program's log serves writes and reads, stops on SIGTERM
+ * with exit 0, and a restart on the same directory serves what it had. */
+static void test_brokers_view_serves_and_stops(void **state) {
+    (void)state;
+    char dir[256], listen[64], url[256], out[4096];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    char *args[] = {"--brokers", g_boot, "--listen", "127.0.0.1:0", "--data", dir, NULL};
+    proc *d = start(args, NULL, listen, 0);
+    snprintf(url, sizeof(url), "http://%s/healthz", listen);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+    assert_non_null(strstr(out, "{\"status\":\"ok\","));
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/remote-view", listen);
+    assert_int_equal(http("PUT", url, "{\"versioning\":\"Enabled\"}", out, sizeof(out)), 200);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/remote-view/objects", listen);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+    assert_non_null(strstr(out, "\"key_count\":0"));
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/remote-view/objects/x/y", listen);
+    assert_int_equal(http("PUT", url, "{\"etag\":\"e\"}", out, sizeof(out)), 200);
+    assert_exit_0(proc_stop(d, 20000));
+
+    d = start(args, NULL, listen, 0);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/remote-view/objects/x/y", listen);
+    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+    assert_non_null(strstr(out, "\"key\":\"x/y\""));
+    assert_non_null(strstr(out, "\"etag\":\"e\""));
+    assert_exit_0(proc_stop(d, 20000));
     proc_rmtree(dir);
 }
 
 /* A cluster without the objlog topics: objlogd names the missing topic. */
 static void test_brokers_missing_topic(void **state) {
     (void)state;
+    mock_variant_only();
     char err[256], out[1024], errout[4096];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
@@ -177,49 +253,91 @@ static void test_brokers_missing_topic(void **state) {
     assert_non_null(strstr(errout, "topic objlog.events is missing"));
 }
 
+/* GET /readyz every 50 ms until it answers `want` or timeout_ms pass;
+ * returns the last status, its body in out. */
+static long readyz_until(const char *listen, long want, int timeout_ms, char *out,
+                         size_t out_size) {
+    char url[128];
+    snprintf(url, sizeof(url), "http://%s/readyz", listen);
+    long st = -1;
+    for (int waited = 0; waited <= timeout_ms; waited += 50) {
+        st = http("GET", url, NULL, out, out_size);
+        if (st == want)
+            break;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return st;
+}
+
 /* --test-apply-delay-ms slows applying, --ready-max-lag makes /readyz fail
- * meanwhile, --max-timeout-ms caps timeout_ms (and the default under it). */
+ * meanwhile, --max-timeout-ms caps timeout_ms (and the default under it).
+ * /readyz never calls a broker: it compares with the end offsets a
+ * refresher fetches every second (docs/ARCHITECTURE.md), so it is polled
+ * until it notices the writes; a batch applied 3 s late outlasts that.
+ * It starts ready (caught up with what earlier cases left in the log), so
+ * the 503 is this case's writes. The bucket and its key share a partition
+ * (DESIGN §3): the three writes are three consecutive offsets there, and
+ * the view ends applied up to the last one exactly. */
 static void test_lag_flags(void **state) {
     (void)state;
-    char dir[256], bootstrap[512], listen[64], url[256], out[4096];
+    char dir[256], listen[64], url[256], out[4096], want[256];
     assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
-    char *args[] = {"--listen", "127.0.0.1:0", "--data", dir, "--partitions", "1",
+    char *args[] = {"--brokers", g_boot, "--listen", "127.0.0.1:0", "--data", dir,
                     "--threads", "2", "--ready-max-lag", "1", "--max-timeout-ms",
-                    "500", "--test-apply-delay-ms", "700", NULL};
-    proc *p = start(args, bootstrap, listen, 0);
+                    "500", "--test-apply-delay-ms", "3000", NULL};
+    proc *p = start(args, NULL, listen, 0);
+    if (readyz_until(listen, 200, 60000, out, sizeof(out)) != 200)
+        fail_msg("/readyz before any write: %s", out);
+    int part[3];
+    long long off[3];
     snprintf(url, sizeof(url), "http://%s/v1/buckets/flags?ack=logged", listen);
     assert_int_equal(http("PUT", url, NULL, out, sizeof(out)), 200);
+    logged_at(out, &part[0], &off[0]);
     snprintf(url, sizeof(url), "http://%s/v1/buckets/flags/objects/k?ack=logged", listen);
     assert_int_equal(http("PUT", url, "{\"etag\":\"1\"}", out, sizeof(out)), 200);
+    logged_at(out, &part[1], &off[1]);
     assert_int_equal(http("PUT", url, "{\"etag\":\"2\"}", out, sizeof(out)), 200);
-    snprintf(url, sizeof(url), "http://%s/readyz", listen);
-    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 503);
+    logged_at(out, &part[2], &off[2]);
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(part[i], part[0]);
+        assert_int_equal(off[i], off[0] + i);
+    }
+    if (readyz_until(listen, 503, 10000, out, sizeof(out)) != 503)
+        fail_msg("/readyz never failed while the view lagged: %s", out);
     assert_non_null(strstr(out, "\"ready\":false"));
+    snprintf(want, sizeof(want), "partition %d lags ", part[0]);
+    if (!strstr(out, want))
+        fail_msg("/readyz reason lacks \"%s\": %s", want, out);
     snprintf(url, sizeof(url), "http://%s/v1/buckets/flags/objects/k?timeout_ms=501", listen);
     assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 400);
     assert_non_null(strstr(out, "0..500"));
-    int ready = 0;
-    snprintf(url, sizeof(url), "http://%s/readyz", listen);
-    for (int i = 0; i < 100 && !ready; i++) {
-        ready = http("GET", url, NULL, out, sizeof(out)) == 200;
-        if (!ready) {
+    if (readyz_until(listen, 200, 60000, out, sizeof(out)) != 200)
+        fail_msg("/readyz never ready again: %s", out);
+    assert_string_equal(out, "{\"ready\":true}\n");
+    /* Ready allows a lag of 1: the last write may still be on its way. */
+    snprintf(want, sizeof(want), "{\"partition\":%d,\"applied\":%lld,\"end\":%lld,"
+             "\"lag_messages\":0,\"lag_seconds\":0.0,\"state\":\"running\"}", part[0],
+             off[2] + 1, off[2] + 1);
+    snprintf(url, sizeof(url), "http://%s/v1/lag", listen);
+    int settled = 0;
+    for (int i = 0; i < 200 && !settled; i++) {
+        assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+        settled = strstr(out, want) != NULL;
+        if (!settled) {
             struct timespec ts = {0, 50 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
     }
-    assert_true(ready);
-    assert_string_equal(out, "{\"ready\":true}\n");
-    snprintf(url, sizeof(url), "http://%s/v1/lag", listen);
-    assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
-    assert_non_null(strstr(out, "{\"partition\":0,\"applied\":3,\"end\":3,"
-                                "\"lag_messages\":0,\"lag_seconds\":0.0,"
-                                "\"state\":\"running\"}"));
+    if (!settled)
+        fail_msg("GET /v1/lag never showed %s: %s", want, out);
     assert_exit_0(proc_stop(p, 20000));
     proc_rmtree(dir);
 }
 
 static void test_bad_flags_exit_2(void **state) {
     (void)state;
+    mock_variant_only();
     struct { const char *flag, *value, *named; } rows[] = {
         {"--bogus", NULL, "--bogus"},
         {"--threads", "zero", "--threads"},
@@ -247,14 +365,17 @@ int main(void) {
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
+        /* objlogd's own flags: mock variant only */
         cmocka_unit_test(test_bad_flags_exit_2),
         cmocka_unit_test(test_brokers_missing_topic),
         cmocka_unit_test(test_embedded_serves_and_stops),
         cmocka_unit_test(test_kafka_only_and_brokers),
+        /* views of the program's log: both variants */
+        cmocka_unit_test(test_brokers_view_serves_and_stops),
         cmocka_unit_test(test_lag_flags),
         cmocka_unit_test(test_no_stats_flag),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
     curl_global_cleanup();
     return rc;
 }

@@ -325,10 +325,20 @@ static void writes_read_back_and_list_exactly(void **state) {
 
 /* ---- phase 2: SIGKILL the view mid-write, restart, replay into a new view ---- */
 
+/* The kill lands inside the burst by construction, not by timing: the
+ * writer issues the first CRASH_GATE writes, then waits for `killed`
+ * before issuing the rest, and the test kills the view once CRASH_KILL_AT
+ * of them are acknowledged. So at the kill at most CRASH_GATE < N_CRASH
+ * writes exist, and N_CRASH - CRASH_GATE are produced while the view is
+ * down. */
+#define CRASH_KILL_AT (N_CRASH / 3)
+#define CRASH_GATE (N_CRASH / 2)
+
 typedef struct crash_writer {
     objlog_producer *p;
     write_tally tally;
     atomic_int acked;
+    atomic_int killed;
 } crash_writer;
 
 static void crash_cb(const objlog_write_result *res, void *opaque) {
@@ -341,6 +351,8 @@ static void *crash_writer_main(void *a) {
     crash_writer *w = a;
     char key[64], etag[32], err[256];
     for (int i = 0; i < N_CRASH; i++) {
+        while (i == CRASH_GATE && !atomic_load(&w->killed))
+            usleep(1000);
         sprintf(key, "crash/k%05d", i % N_CRASH_KEYS);
         sprintf(etag, "c%05d", i);
         objlog_object_meta m = {.size = (uint64_t)i, .etag = etag};
@@ -348,7 +360,7 @@ static void *crash_writer_main(void *a) {
                                        err, sizeof(err)) != 0)
             fail_msg("put %s: %s", key, err);
         if (i % 100 == 99)
-            usleep(20000); /* spread the burst so the kill lands inside it */
+            usleep(20000); /* spread the burst: the view is applying when killed */
     }
     return NULL;
 }
@@ -414,12 +426,15 @@ static void view_killed_mid_write_equals_replayed_view(void **state) {
     w.p = new_producer("logged"); /* acks come from Kafka, not the view */
     pthread_t th;
     pthread_create(&th, NULL, crash_writer_main, &w);
-    while (atomic_load(&w.acked) < N_CRASH / 3)
+    while (atomic_load(&w.acked) < CRASH_KILL_AT)
         usleep(1000);
     proc_kill(T.view); /* SIGKILL in the middle of the burst */
     T.view = NULL;
     int acked_at_kill = atomic_load(&w.acked);
-    assert_true(acked_at_kill < N_CRASH); /* the kill landed inside the burst */
+    atomic_store(&w.killed, 1); /* only now may the writer pass CRASH_GATE */
+    /* The kill landed inside the burst: writes were still to come. */
+    assert_true(acked_at_kill >= CRASH_KILL_AT && acked_at_kill <= CRASH_GATE);
+    assert_true(acked_at_kill < N_CRASH);
     pthread_join(th, NULL);
     assert_int_equal(objlog_producer_flush(w.p, 60000), 0);
     objlog_producer_destroy(w.p);

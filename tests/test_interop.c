@@ -1,8 +1,10 @@
 /* test_interop.c: tools nobody here wrote can read objlog's log (issue 2,
  * item 7), and a message they write that is not an event goes to the DLQ
- * without stopping its partition (item 9). Runs `objlogd --embedded`, kcat
- * (Debian's kcat) and `protoc --decode` (Debian's protobuf-compiler) as
- * separate processes. */
+ * without stopping its partition (item 9). The log is the mock cluster of
+ * `objlogd --kafka-only` or a real 3-node Kafka (testlog.h); `objlogd
+ * --brokers` is the view, and kcat (Debian's kcat) and `protoc --decode`
+ * (Debian's protobuf-compiler) run as separate processes against the same
+ * bootstrap list. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,11 +22,13 @@
 #include "keycodec.h"
 #include "proc.h"
 #include "rangemap.h"
+#include "testlog.h"
 
 #define PARTITIONS 4
 
 static struct {
-    char root[256], data[300], objlogd[512], boot[512], url[256], src[512];
+    char root[256], data[300], objlogd[512], boot[1024], url[256], src[512];
+    testlog *log;
     proc *d;
     int partition; /* of bucket "interop" */
 } T;
@@ -37,11 +41,13 @@ static int setup(void **state) {
     assert_int_equal(proc_tmpdir(T.root, sizeof(T.root)), 0);
     snprintf(T.data, sizeof(T.data), "%s/data", T.root);
     proc_bin("query/objlogd", T.objlogd, sizeof(T.objlogd));
-    char *argv[] = {T.objlogd, "--embedded", "--partitions", "4", "--listen", "127.0.0.1:0",
-                    "--data", T.data, NULL};
+    T.log = testlog_start(PARTITIONS);
+    assert_non_null(T.log);
+    snprintf(T.boot, sizeof(T.boot), "%s", testlog_bootstrap(T.log));
+    char *argv[] = {T.objlogd, "--brokers", T.boot, "--listen", "127.0.0.1:0", "--data",
+                    T.data, NULL};
     T.d = proc_spawn(argv, NULL);
     assert_non_null(T.d);
-    assert_int_equal(proc_wait_line(T.d, "OBJLOG_BOOTSTRAP=", T.boot, sizeof(T.boot), 60000), 0);
     assert_int_equal(proc_wait_line(T.d, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000), 0);
     assert_int_equal(proc_wait_line(T.d, "OBJLOG_READY", NULL, 0, 60000), 0);
     snprintf(T.url, sizeof(T.url), "http://%s", listen);
@@ -58,9 +64,10 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    if (T.d)
-        assert_int_equal(proc_stop(T.d, 20000), 0);
+    int st = T.d ? proc_stop(T.d, 20000) : 0;
+    testlog_stop(T.log);
     proc_rmtree(T.root);
+    assert_int_equal(st, 0);
     return 0;
 }
 

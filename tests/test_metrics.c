@@ -1,5 +1,8 @@
-/* test_metrics.c: GET /metrics of a real `objlogd --embedded` (issue 5
- * item 4, DESIGN §7). After known writes and reads, the exposition must
+/* test_metrics.c: GET /metrics of a real `objlogd --brokers` view (issue 5
+ * item 4, DESIGN §7) of the test's log: the mock cluster of `objlogd
+ * --kafka-only` or a real 3-node Kafka (testlog.h), fresh for this
+ * program, so every offset is known. After known writes and reads, the
+ * exposition must
  * pass `promtool check metrics` (exit 0, no "error" in its output; the
  * test fails, never skips, when promtool is missing: it comes from
  * Debian's prometheus package, see ops/setup.sh), declare every metric
@@ -21,9 +24,11 @@
 
 #include "httpc.h"
 #include "proc.h"
+#include "testlog.h"
 #include "token.h"
 
 typedef struct server {
+    testlog *log;
     proc *daemon;
     char dir[256];
     char url[128];
@@ -38,15 +43,22 @@ static int group_setup(void **state) {
         return -1;
     snprintf(data, sizeof(data), "%s/data", g_srv.dir);
     proc_bin("query/objlogd", bin, sizeof(bin));
-    char *argv[] = {bin, "--embedded", "--listen", "127.0.0.1:0", "--data", data,
-                    "--partitions", "4", NULL};
+    g_srv.log = testlog_start(4);
+    if (!g_srv.log) {
+        proc_rmtree(g_srv.dir);
+        return -1;
+    }
+    char *argv[] = {bin, "--brokers", (char *)testlog_bootstrap(g_srv.log), "--listen",
+                    "127.0.0.1:0", "--data", data, NULL};
     g_srv.daemon = proc_spawn(argv, NULL);
     if (!g_srv.daemon ||
-        proc_wait_line(g_srv.daemon, "OBJLOG_LISTEN=", listen, sizeof(listen), 30000) < 0 ||
-        proc_wait_line(g_srv.daemon, "OBJLOG_READY", NULL, 0, 30000) < 0) {
+        proc_wait_line(g_srv.daemon, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000) < 0 ||
+        proc_wait_line(g_srv.daemon, "OBJLOG_READY", NULL, 0, 60000) < 0) {
         fprintf(stderr, "objlogd did not become ready\n");
-        proc_kill(g_srv.daemon);
+        if (g_srv.daemon)
+            proc_kill(g_srv.daemon);
         g_srv.daemon = NULL;
+        testlog_stop(g_srv.log);
         proc_rmtree(g_srv.dir);
         return -1;
     }
@@ -57,6 +69,7 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
     (void)state;
     int st = proc_stop(g_srv.daemon, 10000);
+    testlog_stop(g_srv.log);
     proc_rmtree(g_srv.dir);
     return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }

@@ -1,5 +1,7 @@
-/* test_producer_applied.c: libobjlog_producer with ack=applied against the
- * real objlogd --embedded (DESIGN §6): outcomes come back through
+/* test_producer_applied.c: libobjlog_producer with ack=applied against a
+ * real `objlogd --brokers` view (DESIGN §6) of the test's log: the mock
+ * cluster of `objlogd --kafka-only` or a real 3-node Kafka (testlog.h),
+ * started once for the program. Outcomes come back through
  * GET /v1/outcomes (batched per partition) as OK (version id, etag, delete marker) or
  * REJECTED (S3 code and message), and a retry with the same request id
  * gets the stored outcome instead of a second write. The issue 3 calls
@@ -32,28 +34,48 @@
 #include "keycodec.h"
 #include "objlog_producer.h"
 #include "proc.h"
+#include "testlog.h"
 
+#define PARTITIONS 8
+
+static testlog *g_log;
 static proc *g_daemon;
-static char g_dir[256], g_bootstrap[512], g_url[128];
+static char g_dir[256], g_bootstrap[1024], g_url[128], g_objlogd[512];
 static objlog_producer *g_p;
 
+/* A view of the group's log on a fresh directory under g_dir; url gets
+ * its base URL. NULL if it did not become ready. */
+static proc *view_start(const char *name, char *url, size_t url_size) {
+    char data[300], listen[64];
+    snprintf(data, sizeof(data), "%s/%s", g_dir, name);
+    char *argv[] = {g_objlogd, "--brokers", g_bootstrap, "--listen", "127.0.0.1:0",
+                    "--data", data, NULL};
+    proc *p = proc_spawn(argv, NULL);
+    if (!p || proc_wait_line(p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000) ||
+        proc_wait_line(p, "OBJLOG_READY", NULL, 0, 60000)) {
+        fprintf(stderr, "objlogd --brokers %s did not become ready\n", g_bootstrap);
+        if (p)
+            proc_kill(p);
+        return NULL;
+    }
+    snprintf(url, url_size, "http://%s", listen);
+    return p;
+}
+
+/* Once per program: the log, the main view and the shared producer. */
 static int group_setup(void **state) {
     (void)state;
-    char bin[512], data[300], listen[64], err[512];
+    char err[512];
     if (proc_tmpdir(g_dir, sizeof(g_dir)) < 0)
         return -1;
-    snprintf(data, sizeof(data), "%s/data", g_dir);
-    proc_bin("query/objlogd", bin, sizeof(bin));
-    char *argv[] = {bin, "--embedded", "--listen", "127.0.0.1:0", "--data", data, NULL};
-    g_daemon = proc_spawn(argv, NULL);
-    if (!g_daemon ||
-        proc_wait_line(g_daemon, "OBJLOG_BOOTSTRAP=", g_bootstrap, sizeof(g_bootstrap), 30000) ||
-        proc_wait_line(g_daemon, "OBJLOG_LISTEN=", listen, sizeof(listen), 30000) ||
-        proc_wait_line(g_daemon, "OBJLOG_READY", NULL, 0, 30000)) {
-        fprintf(stderr, "objlogd did not become ready\n");
+    proc_bin("query/objlogd", g_objlogd, sizeof(g_objlogd));
+    g_log = testlog_start(PARTITIONS);
+    if (!g_log)
         return -1;
-    }
-    snprintf(g_url, sizeof(g_url), "http://%s", listen);
+    snprintf(g_bootstrap, sizeof(g_bootstrap), "%s", testlog_bootstrap(g_log));
+    g_daemon = view_start("data", g_url, sizeof(g_url));
+    if (!g_daemon)
+        return -1;
     objlog_producer_conf *conf = objlog_producer_conf_new();
     if (objlog_producer_conf_set(conf, "bootstrap.servers", g_bootstrap, err, sizeof(err)) ||
         objlog_producer_conf_set(conf, "query.url", g_url, err, sizeof(err)) ||
@@ -91,7 +113,9 @@ static int64_t mono_ms(void) {
 static int group_teardown(void **state) {
     (void)state;
     objlog_producer_destroy(g_p);
-    proc_stop(g_daemon, 10000);
+    if (g_daemon)
+        proc_stop(g_daemon, 10000);
+    testlog_stop(g_log);
     proc_rmtree(g_dir);
     return 0;
 }
@@ -377,7 +401,7 @@ static void test_outcomes_route(void **state) {
         "/v1/outcomes",
         "/v1/outcomes?from=0",
         "/v1/outcomes?partition=0",
-        "/v1/outcomes?partition=8&from=0",
+        "/v1/outcomes?partition=8&from=0", /* PARTITIONS: 0..7 */
         "/v1/outcomes?partition=-1&from=0",
         "/v1/outcomes?partition=x&from=0",
         "/v1/outcomes?partition=0&from=-1",
@@ -405,37 +429,26 @@ static void test_outcomes_route(void **state) {
 
 /* ---- issue 4: unknown outcomes, with a view held by SIGSTOP ---- */
 
+/* Each test gets a view of its own on the group's log (a fresh directory
+ * each time), so SIGSTOP never touches the group's view. */
 typedef struct held {
-    char dir[256], boot[512], url[128];
-    proc *kafka, *view;
+    const char *boot;
+    char url[128];
+    proc *view;
     int stopped;
 } held;
 
 static held H;
 
 static int held_setup(void **state) {
+    static int n;
+    char name[32];
     (void)state;
-    char bin[512], data[300], listen[64];
     memset(&H, 0, sizeof(H));
-    if (proc_tmpdir(H.dir, sizeof(H.dir)) < 0)
-        return -1;
-    proc_bin("query/objlogd", bin, sizeof(bin));
-    char *kargv[] = {bin, "--kafka-only", "--partitions", "2", NULL};
-    H.kafka = proc_spawn(kargv, NULL);
-    if (!H.kafka ||
-        proc_wait_line(H.kafka, "OBJLOG_BOOTSTRAP=", H.boot, sizeof(H.boot), 30000) ||
-        proc_wait_line(H.kafka, "OBJLOG_READY", NULL, 0, 30000))
-        return -1;
-    snprintf(data, sizeof(data), "%s/view", H.dir);
-    char *vargv[] = {bin, "--brokers", H.boot, "--listen", "127.0.0.1:0", "--data",
-                     data, NULL};
-    H.view = proc_spawn(vargv, NULL);
-    if (!H.view ||
-        proc_wait_line(H.view, "OBJLOG_LISTEN=", listen, sizeof(listen), 30000) ||
-        proc_wait_line(H.view, "OBJLOG_READY", NULL, 0, 30000))
-        return -1;
-    snprintf(H.url, sizeof(H.url), "http://%s", listen);
-    return 0;
+    H.boot = g_bootstrap;
+    snprintf(name, sizeof(name), "held%d", ++n);
+    H.view = view_start(name, H.url, sizeof(H.url));
+    return H.view ? 0 : -1;
 }
 
 /* Runs even when the test failed: a stopped view is continued first, or
@@ -446,9 +459,6 @@ static int held_teardown(void **state) {
         kill(H.view->pid, SIGCONT);
         proc_stop(H.view, 10000);
     }
-    if (H.kafka)
-        proc_stop(H.kafka, 10000);
-    proc_rmtree(H.dir);
     memset(&H, 0, sizeof(H));
     return 0;
 }
@@ -613,13 +623,10 @@ int main(void) {
         cmocka_unit_test(test_multipart_and_bucket_calls),
         cmocka_unit_test(test_many_writes_few_outcome_requests),
         cmocka_unit_test(test_outcomes_route),
-    };
-    const struct CMUnitTest held_tests[] = {
         cmocka_unit_test_setup_teardown(test_unknown_then_manual_retry, held_setup,
                                         held_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_retries_succeed_after_cont,
                                         held_setup, held_teardown),
     };
-    int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
-    return failed + cmocka_run_group_tests(held_tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

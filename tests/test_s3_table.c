@@ -1,7 +1,9 @@
 /* test_s3_table.c: S3 object-metadata semantics, one rule per row (issue 3).
  *
- * Each row is an operation sequence against a real objlogd (embedded mode,
- * its own process) in a bucket of its own, and every step states the exact
+ * Each row is an operation sequence against a real `objlogd --brokers`
+ * view (its own process) of the test's log, the mock cluster of `objlogd
+ * --kafka-only` or a real 3-node Kafka (testlog.h), in a bucket of its
+ * own, and every step states the exact
  * response: HTTP status, S3 error code, and clauses over the JSON body and
  * headers. Clause language (';'-separated):
  *   path=value     JSON value at a dotted path ("versions.0.is_latest");
@@ -27,6 +29,7 @@
 
 #include "httpc.h"
 #include "proc.h"
+#include "testlog.h"
 
 #define MAX_STEPS 16
 
@@ -326,7 +329,8 @@ static const row rows[] = {
 /* ---- runner ---- */
 
 static struct {
-    char root[256], data[300], objlogd[512], boot[512], url[256];
+    char root[256], data[300], objlogd[512], url[256];
+    testlog *log;
     proc *d;
 } T;
 
@@ -341,10 +345,12 @@ static int setup(void **state) {
     assert_int_equal(proc_tmpdir(T.root, sizeof(T.root)), 0);
     snprintf(T.data, sizeof(T.data), "%s/data", T.root);
     proc_bin("query/objlogd", T.objlogd, sizeof(T.objlogd));
-    char *argv[] = {T.objlogd, "--embedded", "--listen", "127.0.0.1:0", "--data", T.data, NULL};
+    T.log = testlog_start(8);
+    assert_non_null(T.log);
+    char *argv[] = {T.objlogd, "--brokers", (char *)testlog_bootstrap(T.log), "--listen",
+                    "127.0.0.1:0", "--data", T.data, NULL};
     T.d = proc_spawn(argv, NULL);
     assert_non_null(T.d);
-    assert_int_equal(proc_wait_line(T.d, "OBJLOG_BOOTSTRAP=", T.boot, sizeof(T.boot), 60000), 0);
     assert_int_equal(proc_wait_line(T.d, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000), 0);
     assert_int_equal(proc_wait_line(T.d, "OBJLOG_READY", NULL, 0, 60000), 0);
     snprintf(T.url, sizeof(T.url), "http://%s", listen);
@@ -353,9 +359,10 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    if (T.d)
-        assert_int_equal(proc_stop(T.d, 20000), 0);
+    int st = T.d ? proc_stop(T.d, 20000) : 0;
+    testlog_stop(T.log);
     proc_rmtree(T.root);
+    assert_int_equal(st, 0);
     return 0;
 }
 

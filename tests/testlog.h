@@ -38,7 +38,8 @@ int testlog_wait_ready(testlog *l, int timeout_ms);
 /* Leader node of topic/partition per metadata, or -1. */
 int testlog_leader(testlog *l, const char *topic, int partition, int timeout_ms);
 
-/* Stops everything (SIGTERM, then SIGKILL) and removes its files. */
+/* Stops everything (Kafka nodes by SIGKILL: their files go too) and
+ * removes its files. */
 void testlog_stop(testlog *l);
 
 #endif
