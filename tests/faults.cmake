@@ -2,14 +2,12 @@
 # test_faults kills, restarts, SIGSTOPs and cleanly stops brokers under the
 # mixed writers of mixload.c and checks that no acknowledged write is lost
 # or applied twice and that the view equals a rebuild from the topic.
-# Real Kafka only, so it is registered only with OBJLOG_TEST_KAFKA, as a
-# kafka test (one cluster at a time); the program skips itself under mock.
-if(OBJLOG_TEST_KAFKA)
-  objlog_add_test(test_faults SOURCES test_faults.c mixload.c viewproc.c storedump.c
-    TIMEOUT 600
-    LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas
-    PkgConfig::JANSSON PkgConfig::RDKAFKA)
+# Real Kafka only (KAFKA_ONLY), on a cluster of its own (OWN_CLUSTER): it
+# kills brokers.
+objlog_add_test(test_faults KAFKA_ONLY OWN_CLUSTER SOURCES test_faults.c mixload.c viewproc.c
+  storedump.c TIMEOUT 300
+  LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas
+  PkgConfig::JANSSON PkgConfig::RDKAFKA)
+if(TARGET test_faults)
   add_dependencies(test_faults objlogd objlog)
-  set_tests_properties(test_faults PROPERTIES RESOURCE_LOCK kafka_cluster LABELS kafka
-    ENVIRONMENT "OBJLOG_BIN_DIR=${CMAKE_BINARY_DIR};OBJLOG_SRC_DIR=${CMAKE_SOURCE_DIR};OBJLOG_FETCH_WAIT_MS=100;OBJLOG_TEST_LOG=kafka")
 endif()

@@ -5,15 +5,12 @@
 # reads keep answering, /readyz fails, SIGTERM exits fast), then restarts
 # the brokers and checks that the same objlogd recovers and that every
 # write answered 503 resolves by its request id with nothing lost.
-# Real Kafka only, so it is registered only with OBJLOG_TEST_KAFKA, as a
-# kafka test (one cluster at a time); the program skips itself under mock.
-# One node: every broker goes down anyway, and one JVM restarts fastest.
-if(OBJLOG_TEST_KAFKA)
-  objlog_add_test(test_logdown SOURCES test_logdown.c viewproc.c storedump.c
-    TIMEOUT 300
-    LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas
-    PkgConfig::JANSSON PkgConfig::RDKAFKA)
+# Real Kafka only (KAFKA_ONLY), on a cluster of its own (OWN_CLUSTER) of
+# one node: every broker goes down anyway, and one JVM restarts fastest.
+objlog_add_test(test_logdown KAFKA_ONLY OWN_CLUSTER KAFKA_NODES 1 SOURCES test_logdown.c
+  viewproc.c storedump.c TIMEOUT 150
+  LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas
+  PkgConfig::JANSSON PkgConfig::RDKAFKA)
+if(TARGET test_logdown)
   add_dependencies(test_logdown objlogd objlog)
-  set_tests_properties(test_logdown PROPERTIES RESOURCE_LOCK kafka_cluster LABELS kafka
-    ENVIRONMENT "OBJLOG_BIN_DIR=${CMAKE_BINARY_DIR};OBJLOG_SRC_DIR=${CMAKE_SOURCE_DIR};OBJLOG_FETCH_WAIT_MS=100;OBJLOG_TEST_LOG=kafka;OBJLOG_TEST_KAFKA_NODES=1")
 endif()

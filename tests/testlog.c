@@ -1,7 +1,9 @@
 /* testlog.c: see testlog.h. The mock log is one `objlogd --kafka-only`
  * child; the Kafka log is N `ops/kafka.sh node` children (each execs its
  * JVM, so the child's pid is the JVM's) over a directory that
- * `ops/kafka.sh init` formatted. */
+ * `ops/kafka.sh init` formatted, or the ctest fixture's cluster
+ * (OBJLOG_TEST_KAFKA_DIR), which a test borrows: it empties the cluster of
+ * every topic before making its own and never signals a node. */
 #define _GNU_SOURCE
 #include "testlog.h"
 
@@ -18,15 +20,18 @@
 #include "proc.h"
 
 #define TESTLOG_MAX_NODES 5
+#define TESTLOG_MAX_TOPICS 256
 
 struct testlog {
     int kafka;
+    int shared;                  /* the fixture's cluster: not ours to stop */
     char dir[256];
     char script[512];
     char bootstrap[1024];
     int nodes;
     proc *mock;
     proc *node[TESTLOG_MAX_NODES + 1];
+    int up[TESTLOG_MAX_NODES + 1];  /* shared: the fixture runs node i */
 };
 
 int testlog_is_kafka(void) {
@@ -68,8 +73,11 @@ static int kafka_sh(testlog *l, const char *cmd, char *const more[], char *out,
     return rc == 0 ? 0 : -1;
 }
 
+static int create_topics(testlog *l, int partitions);
+static int empty_cluster(testlog *l);
+
 int testlog_node_start(testlog *l, int node) {
-    if (!l->kafka || node < 1 || node > l->nodes || l->node[node])
+    if (!l->kafka || l->shared || node < 1 || node > l->nodes || l->node[node])
         return -1;
     char id[16];
     snprintf(id, sizeof(id), "%d", node);
@@ -105,17 +113,39 @@ static testlog *start_kafka(testlog *l, int partitions) {
     for (int i = 1; i <= l->nodes; i++)
         if (testlog_node_start(l, i) < 0)
             goto fail;
-    if (testlog_wait_ready(l, 180000) < 0)
+    if (testlog_wait_ready(l, 180000) < 0 || create_topics(l, partitions) < 0)
         goto fail;
-    char objlog[512], parts[16], cerr[4096];
-    proc_bin("ops/objlog", objlog, sizeof(objlog));
-    snprintf(parts, sizeof(parts), "%d", partitions);
-    char *create[] = {objlog, "topics", "create", "--brokers", l->bootstrap,
-                      "--partitions", parts, NULL};
-    if (proc_run(create, NULL, out, sizeof(out), cerr, sizeof(cerr), 120000) != 0) {
-        fprintf(stderr, "testlog: objlog topics create: %s%s\n", out, cerr);
+    return l;
+fail:
+    testlog_stop(l);
+    return NULL;
+}
+
+/* The fixture's cluster (tests/CMakeLists.txt): its nodes belong to the
+ * fixture, so this test only counts them, waits for them and empties the
+ * cluster. Tests that borrow it run one at a time (RESOURCE_LOCK). */
+static testlog *borrow_kafka(testlog *l, const char *dir, int partitions) {
+    const char *src = getenv("OBJLOG_SRC_DIR");
+    l->shared = 1;
+    snprintf(l->dir, sizeof(l->dir), "%s", dir);
+    snprintf(l->script, sizeof(l->script), "%s/ops/kafka.sh", src ? src : ".");
+    char ports[512];
+    snprintf(ports, sizeof(ports), "%s/ports", dir);
+    FILE *f = fopen(ports, "r");
+    char line[128];
+    while (f && fgets(line, sizeof(line), f) && l->nodes < TESTLOG_MAX_NODES)
+        l->nodes++;
+    if (f)
+        fclose(f);
+    if (!src || l->nodes < 1) {
+        fprintf(stderr, "testlog: no cluster in %s (the kafka_cluster fixture)\n", dir);
         goto fail;
     }
+    for (int i = 1; i <= l->nodes; i++)
+        l->up[i] = 1;
+    if (testlog_wait_ready(l, 60000) < 0 || empty_cluster(l) < 0 ||
+        create_topics(l, partitions) < 0)
+        goto fail;
     return l;
 fail:
     testlog_stop(l);
@@ -127,6 +157,9 @@ testlog *testlog_start(int partitions) {
     if (!l)
         return NULL;
     l->kafka = testlog_is_kafka();
+    const char *shared = getenv("OBJLOG_TEST_KAFKA_DIR");
+    if (l->kafka && shared && *shared)
+        return borrow_kafka(l, shared, partitions);
     return l->kafka ? start_kafka(l, partitions) : start_mock(l, partitions);
 }
 
@@ -134,7 +167,7 @@ const char *testlog_bootstrap(const testlog *l) { return l->bootstrap; }
 int testlog_nodes(const testlog *l) { return l->kafka ? l->nodes : 0; }
 
 int testlog_node_running(const testlog *l, int node) {
-    return l->kafka && node >= 1 && node <= l->nodes && l->node[node] != NULL;
+    return l->kafka && !l->shared && node >= 1 && node <= l->nodes && l->node[node] != NULL;
 }
 
 int testlog_node_signal(testlog *l, int node, int sig) {
@@ -193,7 +226,7 @@ int testlog_wait_ready(testlog *l, int timeout_ms) {
     }
     int want = 0;
     for (int i = 1; i <= l->nodes; i++)
-        want += l->node[i] != NULL;
+        want += l->node[i] != NULL || l->up[i];
     rd_kafka_t *rk = meta_client(l);
     long long deadline = testlog_ms() + timeout_ms;
     int rc = -1;
@@ -230,6 +263,74 @@ int testlog_leader(testlog *l, const char *topic, int partition, int timeout_ms)
     return leader;
 }
 
+/* objlog.events of `partitions` partitions and the rest of objlog's
+ * topics, as an operator makes them. 0 or -1. */
+static int create_topics(testlog *l, int partitions) {
+    char objlog[512], parts[16], out[1024], cerr[4096];
+    proc_bin("ops/objlog", objlog, sizeof(objlog));
+    snprintf(parts, sizeof(parts), "%d", partitions);
+    char *create[] = {objlog, "topics", "create", "--brokers", l->bootstrap,
+                      "--partitions", parts, NULL};
+    if (proc_run(create, NULL, out, sizeof(out), cerr, sizeof(cerr), 120000) != 0) {
+        fprintf(stderr, "testlog: objlog topics create: %s%s\n", out, cerr);
+        return -1;
+    }
+    return 0;
+}
+
+/* One DeleteTopics round trip; what it could not delete the caller sees
+ * in the next metadata. */
+static void delete_topics(rd_kafka_t *rk, rd_kafka_DeleteTopic_t **del, int n) {
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+    char tmp[256];
+    rd_kafka_AdminOptions_set_operation_timeout(o, 30000, tmp, sizeof(tmp));
+    rd_kafka_DeleteTopics(rk, del, (size_t)n, o, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 60000);
+    if (ev && rd_kafka_event_error(ev))
+        fprintf(stderr, "testlog: DeleteTopics: %s\n", rd_kafka_event_error_string(ev));
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_queue_destroy(q);
+}
+
+/* Deletes every topic but Kafka's own (__*), the last test's log
+ * included, until metadata lists none three times running: `objlog
+ * topics create` makes only what metadata lacks, so it must not find a
+ * topic that is on its way out. Committed group offsets go with the
+ * topics (the group coordinator drops a deleted partition's offsets).
+ * 0, or -1 after a minute. */
+static int empty_cluster(testlog *l) {
+    rd_kafka_t *rk = meta_client(l);
+    if (!rk)
+        return -1;
+    long long deadline = testlog_ms() + 60000;
+    int clean = 0;
+    while (clean < 3 && testlog_ms() < deadline) {
+        const struct rd_kafka_metadata *md = NULL;
+        if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            usleep(200 * 1000);
+            continue;
+        }
+        rd_kafka_DeleteTopic_t *del[TESTLOG_MAX_TOPICS];
+        int n = 0;
+        for (int i = 0; i < md->topic_cnt && n < TESTLOG_MAX_TOPICS; i++)
+            if (strncmp(md->topics[i].topic, "__", 2) != 0)
+                del[n++] = rd_kafka_DeleteTopic_new(md->topics[i].topic);
+        rd_kafka_metadata_destroy(md);
+        clean = n == 0 ? clean + 1 : 0;
+        if (n > 0)
+            delete_topics(rk, del, n);
+        rd_kafka_DeleteTopic_destroy_array(del, (size_t)n);
+        usleep(100 * 1000);
+    }
+    rd_kafka_destroy(rk);
+    if (clean < 3)
+        fprintf(stderr, "testlog: the shared cluster still has topics after 60 s\n");
+    return clean < 3 ? -1 : 0;
+}
+
 void testlog_stop(testlog *l) {
     if (!l)
         return;
@@ -240,7 +341,7 @@ void testlog_stop(testlog *l) {
     for (int i = 1; i <= l->nodes && l->kafka; i++)
         if (l->node[i])
             proc_kill(l->node[i]);
-    if (l->kafka && l->dir[0])
+    if (l->kafka && !l->shared && l->dir[0])
         proc_rmtree(l->dir);
     free(l);
 }

@@ -4,7 +4,10 @@
  *   kafka           a real Apache Kafka KRaft cluster of OBJLOG_TEST_KAFKA_NODES
  *                   (default 3) combined nodes from ops/kafka.sh, its topics
  *                   made by `objlog topics create`.
- * One log per test program, started in its setup. Every node is a child of
+ * One log per test program, started in its setup; with OBJLOG_TEST_KAFKA_DIR
+ * (ctest's kafka_cluster fixture) the program borrows that running cluster
+ * instead: it deletes every topic left in it, makes its own, and cannot
+ * signal, stop or start its nodes (those calls return -1). Every node is a child of
  * the test (proc.h): killed with it, even when it fails or crashes; no JVM
  * outlives the test. Nodes are numbered 1..N, the same as Kafka's node.id
  * (and broker id), so a partition's leader names the node to kill. */
