@@ -53,6 +53,8 @@ struct objlog_materializer {
     int64_t *applied;
     char **perr;          /* stop reason per partition, NULL while running */
     int waits_cancelled;  /* cancel_waits: every wait_applied returns -1 */
+    void (*progress)(void *opaque); /* set_progress_cb; runs on each broadcast */
+    void *progress_opaque;
     uint64_t dlq_total;
     uint64_t events_applied;
     uint64_t by_outcome[MAT_OUTCOMES]; /* events applied per outcome code */
@@ -313,6 +315,21 @@ fail:
     return NULL;
 }
 
+/* Wakes every waiter, blocked (cv) or not (progress); m->mu held. */
+static void mat_broadcast(objlog_materializer *m) {
+    pthread_cond_broadcast(&m->cv);
+    if (m->progress)
+        m->progress(m->progress_opaque);
+}
+
+void objlog_materializer_set_progress_cb(objlog_materializer *m,
+                                         void (*fn)(void *opaque), void *opaque) {
+    pthread_mutex_lock(&m->mu);
+    m->progress = fn;
+    m->progress_opaque = opaque;
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* ---- partition errors ---- */
 
 /* Stops partition p for good with reason (published to waiters). */
@@ -324,7 +341,7 @@ static void mat_stop_partition(objlog_materializer *m, int32_t p, const char *wh
     pthread_mutex_lock(&m->mu);
     if (!m->perr[p])
         m->perr[p] = strdup(why);
-    pthread_cond_broadcast(&m->cv);
+    mat_broadcast(m);
     pthread_mutex_unlock(&m->mu);
     fprintf(stderr, "materializer: %s\n", why);
 }
@@ -508,7 +525,7 @@ static void mat_publish(objlog_materializer *m, int n, int dlq_n) {
         m->by_outcome[i] += m->batch_outcomes[i];
     m->events_applied += (uint64_t)n;
     m->dlq_total += (uint64_t)dlq_n;
-    pthread_cond_broadcast(&m->cv);
+    mat_broadcast(m);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -625,7 +642,7 @@ void objlog_materializer_destroy(objlog_materializer *m) {
         m->started = 0;
     }
     pthread_mutex_lock(&m->mu);
-    pthread_cond_broadcast(&m->cv); /* no waiter may sleep on a freed cv */
+    mat_broadcast(m); /* no waiter may sleep on a freed cv */
     pthread_mutex_unlock(&m->mu);
     mat_free(m);
 }
@@ -694,7 +711,7 @@ void objlog_materializer_cancel_waits(objlog_materializer *m) {
         return;
     pthread_mutex_lock(&m->mu);
     m->waits_cancelled = 1;
-    pthread_cond_broadcast(&m->cv);
+    mat_broadcast(m);
     pthread_mutex_unlock(&m->mu);
 }
 

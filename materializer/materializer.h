@@ -272,6 +272,14 @@ int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
                                      int64_t offset, int timeout_ms);
 /* Every wait_applied, now and later, returns -1 at once (shutdown). */
 void objlog_materializer_cancel_waits(objlog_materializer *m);
+/* fn(opaque) runs whenever what wait_applied waits on changes (a batch
+ * applied, a partition stopped, waits cancelled), on the materializer's
+ * thread with its lock held: it may only wake someone (e.g. event_active)
+ * and must not call back into the materializer. For event loops that
+ * cannot block in wait_applied. NULL clears; after this returns the old fn
+ * runs no more. */
+void objlog_materializer_set_progress_cb(objlog_materializer *m,
+                                         void (*fn)(void *opaque), void *opaque);
 /* Error text of a stopped partition (e.g. the log start moved past the
  * applied offset), or NULL if it runs. Copies into buf. */
 const char *objlog_materializer_partition_error(objlog_materializer *m,

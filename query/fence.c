@@ -6,76 +6,252 @@
  *
  * End offsets come from watermark.c, which shares one ListOffsets request
  * per partition among concurrent strong reads (never one that started
- * before the read arrived); a read over many partitions asks for all of
- * them in one round trip. The wait blocks this worker thread (the event
- * loop of its connections) for at most timeout_ms; non-blocking waits are
- * a later issue; with several workers the other threads keep serving. */
+ * before the read arrived).
+ *
+ * No HTTP worker ever waits here: a read whose fence is not met at once is
+ * PARKED on its worker (a fence_req with a timer) and its handler returns.
+ * Whatever it waits for (an end offset request finishing, a batch applied)
+ * wakes the worker's wake_ev from the thread that did it; the worker then
+ * re-checks its parked reads and, once a fence is met or its time is up,
+ * runs the request's route again with the result (http_ctx.fenced), and
+ * the handler answers as if it had never left. Invariant: a parked request
+ * is on exactly one worker's list until that re-run, which answers it. */
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <event2/event.h>
 
 #include "token.h"
 
 /* The most partitions one read fences (read.c's READ_MAX_PARTS). */
 #define FENCE_MAX_PARTS 256
 
-typedef struct fence_deadline {
-    struct timespec end;
-} fence_deadline;
+struct fence_req {
+    http_worker *w;
+    struct evhttp_request *req;
+    char request_id[33];
+    struct timespec start;
+    http_endpoint endpoint;
+    int mode;                    /* FENCE_STRONG, FENCE_TOKEN, or -1 (await) */
+    int ends_only;               /* fence_await_ends: no apply wait, no errors */
+    int counted;                 /* fence_waits counted */
+    struct event *timer;
+    fence_req *prev, *next;      /* w->parked */
+    int n;
+    int32_t *parts;              /* [n], then need[n] and ticket[n] */
+    int64_t *need;               /* the event at need[i] must be applied; -1 none */
+    uint64_t *ticket;            /* strong: end offset request, 0 once known */
+};
 
-static void fence_deadline_set(fence_deadline *d, int timeout_ms) {
-    clock_gettime(CLOCK_MONOTONIC, &d->end);
-    d->end.tv_sec += timeout_ms / 1000;
-    d->end.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (d->end.tv_nsec >= 1000000000L) {
-        d->end.tv_sec++;
-        d->end.tv_nsec -= 1000000000L;
+/* ------------------------------------------------------------ the parked */
+
+static void fence_unlink(fence_req *r) {
+    http_worker *w = r->w;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        w->parked = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    atomic_fetch_sub(&w->nparked, 1);
+}
+
+static void fence_req_free(fence_req *r) {
+    if (r->timer)
+        event_free(r->timer);
+    free(r);
+}
+
+/* Ends r: off the list, its route run again with res, freed. */
+static void fence_finish(fence_req *r, const fence_result *res) {
+    fence_unlink(r);
+    http_rerun(r->w, r->req, r->request_id, &r->start, res);
+    fence_req_free(r);
+}
+
+/* Checks r's fence without waiting: 1 when r is finished (met, or failed
+ * for good: a fetch error, a stopped partition), else 0. */
+static int fence_advance(fence_req *r) {
+    objlog_query *q = r->w->q;
+    int pending = 0;
+    for (int i = 0; i < r->n; i++) {
+        int32_t p = r->parts[i];
+        if (r->ticket[i]) {
+            int64_t end;
+            rd_kafka_resp_err_t err;
+            if (!wm_ticket_done(q->wm, p, r->ticket[i], &end, &err)) {
+                pending = 1;
+                continue;
+            }
+            if (r->ends_only) {
+                r->ticket[i] = 0;
+                continue;
+            }
+            if (err) {
+                fence_result res = {.rc = FENCE_FETCH_FAILED, .part = p, .err = err};
+                fence_finish(r, &res);
+                return 1;
+            }
+            r->ticket[i] = 0;
+            r->need[i] = end > 0 ? end - 1 : -1;
+        }
+        if (r->need[i] < 0 || objlog_materializer_applied(q->m, p) > r->need[i])
+            continue;
+        char perr[8];
+        if (objlog_materializer_partition_error(q->m, p, perr, sizeof(perr))) {
+            fence_result res = {.rc = FENCE_STOPPED, .part = p, .need = r->need[i]};
+            fence_finish(r, &res);
+            return 1;
+        }
+        if (!r->counted && r->mode >= 0) {
+            atomic_fetch_add_explicit(&q->fence_waits[r->mode], 1, memory_order_relaxed);
+            r->counted = 1;
+        }
+        pending = 1;
+    }
+    if (pending)
+        return 0;
+    fence_result ok = {.rc = FENCE_MET};
+    fence_finish(r, &ok);
+    return 1;
+}
+
+/* Time is up: one last look, then the reason it is not met. */
+static void fence_timeout_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    fence_req *r = arg;
+    if (fence_advance(r))
+        return;
+    fence_result res = {.rc = FENCE_TIMED_OUT};
+    for (int i = 0; i < r->n; i++) {
+        if (r->ticket[i]) {
+            res = (fence_result){.rc = FENCE_FETCH_FAILED, .part = r->parts[i],
+                                 .err = RD_KAFKA_RESP_ERR__TIMED_OUT};
+            break;
+        }
+        if (r->need[i] >= 0 &&
+            objlog_materializer_applied(r->w->q->m, r->parts[i]) <= r->need[i]) {
+            res = (fence_result){.rc = FENCE_TIMED_OUT, .part = r->parts[i],
+                                 .need = r->need[i]};
+            break;
+        }
+    }
+    if (r->mode >= 0)
+        atomic_fetch_add_explicit(&r->w->q->fence_timeouts[r->mode], 1,
+                                  memory_order_relaxed);
+    fence_finish(r, &res);
+}
+
+/* A new parked request for c's n partitions. Counted in w->nparked BEFORE
+ * the caller takes tickets or reads applied offsets: a notification that
+ * comes between those and the first fence_advance then still wakes the
+ * worker, and one that came before is seen by that fence_advance. */
+static fence_req *fence_req_new(http_ctx *c, int mode, int n) {
+    fence_req *r = calloc(1, sizeof(*r) + (size_t)n * (sizeof(int32_t) +
+                                                       sizeof(int64_t) + sizeof(uint64_t)));
+    if (!r)
+        return NULL;
+    r->w = c->w;
+    r->req = c->req;
+    memcpy(r->request_id, c->request_id, sizeof(r->request_id));
+    r->start = c->start;
+    r->endpoint = c->endpoint;
+    r->mode = mode;
+    r->n = n;
+    r->need = (int64_t *)(r + 1);
+    r->ticket = (uint64_t *)(r->need + n);
+    r->parts = (int32_t *)(r->ticket + n);
+    r->timer = evtimer_new(c->w->base, fence_timeout_cb, r);
+    if (!r->timer) {
+        free(r);
+        return NULL;
+    }
+    atomic_fetch_add(&c->w->nparked, 1);
+    return r;
+}
+
+/* Parks r (filled by the caller) for timeout_ms, unless its fence is met
+ * or failed already. FENCE_PARKED: the handler returns, replying nothing. */
+static int fence_park(fence_req *r, int timeout_ms) {
+    http_worker *w = r->w;
+    r->next = w->parked;
+    if (w->parked)
+        w->parked->prev = r;
+    w->parked = r;
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(r->timer, &tv);
+    /* The first check runs from the loop, not from inside the handler that
+     * parked r: a fence already met would otherwise re-run the route
+     * while its first run is still on the stack. */
+    event_active(w->wake_ev, 0, 0);
+    return FENCE_PARKED;
+}
+
+void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    http_worker *w = arg;
+    fence_req *r = w->parked;
+    while (r) {
+        fence_req *next = r->next;
+        fence_advance(r); /* may free r, never another */
+        r = next;
     }
 }
 
-static int fence_remaining_ms(const fence_deadline *d) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ms = (long long)(d->end.tv_sec - now.tv_sec) * 1000 +
-                   (d->end.tv_nsec - now.tv_nsec) / 1000000L;
-    return ms > 0 ? (int)ms : 0;
+void fence_notify(void *arg) {
+    objlog_query *q = arg;
+    for (int i = 0; i < q->nworkers; i++)
+        if (atomic_load(&q->workers[i].nparked) > 0)
+            event_active(q->workers[i].wake_ev, 0, 0);
 }
 
-/* 0 applied; otherwise replied (503). The event at offset must be applied. */
-static int fence_wait_offset(http_ctx *c, int mode, int32_t p, int64_t offset,
-                             const fence_deadline *d) {
-    if (objlog_materializer_applied(c->q->m, p) > offset)
-        return 0;
-    atomic_fetch_add_explicit(&c->q->fence_waits[mode], 1, memory_order_relaxed);
-    int rc = objlog_materializer_wait_applied(c->q->m, p, offset,
-                                              fence_remaining_ms(d));
-    if (rc == 0)
-        return 0;
-    if (rc > 0)
-        atomic_fetch_add_explicit(&c->q->fence_timeouts[mode], 1,
-                                  memory_order_relaxed);
-    int64_t applied = objlog_materializer_applied(c->q->m, p);
+void fence_expire_worker(http_worker *w) {
+    fence_result res = {.rc = FENCE_SHUTDOWN};
+    while (w->parked)
+        fence_finish(w->parked, &res);
+}
+
+/* ---------------------------------------------------------- the re-run */
+
+/* The answer of a read whose fence was not met (c->fenced->rc != MET). */
+static void fence_reply_failed(http_ctx *c, const fence_result *res) {
+    objlog_query *q = c->q;
+    int32_t p = res->part;
+    if (res->rc == FENCE_SHUTDOWN) {
+        http_reply_error(c, 503, "SlowDown", "objlogd is shutting down; retry the read");
+        return;
+    }
+    if (res->rc == FENCE_FETCH_FAILED) {
+        http_reply_error(c, 503, "SlowDown", "cannot fetch the end offset of partition %d: %s",
+                         (int)p, rd_kafka_err2str(res->err));
+        return;
+    }
+    int64_t applied = objlog_materializer_applied(q->m, p);
     fence_applied_header(c, &p, 1, &applied);
     json_t *extra = json_pack("{s:i, s:I, s:I, s:I}", "partition", (int)p,
                               "applied", (json_int_t)applied, "required",
-                              (json_int_t)(offset + 1), "lag",
-                              (json_int_t)(offset + 1 - applied));
+                              (json_int_t)(res->need + 1), "lag",
+                              (json_int_t)(res->need + 1 - applied));
     char msg[512], perr[256];
-    if (rc < 0)
+    if (res->rc == FENCE_STOPPED)
         snprintf(msg, sizeof(msg), "partition %d is stopped: %s", (int)p,
-                 objlog_materializer_partition_error(c->q->m, p, perr, sizeof(perr))
+                 objlog_materializer_partition_error(q->m, p, perr, sizeof(perr))
                      ? perr : "unknown error");
     else
-        snprintf(msg, sizeof(msg),
-                 "partition %d has not applied offset %lld yet (lag %lld)",
-                 (int)p, (long long)offset, (long long)(offset + 1 - applied));
+        snprintf(msg, sizeof(msg), "partition %d has not applied offset %lld yet (lag %lld)",
+                 (int)p, (long long)res->need, (long long)(res->need + 1 - applied));
     http_reply_error_rid(c, 503, "SlowDown", c->request_id, msg, extra);
-    return -1;
 }
 
-static int fence_token(http_ctx *c, const char *text, const fence_deadline *d) {
+/* ------------------------------------------------------------- the modes */
+
+static int fence_token(http_ctx *c, const char *text, int timeout_ms) {
     token_part parts[TOKEN_MAX_PARTS];
     int n = text ? token_parse(text, parts, TOKEN_MAX_PARTS) : -1;
     int np = objlog_materializer_partitions(c->q->m);
@@ -87,19 +263,26 @@ static int fence_token(http_ctx *c, const char *text, const fence_deadline *d) {
                          "consistency=token needs a valid write token");
         return -1;
     }
+    int waits = 0;
     for (int i = 0; i < n; i++)
-        if (fence_wait_offset(c, FENCE_TOKEN, parts[i].partition, parts[i].offset, d) < 0)
-            return -1;
-    return 0;
+        waits += objlog_materializer_applied(c->q->m, parts[i].partition) <= parts[i].offset;
+    if (!waits)
+        return 0;
+    fence_req *r = fence_req_new(c, FENCE_TOKEN, n);
+    if (!r) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        r->parts[i] = parts[i].partition;
+        r->need[i] = parts[i].offset;
+    }
+    return fence_park(r, timeout_ms);
 }
 
 /* Read-index fence: the high watermark is the next offset the leader will
  * assign, so every write acknowledged before this read sits below it. */
-static int fence_strong(http_ctx *c, const int32_t *parts, int nparts,
-                        const fence_deadline *d) {
-    int64_t hi[FENCE_MAX_PARTS];
-    int32_t failed = -1;
-    rd_kafka_resp_err_t err;
+static int fence_strong(http_ctx *c, const int32_t *parts, int nparts, int timeout_ms) {
     if (nparts > FENCE_MAX_PARTS) {
         http_reply_error(c, 500, "InternalError", "a read fences at most %d partitions",
                          FENCE_MAX_PARTS);
@@ -117,59 +300,83 @@ static int fence_strong(http_ctx *c, const int32_t *parts, int nparts,
             return -1;
         }
     }
-    /* Reads over many partitions (stats, wide LISTs) take every end offset
-     * in one round trip, not one after another. */
-    if (nparts == 1)
-        err = wm_end_offset(c->q->wm, parts[0], 1, fence_remaining_ms(d), &hi[0]),
-        failed = parts[0];
-    else
-        err = wm_end_offsets(c->q->wm, parts, nparts, fence_remaining_ms(d), hi,
-                             &failed);
-    if (err) {
-        if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
-            atomic_fetch_add_explicit(&c->q->fence_timeouts[FENCE_STRONG], 1,
-                                      memory_order_relaxed);
-        http_reply_error(c, 503, "SlowDown",
-                         "cannot fetch the end offset of partition %d: %s",
-                         (int)failed, rd_kafka_err2str(err));
+    fence_req *r = fence_req_new(c, FENCE_STRONG, nparts);
+    if (!r) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
         return -1;
     }
-    for (int i = 0; i < nparts; i++)
-        if (hi[i] > 0 && fence_wait_offset(c, FENCE_STRONG, parts[i], hi[i] - 1, d) < 0)
-            return -1;
-    return 0;
+    for (int i = 0; i < nparts; i++) {
+        r->parts[i] = parts[i];
+        r->need[i] = -1;
+        r->ticket[i] = wm_ticket(c->q->wm, parts[i], timeout_ms);
+    }
+    return fence_park(r, timeout_ms);
 }
 
-int fence_wait(http_ctx *c, const int32_t *parts, int nparts,
-               int64_t *applied) {
+int fence_wait(http_ctx *c, const int32_t *parts, int nparts, int64_t *applied) {
+    if (c->fenced && c->fenced->rc != FENCE_MET) {
+        fence_reply_failed(c, c->fenced);
+        return -1;
+    }
     const char *mode = http_param_or_header(c, "consistency", "X-Objlog-Consistency");
     const char *token = http_param_or_header(c, "token", "X-Objlog-Token");
     int timeout_ms;
     if (http_timeout_param(c, &timeout_ms) < 0)
         return -1;
-    fence_deadline d;
-    fence_deadline_set(&d, timeout_ms);
     /* A token without an explicit mode means read-your-writes: it is what
      * the client asked for, and it needs no broker round trip. */
     if (!mode || !*mode)
         mode = token ? "token" : "strong";
     int rc;
-    if (strcmp(mode, "eventual") == 0) {
+    if (c->fenced || strcmp(mode, "eventual") == 0) {
         rc = 0;
     } else if (strcmp(mode, "token") == 0) {
-        rc = fence_token(c, token, &d);
+        rc = fence_token(c, token, timeout_ms);
     } else if (strcmp(mode, "strong") == 0) {
-        rc = fence_strong(c, parts, nparts, &d);
+        rc = fence_strong(c, parts, nparts, timeout_ms);
     } else {
         http_reply_error(c, 400, "InvalidArgument",
                          "consistency must be strong, token or eventual");
         return -1;
     }
-    if (rc < 0)
-        return -1;
+    if (rc != 0)
+        return rc;
     for (int i = 0; i < nparts; i++)
         applied[i] = objlog_materializer_applied(c->q->m, parts[i]);
     return 0;
+}
+
+int fence_await_applied(http_ctx *c, int32_t p, int64_t offset, int timeout_ms) {
+    if (c->fenced)
+        return c->fenced->rc == FENCE_MET ? 0 : c->fenced->rc == FENCE_STOPPED ? -1 : 1;
+    if (objlog_materializer_applied(c->q->m, p) > offset)
+        return 0;
+    fence_req *r = fence_req_new(c, -1, 1);
+    if (!r)
+        return 1; /* the caller answers "not applied yet" */
+    r->parts[0] = p;
+    r->need[0] = offset;
+    return fence_park(r, timeout_ms);
+}
+
+int fence_await_ends(http_ctx *c, int timeout_ms) {
+    if (c->fenced)
+        return 0;
+    int n = objlog_materializer_partitions(c->q->m);
+    fence_req *r = fence_req_new(c, -1, n);
+    if (!r)
+        return 0;
+    r->ends_only = 1;
+    for (int p = 0; p < n; p++) {
+        rd_kafka_resp_err_t last;
+        int64_t age = wm_health(c->q->wm, p, &last);
+        r->parts[p] = p;
+        r->need[p] = -1;
+        /* While the log is unreachable a fetch would only time out: the
+         * last known end offset is the best answer. */
+        r->ticket[p] = age >= 0 && age <= WM_STALE_MS ? wm_ticket(c->q->wm, p, timeout_ms) : 0;
+    }
+    return fence_park(r, timeout_ms);
 }
 
 void fence_applied_header(http_ctx *c, const int32_t *parts, int nparts,

@@ -589,20 +589,34 @@ static void http_route(http_ctx *c, const char *path) {
     }
 }
 
+static void http_run(http_ctx *c) {
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || http_params_parse(c, evhttp_uri_get_query(uri)) < 0) {
+        http_reply_error(c, 400, "InvalidArgument", "malformed request URI");
+    } else {
+        http_route(c, path);
+    }
+    http_params_free(c);
+}
+
 static void http_dispatch(struct evhttp_request *req, void *arg) {
     http_worker *w = arg;
     http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER};
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_random_hex(c.request_id);
     w->inflight++;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-    if (!path || http_params_parse(&c, evhttp_uri_get_query(uri)) < 0) {
-        http_reply_error(&c, 400, "InvalidArgument", "malformed request URI");
-    } else {
-        http_route(&c, path);
-    }
-    http_params_free(&c);
+    http_run(&c);
+}
+
+/* Parsing again is cheaper than keeping every request's parameters while
+ * it is parked, and the route decides the same way the second time. */
+void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,
+                const struct timespec *start, const fence_result *res) {
+    http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER,
+                  .start = *start, .fenced = res};
+    memcpy(c.request_id, request_id, sizeof(c.request_id));
+    http_run(&c);
 }
 
 /* ---------------------------------------------------------------- server */
@@ -647,6 +661,7 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
     http_worker *w = arg;
     w->stopping = 1;
     gateway_expire_worker(w->q->gw, w);
+    fence_expire_worker(w);
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound);
         w->bound = NULL;
@@ -668,7 +683,8 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
     w->base = event_base_new();
     w->http = w->base ? evhttp_new(w->base) : NULL;
     w->stop_ev = w->base ? event_new(w->base, -1, 0, http_worker_stop_cb, w) : NULL;
-    if (!w->http || !w->stop_ev || !w->stats) {
+    w->wake_ev = w->base ? event_new(w->base, -1, 0, fence_worker_wake_cb, w) : NULL;
+    if (!w->http || !w->stop_ev || !w->wake_ev || !w->stats) {
         snprintf(errstr, errstr_size, "event base: out of memory");
         close(fd);
         return -1;
@@ -732,6 +748,8 @@ static void http_free_workers(objlog_query *q) {
             evhttp_free(w->http);
         if (w->stop_ev)
             event_free(w->stop_ev);
+        if (w->wake_ev)
+            event_free(w->wake_ev);
         if (w->base)
             event_base_free(w->base);
         free(w->stats);
@@ -800,8 +818,16 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
                          errstr, errstr_size)) ||
         wm_start_refresh(q->wm, HTTP_WM_REFRESH_MS, errstr, errstr_size) < 0 ||
         !(q->producer = http_gateway_producer(q, errstr, errstr_size)) ||
-        !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size)) ||
-        http_start_workers(q, errstr, errstr_size) < 0) {
+        !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size))) {
+        objlog_query_destroy(q);
+        return NULL;
+    }
+    /* Parked reads wake on either: an end offset fetched, a batch applied
+     * (fence.c). Before the first request: fence_notify only touches
+     * workers with parked reads. */
+    wm_set_notify(q->wm, fence_notify, q);
+    objlog_materializer_set_progress_cb(q->m, fence_notify, q);
+    if (http_start_workers(q, errstr, errstr_size) < 0) {
         objlog_query_destroy(q);
         return NULL;
     }
@@ -818,6 +844,10 @@ void objlog_query_destroy(objlog_query *q) {
      * and the producer can be flushed and freed. */
     if (q->workers)
         http_stop_workers(q);
+    /* Nothing may wake a worker that is about to be freed. */
+    if (q->wm)
+        wm_set_notify(q->wm, NULL, NULL);
+    objlog_materializer_set_progress_cb(q->m, NULL, NULL);
     /* Every request is answered; waiters blocked on the view return now,
      * and the producer's callbacks (which free expired requests) end
      * before the gateway does. */

@@ -77,6 +77,23 @@ typedef struct http_stats {
 /* Fence modes counted in metrics. */
 enum { FENCE_STRONG = 0, FENCE_TOKEN = 1, FENCE_MODES = 2 };
 
+/* How a parked read's fence ended (fence.c), handed to the re-run of its
+ * route in http_ctx.fenced. */
+typedef enum fence_rc {
+    FENCE_MET = 0,
+    FENCE_TIMED_OUT,             /* part has not applied need in time */
+    FENCE_FETCH_FAILED,          /* part's end offset: err */
+    FENCE_STOPPED,               /* part is stopped */
+    FENCE_SHUTDOWN               /* the worker stops */
+} fence_rc;
+typedef struct fence_result {
+    fence_rc rc;
+    int32_t part;
+    int64_t need;
+    rd_kafka_resp_err_t err;
+} fence_result;
+typedef struct fence_req fence_req;
+
 typedef struct http_worker {
     struct objlog_query *q;
     struct event_base *base;
@@ -88,6 +105,11 @@ typedef struct http_worker {
     int inflight;                /* worker thread only */
     int stopping;                /* worker thread only */
     http_stats *stats;
+    /* Reads parked on their fence (fence.c): the list is the worker
+     * thread's; nparked tells other threads whether to wake it. */
+    fence_req *parked;
+    atomic_int nparked;
+    struct event *wake_ev;       /* fence_worker_wake_cb, from any thread */
 } http_worker;
 
 struct objlog_query {
@@ -125,6 +147,7 @@ typedef struct http_ctx {
     int nparams;
     http_endpoint endpoint;      /* for metrics; set while routing */
     struct timespec start;       /* CLOCK_MONOTONIC at dispatch */
+    const fence_result *fenced;  /* the re-run after a parked fence, else NULL */
 } http_ctx;
 
 /* ---- http.c ---- */
@@ -156,6 +179,10 @@ void http_format_time(int64_t ms, char *out, size_t out_size);
 int http_utf8_valid(const uint8_t *s, size_t n);
 void http_random_hex(char out[33]);
 int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
+/* Runs req's route again on its worker, after its fence ended with res
+ * (fence.c); same request id and start time. */
+void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,
+                const struct timespec *start, const fence_result *res);
 
 /* ---- watermark.c ---- */
 wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
@@ -178,6 +205,18 @@ rd_kafka_resp_err_t wm_end_offsets(wm_cache *w, const int32_t *ps, int n,
 typedef rd_kafka_resp_err_t (*wm_fetch_fn)(void *opaque, int32_t p,
                                            int timeout_ms, int64_t *end);
 void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque);
+/* Without waiting, for HTTP workers: the number of the first request on p
+ * to start after this call (started now when none is in flight, else
+ * queued behind it, with at least timeout_ms). */
+uint64_t wm_ticket(wm_cache *w, int32_t p, int timeout_ms);
+/* 1 with *end and *err once request `ticket` (or a later one) finished;
+ * 0 while it has not. */
+int wm_ticket_done(wm_cache *w, int32_t p, uint64_t ticket, int64_t *end,
+                   rd_kafka_resp_err_t *err);
+/* fn(opaque) runs after every finished request, on the thread that ran it
+ * and under a lock: it may only wake someone (event_active). NULL clears;
+ * after this returns the old fn runs no more. */
+void wm_set_notify(wm_cache *w, void (*fn)(void *opaque), void *opaque);
 /* Newest end offset successfully fetched, -1 if none yet. */
 int64_t wm_last_end(wm_cache *w, int32_t p);
 /* Starts a thread that fetches every partition's end offset each
@@ -194,11 +233,31 @@ int64_t wm_health(wm_cache *w, int32_t p, rd_kafka_resp_err_t *last_err);
 uint64_t wm_requests(wm_cache *w);
 
 /* ---- fence.c ---- */
+#define FENCE_PARKED 2
 /* Makes the read consistent per consistency=/token= for the partitions it
  * will read, then fills applied[i] (next offset applied). 0 ready; -1 when
- * it already replied (400 bad token/consistency, 503 SlowDown). */
+ * it already replied (400 bad token/consistency, 503 SlowDown);
+ * FENCE_PARKED: the fence is not met yet, the handler must return at once
+ * without replying, and its route runs again when the fence is met (this
+ * then returns 0) or failed (this then replies 503 and returns -1). */
 int fence_wait(http_ctx *c, const int32_t *parts, int nparts,
                int64_t *applied);
+/* The wait of GET /v1/outcomes and /v1/writes/T: until partition p applied
+ * the event at offset, bounded by timeout_ms. FENCE_PARKED (return at
+ * once, replying nothing; the route runs again), else 0 applied, 1 not in
+ * time, -1 the partition is stopped. Never replies. */
+int fence_await_applied(http_ctx *c, int32_t p, int64_t offset, int timeout_ms);
+/* For /v1/lag: until every partition's end offset was fetched after now
+ * (or failed), at most timeout_ms. FENCE_PARKED (return at once; the
+ * route runs again), else 0: wm_last_end holds the freshest ends known. */
+int fence_await_ends(http_ctx *c, int timeout_ms);
+/* The worker's wake_ev: re-checks its parked reads. */
+void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg);
+/* For wm_set_notify and objlog_materializer_set_progress_cb (arg: the
+ * objlog_query): wakes every worker that has parked reads. */
+void fence_notify(void *arg);
+/* On worker w's thread as it stops: every parked read answers 503 now. */
+void fence_expire_worker(http_worker *w);
 /* "p.next_p.next..." for X-Objlog-Applied. */
 void fence_applied_header(http_ctx *c, const int32_t *parts, int nparts,
                           const int64_t *applied);

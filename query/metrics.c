@@ -55,20 +55,12 @@ static double metrics_lag_seconds(const objlog_log_times *t, int64_t lag,
     return newest > base ? (double)(newest - base) / 1000.0 : 0.0;
 }
 
-/* fetch: ask the broker for a fresh end offset while the log answers
- * (/v1/lag); else the refresher's (at most ~1 s old; /readyz, /metrics),
- * so that health checks never wait on a broker. */
-static void metrics_lag_row(objlog_query *q, int32_t p, int64_t now_ms, int fetch,
-                            lag_row *r) {
+/* The newest end offset known: the refresher's (at most ~1 s old; /readyz,
+ * /metrics), or for /v1/lag one fetched after the request arrived
+ * (fence_await_ends), so that no worker waits on a broker. */
+static void metrics_lag_row(objlog_query *q, int32_t p, int64_t now_ms, lag_row *r) {
     memset(r, 0, sizeof(*r));
-    int64_t end = -1;
-    rd_kafka_resp_err_t last_err;
-    int64_t age = wm_health(q->wm, p, &last_err);
-    /* While the log is unreachable a fetch would only block this worker:
-     * the last known end offset is the best answer. */
-    if (!fetch || age < 0 || age > WM_STALE_MS ||
-        wm_end_offset(q->wm, p, 0, METRICS_WM_TIMEOUT_MS, &end) != 0)
-        end = wm_last_end(q->wm, p);
+    int64_t end = wm_last_end(q->wm, p);
     /* Applied is read after the end offset, so it may be past it. */
     r->applied = objlog_materializer_applied(q->m, p);
     r->end = end > r->applied ? end : r->applied;
@@ -81,14 +73,14 @@ static void metrics_lag_row(objlog_query *q, int32_t p, int64_t now_ms, int fetc
 }
 
 /* rows[nparts], caller frees; NULL out of memory. */
-static lag_row *metrics_lag_rows(objlog_query *q, int fetch, int *nparts) {
+static lag_row *metrics_lag_rows(objlog_query *q, int *nparts) {
     int n = objlog_materializer_partitions(q->m);
     lag_row *rows = calloc((size_t)(n > 0 ? n : 1), sizeof(*rows));
     if (!rows)
         return NULL;
     int64_t now_ms = metrics_now_ms();
     for (int p = 0; p < n; p++)
-        metrics_lag_row(q, p, now_ms, fetch, &rows[p]);
+        metrics_lag_row(q, p, now_ms, &rows[p]);
     *nparts = n;
     return rows;
 }
@@ -121,8 +113,10 @@ static json_t *metrics_lag_json(objlog_query *q, const lag_row *rows, int n) {
 }
 
 void metrics_lag(http_ctx *c) {
+    if (fence_await_ends(c, METRICS_WM_TIMEOUT_MS) == FENCE_PARKED)
+        return;
     int n = 0;
-    lag_row *rows = metrics_lag_rows(c->q, 1, &n);
+    lag_row *rows = metrics_lag_rows(c->q, &n);
     if (!rows) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
@@ -135,7 +129,7 @@ void metrics_lag(http_ctx *c) {
 
 void metrics_readyz(http_ctx *c) {
     int n = 0;
-    lag_row *rows = metrics_lag_rows(c->q, 0, &n);
+    lag_row *rows = metrics_lag_rows(c->q, &n);
     if (!rows) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
@@ -299,7 +293,7 @@ static void metrics_latency(FILE *f, objlog_query *q) {
 
 void metrics_get(http_ctx *c) {
     int n = 0;
-    lag_row *rows = metrics_lag_rows(c->q, 0, &n);
+    lag_row *rows = metrics_lag_rows(c->q, &n);
     char *text = NULL;
     size_t len = 0;
     FILE *f = rows ? open_memstream(&text, &len) : NULL;

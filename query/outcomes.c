@@ -144,8 +144,10 @@ void outcomes_get(http_ctx *c) {
     if (outcomes_params(c, &p, &from, &max) < 0 ||
         http_timeout_param(c, &timeout_ms) < 0)
         return;
-    /* Blocks this worker, bounded by timeout_ms, as the read fences do. */
-    int rc = objlog_materializer_wait_applied(c->q->m, p, from, timeout_ms);
+    /* Parks off this worker, bounded by timeout_ms, as the read fences do. */
+    int rc = fence_await_applied(c, p, from, timeout_ms);
+    if (rc == FENCE_PARKED)
+        return;
     int64_t applied = objlog_materializer_applied(c->q->m, p);
     fence_applied_header(c, &p, 1, &applied);
     if (rc < 0) {

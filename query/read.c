@@ -51,10 +51,11 @@ static void read_reply_rc(http_ctx *c, view_rc rc, const char *bucket,
 }
 
 /* Fences the partitions, then opens the snapshot the answer comes from.
- * NULL when it already replied. */
+ * NULL when it already replied, or parked the read (fence.c: its route
+ * runs again later). */
 static view *read_fenced_view(http_ctx *c, const int32_t *parts, int n) {
     int64_t applied[READ_MAX_PARTS];
-    if (fence_wait(c, parts, n, applied) < 0)
+    if (fence_wait(c, parts, n, applied) != 0)
         return NULL;
     fence_applied_header(c, parts, n, applied);
     view *v = view_open(c->q->store);
@@ -573,8 +574,9 @@ void read_write_status(http_ctx *c, const char *token) {
     int timeout_ms;
     if (http_timeout_param(c, &timeout_ms) < 0)
         return;
-    int rc = objlog_materializer_wait_applied(c->q->m, tp[0].partition,
-                                              tp[0].offset, timeout_ms);
+    int rc = fence_await_applied(c, tp[0].partition, tp[0].offset, timeout_ms);
+    if (rc == FENCE_PARKED)
+        return;
     int64_t applied = objlog_materializer_applied(c->q->m, tp[0].partition);
     fence_applied_header(c, &tp[0].partition, 1, &applied);
     if (rc != 0) {

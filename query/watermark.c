@@ -11,9 +11,11 @@
  *
  * A single partition's request runs on that partition's fetcher thread,
  * never on the reader's: a broker call can outlast its timeout when the
- * broker dies under it (librdkafka retries), and the reader is an HTTP
- * worker whose other connections must not wait for that. Readers wait on
- * the condition variable, bounded by their own deadline. */
+ * broker dies under it (librdkafka retries). Blocking callers (/v1/lag,
+ * the refresher) wait on the condition variable, bounded by their own
+ * deadline; HTTP workers never wait: a strong read takes a ticket
+ * (wm_ticket), the number of the request it needs, and is told when any
+ * request finishes (wm_set_notify) so it can check (wm_ticket_done). */
 #include "internal.h"
 
 #include <errno.h>
@@ -34,6 +36,8 @@ typedef struct wm_part {
     int64_t ok_ms;               /* monotonic ms of the last success, 0 none */
     int queued;                  /* request `started` is the fetcher's to run */
     int fetch_ms;                /* its timeout */
+    uint64_t wanted;             /* highest request a ticket needs */
+    int wanted_ms;               /* the longest timeout a ticket asked for */
     int stop;                    /* the fetcher exits */
     pthread_cond_t want;         /* wakes the fetcher */
     pthread_t fetcher;
@@ -49,6 +53,11 @@ struct wm_cache {
     atomic_uint_fast64_t requests; /* ListOffsets requests issued */
     wm_fetch_fn fetch;           /* tests only: replaces the broker call */
     void *fetch_opaque;
+    /* Called after every finished request, with the partition's lock
+     * held: it must only wake someone (wm_set_notify). */
+    pthread_mutex_t notify_mu;
+    void (*notify)(void *opaque);
+    void *notify_opaque;
     /* The refresher (wm_start_refresh): every partition's end offset once
      * per interval, so that health and lag never wait on a broker. */
     pthread_t refresher;
@@ -68,6 +77,13 @@ static void *wm_fetcher_main(void *arg);
 void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque) {
     w->fetch = fn;
     w->fetch_opaque = opaque;
+}
+
+void wm_set_notify(wm_cache *w, void (*fn)(void *opaque), void *opaque) {
+    pthread_mutex_lock(&w->notify_mu);
+    w->notify = fn;
+    w->notify_opaque = opaque;
+    pthread_mutex_unlock(&w->notify_mu);
 }
 
 wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
@@ -90,6 +106,7 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
         w->parts[p].last_end = -1;
     }
     pthread_mutex_init(&w->stop_mu, NULL);
+    pthread_mutex_init(&w->notify_mu, NULL);
     pthread_cond_init(&w->stop_cv, &ca);
     pthread_condattr_destroy(&ca);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -136,6 +153,7 @@ void wm_destroy(wm_cache *w) {
     }
     if (w->parts) {
         pthread_mutex_destroy(&w->stop_mu);
+        pthread_mutex_destroy(&w->notify_mu);
         pthread_cond_destroy(&w->stop_cv);
     }
     for (int p = 0; w->parts && p < w->nparts; p++) {
@@ -180,7 +198,7 @@ static int wm_remaining_ms(const struct timespec *until) {
 
 /* Ends the request in flight (number wp->started) with its answer and
  * wakes its waiters; wp->mu held. */
-static void wm_publish(wm_part *wp, rd_kafka_resp_err_t err, int64_t hi) {
+static void wm_publish(wm_cache *w, wm_part *wp, rd_kafka_resp_err_t err, int64_t hi) {
     wp->done = wp->started;
     wp->err = err;
     wp->end = err ? -1 : hi;
@@ -192,7 +210,20 @@ static void wm_publish(wm_part *wp, rd_kafka_resp_err_t err, int64_t hi) {
     }
     if (!err && hi > wp->last_end)
         wp->last_end = hi;
+    /* A ticket taken while this request was in flight needs the next one,
+     * and no thread waits to start it: queue it for the fetcher now. */
+    if (wp->wanted > wp->started) {
+        wp->started++;
+        wp->queued = 1;
+        wp->fetch_ms = wp->wanted_ms;
+        wp->wanted_ms = 0;
+        pthread_cond_signal(&wp->want);
+    }
     pthread_cond_broadcast(&wp->cv);
+    pthread_mutex_lock(&w->notify_mu);
+    if (w->notify)
+        w->notify(w->notify_opaque);
+    pthread_mutex_unlock(&w->notify_mu);
 }
 
 /* Runs request number wp->started with wp->mu held on entry and exit; the
@@ -207,7 +238,7 @@ static void wm_fetch_locked(wm_cache *w, int32_t p, int timeout_ms) {
                  : rd_kafka_query_watermark_offsets(w->rk, w->topic, p, &lo, &hi,
                                                     timeout_ms > 0 ? timeout_ms : 1);
     pthread_mutex_lock(&wp->mu);
-    wm_publish(wp, err, hi);
+    wm_publish(w, wp, err, hi);
 }
 
 
@@ -291,6 +322,41 @@ rd_kafka_resp_err_t wm_end_offset(wm_cache *w, int32_t p, int fresh,
     return err;
 }
 
+/* ---- tickets: strong reads that never wait on a thread ---- */
+
+uint64_t wm_ticket(wm_cache *w, int32_t p, int timeout_ms) {
+    wm_part *wp = &w->parts[p];
+    pthread_mutex_lock(&wp->mu);
+    /* As wm_end_offset(fresh): the first request to start after now. */
+    uint64_t need = wp->started + 1;
+    if (wp->started == wp->done) {
+        wp->started++;
+        wp->queued = 1;
+        wp->fetch_ms = timeout_ms;
+        pthread_cond_signal(&wp->want);
+    } else {
+        if (need > wp->wanted)
+            wp->wanted = need;
+        if (timeout_ms > wp->wanted_ms)
+            wp->wanted_ms = timeout_ms;
+    }
+    pthread_mutex_unlock(&wp->mu);
+    return need;
+}
+
+int wm_ticket_done(wm_cache *w, int32_t p, uint64_t ticket, int64_t *end,
+                   rd_kafka_resp_err_t *err) {
+    wm_part *wp = &w->parts[p];
+    pthread_mutex_lock(&wp->mu);
+    int done = wp->done >= ticket;
+    if (done) {
+        *end = wp->end;
+        *err = wp->err;
+    }
+    pthread_mutex_unlock(&wp->mu);
+    return done;
+}
+
 /* ---- many partitions in one round trip (strong reads over a range) ---- */
 
 /* Fetches the end offsets of partitions ps[0..n) (each claimed by the
@@ -322,7 +388,7 @@ static void wm_fetch_many(wm_cache *w, const int32_t *ps, int n, int timeout_ms)
         }
         wm_part *wp = &w->parts[ps[i]];
         pthread_mutex_lock(&wp->mu);
-        wm_publish(wp, e, hi);
+        wm_publish(w, wp, e, hi);
         pthread_mutex_unlock(&wp->mu);
     }
     if (l)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include <cmocka.h>
@@ -1726,6 +1727,105 @@ static void test_lag_slow_apply(void **state) {
     env_stop(e);
 }
 
+/* A fence that is not met parks the read off its worker (fence.c): with
+ * ONE HTTP worker and a materializer that takes 1.5 s per batch, a strong
+ * GET, a token GET and a /v1/writes wait are all pending at once, and
+ * eventual GETs on other connections of that same worker are answered
+ * while they are. With blocking fences the worker would serve nothing
+ * until the first wait ended. Ordering is asserted, not timing: each
+ * parked read is still unanswered when the eventual reads come back. */
+typedef struct parked_read {
+    env e;
+    const char *path;
+    char token_hdr[160];
+    long status;
+    char etag[32];
+    atomic_int done;
+} parked_read;
+
+static void *parked_read_main(void *arg) {
+    parked_read *a = arg;
+    a->e.curl = curl_easy_init();
+    const char *hs[] = {a->token_hdr, NULL};
+    resp r;
+    req(&a->e, "GET", a->path, NULL, a->token_hdr[0] ? hs : NULL, &r);
+    a->status = r.status;
+    const char *et = r.status == 200 && strstr(a->path, "/objects/")
+                         ? jstr(&r, "etag", NULL) : NULL;
+    snprintf(a->etag, sizeof(a->etag), "%s", et ? et : "");
+    resp_free(&r);
+    curl_easy_cleanup(a->e.curl);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+static void test_parked_fences(void **state) {
+    (void)state;
+    env *e = env_start_conf(1500, 1, 0);
+    assert_non_null(e);
+    make_bucket(e, "park", NULL);
+    resp r;
+    req(e, "PUT", "/v1/buckets/park/objects/old?timeout_ms=10000", "{\"etag\":\"o1\"}",
+        NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    /* Logged, not yet applied: every fence below must wait for it. */
+    req(e, "PUT", "/v1/buckets/park/objects/new?ack=logged", "{\"etag\":\"n1\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    char token[128], writes[192];
+    snprintf(token, sizeof(token), "%s", jstr(&r, "token", NULL));
+    resp_free(&r);
+    snprintf(writes, sizeof(writes), "/v1/writes/%s?timeout_ms=10000", token);
+
+    double waits0 = metric_of(e, "objlog_fence_waits_total{mode=\"strong\"}") +
+                    metric_of(e, "objlog_fence_waits_total{mode=\"token\"}");
+    parked_read pr[3] = {
+        {.e = *e, .path = "/v1/buckets/park/objects/new?timeout_ms=10000"},
+        {.e = *e, .path = "/v1/buckets/park/objects/new?consistency=token&timeout_ms=10000"},
+        {.e = *e, .path = writes},
+    };
+    snprintf(pr[1].token_hdr, sizeof(pr[1].token_hdr), "X-Objlog-Token: %s", token);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, parked_read_main, &pr[i]), 0);
+    /* Until both read fences are parked (the /v1/writes wait is not a
+     * read fence and is not counted). */
+    double waits = waits0;
+    for (int i = 0; i < 400 && waits < waits0 + 2; i++) {
+        usleep(5 * 1000);
+        waits = metric_of(e, "objlog_fence_waits_total{mode=\"strong\"}") +
+                metric_of(e, "objlog_fence_waits_total{mode=\"token\"}");
+    }
+    assert_true(waits >= waits0 + 2);
+    for (int i = 0; i < 5; i++) {
+        req(e, "GET", "/v1/buckets/park/objects/old?consistency=eventual", NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        assert_string_equal(jstr(&r, "etag", NULL), "o1");
+        resp_free(&r);
+    }
+    int pending = 0;
+    for (int i = 0; i < 3; i++)
+        pending += !atomic_load(&pr[i].done);
+    print_message("eventual GETs answered while %d fenced reads were parked\n", pending);
+    assert_int_equal(pending, 3);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(pr[i].status, 200);
+    }
+    assert_string_equal(pr[0].etag, "n1");
+    assert_string_equal(pr[1].etag, "n1");
+
+    /* A fence that cannot be met in time still ends in 503 with the lag. */
+    req(e, "PUT", "/v1/buckets/park/objects/late?ack=logged", "{\"etag\":\"l1\"}", NULL, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    req(e, "GET", "/v1/buckets/park/objects/late?timeout_ms=100", NULL, NULL, &r);
+    assert_error(&r, 503, "SlowDown");
+    assert_true(json_integer_value(json_object_get(json_object_get(r.json, "error"), "lag")) >= 1);
+    resp_free(&r);
+    env_stop(e);
+}
+
 /* 32 strong readers at once on one partition share ListOffsets requests,
  * and each still sees the write acked (as logged, so not yet applied)
  * before it started; then a writer races readers and no read may return
@@ -2289,6 +2389,7 @@ int main(void) {
         cmocka_unit_test(test_bucket_routes),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_slow_apply),
+        cmocka_unit_test(test_parked_fences),
         cmocka_unit_test(test_writes_outcome_expired),
         cmocka_unit_test(test_lag_and_metrics),
         cmocka_unit_test(test_lag_slow_apply),
