@@ -127,6 +127,11 @@ static void fence_timeout_cb(evutil_socket_t fd, short what, void *arg) {
     fence_req *r = arg;
     if (fence_advance(r))
         return;
+    if (r->w->stopping) {
+        fence_result bye = {.rc = FENCE_SHUTDOWN};
+        fence_finish(r, &bye);
+        return;
+    }
     fence_result res = {.rc = FENCE_TIMED_OUT};
     for (int i = 0; i < r->n; i++) {
         if (r->ticket[i]) {
@@ -187,8 +192,13 @@ static int fence_park(fence_req *r, int timeout_ms) {
     evtimer_add(r->timer, &tv);
     /* The first check runs from the loop, not from inside the handler that
      * parked r: a fence already met would otherwise re-run the route
-     * while its first run is still on the stack. */
-    event_active(w->wake_ev, 0, 0);
+     * while its first run is still on the stack. A stopping worker parks
+     * nothing (keep-alive clients would keep it busy for ever): the timer
+     * fires at once and answers 503 unless the fence is met. */
+    if (w->stopping)
+        event_active(r->timer, EV_TIMEOUT, 0);
+    else
+        event_active(w->wake_ev, 0, 0);
     return FENCE_PARKED;
 }
 

@@ -2,8 +2,9 @@
  * routing, edge validation and the reply helpers every handler uses.
  *
  * Each of the N workers has its own event_base and evhttp and accepts on its
- * own SO_REUSEPORT socket bound to the same address, so the kernel spreads
- * connections and no lock is shared on the request path. A request is
+ * own duplicate of one listening socket (never SO_REUSEPORT, which would let
+ * another process share the port), so no lock is shared on the request
+ * path. A request is
  * answered on the worker thread that accepted it; the gateway hands its
  * replies back through an event (see gateway.c). Shutdown closes the
  * listeners first, then waits for the in-flight count to reach zero. */
@@ -12,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -630,9 +632,11 @@ static int http_listen_socket(const char *host, int port, char *errstr,
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
+    /* No SO_REUSEPORT: with it a second objlogd (same user) could bind the
+     * same port and the kernel would spread clients over two views. The
+     * workers share this one socket instead (http_start_workers). */
     if (fd < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
         /* Replies are written in pieces (headers, then body); without
          * TCP_NODELAY a keep-alive connection waits ~40 ms on Nagle vs
          * the client's delayed ACK. Accepted sockets inherit it (Linux). */
@@ -707,16 +711,26 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
     return 0;
 }
 
+/* One listening socket; each worker accepts from its own duplicate of it
+ * (every worker's loop is woken by a new connection, one accept wins, the
+ * others see EAGAIN), so only this process's workers share the port. */
 static int http_start_workers(objlog_query *q, char *errstr, size_t errstr_size) {
-    int port = q->port;
+    int lfd = http_listen_socket(q->host, q->port, errstr, errstr_size);
+    if (lfd < 0)
+        return -1;
+    q->port = http_socket_port(lfd);
     for (int i = 0; i < q->nworkers; i++) {
-        int fd = http_listen_socket(q->host, port, errstr, errstr_size);
-        if (fd < 0)
+        int fd = i == q->nworkers - 1 ? lfd : fcntl(lfd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(errstr, errstr_size, "listen socket: dup: %s", strerror(errno));
+            close(lfd);
             return -1;
-        if (i == 0)
-            port = q->port = http_socket_port(fd);
-        if (http_worker_init(&q->workers[i], q, fd, errstr, errstr_size) < 0)
+        }
+        if (http_worker_init(&q->workers[i], q, fd, errstr, errstr_size) < 0) {
+            if (fd != lfd)
+                close(lfd);
             return -1;
+        }
     }
     for (int i = 0; i < q->nworkers; i++) {
         if (pthread_create(&q->workers[i].thread, NULL, http_worker_main,

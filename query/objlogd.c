@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "topics.h"
@@ -195,6 +196,12 @@ static void wait_for_signal(const sigset_t *set) {
     fprintf(stderr, "objlogd: %s, shutting down\n", strsignal(sig));
 }
 
+static long long mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static objlog_embedded_kafka *start_embedded(const objlogd_conf *c) {
     char err[512];
     objlog_embedded_kafka *k = objlog_embedded_kafka_new(
@@ -368,10 +375,18 @@ static int serve(const objlogd_conf *c, const char *brokers,
         printf("OBJLOG_LISTEN=%s:%d\nOBJLOG_READY\n", c->host, objlog_query_port(q));
         fflush(stdout);
         wait_for_signal(set);
-        objlog_query_destroy(q);
     }
+    /* Each stage's time on stderr: a stop that takes long says where. */
+    long long t0 = mono_ms();
+    objlog_query_destroy(q);
+    long long t1 = mono_ms();
     objlog_materializer_destroy(m);
+    long long t2 = mono_ms();
     objlog_store_close(store);
+    if (q)
+        fprintf(stderr, "objlogd: stopped in %lld ms (http and gateway %lld ms, "
+                        "materializer %lld ms, store %lld ms)\n",
+                mono_ms() - t0, t1 - t0, t2 - t1, mono_ms() - t2);
     return q ? 0 : 1;
 }
 

@@ -3,7 +3,7 @@
  * start (DESIGN §9).
  *
  * objlog_query owns: N HTTP worker threads (one event_base + evhttp each,
- * all accepting on their own SO_REUSEPORT socket bound to the same address),
+ * all accepting from one listening socket that no other process can share),
  * a small pool of waiter threads for the write gateway, its own
  * libobjlog_producer (ack=logged; the gateway waits for the outcome on the
  * materializer itself) and one rd_kafka handle for end offsets, whose

@@ -784,7 +784,7 @@ static void test_slow_apply(void **state) {
 }
 
 /* Several clients at once on their own connections (spread over the
- * SO_REUSEPORT workers): every write answered once, every read sees it. */
+ * workers): every write answered once, every read sees it. */
 typedef struct client_arg {
     env *e;
     int id;

@@ -21,6 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -361,12 +365,67 @@ static void test_bad_flags_exit_2(void **state) {
     }
 }
 
+/* Issue 11, item 1: a second objlogd on a port a running one holds must
+ * exit non-zero naming the address (it used to share the port through
+ * SO_REUSEPORT, and the kernel spread GETs over both views); so must one
+ * on a port anything else holds. The first keeps answering every request. */
+static void test_port_taken(void **state) {
+    (void)state;
+    mock_variant_only();
+    char dir[256], dir2[256], addr[64], url[256], out[4096], err[8192];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    assert_int_equal(proc_tmpdir(dir2, sizeof(dir2)), 0);
+    char *args[] = {"--embedded", "--listen", "127.0.0.1:0", "--data", dir,
+                    "--partitions", "2", "--threads", "4", NULL};
+    proc *p = start(args, NULL, addr, 0);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/port", addr);
+    assert_int_equal(http("PUT", url, NULL, out, sizeof(out)), 200);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/port/objects/k", addr);
+    assert_int_equal(http("PUT", url, "{\"etag\":\"e1\"}", out, sizeof(out)), 200);
+
+    char *second[] = {objlogd, "--embedded", "--listen", addr, "--data", dir2,
+                      "--partitions", "2", NULL};
+    int rc = proc_run(second, NULL, out, sizeof(out), err, sizeof(err), 60000);
+    print_message("second objlogd on %s: exit %d: %s", addr, rc, strstr(err, "listen") ?
+                  strstr(err, "listen") : err);
+    assert_true(rc > 0);
+    assert_null(strstr(out, "OBJLOG_READY"));
+    assert_non_null(strstr(err, addr));
+    assert_non_null(strstr(err, "Address already in use"));
+
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 200);
+        assert_non_null(strstr(out, "\"etag\":\"e1\""));
+    }
+    assert_exit_0(proc_stop(p, 20000));
+
+    /* A port that something else holds (a plain listener of the test). */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(fd, 8), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    char held[64];
+    snprintf(held, sizeof(held), "127.0.0.1:%d", ntohs(sa.sin_port));
+    char *third[] = {objlogd, "--embedded", "--listen", held, "--data", dir2,
+                     "--partitions", "2", NULL};
+    rc = proc_run(third, NULL, out, sizeof(out), err, sizeof(err), 60000);
+    close(fd);
+    assert_true(rc > 0);
+    assert_null(strstr(out, "OBJLOG_READY"));
+    assert_non_null(strstr(err, held));
+    proc_rmtree(dir);
+    proc_rmtree(dir2);
+}
+
 int main(void) {
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         /* objlogd's own flags: mock variant only */
         cmocka_unit_test(test_bad_flags_exit_2),
+        cmocka_unit_test(test_port_taken),
         cmocka_unit_test(test_brokers_missing_topic),
         cmocka_unit_test(test_embedded_serves_and_stops),
         cmocka_unit_test(test_kafka_only_and_brokers),
