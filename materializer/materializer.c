@@ -111,7 +111,10 @@ static rd_kafka_t *mat_consumer_new(const objlog_materializer_conf *conf,
         conf_set(c, "enable.auto.offset.store", "false", errstr, es) ||
         conf_set(c, "auto.offset.reset", "error", errstr, es) ||
         conf_set(c, "enable.partition.eof", "false", errstr, es) ||
-        conf_set(c, "fetch.wait.max.ms", fetch_wait, errstr, es)) {
+        conf_set(c, "fetch.wait.max.ms", fetch_wait, errstr, es) ||
+        /* librdkafka's backoff grows to 10 s over an outage; applying
+         * should resume within a second of the brokers' return. */
+        conf_set(c, "reconnect.backoff.max.ms", "1000", errstr, es)) {
         rd_kafka_conf_destroy(c);
         return NULL;
     }

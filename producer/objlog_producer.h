@@ -7,6 +7,13 @@
  * asynchronous with a completion callback (called from a library thread,
  * exactly once per accepted write); the *_sync wrappers block.
  *
+ * Inside a completion callback only the asynchronous calls may be made: a
+ * *_sync write or objlog_producer_flush there would wait for a callback
+ * that only the same library thread can run, so they fail at once (-1,
+ * errstr "... called from a completion callback would wait for itself
+ * (deadlock) ...", nothing sent), and objlog_producer_destroy there prints
+ * that to stderr and returns without destroying.
+ *
  * Configuration keys:
  *   bootstrap.servers  Kafka brokers (required)
  *   topic              events topic (default objlog.events)

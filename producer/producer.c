@@ -77,12 +77,30 @@ static void outstanding_add(objlog_producer *p, long d) {
     pthread_mutex_unlock(&p->lock);
 }
 
+/* Nonzero on a thread while it runs a completion callback. A *_sync call
+ * or a flush made there would wait for a callback only this same thread
+ * can run: they fail at once instead (producer_in_callback_refused). */
+static _Thread_local int producer_cb_depth;
+
+int producer_in_callback_refused(const char *what, char *errstr, size_t errstr_size) {
+    if (producer_cb_depth == 0)
+        return 0;
+    if (errstr && errstr_size)
+        snprintf(errstr, errstr_size,
+                 "%s called from a completion callback would wait for itself "
+                 "(deadlock): use the asynchronous call there", what);
+    return 1;
+}
+
 void producer_complete(write_op *op) {
     objlog_producer *p = op->p;
     /* Counted before the callback, so a caller woken by it sees it. */
     atomic_fetch_add(&p->completed, 1);
-    if (op->cb)
+    if (op->cb) {
+        producer_cb_depth++;
         op->cb(&op->res, op->opaque);
+        producer_cb_depth--;
+    }
     free(op->payload);
     free(op->rkey);
     free(op);
@@ -218,6 +236,8 @@ fail:
 }
 
 int objlog_producer_flush(objlog_producer *p, int timeout_ms) {
+    if (producer_in_callback_refused("objlog_producer_flush", NULL, 0))
+        return -1;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     if (timeout_ms > 0) {
@@ -244,6 +264,12 @@ int objlog_producer_flush(objlog_producer *p, int timeout_ms) {
 void objlog_producer_destroy(objlog_producer *p) {
     if (!p)
         return;
+    /* The callback's own thread would have to be joined by itself. */
+    char why[256];
+    if (producer_in_callback_refused("objlog_producer_destroy", why, sizeof(why))) {
+        fprintf(stderr, "objlog_producer: %s; the producer was not destroyed\n", why);
+        return;
+    }
     if (p->dr_started) {
         /* Writes the log has not taken within the outcome timeout never
          * will while we wait (brokers down: librdkafka would retry for
@@ -768,11 +794,16 @@ static void sync_cb(const objlog_write_result *r, void *opaque) {
     pthread_mutex_unlock(&w->m);
 }
 
-static void sync_init(sync_wait *w, objlog_write_result *res) {
+/* -1 (errstr filled, nothing sent) on a completion callback's thread. */
+static int sync_init(sync_wait *w, objlog_write_result *res, char *errstr,
+                     size_t errstr_size) {
+    if (producer_in_callback_refused("a *_sync write", errstr, errstr_size))
+        return -1;
     pthread_mutex_init(&w->m, NULL);
     pthread_cond_init(&w->c, NULL);
     w->done = 0;
     w->res = res;
+    return 0;
 }
 
 /* rc is the async call's result: wait only if it was accepted. */
@@ -793,7 +824,8 @@ int objlog_producer_create_bucket_sync(objlog_producer *p, const char *bucket,
                                        objlog_write_result *res, char *errstr,
                                        size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_create_bucket(
                                p, bucket, tenant, versioning, opts, sync_cb,
                                &w, errstr, errstr_size));
@@ -806,7 +838,8 @@ int objlog_producer_put_object_sync(objlog_producer *p, const char *bucket,
                                     objlog_write_result *res, char *errstr,
                                     size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_put_object(p, bucket, key, key_len,
                                                       meta, opts, sync_cb, &w,
                                                       errstr, errstr_size));
@@ -819,7 +852,8 @@ int objlog_producer_delete_object_sync(objlog_producer *p, const char *bucket,
                                        objlog_write_result *res, char *errstr,
                                        size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_delete_object(
                                p, bucket, key, key_len, version_id, opts,
                                sync_cb, &w, errstr, errstr_size));
@@ -832,7 +866,8 @@ int objlog_producer_create_bucket_ex_sync(objlog_producer *p,
                                           objlog_write_result *res,
                                           char *errstr, size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_create_bucket_ex(
                                p, bucket, conf, opts, sync_cb, &w, errstr,
                                errstr_size));
@@ -844,7 +879,8 @@ int objlog_producer_set_versioning_sync(objlog_producer *p, const char *bucket,
                                         objlog_write_result *res, char *errstr,
                                         size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_set_versioning(
                                p, bucket, v, opts, sync_cb, &w, errstr,
                                errstr_size));
@@ -855,7 +891,8 @@ int objlog_producer_delete_bucket_sync(objlog_producer *p, const char *bucket,
                                        objlog_write_result *res, char *errstr,
                                        size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_delete_bucket(
                                p, bucket, opts, sync_cb, &w, errstr,
                                errstr_size));
@@ -868,7 +905,8 @@ int objlog_producer_create_upload_sync(objlog_producer *p, const char *bucket,
                                        objlog_write_result *res, char *errstr,
                                        size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_create_upload(
                                p, bucket, key, key_len, meta, opts, sync_cb,
                                &w, errstr, errstr_size));
@@ -883,7 +921,8 @@ int objlog_producer_upload_part_sync(objlog_producer *p, const char *bucket,
                                      objlog_write_result *res, char *errstr,
                                      size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_upload_part(
                                p, bucket, key, key_len, upload_id,
                                part_number, size, etag, blob_id, opts,
@@ -899,7 +938,8 @@ int objlog_producer_complete_upload_sync(objlog_producer *p,
                                          objlog_write_result *res,
                                          char *errstr, size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_complete_upload(
                                p, bucket, key, key_len, upload_id, parts,
                                n_parts, opts, sync_cb, &w, errstr,
@@ -913,7 +953,8 @@ int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
                                       objlog_write_result *res, char *errstr,
                                       size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_abort_upload(
                                p, bucket, key, key_len, upload_id, opts,
                                sync_cb, &w, errstr, errstr_size));
@@ -946,7 +987,8 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
                                    objlog_write_result *res, char *errstr,
                                    size_t errstr_size) {
     sync_wait w;
-    sync_init(&w, res);
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
     return sync_finish(&w, objlog_producer_set_quota(
                                p, bucket, max_bytes, max_objects, opts,
                                sync_cb, &w, errstr, errstr_size));

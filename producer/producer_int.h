@@ -62,6 +62,9 @@ int64_t producer_now_ms(void); /* CLOCK_MONOTONIC */
 /* Completes op: runs its callback, frees it, and lets flush() see one
  * fewer outstanding write. Called from library threads only. */
 void producer_complete(write_op *op);
+/* 1 with errstr ("<what> called from a completion callback ...") when the
+ * calling thread is running a completion callback, else 0. */
+int producer_in_callback_refused(const char *what, char *errstr, size_t errstr_size);
 
 /* Re-produces op's saved bytes (unknown.retries); op goes back to
  * librdkafka and its delivery report hands it to the fetcher again.

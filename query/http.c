@@ -787,7 +787,12 @@ static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
         objlog_producer_conf_set(pc, "ack", "logged", errstr, errstr_size) ||
         /* No outcome waits here (ack=logged): this bounds only how long a
          * shutdown waits for writes the log has not taken (destroy). */
-        objlog_producer_conf_set(pc, "outcome.timeout.ms", "1000", errstr, errstr_size)) {
+        objlog_producer_conf_set(pc, "outcome.timeout.ms", "1000", errstr, errstr_size) ||
+        /* After an outage librdkafka's reconnect backoff grows to 10 s:
+         * writes would keep timing out for seconds after the brokers are
+         * back and /readyz says ready. Retry a lost broker every second. */
+        objlog_producer_conf_set(pc, "kafka.reconnect.backoff.max.ms", "1000", errstr,
+                                 errstr_size)) {
         objlog_producer_conf_destroy(pc);
         return NULL;
     }

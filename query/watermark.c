@@ -118,6 +118,8 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
     if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "2000", tmp,
                           sizeof(tmp)) ||
+        /* As the gateway's producer (http.c): back within a second. */
+        rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", tmp, sizeof(tmp)) ||
         !(w->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
         snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
         rd_kafka_conf_destroy(conf);

@@ -523,7 +523,11 @@ static void resolve_vid(const char *ref, int self, char *out, size_t n) {
         vid_of_step(ref[1] ? atoi(ref + 1) : self, vid);
         snprintf(out, n, "%s", vid);
     } else {
-        snprintf(out, n, "%s", ref ? ref : "");
+        /* A step names a literal id that must fit, never a cut one. */
+        size_t len = ref ? strlen(ref) : 0;
+        assert_true(len < n);
+        memcpy(out, ref ? ref : "", len);
+        out[len] = '\0';
     }
 }
 

@@ -539,7 +539,7 @@ static void ver_line(char *out, size_t n, const ver_row *r, int kw) {
 
 static void test_versions_table(void **state) {
     (void)state;
-    char want[8192], line[512], vid[4][64];
+    char want[8192], line[2048], vid[4][64];
     assert_ok(objlog("mb", "vers", "--versioning", "Enabled", NULL));
     assert_ok(objlog("put", "vers", "a.txt", "--size", "5", NULL));
     line_value(g_out, "version_id", vid[0], sizeof(vid[0]));

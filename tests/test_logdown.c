@@ -279,7 +279,9 @@ static int ld_record(int ph, int kind, const ld_resp *r, long bound_ms, const ch
     int bad = r->ms >= bound_ms || r->status == 0;
     if (bad)
         s->over_bound++;
-    if (bad && !s->first_bad[0])
+    /* After recovery every answer must be a 200: keep the first that is
+     * not, whatever its time. */
+    if ((bad || (ph == PH_AFTER && r->status != 200)) && !s->first_bad[0])
         ld_fmt(s->first_bad, sizeof(s->first_bad), "%s: %ld after %ld ms %.150s%s", what,
                  r->status, r->ms, r->status ? r->body : r->err, r->status ? "" : " (no answer)");
     pthread_mutex_unlock(&T.mu);
@@ -914,8 +916,9 @@ static void log_down_and_back(void **state) {
     ld_check(&ck, probe_first == 200 && wa->n > 0 && wa->ok == wa->n,
              "6 new writes answer 200 after recovery",
              "probe write %ld; writers after /readyz: %ld of %ld 200 (503 %ld, other %ld, "
-             "unanswered %ld; the last one answered %ld ms after /readyz was 200)", probe_first,
-             wa->ok, wa->n, wa->s503, wa->other, wa->noanswer, T.after_last_bad_ms);
+             "unanswered %ld; the last one answered %ld ms after /readyz was 200)%s%s",
+             probe_first, wa->ok, wa->n, wa->s503, wa->other, wa->noanswer,
+             T.after_last_bad_ms, wa->first_bad[0] ? "; first: " : "", wa->first_bad);
     ld_check(&ck, strong_first_fail == 0 && T.st[PH_AFTER][K_STRONG].ok > 0,
              "6 strong GETs answer 200 after recovery",
              "%ld of %d keys 200 (%ld failed%s%s); strong reader after /readyz: %ld of %ld 200",

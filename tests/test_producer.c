@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -431,6 +432,58 @@ static void test_concurrent_puts_logged(void **state) {
 }
 
 /* Bucket and delete events carry their own fields and preconditions. */
+/* Issue 11, item 2: a completion callback that calls a *_sync write (or
+ * flush, or destroy) used to hang for ever, and destroy with it. Now each
+ * fails at once naming the problem, nothing is sent for it, and the
+ * producer goes on working. */
+typedef struct cb_reentry {
+    objlog_producer *p;
+    int sync_rc, flush_rc;
+    char err[256];
+    objlog_write_result inner;
+    atomic_int done;
+} cb_reentry;
+
+static void reentering_cb(const objlog_write_result *res, void *opaque) {
+    cb_reentry *a = opaque;
+    (void)res;
+    objlog_object_meta meta = {.size = 1, .etag = "e"};
+    memset(&a->inner, 0, sizeof(a->inner));
+    a->sync_rc = objlog_producer_put_object_sync(a->p, "photos", "inner", 5, &meta, NULL,
+                                                 &a->inner, a->err, sizeof(a->err));
+    a->flush_rc = objlog_producer_flush(a->p, 1000);
+    objlog_producer_destroy(a->p); /* refused: prints, returns */
+    atomic_store(&a->done, 1);
+}
+
+static void test_sync_call_in_callback_fails(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    cb_reentry a = {.p = p, .sync_rc = 99, .flush_rc = 99};
+    char err[256];
+    objlog_object_meta meta = {.size = 1, .etag = "e"};
+    assert_int_equal(objlog_producer_put_object(p, "photos", "outer", 5, &meta, NULL,
+                                                reentering_cb, &a, err, sizeof(err)), 0);
+    for (int i = 0; i < 1000 && !atomic_load(&a.done); i++)
+        usleep(10 * 1000);
+    assert_int_equal(atomic_load(&a.done), 1);
+    assert_int_equal(a.sync_rc, -1);
+    assert_int_equal(a.flush_rc, -1);
+    assert_non_null(strstr(a.err, "completion callback"));
+    assert_non_null(strstr(a.err, "deadlock"));
+    /* Nothing was sent for the refused call; the producer still works. */
+    objlog_write_result r;
+    assert_int_equal(objlog_producer_put_object_sync(p, "photos", "after", 5, &meta, NULL,
+                                                     &r, err, sizeof(err)), 0);
+    assert_int_equal(r.status, OBJLOG_STATUS_LOGGED);
+    objlog_producer_stats st;
+    objlog_producer_stats_get(p, &st);
+    assert_int_equal(st.writes_completed, 2);
+    objlog_producer_destroy(p);
+    rd_kafka_message_t **msgs = consume_all(c, 2);
+    free_msgs(msgs, 2);
+}
+
 static void test_bucket_and_delete_events(void **state) {
     cluster *c = *state;
     objlog_producer *p = producer_start(c, "logged", NULL, NULL);
@@ -1376,6 +1429,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conf_errors_name_the_key),
         cmocka_unit_test_setup_teardown(test_concurrent_puts_logged, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_sync_call_in_callback_fails, cluster_setup,
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_bucket_and_delete_events, cluster_setup,
                                         cluster_teardown),
