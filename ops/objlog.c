@@ -15,7 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "cli.h"
+#include "objlog_producer.h"
 
 #define DEFAULT_URL "http://127.0.0.1:8080"
 #define MAX_META 64
@@ -29,7 +32,7 @@ typedef struct cli {
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: objlog [--url URL] [--json] COMMAND ...\n"
+        "usage: objlog [--url URL] [--json] [--version] COMMAND ...\n"
         "  mb BUCKET [--tenant T] [--versioning Enabled|Suspended] [--max-versions N]\n"
         "  rb BUCKET\n"
         "  bucket BUCKET                      (settings)\n"
@@ -1647,6 +1650,10 @@ int main(int argc, char **argv) {
             url_flag = argv[++i];
         } else if (!strcmp(argv[i], "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("objlog %s (libobjlog_producer %s, librdkafka %s)\n", OBJLOG_VERSION_STR,
+                   objlog_producer_version(), rd_kafka_version_str());
             return 0;
         } else {
             return usage_error("unknown option %s", argv[i]);

@@ -134,10 +134,29 @@ static objlog_conf_res conf_set_refresh(objlog_producer_conf *c,
     return OBJLOG_CONF_OK;
 }
 
+/* librdkafka settings the library fixes (DESIGN §6: every write is
+ * idempotent and acknowledged by all in-sync replicas, or the log could
+ * reorder or lose a write the caller saw acknowledged). Refused at set
+ * time rather than silently overridden at producer_new. */
+static const char *const conf_forced_kafka[] = {"acks", "request.required.acks",
+                                                "enable.idempotence", NULL};
+
 static objlog_conf_res conf_set_kafka(objlog_producer_conf *c,
                                       const char *name, const char *prop,
                                       const char *value, char *errstr,
                                       size_t errstr_size) {
+    for (int i = 0; conf_forced_kafka[i]; i++) {
+        if (strcmp(prop, conf_forced_kafka[i]) == 0) {
+            snprintf(errstr, errstr_size,
+                     "%s cannot be set: the producer always writes with acks=all and "
+                     "enable.idempotence=true", name);
+            return OBJLOG_CONF_INVALID;
+        }
+    }
+    if (strcmp(prop, "bootstrap.servers") == 0 || strcmp(prop, "metadata.broker.list") == 0) {
+        snprintf(errstr, errstr_size, "%s: set bootstrap.servers instead", name);
+        return OBJLOG_CONF_INVALID;
+    }
     char kerr[256];
     rd_kafka_conf_res_t r =
         rd_kafka_conf_set(c->kconf, prop, value, kerr, sizeof(kerr));

@@ -50,7 +50,34 @@
  *     by the state machine when it applies the event: exact, never
  *     overshot, deterministic under replay (QuotaExceeded, 403).
  *   kafka.<prop>       passed to librdkafka as <prop>
- * The librdkafka producer is always idempotent with acks=all.
+ * The librdkafka producer is always idempotent with acks=all:
+ * kafka.acks, kafka.request.required.acks and kafka.enable.idempotence are
+ * refused (OBJLOG_CONF_INVALID, errstr says why), as is
+ * kafka.bootstrap.servers (use bootstrap.servers).
+ *
+ * What a write returns (objlog_write_result):
+ *   status     OK (applied), LOGGED (ack=logged: in the log, not awaited),
+ *              REJECTED (applied with an error outcome), UNKNOWN (no
+ *              outcome in time: retry with request_id), FAILED (never
+ *              reached the log).
+ *   error_code with REJECTED, the state machine's S3 code: NoSuchBucket,
+ *              NoSuchKey, NoSuchVersion, NoSuchUpload, BucketAlreadyExists,
+ *              BucketNotEmpty, PreconditionFailed, QuotaExceeded,
+ *              TooManyVersions, InvalidArgument, InvalidPart,
+ *              InvalidPartOrder, EntityTooSmall, WrongRange (the range map
+ *              moved under the write: retry), InvalidEvent; "" otherwise.
+ *              error_message says more; with FAILED and UNKNOWN it names
+ *              the Kafka or HTTP error.
+ *   token      "P.O": the write's partition and offset in the log, where
+ *              its outcome is decided. A read that passes it
+ *              (X-Objlog-Token header or token= parameter of objlogd's
+ *              API) sees this write or later ones
+ *              (read-your-writes, no broker round trip).
+ *   Reading a write back: GET {query.url}/v1/writes/{token} answers its
+ *   outcome (status code, version id, etag) once applied; GET
+ *   /v1/buckets/{b}/objects/{key}?token={token} reads the object as of it.
+ * Calls that take an object's metadata accept meta == NULL: an object of
+ * size 0 with no etag, content type, blob id or user metadata.
  *
  * Retrying: every write carries a 16-byte request id (random unless
  * opts->request_id is given), reported in the result. A write that ended
@@ -94,6 +121,18 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The release this header belongs to (CMake reads it from here). The
+ * shared library's SONAME carries the major: libobjlog_producer.so.0. */
+#define OBJLOG_VERSION_MAJOR 0
+#define OBJLOG_VERSION_MINOR 2
+#define OBJLOG_VERSION_PATCH 0
+#define OBJLOG_VERSION_STR "0.2.0"
+/* (major << 16) | (minor << 8) | patch, for #if */
+#define OBJLOG_VERSION 0x000200
+/* The library's version at run time ("0.2.0"), which may be newer than
+ * the header's OBJLOG_VERSION_STR a program was built with. */
+const char *objlog_producer_version(void);
 
 typedef struct objlog_producer objlog_producer;
 typedef struct objlog_producer_conf objlog_producer_conf;

@@ -92,6 +92,8 @@ int producer_in_callback_refused(const char *what, char *errstr, size_t errstr_s
     return 1;
 }
 
+const char *objlog_producer_version(void) { return OBJLOG_VERSION_STR; }
+
 void producer_complete(write_op *op) {
     objlog_producer *p = op->p;
     /* Counted before the callback, so a caller woken by it sees it. */

@@ -8,6 +8,7 @@
  * blocked in every thread and taken synchronously with sigwait in main, so
  * no work happens in a signal handler. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,8 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "topics.h"
 
+#include "objlog_producer.h"
 #include "query.h"
 
 #define OBJLOGD_CONTROL_TOPIC "objlog.control"
@@ -46,6 +50,7 @@ typedef struct objlogd_conf {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: objlogd [--embedded | --kafka-only | --brokers LIST]\n"
+            "               [--version] [--help]\n"
             "               [--topic NAME] [--partitions N] [--data DIR]\n"
             "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
             "               [--ready-max-lag N] [--max-timeout-ms N] [--group NAME]\n"
@@ -115,63 +120,98 @@ static int conf_from_env(objlogd_conf *c) {
     return 0;
 }
 
-/* 0 ok, 1 --help, -1 bad flag. */
+enum {
+    OPT_EMBEDDED = 256, OPT_KAFKA_ONLY, OPT_BROKERS, OPT_TOPIC, OPT_DATA, OPT_GROUP,
+    OPT_NO_CREATE_TOPICS, OPT_ALLOW_UNSAFE_TOPICS, OPT_PARTITIONS, OPT_THREADS,
+    OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
+    OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION
+};
+
+static const struct option objlogd_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"embedded", no_argument, NULL, OPT_EMBEDDED},
+    {"kafka-only", no_argument, NULL, OPT_KAFKA_ONLY},
+    {"brokers", required_argument, NULL, OPT_BROKERS},
+    {"topic", required_argument, NULL, OPT_TOPIC},
+    {"data", required_argument, NULL, OPT_DATA},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"no-create-topics", no_argument, NULL, OPT_NO_CREATE_TOPICS},
+    {"allow-unsafe-topics", no_argument, NULL, OPT_ALLOW_UNSAFE_TOPICS},
+    {"partitions", required_argument, NULL, OPT_PARTITIONS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"fetch-wait-ms", required_argument, NULL, OPT_FETCH_WAIT_MS},
+    {"ready-max-lag", required_argument, NULL, OPT_READY_MAX_LAG},
+    {"max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT_MS},
+    {"test-apply-delay-ms", required_argument, NULL, OPT_TEST_APPLY_DELAY_MS},
+    {"test-no-stats", no_argument, NULL, OPT_TEST_NO_STATS},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {NULL, 0, NULL, 0}};
+
+/* The long name of option code c, for messages. */
+static const char *objlogd_option_name(int c) {
+    for (const struct option *o = objlogd_options; o->name; o++)
+        if (o->val == c)
+            return o->name;
+    return "?";
+}
+
+/* One parsed option; 0, or -1 after a message naming it. */
+static int conf_option(objlogd_conf *c, int opt, const char *v) {
+    char flag[64];
+    snprintf(flag, sizeof(flag), "--%s", objlogd_option_name(opt));
+    if (v && !*v && opt != OPT_LISTEN) {
+        fprintf(stderr, "objlogd: %s needs a value\n", flag);
+        return -1;
+    }
+    switch (opt) {
+    case OPT_EMBEDDED: c->brokers = NULL; return 0;
+    case OPT_KAFKA_ONLY: c->kafka_only = 1; return 0;
+    case OPT_BROKERS: c->brokers = v; return 0;
+    case OPT_TOPIC: c->topic = v; return 0;
+    case OPT_DATA: c->data = v; return 0;
+    case OPT_GROUP: c->group = v; return 0;
+    case OPT_NO_CREATE_TOPICS: c->no_create_topics = 1; return 0;
+    case OPT_ALLOW_UNSAFE_TOPICS: c->allow_unsafe_topics = 1; return 0;
+    case OPT_TEST_NO_STATS: c->test_no_stats = 1; return 0;
+    case OPT_PARTITIONS: return parse_int(flag, v, 1, 4096, &c->partitions);
+    case OPT_THREADS: return parse_int(flag, v, 1, 256, &c->threads);
+    case OPT_FETCH_WAIT_MS: return parse_int(flag, v, 1, 10000, &c->fetch_wait_ms);
+    case OPT_READY_MAX_LAG: return parse_int(flag, v, 1, INT_MAX, &c->ready_max_lag);
+    case OPT_MAX_TIMEOUT_MS: return parse_int(flag, v, 1, 3600000, &c->max_timeout_ms);
+    case OPT_TEST_APPLY_DELAY_MS:
+        return parse_int(flag, v, 0, 60000, &c->test_apply_delay_ms);
+    case OPT_LISTEN: return parse_listen(flag, v, c);
+    default: return -1;
+    }
+}
+
+/* 0 ok, 1 --help, 2 --version, -1 bad flag (getopt_long: --opt=value,
+ * --opt value, "--" ends the options; objlogd takes no operands). */
 static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+    opterr = 0;
+    optind = 1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":h", objlogd_options, NULL)) != -1) {
+        if (opt == 'h')
             return 1;
-        if (strcmp(a, "--embedded") == 0) {
-            c->brokers = NULL;
-            takes = 0;
-        } else if (strcmp(a, "--kafka-only") == 0) {
-            c->kafka_only = 1;
-            takes = 0;
-        } else if (strcmp(a, "--brokers") == 0 || strcmp(a, "--topic") == 0 ||
-                   strcmp(a, "--data") == 0 || strcmp(a, "--group") == 0) {
-            if (!v || !*v) {
-                fprintf(stderr, "objlogd: %s needs a value\n", a);
-                return -1;
-            }
-            *(a[2] == 'b' ? &c->brokers : a[2] == 't' ? &c->topic
-              : a[2] == 'g' ? &c->group : &c->data) = v;
-        } else if (strcmp(a, "--no-create-topics") == 0) {
-            c->no_create_topics = 1;
-            takes = 0;
-        } else if (strcmp(a, "--allow-unsafe-topics") == 0) {
-            c->allow_unsafe_topics = 1;
-            takes = 0;
-        } else if (strcmp(a, "--partitions") == 0) {
-            if (parse_int(a, v, 1, 4096, &c->partitions) < 0)
-                return -1;
-        } else if (strcmp(a, "--threads") == 0) {
-            if (parse_int(a, v, 1, 256, &c->threads) < 0)
-                return -1;
-        } else if (strcmp(a, "--fetch-wait-ms") == 0) {
-            if (parse_int(a, v, 1, 10000, &c->fetch_wait_ms) < 0)
-                return -1;
-        } else if (strcmp(a, "--ready-max-lag") == 0) {
-            if (parse_int(a, v, 1, INT_MAX, &c->ready_max_lag) < 0)
-                return -1;
-        } else if (strcmp(a, "--max-timeout-ms") == 0) {
-            if (parse_int(a, v, 1, 3600000, &c->max_timeout_ms) < 0)
-                return -1;
-        } else if (strcmp(a, "--test-apply-delay-ms") == 0) {
-            if (parse_int(a, v, 0, 60000, &c->test_apply_delay_ms) < 0)
-                return -1;
-        } else if (strcmp(a, "--test-no-stats") == 0) {
-            c->test_no_stats = 1;
-            takes = 0;
-        } else if (strcmp(a, "--listen") == 0) {
-            if (parse_listen(a, v, c) < 0)
-                return -1;
-        } else {
-            fprintf(stderr, "objlogd: unknown flag %s\n", a);
+        if (opt == OPT_VERSION)
+            return 2;
+        if (opt == '?') {
+            fprintf(stderr, "objlogd: unknown flag %s\n", argv[optind - 1]);
             return -1;
         }
-        i += takes;
+        if (opt == ':') {
+            fprintf(stderr, "objlogd: %s needs a value\n", argv[optind - 1]);
+            return -1;
+        }
+        if (conf_option(c, opt, optarg) < 0)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "objlogd: unexpected argument '%s' (objlogd takes only flags)\n",
+                argv[optind]);
+        return -1;
     }
     if (c->kafka_only && c->brokers) {
         fprintf(stderr, "objlogd: --kafka-only runs the embedded cluster; drop --brokers\n");
@@ -399,6 +439,11 @@ int main(int argc, char **argv) {
     int rc = conf_from_env(&c);
     if (rc == 0)
         rc = conf_from_args(&c, argc, argv);
+    if (rc == 2) {
+        printf("objlogd %s (librdkafka %s)\n", objlog_producer_version(),
+               rd_kafka_version_str());
+        return 0;
+    }
     if (rc != 0) {
         usage(rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 2;

@@ -9,3 +9,10 @@ add_dependencies(test_cli objlog objlogd)
 objlog_add_test(test_metrics BOTH_LOGS SOURCES test_metrics.c TIMEOUT 120
   LIBS objlog_testkit objlog_schemas)
 add_dependencies(test_metrics objlogd)
+# The installed library, headers, pkg-config file and binaries, used as a
+# frontend developer would (tests/install.sh). Not under the sanitizers: the
+# frontend is built with plain cc against the instrumented archive.
+if(NOT OBJLOG_SANITIZE)
+  add_test(NAME test_install COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(test_install PROPERTIES TIMEOUT 120)
+endif()

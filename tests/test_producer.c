@@ -221,6 +221,19 @@ static void test_conf_errors_name_the_key(void **state) {
     assert_int_equal(objlog_producer_conf_set(conf, "kafka.linger.ms", "10", err,
                                               sizeof(err)),
                      OBJLOG_CONF_OK);
+    /* Forced settings are refused at set time, naming the key (issue 11). */
+    const char *forced[][2] = {{"kafka.acks", "1"},
+                               {"kafka.request.required.acks", "0"},
+                               {"kafka.enable.idempotence", "false"},
+                               {"kafka.bootstrap.servers", "127.0.0.1:1"}};
+    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(objlog_producer_conf_set(conf, forced[i][0], forced[i][1], err,
+                                                  sizeof(err)),
+                         OBJLOG_CONF_INVALID);
+        assert_non_null(strstr(err, forced[i][0]));
+    }
+    assert_non_null(strstr(err, "set bootstrap.servers instead"));
     assert_int_equal(objlog_producer_conf_set(conf, "ack", "logged", err, sizeof(err)),
                      OBJLOG_CONF_OK);
     /* Missing brokers are caught by new(), which owns conf either way. */
