@@ -9,6 +9,7 @@
  * the S3 error code ("objlog: get photos/a.jpg: NoSuchKey: ..."), exit 1;
  * usage errors exit 2. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1069,6 +1070,12 @@ static int cmd_mpu_part(cli *c, int argc, char **argv) {
         return usage_error("mpu part needs --size and --etag%s", "");
     if (parse_u64(size, &sz) < 0)
         return usage_error("--size must be a byte count, not \"%s\"", size);
+    size_t en = strlen(etag);
+    int hex = en == 32;
+    for (size_t i = 0; hex && i < en; i++)
+        hex = isxdigit((unsigned char)etag[i]) != 0;
+    if (!hex)
+        return usage_error("--etag must be the part's MD5, 32 hex digits, not \"%s\"", etag);
     json_t *b = json_pack("{s:I,s:s}", "size", (json_int_t)sz, "etag", etag);
     if (blob)
         json_object_set_new(b, "blob_id", json_string(blob));

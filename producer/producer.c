@@ -704,7 +704,8 @@ int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
                                 char *errstr, size_t errstr_size) {
     if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
         validate_upload_id(upload_id, errstr, errstr_size) < 0 ||
-        validate_part_number(part_number, errstr, errstr_size) < 0)
+        validate_part_number(part_number, errstr, errstr_size) < 0 ||
+        validate_part_etag(etag, errstr, errstr_size) < 0)
         return -1;
     Objlog__UploadPart up = OBJLOG__UPLOAD_PART__INIT;
     up.upload_id = (char *)upload_id;

@@ -83,6 +83,8 @@ int validate_upload_id(const char *upload_id, char *errstr,
                        size_t errstr_size);
 int validate_part_number(uint32_t part_number, char *errstr,
                          size_t errstr_size);
+/* A part's etag: the MD5 of its bytes, 32 hex digits, optionally quoted. */
+int validate_part_etag(const char *etag, char *errstr, size_t errstr_size);
 int validate_completed_parts(const objlog_completed_part *parts,
                              size_t n_parts, char *errstr, size_t errstr_size);
 

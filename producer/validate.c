@@ -6,6 +6,7 @@
  * user metadata <= 2 KiB (names plus values), part numbers 1..10000. */
 #include "producer_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,6 +151,25 @@ int validate_part_number(uint32_t n, char *errstr, size_t errstr_size) {
         return 0;
     snprintf(errstr, errstr_size,
              "invalid part number %u: must be 1 to %d", n, PART_NUMBER_MAX);
+    return -1;
+}
+
+int validate_part_etag(const char *etag, char *errstr, size_t errstr_size) {
+    size_t n = etag ? strlen(etag) : 0;
+    const char *hex = etag;
+    /* S3 quotes ETags ("..."); the quotes are optional here. */
+    if (n == 34 && etag[0] == '"' && etag[33] == '"') {
+        hex = etag + 1;
+        n = 32;
+    }
+    int ok = n == 32;
+    for (size_t i = 0; ok && i < 32; i++)
+        ok = isxdigit((unsigned char)hex[i]) != 0;
+    if (ok)
+        return 0;
+    snprintf(errstr, errstr_size,
+             "invalid part etag \"%.64s%s\": a part's etag is the MD5 of its bytes, "
+             "32 hex digits", etag ? etag : "", n > 64 ? "..." : "");
     return -1;
 }
 

@@ -1340,6 +1340,11 @@ static void test_multipart(void **state) {
     resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buckets/mpu/uploads/%s/parts/1?key=big", id2);
     req(e, "PUT", path, "{\"size\":1,\"etag\":\"x\"}", NULL, &r);
+    assert_error(&r, 400, "InvalidArgument"); /* not an MD5: refused up front */
+    assert_non_null(strstr(r.body, "32 hex digits"));
+    resp_free(&r);
+    req(e, "PUT", path, "{\"size\":1,\"etag\":\"0123456789abcdef0123456789abcdef\"}",
+        NULL, &r);
     assert_error(&r, 404, "NoSuchUpload");
     resp_free(&r);
     req(e, "GET", "/v1/buckets/mpu/uploads", NULL, NULL, &r);

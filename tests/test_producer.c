@@ -857,7 +857,24 @@ static void test_issue3_bad_arguments(void **state) {
     assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1, id, many,
                                                      10000, NULL, count_cb, NULL, err,
                                                      sizeof(err)), 0);
-    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 1, 0, "e",
+    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 1, 0,
+                                                 "D41D8CD98F00B204E9800998ECF8427E",
+                                                 NULL, NULL, count_cb, NULL, err,
+                                                 sizeof(err)), 0);
+    /* A part etag is an MD5: 32 hex digits, quoted or not (issue 11). */
+    const char *bad_etags[] = {"e", "", "d41d8cd98f00b204e9800998ecf8427", /* 31 */
+                               "d41d8cd98f00b204e9800998ecf8427e0", "\"d41d8cd9\"",
+                               "g41d8cd98f00b204e9800998ecf8427e", NULL};
+    for (int i = 0; i < 7; i++) {
+        err[0] = '\0';
+        assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 1, 0,
+                                                     bad_etags[i], NULL, NULL, count_cb,
+                                                     NULL, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "invalid part etag"));
+        assert_non_null(strstr(err, "32 hex digits"));
+    }
+    assert_int_equal(objlog_producer_upload_part(p, "photos", "k", 1, id, 2, 0,
+                                                 "\"d41d8cd98f00b204e9800998ecf8427e\"",
                                                  NULL, NULL, count_cb, NULL, err,
                                                  sizeof(err)), 0);
     assert_int_equal(objlog_producer_set_versioning(p, "photos",
@@ -865,7 +882,7 @@ static void test_issue3_bad_arguments(void **state) {
                                                     count_cb, NULL, err, sizeof(err)), 0);
     free(many);
     assert_int_equal(objlog_producer_flush(p, 10000), 0);
-    assert_int_equal(g_bad_calls, 3);
+    assert_int_equal(g_bad_calls, 4); /* the accepted calls above, one callback each */
     objlog_producer_destroy(p);
 }
 
