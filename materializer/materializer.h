@@ -66,6 +66,8 @@
  *               without the stats view (bench only, test_no_stats below)
  *             "logident"                  -> "v1 <kind> <log id> <cluster id>":
  *               the log this view was built from (identity.c)
+ *             "tokensecret"               -> 32 random bytes: the key that
+ *               signs continuation tokens (secret.c)
  *
  * Dedup window and space bound (DESIGN §5; decided in apply, from the log
  * only, so every replica and replay agrees):
@@ -180,6 +182,11 @@ objlog_bind objlog_store_bind_log(objlog_store *s, const objlog_log_identity *lo
                                   size_t errstr_size);
 /* The identity a store recorded: 1, 0 none, -1 corrupt. */
 int objlog_store_log_identity(objlog_store *s, objlog_log_identity *out);
+/* The store's token secret (meta "tokensecret", secret.c): read, or made
+ * from getrandom and kept on first use. 0, or -1 with errstr. */
+#define OBJLOG_TOKEN_SECRET_LEN 32
+int objlog_store_token_secret(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_LEN],
+                              char *errstr, size_t errstr_size);
 /* Removes the RocksDB files of a closed store in dir (only RocksDB's). */
 int objlog_store_destroy_files(const char *dir, char *errstr, size_t errstr_size);
 

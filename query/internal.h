@@ -124,6 +124,7 @@ struct objlog_query {
     wm_cache *wm;                /* coalesced end offsets (watermark.c) */
     int max_timeout_ms;          /* largest timeout_ms a request may ask */
     int64_t ready_max_lag;       /* /readyz fails past this lag (messages) */
+    uint8_t token_key[OBJLOG_TOKEN_SECRET_LEN]; /* signs continuation tokens */
     atomic_uint_fast64_t fence_waits[FENCE_MODES];
     atomic_uint_fast64_t fence_timeouts[FENCE_MODES];
     gateway *gw;
@@ -299,25 +300,27 @@ void outcomes_get(http_ctx *c);
 /* ---- listtoken.c ---- */
 #define LISTTOKEN_KEY 0
 #define LISTTOKEN_PREFIX 1
-/* base64url(version, fnv64(bucket), kind, last, checksum); caller frees. */
-char *listtoken_encode(const char *bucket, int kind, const uint8_t *last,
-                       size_t last_len);
+/* base64url(version, fnv64(bucket), kind, last, HMAC tag under key, the
+ * store's token secret); caller frees; NULL out of memory. */
+char *listtoken_encode(const uint8_t *key, const char *bucket, int kind,
+                       const uint8_t *last, size_t last_len);
 /* 0 and the decoded position (into *last, caller frees), -1 if forged,
- * corrupt or from another bucket. */
-int listtoken_decode(const char *bucket, const char *text, size_t text_len,
-                     int *kind, uint8_t **last, size_t *last_len);
+ * edited, corrupt, from another store or from another bucket. */
+int listtoken_decode(const uint8_t *key, const char *bucket, const char *text,
+                     size_t text_len, int *kind, uint8_t **last, size_t *last_len);
 
 /* Prefix usage tokens: where a /usage page stopped (view_usage_resume). */
-#define USAGETOKEN_INVALID -1      /* corrupt, truncated, forged, a LIST token */
+#define USAGETOKEN_INVALID -1      /* corrupt, edited, forged, another store's, a LIST token */
 #define USAGETOKEN_OTHER_BUCKET -2
 #define USAGETOKEN_OTHER_SCOPE -3  /* issued for another prefix or delimiter */
 /* Binds bucket, prefix and delimiter; caller frees. */
-char *usagetoken_encode(const char *bucket, const uint8_t *prefix, size_t pn,
-                        const uint8_t *delim, size_t dn, const view_usage_resume *r);
+char *usagetoken_encode(const uint8_t *key, const char *bucket, const uint8_t *prefix,
+                        size_t pn, const uint8_t *delim, size_t dn,
+                        const view_usage_resume *r);
 /* 0 with *r filled (r->after points to *after, which the caller frees), or
  * a USAGETOKEN_* code. */
-int usagetoken_decode(const char *bucket, const uint8_t *prefix, size_t pn,
-                      const uint8_t *delim, size_t dn, const char *text,
+int usagetoken_decode(const uint8_t *key, const char *bucket, const uint8_t *prefix,
+                      size_t pn, const uint8_t *delim, size_t dn, const char *text,
                       size_t text_len, view_usage_resume *r, uint8_t **after);
 
 /* ---- gateway.c ---- */

@@ -1,36 +1,41 @@
 /* listtoken.c: continuation tokens of LIST and of prefix usage. Opaque to
  * clients. LIST:
  *
- *   base64url( version(1) = 1
+ *   base64url( version(1) = 2
  *            ‖ be64(FNV-1a-64(bucket))      the bucket it was issued for
  *            ‖ kind(1)                       0 last key, 1 last common prefix
  *            ‖ last (raw bytes of the key or common prefix)
- *            ‖ be64(FNV-1a-64(salt ‖ all bytes before)) )
+ *            ‖ HMAC-SHA256(secret, all bytes before)[0..16) )
  *
- * Prefix usage (GET /v1/buckets/{b}/usage), its own version byte and salt,
- * so neither API accepts the other's tokens:
+ * Prefix usage (GET /v1/buckets/{b}/usage), its own version byte, so
+ * neither API accepts the other's tokens:
  *
- *   base64url( version(1) = 0x75
+ *   base64url( version(1) = 0x76
  *            ‖ be64(FNV-1a-64(bucket))
  *            ‖ be64(FNV-1a-64(be32(len prefix) ‖ prefix ‖ delimiter))
  *            ‖ be32(open_len)                the open group = after[0..open_len)
  *            ‖ be64 x 6: open objects, open bytes, direct objects, direct
  *              bytes, total objects, total bytes (running counters)
  *            ‖ after (raw bytes of the last key read)
- *            ‖ be64(FNV-1a-64(usage salt ‖ all bytes before)) )
+ *            ‖ HMAC-SHA256(secret, all bytes before)[0..16) )
  *
- * The checksum is not a secret: it turns a mistyped, truncated or
- * hand-made token into a 400 instead of a silently wrong page. A token only
- * names a position inside its bucket, so a deliberately crafted one can do
- * no more than start_after can (a crafted usage token can at most make its
- * own answer's counters wrong; the view still checks that the position is
- * under the prefix and the open group is that key's common prefix). */
+ * The secret is the store's (objlog_store_token_secret: 32 random bytes
+ * made with the store). Invariant: a token is accepted only if this store
+ * issued it, byte for byte; an edited, truncated or hand-made token, or one
+ * from another store, is a 400. That matters for usage tokens, which carry
+ * running counters a client could otherwise set; a LIST token only names a
+ * position inside its bucket. The tag is compared in constant time. */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define LISTTOKEN_VERSION 1
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#define LISTTOKEN_VERSION 2
+#define TOKEN_TAG_LEN 16
 #define LISTTOKEN_HEAD 10 /* version + bucket hash + kind */
 
 static const char b64[] =
@@ -45,9 +50,24 @@ static uint64_t fnv64(uint64_t h, const void *p, size_t n) {
     return h;
 }
 
-static uint64_t listtoken_sum(const uint8_t *p, size_t n) {
-    static const char salt[] = "objlog-list-token";
-    return fnv64(fnv64(0xcbf29ce484222325ULL, salt, sizeof(salt)), p, n);
+/* Writes the tag of p[0..n) to tag. 0, or -1 if OpenSSL failed. */
+static int token_tag(const uint8_t *key, const uint8_t *p, size_t n,
+                     uint8_t tag[TOKEN_TAG_LEN]) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!HMAC(EVP_sha256(), key, OBJLOG_TOKEN_SECRET_LEN, p, n, md, &mdlen) ||
+        mdlen < TOKEN_TAG_LEN)
+        return -1;
+    memcpy(tag, md, TOKEN_TAG_LEN);
+    return 0;
+}
+
+/* 1 when raw[0..n) ends in the tag of what precedes it. */
+static int token_tag_ok(const uint8_t *key, const uint8_t *raw, size_t n) {
+    uint8_t tag[TOKEN_TAG_LEN];
+    return n >= TOKEN_TAG_LEN &&
+           token_tag(key, raw, n - TOKEN_TAG_LEN, tag) == 0 &&
+           CRYPTO_memcmp(tag, raw + n - TOKEN_TAG_LEN, TOKEN_TAG_LEN) == 0;
 }
 
 static void put_be64(uint8_t *p, uint64_t v) {
@@ -124,9 +144,9 @@ static uint8_t *b64url_decode(const char *in, size_t n, size_t *out_len) {
     return out;
 }
 
-char *listtoken_encode(const char *bucket, int kind, const uint8_t *last,
-                       size_t last_len) {
-    size_t n = LISTTOKEN_HEAD + last_len + 8;
+char *listtoken_encode(const uint8_t *key, const char *bucket, int kind,
+                       const uint8_t *last, size_t last_len) {
+    size_t n = LISTTOKEN_HEAD + last_len + TOKEN_TAG_LEN;
     uint8_t *raw = malloc(n);
     if (!raw)
         return NULL;
@@ -135,18 +155,18 @@ char *listtoken_encode(const char *bucket, int kind, const uint8_t *last,
     raw[9] = (uint8_t)kind;
     if (last_len)
         memcpy(raw + LISTTOKEN_HEAD, last, last_len);
-    put_be64(raw + n - 8, listtoken_sum(raw, n - 8));
-    char *s = b64url_encode(raw, n);
+    char *s = token_tag(key, raw, n - TOKEN_TAG_LEN, raw + n - TOKEN_TAG_LEN) == 0
+                  ? b64url_encode(raw, n) : NULL;
     free(raw);
     return s;
 }
 
-int listtoken_decode(const char *bucket, const char *text, size_t text_len,
-                     int *kind, uint8_t **last, size_t *last_len) {
+int listtoken_decode(const uint8_t *key, const char *bucket, const char *text,
+                     size_t text_len, int *kind, uint8_t **last, size_t *last_len) {
     size_t n = 0;
     uint8_t *raw = b64url_decode(text, text_len, &n);
-    int ok = raw && n >= LISTTOKEN_HEAD + 8 && raw[0] == LISTTOKEN_VERSION &&
-             get_be64(raw + n - 8) == listtoken_sum(raw, n - 8) &&
+    int ok = raw && n >= LISTTOKEN_HEAD + TOKEN_TAG_LEN && raw[0] == LISTTOKEN_VERSION &&
+             token_tag_ok(key, raw, n) &&
              get_be64(raw + 1) == fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)) &&
              (raw[9] == LISTTOKEN_KEY || raw[9] == LISTTOKEN_PREFIX);
     if (!ok) {
@@ -154,7 +174,7 @@ int listtoken_decode(const char *bucket, const char *text, size_t text_len,
         return -1;
     }
     *kind = raw[9];
-    *last_len = n - LISTTOKEN_HEAD - 8;
+    *last_len = n - LISTTOKEN_HEAD - TOKEN_TAG_LEN;
     *last = malloc(*last_len + 1);
     if (!*last) {
         free(raw);
@@ -167,13 +187,8 @@ int listtoken_decode(const char *bucket, const char *text, size_t text_len,
 
 /* ------------------------------------------------------------ usage tokens */
 
-#define USAGETOKEN_VERSION 0x75
+#define USAGETOKEN_VERSION 0x76
 #define USAGETOKEN_HEAD (1 + 8 + 8 + 4 + 6 * 8)
-
-static uint64_t usagetoken_sum(const uint8_t *p, size_t n) {
-    static const char salt[] = "objlog-usage-token";
-    return fnv64(fnv64(0xcbf29ce484222325ULL, salt, sizeof(salt)), p, n);
-}
 
 /* Binds prefix and delimiter without ambiguity ("a"+"/b" vs "a/"+"b"). */
 static uint64_t usagetoken_scope(const uint8_t *p, size_t pn, const uint8_t *d,
@@ -193,9 +208,10 @@ static uint32_t get_be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-char *usagetoken_encode(const char *bucket, const uint8_t *prefix, size_t pn,
-                        const uint8_t *delim, size_t dn, const view_usage_resume *t) {
-    size_t n = USAGETOKEN_HEAD + t->after_len + 8;
+char *usagetoken_encode(const uint8_t *key, const char *bucket, const uint8_t *prefix,
+                        size_t pn, const uint8_t *delim, size_t dn,
+                        const view_usage_resume *t) {
+    size_t n = USAGETOKEN_HEAD + t->after_len + TOKEN_TAG_LEN;
     uint8_t *raw = malloc(n);
     if (!raw)
         return NULL;
@@ -209,28 +225,28 @@ char *usagetoken_encode(const char *bucket, const uint8_t *prefix, size_t pn,
         put_be64(raw + 21 + 8 * i, counters[i]);
     if (t->after_len)
         memcpy(raw + USAGETOKEN_HEAD, t->after, t->after_len);
-    put_be64(raw + n - 8, usagetoken_sum(raw, n - 8));
-    char *s = b64url_encode(raw, n);
+    char *s = token_tag(key, raw, n - TOKEN_TAG_LEN, raw + n - TOKEN_TAG_LEN) == 0
+                  ? b64url_encode(raw, n) : NULL;
     free(raw);
     return s;
 }
 
-int usagetoken_decode(const char *bucket, const uint8_t *prefix, size_t pn,
-                      const uint8_t *delim, size_t dn, const char *text,
+int usagetoken_decode(const uint8_t *key, const char *bucket, const uint8_t *prefix,
+                      size_t pn, const uint8_t *delim, size_t dn, const char *text,
                       size_t text_len, view_usage_resume *t, uint8_t **after) {
     size_t n = 0;
     memset(t, 0, sizeof(*t));
     *after = NULL;
     uint8_t *raw = b64url_decode(text, text_len, &n);
-    int rc = raw && n >= USAGETOKEN_HEAD + 8 && raw[0] == USAGETOKEN_VERSION &&
-                     get_be64(raw + n - 8) == usagetoken_sum(raw, n - 8)
+    int rc = raw && n >= USAGETOKEN_HEAD + TOKEN_TAG_LEN && raw[0] == USAGETOKEN_VERSION &&
+                     token_tag_ok(key, raw, n)
                  ? 0 : USAGETOKEN_INVALID;
     if (rc == 0 &&
         get_be64(raw + 1) != fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)))
         rc = USAGETOKEN_OTHER_BUCKET;
     else if (rc == 0 && get_be64(raw + 9) != usagetoken_scope(prefix, pn, delim, dn))
         rc = USAGETOKEN_OTHER_SCOPE;
-    size_t after_len = rc == 0 ? n - USAGETOKEN_HEAD - 8 : 0;
+    size_t after_len = rc == 0 ? n - USAGETOKEN_HEAD - TOKEN_TAG_LEN : 0;
     if (rc == 0 && get_be32(raw + 17) > after_len)
         rc = USAGETOKEN_INVALID;
     if (rc == 0 && !(*after = malloc(after_len + 1)))

@@ -293,7 +293,7 @@ static int read_list_token(http_ctx *c, const char *bucket, view_list_req *l,
     l->after_kind = VIEW_POS_NONE;
     if (!tok)
         return 0;
-    if (listtoken_decode(bucket, tok, tn, &kind, last, &last_len) < 0) {
+    if (listtoken_decode(c->q->token_key, bucket, tok, tn, &kind, last, &last_len) < 0) {
         http_reply_error(c, 400, "InvalidArgument",
                          "the continuation token is invalid or not for this bucket");
         return -1;
@@ -304,8 +304,8 @@ static int read_list_token(http_ctx *c, const char *bucket, view_list_req *l,
     return 0;
 }
 
-static json_t *read_list_json(const char *bucket, const view_list_req *l,
-                              const view_list *o) {
+static json_t *read_list_json(const http_ctx *c, const char *bucket,
+                              const view_list_req *l, const view_list *o) {
     json_t *j = json_object();
     json_t *objs = json_array();
     for (size_t i = 0; i < o->n_objects; i++)
@@ -320,8 +320,9 @@ static json_t *read_list_json(const char *bucket, const view_list_req *l,
                         json_integer((json_int_t)(o->n_objects + o->n_prefixes)));
     json_object_set_new(j, "is_truncated", json_boolean(o->is_truncated));
     if (o->is_truncated) {
-        char *t = listtoken_encode(bucket, o->next_kind == VIEW_POS_PREFIX
-                                               ? LISTTOKEN_PREFIX : LISTTOKEN_KEY,
+        char *t = listtoken_encode(c->q->token_key, bucket,
+                                   o->next_kind == VIEW_POS_PREFIX ? LISTTOKEN_PREFIX
+                                                                   : LISTTOKEN_KEY,
                                    o->next.data, o->next.len);
         json_object_set_new(j, "next_continuation_token", json_string(t ? t : ""));
         free(t);
@@ -349,7 +350,7 @@ void read_list(http_ctx *c, const char *bucket) {
         view_rc rc = view_list_objects(v, bucket, &l, &o, err, sizeof(err));
         view_close(v);
         if (rc == VIEW_OK)
-            http_reply_json(c, 200, read_list_json(bucket, &l, &o));
+            http_reply_json(c, 200, read_list_json(c, bucket, &l, &o));
         else
             read_reply_rc(c, rc, bucket, err);
         view_list_free(&o);
@@ -773,8 +774,8 @@ static int read_usage_token(http_ctx *c, const char *bucket, const view_usage_re
     const char *text = http_param_get(c, "continuation_token", &tn);
     if (!text)
         return 0;
-    int rc = usagetoken_decode(bucket, q->prefix, q->prefix_len, q->delimiter,
-                               q->delimiter_len, text, tn, r, after);
+    int rc = usagetoken_decode(c->q->token_key, bucket, q->prefix, q->prefix_len,
+                               q->delimiter, q->delimiter_len, text, tn, r, after);
     if (rc == USAGETOKEN_OTHER_BUCKET)
         http_reply_error(c, 400, "InvalidArgument",
                          "the continuation token was issued for another bucket");
@@ -794,7 +795,8 @@ static json_t *read_count_json(uint64_t objects, uint64_t bytes) {
                      (json_int_t)bytes);
 }
 
-static json_t *read_prefix_usage_json(const char *bucket, const view_usage_req *q,
+static json_t *read_prefix_usage_json(const http_ctx *c, const char *bucket,
+                                      const view_usage_req *q,
                                const view_usage_page *p) {
     json_t *groups = json_array();
     for (size_t i = 0; i < p->n_groups; i++) {
@@ -819,8 +821,8 @@ static json_t *read_prefix_usage_json(const char *bucket, const view_usage_req *
     if (p->is_truncated) {
         view_usage_resume t;
         view_usage_page_resume(p, &t);
-        char *s = usagetoken_encode(bucket, q->prefix, q->prefix_len, q->delimiter,
-                                    q->delimiter_len, &t);
+        char *s = usagetoken_encode(c->q->token_key, bucket, q->prefix, q->prefix_len,
+                                    q->delimiter, q->delimiter_len, &t);
         json_object_set_new(j, "next_continuation_token", json_string(s ? s : ""));
         free(s);
     }
@@ -849,7 +851,7 @@ void read_usage(http_ctx *c, const char *bucket) {
         view_rc rc = view_prefix_usage(v, bucket, &q, &p, err, sizeof(err));
         view_close(v);
         if (rc == VIEW_OK)
-            http_reply_json(c, 200, read_prefix_usage_json(bucket, &q, &p));
+            http_reply_json(c, 200, read_prefix_usage_json(c, bucket, &q, &p));
         else if (rc == VIEW_INVALID_ARGUMENT)
             http_reply_error(c, 400, "InvalidArgument",
                              "the continuation token does not name a position under "

@@ -1831,6 +1831,75 @@ static void test_parked_fences(void **state) {
     env_stop(e);
 }
 
+/* Issue 11, item 6: continuation tokens are signed with the store's
+ * secret (HMAC-SHA256). A token edited in any one character, or issued by
+ * another store for the same bucket and keys, is a 400; the genuine one
+ * still pages. */
+static void tok_put(env *e) {
+    make_bucket(e, "tok", NULL);
+    for (int i = 0; i < 3; i++) {
+        char path[128];
+        resp r;
+        snprintf(path, sizeof(path), "/v1/buckets/tok/objects/d/k%d?timeout_ms=10000", i);
+        req(e, "PUT", path, "{\"etag\":\"x\",\"size\":1}", NULL, &r);
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+    }
+}
+
+static long tok_status(env *e, const char *fmt, const char *tok) {
+    char path[1024];
+    resp r;
+    snprintf(path, sizeof(path), fmt, tok);
+    req(e, "GET", path, NULL, NULL, &r);
+    long st = r.status;
+    if (st == 400)
+        assert_string_equal(jstr(&r, "error", "code"), "InvalidArgument");
+    resp_free(&r);
+    return st;
+}
+
+static void test_tokens_signed(void **state) {
+    (void)state;
+    env *a = env_start(0), *b = env_start(0);
+    assert_non_null(a);
+    assert_non_null(b);
+    tok_put(a);
+    tok_put(b);
+    static const char *const first[] = {"/v1/buckets/tok/objects?max_keys=1",
+                                        "/v1/buckets/tok/usage?prefix=d/&max_rows=1"};
+    static const char *const next[] = {
+        "/v1/buckets/tok/objects?max_keys=1&continuation_token=%s",
+        "/v1/buckets/tok/usage?prefix=d/&max_rows=1&continuation_token=%s"};
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int k = 0; k < 2; k++) {
+        resp r;
+        req(a, "GET", first[k], NULL, NULL, &r);
+        assert_int_equal(r.status, 200);
+        char tok[512];
+        snprintf(tok, sizeof(tok), "%s", jstr(&r, "next_continuation_token", NULL));
+        resp_free(&r);
+        assert_true(strlen(tok) > 20);
+        assert_int_equal(tok_status(a, next[k], tok), 200);
+        /* another store, same bucket, same keys */
+        assert_int_equal(tok_status(b, next[k], tok), 400);
+        /* every one-character edit */
+        int refused = 0, n = (int)strlen(tok);
+        for (int i = 0; i < n; i++) {
+            char edited[512];
+            snprintf(edited, sizeof(edited), "%s", tok);
+            const char *at = strchr(b64, edited[i]);
+            edited[i] = b64[((at ? at - b64 : 0) + 1) % 64];
+            refused += tok_status(a, next[k], edited) == 400;
+        }
+        print_message("%s token: %d of %d one-character edits refused, the other "
+                      "store's refused\n", k ? "usage" : "LIST", refused, n);
+        assert_int_equal(refused, n);
+    }
+    env_stop(a);
+    env_stop(b);
+}
+
 /* 32 strong readers at once on one partition share ListOffsets requests,
  * and each still sees the write acked (as logged, so not yet applied)
  * before it started; then a writer races readers and no read may return
@@ -2395,6 +2464,7 @@ int main(void) {
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_slow_apply),
         cmocka_unit_test(test_parked_fences),
+        cmocka_unit_test(test_tokens_signed),
         cmocka_unit_test(test_writes_outcome_expired),
         cmocka_unit_test(test_lag_and_metrics),
         cmocka_unit_test(test_lag_slow_apply),
