@@ -147,6 +147,8 @@ int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition);
  * family (in objlog_cf order, then key order), one line per row,
  * "<cf name> <key hex> <value hex>\n", lowercase hex, read from one
  * snapshot. Equal views give byte-identical dumps (compare with cmp).
+ * Rows local to this copy of the view (objlog_store_meta_is_local) are
+ * left out: they are not the log's, and the token secret stays secret.
  * 0, or -1 (errstr) on a read or write error. */
 int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
                       size_t errstr_size);
@@ -187,6 +189,10 @@ int objlog_store_log_identity(objlog_store *s, objlog_log_identity *out);
 #define OBJLOG_TOKEN_SECRET_LEN 32
 int objlog_store_token_secret(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_LEN],
                               char *errstr, size_t errstr_size);
+/* 1 for a meta row that belongs to this copy of the view, not to the log
+ * (the token secret): a replica or a replay differs in it by design, so
+ * comparisons of views skip it. */
+int objlog_store_meta_is_local(const void *key, size_t key_len);
 /* Removes the RocksDB files of a closed store in dir (only RocksDB's). */
 int objlog_store_destroy_files(const char *dir, char *errstr, size_t errstr_size);
 

@@ -69,3 +69,7 @@ int objlog_store_token_secret(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_L
     }
     return 0;
 }
+
+int objlog_store_meta_is_local(const void *key, size_t key_len) {
+    return key_len == strlen(SECRET_KEY) && memcmp(key, SECRET_KEY, key_len) == 0;
+}

@@ -189,6 +189,8 @@ static int store_dump_cf(objlog_store *s, rocksdb_readoptions_t *ro,
         size_t kn, vn;
         const char *k = rocksdb_iter_key(it, &kn);
         const char *v = rocksdb_iter_value(it, &vn);
+        if (cf == OBJLOG_CF_META && objlog_store_meta_is_local(k, kn))
+            continue;
         if (fputs(store_cf_names[cf], out) == EOF || putc(' ', out) == EOF ||
             store_put_hex(out, (const uint8_t *)k, kn) < 0 ||
             putc(' ', out) == EOF ||

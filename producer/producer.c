@@ -484,6 +484,8 @@ static int check_common(objlog_producer *p, const char *bucket,
         snprintf(errstr, errstr_size, "invalid If-Match: empty etag");
         return -1;
     }
+    if (opts && validate_etag("If-Match etag", opts->if_match, errstr, errstr_size) < 0)
+        return -1;
     return 0;
 }
 
@@ -705,7 +707,8 @@ int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
     if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
         validate_upload_id(upload_id, errstr, errstr_size) < 0 ||
         validate_part_number(part_number, errstr, errstr_size) < 0 ||
-        validate_part_etag(etag, errstr, errstr_size) < 0)
+        validate_part_etag(etag, errstr, errstr_size) < 0 ||
+        validate_blob_id(blob_id, errstr, errstr_size) < 0)
         return -1;
     Objlog__UploadPart up = OBJLOG__UPLOAD_PART__INIT;
     up.upload_id = (char *)upload_id;

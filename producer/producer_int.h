@@ -83,6 +83,9 @@ int validate_upload_id(const char *upload_id, char *errstr,
                        size_t errstr_size);
 int validate_part_number(uint32_t part_number, char *errstr,
                          size_t errstr_size);
+/* Field lengths (validate.c's FIELD_*); what names the field in errstr. */
+int validate_etag(const char *what, const char *etag, char *errstr, size_t errstr_size);
+int validate_blob_id(const char *blob_id, char *errstr, size_t errstr_size);
 /* A part's etag: the MD5 of its bytes, 32 hex digits, optionally quoted. */
 int validate_part_etag(const char *etag, char *errstr, size_t errstr_size);
 int validate_completed_parts(const objlog_completed_part *parts,

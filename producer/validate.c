@@ -3,7 +3,13 @@
  * with an errstr and never reaches the log, so the state machine only sees
  * events an S3 frontend could have sent. Limits follow S3: bucket names
  * 3..63 of [a-z0-9.-] with alphanumeric ends, keys 1..1024 bytes of UTF-8,
- * user metadata <= 2 KiB (names plus values), part numbers 1..10000. */
+ * user metadata <= 2 KiB (names plus values), part numbers 1..10000, part
+ * etags an MD5. Where S3 sets no limit, a field still has one (FIELD_*),
+ * so that one write cannot carry a huge event into the log: etags 128
+ * bytes (an MD5, quoted, or "md5-N" fit; so does any frontend's own
+ * scheme), content type 1024, blob id 1024, storage class 32 of
+ * [A-Z0-9_] (S3's names: STANDARD, GLACIER_IR, ...), checksum 128 (S3's
+ * base64 CRC and SHA digests are at most 44). */
 #include "producer_int.h"
 
 #include <ctype.h>
@@ -15,6 +21,42 @@
 #define KEY_MAX 1024
 #define USER_META_MAX 2048
 #define PART_NUMBER_MAX 10000
+#define FIELD_ETAG_MAX 128
+#define FIELD_CONTENT_TYPE_MAX 1024
+#define FIELD_BLOB_ID_MAX 1024
+#define FIELD_STORAGE_CLASS_MAX 32
+#define FIELD_CHECKSUM_MAX 128
+
+/* NULL or at most max bytes; the error names the field and both sizes. */
+static int validate_len(const char *what, const char *v, size_t max, char *errstr,
+                        size_t errstr_size) {
+    size_t n = v ? strlen(v) : 0;
+    if (n <= max)
+        return 0;
+    snprintf(errstr, errstr_size, "invalid %s: %zu bytes, the limit is %zu", what, n, max);
+    return -1;
+}
+
+int validate_etag(const char *what, const char *etag, char *errstr, size_t errstr_size) {
+    return validate_len(what, etag, FIELD_ETAG_MAX, errstr, errstr_size);
+}
+
+int validate_blob_id(const char *blob_id, char *errstr, size_t errstr_size) {
+    return validate_len("blob id", blob_id, FIELD_BLOB_ID_MAX, errstr, errstr_size);
+}
+
+static int validate_storage_class(const char *v, char *errstr, size_t errstr_size) {
+    if (validate_len("storage class", v, FIELD_STORAGE_CLASS_MAX, errstr, errstr_size) < 0)
+        return -1;
+    for (const char *c = v; c && *c; c++) {
+        if ((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')
+            continue;
+        snprintf(errstr, errstr_size,
+                 "invalid storage class \"%s\": only A-Z, 0-9 and '_' (e.g. STANDARD)", v);
+        return -1;
+    }
+    return 0;
+}
 
 static int is_alnum_lower(char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -101,6 +143,13 @@ int validate_meta(const objlog_object_meta *meta, char *errstr,
                   size_t errstr_size) {
     if (!meta)
         return 0;
+    if (validate_etag("etag", meta->etag, errstr, errstr_size) < 0 ||
+        validate_len("content type", meta->content_type, FIELD_CONTENT_TYPE_MAX, errstr,
+                     errstr_size) < 0 ||
+        validate_blob_id(meta->blob_id, errstr, errstr_size) < 0 ||
+        validate_storage_class(meta->storage_class, errstr, errstr_size) < 0 ||
+        validate_len("checksum", meta->checksum, FIELD_CHECKSUM_MAX, errstr, errstr_size) < 0)
+        return -1;
     if (meta->n_user_meta && !meta->user_meta) {
         snprintf(errstr, errstr_size, "invalid user metadata: NULL list");
         return -1;
@@ -186,7 +235,8 @@ int validate_completed_parts(const objlog_completed_part *parts,
     }
     for (size_t i = 0; i < n_parts; i++) {
         char sub[96];
-        if (validate_part_number(parts[i].part_number, sub, sizeof(sub)) < 0) {
+        if (validate_part_number(parts[i].part_number, sub, sizeof(sub)) < 0 ||
+            validate_etag("part etag", parts[i].etag, sub, sizeof(sub)) < 0) {
             snprintf(errstr, errstr_size, "part list entry %zu: %s", i, sub);
             return -1;
         }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -236,6 +237,19 @@ static void wait_for_signal(const sigset_t *set) {
     fprintf(stderr, "objlogd: %s, shutting down\n", strsignal(sig));
 }
 
+/* Every connection is a descriptor, and the common soft limit of 1024
+ * runs out long before the machine does: take the hard limit. */
+static void raise_fd_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        fprintf(stderr, "objlogd: open-file limit raised from %llu to %llu\n",
+                (unsigned long long)was, (unsigned long long)rl.rlim_max);
+}
+
 static long long mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -454,6 +468,7 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread */
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
 
     objlog_embedded_kafka *k = NULL;
     const char *brokers = c.brokers;

@@ -41,9 +41,12 @@ exported=$(nm -D --defined-only "$prefix/lib/libobjlog_producer.so" | awk '{prin
            grep -v -E '^(objlog_producer_|objlog_status_name$|OBJLOG)' || true)
 [ -z "$exported" ] || fail "the shared library exports more than its API: $exported"
 
-"$prefix/bin/objlogd" --version | grep -q "^objlogd $version " || fail "objlogd --version"
-"$prefix/bin/objlog" --version | grep -q "^objlog $version " || fail "objlog --version"
-grep -q '^ExecStart=' "$prefix/share/objlog/objlogd.service" || fail "the unit has no ExecStart"
+# Captured first: grep -q may exit before the writer (pipefail, SIGPIPE).
+v=$("$prefix/bin/objlogd" --version)
+[[ $v == "objlogd $version "* ]] || fail "objlogd --version printed '$v'"
+v=$("$prefix/bin/objlog" --version)
+[[ $v == "objlog $version "* ]] || fail "objlog --version printed '$v'"
+grep '^ExecStart=' "$prefix/share/objlog/objlogd.service" >/dev/null || fail "the unit has no ExecStart"
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 [ "$(pkg-config --modversion objlog-producer)" = "$version" ] || fail "pkg-config --modversion"
@@ -52,8 +55,10 @@ cc -Wall -Wextra -Werror "$src/ops/examples/frontend.c" -o "$tmp/frontend_shared
 static_libs=$(pkg-config --static --libs objlog-producer | sed 's/-lobjlog_producer//')
 cc -Wall -Wextra -Werror "$src/ops/examples/frontend.c" -o "$tmp/frontend_static" \
   $(pkg-config --cflags objlog-producer) "$prefix/lib/libobjlog_producer.a" $static_libs
-ldd "$tmp/frontend_shared" | grep -q "libobjlog_producer.so.$major" || fail "shared frontend"
-! ldd "$tmp/frontend_static" | grep -q objlog_producer || fail "static frontend needs the .so"
+deps=$(ldd "$tmp/frontend_shared")
+[[ $deps == *"libobjlog_producer.so.$major"* ]] || fail "shared frontend: $deps"
+deps=$(ldd "$tmp/frontend_static")
+[[ $deps != *objlog_producer* ]] || fail "static frontend needs the .so: $deps"
 
 "$prefix/bin/objlogd" --kafka-only --partitions 2 >"$tmp/k.out" 2>"$tmp/k.err" &
 kpid=$!
