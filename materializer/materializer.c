@@ -25,6 +25,10 @@
 #include <time.h>
 
 #define MAT_POLL_MS 50
+/* While paused for idleness: the poll's wait (a kick ends it early) and how
+ * often the materializer asks for the log's end itself. */
+#define MAT_IDLE_POLL_MS 250
+#define MAT_IDLE_CHECK_MS 5000
 #define MAT_META_TIMEOUT_MS 10000
 #define MAT_DLQ_TIMEOUT_MS 10000
 /* Outcome codes counted per outcome (Objlog__OutcomeCode is 0..12 today;
@@ -46,6 +50,11 @@ struct objlog_materializer {
     pthread_t thread;
     int started;
     atomic_int running;
+    /* Idle pause (conf idle_pause_ms): paused is written by the
+     * materializer thread only; kicked by anyone. */
+    int idle_pause_ms;
+    atomic_int paused;
+    atomic_int kicked;
 
     /* Published state, guarded by mu; cv signals every change. */
     pthread_mutex_t mu;
@@ -264,6 +273,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->topic = mat_strdup(conf->topic, "objlog.events");
     m->dlq_topic = mat_strdup(conf->dlq_topic, "objlog.dlq");
     m->batch_max = conf->batch_max > 0 ? conf->batch_max : 1000;
+    m->idle_pause_ms = conf->idle_pause_ms > 0 ? conf->idle_pause_ms : 0;
     m->apply_delay_ms = conf->apply_delay_ms > 0 ? conf->apply_delay_ms : 0;
     m->janitor = janitor_new(store, conf->compact_after_deletes > 0
                                         ? (uint64_t)conf->compact_after_deletes
@@ -414,7 +424,9 @@ static int mat_gather(objlog_materializer *m) {
     int n = 0;
     while (n < m->batch_max) {
         rd_kafka_message_t *msg =
-            rd_kafka_consumer_poll(m->consumer, n == 0 ? MAT_POLL_MS : 0);
+            rd_kafka_consumer_poll(m->consumer, n > 0 ? 0
+                                                : atomic_load(&m->paused) ? MAT_IDLE_POLL_MS
+                                                                          : MAT_POLL_MS);
         if (!msg)
             break;
         if (msg->err) {
@@ -548,6 +560,7 @@ static void mat_rewind(objlog_materializer *m) {
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
     rd_kafka_assign(m->consumer, tp);
     rd_kafka_topic_partition_list_destroy(tp);
+    atomic_store(&m->paused, 0); /* a new assignment fetches */
 }
 
 static void mat_process(objlog_materializer *m, int n) {
@@ -599,12 +612,91 @@ static void mat_process(objlog_materializer *m, int n) {
     mat_commit_async(m);
 }
 
+/* ---- idle pause ---- */
+
+static int64_t mat_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Pauses fetching every running partition, or fetches again from where it
+ * stopped. Resuming also seeks to that position: librdkafka 2.0.2's broker
+ * thread starts fetching a merely resumed partition only at its next
+ * wake-up, up to a second later; a seek wakes it. */
+static void mat_set_paused(objlog_materializer *m, int pause) {
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(m->nparts);
+    for (int p = 0; p < m->nparts; p++)
+        if (!mat_partition_stopped(m, p))
+            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
+    if (pause) {
+        rd_kafka_pause_partitions(m->consumer, tp);
+    } else {
+        rd_kafka_resume_partitions(m->consumer, tp);
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(m->consumer, tp, 0);
+        if (e)
+            rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(tp);
+    atomic_store(&m->paused, pause);
+}
+
+/* While paused: has the log grown past what was fetched? One ListOffsets
+ * per partition, once a second (a fetch loop costs hundreds a second). */
+static int mat_log_grew(objlog_materializer *m) {
+    for (int p = 0; p < m->nparts; p++) {
+        int64_t lo = 0, hi = 0;
+        if (!mat_partition_stopped(m, p) &&
+            rd_kafka_query_watermark_offsets(m->consumer, m->topic, p, &lo, &hi, 500) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR &&
+            hi > m->next[p])
+            return 1;
+    }
+    return 0;
+}
+
+void objlog_materializer_kick(objlog_materializer *m) {
+    if (!m || !atomic_load(&m->paused) || atomic_exchange(&m->kicked, 1))
+        return;
+    /* End the poll in progress (rd_kafka_yield does not reach it). */
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(m->consumer);
+    if (q) {
+        rd_kafka_queue_yield(q);
+        rd_kafka_queue_destroy(q);
+    }
+}
+
+int objlog_materializer_idle(objlog_materializer *m) { return atomic_load(&m->paused); }
+
 static void *mat_run(void *arg) {
     objlog_materializer *m = arg;
+    int64_t quiet_since = mat_mono_ms(), checked = 0;
     while (atomic_load(&m->running)) {
         int n = mat_gather(m);
-        if (n > 0)
+        int64_t now = mat_mono_ms();
+        if (n > 0) {
             mat_process(m, n);
+            quiet_since = now;
+            continue;
+        }
+        if (!m->idle_pause_ms)
+            continue;
+        if (!atomic_load(&m->paused)) {
+            if (now - quiet_since >= m->idle_pause_ms)
+                mat_set_paused(m, 1);
+            continue;
+        }
+        /* Kicks come from the query service (writes, fenced reads, and
+         * its once-a-second look at the log's end); this own look is the
+         * fallback for a materializer nobody kicks. */
+        int kicked = atomic_exchange(&m->kicked, 0);
+        if (kicked || now - checked >= MAT_IDLE_CHECK_MS) {
+            checked = now;
+            if (kicked || mat_log_grew(m)) {
+                mat_set_paused(m, 0);
+                quiet_since = now;
+            }
+        }
     }
     return NULL;
 }

@@ -262,6 +262,11 @@ typedef struct objlog_materializer_conf {
                                     (apply_batch_set_stats). Needs a fresh
                                     store, which is then marked (meta
                                     "nostats") and refused with stats on. */
+    int idle_pause_ms;           /* 0 (default): always fetching. N: after N
+                                    ms without an event the consumer stops
+                                    fetching (an idle view costs no CPU) and
+                                    asks for the log's end once a second;
+                                    objlog_materializer_kick resumes at once */
 } objlog_materializer_conf;
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
@@ -283,6 +288,12 @@ int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition);
  * applied) or timeout. 0 applied, 1 timeout, -1 partition stopped. */
 int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
                                      int64_t offset, int timeout_ms);
+/* Somebody expects events (a write was sent, a reader waits): if the
+ * consumer is paused for idleness (conf idle_pause_ms), it fetches again
+ * within a poll. Cheap when it is not paused; any thread. */
+void objlog_materializer_kick(objlog_materializer *m);
+/* 1 while paused for idleness (metrics, tests). */
+int objlog_materializer_idle(objlog_materializer *m);
 /* Every wait_applied, now and later, returns -1 at once (shutdown). */
 void objlog_materializer_cancel_waits(objlog_materializer *m);
 /* fn(opaque) runs whenever what wait_applied waits on changes (a batch

@@ -157,6 +157,8 @@ static void fence_timeout_cb(evutil_socket_t fd, short what, void *arg) {
  * comes between those and the first fence_advance then still wakes the
  * worker, and one that came before is seen by that fence_advance. */
 static fence_req *fence_req_new(http_ctx *c, int mode, int n) {
+    /* A read that waits expects events: an idle consumer fetches again. */
+    objlog_materializer_kick(c->q->m);
     fence_req *r = calloc(1, sizeof(*r) + (size_t)n * (sizeof(int32_t) +
                                                        sizeof(int64_t) + sizeof(uint64_t)));
     if (!r)
@@ -219,6 +221,16 @@ void fence_notify(void *arg) {
     for (int i = 0; i < q->nworkers; i++)
         if (atomic_load(&q->workers[i].nparked) > 0)
             event_active(q->workers[i].wake_ev, 0, 0);
+}
+
+void fence_notify_end(void *arg, int32_t p, int64_t end) {
+    objlog_query *q = arg;
+    /* The refresher asks every second, so a paused consumer resumes
+     * within about a second of any producer's write, reads or not. */
+    if (end > 0 && objlog_materializer_idle(q->m) &&
+        end > objlog_materializer_applied(q->m, p))
+        objlog_materializer_kick(q->m);
+    fence_notify(arg);
 }
 
 void fence_expire_worker(http_worker *w) {

@@ -383,6 +383,8 @@ static int gw_hex_id(const char *s, uint8_t out[OBJLOG_REQUEST_ID_LEN]) {
 /* Common parameters; replies and returns NULL on a bad one. */
 static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
                           uint8_t rid[OBJLOG_REQUEST_ID_LEN]) {
+    /* A write is coming: an idle consumer fetches again (materializer.h). */
+    objlog_materializer_kick(c->q->m);
     const char *ack = http_param_get(c, "ack", NULL);
     int timeout_ms;
     if (ack && strcmp(ack, "applied") != 0 && strcmp(ack, "logged") != 0) {

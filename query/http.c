@@ -845,7 +845,7 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     /* Parked reads wake on either: an end offset fetched, a batch applied
      * (fence.c). Before the first request: fence_notify only touches
      * workers with parked reads. */
-    wm_set_notify(q->wm, fence_notify, q);
+    wm_set_notify(q->wm, fence_notify_end, q);
     objlog_materializer_set_progress_cb(q->m, fence_notify, q);
     if (http_start_workers(q, errstr, errstr_size) < 0) {
         objlog_query_destroy(q);

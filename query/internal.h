@@ -214,10 +214,13 @@ uint64_t wm_ticket(wm_cache *w, int32_t p, int timeout_ms);
  * 0 while it has not. */
 int wm_ticket_done(wm_cache *w, int32_t p, uint64_t ticket, int64_t *end,
                    rd_kafka_resp_err_t *err);
-/* fn(opaque) runs after every finished request, on the thread that ran it
- * and under a lock: it may only wake someone (event_active). NULL clears;
- * after this returns the old fn runs no more. */
-void wm_set_notify(wm_cache *w, void (*fn)(void *opaque), void *opaque);
+/* fn(opaque, p, end) runs after every finished request of partition p
+ * (end -1 when it failed), on the thread that ran it and under p's lock:
+ * it may only wake someone (event_active, objlog_materializer_kick) and
+ * must not call back into the cache. NULL clears; after this returns the
+ * old fn runs no more. */
+typedef void wm_notify_fn(void *opaque, int32_t p, int64_t end);
+void wm_set_notify(wm_cache *w, wm_notify_fn *fn, void *opaque);
 /* Newest end offset successfully fetched, -1 if none yet. */
 int64_t wm_last_end(wm_cache *w, int32_t p);
 /* Starts a thread that fetches every partition's end offset each
@@ -254,9 +257,12 @@ int fence_await_applied(http_ctx *c, int32_t p, int64_t offset, int timeout_ms);
 int fence_await_ends(http_ctx *c, int timeout_ms);
 /* The worker's wake_ev: re-checks its parked reads. */
 void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg);
-/* For wm_set_notify and objlog_materializer_set_progress_cb (arg: the
- * objlog_query): wakes every worker that has parked reads. */
+/* For objlog_materializer_set_progress_cb (arg: the objlog_query): wakes
+ * every worker that has parked reads. */
 void fence_notify(void *arg);
+/* For wm_set_notify: the same, and an idle materializer is kicked when the
+ * log's end is past what it applied (events it has not fetched). */
+void fence_notify_end(void *arg, int32_t p, int64_t end);
 /* On worker w's thread as it stops: every parked read answers 503 now. */
 void fence_expire_worker(http_worker *w);
 /* "p.next_p.next..." for X-Objlog-Applied. */

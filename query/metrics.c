@@ -236,6 +236,9 @@ static void metrics_fences(FILE *f, objlog_query *q) {
         fprintf(f, "objlog_fence_timeouts_total{mode=\"%s\"} %llu\n", modes[i],
                 (unsigned long long)atomic_load_explicit(&q->fence_timeouts[i],
                                                          memory_order_relaxed));
+    metrics_family(f, "objlog_consumer_idle", "gauge",
+                   "1 while the consumer is paused for idleness (no fetches).");
+    fprintf(f, "objlog_consumer_idle %d\n", objlog_materializer_idle(q->m));
     metrics_family(f, "objlog_list_offsets_requests_total", "counter",
                    "ListOffsets (end offset) requests sent to the brokers.");
     fprintf(f, "objlog_list_offsets_requests_total %llu\n",

@@ -402,7 +402,11 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                    .group_id = group, .batch_max = 1000,
                                    .apply_delay_ms = c->test_apply_delay_ms,
                                    .fetch_wait_max_ms = fetch_wait_ms(c),
-                                   .test_no_stats = c->test_no_stats};
+                                   .test_no_stats = c->test_no_stats,
+                                   /* An idle objlogd costs no CPU; the query
+                                    * service kicks it on every write and
+                                    * fenced read (fence.c, gateway.c). */
+                                   .idle_pause_ms = 1000};
     if (c->test_apply_delay_ms > 0)
         fprintf(stderr, "objlogd: WARNING: --test-apply-delay-ms %d slows every "
                         "applied batch; it is for tests only\n", c->test_apply_delay_ms);

@@ -56,7 +56,7 @@ struct wm_cache {
     /* Called after every finished request, with the partition's lock
      * held: it must only wake someone (wm_set_notify). */
     pthread_mutex_t notify_mu;
-    void (*notify)(void *opaque);
+    wm_notify_fn *notify;
     void *notify_opaque;
     /* The refresher (wm_start_refresh): every partition's end offset once
      * per interval, so that health and lag never wait on a broker. */
@@ -79,7 +79,7 @@ void wm_set_fetch(wm_cache *w, wm_fetch_fn fn, void *opaque) {
     w->fetch_opaque = opaque;
 }
 
-void wm_set_notify(wm_cache *w, void (*fn)(void *opaque), void *opaque) {
+void wm_set_notify(wm_cache *w, wm_notify_fn *fn, void *opaque) {
     pthread_mutex_lock(&w->notify_mu);
     w->notify = fn;
     w->notify_opaque = opaque;
@@ -224,7 +224,7 @@ static void wm_publish(wm_cache *w, wm_part *wp, rd_kafka_resp_err_t err, int64_
     pthread_cond_broadcast(&wp->cv);
     pthread_mutex_lock(&w->notify_mu);
     if (w->notify)
-        w->notify(w->notify_opaque);
+        w->notify(w->notify_opaque, (int32_t)(wp - w->parts), err ? -1 : hi);
     pthread_mutex_unlock(&w->notify_mu);
 }
 
