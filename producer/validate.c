@@ -86,35 +86,6 @@ int validate_bucket(const char *b, char *errstr, size_t errstr_size) {
     return 0;
 }
 
-/* Length of the UTF-8 sequence at s (strict: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0 if invalid. */
-static size_t utf8_seq(const uint8_t *s, size_t n) {
-    uint8_t c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    uint32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2; cp = c & 0x1F; min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3; cp = c & 0x0F; min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4; cp = c & 0x07; min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 int validate_key(const char *key, size_t key_len, char *errstr,
                  size_t errstr_size) {
     if (!key || key_len == 0) {
@@ -126,15 +97,10 @@ int validate_key(const char *key, size_t key_len, char *errstr,
                  "invalid key: %zu bytes, the limit is %d", key_len, KEY_MAX);
         return -1;
     }
-    const uint8_t *s = (const uint8_t *)key;
-    for (size_t i = 0; i < key_len;) {
-        size_t l = utf8_seq(s + i, key_len - i);
-        if (!l) {
-            snprintf(errstr, errstr_size,
-                     "invalid key: not valid UTF-8 at byte %zu", i);
-            return -1;
-        }
-        i += l;
+    size_t ok = keycodec_utf8_valid_len((const uint8_t *)key, key_len);
+    if (ok < key_len) {
+        snprintf(errstr, errstr_size, "invalid key: not valid UTF-8 at byte %zu", ok);
+        return -1;
     }
     return 0;
 }

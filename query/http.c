@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include "keycodec.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -58,41 +60,7 @@ void http_random_hex(char out[33]) {
 }
 
 int http_utf8_valid(const uint8_t *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4;
-            cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if (i + len > n)
-            return 0;
-        for (size_t j = 1; j < len; j++) {
-            if ((s[i + j] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + j] & 0x3F);
-        }
-        /* overlong forms, surrogates and values past U+10FFFF */
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-            (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += len;
-    }
-    return 1;
+    return keycodec_utf8_valid_len(s, n) == n;
 }
 
 json_t *http_json_bytes(const void *p, size_t n) {

@@ -187,3 +187,43 @@ int keycodec_parse_version_id(const char *s, uint64_t *seq) {
     *seq = v;
     return 0;
 }
+
+/* Length of the UTF-8 sequence at s (strict: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 if invalid. */
+static size_t keycodec_utf8_seq(const uint8_t *s, size_t n) {
+    uint8_t c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2; cp = c & 0x1F; min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3; cp = c & 0x0F; min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4; cp = c & 0x07; min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+size_t keycodec_utf8_valid_len(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        size_t l = keycodec_utf8_seq(s + i, n - i);
+        if (!l)
+            return i;
+        i += l;
+    }
+    return n;
+}

@@ -73,4 +73,10 @@ uint64_t keycodec_row_seq(const uint8_t *row, size_t n); /* from version row */
 void keycodec_version_id(uint64_t seq, char out[KEYCODEC_VERSION_ID_LEN]);
 int keycodec_parse_version_id(const char *s, uint64_t *seq); /* -1: invalid */
 
+/* Keys and tenant names are UTF-8 (S3): the length of the valid prefix of
+ * s[0..n), n when all of it is valid. Strict: no overlong forms, no
+ * surrogates, nothing above U+10FFFF. The one validator of the producer
+ * library and the gateway. */
+size_t keycodec_utf8_valid_len(const uint8_t *s, size_t n);
+
 #endif

@@ -235,14 +235,8 @@ static int racer_main(const char *boot, const char *url) {
 /* ---- setup: the log and one view ---- */
 
 static proc *start_view(const char *data, char *url, size_t url_size) {
-    char *argv[] = {T.objlogd, "--brokers", T.boot, "--listen", "127.0.0.1:0",
-                    "--data", (char *)data, NULL};
-    proc *p = proc_spawn(argv, NULL);
-    char listen[96];
+    proc *p = testlog_start_view(T.log, data, NULL, url, url_size);
     assert_non_null(p);
-    assert_int_equal(proc_wait_line(p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000), 0);
-    assert_int_equal(proc_wait_line(p, "OBJLOG_READY", NULL, 0, 60000), 0);
-    snprintf(url, url_size, "http://%s", listen);
     return p;
 }
 

@@ -455,18 +455,9 @@ static cluster C;
 
 /* delay_ms: NULL, or the materializer's test-only sleep per batch. */
 static proc *start_view(const char *data, const char *delay_ms, char *url, size_t url_size) {
-    char *argv[] = {C.objlogd, "--brokers", C.boot, "--listen", "127.0.0.1:0",
-                    "--data", (char *)data, NULL, NULL, NULL};
-    if (delay_ms) {
-        argv[7] = "--test-apply-delay-ms";
-        argv[8] = (char *)delay_ms;
-    }
-    proc *p = proc_spawn(argv, NULL);
-    char listen[96];
+    char *delay[] = {"--test-apply-delay-ms", (char *)delay_ms, NULL};
+    proc *p = testlog_start_view(C.log, data, delay_ms ? delay : NULL, url, url_size);
     assert_non_null(p);
-    assert_int_equal(proc_wait_line(p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000), 0);
-    assert_int_equal(proc_wait_line(p, "OBJLOG_READY", NULL, 0, 60000), 0);
-    snprintf(url, url_size, "http://%s", listen);
     return p;
 }
 

@@ -132,14 +132,9 @@ static uint64_t rnd(void) {
 /* ---- processes ---- */
 
 static proc *start_view(const char *data, char *url, size_t url_size) {
-    char *argv[] = {T.objlogd, "--brokers", T.boot, "--listen", "127.0.0.1:0",
-                    "--data", (char *)data, "--test-apply-delay-ms", SK_APPLY_DELAY, NULL};
-    proc *p = proc_spawn(argv, NULL);
-    char listen[96];
+    char *delay[] = {"--test-apply-delay-ms", SK_APPLY_DELAY, NULL};
+    proc *p = testlog_start_view(T.log, data, delay, url, url_size);
     assert_non_null(p);
-    assert_int_equal(proc_wait_line(p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000), 0);
-    assert_int_equal(proc_wait_line(p, "OBJLOG_READY", NULL, 0, 60000), 0);
-    snprintf(url, url_size, "http://%s", listen);
     return p;
 }
 

@@ -331,6 +331,29 @@ static int empty_cluster(testlog *l) {
     return clean < 3 ? -1 : 0;
 }
 
+proc *testlog_start_view(const testlog *l, const char *data, char *const extra[],
+                         char *url, size_t url_size) {
+    char objlogd[512], listen[96];
+    proc_bin("query/objlogd", objlogd, sizeof(objlogd));
+    char *argv[24] = {objlogd, "--brokers", (char *)l->bootstrap, "--listen",
+                      "127.0.0.1:0", "--data", (char *)data};
+    int n = 7;
+    for (int i = 0; extra && extra[i] && n < 23; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    proc *p = proc_spawn(argv, NULL);
+    if (!p || proc_wait_line(p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000) < 0 ||
+        proc_wait_line(p, "OBJLOG_READY", NULL, 0, 60000) < 0) {
+        fprintf(stderr, "testlog: objlogd --brokers %s --data %s did not start\n",
+                l->bootstrap, data);
+        if (p)
+            proc_kill(p);
+        return NULL;
+    }
+    snprintf(url, url_size, "http://%s", listen);
+    return p;
+}
+
 void testlog_stop(testlog *l) {
     if (!l)
         return;

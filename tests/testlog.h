@@ -14,6 +14,7 @@
 #ifndef OBJLOG_TEST_TESTLOG_H
 #define OBJLOG_TEST_TESTLOG_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct testlog testlog;
@@ -40,6 +41,14 @@ int testlog_node_running(const testlog *l, int node);
 int testlog_wait_ready(testlog *l, int timeout_ms);
 /* Leader node of topic/partition per metadata, or -1. */
 int testlog_leader(testlog *l, const char *topic, int partition, int timeout_ms);
+
+/* A view of this log: `objlogd --brokers <l> --listen 127.0.0.1:0 --data
+ * data [extra...]` (extra NULL-ended, may be NULL) as a child of the test;
+ * waits for OBJLOG_READY and fills url ("http://127.0.0.1:port"). NULL
+ * with a message on stderr. The one start_view of the process tests. */
+struct proc;
+struct proc *testlog_start_view(const testlog *l, const char *data, char *const extra[],
+                                char *url, size_t url_size);
 
 /* Stops everything (Kafka nodes by SIGKILL: their files go too) and
  * removes its files. */
