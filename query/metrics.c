@@ -2,19 +2,24 @@
  * /readyz and GET /metrics (Prometheus text format 0.0.4).
  *
  * Owns nothing: every figure is read at request time from the materializer,
- * the watermark cache (watermark.c) and the per-worker request counters
- * (http.c). These routes honour no fence; their end offsets may share a
+ * the watermark cache (watermark.c), the per-worker request counters
+ * (http.c), RocksDB's properties and /proc (process_* as Prometheus'
+ * client libraries define them). These routes honour no fence; their end offsets may share a
  * ListOffsets request already in flight. Invariant: a partition's lag is
  * never negative (the end offset is clamped up to the applied one, which
  * may have moved on since the end was fetched). */
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "objlog_producer.h"
 #include "outcome.h"
 
 #define METRICS_WM_TIMEOUT_MS 1000
@@ -294,6 +299,113 @@ static void metrics_latency(FILE *f, objlog_query *q) {
         metrics_histogram(f, q, ep);
 }
 
+/* ------------------------------------------------- process and store */
+
+/* /proc/self/stat field 22 (start time in clock ticks after boot) plus the
+ * boot time from /proc/stat: the Unix time the process started, 0 unknown. */
+static double metrics_start_time(void) {
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long start = 0;
+    for (int field = 2; p && *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    if (!p || sscanf(p, "%llu", &start) != 1)
+        return 0;
+    unsigned long long btime = 0;
+    char line[256];
+    FILE *st = fopen("/proc/stat", "r");
+    while (st && fgets(line, sizeof(line), st))
+        if (sscanf(line, "btime %llu", &btime) == 1)
+            break;
+    if (st)
+        fclose(st);
+    long hz = sysconf(_SC_CLK_TCK);
+    return btime && hz > 0 ? (double)btime + (double)start / (double)hz : 0;
+}
+
+static long metrics_open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    long n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return d ? n - 1 : -1; /* not counting opendir's own */
+}
+
+/* The standard process_* families (client_golang's names and meanings). */
+static void metrics_process(FILE *f) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    metrics_family(f, "process_cpu_seconds_total", "counter",
+                   "Total user and system CPU time spent in seconds.");
+    fprintf(f, "process_cpu_seconds_total %.6f\n",
+            (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+                (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+    long pages = 0, resident = 0;
+    FILE *sm = fopen("/proc/self/statm", "r");
+    if (sm && fscanf(sm, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    if (sm)
+        fclose(sm);
+    metrics_family(f, "process_resident_memory_bytes", "gauge",
+                   "Resident memory size in bytes.");
+    fprintf(f, "process_resident_memory_bytes %ld\n", resident * sysconf(_SC_PAGESIZE));
+    metrics_family(f, "process_open_fds", "gauge", "Number of open file descriptors.");
+    fprintf(f, "process_open_fds %ld\n", metrics_open_fds());
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        metrics_family(f, "process_max_fds", "gauge",
+                       "Maximum number of open file descriptors.");
+        fprintf(f, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+    }
+    metrics_family(f, "process_start_time_seconds", "gauge",
+                   "Start time of the process since unix epoch in seconds.");
+    fprintf(f, "process_start_time_seconds %.2f\n", metrics_start_time());
+    metrics_family(f, "objlog_build_info", "gauge",
+                   "Always 1; the labels say which objlog and librdkafka run.");
+    fprintf(f, "objlog_build_info{version=\"%s\",librdkafka=\"%s\"} 1\n",
+            objlog_producer_version(), rd_kafka_version_str());
+}
+
+/* RocksDB's own figures per column family (integer properties). */
+static void metrics_rocksdb(FILE *f, objlog_query *q) {
+    static const struct {
+        const char *name, *type, *prop, *help;
+    } fam[] = {
+        {"objlog_rocksdb_live_sst_bytes", "gauge", "rocksdb.live-sst-files-size",
+         "Bytes of the SST files of the current version."},
+        {"objlog_rocksdb_memtable_bytes", "gauge", "rocksdb.cur-size-all-mem-tables",
+         "Bytes held by the memtables, active and immutable."},
+        {"objlog_rocksdb_pending_compaction_bytes", "gauge",
+         "rocksdb.estimate-pending-compaction-bytes",
+         "Bytes RocksDB estimates compaction must rewrite to settle the levels."},
+        {"objlog_rocksdb_write_stopped", "gauge", "rocksdb.is-write-stopped",
+         "1 while RocksDB stops writes (a write stall), else 0."},
+        {"objlog_rocksdb_delayed_write_rate_bytes", "gauge",
+         "rocksdb.actual-delayed-write-rate",
+         "Write rate RocksDB slows writes to while delaying them (0: not delayed)."},
+    };
+    rocksdb_t *db = objlog_store_db(q->store);
+    for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
+        metrics_family(f, fam[i].name, fam[i].type, fam[i].help);
+        for (int cf = 0; cf < OBJLOG_CF_COUNT; cf++) {
+            uint64_t v = 0;
+            if (rocksdb_property_int_cf(db, objlog_store_cf(q->store, (objlog_cf)cf),
+                                        fam[i].prop, &v) != 0)
+                v = 0;
+            fprintf(f, "%s{cf=\"%s\"} %llu\n", fam[i].name, objlog_cf_name((objlog_cf)cf),
+                    (unsigned long long)v);
+        }
+    }
+}
+
 void metrics_get(http_ctx *c) {
     int n = 0;
     lag_row *rows = metrics_lag_rows(c->q, &n);
@@ -310,6 +422,8 @@ void metrics_get(http_ctx *c) {
     metrics_fences(f, c->q);
     metrics_requests(f, c->q);
     metrics_latency(f, c->q);
+    metrics_rocksdb(f, c->q);
+    metrics_process(f);
     fclose(f);
     free(rows);
     http_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);

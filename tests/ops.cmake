@@ -7,7 +7,7 @@ add_dependencies(test_cli objlog objlogd)
 # package) and for every metric family and value the test caused; mock
 # cluster and real 3-node Kafka (test_metrics_kafka).
 objlog_add_test(test_metrics BOTH_LOGS SOURCES test_metrics.c TIMEOUT 120
-  LIBS objlog_testkit objlog_schemas)
+  LIBS objlog_testkit objlog_schemas objlog_producer_static)
 add_dependencies(test_metrics objlogd)
 # The installed library, headers, pkg-config file and binaries, used as a
 # frontend developer would (tests/install.sh). Not under the sanitizers: the
