@@ -24,7 +24,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #define MAT_POLL_MS 50
+/* librdkafka statistics interval (broker RTTs for /metrics). */
+#define MAT_STATS_MS "5000"
 /* While paused for idleness: the poll's wait (a kick ends it early) and how
  * often the materializer asks for the log's end itself. */
 #define MAT_IDLE_POLL_MS 250
@@ -65,6 +69,8 @@ struct objlog_materializer {
     void (*progress)(void *opaque); /* set_progress_cb; runs on each broadcast */
     void *progress_opaque;
     uint64_t dlq_total;
+    objlog_broker_rtt rtt[OBJLOG_MAX_BROKER_RTTS]; /* from the stats callback */
+    int nrtt;
     uint64_t events_applied;
     uint64_t by_outcome[MAT_OUTCOMES]; /* events applied per outcome code */
     /* Log times (Kafka timestamps, ms; -1 unknown) per partition, for lag in
@@ -104,7 +110,54 @@ static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v,
     return -1;
 }
 
-static rd_kafka_t *mat_consumer_new(const objlog_materializer_conf *conf,
+/* librdkafka's statistics (every MAT_STATS_MS, on the materializer thread,
+ * from consumer_poll): keeps each broker's round-trip time for /metrics. */
+static int mat_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+    (void)rk;
+    objlog_materializer *m = opaque;
+    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *brokers = json_object_get(root, "brokers");
+    objlog_broker_rtt rtt[OBJLOG_MAX_BROKER_RTTS];
+    int n = 0;
+    const char *name;
+    json_t *b;
+    json_object_foreach(brokers, name, b) {
+        json_t *id = json_object_get(b, "nodeid"), *r = json_object_get(b, "rtt");
+        const char *src = json_string_value(json_object_get(b, "source"));
+        /* Real connections only: the group coordinator ("logical") repeats
+         * a broker's id, bootstrap entries have none. */
+        if (n >= OBJLOG_MAX_BROKER_RTTS || !json_is_integer(id) ||
+            json_integer_value(id) < 0 || !json_is_object(r) || !src ||
+            (strcmp(src, "learned") != 0 && strcmp(src, "configured") != 0))
+            continue;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= rtt[i].broker == (int32_t)json_integer_value(id);
+        if (dup)
+            continue;
+        rtt[n].broker = (int32_t)json_integer_value(id);
+        rtt[n].avg_us = json_integer_value(json_object_get(r, "avg"));
+        rtt[n].p99_us = json_integer_value(json_object_get(r, "p99"));
+        n++;
+    }
+    json_decref(root);
+    pthread_mutex_lock(&m->mu);
+    memcpy(m->rtt, rtt, sizeof(rtt[0]) * (size_t)n);
+    m->nrtt = n;
+    pthread_mutex_unlock(&m->mu);
+    return 0; /* librdkafka frees json */
+}
+
+int objlog_materializer_broker_rtts(objlog_materializer *m, objlog_broker_rtt *out, int max) {
+    pthread_mutex_lock(&m->mu);
+    int n = m->nrtt < max ? m->nrtt : max;
+    memcpy(out, m->rtt, sizeof(out[0]) * (size_t)n);
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
+                                    const objlog_materializer_conf *conf,
                                     char *errstr, size_t es) {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     const char *group = conf->group_id && conf->group_id[0]
@@ -123,10 +176,13 @@ static rd_kafka_t *mat_consumer_new(const objlog_materializer_conf *conf,
         conf_set(c, "fetch.wait.max.ms", fetch_wait, errstr, es) ||
         /* librdkafka's backoff grows to 10 s over an outage; applying
          * should resume within a second of the brokers' return. */
-        conf_set(c, "reconnect.backoff.max.ms", "1000", errstr, es)) {
+        conf_set(c, "reconnect.backoff.max.ms", "1000", errstr, es) ||
+        conf_set(c, "statistics.interval.ms", MAT_STATS_MS, errstr, es)) {
         rd_kafka_conf_destroy(c);
         return NULL;
     }
+    rd_kafka_conf_set_stats_cb(c, mat_stats_cb);
+    rd_kafka_conf_set_opaque(c, m);
     char tmp[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, tmp, sizeof(tmp));
     if (!rk) {
@@ -281,7 +337,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     const char *control = conf->control_topic && conf->control_topic[0]
                               ? conf->control_topic : "objlog.control";
 
-    m->consumer = mat_consumer_new(conf, errstr, errstr_size);
+    m->consumer = mat_consumer_new(m, conf, errstr, errstr_size);
     if (!m->consumer)
         goto fail;
     m->dlq = mat_dlq_new(m, conf, errstr, errstr_size);

@@ -292,6 +292,17 @@ int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
  * consumer is paused for idleness (conf idle_pause_ms), it fetches again
  * within a poll. Cheap when it is not paused; any thread. */
 void objlog_materializer_kick(objlog_materializer *m);
+/* Round-trip times of the brokers the consumer talks to, from
+ * librdkafka's statistics (refreshed every 5 s; microseconds). Fills up to
+ * max, returns how many (0 before the first statistics). */
+#define OBJLOG_MAX_BROKER_RTTS 16
+typedef struct objlog_broker_rtt {
+    int32_t broker;
+    int64_t avg_us;
+    int64_t p99_us;
+} objlog_broker_rtt;
+int objlog_materializer_broker_rtts(objlog_materializer *m, objlog_broker_rtt *out,
+                                    int max);
 /* 1 while paused for idleness (metrics, tests). */
 int objlog_materializer_idle(objlog_materializer *m);
 /* Every wait_applied, now and later, returns -1 at once (shutdown). */

@@ -376,6 +376,8 @@ typedef struct objlog_producer_stats {
     uint64_t writes_completed;   /* callbacks run, any status */
     uint64_t outcome_requests;   /* HTTP requests made for outcomes */
     uint64_t unknown_retries;    /* re-produces done for unknown.retries */
+    uint64_t kafka_queue;        /* messages librdkafka holds that the log
+                                    has not acknowledged yet (now) */
 } objlog_producer_stats;
 void objlog_producer_stats_get(objlog_producer *p,
                                objlog_producer_stats *stats);

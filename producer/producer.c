@@ -117,6 +117,8 @@ void objlog_producer_stats_get(objlog_producer *p,
     stats->writes_completed = atomic_load(&p->completed);
     stats->outcome_requests = p->fetch ? fetcher_requests(p->fetch) : 0;
     stats->unknown_retries = atomic_load(&p->resends);
+    int q = p->rk ? rd_kafka_outq_len(p->rk) : 0;
+    stats->kafka_queue = q > 0 ? (uint64_t)q : 0;
 }
 
 /* Delivery report, on the delivery-report thread. The write is in the log

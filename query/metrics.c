@@ -374,6 +374,28 @@ static void metrics_process(FILE *f) {
             objlog_producer_version(), rd_kafka_version_str());
 }
 
+/* librdkafka's figures: brokers' round-trip times (the consumer's
+ * statistics) and what the gateway's producer has not had acknowledged. */
+static void metrics_kafka(FILE *f, objlog_query *q) {
+    objlog_broker_rtt rtt[OBJLOG_MAX_BROKER_RTTS];
+    int n = objlog_materializer_broker_rtts(q->m, rtt, OBJLOG_MAX_BROKER_RTTS);
+    metrics_family(f, "objlog_kafka_broker_rtt_seconds", "gauge",
+                   "Round-trip time to each broker over the last statistics window "
+                   "(librdkafka), average and 99th percentile.");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "objlog_kafka_broker_rtt_seconds{broker=\"%d\",stat=\"avg\"} %.6f\n",
+                (int)rtt[i].broker, (double)rtt[i].avg_us / 1e6);
+        fprintf(f, "objlog_kafka_broker_rtt_seconds{broker=\"%d\",stat=\"p99\"} %.6f\n",
+                (int)rtt[i].broker, (double)rtt[i].p99_us / 1e6);
+    }
+    objlog_producer_stats ps;
+    objlog_producer_stats_get(q->producer, &ps);
+    metrics_family(f, "objlog_gateway_produce_queue_messages", "gauge",
+                   "Gateway writes librdkafka holds that the log has not acknowledged.");
+    fprintf(f, "objlog_gateway_produce_queue_messages %llu\n",
+            (unsigned long long)ps.kafka_queue);
+}
+
 /* RocksDB's own figures per column family (integer properties). */
 static void metrics_rocksdb(FILE *f, objlog_query *q) {
     static const struct {
@@ -423,6 +445,7 @@ void metrics_get(http_ctx *c) {
     metrics_requests(f, c->q);
     metrics_latency(f, c->q);
     metrics_rocksdb(f, c->q);
+    metrics_kafka(f, c->q);
     metrics_process(f);
     fclose(f);
     free(rows);

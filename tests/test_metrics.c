@@ -208,7 +208,8 @@ static void test_metrics_promtool_and_values(void **state) {
         "objlog_build_info gauge", "objlog_rocksdb_live_sst_bytes gauge",
         "objlog_rocksdb_memtable_bytes gauge", "objlog_rocksdb_pending_compaction_bytes gauge",
         "objlog_rocksdb_write_stopped gauge", "objlog_rocksdb_delayed_write_rate_bytes gauge",
-        "objlog_consumer_idle gauge", NULL};
+        "objlog_consumer_idle gauge", "objlog_kafka_broker_rtt_seconds gauge",
+        "objlog_gateway_produce_queue_messages gauge", NULL};
     for (int i = 0; families[i]; i++) {
         char t[128];
         snprintf(t, sizeof(t), "# TYPE %s\n", families[i]);
@@ -261,6 +262,8 @@ static void test_metrics_promtool_and_values(void **state) {
     assert_true(sample(body, "objlog_rocksdb_memtable_bytes", L("cf=\"objects\"")) > 0);
     assert_true(sample(body, "objlog_rocksdb_write_stopped", L("cf=\"objects\"")) == 0);
     assert_true(sample(body, "objlog_rocksdb_live_sst_bytes", L("cf=\"objects\"")) >= 0);
+    /* every gateway write was acknowledged by the log */
+    assert_true(sample(body, "objlog_gateway_produce_queue_messages", NULL) == 0);
     free(body);
     httpc_destroy(c);
 }
