@@ -29,10 +29,10 @@
 #define MAT_POLL_MS 50
 /* librdkafka statistics interval (broker RTTs for /metrics). */
 #define MAT_STATS_MS "5000"
-/* While paused for idleness: the poll's wait (a kick ends it early) and how
- * often the materializer asks for the log's end itself. */
+/* The longest a stop waits for the consumer's close (mat_close_consumer). */
+#define MAT_CLOSE_MS 1000
+/* While paused for idleness: the poll's wait (a kick ends it early). */
 #define MAT_IDLE_POLL_MS 250
-#define MAT_IDLE_CHECK_MS 5000
 #define MAT_META_TIMEOUT_MS 10000
 #define MAT_DLQ_TIMEOUT_MS 10000
 /* Outcome codes counted per outcome (Objlog__OutcomeCode is 0..12 today;
@@ -226,11 +226,35 @@ static rd_kafka_t *mat_dlq_new(objlog_materializer *m,
     return rk;
 }
 
-static void mat_free(objlog_materializer *m) {
-    if (m->consumer) {
-        rd_kafka_consumer_close(m->consumer);
-        rd_kafka_destroy(m->consumer);
+static int64_t mat_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Closes the consumer within MAT_CLOSE_MS. A close only settles the
+ * group's committed positions (for lag tools; the view's own positions are
+ * in the store), and with the brokers gone rd_kafka_consumer_close waits
+ * for its requests to time out (a minute): a stop must not. */
+static void mat_close_consumer(rd_kafka_t *rk) {
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_error_t *e = rd_kafka_consumer_close_queue(rk, q);
+    int64_t until = mat_mono_ms() + MAT_CLOSE_MS;
+    while (!e && !rd_kafka_consumer_closed(rk) && mat_mono_ms() < until) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
+        if (ev)
+            rd_kafka_event_destroy(ev);
     }
+    int closed = !e && rd_kafka_consumer_closed(rk);
+    if (e)
+        rd_kafka_error_destroy(e);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy_flags(rk, closed ? 0 : RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+static void mat_free(objlog_materializer *m) {
+    if (m->consumer)
+        mat_close_consumer(m->consumer);
     if (m->dlq) {
         rd_kafka_flush(m->dlq, 2000);
         rd_kafka_destroy(m->dlq);
@@ -670,11 +694,6 @@ static void mat_process(objlog_materializer *m, int n) {
 
 /* ---- idle pause ---- */
 
-static int64_t mat_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Pauses fetching every running partition, or fetches again from where it
  * stopped. Resuming also seeks to that position: librdkafka 2.0.2's broker
@@ -697,20 +716,6 @@ static void mat_set_paused(objlog_materializer *m, int pause) {
     atomic_store(&m->paused, pause);
 }
 
-/* While paused: has the log grown past what was fetched? One ListOffsets
- * per partition, once a second (a fetch loop costs hundreds a second). */
-static int mat_log_grew(objlog_materializer *m) {
-    for (int p = 0; p < m->nparts; p++) {
-        int64_t lo = 0, hi = 0;
-        if (!mat_partition_stopped(m, p) &&
-            rd_kafka_query_watermark_offsets(m->consumer, m->topic, p, &lo, &hi, 500) ==
-                RD_KAFKA_RESP_ERR_NO_ERROR &&
-            hi > m->next[p])
-            return 1;
-    }
-    return 0;
-}
-
 void objlog_materializer_kick(objlog_materializer *m) {
     if (!m || !atomic_load(&m->paused) || atomic_exchange(&m->kicked, 1))
         return;
@@ -726,7 +731,7 @@ int objlog_materializer_idle(objlog_materializer *m) { return atomic_load(&m->pa
 
 static void *mat_run(void *arg) {
     objlog_materializer *m = arg;
-    int64_t quiet_since = mat_mono_ms(), checked = 0;
+    int64_t quiet_since = mat_mono_ms();
     while (atomic_load(&m->running)) {
         int n = mat_gather(m);
         int64_t now = mat_mono_ms();
@@ -742,16 +747,13 @@ static void *mat_run(void *arg) {
                 mat_set_paused(m, 1);
             continue;
         }
-        /* Kicks come from the query service (writes, fenced reads, and
-         * its once-a-second look at the log's end); this own look is the
-         * fallback for a materializer nobody kicks. */
-        int kicked = atomic_exchange(&m->kicked, 0);
-        if (kicked || now - checked >= MAT_IDLE_CHECK_MS) {
-            checked = now;
-            if (kicked || mat_log_grew(m)) {
-                mat_set_paused(m, 0);
-                quiet_since = now;
-            }
+        /* Only a kick resumes (the query service's: writes, fenced reads,
+         * and its once-a-second look at the log's end). Never a broker
+         * call of our own here: with the brokers gone it can outlast its
+         * timeout, and a stop would wait for it. */
+        if (atomic_exchange(&m->kicked, 0)) {
+            mat_set_paused(m, 0);
+            quiet_since = now;
         }
     }
     return NULL;

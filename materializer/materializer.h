@@ -264,9 +264,12 @@ typedef struct objlog_materializer_conf {
                                     "nostats") and refused with stats on. */
     int idle_pause_ms;           /* 0 (default): always fetching. N: after N
                                     ms without an event the consumer stops
-                                    fetching (an idle view costs no CPU) and
-                                    asks for the log's end once a second;
-                                    objlog_materializer_kick resumes at once */
+                                    fetching (an idle view costs no CPU)
+                                    until objlog_materializer_kick: whoever
+                                    sets this must kick when events may have
+                                    arrived (objlogd's query service does,
+                                    at least once a second when the log's
+                                    end passes what was applied) */
 } objlog_materializer_conf;
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,

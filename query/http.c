@@ -51,6 +51,34 @@ const double http_hist_bounds[HTTP_HIST_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
     0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
+static const char *const http_method_names[HTTP_M_COUNT] = {"GET", "HEAD", "PUT",
+                                                             "POST", "DELETE", "other"};
+
+const char *http_method_name(http_method m) {
+    return m >= 0 && m < HTTP_M_COUNT ? http_method_names[m] : "other";
+}
+
+static http_method http_method_of(enum evhttp_cmd_type cmd) {
+    switch (cmd) {
+    case EVHTTP_REQ_GET: return HTTP_M_GET;
+    case EVHTTP_REQ_HEAD: return HTTP_M_HEAD;
+    case EVHTTP_REQ_PUT: return HTTP_M_PUT;
+    case EVHTTP_REQ_POST: return HTTP_M_POST;
+    case EVHTTP_REQ_DELETE: return HTTP_M_DELETE;
+    default: return HTTP_M_OTHER;
+    }
+}
+
+const int http_code_values[HTTP_CODE_SLOTS - 1] = {200, 204, 206, 304, 400, 403, 404, 405,
+                                                   409, 411, 412, 413, 416, 500, 501, 503};
+
+static int http_code_slot(int status) {
+    for (int i = 0; i < HTTP_CODE_SLOTS - 1; i++)
+        if (http_code_values[i] == status)
+            return i;
+    return HTTP_CODE_SLOTS - 1;
+}
+
 void http_random_hex(char out[33]) {
     uint8_t b[16];
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
@@ -200,15 +228,14 @@ static void http_note(http_ctx *c, int status) {
         ns = 0;
     http_endpoint ep = c->endpoint >= 0 && c->endpoint < HTTP_EP_COUNT
                            ? c->endpoint : HTTP_EP_OTHER;
-    int slot = status - HTTP_STATUS_MIN;
-    if (slot < 0 || slot >= HTTP_STATUS_SLOTS)
-        slot = 500 - HTTP_STATUS_MIN; /* cannot happen: evhttp sends 1xx-5xx */
+    http_method m = http_method_of(evhttp_request_get_command(c->req));
+    int slot = http_code_slot(status);
     int b = 0;
     while (b < HTTP_HIST_BUCKETS && (double)ns / 1e9 > http_hist_bounds[b])
         b++;
-    atomic_fetch_add_explicit(&st->status[ep][slot], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->hist[ep][b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->sum_ns[ep], (uint64_t)ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->status[ep][m][slot], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->hist[ep][m][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->sum_ns[ep][m], (uint64_t)ns, memory_order_relaxed);
 }
 
 /* The one place a request ends: the worker may be draining for shutdown. */

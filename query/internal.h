@@ -61,17 +61,32 @@ const char *http_endpoint_name(http_endpoint ep);
 /* Latency histogram upper bounds (seconds), +Inf implied after them. */
 #define HTTP_HIST_BUCKETS 14
 extern const double http_hist_bounds[HTTP_HIST_BUCKETS];
-#define HTTP_STATUS_MIN 100
-#define HTTP_STATUS_SLOTS 500 /* statuses 100..599 */
+
+/* Request methods counted apart in metrics (the method label). */
+typedef enum http_method {
+    HTTP_M_GET = 0,
+    HTTP_M_HEAD,
+    HTTP_M_PUT,
+    HTTP_M_POST,
+    HTTP_M_DELETE,
+    HTTP_M_OTHER,
+    HTTP_M_COUNT
+} http_method;
+const char *http_method_name(http_method m);
+
+/* Status codes counted apart (the code label): the ones objlogd answers
+ * with; anything else is counted as code="other". */
+#define HTTP_CODE_SLOTS 17
+extern const int http_code_values[HTTP_CODE_SLOTS - 1];
 
 /* Request counters of one worker. Only its own thread writes them (every
  * reply is sent there); /metrics sums all workers from another thread,
  * hence relaxed atomics rather than locks. hist is per bucket, not yet
  * cumulative (the scrape accumulates); slot HTTP_HIST_BUCKETS is +Inf. */
 typedef struct http_stats {
-    atomic_uint_fast64_t status[HTTP_EP_COUNT][HTTP_STATUS_SLOTS];
-    atomic_uint_fast64_t hist[HTTP_EP_COUNT][HTTP_HIST_BUCKETS + 1];
-    atomic_uint_fast64_t sum_ns[HTTP_EP_COUNT];
+    atomic_uint_fast64_t status[HTTP_EP_COUNT][HTTP_M_COUNT][HTTP_CODE_SLOTS];
+    atomic_uint_fast64_t hist[HTTP_EP_COUNT][HTTP_M_COUNT][HTTP_HIST_BUCKETS + 1];
+    atomic_uint_fast64_t sum_ns[HTTP_EP_COUNT][HTTP_M_COUNT];
 } http_stats;
 
 /* Fence modes counted in metrics. */

@@ -262,41 +262,57 @@ static uint64_t metrics_sum(objlog_query *q, size_t off) {
 
 static void metrics_requests(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_http_requests_total", "counter",
-                   "HTTP requests answered, by endpoint and status code.");
+                   "HTTP requests answered, by endpoint, method and status code.");
     for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
-        for (int s = 0; s < HTTP_STATUS_SLOTS; s++) {
-            uint64_t v = metrics_sum(q, offsetof(http_stats, status[ep][s]));
-            if (v)
-                fprintf(f, "objlog_http_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
-                        http_endpoint_name(ep), s + HTTP_STATUS_MIN,
-                        (unsigned long long)v);
-        }
+        for (int m = 0; m < HTTP_M_COUNT; m++)
+            for (int s = 0; s < HTTP_CODE_SLOTS; s++) {
+                uint64_t v = metrics_sum(q, offsetof(http_stats, status[ep][m][s]));
+                char code[16];
+                if (s < HTTP_CODE_SLOTS - 1)
+                    snprintf(code, sizeof(code), "%d", http_code_values[s]);
+                else
+                    snprintf(code, sizeof(code), "other");
+                if (v)
+                    fprintf(f, "objlog_http_requests_total{endpoint=\"%s\",method=\"%s\","
+                               "code=\"%s\"} %llu\n",
+                            http_endpoint_name(ep), http_method_name(m), code,
+                            (unsigned long long)v);
+            }
 }
 
-static void metrics_histogram(FILE *f, objlog_query *q, int ep) {
-    const char *name = http_endpoint_name(ep);
+/* One endpoint and method's histogram; nothing when it had no request. */
+static void metrics_histogram(FILE *f, objlog_query *q, int ep, int m) {
+    uint64_t counts[HTTP_HIST_BUCKETS + 1], total = 0;
+    for (int b = 0; b <= HTTP_HIST_BUCKETS; b++)
+        total += counts[b] = metrics_sum(q, offsetof(http_stats, hist[ep][m][b]));
+    if (!total)
+        return;
+    char labels[96];
+    snprintf(labels, sizeof(labels), "endpoint=\"%s\",method=\"%s\"",
+             http_endpoint_name(ep), http_method_name(m));
     uint64_t cum = 0;
     for (int b = 0; b <= HTTP_HIST_BUCKETS; b++) {
-        cum += metrics_sum(q, offsetof(http_stats, hist[ep][b]));
+        cum += counts[b];
         if (b < HTTP_HIST_BUCKETS)
-            fprintf(f, "objlog_http_request_duration_seconds_bucket{endpoint=\"%s\",le=\"%g\"} %llu\n",
-                    name, http_hist_bounds[b], (unsigned long long)cum);
+            fprintf(f, "objlog_http_request_duration_seconds_bucket{%s,le=\"%g\"} %llu\n",
+                    labels, http_hist_bounds[b], (unsigned long long)cum);
         else
-            fprintf(f, "objlog_http_request_duration_seconds_bucket{endpoint=\"%s\",le=\"+Inf\"} %llu\n",
-                    name, (unsigned long long)cum);
+            fprintf(f, "objlog_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n",
+                    labels, (unsigned long long)cum);
     }
-    uint64_t ns = metrics_sum(q, offsetof(http_stats, sum_ns[ep]));
-    fprintf(f, "objlog_http_request_duration_seconds_sum{endpoint=\"%s\"} %.9f\n",
-            name, (double)ns / 1e9);
-    fprintf(f, "objlog_http_request_duration_seconds_count{endpoint=\"%s\"} %llu\n",
-            name, (unsigned long long)cum);
+    uint64_t ns = metrics_sum(q, offsetof(http_stats, sum_ns[ep][m]));
+    fprintf(f, "objlog_http_request_duration_seconds_sum{%s} %.9f\n", labels,
+            (double)ns / 1e9);
+    fprintf(f, "objlog_http_request_duration_seconds_count{%s} %llu\n", labels,
+            (unsigned long long)cum);
 }
 
 static void metrics_latency(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_http_request_duration_seconds", "histogram",
-                   "Time from dispatch to reply, by endpoint.");
+                   "Time from dispatch to reply, by endpoint and method.");
     for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
-        metrics_histogram(f, q, ep);
+        for (int m = 0; m < HTTP_M_COUNT; m++)
+            metrics_histogram(f, q, ep, m);
 }
 
 /* ------------------------------------------------- process and store */

@@ -233,19 +233,19 @@ static void test_metrics_promtool_and_values(void **state) {
     assert_true(sample(body, "objlog_dlq_events_total", NULL) == 0);
     assert_true(sample(body, "objlog_list_offsets_requests_total", NULL) >= 1);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"get_object\"", "code=\"200\"")) == 4);
+                       L("endpoint=\"get_object\"", "method=\"GET\"", "code=\"200\"")) == 4);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"get_object\"", "code=\"404\"")) == 1);
+                       L("endpoint=\"get_object\"", "method=\"GET\"", "code=\"404\"")) == 1);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"put_object\"", "code=\"200\"")) == 3);
+                       L("endpoint=\"put_object\"", "method=\"PUT\"", "code=\"200\"")) == 3);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"lag\"", "code=\"200\"")) == 1);
+                       L("endpoint=\"lag\"", "method=\"GET\"", "code=\"200\"")) == 1);
     assert_true(sample(body, "objlog_http_request_duration_seconds_count",
-                       L("endpoint=\"get_object\"")) == 5);
+                       L("endpoint=\"get_object\"", "method=\"GET\"")) == 5);
     assert_true(sample(body, "objlog_http_request_duration_seconds_bucket",
-                       L("endpoint=\"get_object\"", "le=\"+Inf\"")) == 5);
+                       L("endpoint=\"get_object\"", "method=\"GET\"", "le=\"+Inf\"")) == 5);
     assert_true(sample(body, "objlog_http_request_duration_seconds_sum",
-                       L("endpoint=\"get_object\"")) > 0);
+                       L("endpoint=\"get_object\"", "method=\"GET\"")) > 0);
     /* process and store figures (issue 11, item 8): plausible values */
     double now = (double)time(NULL);
     assert_true(sample(body, "process_cpu_seconds_total", NULL) > 0);
