@@ -694,7 +694,6 @@ static void mat_process(objlog_materializer *m, int n) {
 
 /* ---- idle pause ---- */
 
-
 /* Pauses fetching every running partition, or fetches again from where it
  * stopped. Resuming also seeks to that position: librdkafka 2.0.2's broker
  * thread starts fetching a merely resumed partition only at its next
