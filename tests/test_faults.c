@@ -57,26 +57,17 @@
 #define FT_TOPIC "objlog.events"
 
 typedef struct ftest {
-    char root[256], data1[300], data2[300];
-    testlog *log;
+    viewtest_frame f;
     viewproc view;
     mixload *load;
-    long long t0;
-    int failed;
 } ftest;
 
 static ftest T;
 
-static long long ft_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void ft_say(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "faults [%6.1fs] ", (double)(ft_ms() - T.t0) / 1000.0);
+    fprintf(stderr, "faults [%6.1fs] ", (double)(viewtest_ms() - T.f.t0) / 1000.0);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -84,17 +75,14 @@ static void ft_say(const char *fmt, ...) {
 
 static int setup(void **state) {
     (void)state;
-    T.t0 = ft_ms();
+    T.f.t0 = viewtest_ms();
     if (!testlog_is_kafka())
         return 0;
-    assert_int_equal(proc_tmpdir(T.root, sizeof(T.root)), 0);
-    snprintf(T.data1, sizeof(T.data1), "%s/view1", T.root);
-    snprintf(T.data2, sizeof(T.data2), "%s/rebuild", T.root);
-    T.log = testlog_start(FT_PARTITIONS);
-    assert_non_null(T.log);
-    ft_say("3-node Kafka up at %s", testlog_bootstrap(T.log));
-    viewproc_init(&T.view, testlog_bootstrap(T.log), T.data1, 0);
     char why[512];
+    if (viewtest_frame_start(&T.f, FT_PARTITIONS, "rebuild", why, sizeof(why)) < 0)
+        fail_msg("%s", why);
+    ft_say("3-node Kafka up at %s", testlog_bootstrap(T.f.log));
+    viewproc_init(&T.view, testlog_bootstrap(T.f.log), T.f.data1, 0);
     if (viewproc_start(&T.view, 120000, why, sizeof(why)) < 0)
         fail_msg("%s", why);
     ft_say("view at %s (stderr: %s)", T.view.url, T.view.log);
@@ -107,17 +95,7 @@ static int teardown(void **state) {
         mixload_destroy(T.load);
     T.load = NULL;
     viewproc_kill(&T.view);
-    /* The log is thrown away: SIGKILL is enough, and spares a controlled
-     * shutdown of each node in turn (the last ones wait for a quorum). */
-    for (int n = 1; T.log && n <= testlog_nodes(T.log); n++)
-        testlog_node_kill(T.log, n);
-    testlog_stop(T.log);
-    if (T.root[0]) {
-        if (T.failed && getenv("OBJLOG_TEST_KEEP"))
-            fprintf(stderr, "test_faults: kept %s\n", T.root);
-        else
-            proc_rmtree(T.root);
-    }
+    viewtest_frame_stop(&T.f, "test_faults");
     return 0;
 }
 
@@ -126,15 +104,15 @@ static int teardown(void **state) {
 static int ft_wait_isr(int want, int timeout_ms) {
     char err[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set(conf, "bootstrap.servers", testlog_bootstrap(T.log), err, sizeof(err));
+    rd_kafka_conf_set(conf, "bootstrap.servers", testlog_bootstrap(T.f.log), err, sizeof(err));
     rd_kafka_conf_set(conf, "log_level", "0", err, sizeof(err));
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     if (!rk)
         return -1;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, FT_TOPIC, NULL);
-    long long deadline = ft_ms() + timeout_ms;
+    long long deadline = viewtest_ms() + timeout_ms;
     int ok = 0;
-    while (!ok && ft_ms() < deadline) {
+    while (!ok && viewtest_ms() < deadline) {
         const struct rd_kafka_metadata *md = NULL;
         if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             ok = md->topic_cnt == 1 && md->topics[0].partition_cnt == FT_PARTITIONS;
@@ -162,7 +140,7 @@ static void ft_run_for(int ms) {
 /* The leader of partition p now (retrying while there is none). */
 static int ft_leader(int p) {
     for (int i = 0; i < 60; i++) {
-        int l = testlog_leader(T.log, FT_TOPIC, p, 5000);
+        int l = testlog_leader(T.f.log, FT_TOPIC, p, 5000);
         if (l >= 1)
             return l;
         usleep(500 * 1000);
@@ -172,12 +150,12 @@ static int ft_leader(int p) {
 }
 
 static void ft_recovered(const char *what) {
-    if (testlog_wait_ready(T.log, 180000) < 0)
+    if (testlog_wait_ready(T.f.log, 180000) < 0)
         fail_msg("%s: the cluster did not serve metadata again", what);
-    long long t = ft_ms();
+    long long t = viewtest_ms();
     if (ft_wait_isr(3, 180000) < 0)
         fail_msg("%s: partitions not back to 3 in-sync replicas in 180 s", what);
-    ft_say("  %s: every partition has 3 in-sync replicas again (%lld ms)", what, ft_ms() - t);
+    ft_say("  %s: every partition has 3 in-sync replicas again (%lld ms)", what, viewtest_ms() - t);
 }
 
 static void broker_faults_lose_and_duplicate_nothing(void **state) {
@@ -188,8 +166,8 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
         skip();
     }
     char why[512];
-    T.failed = 1;
-    mixload_conf mc = {.boot = testlog_bootstrap(T.log), .url = T.view.url, .counters = 2,
+    T.f.failed = 1;
+    mixload_conf mc = {.boot = testlog_bootstrap(T.f.log), .url = T.view.url, .counters = 2,
                        .lib_outcome_timeout_ms = 3000, .gw_timeout_ms = 3000,
                        .plain_window = 8, .pace_ms = 10, .strong_reader = 1};
     T.load = mixload_new(&mc, why, sizeof(why));
@@ -198,7 +176,7 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     int p0 = mixload_counter_partition(T.load, 0);
     assert_true(p0 >= 0);
     assert_int_equal(mixload_start(T.load), 0);
-    long long fault_start = ft_ms();
+    long long fault_start = viewtest_ms();
     mixload_phase(T.load, 0, "baseline");
     ft_run_for(4000);
     int pp = mixload_kind_partition(T.load, MIX_PLAIN), pd = mixload_kind_partition(T.load, MIX_DELETE);
@@ -212,7 +190,7 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     snprintf(name, sizeof(name), "a: SIGKILL node %d (leads p%d)", a, p0);
     mixload_phase(T.load, 1, name);
     ft_say("%s", name);
-    assert_int_equal(testlog_node_kill(T.log, a), 0);
+    assert_int_equal(testlog_node_kill(T.f.log, a), 0);
     ft_run_for(8000);
     ft_say("  p%d is now led by node %d", p0, ft_leader(p0));
 
@@ -220,7 +198,7 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     snprintf(name, sizeof(name), "b: restart node %d", a);
     mixload_phase(T.load, 2, name);
     ft_say("%s", name);
-    assert_int_equal(testlog_node_start(T.log, a), 0);
+    assert_int_equal(testlog_node_start(T.f.log, a), 0);
     ft_recovered("restart");
     ft_run_for(2000);
 
@@ -229,9 +207,9 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     snprintf(name, sizeof(name), "c: SIGSTOP node %d (leads p%d) 10s", c, pp);
     mixload_phase(T.load, 3, name);
     ft_say("%s", name);
-    assert_int_equal(testlog_node_signal(T.log, c, SIGSTOP), 0);
+    assert_int_equal(testlog_node_signal(T.f.log, c, SIGSTOP), 0);
     ft_run_for(10000);
-    assert_int_equal(testlog_node_signal(T.log, c, SIGCONT), 0);
+    assert_int_equal(testlog_node_signal(T.f.log, c, SIGCONT), 0);
     ft_say("  SIGCONT node %d", c);
     ft_recovered("SIGCONT");
     ft_run_for(2000);
@@ -241,25 +219,25 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     snprintf(name, sizeof(name), "d: clean stop+start node %d", d);
     mixload_phase(T.load, 4, name);
     ft_say("%s (leads p%d)", name, pd);
-    long long ts = ft_ms();
-    int stop_rc = testlog_node_stop(T.log, d, 60000);
-    ft_say("  node %d stopped in %lld ms (%s)", d, ft_ms() - ts,
+    long long ts = viewtest_ms();
+    int stop_rc = testlog_node_stop(T.f.log, d, 60000);
+    ft_say("  node %d stopped in %lld ms (%s)", d, viewtest_ms() - ts,
            stop_rc == 0 ? "clean exit" : "NOT a clean exit");
     ft_run_for(4000);
-    assert_int_equal(testlog_node_start(T.log, d), 0);
+    assert_int_equal(testlog_node_start(T.f.log, d), 0);
     ft_say("  node %d started again", d);
     ft_recovered("clean restart");
 
     mixload_phase(T.load, 5, "after the faults");
     ft_run_for(3000);
-    long long faults_ms = ft_ms() - fault_start;
+    long long faults_ms = viewtest_ms() - fault_start;
 
     ft_say("stopping the writers; unresolved writes get 120 s more of retries");
     mixload_stop(T.load, 120000);
     /* The check reads the view's state as of the whole log: first make
      * sure it applied every partition to its end (no fence involved). */
     int64_t hi[FT_PARTITIONS];
-    if (viewproc_log_end(testlog_bootstrap(T.log), FT_PARTITIONS, hi, why, sizeof(why)) < 0 ||
+    if (viewproc_log_end(testlog_bootstrap(T.f.log), FT_PARTITIONS, hi, why, sizeof(why)) < 0 ||
         viewproc_wait_applied(T.view.url, FT_PARTITIONS, hi, 120000, why, sizeof(why)) < 0)
         fail_msg("the view did not apply the log end: %s (stderr: %s)", why, T.view.log);
     /* Strong reads after the faults: reported, not asserted (availability,
@@ -287,7 +265,7 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     size_t rows[OBJLOG_CF_COUNT] = {0};
     int64_t events = 0;
     ft_say("rebuilding a view from the topic into an empty directory");
-    int rebuild = viewproc_rebuild_equal(&T.view, T.data2, FT_PARTITIONS, rows, &events, why,
+    int rebuild = viewproc_rebuild_equal(&T.view, T.f.data2, FT_PARTITIONS, rows, &events, why,
                                          sizeof(why));
     if (rebuild == 0)
         ft_say("rebuild: identical to the live view (%lld events; rows: versions %zu, objects "
@@ -312,7 +290,7 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
             rep.phase[1].max_total_ms,
             rep.phase[2].max_total_ms, rep.phase[3].max_total_ms, rep.phase[4].max_total_ms,
             rebuild == 0 ? "identical" : "DIFFERENT", (double)faults_ms / 1000.0,
-            (double)(ft_ms() - T.t0) / 1000.0);
+            (double)(viewtest_ms() - T.f.t0) / 1000.0);
     if (check != 0)
         fail_msg("end check: %s (view stderr: %s)", rep.first_problem, T.view.log);
     if (rebuild != 0)
@@ -324,7 +302,7 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
     assert_int_equal(rep.duplicated, 0);
     assert_int_equal(t.unresolved, 0);
     assert_true(t.acked > 0);
-    T.failed = 0;
+    T.f.failed = 0;
 }
 
 int main(void) {

@@ -92,12 +92,6 @@ typedef struct ld_resp {
     char err[CURL_ERROR_SIZE];
 } ld_resp;
 
-static long long ld_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static size_t ld_body_cb(char *p, size_t sz, size_t n, void *arg) {
     ld_resp *r = arg;
     size_t k = sz * n, room = sizeof(r->body) - 1 - r->len;
@@ -145,9 +139,9 @@ static long ld_http(CURL *h, const char *method, const char *url, const char *bo
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->err);
     if (body)
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    long long t0 = ld_ms();
+    long long t0 = viewtest_ms();
     CURLcode rc = curl_easy_perform(h);
-    r->ms = (long)(ld_ms() - t0);
+    r->ms = (long)(viewtest_ms() - t0);
     if (rc == CURLE_OK)
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
     else if (!r->err[0])
@@ -214,10 +208,9 @@ typedef struct ld_key {
 } ld_key;
 
 typedef struct ldtest {
-    char root[256], data1[300], data2[300];
-    testlog *log;
+    viewtest_frame f;
     viewproc v1, v2;
-    long long t0, t_kill, t_restart;
+    long long t_kill, t_restart;
     atomic_int phase, stop;
     atomic_int writers_ready;
     pthread_mutex_t mu;
@@ -236,7 +229,6 @@ typedef struct ldtest {
     atomic_int readyz_ok_again;
     long after_last_bad_ms;   /* /readyz 200 again -> the last write not answered 200 */
     unsigned seq;
-    int failed;
 } ldtest;
 
 static ldtest T;
@@ -244,7 +236,7 @@ static ldtest T;
 static void ld_say(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "logdown [%6.1fs] ", (double)(ld_ms() - T.t0) / 1000.0);
+    fprintf(stderr, "logdown [%6.1fs] ", (double)(viewtest_ms() - T.f.t0) / 1000.0);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -256,7 +248,7 @@ static void ld_rid(char out[33]) {
     unsigned s = ++T.seq;
     pthread_mutex_unlock(&T.mu);
     snprintf(out, 33, "%08x%08x%016llx", (unsigned)getpid(), s,
-             (unsigned long long)ld_ms() * 2654435761ULL);
+             (unsigned long long)viewtest_ms() * 2654435761ULL);
 }
 
 /* Counts call r (started in phase ph); returns the phase it counted in. */
@@ -395,7 +387,7 @@ static void *ld_writer(void *arg) {
         } else {
             if (ph == PH_AFTER) {
                 pthread_mutex_lock(&T.mu);
-                T.after_last_bad_ms = (long)(ld_ms() - T.t_restart - T.readyz_recover_ms);
+                T.after_last_bad_ms = (long)(viewtest_ms() - T.t_restart - T.readyz_recover_ms);
                 pthread_mutex_unlock(&T.mu);
             }
             key->blocked = 1; /* resolved at the end, by its request id */
@@ -446,7 +438,7 @@ static void *ld_readyz(void *arg) {
     while (!atomic_load(&T.stop)) {
         int ph = atomic_load(&T.phase);
         ld_http(h, "GET", url, NULL, NULL, LD_HANG_MS, r);
-        long long now = ld_ms();
+        long long now = viewtest_ms();
         ld_record(ph, K_READYZ, r, LD_READYZ_CALL_MS, "GET /readyz");
         ph = atomic_load(&T.phase); /* as of the answer */
         pthread_mutex_lock(&T.mu);
@@ -543,7 +535,7 @@ static ld_stat ld_down(int kind) {
 
 static int setup(void **state) {
     (void)state;
-    T.t0 = ld_ms();
+    T.f.t0 = viewtest_ms();
     pthread_mutex_init(&T.mu, NULL);
     T.readyz_fail_ms = T.readyz_recover_ms = T.after_last_bad_ms = -1;
     if (!testlog_is_kafka())
@@ -551,15 +543,12 @@ static int setup(void **state) {
     curl_global_init(CURL_GLOBAL_ALL);
     T.w = calloc(LD_MAX_WRITES, sizeof(*T.w));
     assert_non_null(T.w);
-    assert_int_equal(proc_tmpdir(T.root, sizeof(T.root)), 0);
-    snprintf(T.data1, sizeof(T.data1), "%s/view1", T.root);
-    snprintf(T.data2, sizeof(T.data2), "%s/view2", T.root);
-    T.log = testlog_start(LD_PARTITIONS);
-    assert_non_null(T.log);
-    ld_say("%d-node Kafka up at %s", testlog_nodes(T.log), testlog_bootstrap(T.log));
     char why[512];
-    viewproc_init(&T.v1, testlog_bootstrap(T.log), T.data1, 0);
-    viewproc_init(&T.v2, testlog_bootstrap(T.log), T.data2, 0);
+    if (viewtest_frame_start(&T.f, LD_PARTITIONS, "view2", why, sizeof(why)) < 0)
+        fail_msg("%s", why);
+    ld_say("%d-node Kafka up at %s", testlog_nodes(T.f.log), testlog_bootstrap(T.f.log));
+    viewproc_init(&T.v1, testlog_bootstrap(T.f.log), T.f.data1, 0);
+    viewproc_init(&T.v2, testlog_bootstrap(T.f.log), T.f.data2, 0);
     if (viewproc_start(&T.v1, 120000, why, sizeof(why)) < 0 ||
         viewproc_start(&T.v2, 120000, why, sizeof(why)) < 0)
         fail_msg("%s", why);
@@ -572,15 +561,7 @@ static int teardown(void **state) {
     (void)state;
     viewproc_kill(&T.v1);
     viewproc_kill(&T.v2);
-    for (int n = 1; T.log && n <= testlog_nodes(T.log); n++)
-        testlog_node_kill(T.log, n);
-    testlog_stop(T.log);
-    if (T.root[0]) {
-        if (T.failed && getenv("OBJLOG_TEST_KEEP"))
-            fprintf(stderr, "test_logdown: kept %s\n", T.root);
-        else
-            proc_rmtree(T.root);
-    }
+    viewtest_frame_stop(&T.f, "test_logdown");
     free(T.w);
     if (testlog_is_kafka())
         curl_global_cleanup();
@@ -591,7 +572,7 @@ static int teardown(void **state) {
  * 200 or the deadline. 0 acked. */
 static int ld_resolve(CURL *h, int i, long long deadline, ld_resp *r) {
     ld_write *w = &T.w[i];
-    while (ld_ms() < deadline) {
+    while (viewtest_ms() < deadline) {
         w->retries++;
         ld_put(h, &T.v1, w, 10000, 20000, r);
         if (r->status == 200) {
@@ -673,7 +654,7 @@ static void log_down_and_back(void **state) {
                         "skipped under %s\n", testlog_kind());
         skip();
     }
-    T.failed = 1;
+    T.f.failed = 1;
     ld_checks ck = {0};
     CURL *h = curl_easy_init();
     ld_resp *r = malloc(sizeof(*r));
@@ -703,11 +684,11 @@ static void log_down_and_back(void **state) {
     ld_say("baseline: %d writes so far", T.nw);
 
     /* The log goes away. */
-    for (int n = 1; n <= testlog_nodes(T.log); n++)
-        assert_int_equal(testlog_node_kill(T.log, n), 0);
-    T.t_kill = ld_ms();
+    for (int n = 1; n <= testlog_nodes(T.f.log); n++)
+        assert_int_equal(testlog_node_kill(T.f.log, n), 0);
+    T.t_kill = viewtest_ms();
     atomic_store(&T.phase, PH_OUTAGE);
-    ld_say("SIGKILLed all %d brokers", testlog_nodes(T.log));
+    ld_say("SIGKILLed all %d brokers", testlog_nodes(T.f.log));
 
     /* (5) view2: a write pending, then SIGTERM. */
     usleep(1500 * 1000);
@@ -718,9 +699,9 @@ static void log_down_and_back(void **state) {
     while (!atomic_load(&pend.sent))
         usleep(10 * 1000);
     usleep(1000 * 1000);
-    long long ts = ld_ms();
+    long long ts = viewtest_ms();
     int st = proc_stop(T.v2.p, 8000);
-    long sigterm_ms = (long)(ld_ms() - ts);
+    long sigterm_ms = (long)(viewtest_ms() - ts);
     T.v2.p = NULL;
     pthread_join(pt, NULL);
     int sigterm_exit = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -728,18 +709,18 @@ static void log_down_and_back(void **state) {
            st < 0 ? "killed (no exit in 8 s), status" : "exit", sigterm_exit, sigterm_ms,
            pend.r.status, pend.r.status ? pend.r.body : pend.r.err);
 
-    while (ld_ms() - T.t_kill < LD_OUTAGE_MS)
+    while (viewtest_ms() - T.t_kill < LD_OUTAGE_MS)
         usleep(100 * 1000);
 
     /* The log comes back. */
     atomic_store(&T.phase, PH_RESTART);
-    T.t_restart = ld_ms();
-    for (int n = 1; n <= testlog_nodes(T.log); n++)
-        assert_int_equal(testlog_node_start(T.log, n), 0);
-    int back = testlog_wait_ready(T.log, 120000);
+    T.t_restart = viewtest_ms();
+    for (int n = 1; n <= testlog_nodes(T.f.log); n++)
+        assert_int_equal(testlog_node_start(T.f.log, n), 0);
+    int back = testlog_wait_ready(T.f.log, 120000);
     ld_say("brokers restarted%s (%lld ms)", back == 0 ? ", serving metadata" : ": NOT READY",
-           ld_ms() - T.t_restart);
-    while (!atomic_load(&T.readyz_ok_again) && ld_ms() - T.t_restart < LD_RECOVER_MS)
+           viewtest_ms() - T.t_restart);
+    while (!atomic_load(&T.readyz_ok_again) && viewtest_ms() - T.t_restart < LD_RECOVER_MS)
         usleep(100 * 1000);
     atomic_store(&T.phase, PH_AFTER);
     ld_say("/readyz %s", atomic_load(&T.readyz_ok_again) ? "is 200 again" : "NOT 200 in 60 s");
@@ -777,7 +758,7 @@ static void log_down_and_back(void **state) {
     /* (7) every write not answered 200 resolves by its request id. */
     long unacked = 0, resolved = 0, unresolved = 0, res_max_retries = 0;
     char unres_first[400] = "";
-    long long deadline = ld_ms() + 40000;
+    long long deadline = viewtest_ms() + 40000;
     for (int i = 0; i < T.nw; i++) {
         if (T.w[i].acked)
             continue;
@@ -803,7 +784,7 @@ static void log_down_and_back(void **state) {
 
     /* The end state, as of the whole log. */
     int64_t hi[LD_PARTITIONS];
-    int applied = viewproc_log_end(testlog_bootstrap(T.log), LD_PARTITIONS, hi, why,
+    int applied = viewproc_log_end(testlog_bootstrap(T.f.log), LD_PARTITIONS, hi, why,
                                    sizeof(why)) == 0 &&
                   viewproc_wait_applied(T.v1.url, LD_PARTITIONS, hi, 30000, why, sizeof(why)) == 0;
     if (!applied)
@@ -947,13 +928,13 @@ static void log_down_and_back(void **state) {
             ck.n, ck.failed, T.nw, w503, wo->n, wmax, T.readyz_fail_ms, zmax,
             T.readyz_recover_ms, eo->max_ms, eo->ok, eo->n, so->max_ms, so->s503, so->ok,
             so->other, so->noanswer, sigterm_ms, sigterm_exit, resolved, unacked, lost, dup,
-            wrong, (double)(ld_ms() - T.t0) / 1000.0);
+            wrong, (double)(viewtest_ms() - T.f.t0) / 1000.0);
     free(r);
     curl_easy_cleanup(h);
     if (ck.failed)
         fail_msg("%d of %d checks failed; first: %s (view stderr: %s)", ck.failed, ck.n, ck.first,
                  T.v1.log);
-    T.failed = 0;
+    T.f.failed = 0;
 }
 
 int main(void) {

@@ -45,26 +45,17 @@
 #define SK_DEFAULT_CYCLES 5
 
 typedef struct stest {
-    char root[256], data1[300], data2[300];
-    testlog *log;
+    viewtest_frame f;
     viewproc view;
     mixload *load;
-    long long t0;
-    int failed;
 } stest;
 
 static stest T;
 
-static long long sk_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sk_say(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "soak [%7.1fs] ", (double)(sk_ms() - T.t0) / 1000.0);
+    fprintf(stderr, "soak [%7.1fs] ", (double)(viewtest_ms() - T.f.t0) / 1000.0);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -72,19 +63,16 @@ static void sk_say(const char *fmt, ...) {
 
 static int setup(void **state) {
     (void)state;
-    T.t0 = sk_ms();
+    T.f.t0 = viewtest_ms();
     if (!testlog_is_kafka())
         return 0;
-    assert_int_equal(proc_tmpdir(T.root, sizeof(T.root)), 0);
-    snprintf(T.data1, sizeof(T.data1), "%s/view1", T.root);
-    snprintf(T.data2, sizeof(T.data2), "%s/rebuild", T.root);
-    T.log = testlog_start(SK_PARTITIONS);
-    assert_non_null(T.log);
-    sk_say("3-node Kafka up at %s", testlog_bootstrap(T.log));
+    char why[512];
+    if (viewtest_frame_start(&T.f, SK_PARTITIONS, "rebuild", why, sizeof(why)) < 0)
+        fail_msg("%s", why);
+    sk_say("3-node Kafka up at %s", testlog_bootstrap(T.f.log));
     int port = viewproc_free_port();
     assert_true(port > 0);
-    viewproc_init(&T.view, testlog_bootstrap(T.log), T.data1, port);
-    char why[512];
+    viewproc_init(&T.view, testlog_bootstrap(T.f.log), T.f.data1, port);
     if (viewproc_start(&T.view, 120000, why, sizeof(why)) < 0)
         fail_msg("%s", why);
     sk_say("view at %s (stderr: %s)", T.view.url, T.view.log);
@@ -97,17 +85,7 @@ static int teardown(void **state) {
         mixload_destroy(T.load);
     T.load = NULL;
     viewproc_kill(&T.view);
-    /* The log is thrown away: SIGKILL spares each node's controlled
-     * shutdown (the last ones wait for a quorum that is gone). */
-    for (int n = 1; T.log && n <= testlog_nodes(T.log); n++)
-        testlog_node_kill(T.log, n);
-    testlog_stop(T.log);
-    if (T.root[0]) {
-        if (T.failed && getenv("OBJLOG_TEST_KEEP"))
-            fprintf(stderr, "test_soak: kept %s\n", T.root);
-        else
-            proc_rmtree(T.root);
-    }
+    viewtest_frame_stop(&T.f, "test_soak");
     return 0;
 }
 
@@ -136,9 +114,9 @@ static void view_sigkill_cycles_lose_and_duplicate_nothing(void **state) {
     sk_say("%d SIGKILL/restart cycles of the view; seed %u (OBJLOG_TEST_SEED replays it)",
            cycles, seed0);
     char why[512];
-    T.failed = 1;
+    T.f.failed = 1;
     /* Short outcome waits, so a kill does leave writes UNKNOWN to resolve. */
-    mixload_conf mc = {.boot = testlog_bootstrap(T.log), .url = T.view.url, .counters = 2,
+    mixload_conf mc = {.boot = testlog_bootstrap(T.f.log), .url = T.view.url, .counters = 2,
                        .lib_outcome_timeout_ms = 3000, .gw_timeout_ms = 3000,
                        .plain_window = 8, .pace_ms = 10};
     T.load = mixload_new(&mc, why, sizeof(why));
@@ -146,17 +124,17 @@ static void view_sigkill_cycles_lose_and_duplicate_nothing(void **state) {
         fail_msg("%s", why);
     assert_int_equal(mixload_start(T.load), 0);
     mixload_phase(T.load, 0, "kill cycles");
-    long long soak_start = sk_ms(), max_restart = 0, sum_restart = 0;
+    long long soak_start = viewtest_ms(), max_restart = 0, sum_restart = 0;
     for (int cycle = 1; cycle <= cycles; cycle++) {
         int run_ms = 500 + (int)(rand_r(&seed) % 2000);
         int down_ms = cycle % 5 == 0 ? 4000 : (int)(rand_r(&seed) % 300);
         usleep((useconds_t)run_ms * 1000);
         viewproc_kill(&T.view);
         usleep((useconds_t)down_ms * 1000);
-        long long t = sk_ms();
+        long long t = viewtest_ms();
         if (viewproc_start(&T.view, 120000, why, sizeof(why)) < 0)
             fail_msg("cycle %d: restart: %s", cycle, why);
-        long long restart = sk_ms() - t;
+        long long restart = viewtest_ms() - t;
         sum_restart += restart;
         if (restart > max_restart)
             max_restart = restart;
@@ -167,12 +145,12 @@ static void view_sigkill_cycles_lose_and_duplicate_nothing(void **state) {
                down_ms, restart, a, k, u);
     }
     usleep(2000 * 1000); /* writes against the last incarnation too */
-    long long soak_ms = sk_ms() - soak_start;
+    long long soak_ms = viewtest_ms() - soak_start;
 
     sk_say("stopping the writers; unresolved writes get 120 s more of retries");
     mixload_stop(T.load, 120000);
     int64_t hi[SK_PARTITIONS];
-    if (viewproc_log_end(testlog_bootstrap(T.log), SK_PARTITIONS, hi, why, sizeof(why)) < 0 ||
+    if (viewproc_log_end(testlog_bootstrap(T.f.log), SK_PARTITIONS, hi, why, sizeof(why)) < 0 ||
         viewproc_wait_applied(T.view.url, SK_PARTITIONS, hi, 120000, why, sizeof(why)) < 0)
         fail_msg("the view did not apply the log end: %s (stderr: %s)", why, T.view.log);
     mixload_report rep;
@@ -182,7 +160,7 @@ static void view_sigkill_cycles_lose_and_duplicate_nothing(void **state) {
     size_t rows[OBJLOG_CF_COUNT] = {0};
     int64_t events = 0;
     sk_say("rebuilding a view from the topic into an empty directory");
-    int rebuild = viewproc_rebuild_equal(&T.view, T.data2, SK_PARTITIONS, rows, &events, why,
+    int rebuild = viewproc_rebuild_equal(&T.view, T.f.data2, SK_PARTITIONS, rows, &events, why,
                                          sizeof(why));
     if (rebuild == 0)
         sk_say("rebuild: identical to the live view (%lld events; rows: versions %zu, objects "
@@ -205,7 +183,7 @@ static void view_sigkill_cycles_lose_and_duplicate_nothing(void **state) {
             rep.cas_acked[0], rep.cas_value[1], rep.cas_acked[1], sum_restart / cycles,
             max_restart, rep.phase[0].max_total_ms, (long long)events,
             rebuild == 0 ? "identical" : "DIFFERENT", (double)soak_ms / 1000.0,
-            (double)(sk_ms() - T.t0) / 1000.0);
+            (double)(viewtest_ms() - T.f.t0) / 1000.0);
     if (check != 0)
         fail_msg("end check: %s (view stderr: %s)", rep.first_problem, T.view.log);
     if (rebuild != 0)
@@ -215,7 +193,7 @@ static void view_sigkill_cycles_lose_and_duplicate_nothing(void **state) {
     assert_int_equal(t.unresolved, 0);
     assert_true(t.acked > 0);
     assert_int_equal(T.view.starts, cycles + 1);
-    T.failed = 0;
+    T.f.failed = 0;
 }
 
 int main(void) {

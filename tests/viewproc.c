@@ -226,3 +226,38 @@ int viewproc_rebuild_equal(viewproc *live, const char *rebuild_data, int partiti
         rc = storedump_compare(live->data, rebuild_data, rows, why, why_size);
     return rc;
 }
+
+/* ---- the fault tests' frame ---- */
+
+long long viewtest_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int viewtest_frame_start(viewtest_frame *f, int partitions, const char *second,
+                         char *why, size_t why_size) {
+    if (proc_tmpdir(f->root, sizeof(f->root)) < 0) {
+        snprintf(why, why_size, "no temporary directory");
+        return -1;
+    }
+    snprintf(f->data1, sizeof(f->data1), "%s/view1", f->root);
+    snprintf(f->data2, sizeof(f->data2), "%s/%s", f->root, second);
+    f->log = testlog_start(partitions);
+    if (!f->log) {
+        snprintf(why, why_size, "the log did not start (above)");
+        return -1;
+    }
+    return 0;
+}
+
+void viewtest_frame_stop(viewtest_frame *f, const char *test) {
+    testlog_stop(f->log);
+    f->log = NULL;
+    if (!f->root[0])
+        return;
+    if (f->failed && getenv("OBJLOG_TEST_KEEP"))
+        fprintf(stderr, "%s: kept %s\n", test, f->root);
+    else
+        proc_rmtree(f->root);
+}

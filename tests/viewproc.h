@@ -14,6 +14,7 @@
 
 #include "materializer.h"
 #include "proc.h"
+#include "testlog.h"
 
 typedef struct viewproc {
     proc *p;             /* NULL while not running */
@@ -61,5 +62,24 @@ long viewproc_strong_reads_ok(const char *url, const char *const *buckets, int n
 int viewproc_rebuild_equal(viewproc *live, const char *rebuild_data, int partitions,
                            size_t rows[OBJLOG_CF_COUNT], int64_t *events, char *why,
                            size_t why_size);
+
+/* The frame the fault tests share (test_faults, test_soak, test_logdown):
+ * a temporary root holding data1 (root/view1) and data2 (root/<second>),
+ * and the log. */
+typedef struct viewtest_frame {
+    char root[256], data1[300], data2[300];
+    testlog *log;
+    long long t0;                /* viewtest_ms() at start */
+    int failed;                  /* set by the test until it passes */
+} viewtest_frame;
+/* CLOCK_MONOTONIC in ms. */
+long long viewtest_ms(void);
+/* Makes the root and starts the log (testlog_start). 0, or -1 with why. */
+int viewtest_frame_start(viewtest_frame *f, int partitions, const char *second,
+                         char *why, size_t why_size);
+/* Stops the log (its nodes are SIGKILLed: it is thrown away) and removes
+ * the root, unless the test failed and OBJLOG_TEST_KEEP is set (then says
+ * so, naming the test). */
+void viewtest_frame_stop(viewtest_frame *f, const char *test);
 
 #endif
