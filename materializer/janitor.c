@@ -2,6 +2,7 @@
  * materializer thread (janitor_note) and the janitor thread, under mu; the
  * janitor copies it out and works without the lock, so applying never waits
  * for a compaction. */
+#include "objlog_logger.h"
 #include "janitor.h"
 
 #include <pthread.h>
@@ -46,7 +47,7 @@ static void janitor_compact(janitor *j, const keybuf *lo, const keybuf *hi) {
         /* Tombstones still in the memtable are not reached by compaction. */
         rocksdb_flush_cf(db, fo, cf, &err);
         if (err) {
-            fprintf(stderr, "janitor: flush %s: %s\n", objlog_cf_name(cfs[i]), err);
+            objlog_logf(OBJLOG_LEVEL_ERR, "janitor", "flush %s: %s", objlog_cf_name(cfs[i]), err);
             rocksdb_free(err);
             continue;
         }

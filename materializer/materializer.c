@@ -9,6 +9,7 @@
  * consumer group, which is informative only (lag tools): restart always
  * resumes from the store. An undecodable message is acked by the DLQ
  * before the batch that records it is written, so it is never lost. */
+#include "objlog_logger.h"
 #include "materializer.h"
 
 #include "apply.h"
@@ -40,6 +41,7 @@
 #define MAT_OUTCOMES 32
 
 struct objlog_materializer {
+    objlog_logger_limit log_consumer; /* consumer thread only */
     objlog_store *store;
     char *topic;
     char *dlq_topic;
@@ -160,6 +162,7 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
                                     const objlog_materializer_conf *conf,
                                     char *errstr, size_t es) {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(c, objlog_logger_rdkafka); /* our logger's lines */
     const char *group = conf->group_id && conf->group_id[0]
                             ? conf->group_id : "objlog-materializer";
     /* Waiters block on the next batch: the fetch wait bounds idle apply
@@ -208,6 +211,7 @@ static rd_kafka_t *mat_dlq_new(objlog_materializer *m,
                                const objlog_materializer_conf *conf,
                                char *errstr, size_t es) {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(c, objlog_logger_rdkafka); /* our logger's lines */
     if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
         conf_set(c, "acks", "all", errstr, es) ||
         conf_set(c, "enable.idempotence", "true", errstr, es) ||
@@ -436,7 +440,7 @@ static void mat_stop_partition(objlog_materializer *m, int32_t p, const char *wh
         m->perr[p] = strdup(why);
     mat_broadcast(m);
     pthread_mutex_unlock(&m->mu);
-    fprintf(stderr, "materializer: %s\n", why);
+    objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "%s", why);
 }
 
 static int mat_partition_stopped(objlog_materializer *m, int32_t p) {
@@ -483,8 +487,10 @@ static void mat_consumer_error(objlog_materializer *m, rd_kafka_message_t *msg) 
             mat_offset_lost(m, p);
         return;
     }
-    /* Anything else is transient for librdkafka (it retries): report it. */
-    fprintf(stderr, "materializer: consumer: %s\n", rd_kafka_message_errstr(msg));
+    /* Anything else is transient for librdkafka (it retries): report it,
+     * once per interval while the brokers stay away. */
+    objlog_logf_limited(&m->log_consumer, OBJLOG_LEVEL_WARNING, "materializer",
+                        "consumer: %s", rd_kafka_message_errstr(msg));
 }
 
 /* ---- one batch ---- */
@@ -559,7 +565,7 @@ static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
                 return 0;
             err = RD_KAFKA_RESP_ERR__MSG_TIMED_OUT;
         }
-        fprintf(stderr, "materializer: DLQ %s: %s; retrying\n", m->dlq_topic,
+        objlog_logf(OBJLOG_LEVEL_WARNING, "materializer", "DLQ %s: %s; retrying", m->dlq_topic,
                 rd_kafka_err2str(err));
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -684,7 +690,7 @@ static void mat_process(objlog_materializer *m, int n) {
     }
     apply_batch_clear(m->batch);
     if (rc < 0) {
-        fprintf(stderr, "materializer: batch abandoned: %s\n", errstr);
+        objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "batch abandoned: %s", errstr);
         mat_rewind(m);
         return;
     }

@@ -32,6 +32,12 @@ objlog_producer_conf *objlog_producer_conf_new(void) {
     return c;
 }
 
+void objlog_producer_conf_set_log_cb(objlog_producer_conf *c, objlog_log_cb *cb,
+                                     void *opaque) {
+    c->log_cb = cb;
+    c->log_opaque = opaque;
+}
+
 void objlog_producer_conf_destroy(objlog_producer_conf *c) {
     if (!c)
         return;

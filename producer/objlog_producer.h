@@ -223,6 +223,16 @@ objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *conf,
                                          char *errstr, size_t errstr_size);
 void objlog_producer_conf_destroy(objlog_producer_conf *conf);
 
+/* Where the producer's log lines go: librdkafka's (level is syslog's, 0-7;
+ * facility as librdkafka names it, e.g. "FAIL", "REQTMOUT") and the
+ * library's own (facility "OBJLOG"). Called from internal threads, so it
+ * must be thread-safe and must not call back into the producer. Without
+ * it the lines go to stderr, as librdkafka writes them by default. */
+typedef void(objlog_log_cb)(void *opaque, int level, const char *facility,
+                            const char *message);
+void objlog_producer_conf_set_log_cb(objlog_producer_conf *conf, objlog_log_cb *cb,
+                                     void *opaque);
+
 /* Takes ownership of conf on success (and on failure). */
 objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
                                      size_t errstr_size);

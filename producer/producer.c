@@ -163,10 +163,25 @@ static void *producer_dr_main(void *arg) {
     return NULL;
 }
 
+static void producer_kafka_log(const rd_kafka_t *rk, int level, const char *fac,
+                              const char *buf) {
+    objlog_producer *p = rd_kafka_opaque(rk);
+    p->conf->log_cb(p->conf->log_opaque, level, fac, buf);
+}
+
+static void producer_log(objlog_producer *p, int level, const char *msg) {
+    if (p->conf->log_cb)
+        p->conf->log_cb(p->conf->log_opaque, level, "OBJLOG", msg);
+    else
+        fprintf(stderr, "objlog_producer: %s\n", msg);
+}
+
 static int producer_kafka_new(objlog_producer *p, char *errstr,
                               size_t errstr_size) {
     objlog_producer_conf *c = p->conf;
     char kerr[256];
+    if (c->log_cb)
+        rd_kafka_conf_set_log_cb(c->kconf, producer_kafka_log);
     rd_kafka_conf_set_dr_msg_cb(c->kconf, producer_dr_cb);
     rd_kafka_conf_set_opaque(c->kconf, p);
     /* Forced last so no kafka.* property can weaken the log's guarantees:
@@ -271,7 +286,9 @@ void objlog_producer_destroy(objlog_producer *p) {
     /* The callback's own thread would have to be joined by itself. */
     char why[256];
     if (producer_in_callback_refused("objlog_producer_destroy", why, sizeof(why))) {
-        fprintf(stderr, "objlog_producer: %s; the producer was not destroyed\n", why);
+        char msg[320];
+        snprintf(msg, sizeof(msg), "%s; the producer was not destroyed", why);
+        producer_log(p, 3, msg);
         return;
     }
     if (p->dr_started) {

@@ -36,6 +36,8 @@ struct objlog_producer_conf {
     uint64_t quota_max_objects; /* tenant.quota.max_objects; 0 = none */
     int quota_refresh_ms;       /* tenant.quota.refresh.ms */
     rd_kafka_conf_t *kconf;     /* kafka.* properties (and bootstrap) */
+    objlog_log_cb *log_cb;      /* NULL: stderr */
+    void *log_opaque;
 };
 
 typedef struct write_op write_op;

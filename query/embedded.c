@@ -14,6 +14,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include "objlog_logger.h"
 #include "control.h"
 #include "query.h"
 
@@ -26,6 +27,7 @@ struct objlog_embedded_kafka {
 static rd_kafka_t *embedded_producer(const char *brokers, char *errstr,
                                      size_t errstr_size) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka); /* our logger's lines */
     char tmp[256];
     if ((brokers && rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp,
                                       sizeof(tmp))) ||

@@ -99,12 +99,7 @@ json_t *http_json_bytes(const void *p, size_t n) {
 }
 
 void http_format_time(int64_t ms, char *out, size_t out_size) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    char buf[32];
-    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, out_size, "%s.%03dZ", buf, (int)(ms % 1000));
+    objlog_logger_format_time(ms, out, out_size);
 }
 
 /* ------------------------------------------------------------ parameters */
@@ -248,6 +243,43 @@ static void http_request_done(http_worker *w) {
     }
 }
 
+static void http_access_log(http_ctx *c, int status, size_t bytes) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    char peer[96] = "-";
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    if (evcon) {
+        evhttp_connection_get_peer(evcon, &addr, &port);
+        snprintf(peer, sizeof(peer), "%s:%u", addr ? addr : "?", port);
+    }
+    const char *uri = evhttp_request_get_uri(c->req);
+    objlog_access_entry a = {
+        .method = http_method_name(http_method_of(evhttp_request_get_command(c->req))),
+        .path = uri ? uri : "-",
+        .status = status,
+        .bytes = bytes,
+        .seconds = (double)(now.tv_sec - c->start.tv_sec) +
+                   (double)(now.tv_nsec - c->start.tv_nsec) / 1e9,
+        .request_id = c->request_id,
+        .peer = peer};
+    objlog_logger_access(&a);
+}
+
+/* The one place an answer leaves (conn.c: written whole or counted as cut). */
+static void http_send(http_ctx *c, int status, struct evbuffer *buf) {
+    http_note(c, status);
+    if (objlog_logger_access_enabled())
+        http_access_log(c, status, buf ? evbuffer_get_length(buf) : 0);
+    http_conn *cn = conn_answer_begin(c->w, c->req);
+    evhttp_send_reply(c->req, status, NULL, buf);
+    conn_answer_sent(cn);
+    if (buf)
+        evbuffer_free(buf);
+    http_request_done(c->w);
+}
+
 void http_reply_json(http_ctx *c, int status, json_t *body) {
     struct evbuffer *buf = evbuffer_new();
     http_add_header(c, "Content-Type", "application/json");
@@ -263,11 +295,7 @@ void http_reply_json(http_ctx *c, int status, json_t *body) {
         }
     }
     json_decref(body);
-    http_note(c, status);
-    evhttp_send_reply(c->req, status, NULL, buf);
-    if (buf)
-        evbuffer_free(buf);
-    http_request_done(c->w);
+    http_send(c, status, buf);
 }
 
 void http_reply_text(http_ctx *c, int status, const char *content_type,
@@ -276,11 +304,7 @@ void http_reply_text(http_ctx *c, int status, const char *content_type,
     http_add_header(c, "Content-Type", content_type);
     if (buf && text && evhttp_request_get_command(c->req) != EVHTTP_REQ_HEAD)
         evbuffer_add(buf, text, len);
-    http_note(c, status);
-    evhttp_send_reply(c->req, status, NULL, buf);
-    if (buf)
-        evbuffer_free(buf);
-    http_request_done(c->w);
+    http_send(c, status, buf);
 }
 
 void http_reply_error_rid(http_ctx *c, int status, const char *code,
@@ -603,6 +627,7 @@ static void http_dispatch(struct evhttp_request *req, void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_random_hex(c.request_id);
     w->inflight++;
+    conn_request_dispatched(w, req);
     http_run(&c);
 }
 
@@ -661,6 +686,7 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
     w->stopping = 1;
     gateway_expire_worker(w->q->gw, w);
     fence_expire_worker(w);
+    conn_worker_stop(w);
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound);
         w->bound = NULL;
@@ -671,6 +697,7 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
 
 static void *http_worker_main(void *arg) {
     http_worker *w = arg;
+    conn_worker_thread(w);
     event_base_dispatch(w->base);
     return NULL;
 }
@@ -680,6 +707,11 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
     w->q = q;
     w->stats = calloc(1, sizeof(*w->stats));
     w->base = event_base_new();
+    /* Two priorities: conn.c settles a new connection before its I/O. */
+    if (w->base && event_base_priority_init(w->base, 2) < 0) {
+        event_base_free(w->base);
+        w->base = NULL;
+    }
     w->http = w->base ? evhttp_new(w->base) : NULL;
     w->stop_ev = w->base ? event_new(w->base, -1, 0, http_worker_stop_cb, w) : NULL;
     w->wake_ev = w->base ? event_new(w->base, -1, 0, fence_worker_wake_cb, w) : NULL;
@@ -703,7 +735,7 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
         close(fd);
         return -1;
     }
-    return 0;
+    return conn_worker_init(w, errstr, errstr_size);
 }
 
 /* One listening socket; each worker accepts from its own duplicate of it
@@ -755,6 +787,7 @@ static void http_free_workers(objlog_query *q) {
         http_worker *w = &q->workers[i];
         if (w->http)
             evhttp_free(w->http);
+        conn_worker_free(w);
         if (w->stop_ev)
             event_free(w->stop_ev);
         if (w->wake_ev)
@@ -765,6 +798,12 @@ static void http_free_workers(objlog_query *q) {
     }
     free(q->workers);
     q->workers = NULL;
+}
+
+static void http_producer_log(void *opaque, int level, const char *facility,
+                              const char *message) {
+    (void)opaque;
+    objlog_logf(level, "kafka", "gateway producer: %s: %s", facility, message);
 }
 
 static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
@@ -791,6 +830,7 @@ static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
         objlog_producer_conf_destroy(pc);
         return NULL;
     }
+    objlog_producer_conf_set_log_cb(pc, http_producer_log, NULL);
     return objlog_producer_new(pc, errstr, errstr_size);
 }
 
@@ -822,6 +862,11 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     q->ready_max_lag = conf->ready_max_lag > 0 ? conf->ready_max_lag
                                                : QUERY_READY_MAX_LAG_DEFAULT;
     q->nworkers = conf->threads > 0 ? conf->threads : 4;
+    q->max_connections = conf->max_connections > 0 ? conf->max_connections
+                                                    : QUERY_MAX_CONNECTIONS_DEFAULT;
+    q->request_timeout_ms = conf->request_timeout_ms > 0
+                                ? conf->request_timeout_ms
+                                : QUERY_REQUEST_TIMEOUT_MS_DEFAULT;
     q->workers = calloc((size_t)q->nworkers, sizeof(*q->workers));
     if (!q->host || !q->brokers || !q->topic || !q->control_topic || !q->workers) {
         snprintf(errstr, errstr_size, "query: out of memory");

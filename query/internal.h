@@ -22,6 +22,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "materializer.h"
+#include "objlog_logger.h"
 #include "objlog_producer.h"
 #include "query.h"
 #include "view.h"
@@ -108,6 +109,10 @@ typedef struct fence_result {
     rd_kafka_resp_err_t err;
 } fence_result;
 typedef struct fence_req fence_req;
+typedef struct http_conn http_conn;
+
+/* Why a worker's listener is off (conn.c). */
+enum { CONN_PAUSE_FULL = 1, CONN_PAUSE_NOFD = 2 };
 
 typedef struct http_worker {
     struct objlog_query *q;
@@ -125,6 +130,18 @@ typedef struct http_worker {
     fence_req *parked;
     atomic_int nparked;
     struct event *wake_ev;       /* fence_worker_wake_cb, from any thread */
+    /* Connections (conn.c), all worker-thread state but nconns, which
+     * /metrics reads. */
+    struct evconnlistener *lev;  /* evhttp's, paused when full or out of fds */
+    unsigned accept_paused;      /* CONN_PAUSE_* bits */
+    struct event *accept_resume_ev;
+    struct event *conn_settle_ev; /* priority 0: before any connection's I/O */
+    http_conn *conn_new;         /* accepted, not yet settled */
+    http_conn **conns;           /* by socket fd, conns_size slots */
+    int conns_size;
+    int conn_cap;
+    atomic_int nconns;
+    objlog_logger_limit log_accept, log_timeout, log_cut;
 } http_worker;
 
 struct objlog_query {
@@ -142,6 +159,11 @@ struct objlog_query {
     uint8_t token_key[OBJLOG_TOKEN_SECRET_LEN]; /* signs continuation tokens */
     atomic_uint_fast64_t fence_waits[FENCE_MODES];
     atomic_uint_fast64_t fence_timeouts[FENCE_MODES];
+    int max_connections;         /* over all workers (conn.c) */
+    int request_timeout_ms;      /* first byte of a request to its dispatch */
+    atomic_uint_fast64_t conn_pauses[2]; /* listener paused: full, out of fds */
+    atomic_uint_fast64_t request_timeouts;
+    atomic_uint_fast64_t answers_cut;
     gateway *gw;
     int nworkers;
     http_worker *workers;
@@ -165,6 +187,18 @@ typedef struct http_ctx {
     struct timespec start;       /* CLOCK_MONOTONIC at dispatch */
     const fence_result *fenced;  /* the re-run after a parked fence, else NULL */
 } http_ctx;
+
+/* ---- conn.c: connection limits, request deadline, whole answers ---- */
+int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size);
+void conn_worker_thread(http_worker *w);   /* first thing on the worker's thread */
+void conn_worker_stop(http_worker *w);     /* before the listener goes */
+void conn_worker_free(http_worker *w);     /* after evhttp_free */
+/* A request reached its handler: its deadline ends, reading stops. */
+void conn_request_dispatched(http_worker *w, struct evhttp_request *req);
+/* Around evhttp_send_reply: begin (NULL for an untracked connection),
+ * then sent once evhttp has the answer. */
+http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req);
+void conn_answer_sent(http_conn *cn);
 
 /* ---- http.c ---- */
 /* Value of query parameter name (NULL if absent); *len gets its length. */

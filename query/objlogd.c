@@ -23,6 +23,7 @@
 
 #include "topics.h"
 
+#include "objlog_logger.h"
 #include "objlog_producer.h"
 #include "query.h"
 
@@ -46,6 +47,11 @@ typedef struct objlogd_conf {
     const char *group;           /* consumer group; NULL: objlogd_group() */
     int no_create_topics;        /* --brokers: never create missing topics */
     int allow_unsafe_topics;     /* --brokers: start despite unsafe configs */
+    int max_connections;         /* 0: from the open-file limit */
+    int request_timeout_ms;
+    const char *log_format;      /* text | json */
+    const char *access_log;      /* NULL: none; "-": stderr */
+    long long nofile;            /* the open-file limit in force */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -56,12 +62,16 @@ static void usage(FILE *f) {
             "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
             "               [--ready-max-lag N] [--max-timeout-ms N] [--group NAME]\n"
             "               [--no-create-topics] [--allow-unsafe-topics]\n"
+            "               [--max-connections N] [--request-timeout-ms N]\n"
+            "               [--log-format text|json] [--access-log FILE|-]\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
             "                needs an empty --data, which it marks as unusable with stats)]\n"
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA OBJLOG_GROUP\n"
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
-            "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n");
+            "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
+            "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
+            "     OBJLOG_ACCESS_LOG\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -88,8 +98,28 @@ static int parse_listen(const char *flag, const char *v, objlogd_conf *c) {
     return parse_int(flag, colon + 1, 0, 65535, &c->port);
 }
 
+static int parse_log_format(const char *flag, const char *v, objlogd_conf *c) {
+    if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0) {
+        fprintf(stderr, "objlogd: %s must be text or json (got '%s')\n", flag, v);
+        return -1;
+    }
+    c->log_format = v;
+    return 0;
+}
+
 static int conf_from_env(objlogd_conf *c) {
     const char *v;
+    if ((v = getenv("OBJLOG_ACCESS_LOG")) && *v)
+        c->access_log = v;
+    if ((v = getenv("OBJLOG_LOG_FORMAT")) && *v &&
+        parse_log_format("OBJLOG_LOG_FORMAT", v, c) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_MAX_CONNECTIONS")) && *v &&
+        parse_int("OBJLOG_MAX_CONNECTIONS", v, 1, 1000000, &c->max_connections) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_REQUEST_TIMEOUT_MS")) && *v &&
+        parse_int("OBJLOG_REQUEST_TIMEOUT_MS", v, 100, 3600000, &c->request_timeout_ms) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_BROKERS")) && *v)
         c->brokers = v;
     if ((v = getenv("OBJLOG_TOPIC")) && *v)
@@ -125,7 +155,8 @@ enum {
     OPT_EMBEDDED = 256, OPT_KAFKA_ONLY, OPT_BROKERS, OPT_TOPIC, OPT_DATA, OPT_GROUP,
     OPT_NO_CREATE_TOPICS, OPT_ALLOW_UNSAFE_TOPICS, OPT_PARTITIONS, OPT_THREADS,
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
-    OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION
+    OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
+    OPT_LOG_FORMAT, OPT_ACCESS_LOG
 };
 
 static const struct option objlogd_options[] = {
@@ -147,6 +178,10 @@ static const struct option objlogd_options[] = {
     {"test-apply-delay-ms", required_argument, NULL, OPT_TEST_APPLY_DELAY_MS},
     {"test-no-stats", no_argument, NULL, OPT_TEST_NO_STATS},
     {"listen", required_argument, NULL, OPT_LISTEN},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -183,6 +218,11 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_TEST_APPLY_DELAY_MS:
         return parse_int(flag, v, 0, 60000, &c->test_apply_delay_ms);
     case OPT_LISTEN: return parse_listen(flag, v, c);
+    case OPT_MAX_CONNECTIONS: return parse_int(flag, v, 1, 1000000, &c->max_connections);
+    case OPT_REQUEST_TIMEOUT_MS:
+        return parse_int(flag, v, 100, 3600000, &c->request_timeout_ms);
+    case OPT_LOG_FORMAT: return parse_log_format(flag, v, c);
+    case OPT_ACCESS_LOG: c->access_log = v; return 0;
     default: return -1;
     }
 }
@@ -234,20 +274,44 @@ static int fetch_wait_ms(const objlogd_conf *c) {
 static void wait_for_signal(const sigset_t *set) {
     int sig = 0;
     sigwait(set, &sig);
-    fprintf(stderr, "objlogd: %s, shutting down\n", strsignal(sig));
+    objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "%s, shutting down", strsignal(sig));
 }
 
 /* Every connection is a descriptor, and the common soft limit of 1024
- * runs out long before the machine does: take the hard limit. */
-static void raise_fd_limit(void) {
+ * runs out long before the machine does: take the hard limit. Returns the
+ * limit in force. */
+static long long raise_fd_limit(void) {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
-        return;
-    rlim_t was = rl.rlim_cur;
-    rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
-        fprintf(stderr, "objlogd: open-file limit raised from %llu to %llu\n",
-                (unsigned long long)was, (unsigned long long)rl.rlim_max);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "open-file limit raised from %llu to %llu",
+                       (unsigned long long)was, (unsigned long long)rl.rlim_max);
+        else
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : (long long)rl.rlim_cur;
+}
+
+/* Descriptors kept for what is not a connection: the store's files, Kafka
+ * sockets, pipes. Past the cap connections wait in the listen backlog. */
+#define OBJLOGD_FD_RESERVE 256
+
+static int max_connections(const objlogd_conf *c, long long nofile) {
+    long long room = nofile > 2 * OBJLOGD_FD_RESERVE ? nofile - OBJLOGD_FD_RESERVE
+                                                      : nofile / 2;
+    if (c->max_connections > 0) {
+        if (c->max_connections > room)
+            objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd",
+                       "--max-connections %d leaves fewer than %d of the %lld open files "
+                       "for the store and Kafka; new connections will pause on EMFILE",
+                       c->max_connections, OBJLOGD_FD_RESERVE, nofile);
+        return c->max_connections;
+    }
+    return room > 65536 ? 65536 : (int)room;
 }
 
 static long long mono_ms(void) {
@@ -261,13 +325,13 @@ static objlog_embedded_kafka *start_embedded(const objlogd_conf *c) {
     objlog_embedded_kafka *k = objlog_embedded_kafka_new(
         c->topic, c->partitions, OBJLOGD_CONTROL_TOPIC, OBJLOGD_DLQ_TOPIC, err, sizeof(err));
     if (!k) {
-        fprintf(stderr, "objlogd: %s\n", err);
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
         return NULL;
     }
-    fprintf(stderr,
-            "objlogd: WARNING: the embedded Kafka log lives in memory and keeps only "
+    objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd",
+            "the embedded Kafka log lives in memory and keeps only "
             "about 5 MB per partition; it is for trying objlog and for tests, never "
-            "for data you keep\n");
+            "for data you keep");
     printf("OBJLOG_BOOTSTRAP=%s\n", objlog_embedded_kafka_bootstrap(k));
     fflush(stdout);
     return k;
@@ -281,16 +345,17 @@ static int check_topics(const objlogd_conf *c, const char *brokers,
     int unsafe = objlog_topics_check(brokers, t, 30000, problems,
                                      sizeof(problems), err, sizeof(err));
     if (unsafe < 0) {
-        fprintf(stderr, "objlogd: %s\n", err);
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
         return -1;
     }
     for (char *line = strtok(problems, "\n"); line; line = strtok(NULL, "\n"))
-        fprintf(stderr, "objlogd: %s%s\n", unsafe && c->allow_unsafe_topics &&
-                strncmp(line, "unsafe", 6) == 0 ? "WARNING: " : "", line);
+        objlog_logf(strncmp(line, "unsafe", 6) != 0 ? OBJLOG_LEVEL_INFO
+                   : c->allow_unsafe_topics ? OBJLOG_LEVEL_WARNING : OBJLOG_LEVEL_ERR,
+                   "objlogd", "%s", line);
     if (unsafe > 0 && !c->allow_unsafe_topics) {
-        fprintf(stderr, "objlogd: refusing to start on %d unsafe topic setting%s "
-                        "(above); fix them, or start with --allow-unsafe-topics\n",
-                unsafe, unsafe == 1 ? "" : "s");
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "refusing to start on %d unsafe topic setting%s "
+                   "(above); fix them, or start with --allow-unsafe-topics",
+                   unsafe, unsafe == 1 ? "" : "s");
         return -1;
     }
     return 0;
@@ -306,26 +371,32 @@ static int prepare_log(const objlogd_conf *c, const char *brokers, int own_log,
     char err[1024];
     objlog_topics t = {.events = c->topic, .control = OBJLOGD_CONTROL_TOPIC,
                        .dlq = OBJLOGD_DLQ_TOPIC, .partitions = c->partitions};
-    if (!own_log && !c->no_create_topics &&
-        objlog_topics_create(brokers, &t, 30000, stderr, err, sizeof(err)) < 0) {
-        fprintf(stderr, "objlogd: %s\n", err);
-        return -1;
+    if (!own_log && !c->no_create_topics) {
+        FILE *progress = objlog_logger_stream(OBJLOG_LEVEL_INFO, "objlogd");
+        int rc = objlog_topics_create(brokers, &t, 30000, progress ? progress : stderr,
+                                      err, sizeof(err));
+        if (progress)
+            fclose(progress);
+        if (rc < 0) {
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
+            return -1;
+        }
     }
     if (!own_log) {
         const char *topics[] = {c->topic, OBJLOGD_CONTROL_TOPIC, OBJLOGD_DLQ_TOPIC, NULL};
         if (objlog_kafka_check_topics(brokers, topics, 10000, err, sizeof(err)) < 0) {
-            fprintf(stderr, "objlogd: %s\n", err);
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
             return -1;
         }
     }
     if (objlog_log_identity_fetch(brokers, OBJLOGD_CONTROL_TOPIC, !own_log, 30000,
                                   log, err, sizeof(err)) != 1) {
-        fprintf(stderr, "objlogd: log identity: %s\n", err);
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "log identity: %s", err);
         return -1;
     }
     if (log->embedded && !own_log)
-        fprintf(stderr, "objlogd: the log at %s is an embedded cluster: in memory, "
-                        "for tests only\n", brokers);
+        objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "the log at %s is an embedded cluster: in memory, "
+                        "for tests only", brokers);
     return log->embedded ? 0 : check_topics(c, brokers, &t);
 }
 
@@ -353,25 +424,25 @@ static objlog_store *open_bound_store(const objlogd_conf *c,
     for (int attempt = 0; attempt < 2; attempt++) {
         objlog_store *store = objlog_store_open(c->data, err, sizeof(err));
         if (!store) {
-            fprintf(stderr, "objlogd: store %s: %s\n", c->data, err);
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "store %s: %s", c->data, err);
             return NULL;
         }
         objlog_bind b = objlog_store_bind_log(store, log, own_log, err, sizeof(err));
         if (b == OBJLOG_BIND_SAME || b == OBJLOG_BIND_RECORDED) {
-            fprintf(stderr, "objlogd: view %s %s log %s (%s, Kafka cluster %s)\n",
+            objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "view %s %s log %s (%s, Kafka cluster %s)",
                     c->data, b == OBJLOG_BIND_SAME ? "continues" : "starts on",
                     log->log_id, log->embedded ? "embedded" : "kafka", log->cluster_id);
             return store;
         }
         objlog_store_close(store);
         if (b == OBJLOG_BIND_REFUSED) {
-            fprintf(stderr, "objlogd: --data %s: %s\n", c->data, err);
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--data %s: %s", c->data, err);
             return NULL;
         }
-        fprintf(stderr, "objlogd: --data %s held a view of an earlier embedded log, "
-                        "which died with its process; discarding it\n", c->data);
+        objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--data %s held a view of an earlier embedded log, "
+                        "which died with its process; discarding it", c->data);
         if (objlog_store_destroy_files(c->data, err, sizeof(err)) < 0) {
-            fprintf(stderr, "objlogd: %s\n", err);
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
             return NULL;
         }
     }
@@ -383,7 +454,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                  const objlog_log_identity *log, int own_log, const sigset_t *set) {
     char err[512];
     if (mkdir(c->data, 0755) < 0 && errno != EEXIST) {
-        fprintf(stderr, "objlogd: --data %s: %s\n", c->data, strerror(errno));
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--data %s: %s", c->data, strerror(errno));
         return 1;
     }
     objlog_store *store = open_bound_store(c, log, own_log);
@@ -394,7 +465,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
         snprintf(group, sizeof(group), "%s", c->group);
     else
         default_group(c->data, group, sizeof(group));
-    fprintf(stderr, "objlogd: consumer group %s (committed positions for lag tools)\n",
+    objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "consumer group %s (committed positions for lag tools)",
             group);
     objlog_materializer_conf mc = {.brokers = brokers, .topic = c->topic,
                                    .control_topic = OBJLOGD_CONTROL_TOPIC,
@@ -408,14 +479,14 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                     * fenced read (fence.c, gateway.c). */
                                    .idle_pause_ms = 1000};
     if (c->test_apply_delay_ms > 0)
-        fprintf(stderr, "objlogd: WARNING: --test-apply-delay-ms %d slows every "
-                        "applied batch; it is for tests only\n", c->test_apply_delay_ms);
+        objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-apply-delay-ms %d slows every "
+                        "applied batch; it is for tests only", c->test_apply_delay_ms);
     if (c->test_no_stats)
-        fprintf(stderr, "objlogd: WARNING: --test-no-stats: no usage counters, no "
-                        "bucket quotas; stats reads answer 503; for benches only\n");
+        objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-no-stats: no usage counters, no "
+                        "bucket quotas; stats reads answer 503; for benches only");
     objlog_materializer *m = objlog_materializer_new(&mc, store, err, sizeof(err));
     if (!m || objlog_materializer_start(m, err, sizeof(err)) < 0) {
-        fprintf(stderr, "objlogd: materializer: %s\n", err);
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "materializer: %s", err);
         objlog_materializer_destroy(m);
         objlog_store_close(store);
         return 1;
@@ -425,10 +496,12 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .control_topic = OBJLOGD_CONTROL_TOPIC,
                             .store = store, .materializer = m,
                             .max_timeout_ms = c->max_timeout_ms,
-                            .ready_max_lag = c->ready_max_lag};
+                            .ready_max_lag = c->ready_max_lag,
+                            .max_connections = max_connections(c, c->nofile),
+                            .request_timeout_ms = c->request_timeout_ms};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {
-        fprintf(stderr, "objlogd: http: %s\n", err);
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "http: %s", err);
     } else {
         printf("OBJLOG_LISTEN=%s:%d\nOBJLOG_READY\n", c->host, objlog_query_port(q));
         fflush(stdout);
@@ -442,8 +515,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
     long long t2 = mono_ms();
     objlog_store_close(store);
     if (q)
-        fprintf(stderr, "objlogd: stopped in %lld ms (http and gateway %lld ms, "
-                        "materializer %lld ms, store %lld ms)\n",
+        objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "stopped in %lld ms (http and gateway %lld ms, "
+                        "materializer %lld ms, store %lld ms)",
                 mono_ms() - t0, t1 - t0, t2 - t1, mono_ms() - t2);
     return q ? 0 : 1;
 }
@@ -472,7 +545,13 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread */
     signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
+    objlog_logger_set_format(c.log_format ? c.log_format : "text");
+    char err[512];
+    if (c.access_log && objlog_logger_open_access(c.access_log, err, sizeof(err)) < 0) {
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
+        return 1;
+    }
+    c.nofile = raise_fd_limit();
 
     objlog_embedded_kafka *k = NULL;
     const char *brokers = c.brokers;
@@ -492,5 +571,6 @@ int main(int argc, char **argv) {
                  ? 1 : serve(&c, brokers, &log, k != NULL, &set);
     }
     objlog_embedded_kafka_destroy(k);
+    objlog_logger_close();
     return rc;
 }

@@ -32,9 +32,16 @@ typedef struct objlog_query_conf {
                                     30000) */
     long long ready_max_lag;     /* /readyz fails while a partition lags
                                     more messages (default 10000) */
+    int max_connections;         /* open connections over all workers; past
+                                    it new ones wait in the listen backlog
+                                    (default 1024) */
+    int request_timeout_ms;      /* a request's first byte to its last
+                                    (default 10000); else 408, closed */
 } objlog_query_conf;
 
 #define QUERY_READY_MAX_LAG_DEFAULT 10000
+#define QUERY_MAX_CONNECTIONS_DEFAULT 1024
+#define QUERY_REQUEST_TIMEOUT_MS_DEFAULT 10000
 
 /* Binds, creates the producer and starts serving. NULL with errstr. */
 objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,

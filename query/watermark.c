@@ -16,6 +16,7 @@
  * deadline; HTTP workers never wait: a strong read takes a ticket
  * (wm_ticket), the number of the request it needs, and is told when any
  * request finishes (wm_set_notify) so it can check (wm_ticket_done). */
+#include "objlog_logger.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -110,6 +111,7 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
     pthread_cond_init(&w->stop_cv, &ca);
     pthread_condattr_destroy(&ca);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka); /* our logger's lines */
     char tmp[256];
     /* librdkafka 2.0.2 keeps a moved partition's old leader after a
      * NOT_LEADER answer to ListOffsets until the periodic metadata refresh

@@ -1,0 +1,270 @@
+/* log.c: the writer behind objlog_logger.h. Owns the process's log
+ * configuration (set once in main, read-only while threads run) and the
+ * access log's descriptor. Invariant: each line, text or JSON, leaves in a
+ * single write(2) of at most LOG_LINE_MAX bytes (longer messages are cut
+ * and end in "..."), so concurrent writers never interleave. */
+#define _GNU_SOURCE
+#include "objlog_logger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_LINE_MAX 4096
+#define LOG_MSG_MAX 3072
+#define LOG_LIMIT_DEFAULT_MS 10000
+
+typedef struct log_conf {
+    int json;
+    int level;
+    int access_fd;              /* -1: no access log */
+    int access_owned;           /* opened here: closed by objlog_logger_close */
+} log_conf;
+
+static log_conf log_cfg = {.json = 0, .level = OBJLOG_LEVEL_INFO, .access_fd = -1};
+
+int objlog_logger_set_format(const char *name) {
+    if (strcmp(name, "text") == 0)
+        log_cfg.json = 0;
+    else if (strcmp(name, "json") == 0)
+        log_cfg.json = 1;
+    else
+        return -1;
+    return 0;
+}
+
+void objlog_logger_set_level(int level) { log_cfg.level = level; }
+
+int objlog_logger_open_access(const char *path, char *errstr, size_t errstr_size) {
+    if (strcmp(path, "-") == 0) {
+        log_cfg.access_fd = STDERR_FILENO;
+        return 0;
+    }
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(errstr, errstr_size, "access log %s: %s", path, strerror(errno));
+        return -1;
+    }
+    log_cfg.access_fd = fd;
+    log_cfg.access_owned = 1;
+    return 0;
+}
+
+int objlog_logger_access_enabled(void) { return log_cfg.access_fd >= 0; }
+
+void objlog_logger_close(void) {
+    if (log_cfg.access_owned)
+        close(log_cfg.access_fd);
+    log_cfg.access_fd = -1;
+    log_cfg.access_owned = 0;
+}
+
+void objlog_logger_format_time(int64_t ms, char *out, size_t out_size) {
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    size_t n = strftime(out, out_size, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (n > 0 && n < out_size)
+        snprintf(out + n, out_size - n, ".%03uZ", (unsigned)(ms % 1000 + 1000) % 1000);
+}
+
+static int64_t log_now_ms(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *log_level_name(int level) {
+    switch (level) {
+    case 0: case 1: case 2: return "CRIT";
+    case OBJLOG_LEVEL_ERR: return "ERROR";
+    case OBJLOG_LEVEL_WARNING: return "WARN";
+    case OBJLOG_LEVEL_NOTICE: return "NOTICE";
+    case OBJLOG_LEVEL_INFO: return "INFO";
+    default: return "DEBUG";
+    }
+}
+
+/* A partial write(2) of a short line to a pipe or file only happens on a
+ * full disk or a closed reader: nothing better to do than drop the rest. */
+static void log_write(int fd, const char *line, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, line, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        line += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Keeps buf a line: cut at LOG_LINE_MAX - 1, newline-terminated. */
+static size_t log_finish(char *buf, int n) {
+    if (n < 0)
+        n = 0;
+    if (n >= LOG_LINE_MAX - 1) {
+        memcpy(buf + LOG_LINE_MAX - 5, "...", 3);
+        n = LOG_LINE_MAX - 2;
+    }
+    buf[n++] = '\n';
+    return (size_t)n;
+}
+
+/* obj is consumed. */
+static void log_emit_json(int fd, json_t *obj) {
+    char buf[LOG_LINE_MAX];
+    size_t n = obj ? json_dumpb(obj, buf, sizeof(buf) - 1, JSON_COMPACT) : 0;
+    json_decref(obj);
+    if (n == 0 || n >= sizeof(buf) - 1)
+        return; /* out of memory, or a message past the cut: never half a JSON line */
+    buf[n++] = '\n';
+    log_write(fd, buf, n);
+}
+
+static void log_emit(int level, const char *component, const char *msg) {
+    char ts[32];
+    objlog_logger_format_time(log_now_ms(CLOCK_REALTIME), ts, sizeof(ts));
+    if (log_cfg.json) {
+        char lower[8];
+        const char *name = log_level_name(level);
+        size_t i = 0;
+        for (; name[i] && i < sizeof(lower) - 1; i++)
+            lower[i] = (char)(name[i] | 0x20);
+        lower[i] = '\0';
+        log_emit_json(STDERR_FILENO, json_pack("{s:s, s:s, s:s, s:s?}", "ts", ts,
+                                               "level", lower, "component", component,
+                                               "msg", msg));
+        return;
+    }
+    char buf[LOG_LINE_MAX];
+    int n = snprintf(buf, sizeof(buf), "%s %s %s: %s", ts, log_level_name(level),
+                     component, msg);
+    log_write(STDERR_FILENO, buf, log_finish(buf, n));
+}
+
+static void log_vemit(int level, const char *component, const char *fmt, va_list ap) {
+    char msg[LOG_MSG_MAX];
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (n >= (int)sizeof(msg))
+        memcpy(msg + sizeof(msg) - 4, "...", 4);
+    log_emit(level, component, msg);
+}
+
+void objlog_logf(int level, const char *component, const char *fmt, ...) {
+    if (level > log_cfg.level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_vemit(level, component, fmt, ap);
+    va_end(ap);
+}
+
+int objlog_logf_limited(objlog_logger_limit *limit, int level, const char *component,
+                       const char *fmt, ...) {
+    if (level > log_cfg.level)
+        return 0;
+    int64_t now = log_now_ms(CLOCK_MONOTONIC);
+    if (limit->next_ms && now < limit->next_ms) {
+        limit->suppressed++;
+        return 0;
+    }
+    limit->next_ms = now + (limit->interval_ms > 0 ? limit->interval_ms
+                                                   : LOG_LIMIT_DEFAULT_MS);
+    char msg[LOG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if (n >= (int)sizeof(msg))
+        n = (int)sizeof(msg) - 1;
+    if (limit->suppressed)
+        snprintf(msg + n, sizeof(msg) - (size_t)n, " (%llu like it suppressed)",
+                 (unsigned long long)limit->suppressed);
+    limit->suppressed = 0;
+    log_emit(level, component, msg);
+    return 1;
+}
+
+void objlog_logger_access(const objlog_access_entry *a) {
+    if (log_cfg.access_fd < 0)
+        return;
+    char ts[32];
+    objlog_logger_format_time(log_now_ms(CLOCK_REALTIME), ts, sizeof(ts));
+    if (log_cfg.json) {
+        log_emit_json(log_cfg.access_fd,
+                      json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:i, s:I, s:f, s:s}", "ts",
+                                ts, "level", "info", "component", "access", "peer",
+                                a->peer, "method", a->method, "path", a->path, "status",
+                                a->status, "bytes", (json_int_t)a->bytes, "seconds",
+                                a->seconds, "request_id", a->request_id));
+        return;
+    }
+    char buf[LOG_LINE_MAX];
+    int n = snprintf(buf, sizeof(buf), "%s INFO access: %s \"%s %s\" %d %zu %.6f %s", ts,
+                     a->peer ? a->peer : "-", a->method, a->path, a->status, a->bytes,
+                     a->seconds, a->request_id);
+    log_write(log_cfg.access_fd, buf, log_finish(buf, n));
+}
+
+void objlog_logger_rdkafka(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    objlog_logf(level, "kafka", "%s: %s: %s", rk ? rd_kafka_name(rk) : "-", fac, buf);
+}
+
+/* ---------------------------------------------------------------- streams */
+
+typedef struct log_stream {
+    int level;
+    char component[32];
+    char line[LOG_MSG_MAX];
+    size_t len;
+} log_stream;
+
+static void log_stream_flush_line(log_stream *ls) {
+    if (ls->len == 0)
+        return;
+    ls->line[ls->len] = '\0';
+    objlog_logf(ls->level, ls->component, "%s", ls->line);
+    ls->len = 0;
+}
+
+static ssize_t log_stream_write(void *cookie, const char *buf, size_t n) {
+    log_stream *ls = cookie;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n' || ls->len == sizeof(ls->line) - 1)
+            log_stream_flush_line(ls);
+        if (buf[i] != '\n')
+            ls->line[ls->len++] = buf[i];
+    }
+    return (ssize_t)n;
+}
+
+static int log_stream_close(void *cookie) {
+    log_stream_flush_line(cookie);
+    free(cookie);
+    return 0;
+}
+
+FILE *objlog_logger_stream(int level, const char *component) {
+    log_stream *ls = calloc(1, sizeof(*ls));
+    if (!ls)
+        return NULL;
+    ls->level = level;
+    snprintf(ls->component, sizeof(ls->component), "%s", component);
+    cookie_io_functions_t io = {.write = log_stream_write, .close = log_stream_close};
+    FILE *f = fopencookie(ls, "w", io);
+    if (!f) {
+        free(ls);
+        return NULL;
+    }
+    setvbuf(f, NULL, _IOLBF, 0);
+    return f;
+}
