@@ -1440,22 +1440,23 @@ out:
     return rc;
 }
 
+const char bench_usage_text[] =
+    "usage: objlog bench [--url URL --brokers LIST] [--count N] [--threads T] [--gets N]\n"
+    "                    [--consistency strong|token|eventual] [--partitions N] [--json]\n"
+    "       objlog bench --consistency-modes [--url URL --brokers LIST] [--count N]\n"
+    "                    [--threads T] [--gets N] [--write-rate R] [--partitions N]\n"
+    "       objlog bench --list [--url URL --brokers LIST] [--keys N] [--deleted N]\n"
+    "                    [--live N] [--versions N] [--lists N] [--no-keepalive]\n"
+    "       objlog bench --conditional [--url URL --brokers LIST] [--rates R1,R2,...]\n"
+    "                    [--seconds S] [--linger MS] [--partitions N]\n"
+    "       objlog bench --stats [--count N (default 100000)] [--rounds R] [--threads T]\n"
+    "                    [--gets N] [--partitions N]\n"
+    "Without --url the bench starts its own objlogd (embedded log) and stops it.\n";
+
+static cli *bench_cli; /* for usage errors: one bench a process */
+
 static int bench_usage(const char *why, const char *arg) {
-    fprintf(stderr, "objlog: bench: %s%s\n", why, arg ? arg : "");
-    fprintf(stderr, "usage: objlog bench [--url URL --brokers LIST] [--count N] "
-                    "[--threads T] [--gets N] [--consistency strong|token|eventual] "
-                    "[--partitions N] [--json]\n"
-                    "       objlog bench --consistency-modes [--url URL --brokers LIST] "
-                    "[--count N] [--threads T] [--gets N] [--write-rate R] "
-                    "[--partitions N] [--json]\n"
-                    "       objlog bench --list [--url URL --brokers LIST] [--keys N] "
-                    "[--deleted N] [--live N] [--versions N] [--lists N] "
-                    "[--no-keepalive] [--partitions N] [--json]\n"
-                    "       objlog bench --conditional [--url URL --brokers LIST] "
-                    "[--rates R1,R2,...] [--seconds S] [--linger MS] [--partitions N] [--json]\n"
-                    "       objlog bench --stats [--count N (default 100000)] [--rounds R] "
-                    "[--threads T] [--gets N] [--partitions N] [--json]\n");
-    return CLI_EXIT_USAGE;
+    return cli_usage_error(bench_cli, "%s%s", why, arg ? arg : "");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -1475,74 +1476,83 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-static int bench_args(bench *b, int argc, char **argv) {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            b->json = 1;
-            continue;
-        }
-        if (!strcmp(a, "--list")) {
-            b->list = 1;
-            continue;
-        }
-        if (!strcmp(a, "--consistency-modes")) {
-            b->modes = 1;
-            continue;
-        }
-        if (!strcmp(a, "--stats")) {
-            b->stats = 1;
-            continue;
-        }
-        if (!strcmp(a, "--conditional")) {
-            b->conditional = 1;
-            continue;
-        }
-        if (!strcmp(a, "--no-keepalive")) {
-            b->list_fresh = 1;
-            continue;
-        }
-        if (i + 1 >= argc)
-            return bench_usage("unknown option or missing value: ", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--url"))
-            b->url = v;
-        else if (!strcmp(a, "--brokers"))
-            b->brokers = v;
-        else if (!strcmp(a, "--consistency"))
-            b->consistency = v;
-        else if (!strcmp(a, "--write-rate") && !parse_int(v, 1, 100000, &b->write_rate))
-            continue;
-        else if (!strcmp(a, "--count") && !parse_int(v, 1, 100000000, &b->count))
-            continue;
-        else if (!strcmp(a, "--rounds") && !parse_int(v, 1, STATS_ROUNDS_MAX, &b->rounds))
-            continue;
-        else if (!strcmp(a, "--threads") && !parse_int(v, 1, 256, &b->threads))
-            continue;
-        else if (!strcmp(a, "--gets") && !parse_int(v, 0, 100000000, &b->gets))
-            continue;
-        else if (!strcmp(a, "--partitions") && !parse_int(v, 1, BENCH_MAX_PARTS,
-                                                          &b->partitions))
-            continue;
-        else if (!strcmp(a, "--lists") && !parse_int(v, 1, 1000000, &b->list_requests))
-            continue;
-        else if (!strcmp(a, "--rates") && !bench_cond_parse_rates(&b->cond, v))
-            continue;
-        else if (!strcmp(a, "--seconds") && !parse_int(v, 1, 3600, &b->cond.seconds))
-            continue;
-        else if (!strcmp(a, "--linger") && !parse_int(v, 0, 1000, &(int){0}))
-            b->cond.linger = v;
-        else if (!strcmp(a, "--keys") && !parse_long(v, 1, 10000000, &b->list_keys))
-            continue;
-        else if (!strcmp(a, "--deleted") && !parse_long(v, 1, 10000000, &b->list_deleted))
-            continue;
-        else if (!strcmp(a, "--live") && !parse_long(v, 1, 1000, &b->list_live))
-            continue;
-        else if (!strcmp(a, "--versions") && !parse_long(v, 1, 10000000, &b->list_versions))
-            continue;
-        else
-            return bench_usage("bad option or value: ", a);
+enum {
+    O_LIST = CLI_OPT_OWN, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_BROKERS,
+    O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
+    O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS
+};
+
+/* One valued option into b; 0, or -1 when its value is out of range. */
+static int bench_value(bench *b, int o, const char *v) {
+    switch (o) {
+    case O_BROKERS: b->brokers = v; return 0;
+    case O_CONSISTENCY: b->consistency = v; return 0;
+    case O_WRITE_RATE: return parse_int(v, 1, 100000, &b->write_rate);
+    case O_COUNT: return parse_int(v, 1, 100000000, &b->count);
+    case O_ROUNDS: return parse_int(v, 1, STATS_ROUNDS_MAX, &b->rounds);
+    case O_THREADS: return parse_int(v, 1, 256, &b->threads);
+    case O_GETS: return parse_int(v, 0, 100000000, &b->gets);
+    case O_PARTITIONS: return parse_int(v, 1, BENCH_MAX_PARTS, &b->partitions);
+    case O_LISTS: return parse_int(v, 1, 1000000, &b->list_requests);
+    case O_RATES: return bench_cond_parse_rates(&b->cond, v);
+    case O_SECONDS: return parse_int(v, 1, 3600, &b->cond.seconds);
+    case O_LINGER:
+        b->cond.linger = v;
+        return parse_int(v, 0, 1000, &(int){0});
+    case O_KEYS: return parse_long(v, 1, 10000000, &b->list_keys);
+    case O_DELETED: return parse_long(v, 1, 10000000, &b->list_deleted);
+    case O_LIVE: return parse_long(v, 1, 1000, &b->list_live);
+    case O_VERSIONS: return parse_long(v, 1, 10000000, &b->list_versions);
+    default: return -1;
     }
+}
+
+static int bench_args(bench *b, cli *c, int argc, char **argv) {
+    static const struct option opts[] = {
+        {"list", no_argument, NULL, O_LIST},
+        {"consistency-modes", no_argument, NULL, O_MODES},
+        {"stats", no_argument, NULL, O_STATS},
+        {"conditional", no_argument, NULL, O_COND},
+        {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
+        {"brokers", required_argument, NULL, O_BROKERS},
+        {"consistency", required_argument, NULL, O_CONSISTENCY},
+        {"write-rate", required_argument, NULL, O_WRITE_RATE},
+        {"count", required_argument, NULL, O_COUNT},
+        {"rounds", required_argument, NULL, O_ROUNDS},
+        {"threads", required_argument, NULL, O_THREADS},
+        {"gets", required_argument, NULL, O_GETS},
+        {"partitions", required_argument, NULL, O_PARTITIONS},
+        {"lists", required_argument, NULL, O_LISTS},
+        {"rates", required_argument, NULL, O_RATES},
+        {"seconds", required_argument, NULL, O_SECONDS},
+        {"linger", required_argument, NULL, O_LINGER},
+        {"keys", required_argument, NULL, O_KEYS},
+        {"deleted", required_argument, NULL, O_DELETED},
+        {"live", required_argument, NULL, O_LIVE},
+        {"versions", required_argument, NULL, O_VERSIONS},
+        CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int rc = 0, o;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
+        switch (o) {
+        case O_LIST: b->list = 1; break;
+        case O_MODES: b->modes = 1; break;
+        case O_STATS: b->stats = 1; break;
+        case O_COND: b->conditional = 1; break;
+        case O_NO_KEEPALIVE: b->list_fresh = 1; break;
+        default:
+            if (bench_value(b, o, optarg) < 0) {
+                char name[64];
+                snprintf(name, sizeof(name), "%s", argv[optind - 1]);
+                name[strcspn(name, "=")] = '\0';
+                return cli_usage_error(c, "bad value \"%s\" for %s", optarg, name);
+            }
+        }
+    }
+    const char *none[1];
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, none, 0, 0, NULL, &rc) < 0)
+        return rc;
+    b->url = c->url_flag;
+    b->json = c->json;
     if (b->stats && (b->url || b->brokers))
         return bench_usage("--stats starts its own objlogd processes (it replays one "
                            "log into fresh views with and without the stats view): "
@@ -1556,12 +1566,11 @@ static int bench_args(bench *b, int argc, char **argv) {
     return 0;
 }
 
-int bench_main(int argc, char **argv, const char *url, int json) {
+int bench_main(cli *c, int argc, char **argv) {
     bench *b = calloc(1, sizeof(*b));
     if (!b)
         return CLI_EXIT_FAIL;
-    b->url = url;
-    b->json = json;
+    bench_cli = c;
     b->count = 0;
     b->rounds = 3;
     b->threads = 4;
@@ -1578,7 +1587,7 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     for (int i = 0; i < BENCH_MAX_PARTS; i++)
         b->last_offset[i] = -1;
     pthread_mutex_init(&b->lock, NULL);
-    int rc = bench_args(b, argc, argv);
+    int rc = bench_args(b, c, argc, argv);
     if (!b->count)
         b->count = b->stats ? 100000 : 20000;
     int nparts = b->partitions ? b->partitions : STATS_DEFAULT_PARTS;
@@ -1591,7 +1600,6 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     }
     if (b->gets < 0)
         b->gets = b->stats ? 5000 : b->count;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc == 0 && !b->url && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
     if (rc == 0 && b->conditional) {
@@ -1607,7 +1615,6 @@ int bench_main(int argc, char **argv, const char *url, int json) {
     }
     objlog_producer_destroy(b->p);
     daemon_stop(b);
-    curl_global_cleanup();
     free(b->lat_ms);
     free(b->stats_buckets);
     pthread_mutex_destroy(&b->lock);

@@ -1,16 +1,34 @@
-/* cli.h: internals of the objlog command-line client (ops/objlog.c,
- * ops/cli_http.c, ops/bench.c, ops/lag.c). Not installed. Owns the one HTTP helper the
- * commands share and the process-wide exit codes: 0 ok, 1 the request
- * failed (message on stderr), 2 usage error. */
+/* cli.h: internals of the objlog command-line client. Not installed.
+ *
+ *   objlog.c      main, the command table, help, option parsing, usage errors
+ *   cli_http.c    one HTTP request, request helpers, paged listings, and the
+ *                 one way a failure is reported
+ *   cli_print.c   readable output: tables, sizes, JSON helpers
+ *   cmd_object.c  put get head rm ls versions
+ *   cmd_bucket.c  mb rb bucket versioning, and `ls` without a bucket
+ *   cmd_mpu.c     mpu create|part|complete|abort|ls|parts
+ *   cmd_stats.c   stats usage
+ *   lag.c topics.c bench.c bench_cond.c
+ *
+ * Exit codes, process-wide: 0 ok, 1 the request failed, 2 usage error.
+ * Errors (cli_fail, cli_usage_error): one line on stderr,
+ * "objlog: CMD TARGET: CODE: message"; with --json instead one JSON object
+ * on stderr, {"error":{"code","message","command"[,"target","status",
+ * "request_id"]}} (code "UsageError" for usage errors). stdout carries a
+ * result only when the command succeeded. */
 #ifndef OBJLOG_CLI_H
 #define OBJLOG_CLI_H
 
 #include <curl/curl.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <stddef.h>
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
+
+#define CLI_DEFAULT_URL "http://127.0.0.1:8080"
 
 /* One response. body is NUL-terminated and owned by the struct:
  * cli_resp_free releases it. Header fields are "" when absent. */
@@ -21,7 +39,7 @@ typedef struct cli_resp {
     char etag[128];
     char version_id[64];
     char size[32];
-    char last_modified[64];
+    char last_modified[64];      /* X-Objlog-Last-Modified (ISO 8601) */
     char token[128];
 } cli_resp;
 
@@ -41,17 +59,165 @@ char *cli_escape(CURL *h, const char *s);
 void cli_error_of(const cli_resp *r, char *code, size_t code_size,
                   char *message, size_t message_size);
 
-/* `objlog bench` (and `objlog bench --list`, the LIST latency scenario):
- * argv starts after "bench". url NULL unless --url given before the
- * command. */
-int bench_main(int argc, char **argv, const char *url, int json);
+/* ---- the state of one run (objlog.c) ---- */
 
-/* `objlog lag [--json] [--watch [--interval S]]` (ops/lag.c): argv starts
- * after "lag"; url is the resolved base URL. */
-int lag_main(int argc, char **argv, const char *url, int json);
+typedef struct cli {
+    const char *url;             /* resolved: --url, $OBJLOG_URL or default */
+    const char *url_flag;        /* --url only (bench: NULL = start objlogd) */
+    int json;
+    int bytes;                   /* --bytes: sizes as exact byte counts */
+    CURL *h;
+    const char *cmd;             /* "get", "mpu part": for messages */
+    const char *usage;           /* that command's usage text */
+    int parsing;                 /* cli_getopt: inside one command's loop */
+} cli;
 
-/* `objlog topics create|check` (ops/topics.c): argv starts after "topics".
- * Talks to Kafka, not to objlogd. */
-int topics_main(int argc, char **argv);
+/* A command: name, handler (argv[0] is the command's name), usage text
+ * (first line the synopsis), or a group of subcommands (mpu). */
+typedef struct cli_cmd {
+    const char *name;
+    const char *full;            /* "mpu part" */
+    int (*fn)(cli *c, int argc, char **argv);
+    const char *usage;
+    const struct cli_cmd *subs;  /* NULL-name ended */
+} cli_cmd;
+
+extern const cli_cmd cli_object_cmds[];
+extern const cli_cmd cli_bucket_cmds[];
+extern const cli_cmd cli_mpu_cmds[];
+extern const cli_cmd cli_stats_cmds[];
+
+/* Options every command takes; a command's table ends with these, then
+ * {0}. Own options use values from CLI_OPT_OWN on (or a letter). */
+enum {
+    CLI_OPT_JSON = 0x1000,
+    CLI_OPT_URL,
+    CLI_OPT_BYTES,
+    CLI_OPT_OWN = 0x1100
+};
+#define CLI_COMMON_OPTIONS                                   \
+    {"json", no_argument, NULL, CLI_OPT_JSON},               \
+    {"url", required_argument, NULL, CLI_OPT_URL},           \
+    {"help", no_argument, NULL, 'h'}
+#define CLI_BYTES_OPTION {"bytes", no_argument, NULL, CLI_OPT_BYTES}
+
+#define CLI_STOP (-2)
+/* getopt_long over argv (argv[0] the command), positionals permuted to the
+ * end unless after "--". Returns the next own option's value (optarg set);
+ * -1 when the options are done (positionals at argv[optind..argc)); or
+ * CLI_STOP with *rc set: --help printed the usage (0), or a usage error was
+ * reported (2): a missing value or an unknown option, named. Handles
+ * --json, --url, --bytes and --help itself. */
+int cli_getopt(cli *c, int argc, char **argv, const struct option *opts, int *rc);
+
+/* The positionals after cli_getopt: at least min, at most max of them into
+ * pos (names[i] names the i-th for "missing BUCKET"). Their count, or
+ * -1 with *rc = 2 after the usage error (a missing one prints the usage). */
+int cli_positionals(cli *c, int argc, char **argv, const char **pos, int min,
+                    int max, const char *const *names, int *rc);
+
+/* Reports a usage error of the current command; returns 2. */
+int cli_usage_error(cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --consistency strong|eventual|token: 0, or a usage error (2). */
+int cli_check_consistency(cli *c, const char *v);
+
+/* Parses a decimal u64 without sign. 0, or -1. */
+int cli_parse_u64(const char *s, unsigned long long *v);
+
+/* ---- requests (cli_http.c) ---- */
+
+/* Reports a failure of the current command on target; returns 1. status
+ * and request_id: 0 / NULL when there was no HTTP answer. */
+int cli_fail(cli *c, const char *target, const char *code, const char *msg,
+             long status, const char *request_id);
+
+/* {url}/v1/buckets/{b}[/objects/{key}] (escaped); caller frees; NULL OOM. */
+char *cli_path(cli *c, const char *bucket, const char *key);
+/* {url}/v1/buckets/{bucket}{suffix} (suffix already escaped). */
+char *cli_bucket_url(cli *c, const char *bucket, const char *suffix);
+/* Appends "&name=escaped(value)" (or '?' first) to *url; value NULL: no-op. */
+int cli_query_add(cli *c, char **url, const char *name, const char *value);
+
+/* Sends the request; on any failure reports it (cli_fail). 0 with *r
+ * filled (status 2xx), or an exit code. */
+int cli_request(cli *c, const char *target, const char *method, const char *url,
+                const char *body, const char *const *hdrs, cli_resp *r);
+/* The 2xx body as a JSON object, or NULL with *rc after reporting. */
+json_t *cli_parse_json(cli *c, const char *target, cli_resp *r, int *rc);
+/* GET url (taken: freed here), its JSON object; NULL with *rc set. */
+json_t *cli_get_json(cli *c, const char *target, char *url, int *rc);
+
+/* Paged listings: the array a page returns, and which response fields
+ * feed which request parameters for the next page (up to two markers). */
+typedef struct cli_page_spec {
+    const char *array;
+    const char *next_field[2];
+    const char *marker_param[2];
+} cli_page_spec;
+
+#define CLI_LIST_MAX_PARAMS 10
+
+typedef struct cli_list_req {
+    const char *target;          /* for error messages */
+    const char *base;            /* URL without query */
+    const char *name[CLI_LIST_MAX_PARAMS];
+    const char *value[CLI_LIST_MAX_PARAMS];  /* NULL: parameter absent */
+    int n;
+    int all;
+} cli_list_req;
+
+void cli_list_param(cli_list_req *q, const char *name, const char *value);
+/* One page, or with q->all every page merged into the first (which then
+ * says is_truncated false and carries no next_* field). */
+json_t *cli_list_fetch(cli *c, cli_list_req *q, const cli_page_spec *sp, int *rc);
+
+/* ---- readable output (cli_print.c) ---- */
+
+/* A table of text cells printed with each column as wide as its widest
+ * cell under a header row; columns flagged right-aligned are numbers. */
+#define CLI_TABLE_MAX_COLS 8
+typedef struct cli_table {
+    int ncols;
+    const char *const *head;
+    const int *right;
+    char **cells;                /* row-major, owned */
+    size_t nrows, cap;
+} cli_table;
+void cli_table_add(cli_table *t, const char *const *row);
+/* Prints the header (only when there are rows) and the rows; frees. */
+void cli_table_print_free(cli_table *t);
+
+/* "0 B", "512 B", "1.5 KiB", "3.0 GiB"; with c->bytes the exact count. */
+void cli_size(const cli *c, unsigned long long n, char *out, size_t size);
+const char *cli_plural(size_t n, const char *one, const char *many);
+const char *cli_jstr(json_t *o, const char *name);
+long long cli_jint(json_t *o, const char *name);
+unsigned long long cli_ju64(json_t *o, const char *name);
+/* Prints j compactly on stdout, one line; takes j. */
+void cli_print_json(json_t *j);
+/* Copies the fields of src named in keep (NULL-ended), in that order, into
+ * o. Empty strings are dropped: they mean nothing. */
+void cli_pick(json_t *o, json_t *src, const char *const *keep);
+/* One "name: value" line per scalar, nested objects as "parent.name". */
+void cli_print_flat(const char *prefix, json_t *o);
+/* The result of a listing: --json prints j, else print(c, j). Takes j. */
+int cli_list_output(cli *c, json_t *j, void (*print)(cli *, json_t *));
+const char *cli_truncated_note(json_t *j);
+void cli_print_prefixes(json_t *j);
+
+/* ---- cmd_bucket.c ---- */
+/* `objlog ls` without a bucket: GET /v1/buckets (every page with all). */
+int cli_list_buckets(cli *c, const char *prefix, const char *tenant,
+                     const char *max, const char *consistency, const char *token,
+                     int all);
+
+/* ---- the other commands (argv[0] is the command's name) ---- */
+int lag_main(cli *c, int argc, char **argv);
+int topics_main(cli *c, int argc, char **argv);
+int bench_main(cli *c, int argc, char **argv);
+extern const char lag_usage_text[];
+extern const char topics_usage_text[];
+extern const char bench_usage_text[];
 
 #endif

@@ -1,6 +1,10 @@
-/* cli_http.c: the HTTP helper of the objlog CLI and bench: one request on a
- * caller-owned curl easy handle, so repeated calls reuse the connection.
+/* cli_http.c: the HTTP side of the objlog CLI and bench: one request on a
+ * caller-owned curl easy handle (so repeated calls reuse the connection),
+ * the URL and request helpers of the commands, paged listings, and
+ * cli_fail, the one place a failed command is reported (cli.h: one line,
+ * or one JSON object with --json, on stderr).
  * Invariant: a cli_resp owns its body; nothing else keeps a pointer to it. */
+#define _GNU_SOURCE
 #include "cli.h"
 
 #include <ctype.h>
@@ -58,7 +62,8 @@ static size_t header_cb(char *data, size_t size, size_t nmemb, void *arg) {
     header_take(data, n, "ETag", r->etag, sizeof(r->etag));
     header_take(data, n, "X-Objlog-Version-Id", r->version_id, sizeof(r->version_id));
     header_take(data, n, "X-Objlog-Size", r->size, sizeof(r->size));
-    header_take(data, n, "Last-Modified", r->last_modified, sizeof(r->last_modified));
+    header_take(data, n, "X-Objlog-Last-Modified", r->last_modified,
+                sizeof(r->last_modified));
     header_take(data, n, "X-Objlog-Token", r->token, sizeof(r->token));
     return n;
 }
@@ -140,4 +145,191 @@ void cli_error_of(const cli_resp *r, char *code, size_t code_size,
     else
         snprintf(message, message_size, "HTTP %ld", r->status);
     json_decref(j);
+}
+
+/* ---- failures ---- */
+
+int cli_fail(cli *c, const char *target, const char *code, const char *msg,
+             long status, const char *request_id) {
+    if (!c->json) {
+        fprintf(stderr, "objlog: %s %s: %s: %s\n", c->cmd, target, code, msg);
+        return CLI_EXIT_FAIL;
+    }
+    json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "code", code, "message", msg,
+                          "command", c->cmd, "target", target);
+    if (status)
+        json_object_set_new(e, "status", json_integer(status));
+    if (request_id && *request_id)
+        json_object_set_new(e, "request_id", json_string(request_id));
+    json_t *j = json_pack("{s:o}", "error", e);
+    char *s = json_dumps(j, JSON_COMPACT);
+    fprintf(stderr, "%s\n", s ? s : "");
+    free(s);
+    json_decref(j);
+    return CLI_EXIT_FAIL;
+}
+
+/* ---- URLs ---- */
+
+char *cli_path(cli *c, const char *bucket, const char *key) {
+    char *eb = cli_escape(c->h, bucket);
+    char *ek = key ? cli_escape(c->h, key) : NULL;
+    char *url = NULL;
+    if (eb && (!key || ek)) {
+        int rc = key ? asprintf(&url, "%s/v1/buckets/%s/objects/%s", c->url, eb, ek)
+                     : asprintf(&url, "%s/v1/buckets/%s", c->url, eb);
+        if (rc < 0)
+            url = NULL;
+    }
+    free(eb);
+    free(ek);
+    return url;
+}
+
+char *cli_bucket_url(cli *c, const char *bucket, const char *suffix) {
+    char *base = cli_path(c, bucket, NULL);
+    char *url = NULL;
+    if (base && asprintf(&url, "%s%s", base, suffix) < 0)
+        url = NULL;
+    free(base);
+    return url;
+}
+
+int cli_query_add(cli *c, char **url, const char *name, const char *value) {
+    if (!value)
+        return 0;
+    char *e = cli_escape(c->h, value);
+    char *n = NULL;
+    int rc = e ? asprintf(&n, "%s%c%s=%s", *url, strchr(*url, '?') ? '&' : '?', name, e)
+               : -1;
+    free(e);
+    if (rc < 0)
+        return -1;
+    free(*url);
+    *url = n;
+    return 0;
+}
+
+/* ---- requests ---- */
+
+int cli_request(cli *c, const char *target, const char *method, const char *url,
+                const char *body, const char *const *hdrs, cli_resp *r) {
+    char err[256];
+    if (!url)
+        return cli_fail(c, target, "InternalError", "out of memory", 0, NULL);
+    if (cli_http(c->h, method, url, body, hdrs, r, err, sizeof(err)) < 0) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "cannot reach %s: %s", c->url, err);
+        return cli_fail(c, target, "ConnectionError", msg, 0, NULL);
+    }
+    if (r->status >= 200 && r->status < 300)
+        return 0;
+    char code[64], msg[512], rid[64] = "";
+    cli_error_of(r, code, sizeof(code), msg, sizeof(msg));
+    json_t *j = r->body_len ? json_loads(r->body, 0, NULL) : NULL;
+    const char *s = json_string_value(
+        json_object_get(json_object_get(j, "error"), "request_id"));
+    snprintf(rid, sizeof(rid), "%s", s ? s : "");
+    json_decref(j);
+    long status = r->status;
+    cli_resp_free(r);
+    return cli_fail(c, target, code, msg, status, rid);
+}
+
+json_t *cli_parse_json(cli *c, const char *target, cli_resp *r, int *rc) {
+    json_t *j = json_loads(r->body, 0, NULL);
+    *rc = 0;
+    if (!j || !json_is_object(j)) {
+        json_decref(j);
+        *rc = cli_fail(c, target, "InvalidResponse", "server answered non-JSON", 0, NULL);
+        return NULL;
+    }
+    return j;
+}
+
+json_t *cli_get_json(cli *c, const char *target, char *url, int *rc) {
+    cli_resp r;
+    *rc = cli_request(c, target, "GET", url, NULL, NULL, &r);
+    free(url);
+    if (*rc)
+        return NULL;
+    json_t *j = cli_parse_json(c, target, &r, rc);
+    cli_resp_free(&r);
+    return j;
+}
+
+/* ---- paged listings ---- */
+
+void cli_list_param(cli_list_req *q, const char *name, const char *value) {
+    if (q->n < CLI_LIST_MAX_PARAMS) {
+        q->name[q->n] = name;
+        q->value[q->n++] = value;
+    }
+}
+
+static json_t *list_page(cli *c, const cli_list_req *q, int *rc) {
+    char *url = strdup(q->base);
+    for (int i = 0; url && i < q->n; i++)
+        if (cli_query_add(c, &url, q->name[i], q->value[i]) < 0) {
+            free(url);
+            url = NULL;
+        }
+    return cli_get_json(c, q->target, url, rc);
+}
+
+static void list_merge(json_t *acc, json_t *page, const cli_page_spec *sp) {
+    json_t *arr = json_object_get(acc, sp->array);
+    if (!arr)
+        json_object_set_new(acc, sp->array, arr = json_array());
+    json_array_extend(arr, json_object_get(page, sp->array));
+    json_t *pres = json_object_get(page, "common_prefixes");
+    if (pres)
+        json_array_extend(json_object_get(acc, "common_prefixes"), pres);
+    json_object_set(acc, "is_truncated", json_object_get(page, "is_truncated"));
+    for (int i = 0; i < 2 && sp->next_field[i]; i++) {
+        json_t *v = json_object_get(page, sp->next_field[i]);
+        if (v)
+            json_object_set(acc, sp->next_field[i], v);
+        else
+            json_object_del(acc, sp->next_field[i]);
+    }
+}
+
+/* Sets the marker parameters of q from the page's next_* fields; the
+ * strings are copied into store. 0 if there is a next page. */
+static int list_next(cli_list_req *q, json_t *page, const cli_page_spec *sp,
+                     char store[2][1100]) {
+    int any = 0;
+    for (int i = 0; i < 2 && sp->next_field[i]; i++) {
+        json_t *v = json_object_get(page, sp->next_field[i]);
+        const char *s = json_string_value(v);
+        char num[32];
+        if (json_is_integer(v)) {
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+            s = num;
+        }
+        for (int k = 0; k < q->n; k++)
+            if (!strcmp(q->name[k], sp->marker_param[i])) {
+                snprintf(store[i], 1100, "%s", s ? s : "");
+                q->value[k] = s ? store[i] : NULL;
+                any |= s && *s;
+            }
+    }
+    return any ? 0 : -1;
+}
+
+json_t *cli_list_fetch(cli *c, cli_list_req *q, const cli_page_spec *sp, int *rc) {
+    json_t *acc = list_page(c, q, rc);
+    char store[2][1100];
+    while (acc && q->all && json_is_true(json_object_get(acc, "is_truncated")) &&
+           list_next(q, acc, sp, store) == 0) {
+        json_t *page = list_page(c, q, rc);
+        if (!page) {
+            json_decref(acc);
+            return NULL;
+        }
+        list_merge(acc, page, sp);
+        json_decref(page);
+    }
+    return acc;
 }

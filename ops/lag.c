@@ -31,6 +31,7 @@ static void lag_on_signal(int sig) {
 }
 
 typedef struct lag_args {
+    cli *c;
     const char *url;
     int json, watch;
     double interval;
@@ -50,39 +51,37 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int lag_usage(const char *why, const char *arg) {
-    fprintf(stderr, "objlog: lag: %s%s\n", why, arg ? arg : "");
-    fprintf(stderr, "usage: objlog [--url URL] lag [--json] [--watch [--interval S]]\n");
-    return CLI_EXIT_USAGE;
-}
+const char lag_usage_text[] =
+    "usage: objlog lag [--json] [--watch [--interval S]]\n"
+    "Per partition: APPLIED END LAG LAG_S STATE (and RATE/S with --watch), then\n"
+    "the max lag. --watch refreshes every S seconds (0.05..3600, default 1)\n"
+    "until Ctrl-C.\n";
 
-static int lag_parse(lag_args *a, int argc, char **argv) {
-    int interval_given = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "--json")) {
-            a->json = 1;
-        } else if (!strcmp(s, "--watch")) {
+enum { O_WATCH = CLI_OPT_OWN, O_INTERVAL };
+
+static int lag_parse(cli *c, lag_args *a, int argc, char **argv) {
+    static const struct option opts[] = {
+        {"watch", no_argument, NULL, O_WATCH},
+        {"interval", required_argument, NULL, O_INTERVAL},
+        CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int interval_given = 0, rc = 0, o;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
+        if (o == O_WATCH) {
             a->watch = 1;
-        } else if (!strcmp(s, "--url") || !strcmp(s, "--interval")) {
-            if (i + 1 >= argc)
-                return lag_usage("missing value for ", s);
-            const char *v = argv[++i];
-            if (!strcmp(s, "--url")) {
-                a->url = v;
-                continue;
-            }
-            char *end = NULL;
-            a->interval = strtod(v, &end);
-            if (!*v || *end || !(a->interval >= 0.05 && a->interval <= 3600))
-                return lag_usage("--interval must be 0.05 to 3600 seconds, not ", v);
-            interval_given = 1;
-        } else {
-            return lag_usage("unknown argument ", s);
+            continue;
         }
+        char *end = NULL;
+        a->interval = strtod(optarg, &end);
+        if (!*optarg || *end || !(a->interval >= 0.05 && a->interval <= 3600))
+            return cli_usage_error(c, "--interval must be 0.05 to 3600 seconds, not \"%s\"",
+                                   optarg);
+        interval_given = 1;
     }
+    const char *none[1];
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, none, 0, 0, NULL, &rc) < 0)
+        return rc;
     if (interval_given && !a->watch)
-        return lag_usage("--interval needs --watch", NULL);
+        return cli_usage_error(c, "--interval needs --watch");
     return 0;
 }
 
@@ -92,25 +91,24 @@ static int lag_fetch(CURL *h, const lag_args *a, cli_resp *r, json_t **out) {
     char url[1024], err[256];
     snprintf(url, sizeof(url), "%s/v1/lag", a->url);
     if (cli_http(h, "GET", url, NULL, NULL, r, err, sizeof(err)) < 0) {
-        fprintf(stderr, "objlog: lag %s: ConnectionError: cannot reach %s: %s\n", a->url,
-                a->url, err);
-        return CLI_EXIT_FAIL;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "cannot reach %s: %s", a->url, err);
+        return cli_fail(a->c, a->url, "ConnectionError", msg, 0, NULL);
     }
     if (r->status != 200) {
         char code[64], msg[512];
         cli_error_of(r, code, sizeof(code), msg, sizeof(msg));
-        fprintf(stderr, "objlog: lag %s: %s: %s\n", a->url, code, msg);
+        long status = r->status;
         cli_resp_free(r);
-        return CLI_EXIT_FAIL;
+        return cli_fail(a->c, a->url, code, msg, status, NULL);
     }
     *out = json_loads(r->body, 0, NULL);
     if (!*out || !json_is_array(json_object_get(*out, "partitions"))) {
         json_decref(*out);
         *out = NULL;
-        fprintf(stderr, "objlog: lag %s: InvalidResponse: server answered no lag JSON\n",
-                a->url);
         cli_resp_free(r);
-        return CLI_EXIT_FAIL;
+        return cli_fail(a->c, a->url, "InvalidResponse", "server answered no lag JSON", 0,
+                        NULL);
     }
     return 0;
 }
@@ -284,18 +282,13 @@ static int lag_watch(CURL *h, const lag_args *a) {
     return CLI_EXIT_OK;
 }
 
-int lag_main(int argc, char **argv, const char *url, int json) {
-    lag_args a = {.url = url, .json = json, .interval = 1.0};
-    int rc = lag_parse(&a, argc, argv);
+int lag_main(cli *c, int argc, char **argv) {
+    lag_args a = {.c = c, .interval = 1.0};
+    int rc = lag_parse(c, &a, argc, argv);
     if (rc)
         return rc;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    CURL *h = curl_easy_init();
-    if (!h)
-        rc = CLI_EXIT_FAIL;
-    else
-        rc = a.watch ? lag_watch(h, &a) : lag_once(h, &a);
-    curl_easy_cleanup(h);
-    curl_global_cleanup();
+    a.url = c->url;
+    a.json = c->json;
+    rc = a.watch ? lag_watch(c->h, &a) : lag_once(c->h, &a);
     return rc;
 }

@@ -4,7 +4,6 @@
  * (--brokers or $OBJLOG_BROKERS), not to objlogd. Exit 0 when the topics
  * are safe, 1 when a setting is unsafe or the cluster cannot be reached,
  * 2 on a usage error. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,79 +11,62 @@
 #include "cli.h"
 #include "topics.h"
 
-static int topics_usage(FILE *f) {
-    fprintf(f, "usage: objlog topics create [--brokers LIST] [--topic NAME] [--partitions N]\n"
-               "                            [--replication N]\n"
-               "       objlog topics check  [--brokers LIST] [--topic NAME]\n"
-               "LIST defaults to $OBJLOG_BROKERS; NAME to objlog.events; N to 8 partitions\n"
-               "and min(3, brokers) replicas. create makes what is missing, then checks.\n");
-    return f == stdout ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-}
+const char topics_usage_text[] =
+    "usage: objlog topics create [--brokers LIST] [--topic NAME] [--partitions N]\n"
+    "                            [--replication N]\n"
+    "       objlog topics check  [--brokers LIST] [--topic NAME]\n"
+    "LIST defaults to $OBJLOG_BROKERS; NAME to objlog.events; N to 8 partitions\n"
+    "and min(3, brokers) replicas. create makes what is missing, then checks.\n";
 
-static int topics_int(const char *opt, const char *v, int lo, int hi, int *out) {
+static int topics_int(cli *c, const char *opt, const char *v, int lo, int hi, int *out) {
     char *end = NULL;
     long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi) {
-        fprintf(stderr, "objlog topics: %s needs an integer in %d..%d (got '%s')\n",
-                opt, lo, hi, v);
-        return -1;
-    }
+    if (!*v || *end || x < lo || x > hi)
+        return cli_usage_error(c, "%s needs an integer in %d..%d, not \"%s\"", opt, lo, hi,
+                               v);
     *out = (int)x;
     return 0;
 }
 
-int topics_main(int argc, char **argv) {
-    if (argc < 1 || (strcmp(argv[0], "create") && strcmp(argv[0], "check")))
-        return topics_usage(argc >= 1 && !strcmp(argv[0], "--help") ? stdout : stderr);
-    int create = !strcmp(argv[0], "create");
-    const char *brokers = getenv("OBJLOG_BROKERS");
-    objlog_topics t = {.events = "objlog.events", .control = "objlog.control",
-                       .dlq = "objlog.dlq", .partitions = 8};
-    static const struct option longopts[] = {
+int topics_main(cli *c, int argc, char **argv) {
+    static const struct option opts[] = {
         {"brokers", required_argument, NULL, 'b'},
         {"topic", required_argument, NULL, 't'},
         {"partitions", required_argument, NULL, 'p'},
         {"replication", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (ch) {
+        CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    const char *brokers = getenv("OBJLOG_BROKERS");
+    objlog_topics t = {.events = "objlog.events", .control = "objlog.control",
+                       .dlq = "objlog.dlq", .partitions = 8};
+    int rc = 0, o;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
+        switch (o) {
         case 'b': brokers = optarg; break;
         case 't': t.events = optarg; break;
         case 'p':
-            if (topics_int("--partitions", optarg, 1, 4096, &t.partitions) < 0)
-                return CLI_EXIT_USAGE;
+            if ((rc = topics_int(c, "--partitions", optarg, 1, 4096, &t.partitions)))
+                return rc;
             break;
         case 'r':
-            if (topics_int("--replication", optarg, 1, 32, &t.replication) < 0)
-                return CLI_EXIT_USAGE;
+            if ((rc = topics_int(c, "--replication", optarg, 1, 32, &t.replication)))
+                return rc;
             break;
-        case 'h': return topics_usage(stdout);
-        case ':':
-            fprintf(stderr, "objlog topics: %s needs a value\n", argv[optind - 1]);
-            return CLI_EXIT_USAGE;
-        default:
-            fprintf(stderr, "objlog topics: unknown option %s\n", argv[optind - 1]);
-            return CLI_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "objlog topics: unexpected argument \"%s\"\n", argv[optind]);
-        return CLI_EXIT_USAGE;
-    }
-    if (!brokers || !*brokers) {
-        fprintf(stderr, "objlog topics: --brokers (or $OBJLOG_BROKERS) is required\n");
-        return CLI_EXIT_USAGE;
-    }
+    static const char *const names[] = {"create|check"};
+    const char *pos[1];
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names, &rc) < 0)
+        return rc;
+    if (strcmp(pos[0], "create") && strcmp(pos[0], "check"))
+        return cli_usage_error(c, "the subcommand is create or check, not \"%s\"", pos[0]);
+    int create = !strcmp(pos[0], "create");
+    if (!brokers || !*brokers)
+        return cli_usage_error(c, "--brokers (or $OBJLOG_BROKERS) is required");
     char err[512], problems[4096];
     if (create) {
         int made = objlog_topics_create(brokers, &t, 30000, stdout, err, sizeof(err));
         if (made < 0) {
-            fprintf(stderr, "objlog topics create: %s\n", err);
-            return CLI_EXIT_FAIL;
+            return cli_fail(c, brokers, "KafkaError", err, 0, NULL);
         }
         if (made == 0)
             printf("all three topics exist on %s\n", brokers);
@@ -92,14 +74,13 @@ int topics_main(int argc, char **argv) {
     int unsafe = objlog_topics_check(brokers, &t, 30000, problems, sizeof(problems),
                                      err, sizeof(err));
     if (unsafe < 0) {
-        fprintf(stderr, "objlog topics %s: %s\n", argv[0], err);
-        return CLI_EXIT_FAIL;
+        return cli_fail(c, brokers, "KafkaError", err, 0, NULL);
     }
     fputs(problems, unsafe ? stderr : stdout);
     if (unsafe) {
-        fprintf(stderr, "objlog topics %s: %d unsafe setting%s\n", argv[0], unsafe,
-                unsafe == 1 ? "" : "s");
-        return CLI_EXIT_FAIL;
+        char msg[64];
+        snprintf(msg, sizeof(msg), "%d unsafe setting%s", unsafe, unsafe == 1 ? "" : "s");
+        return cli_fail(c, brokers, "UnsafeTopics", msg, 0, NULL);
     }
     printf("topics %s, %s, %s: safe\n", t.events, t.control, t.dlq);
     return CLI_EXIT_OK;

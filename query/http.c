@@ -601,6 +601,12 @@ static void http_route(http_ctx *c, const char *path) {
             http_method_not_allowed(c, "GET");
         else
             outcomes_get(c);
+    } else if (strcmp(path, "/v1/buckets") == 0) {
+        c->endpoint = HTTP_EP_BUCKET;
+        if (cmd != EVHTTP_REQ_GET)
+            http_method_not_allowed(c, "GET");
+        else
+            read_buckets(c);
     } else if (strncmp(path, "/v1/buckets/", 12) == 0 && path[12]) {
         http_route_bucket(c, cmd, path + 12);
     } else if (http_route_stats(c, cmd, path)) {

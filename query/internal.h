@@ -347,6 +347,11 @@ void read_usage(http_ctx *c, const char *bucket);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
 
+/* ---- buckets.c ---- */
+/* GET /v1/buckets?max_buckets=&prefix=&tenant=&continuation_token=: the
+ * buckets by name, paginated (S3 ListBuckets); fenced on every partition. */
+void read_buckets(http_ctx *c);
+
 /* ---- outcomes.c ---- */
 /* GET /v1/outcomes?partition=&from=&max=&timeout_ms=: the outcomes of one
  * partition from an offset on, for producers (one request, many writes). */

@@ -197,6 +197,10 @@ static void read_reply_object(http_ctx *c, const char *bucket,
     http_add_header(c, "X-Objlog-Version-Id", v->version_id);
     http_add_header(c, "X-Objlog-Size", size);
     http_add_header(c, "Last-Modified", date);
+    /* The same time as the JSON's last_modified (ISO 8601, ms), for HEAD. */
+    char iso[40];
+    http_format_time(v->last_modified_ms, iso, sizeof(iso));
+    http_add_header(c, "X-Objlog-Last-Modified", iso);
     http_reply_json(c, 200, head ? NULL : read_object_json(bucket, v));
 }
 

@@ -25,6 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <regex.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,15 +148,6 @@ static void line_value(const char *out, const char *name, char *v, size_t n) {
     v[l] = '\0';
 }
 
-/* "2026-11-22T04:18:32.119Z" -> "Sun, 22 Nov 2026 04:18:32 GMT" */
-static void http_date(const char *iso, char *out, size_t n) {
-    struct tm tm = {0};
-    assert_non_null(strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm));
-    time_t t = timegm(&tm);
-    gmtime_r(&t, &tm);
-    strftime(out, n, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-}
-
 static void test_mb_put_get_head(void **state) {
     (void)state;
     char want[4096], vid[64], tok[64];
@@ -181,30 +176,29 @@ static void test_mb_put_get_head(void **state) {
 
     assert_ok(objlog("get", "photos", "2026/a b.jpg", NULL));
     snprintf(want, sizeof(want),
-             "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123\netag: abc\n"
+             "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123 B\netag: abc\n"
              "content_type: image/jpeg\nblob_id: blob-1\nstorage_class: STANDARD\n"
-             "checksum: \nlast_modified: %s\nmeta.owner: alice\nmeta.camera: x100\n",
+             "last_modified: %s\nmeta.owner: alice\nmeta.camera: x100\n",
              vid, lm);
     /* user metadata order is the server's; accept either order */
     if (strcmp(g_out, want) != 0)
         snprintf(want, sizeof(want),
-                 "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123\netag: abc\n"
+                 "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123 B\netag: abc\n"
                  "content_type: image/jpeg\nblob_id: blob-1\nstorage_class: STANDARD\n"
-                 "checksum: \nlast_modified: %s\nmeta.camera: x100\nmeta.owner: alice\n",
+                 "last_modified: %s\nmeta.camera: x100\nmeta.owner: alice\n",
                  vid, lm);
     assert_string_equal(g_out, want);
 
+    /* head: the same ISO 8601 time as get (not the HTTP date) */
     assert_ok(objlog("head", "photos", "2026/a b.jpg", NULL));
-    char hd[64];
-    http_date(lm, hd, sizeof(hd));
     snprintf(want, sizeof(want),
-             "key: 2026/a b.jpg\nversion_id: %s\nsize: 123\netag: abc\nlast_modified: %s\n",
-             vid, hd);
+             "key: 2026/a b.jpg\nversion_id: %s\nsize: 123 B\netag: abc\nlast_modified: %s\n",
+             vid, lm);
     assert_string_equal(g_out, want);
 
     /* get by version id */
     assert_ok(objlog("get", "photos", "2026/a b.jpg", "--version-id", vid, NULL));
-    assert_non_null(strstr(g_out, "size: 123\n"));
+    assert_non_null(strstr(g_out, "size: 123 B\n"));
 }
 
 static void test_odd_keys_round_trip(void **state) {
@@ -247,10 +241,11 @@ static void test_ls_columns_prefixes_and_pages(void **state) {
 
     assert_ok(objlog("ls", "listing", NULL));
     snprintf(want, sizeof(want),
-             "a.txt            5  %s  ea\n"
-             "photos/b.jpg  1234  %s  eb\n"
-             "photos/c.jpg    77  %s  ec\n"
-             "3 objects, 0 prefixes, 1316 bytes\n", lm[0], lm[1], lm[2]);
+             "KEY              SIZE  LAST_MODIFIED             ETAG\n"
+             "a.txt             5 B  %s  ea\n"
+             "photos/b.jpg  1.2 KiB  %s  eb\n"
+             "photos/c.jpg     77 B  %s  ec\n"
+             "3 objects, 0 prefixes, 1.3 KiB\n", lm[0], lm[1], lm[2]);
     assert_string_equal(g_out, want);
 
     /* --all follows continuation tokens: same listing one key per page */
@@ -259,22 +254,25 @@ static void test_ls_columns_prefixes_and_pages(void **state) {
 
     assert_ok(objlog("ls", "listing", "--max-keys", "1", NULL));
     snprintf(want, sizeof(want),
-             "a.txt  5  %s  ea\n"
-             "1 object, 0 prefixes, 5 bytes (truncated; --all lists the rest)\n", lm[0]);
+             "KEY    SIZE  LAST_MODIFIED             ETAG\n"
+             "a.txt   5 B  %s  ea\n"
+             "1 object, 0 prefixes, 5 B (truncated; --all lists the rest)\n", lm[0]);
     assert_string_equal(g_out, want);
 
     assert_ok(objlog("ls", "listing", "--delimiter", "/", NULL));
     snprintf(want, sizeof(want),
              "PRE photos/\n"
-             "a.txt  5  %s  ea\n"
-             "1 object, 1 prefix, 5 bytes\n", lm[0]);
+             "KEY    SIZE  LAST_MODIFIED             ETAG\n"
+             "a.txt   5 B  %s  ea\n"
+             "1 object, 1 prefix, 5 B\n", lm[0]);
     assert_string_equal(g_out, want);
 
     assert_ok(objlog("ls", "listing", "--prefix", "photos/", "--start-after",
                      "photos/b.jpg", NULL));
     snprintf(want, sizeof(want),
-             "photos/c.jpg  77  %s  ec\n"
-             "1 object, 0 prefixes, 77 bytes\n", lm[2]);
+             "KEY           SIZE  LAST_MODIFIED             ETAG\n"
+             "photos/c.jpg  77 B  %s  ec\n"
+             "1 object, 0 prefixes, 77 B\n", lm[2]);
     assert_string_equal(g_out, want);
 
     assert_ok(objlog("--json", "ls", "listing", "--max-keys", "2", NULL));
@@ -306,7 +304,7 @@ static void test_rm_plain_and_versioned(void **state) {
     assert_int_equal(objlog("get", "versioned", "k", NULL), 1);
     /* the old version is still there by id */
     assert_ok(objlog("get", "versioned", "k", "--version-id", vid, NULL));
-    assert_non_null(strstr(g_out, "size: 2\n"));
+    assert_non_null(strstr(g_out, "size: 2 B\n"));
     /* deleting the marker by id brings the key back */
     assert_ok(objlog("rm", "versioned", "k", "--version-id", marker, NULL));
     snprintf(want, sizeof(want), "delete: versioned/k (version %s)\n", marker);
@@ -374,7 +372,7 @@ static void test_stats_usage_errors(void **state) {
         {{"stats", "--top", "--limit", "101", NULL}, "--limit must be 1 to 100"},
         {{"stats", "--top", "--limit", "x", NULL}, "--limit must be 1 to 100"},
         {{"stats", "a", "b", NULL}, "unexpected argument \"b\""},
-        {{"stats", "--bogus", NULL}, "unknown option --bogus"},
+        {{"stats", "--bogus", NULL}, "unknown option '--bogus'"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const char *const *a = rows[i].args;
@@ -409,41 +407,41 @@ static void test_usage(void **state) {
 
     assert_ok(objlog("usage", "us-cli", NULL));
     assert_string_equal(g_out,
-        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
-        "docs/           1  2.9 KiB (3000 bytes)   36.5%\n"
-        "photos/         4  5.0 KiB (5127 bytes)   62.3%\n"
-        "(direct)        1             100 bytes    1.2%\n"
-        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+        "PREFIX    OBJECTS    BYTES  %BYTES\n"
+        "docs/           1  2.9 KiB   36.5%\n"
+        "photos/         4  5.0 KiB   62.3%\n"
+        "(direct)        1    100 B    1.2%\n"
+        "TOTAL           6  8.0 KiB  100.0%\n");
     assert_string_equal(g_err, "");
     assert_ok(objlog("usage", "us-cli", "--sort", "bytes", NULL));
     assert_string_equal(g_out,
-        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
-        "photos/         4  5.0 KiB (5127 bytes)   62.3%\n"
-        "docs/           1  2.9 KiB (3000 bytes)   36.5%\n"
-        "(direct)        1             100 bytes    1.2%\n"
-        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+        "PREFIX    OBJECTS    BYTES  %BYTES\n"
+        "photos/         4  5.0 KiB   62.3%\n"
+        "docs/           1  2.9 KiB   36.5%\n"
+        "(direct)        1    100 B    1.2%\n"
+        "TOTAL           6  8.0 KiB  100.0%\n");
     assert_ok(objlog("usage", "us-cli", "--prefix", "photos/", "--sort", "objects", NULL));
     assert_string_equal(g_out,
-        "PREFIX        OBJECTS                 BYTES  %BYTES\n"
-        "photos/2024/        2  4.0 KiB (4096 bytes)   79.9%\n"
-        "photos/2025/        1  1.0 KiB (1024 bytes)   20.0%\n"
-        "(direct)            1               7 bytes    0.1%\n"
-        "TOTAL               4  5.0 KiB (5127 bytes)  100.0%\n");
+        "PREFIX        OBJECTS    BYTES  %BYTES\n"
+        "photos/2024/        2  4.0 KiB   79.9%\n"
+        "photos/2025/        1  1.0 KiB   20.0%\n"
+        "(direct)            1      7 B    0.1%\n"
+        "TOTAL               4  5.0 KiB  100.0%\n");
     assert_ok(objlog("usage", "us-cli", "--delimiter", "", NULL));
     assert_string_equal(g_out,
-        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
-        "(direct)        6  8.0 KiB (8227 bytes)  100.0%\n"
-        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+        "PREFIX    OBJECTS    BYTES  %BYTES\n"
+        "(direct)        6  8.0 KiB  100.0%\n"
+        "TOTAL           6  8.0 KiB  100.0%\n");
 
     /* one row a page: six pages, the same table, progress on stderr (the
      * fifth page sees top.txt, so photos/ is complete and returned there) */
     assert_ok(objlog("usage", "us-cli", "--max-rows", "1", NULL));
     assert_string_equal(g_out,
-        "PREFIX    OBJECTS                 BYTES  %BYTES\n"
-        "docs/           1  2.9 KiB (3000 bytes)   36.5%\n"
-        "photos/         4  5.0 KiB (5127 bytes)   62.3%\n"
-        "(direct)        1             100 bytes    1.2%\n"
-        "TOTAL           6  8.0 KiB (8227 bytes)  100.0%\n");
+        "PREFIX    OBJECTS    BYTES  %BYTES\n"
+        "docs/           1  2.9 KiB   36.5%\n"
+        "photos/         4  5.0 KiB   62.3%\n"
+        "(direct)        1    100 B    1.2%\n"
+        "TOTAL           6  8.0 KiB  100.0%\n");
     assert_string_equal(g_err,
         "objlog: usage us-cli: 1 row scanned, 1 prefix so far\n"
         "objlog: usage us-cli: 2 rows scanned, 1 prefix so far\n"
@@ -466,12 +464,12 @@ static void test_usage(void **state) {
         const char *args[5];
         const char *why;
     } rows[] = {
-        {{"usage", NULL}, "missing arguments"},
+        {{"usage", NULL}, "missing BUCKET"},
         {{"usage", "us-cli", "--sort", "size", NULL},
          "--sort must be key, bytes or objects, not \"size\""},
         {{"usage", "us-cli", "--max-rows", "0", NULL}, "--max-rows must be 1 to 100000, not \"0\""},
         {{"usage", "us-cli", "--max-rows", "x", NULL}, "--max-rows must be 1 to 100000"},
-        {{"usage", "us-cli", "--depth", "2", NULL}, "unknown option --depth"},
+        {{"usage", "us-cli", "--depth", "2", NULL}, "unknown option '--depth'"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const char *const *a = rows[i].args;
@@ -532,7 +530,7 @@ static size_t versions_rows(const char *bucket, ver_row *rows, size_t max) {
 /* The readable row the CLI prints for r (column widths as given). */
 static void ver_line(char *out, size_t n, const ver_row *r, int kw) {
     char size[32];
-    snprintf(size, sizeof(size), "%lld", r->size);
+    snprintf(size, sizeof(size), "%lld B", r->size);
     snprintf(out, n, "%-*s  %-16s  %-6s  %-13s  %4s  %s\n", kw, r->key, r->vid,
              r->latest ? "yes" : "no", r->dm ? "yes" : "no", r->dm ? "-" : size, r->lm);
 }
@@ -713,9 +711,9 @@ static void test_mpu_commands(void **state) {
     json_decref(j);
     snprintf(want, sizeof(want),
              "PART     SIZE  ETAG                              LAST_MODIFIED\n"
-             "   1  5242880  %s  %s\n"
-             "   2      100  %s  %s\n"
-             "2 parts, 5242980 bytes\n", ETAG1, lm[0], ETAG2, lm[1]);
+             "   1  5.0 MiB  %s  %s\n"
+             "   2    100 B  %s  %s\n"
+             "2 parts, 5.0 MiB\n", ETAG1, lm[0], ETAG2, lm[1]);
     assert_ok(objlog("mpu", "parts", "mpb", "big/file", id, NULL));
     assert_string_equal(g_out, want);
     assert_ok(objlog("mpu", "parts", "mpb", "big/file", id, "--max-parts", "1", "--all",
@@ -724,9 +722,9 @@ static void test_mpu_commands(void **state) {
     assert_ok(objlog("mpu", "parts", "mpb", "big/file", id, "--part-number-marker", "1",
                      NULL));
     snprintf(want, sizeof(want),
-             "PART  SIZE  ETAG                              LAST_MODIFIED\n"
-             "   2   100  %s  %s\n"
-             "1 part, 100 bytes\n", ETAG2, lm[1]);
+             "PART   SIZE  ETAG                              LAST_MODIFIED\n"
+             "   2  100 B  %s  %s\n"
+             "1 part, 100 B\n", ETAG2, lm[1]);
     assert_string_equal(g_out, want);
 
     assert_ok(objlog("--json", "mpu", "ls", "mpb", NULL));
@@ -772,7 +770,7 @@ static void test_mpu_commands(void **state) {
              vid, etag, tok);
     assert_string_equal(g_out, want);
     assert_ok(objlog("get", "mpb", "big/file", NULL));
-    assert_non_null(strstr(g_out, "\nsize: 5242980\n"));
+    assert_non_null(strstr(g_out, "\nsize: 5.0 MiB (5242980 B)\n"));
     assert_non_null(strstr(g_out, "\ncontent_type: video/mp4\n"));
     assert_int_equal(objlog("mpu", "parts", "mpb", "big/file", id, NULL), 1);
     assert_err_prefix("objlog: mpu parts mpb/big/file: NoSuchUpload: ");
@@ -956,19 +954,19 @@ static void test_stats(void **state) {
     assert_ok(objlog("stats", "st-a", NULL));
     snprintf(want, sizeof(want),
              "bucket: st-a\ntenant: st-acme\nobjects: 2\n"
-             "bytes: 3.0 GiB (3221227008 bytes)\nversions: 2\n"
-             "version_bytes: 3.0 GiB (3221227008 bytes)\nnoncurrent_versions: 0\n"
-             "noncurrent_bytes: 0 bytes\ndelete_markers: 0\nuploads: 0\n"
-             "upload_part_bytes: 0 bytes\n%s", q);
+             "bytes: 3.0 GiB (3221227008 B)\nversions: 2\n"
+             "version_bytes: 3.0 GiB (3221227008 B)\nnoncurrent_versions: 0\n"
+             "noncurrent_bytes: 0 B\ndelete_markers: 0\nuploads: 0\n"
+             "upload_part_bytes: 0 B\n%s", q);
     assert_string_equal(g_out, want);
 
     assert_ok(objlog("stats", "--tenant", "st-acme", NULL));
     assert_string_equal(g_out,
                         "tenant: st-acme\nbuckets: 2\nobjects: 3\n"
-                        "bytes: 3.0 GiB (3221227018 bytes)\nversions: 3\n"
-                        "version_bytes: 3.0 GiB (3221227018 bytes)\nnoncurrent_versions: 0\n"
-                        "noncurrent_bytes: 0 bytes\ndelete_markers: 0\nuploads: 0\n"
-                        "upload_part_bytes: 0 bytes\n");
+                        "bytes: 3.0 GiB (3221227018 B)\nversions: 3\n"
+                        "version_bytes: 3.0 GiB (3221227018 B)\nnoncurrent_versions: 0\n"
+                        "noncurrent_bytes: 0 B\ndelete_markers: 0\nuploads: 0\n"
+                        "upload_part_bytes: 0 B\n");
 
     /* global: the readable numbers are the served ones */
     assert_ok(objlog("--json", "stats", NULL));
@@ -987,8 +985,8 @@ static void test_stats(void **state) {
     /* st-a is the biggest bucket by bytes */
     assert_ok(objlog("stats", "--top", "--by", "bytes", "--limit", "1", NULL));
     assert_string_equal(g_out,
-                        "BUCKET  TENANT   OBJECTS                       BYTES  VERSIONS\n"
-                        "st-a    st-acme        2  3.0 GiB (3221227008 bytes)         2\n"
+                        "BUCKET  TENANT   OBJECTS    BYTES  VERSIONS\n"
+                        "st-a    st-acme        2  3.0 GiB         2\n"
                         "1 bucket by bytes\n");
     assert_ok(objlog("--json", "stats", "--top", "--limit", "1", NULL));
     j = json_out();
@@ -1153,6 +1151,327 @@ static void test_bench_consistency_modes(void **state) {
     assert_non_null(strstr(g_out, "\nstrong          40 "));
 }
 
+/* ---- issue 11 item 4: command lines people know ---- */
+
+/* GET path from the group's objlogd (HTTP/1.0, raw socket): the status,
+ * and the body in body. */
+static int raw_get(const char *path, char *body, size_t n) {
+    int port = atoi(strrchr(g_srv.url, ':') + 1);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    char req[2048], buf[OUT_SIZE];
+    int rl = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: t\r\n\r\n", path);
+    assert_int_equal(write(fd, req, (size_t)rl), rl);
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof(buf) - 1 && (r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+        len += (size_t)r;
+    close(fd);
+    buf[len] = '\0';
+    int status = 0;
+    assert_int_equal(sscanf(buf, "HTTP/1.%*d %d", &status), 1);
+    const char *b = strstr(buf, "\r\n\r\n");
+    snprintf(body, n, "%s", b ? b + 4 : "");
+    return status;
+}
+
+static void assert_iso8601(const char *t) {
+    regex_t re;
+    assert_int_equal(regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+                                  "\\.[0-9]{3}Z$", REG_EXTENDED | REG_NOSUB), 0);
+    int rc = regexec(&re, t, 0, NULL, 0);
+    regfree(&re);
+    if (rc != 0)
+        fail_msg("not ISO 8601 UTC with ms: \"%s\"", t);
+}
+
+/* getopt_long everywhere: --opt=value, "--" before a key that starts with
+ * '-', help CMD / CMD --help, a missing value or argument named. */
+static void test_command_lines(void **state) {
+    (void)state;
+    static char usage[OUT_SIZE], want[OUT_SIZE + 128];
+    assert_ok(objlog("mb", "cl-opts", "--tenant=cl-t", NULL));
+    assert_ok(objlog("put", "cl-opts", "k", "--size=1536", "--etag=e1", NULL));
+    assert_ok(objlog("--json", "head", "cl-opts", "k", NULL));
+    json_t *j = json_out();
+    assert_int_equal(json_integer_value(json_object_get(j, "size")), 1536);
+    assert_string_equal(js(j, "etag"), "e1");
+    json_decref(j);
+
+    /* "--" ends the options: the key is "-weird-key" */
+    assert_ok(objlog("put", "cl-opts", "--size", "3", "--", "-weird-key", NULL));
+    assert_true(strncmp(g_out, "key: -weird-key\n", 16) == 0);
+    assert_ok(objlog("--json", "get", "cl-opts", "--", "-weird-key", NULL));
+    j = json_out();
+    assert_string_equal(js(j, "key"), "-weird-key");
+    assert_int_equal(json_integer_value(json_object_get(j, "size")), 3);
+    json_decref(j);
+    assert_int_equal(objlog("get", "cl-opts", "-weird-key", NULL), 2);
+    assert_string_equal(g_err, "objlog: get: unknown option '-w'\n"
+                               "(objlog help get shows the usage)\n");
+
+    /* help: stdout, exit 0, that command's usage; the same three ways */
+    assert_ok(objlog("help", "ls", NULL));
+    assert_true(strncmp(g_out, "usage: objlog ls [OPTIONS] BUCKET\n", 34) == 0);
+    snprintf(usage, sizeof(usage), "%s", g_out);
+    assert_ok(objlog("ls", "--help", NULL));
+    assert_string_equal(g_out, usage);
+    assert_ok(objlog("ls", "-h", NULL));
+    assert_string_equal(g_out, usage);
+    assert_ok(objlog("mpu", "part", "--help", NULL));
+    assert_true(strncmp(g_out, "usage: objlog mpu part ", 23) == 0);
+    snprintf(usage, sizeof(usage), "%s", g_out);
+    assert_ok(objlog("mpu", "help", "part", NULL));
+    assert_string_equal(g_out, usage);
+    assert_ok(objlog("help", "mpu", "part", NULL));
+    assert_string_equal(g_out, usage);
+    assert_string_equal(g_err, "");
+    assert_ok(objlog("help", NULL));
+    assert_true(strncmp(g_out, "usage: objlog [--url URL]", 25) == 0);
+
+    /* a missing value names the option; an unknown option names itself */
+    assert_int_equal(objlog("ls", "cl-opts", "--max-keys", NULL), 2);
+    assert_string_equal(g_out, "");
+    assert_string_equal(g_err, "objlog: ls: option '--max-keys' needs a value\n"
+                               "(objlog help ls shows the usage)\n");
+    assert_int_equal(objlog("versions", "cl-opts", "--frob=1", NULL), 2);
+    assert_string_equal(g_err, "objlog: versions: unknown option '--frob'\n"
+                               "(objlog help versions shows the usage)\n");
+    /* a missing argument prints the command's usage */
+    assert_ok(objlog("help", "get", NULL));
+    snprintf(want, sizeof(want), "objlog: get: missing KEY\n%s", g_out);
+    assert_int_equal(objlog("get", "cl-opts", NULL), 2);
+    assert_string_equal(g_out, "");
+    assert_string_equal(g_err, want);
+    assert_ok(objlog("help", "mpu", "abort", NULL));
+    snprintf(want, sizeof(want), "objlog: mpu abort: missing UPLOAD_ID\n%s", g_out);
+    assert_int_equal(objlog("mpu", "abort", "cl-opts", "k", NULL), 2);
+    assert_string_equal(g_err, want);
+}
+
+/* --json: every error is one JSON object on stderr, stdout stays empty;
+ * results carry only the fields that mean something for the command. */
+static void test_json_errors_and_fields(void **state) {
+    (void)state;
+    assert_ok(objlog("mb", "cl-json", NULL));
+    assert_int_equal(objlog("--json", "ls", "cl-json", "--max-keys", NULL), 2);
+    assert_string_equal(g_out, "");
+    assert_string_equal(g_err, "{\"error\":{\"code\":\"UsageError\",\"message\":\"option "
+                               "'--max-keys' needs a value\",\"command\":\"ls\"}}\n");
+    assert_int_equal(objlog("get", "cl-json", "--json", NULL), 2);
+    assert_string_equal(g_err, "{\"error\":{\"code\":\"UsageError\",\"message\":\"missing "
+                               "KEY\",\"command\":\"get\"}}\n");
+    assert_int_equal(objlog("--json", "get", "cl-json", "nope", NULL), 1);
+    assert_string_equal(g_out, "");
+    json_t *j = json_loads(g_err, 0, NULL);
+    assert_non_null(j);
+    json_t *e = json_object_get(j, "error");
+    assert_string_equal(js(e, "code"), "NoSuchKey");
+    assert_string_equal(js(e, "command"), "get");
+    assert_string_equal(js(e, "target"), "cl-json/nope");
+    assert_string_equal(js(e, "message"), "the key does not exist");
+    assert_int_equal(json_integer_value(json_object_get(e, "status")), 404);
+    assert_int_equal(strlen(js(e, "request_id")), 32);
+    assert_int_equal(json_object_size(e), 6);
+    json_decref(j);
+    /* readable: still the one line */
+    assert_int_equal(objlog("get", "cl-json", "nope", NULL), 1);
+    assert_string_equal(g_err, "objlog: get cl-json/nope: NoSuchKey: the key does not exist\n");
+
+    /* a put's result: no empty etag, no delete_marker */
+    assert_ok(objlog("--json", "put", "cl-json", "k", "--size", "1", NULL));
+    j = json_out();
+    assert_string_equal(js(j, "bucket"), "cl-json");
+    assert_string_equal(js(j, "key"), "k");
+    assert_string_equal(js(j, "version_id"), "null");
+    assert_null(json_object_get(j, "etag"));
+    assert_null(json_object_get(j, "delete_marker"));
+    assert_non_null(json_object_get(j, "token"));
+    assert_int_equal(json_object_size(j), 5); /* + request_id */
+    json_decref(j);
+    /* a get's: no empty checksum or blob id, no always-false delete_marker */
+    assert_ok(objlog("--json", "get", "cl-json", "k", NULL));
+    j = json_out();
+    assert_null(json_object_get(j, "checksum"));
+    assert_null(json_object_get(j, "blob_id"));
+    assert_null(json_object_get(j, "delete_marker"));
+    assert_null(json_object_get(j, "user_metadata"));
+    assert_iso8601(js(j, "last_modified"));
+    json_decref(j);
+    /* a bucket write's: the bucket, token and request id only */
+    assert_ok(objlog("--json", "mb", "cl-json2", NULL));
+    j = json_out();
+    assert_string_equal(js(j, "bucket"), "cl-json2");
+    assert_null(json_object_get(j, "version_id"));
+    assert_int_equal(json_object_size(j), 3);
+    json_decref(j);
+}
+
+/* One time format (ISO 8601 UTC, ms) and sizes with units in tables with
+ * headers; --bytes gives exact counts. */
+static void test_times_and_sizes(void **state) {
+    (void)state;
+    char want[4096], lm[64];
+    assert_ok(objlog("mb", "cl-sizes", NULL));
+    assert_ok(objlog("put", "cl-sizes", "big", "--size", "1572864", NULL));
+    assert_ok(objlog("--json", "get", "cl-sizes", "big", NULL));
+    json_t *j = json_out();
+    snprintf(lm, sizeof(lm), "%s", js(j, "last_modified"));
+    json_decref(j);
+    assert_iso8601(lm);
+    assert_ok(objlog("head", "cl-sizes", "big", NULL));
+    snprintf(want, sizeof(want),
+             "key: big\nversion_id: null\nsize: 1.5 MiB (1572864 B)\netag: \n"
+             "last_modified: %s\n", lm);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("ls", "cl-sizes", NULL));
+    snprintf(want, sizeof(want),
+             "KEY     SIZE  LAST_MODIFIED             ETAG\n"
+             "big  1.5 MiB  %s  \n"
+             "1 object, 0 prefixes, 1.5 MiB\n", lm);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("ls", "--bytes", "cl-sizes", NULL));
+    snprintf(want, sizeof(want),
+             "KEY     SIZE  LAST_MODIFIED             ETAG\n"
+             "big  1572864  %s  \n"
+             "1 object, 0 prefixes, 1572864\n", lm);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("--bytes", "head", "cl-sizes", "big", NULL));
+    assert_non_null(strstr(g_out, "\nsize: 1572864\n"));
+    assert_ok(objlog("bucket", "cl-sizes", NULL));
+    char created[64];
+    line_value(g_out, "created", created, sizeof(created));
+    assert_iso8601(created);
+}
+
+/* get, head, ls and versions take --consistency and --token. */
+static void test_consistency_and_token(void **state) {
+    (void)state;
+    char tok[64], vid[64];
+    assert_ok(objlog("mb", "cl-cons", "--versioning", "Enabled", NULL));
+    assert_ok(objlog("put", "cl-cons", "k", "--size", "1", NULL));
+    assert_ok(objlog("put", "cl-cons", "k", "--size", "2", NULL));
+    line_value(g_out, "token", tok, sizeof(tok));
+    line_value(g_out, "version_id", vid, sizeof(vid));
+    /* the put's token: the get sees that write */
+    assert_ok(objlog("--json", "get", "cl-cons", "k", "--consistency", "token", "--token",
+                     tok, NULL));
+    json_t *j = json_out();
+    assert_string_equal(js(j, "version_id"), vid);
+    json_decref(j);
+    assert_ok(objlog("--json", "head", "cl-cons", "k", "--token", tok, NULL));
+    j = json_out();
+    assert_string_equal(js(j, "version_id"), vid);
+    json_decref(j);
+    assert_ok(objlog("--json", "ls", "cl-cons", "--consistency=token", "--token", tok, NULL));
+    j = json_out();
+    assert_int_equal(json_array_size(json_object_get(j, "objects")), 1);
+    json_decref(j);
+    assert_ok(objlog("--json", "versions", "cl-cons", "--token", tok, NULL));
+    j = json_out();
+    assert_int_equal(json_array_size(json_object_get(j, "versions")), 2);
+    json_decref(j);
+    assert_ok(objlog("ls", "cl-cons", "--consistency", "eventual", NULL));
+    assert_ok(objlog("versions", "cl-cons", "--consistency", "strong", NULL));
+    /* a bad mode is a usage error naming it; a bad token the server's 400 */
+    static const char *const cmds[] = {"get", "head", "ls", "versions"};
+    for (int i = 0; i < 4; i++) {
+        int rc = i < 2 ? objlog(cmds[i], "cl-cons", "k", "--consistency", "always", NULL)
+                       : objlog(cmds[i], "cl-cons", "--consistency", "always", NULL);
+        assert_int_equal(rc, 2);
+        char want[256];
+        snprintf(want, sizeof(want), "objlog: %s: --consistency must be strong, eventual or "
+                 "token, not \"always\"\n(objlog help %s shows the usage)\n", cmds[i],
+                 cmds[i]);
+        assert_string_equal(g_err, want);
+    }
+    assert_int_equal(objlog("get", "cl-cons", "k", "--consistency", "token", "--token",
+                            "junk", NULL), 1);
+    assert_err_prefix("objlog: get cl-cons/k: InvalidArgument: ");
+}
+
+/* objlog ls without a bucket: GET /v1/buckets by name, page by page. */
+static void test_ls_buckets(void **state) {
+    (void)state;
+    static const char *const names[] = {"cl-bk-a", "cl-bk-b", "cl-bk-c", "cl-bk-d",
+                                        "cl-bk-e"};
+    /* created out of order: the listing sorts by name */
+    for (int i = 4; i >= 0; i--)
+        assert_ok(objlog("mb", names[i], i == 1 ? "--tenant=cl-bt" : "--tenant=", NULL));
+    assert_ok(objlog("--json", "ls", "--prefix", "cl-bk-", "--max-buckets", "2", NULL));
+    json_t *j = json_out();
+    json_t *bs = json_object_get(j, "buckets");
+    assert_int_equal(json_array_size(bs), 2);
+    assert_string_equal(js(json_array_get(bs, 0), "name"), "cl-bk-a");
+    assert_string_equal(js(json_array_get(bs, 1), "name"), "cl-bk-b");
+    assert_string_equal(js(json_array_get(bs, 1), "tenant"), "cl-bt");
+    assert_iso8601(js(json_array_get(bs, 0), "created"));
+    assert_true(json_is_true(json_object_get(j, "is_truncated")));
+    char next[256], path[512], body[OUT_SIZE];
+    snprintf(next, sizeof(next), "%s", js(j, "next_continuation_token"));
+    json_decref(j);
+    /* --all walks every page: five buckets, two a page */
+    assert_ok(objlog("--json", "ls", "--prefix=cl-bk-", "--max-buckets=2", "--all", NULL));
+    j = json_out();
+    bs = json_object_get(j, "buckets");
+    assert_int_equal(json_array_size(bs), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(js(json_array_get(bs, i), "name"), names[i]);
+    assert_false(json_is_true(json_object_get(j, "is_truncated")));
+    char created[5][64];
+    for (size_t i = 0; i < 5; i++)
+        snprintf(created[i], 64, "%s", js(json_array_get(bs, i), "created"));
+    json_decref(j);
+    assert_ok(objlog("ls", "--prefix", "cl-bk-", "--max-buckets", "2", "--all", NULL));
+    char want[4096];
+    snprintf(want, sizeof(want),
+             "NAME     TENANT  VERSIONING  CREATED\n"
+             "cl-bk-a          -           %s\n"
+             "cl-bk-b  cl-bt   -           %s\n"
+             "cl-bk-c          -           %s\n"
+             "cl-bk-d          -           %s\n"
+             "cl-bk-e          -           %s\n"
+             "5 buckets\n", created[0], created[1], created[2], created[3], created[4]);
+    assert_string_equal(g_out, want);
+    assert_ok(objlog("ls", "--prefix", "cl-bk-", "--tenant", "cl-bt", NULL));
+    snprintf(want, sizeof(want), "NAME     TENANT  VERSIONING  CREATED\n"
+             "cl-bk-b  cl-bt   -           %s\n1 bucket\n", created[1]);
+    assert_string_equal(g_out, want);
+
+    /* the second page over HTTP from the first page's token */
+    snprintf(path, sizeof(path), "/v1/buckets?prefix=cl-bk-&max_buckets=2&"
+             "continuation_token=%s", next);
+    assert_int_equal(raw_get(path, body, sizeof(body)), 200);
+    j = json_loads(body, 0, NULL);
+    assert_string_equal(js(json_array_get(json_object_get(j, "buckets"), 0), "name"),
+                        "cl-bk-c");
+    json_decref(j);
+    /* a tampered token, one for another prefix, a bad max_buckets: 400 */
+    next[strlen(next) / 2] = next[strlen(next) / 2] == 'A' ? 'B' : 'A';
+    snprintf(path, sizeof(path), "/v1/buckets?prefix=cl-bk-&continuation_token=%s", next);
+    assert_int_equal(raw_get(path, body, sizeof(body)), 400);
+    j = json_loads(body, 0, NULL);
+    assert_string_equal(js(json_object_get(j, "error"), "code"), "InvalidArgument");
+    json_decref(j);
+    static const char *const bad[] = {"/v1/buckets?max_buckets=0",
+                                      "/v1/buckets?max_buckets=1001",
+                                      "/v1/buckets?max_buckets=x"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(raw_get(bad[i], body, sizeof(body)), 400);
+        j = json_loads(body, 0, NULL);
+        assert_string_equal(js(json_object_get(j, "error"), "code"), "InvalidArgument");
+        assert_string_equal(js(json_object_get(j, "error"), "message"),
+                            "max_buckets must be an integer in 1..1000");
+        json_decref(j);
+    }
+    assert_int_equal(objlog("ls", "--max-buckets", "0", NULL), 2);
+    assert_int_equal(objlog("ls", "--max-keys", "3", NULL), 2);
+    assert_int_equal(objlog("ls", "cl-bk-a", "--tenant", "x", NULL), 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lag_table_json_watch), /* first: known offsets */
@@ -1171,6 +1490,11 @@ int main(void) {
         cmocka_unit_test(test_bench_list),
         cmocka_unit_test(test_bench_consistency_modes),
         cmocka_unit_test(test_bench_stats),
+        cmocka_unit_test(test_command_lines),
+        cmocka_unit_test(test_json_errors_and_fields),
+        cmocka_unit_test(test_times_and_sizes),
+        cmocka_unit_test(test_consistency_and_token),
+        cmocka_unit_test(test_ls_buckets),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
