@@ -260,6 +260,38 @@ static uint64_t metrics_sum(objlog_query *q, size_t off) {
     return v;
 }
 
+static unsigned long long metrics_load(atomic_uint_fast64_t *v) {
+    return (unsigned long long)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* conn.c's limits: how close to the cap, and each time one acted. */
+static void metrics_connections(FILE *f, objlog_query *q) {
+    int open = 0;
+    for (int i = 0; i < q->nworkers; i++)
+        open += atomic_load_explicit(&q->workers[i].nconns, memory_order_relaxed);
+    metrics_family(f, "objlog_http_connections", "gauge", "Open HTTP connections.");
+    fprintf(f, "objlog_http_connections %d\n", open);
+    metrics_family(f, "objlog_http_connections_max", "gauge",
+                   "The connection cap (--max-connections); past it new connections "
+                   "wait in the listen backlog.");
+    fprintf(f, "objlog_http_connections_max %d\n", q->max_connections);
+    metrics_family(f, "objlog_http_accept_pauses_total", "counter",
+                   "Times a worker stopped accepting: at the connection cap (limit) or "
+                   "out of file descriptors (descriptors).");
+    fprintf(f, "objlog_http_accept_pauses_total{reason=\"limit\"} %llu\n",
+            metrics_load(&q->conn_pauses[0]));
+    fprintf(f, "objlog_http_accept_pauses_total{reason=\"descriptors\"} %llu\n",
+            metrics_load(&q->conn_pauses[1]));
+    metrics_family(f, "objlog_http_request_timeouts_total", "counter",
+                   "Connections answered 408 and closed: a request not complete within "
+                   "--request-timeout-ms of its first byte.");
+    fprintf(f, "objlog_http_request_timeouts_total %llu\n",
+            metrics_load(&q->request_timeouts));
+    metrics_family(f, "objlog_http_answers_cut_total", "counter",
+                   "Answers whose connection closed before they were written whole.");
+    fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->answers_cut));
+}
+
 static void metrics_requests(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_http_requests_total", "counter",
                    "HTTP requests answered, by endpoint, method and status code.");
@@ -459,6 +491,7 @@ void metrics_get(http_ctx *c) {
     metrics_apply(f, c->q);
     metrics_fences(f, c->q);
     metrics_requests(f, c->q);
+    metrics_connections(f, c->q);
     metrics_latency(f, c->q);
     metrics_rocksdb(f, c->q);
     metrics_kafka(f, c->q);

@@ -349,9 +349,11 @@ static int check_topics(const objlogd_conf *c, const char *brokers,
         return -1;
     }
     for (char *line = strtok(problems, "\n"); line; line = strtok(NULL, "\n"))
-        objlog_logf(strncmp(line, "unsafe", 6) != 0 ? OBJLOG_LEVEL_INFO
-                   : c->allow_unsafe_topics ? OBJLOG_LEVEL_WARNING : OBJLOG_LEVEL_ERR,
-                   "objlogd", "%s", line);
+        objlog_logf(strncmp(line, "unsafe", 6) == 0
+                        ? (c->allow_unsafe_topics ? OBJLOG_LEVEL_WARNING : OBJLOG_LEVEL_ERR)
+                    : strncmp(line, "warning", 7) == 0 ? OBJLOG_LEVEL_WARNING
+                                                        : OBJLOG_LEVEL_INFO,
+                    "objlogd", "%s", line);
     if (unsafe > 0 && !c->allow_unsafe_topics) {
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "refusing to start on %d unsafe topic setting%s "
                    "(above); fix them, or start with --allow-unsafe-topics",

@@ -18,3 +18,9 @@ target_include_directories(test_view PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 # a ListOffsets request that started before them; concurrent ones share.
 objlog_add_test(test_http_watermark SOURCES test_http_watermark.c TIMEOUT 60
   LIBS objlog_query)
+# objlogd's connections (cap, descriptors run out, request deadline, whole
+# answers on a half-close) and its logs (text/JSON lines, access log), over
+# raw loopback sockets against `objlogd --embedded`.
+objlog_add_test(test_conn SOURCES test_conn.c TIMEOUT 180
+  LIBS objlog_testkit PkgConfig::JANSSON)
+add_dependencies(test_conn objlogd)

@@ -108,10 +108,22 @@ static char *slurp(const char *path) {
 }
 
 /* hay holds line as one whole line. */
+/* 1 if what precedes p on its line is objlogd's log prefix
+ * ("2026-11-23T20:09:14.123Z LEVEL ", then anything ending in a space). */
+static int after_log_prefix(const char *hay, const char *p) {
+    const char *ls = p;
+    while (ls > hay && ls[-1] != '\n')
+        ls--;
+    return p - ls >= 25 && ls[4] == '-' && ls[10] == 'T' && ls[23] == 'Z' &&
+           ls[24] == ' ' && p[-1] == ' ';
+}
+
+/* A whole line, or the message of a log line (after its prefix). */
 static void assert_has_line(const char *hay, const char *line) {
     size_t n = strlen(line);
     for (const char *p = hay; (p = strstr(p, line)) != NULL; p++)
-        if ((p == hay || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+        if ((p == hay || p[-1] == '\n' || after_log_prefix(hay, p)) &&
+            (p[n] == '\n' || p[n] == '\0'))
             return;
     fail_msg("no line \"%s\" in:\n%s", line, hay);
 }
@@ -655,7 +667,7 @@ static const char *const cfg_ts[] = {"retention.ms", "-1", "retention.bytes", "-
     "may rest on one broker; set min.insync.replicas=2"
 #define MSG_TS "warning: topic bad.ts: message.timestamp.type=CreateTime: the dedup " \
     "window follows producers' clocks; LogAppendTime makes it the broker's"
-#define MSG_REFUSE "objlogd: refusing to start on 1 unsafe topic setting (above); fix " \
+#define MSG_REFUSE "ERROR objlogd: refusing to start on 1 unsafe topic setting (above); fix " \
     "them, or start with --allow-unsafe-topics"
 
 /* objlogd --brokers A --topic topic with a fresh --data: exit status and
@@ -685,16 +697,16 @@ static void unsafe_topics_refused_by_name_unless_allowed(void **state) {
     /* Finite retention: exit 1, the topic and setting named, nothing made. */
     assert_int_equal(objlogd_on_topic("bad.retention", err, sizeof(err), data,
                                       sizeof(data)), 1);
-    assert_has_line(err, "objlogd: " MSG_RETENTION);
+    assert_has_line(err, "ERROR objlogd: " MSG_RETENTION);
     assert_has_line(err, MSG_REFUSE);
     assert_int_equal(stat(data, &st), -1); /* refused before any store */
     /* Replication 1 on 3 brokers. */
     assert_int_equal(objlogd_on_topic("bad.rf1", err, sizeof(err), data, sizeof(data)), 1);
-    assert_has_line(err, "objlogd: " MSG_RF1);
+    assert_has_line(err, "ERROR objlogd: " MSG_RF1);
     assert_has_line(err, MSG_REFUSE);
     /* min.insync.replicas 1 with 3 replicas. */
     assert_int_equal(objlogd_on_topic("bad.isr1", err, sizeof(err), data, sizeof(data)), 1);
-    assert_has_line(err, "objlogd: " MSG_ISR1);
+    assert_has_line(err, "ERROR objlogd: " MSG_ISR1);
     assert_has_line(err, MSG_REFUSE);
 
     /* --allow-unsafe-topics: it starts, with a WARNING naming the setting. */
@@ -709,7 +721,7 @@ static void unsafe_topics_refused_by_name_unless_allowed(void **state) {
     assert_int_equal(r.status, 200);
     httpc_destroy(c);
     char *e = view_stop(&v);
-    assert_has_line(e, "objlogd: WARNING: " MSG_RETENTION);
+    assert_has_line(e, "WARN objlogd: " MSG_RETENTION);
     assert_null(strstr(e, "refusing"));
     free(e);
 
@@ -719,7 +731,7 @@ static void unsafe_topics_refused_by_name_unless_allowed(void **state) {
     fresh_path("unsafe", data, sizeof(data));
     view_start_brokers(&v, T.boot_a, data, "bad.ts");
     e = view_stop(&v);
-    assert_has_line(e, "objlogd: " MSG_TS);
+    assert_has_line(e, "WARN objlogd: " MSG_TS);
     assert_null(strstr(e, "refusing"));
     free(e);
 

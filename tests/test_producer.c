@@ -497,6 +497,53 @@ static void test_sync_call_in_callback_fails(void **state) {
     free_msgs(msgs, 2);
 }
 
+/* The log callback gets librdkafka's lines (here its debug lines, asked
+ * for with kafka.debug) and nothing bypasses it. */
+typedef struct log_seen {
+    pthread_mutex_t mu;
+    int lines;
+    int debug_lines;
+    int metadata_lines;         /* facility METADATA, as kafka.debug asked */
+    char opaque_ok;
+} log_seen;
+
+static void collect_log(void *opaque, int level, const char *facility, const char *msg) {
+    log_seen *s = opaque;
+    pthread_mutex_lock(&s->mu);
+    s->lines++;
+    if (level == 7 && msg && *msg) {
+        s->debug_lines++;
+        s->metadata_lines += strcmp(facility, "METADATA") == 0;
+    }
+    s->opaque_ok = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void test_log_callback_gets_kafka_lines(void **state) {
+    cluster *c = *state;
+    log_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    conf_ok(conf, "bootstrap.servers", c->bootstrap);
+    conf_ok(conf, "ack", "logged");
+    conf_ok(conf, "kafka.debug", "metadata");
+    objlog_producer_conf_set_log_cb(conf, collect_log, &seen);
+    char err[512];
+    objlog_producer *p = objlog_producer_new(conf, err, sizeof(err));
+    if (!p)
+        fail_msg("producer_new: %s", err);
+    objlog_write_result r;
+    objlog_object_meta meta = {.size = 1, .etag = "e"};
+    assert_int_equal(objlog_producer_put_object_sync(p, "photos", "logcb", 5, &meta, NULL,
+                                                     &r, err, sizeof(err)), 0);
+    assert_int_equal(r.status, OBJLOG_STATUS_LOGGED);
+    objlog_producer_destroy(p);
+    assert_true(seen.debug_lines > 0);
+    assert_true(seen.opaque_ok);
+    assert_true(seen.metadata_lines > 0);
+    rd_kafka_message_t **msgs = consume_all(c, 1);
+    free_msgs(msgs, 1);
+}
+
 static void test_bucket_and_delete_events(void **state) {
     cluster *c = *state;
     objlog_producer *p = producer_start(c, "logged", NULL, NULL);
@@ -1459,6 +1506,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conf_errors_name_the_key),
         cmocka_unit_test_setup_teardown(test_concurrent_puts_logged, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_log_callback_gets_kafka_lines, cluster_setup,
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_sync_call_in_callback_fails, cluster_setup,
                                         cluster_teardown),
