@@ -225,9 +225,11 @@ static void warm_cb(const objlog_write_result *res, void *opaque) {
     (void)opaque;
 }
 
-/* The bucket, then a few synchronous writes so connections and metadata
- * are warm before the first measured write. */
-static int cond_prepare(objlog_producer *p, char *bucket, size_t bn) {
+/* The bucket (its name also into created once it exists), then a few
+ * writes so connections and metadata are warm before the first measured
+ * write. */
+static int cond_prepare(objlog_producer *p, char *bucket, size_t bn, char *created,
+                        size_t cn) {
     char err[256];
     objlog_write_result res;
     snprintf(bucket, bn, "bcond-%d-%lld", (int)getpid(), (long long)time(NULL));
@@ -238,6 +240,7 @@ static int cond_prepare(objlog_producer *p, char *bucket, size_t bn) {
                 res.error_code, res.error_message);
         return -1;
     }
+    snprintf(created, cn, "%s", bucket);
     for (int i = 0; i < COND_WARMUP; i++) {
         char key[32];
         snprintf(key, sizeof(key), "warm-%d", i);
@@ -251,13 +254,14 @@ static int cond_prepare(objlog_producer *p, char *bucket, size_t bn) {
     return objlog_producer_flush(p, COND_FLUSH_MS);
 }
 
-int bench_cond_run(const bench_cond_args *a) {
+int bench_cond_run(const bench_cond_args *a, char *created, size_t created_size) {
+    created[0] = '\0';
     objlog_producer *p = cond_producer(a);
     if (!p)
         return CLI_EXIT_FAIL;
     char bucket[64];
     int rc = CLI_EXIT_OK;
-    if (cond_prepare(p, bucket, sizeof(bucket)) < 0) {
+    if (cond_prepare(p, bucket, sizeof(bucket), created, created_size) < 0) {
         objlog_producer_destroy(p);
         return CLI_EXIT_FAIL;
     }

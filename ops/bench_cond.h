@@ -4,6 +4,8 @@
 #ifndef OBJLOG_BENCH_COND_H
 #define OBJLOG_BENCH_COND_H
 
+#include <stddef.h>
+
 #define BENCH_COND_MAX_RATES 16
 
 typedef struct bench_cond_args {
@@ -21,7 +23,9 @@ typedef struct bench_cond_args {
 int bench_cond_parse_rates(bench_cond_args *a, const char *list);
 
 /* Runs every rate; prints one line (or one JSON object) per rate. Returns
- * a CLI exit code: CLI_EXIT_FAIL if any write failed or the setup did. */
-int bench_cond_run(const bench_cond_args *a);
+ * a CLI exit code: CLI_EXIT_FAIL if any write failed or the setup did.
+ * bucket receives the name of the bucket it created ("" if none), so the
+ * caller can remove it. */
+int bench_cond_run(const bench_cond_args *a, char *bucket, size_t bucket_size);
 
 #endif
