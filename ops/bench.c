@@ -11,7 +11,8 @@
  * the same load, with a background writer (bench_modes_run). With --stats
  * it measures what the usage counters cost: replays of one log into fresh
  * views with and without the stats view, and stats read latency
- * (bench_stats_run).
+ * (bench_stats_run). With --url, what the run wrote is removed when it
+ * ends, also after a failure or SIGINT, unless --keep (bench_clean).
  * Invariant: every figure is measured from the first produce call, on the
  * monotonic clock, and only successful operations are counted. */
 #define _GNU_SOURCE
@@ -97,6 +98,21 @@ static int64_t mono_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Set by SIGINT while a bench against someone else's objlogd runs. Every
+ * loop that issues writes or requests checks it, so the run ends early and
+ * bench_clean still removes what was written; a second SIGINT kills
+ * (SA_RESETHAND), leaving it. */
+static volatile sig_atomic_t bench_interrupted;
+
+static void on_sigint(int sig) {
+    static const char msg[] = "objlog: bench: interrupted; removing what the bench "
+                              "wrote (interrupt again to leave it)\n";
+    (void)sig;
+    bench_interrupted = 1;
+    if (write(2, msg, sizeof(msg) - 1) < 0) { /* nothing to do about it */
+    }
 }
 
 /* ---- our objlogd ---- */
@@ -285,7 +301,7 @@ static void bench_key(int i, char *out, size_t n) {
 static void *produce_main(void *arg) {
     bench_thread *t = arg;
     bench *b = t->b;
-    for (int i = t->index; i < b->count; i += b->threads) {
+    for (int i = t->index; i < b->count && !bench_interrupted; i += b->threads) {
         char key[32], etag[32], err[256];
         bench_key(i, key, sizeof(key));
         snprintf(etag, sizeof(etag), "etag-%d", i);
@@ -388,6 +404,8 @@ static int wait_applied(bench *b, CURL *h) {
                  (long long)b->last_offset[p]);
         for (;;) {
             cli_resp r;
+            if (bench_interrupted)
+                return -1;
             if (cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err)) < 0) {
                 fprintf(stderr, "objlog: bench: outcome of %d.%lld: %s\n", p,
                         (long long)b->last_offset[p], err);
@@ -416,7 +434,7 @@ static void *get_main(void *arg) {
     long lo = (long)b->gets * t->index / b->threads;
     long hi = (long)b->gets * (t->index + 1) / b->threads;
     long errors = 0;
-    for (long j = lo; j < hi; j++) {
+    for (long j = lo; j < hi && !bench_interrupted; j++) {
         char key[32], url[512], err[256], tok[80] = "";
         bench_key((int)((j * 7919) % b->count), key, sizeof(key));
         if (!strcmp(b->consistency, "token")) { /* tokens are URL-safe */
@@ -521,6 +539,8 @@ static int bench_run(bench *b) {
     qsort(b->lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
     f.p50 = percentile(b->lat_ms, b->gets, 0.50);
     f.p99 = percentile(b->lat_ms, b->gets, 0.99);
+    if (bench_interrupted)
+        goto out;
     report(b, &f);
     rc = b->get_errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
@@ -579,7 +599,7 @@ static void *writer_main(void *arg) {
         pthread_mutex_lock(&b->lock);
         int stop = b->bg_stop;
         pthread_mutex_unlock(&b->lock);
-        if (stop)
+        if (stop || bench_interrupted)
             break;
         char key[32], err[256];
         bench_key((int)(i % b->count), key, sizeof(key));
@@ -685,9 +705,9 @@ static int bench_modes_run(bench *b) {
         goto out;
     writing = 1;
     usleep(200000); /* let the writer reach its rate before measuring */
-    for (int i = 0; i < MODES_N; i++)
+    for (int i = 0; i < MODES_N && !bench_interrupted; i++)
         mode_measure(b, h, &fs[i]);
-    rc = CLI_EXIT_OK;
+    rc = bench_interrupted ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
     if (writing) {
         pthread_mutex_lock(&b->lock);
@@ -765,6 +785,8 @@ static int list_settle(bench *b, CURL *h) {
 
 /* Counts one queued write; every LIST_BATCH writes, waits for apply. */
 static int list_tick(bench *b, CURL *h) {
+    if (bench_interrupted)
+        return -1;
     if (++b->list_queued % LIST_BATCH == 0)
         return list_settle(b, h);
     return 0;
@@ -875,7 +897,7 @@ static int list_measure(bench *b, CURL *h, list_case *c) {
     }
     int rc = 0;
     CURL *own = NULL;
-    for (int i = 0; i < b->list_requests && rc == 0; i++) {
+    for (int i = 0; i < b->list_requests && rc == 0 && !bench_interrupted; i++) {
         cli_resp r;
         char err[256];
         if (b->list_fresh) { /* a new connection per request: no keep-alive */
@@ -1027,7 +1049,7 @@ static int bench_list_run(bench *b) {
             goto out;
     double build_s = (double)(mono_us() - t0) / 1e6;
     for (int i = 0; i < LIST_CASES; i++)
-        if (list_measure(b, h, &cs[i]) < 0)
+        if (list_measure(b, h, &cs[i]) < 0 || bench_interrupted)
             goto out;
     list_report(b, cs, LIST_CASES, build_s, list_event_bytes(cs[1].bucket, "dead/k0000000", 0),
                 list_event_bytes(cs[1].bucket, "dead/k0000000", 1));
@@ -1485,6 +1507,7 @@ out:
 #define CLEAN_PAGE 1000
 #define CLEAN_PASSES 3
 #define CLEAN_PROGRESS_US 2000000
+#define CLEAN_RETRY_US (60 * 1000000LL)
 
 typedef struct clean_item {
     char *url;                   /* to DELETE; owned */
@@ -1535,6 +1558,21 @@ static const char *grouped(long n, char *out, size_t size) {
     return out;
 }
 
+/* cli_http, but a 503 (SlowDown: the view lags, e.g. behind writes an
+ * interrupted run left in flight) is retried for up to CLEAN_RETRY_US. */
+static int clean_http(CURL *h, const char *method, const char *url, cli_resp *r,
+                      char *err, size_t en) {
+    int64_t deadline = mono_us() + CLEAN_RETRY_US;
+    for (;;) {
+        if (cli_http(h, method, url, NULL, NULL, r, err, en) < 0)
+            return -1;
+        if (r->status != 503 || mono_us() > deadline)
+            return 0;
+        cli_resp_free(r);
+        usleep(200000);
+    }
+}
+
 static void clean_note_error(bench *b, clean_batch *cb, const char *what) {
     pthread_mutex_lock(&b->lock);
     if (cb->failed++ == 0)
@@ -1550,8 +1588,7 @@ static void *clean_main(void *arg) {
         clean_item *it = &cb->items[i];
         cli_resp r;
         char err[256], what[512];
-        if (cli_http(cb->h[t->index], "DELETE", it->url, NULL, NULL, &r, err,
-                     sizeof(err)) < 0) {
+        if (clean_http(cb->h[t->index], "DELETE", it->url, &r, err, sizeof(err)) < 0) {
             snprintf(what, sizeof(what), "DELETE %s: %s", it->url, err);
             clean_note_error(b, cb, what);
             continue;
@@ -1649,7 +1686,7 @@ static json_t *clean_page(bench *b, CURL *h, const char *bucket, const clean_lis
     cli_resp r;
     char err[256], code[64] = "", msg[256] = "";
     *gone = 0;
-    rc = cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err));
+    rc = clean_http(h, "GET", url, &r, err, sizeof(err));
     free(url);
     if (rc < 0) {
         fprintf(stderr, "objlog: bench: list %s of %s: %s\n", l->path, bucket, err);
@@ -1714,7 +1751,7 @@ static int clean_bucket_delete(bench *b, CURL *h, const char *bucket, char *why,
     char url[512], err[256], code[64], msg[256];
     snprintf(url, sizeof(url), "%s/v1/buckets/%s", b->url, bucket);
     cli_resp r;
-    if (cli_http(h, "DELETE", url, NULL, NULL, &r, err, sizeof(err)) < 0) {
+    if (clean_http(h, "DELETE", url, &r, err, sizeof(err)) < 0) {
         snprintf(why, wn, "%s", err);
         return -1;
     }
@@ -1972,6 +2009,9 @@ int bench_main(cli *c, int argc, char **argv) {
     if (b->gets < 0)
         b->gets = b->stats ? 5000 : b->count;
     int remote = rc == 0 && b->url; /* someone else's objlogd: clean up after us */
+    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND}, old_sa;
+    sigemptyset(&sa.sa_mask);
+    int caught = remote && !b->keep && sigaction(SIGINT, &sa, &old_sa) == 0;
     if (rc == 0 && !b->url && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
     if (rc == 0 && b->conditional) {
@@ -1979,6 +2019,7 @@ int bench_main(cli *c, int argc, char **argv) {
         b->cond.url = b->url;
         b->cond.brokers = b->brokers;
         b->cond.json = b->json;
+        b->cond.stop = &bench_interrupted;
         rc = bench_cond_run(&b->cond, bucket, sizeof(bucket));
         if (bucket[0] && bench_created(b, bucket) < 0)
             rc = CLI_EXIT_FAIL;
@@ -1991,10 +2032,14 @@ int bench_main(cli *c, int argc, char **argv) {
     /* No write of ours may still be on its way while the buckets go. */
     objlog_producer_destroy(b->p);
     b->p = NULL;
+    if (bench_interrupted)
+        rc = CLI_EXIT_FAIL;
     if (remote && !b->keep && b->n_created > 0) {
         int crc = bench_clean(b);
         rc = rc == CLI_EXIT_OK ? crc : rc;
     }
+    if (caught)
+        sigaction(SIGINT, &old_sa, NULL);
     daemon_stop(b);
     free(b->created);
     free(b->lat_ms);

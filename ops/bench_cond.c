@@ -184,7 +184,12 @@ static int cond_run_rate(const bench_cond_args *a, objlog_producer *p, const cha
     objlog_producer_stats before, after;
     objlog_producer_stats_get(p, &before);
     r.t0_ns = now_ns() + 10 * 1000000; /* a little lead so write 0 is not late */
+    int stopped = 0;
     for (long i = 0; i < r.planned; i++) {
+        if (a->stop && *a->stop) {
+            stopped = 1;
+            break;
+        }
         r.sched_ns[i] = r.t0_ns + i * 1000000000LL / rate;
         sleep_until_ns(r.sched_ns[i]);
         cond_issue(p, bucket, &r, i);
@@ -194,8 +199,9 @@ static int cond_run_rate(const bench_cond_args *a, objlog_producer *p, const cha
         fprintf(stderr, "objlog: bench: rate %d: writes still pending after %d ms\n", rate,
                 COND_FLUSH_MS);
     objlog_producer_stats_get(p, &after);
-    cond_report(a, &r, cond_requests_per_write(&before, &after));
-    int ok = rc == 0 && r.failed == 0 && r.completed == r.planned;
+    if (!stopped) /* a cut-short rate's figures would mislead */
+        cond_report(a, &r, cond_requests_per_write(&before, &after));
+    int ok = !stopped && rc == 0 && r.failed == 0 && r.completed == r.planned;
     pthread_mutex_destroy(&r.lock);
     free(r.sched_ns);
     free(r.lat_ms);
@@ -271,7 +277,7 @@ int bench_cond_run(const bench_cond_args *a, char *created, size_t created_size)
         printf("%8s %8s %10s %9s %9s %9s %8s %9s\n", "target/s", "writes", "achieved/s", "p50 ms",
                "p99 ms", "max ms", "failures", "req/write");
     }
-    for (int i = 0; i < a->n_rates; i++)
+    for (int i = 0; i < a->n_rates && !(a->stop && *a->stop); i++)
         if (cond_run_rate(a, p, bucket, a->rates[i]) < 0)
             rc = CLI_EXIT_FAIL;
     objlog_producer_destroy(p);

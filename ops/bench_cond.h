@@ -4,6 +4,7 @@
 #ifndef OBJLOG_BENCH_COND_H
 #define OBJLOG_BENCH_COND_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #define BENCH_COND_MAX_RATES 16
@@ -16,6 +17,7 @@ typedef struct bench_cond_args {
     int seconds;                 /* per rate */
     const char *linger;          /* kafka.linger.ms for the producer, or NULL */
     int json;
+    const volatile sig_atomic_t *stop; /* set (SIGINT): end early, report nothing */
 } bench_cond_args;
 
 /* Parses "1000,5000" into a->rates. 0, or -1 if malformed (each rate

@@ -1423,7 +1423,7 @@ static void assert_removed_line(const char *what) {
 /* Against a running objlogd the bench removes every bucket it created,
  * with every version, delete marker and upload in it, and says how many
  * in one line; buckets it did not create stay as they were; --keep
- * leaves its bucket. */
+ * leaves its bucket; SIGINT ends the run early and still cleans up. */
 static void test_bench_url_cleanup(void **state) {
     (void)state;
     static char before[OUT_SIZE], after[OUT_SIZE];
@@ -1488,6 +1488,24 @@ static void test_bench_url_cleanup(void **state) {
     j = json_out();
     assert_int_equal(json_array_size(json_object_get(j, "objects")), 40);
     json_decref(j);
+    snprintf(before, sizeof(before), "%s", after);
+
+    /* SIGINT in the middle (a GET phase far too long to finish): the run
+     * stops, still removes its bucket, and exits 1. The shell execs objlog
+     * in the foreground, so SIGINT is not ignored as in a background job. */
+    char *sh[] = {"/bin/sh", "-c",
+                  "(sleep 2; kill -INT $$) & exec \"$0\" --url \"$1\" bench --brokers \"$2\" "
+                  "--count 300 --gets 10000000 --threads 2",
+                  g_srv.objlog, g_srv.url, g_srv.bootstrap, NULL};
+    assert_int_equal(proc_run(sh, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 60000),
+                     1);
+    assert_non_null(strstr(g_err, "objlog: bench: interrupted; removing what the bench "
+                                  "wrote (interrupt again to leave it)\n"));
+    char *last = strstr(g_err, "objlog: bench: removed 1 bucket (");
+    assert_non_null(last);
+    assert_string_equal(strchr(last, '\n'), "\n"); /* the last line */
+    bucket_names(after, sizeof(after));
+    assert_string_equal(after, before);
 }
 
 /* objlog ls without a bucket: GET /v1/buckets by name, page by page. */
