@@ -184,7 +184,12 @@ static int cond_run_rate(const bench_cond_args *a, objlog_producer *p, const cha
     objlog_producer_stats before, after;
     objlog_producer_stats_get(p, &before);
     r.t0_ns = now_ns() + 10 * 1000000; /* a little lead so write 0 is not late */
+    int stopped = 0;
     for (long i = 0; i < r.planned; i++) {
+        if (a->stop && *a->stop) {
+            stopped = 1;
+            break;
+        }
         r.sched_ns[i] = r.t0_ns + i * 1000000000LL / rate;
         sleep_until_ns(r.sched_ns[i]);
         cond_issue(p, bucket, &r, i);
@@ -194,8 +199,9 @@ static int cond_run_rate(const bench_cond_args *a, objlog_producer *p, const cha
         fprintf(stderr, "objlog: bench: rate %d: writes still pending after %d ms\n", rate,
                 COND_FLUSH_MS);
     objlog_producer_stats_get(p, &after);
-    cond_report(a, &r, cond_requests_per_write(&before, &after));
-    int ok = rc == 0 && r.failed == 0 && r.completed == r.planned;
+    if (!stopped) /* a cut-short rate's figures would mislead */
+        cond_report(a, &r, cond_requests_per_write(&before, &after));
+    int ok = !stopped && rc == 0 && r.failed == 0 && r.completed == r.planned;
     pthread_mutex_destroy(&r.lock);
     free(r.sched_ns);
     free(r.lat_ms);
@@ -225,9 +231,11 @@ static void warm_cb(const objlog_write_result *res, void *opaque) {
     (void)opaque;
 }
 
-/* The bucket, then a few synchronous writes so connections and metadata
- * are warm before the first measured write. */
-static int cond_prepare(objlog_producer *p, char *bucket, size_t bn) {
+/* The bucket (its name also into created once it exists), then a few
+ * writes so connections and metadata are warm before the first measured
+ * write. */
+static int cond_prepare(objlog_producer *p, char *bucket, size_t bn, char *created,
+                        size_t cn) {
     char err[256];
     objlog_write_result res;
     snprintf(bucket, bn, "bcond-%d-%lld", (int)getpid(), (long long)time(NULL));
@@ -238,6 +246,7 @@ static int cond_prepare(objlog_producer *p, char *bucket, size_t bn) {
                 res.error_code, res.error_message);
         return -1;
     }
+    snprintf(created, cn, "%s", bucket);
     for (int i = 0; i < COND_WARMUP; i++) {
         char key[32];
         snprintf(key, sizeof(key), "warm-%d", i);
@@ -251,13 +260,14 @@ static int cond_prepare(objlog_producer *p, char *bucket, size_t bn) {
     return objlog_producer_flush(p, COND_FLUSH_MS);
 }
 
-int bench_cond_run(const bench_cond_args *a) {
+int bench_cond_run(const bench_cond_args *a, char *created, size_t created_size) {
+    created[0] = '\0';
     objlog_producer *p = cond_producer(a);
     if (!p)
         return CLI_EXIT_FAIL;
     char bucket[64];
     int rc = CLI_EXIT_OK;
-    if (cond_prepare(p, bucket, sizeof(bucket)) < 0) {
+    if (cond_prepare(p, bucket, sizeof(bucket), created, created_size) < 0) {
         objlog_producer_destroy(p);
         return CLI_EXIT_FAIL;
     }
@@ -267,7 +277,7 @@ int bench_cond_run(const bench_cond_args *a) {
         printf("%8s %8s %10s %9s %9s %9s %8s %9s\n", "target/s", "writes", "achieved/s", "p50 ms",
                "p99 ms", "max ms", "failures", "req/write");
     }
-    for (int i = 0; i < a->n_rates; i++)
+    for (int i = 0; i < a->n_rates && !(a->stop && *a->stop); i++)
         if (cond_run_rate(a, p, bucket, a->rates[i]) < 0)
             rc = CLI_EXIT_FAIL;
     objlog_producer_destroy(p);

@@ -4,6 +4,9 @@
 #ifndef OBJLOG_BENCH_COND_H
 #define OBJLOG_BENCH_COND_H
 
+#include <signal.h>
+#include <stddef.h>
+
 #define BENCH_COND_MAX_RATES 16
 
 typedef struct bench_cond_args {
@@ -14,6 +17,7 @@ typedef struct bench_cond_args {
     int seconds;                 /* per rate */
     const char *linger;          /* kafka.linger.ms for the producer, or NULL */
     int json;
+    const volatile sig_atomic_t *stop; /* set (SIGINT): end early, report nothing */
 } bench_cond_args;
 
 /* Parses "1000,5000" into a->rates. 0, or -1 if malformed (each rate
@@ -21,7 +25,9 @@ typedef struct bench_cond_args {
 int bench_cond_parse_rates(bench_cond_args *a, const char *list);
 
 /* Runs every rate; prints one line (or one JSON object) per rate. Returns
- * a CLI exit code: CLI_EXIT_FAIL if any write failed or the setup did. */
-int bench_cond_run(const bench_cond_args *a);
+ * a CLI exit code: CLI_EXIT_FAIL if any write failed or the setup did.
+ * bucket receives the name of the bucket it created ("" if none), so the
+ * caller can remove it. */
+int bench_cond_run(const bench_cond_args *a, char *bucket, size_t bucket_size);
 
 #endif

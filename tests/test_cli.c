@@ -1393,6 +1393,121 @@ static void test_consistency_and_token(void **state) {
     assert_err_prefix("objlog: get cl-cons/k: InvalidArgument: ");
 }
 
+/* ---- issue 11 item 11: bench --url removes what it wrote ---- */
+
+/* Every bucket name GET /v1/buckets returns, one a line, in order. */
+static void bucket_names(char *out, size_t n) {
+    static char body[OUT_SIZE];
+    assert_int_equal(raw_get("/v1/buckets?max_buckets=1000", body, sizeof(body)), 200);
+    json_t *j = json_loads(body, 0, NULL);
+    assert_non_null(j);
+    assert_false(json_is_true(json_object_get(j, "is_truncated")));
+    json_t *bs = json_object_get(j, "buckets");
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < json_array_size(bs); i++)
+        len += (size_t)snprintf(out + len, n - len, "%s\n", js(json_array_get(bs, i), "name"));
+    assert_true(len < n);
+    json_decref(j);
+}
+
+/* stderr ends with the bench's one cleanup line (progress may precede it). */
+static void assert_removed_line(const char *what) {
+    char want[512];
+    snprintf(want, sizeof(want), "objlog: bench: removed %s from %s\n", what, g_srv.url);
+    size_t el = strlen(g_err), wl = strlen(want);
+    if (el < wl || strcmp(g_err + el - wl, want) != 0)
+        fail_msg("stderr does not end with \"%s\": %s", want, g_err);
+}
+
+/* Against a running objlogd the bench removes every bucket it created,
+ * with every version, delete marker and upload in it, and says how many
+ * in one line; buckets it did not create stay as they were; --keep
+ * leaves its bucket; SIGINT ends the run early and still cleans up. */
+static void test_bench_url_cleanup(void **state) {
+    (void)state;
+    static char before[OUT_SIZE], after[OUT_SIZE];
+    assert_ok(objlog("mb", "cl-bench-mine", NULL));
+    assert_ok(objlog("put", "cl-bench-mine", "obj-00000000", "--size", "7", NULL));
+    assert_ok(objlog("mb", "cl-bench-vmine", "--versioning", "Enabled", NULL));
+    assert_ok(objlog("put", "cl-bench-vmine", "k", "--size", "1", NULL));
+    assert_ok(objlog("rm", "cl-bench-vmine", "k", NULL));
+    bucket_names(before, sizeof(before));
+    assert_non_null(strstr(before, "cl-bench-mine\n"));
+
+    assert_ok(objlog("bench", "--brokers", g_srv.bootstrap, "--count", "300", "--gets", "50",
+                     "--threads", "2", NULL));
+    assert_removed_line("1 bucket (300 objects, 300 versions)");
+    bucket_names(after, sizeof(after));
+    assert_string_equal(after, before);
+
+    /* four buckets: 50 keys; 303 keys, 300 deleted; the same versioned
+     * (300 delete markers); 50 keys, one with 200 versions */
+    assert_ok(objlog("--json", "bench", "--list", "--brokers", g_srv.bootstrap, "--keys",
+                     "50", "--deleted", "300", "--live", "3", "--versions", "200",
+                     "--lists", "5", NULL));
+    assert_removed_line("4 buckets (406 objects, 605 versions, 300 delete markers)");
+    bucket_names(after, sizeof(after));
+    assert_string_equal(after, before);
+
+    /* 200 warm-up keys and 50 keys written twice (If-None-Match, If-Match) */
+    assert_ok(objlog("bench", "--conditional", "--brokers", g_srv.bootstrap, "--rates", "100",
+                     "--seconds", "1", NULL));
+    assert_removed_line("1 bucket (250 objects, 250 versions)");
+    bucket_names(after, sizeof(after));
+    assert_string_equal(after, before);
+
+    /* what the test made itself is untouched */
+    assert_ok(objlog("--json", "get", "cl-bench-mine", "obj-00000000", NULL));
+    json_t *j = json_out();
+    assert_int_equal(json_integer_value(json_object_get(j, "size")), 7);
+    json_decref(j);
+    ver_row rows[4];
+    assert_int_equal(versions_rows("cl-bench-vmine", rows, 4), 2);
+
+    /* --keep: the bucket stays, with its objects, and nothing is said */
+    assert_ok(objlog("bench", "--brokers", g_srv.bootstrap, "--count", "40", "--gets", "10",
+                     "--threads", "2", "--keep", NULL));
+    assert_null(strstr(g_err, "removed"));
+    bucket_names(after, sizeof(after));
+    const char *bl = after, *kept = NULL;
+    int extra = 0;
+    for (const char *nl; (nl = strchr(bl, '\n')) != NULL; bl = nl + 1) {
+        char name[128];
+        snprintf(name, sizeof(name), "%.*s\n", (int)(nl - bl), bl);
+        if (!strstr(before, name)) {
+            extra++;
+            kept = bl;
+        }
+    }
+    assert_int_equal(extra, 1);
+    assert_int_equal(strncmp(kept, "bench-", 6), 0);
+    char bucket[128];
+    snprintf(bucket, sizeof(bucket), "%.*s", (int)strcspn(kept, "\n"), kept);
+    assert_ok(objlog("--json", "ls", bucket, "--max-keys", "1000", NULL));
+    j = json_out();
+    assert_int_equal(json_array_size(json_object_get(j, "objects")), 40);
+    json_decref(j);
+    snprintf(before, sizeof(before), "%s", after);
+
+    /* SIGINT in the middle (a GET phase far too long to finish): the run
+     * stops, still removes its bucket, and exits 1. The shell execs objlog
+     * in the foreground, so SIGINT is not ignored as in a background job. */
+    char *sh[] = {"/bin/sh", "-c",
+                  "(sleep 2; kill -INT $$) & exec \"$0\" --url \"$1\" bench --brokers \"$2\" "
+                  "--count 300 --gets 10000000 --threads 2",
+                  g_srv.objlog, g_srv.url, g_srv.bootstrap, NULL};
+    assert_int_equal(proc_run(sh, NULL, g_out, sizeof(g_out), g_err, sizeof(g_err), 60000),
+                     1);
+    assert_non_null(strstr(g_err, "objlog: bench: interrupted; removing what the bench "
+                                  "wrote (interrupt again to leave it)\n"));
+    char *last = strstr(g_err, "objlog: bench: removed 1 bucket (");
+    assert_non_null(last);
+    assert_string_equal(strchr(last, '\n'), "\n"); /* the last line */
+    bucket_names(after, sizeof(after));
+    assert_string_equal(after, before);
+}
+
 /* objlog ls without a bucket: GET /v1/buckets by name, page by page. */
 static void test_ls_buckets(void **state) {
     (void)state;
@@ -1495,6 +1610,7 @@ int main(void) {
         cmocka_unit_test(test_times_and_sizes),
         cmocka_unit_test(test_consistency_and_token),
         cmocka_unit_test(test_ls_buckets),
+        cmocka_unit_test(test_bench_url_cleanup),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
