@@ -644,8 +644,15 @@ static int versions_start(scan *s, const view_versions_req *req, int *skip_equal
     uint64_t seq;
     if (strcmp(vid, "null") == 0) {
         int rc = view_null_seq(s->v, &s->tmp, &seq, s->errstr, s->es);
-        if (rc <= 0)
-            return rc;
+        if (rc < 0)
+            return -1;
+        /* The null version went (deleted while a client paged): its place
+         * among the key's versions is gone with it, so the page resumes at
+         * the key's first version. A version may be listed twice; none
+         * that stayed is skipped (a cleanup that pages while deleting
+         * would otherwise leave versions behind). */
+        if (rc == 0)
+            return scan_start_at(s, &s->tmp) < 0 ? -1 : 1;
     } else if (keycodec_parse_version_id(vid, &seq) < 0) {
         return 0;
     }
