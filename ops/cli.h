@@ -8,7 +8,7 @@
  *   cmd_bucket.c  mb rb bucket versioning, and `ls` without a bucket
  *   cmd_mpu.c     mpu create|part|complete|abort|ls|parts
  *   cmd_stats.c   stats usage
- *   lag.c topics.c bench.c bench_cond.c
+ *   lag.c topics.c bench*.c (bench_int.h, bench_cond.h)
  *
  * Exit codes, process-wide: 0 ok, 1 the request failed, 2 usage error.
  * Errors (cli_fail, cli_usage_error): one line on stderr,

@@ -1,0 +1,137 @@
+/* bench_int.h: internals of `objlog bench`, shared by its files: the bench
+ * struct one run keeps, and the helpers of bench.c (own objlogd, the
+ * produce / wait / GET phases) that the modes reuse. Not installed; every
+ * includer defines _GNU_SOURCE first. The modes' entry points are here too,
+ * for bench_main: bench_modes.c, bench_list.c, bench_stats.c; cleanup in
+ * bench_clean.c; --conditional has its own header (bench_cond.h).
+ * Invariant: one bench a process; b->lock guards the fields the producer
+ * callback and the worker threads share (a GET thread writes only its own
+ * slice of lat_ms). */
+#ifndef OBJLOG_BENCH_INT_H
+#define OBJLOG_BENCH_INT_H
+
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bench_cond.h"
+#include "cli.h"
+#include "objlog_producer.h"
+
+#define BENCH_MAX_PARTS 1024
+/* --stats: puts per bucket. A bucket's events share one partition (the
+ * range map routes by bucket hash), the embedded log keeps ~5 MB per
+ * partition (~30,000 such events), and a replay needs the log whole. */
+#define STATS_PER_BUCKET 20000
+#define STATS_DEFAULT_PARTS 8    /* objlogd's default --partitions */
+#define STATS_ROUNDS_MAX 16
+#define BENCH_WAIT_MS 120000
+
+typedef struct bench {
+    const char *url;
+    const char *brokers;
+    char url_buf[128];
+    char brokers_buf[512];
+    int count, threads, gets, json;
+    const char *consistency;
+    /* our own objlogd, if we started one */
+    pid_t daemon;
+    int daemon_out;
+    char tmpdir[64];
+    char bucket[64];
+    objlog_producer *p;
+    pthread_mutex_t lock;
+    int64_t last_offset[BENCH_MAX_PARTS];
+    long done, failed;
+    char first_error[256];
+    double *lat_ms;              /* one per GET */
+    long get_errors;
+    char last_token[64];         /* of the latest completed write */
+    int partitions;              /* our objlogd's --partitions; 0: default */
+    /* --list */
+    int list, list_requests, list_fresh;
+    long list_keys, list_deleted, list_live, list_versions, list_queued;
+    /* --conditional: bench_cond.c */
+    int conditional;
+    /* --consistency-modes */
+    int modes, write_rate;
+    int bg_stop;                 /* set under lock to end the writer */
+    long bg_writes;
+    bench_cond_args cond;
+    /* --stats */
+    int stats, rounds;
+    int stats_nbuckets;          /* one per partition, <= STATS_PER_BUCKET puts */
+    char (*stats_buckets)[64];
+    void *sread;                 /* the stats_read the GET threads share */
+    /* With --url the buckets this run created, removed at the end unless
+     * --keep (bench_clean). Only buckets whose creation was confirmed are
+     * listed, so a name that collided with someone else's is never ours. */
+    int keep;
+    char (*created)[64];
+    int n_created;
+    void *clean;                 /* the clean_batch the delete threads share */
+} bench;
+
+typedef struct bench_thread {
+    bench *b;
+    int index;
+    pthread_t th;
+} bench_thread;
+
+/* Set by SIGINT while a bench against someone else's objlogd runs; every
+ * loop that issues writes or requests checks it. */
+extern volatile sig_atomic_t bench_interrupted;
+
+int64_t mono_us(void);
+
+/* ---- processes (bench.c: our objlogd; bench_stats.c: replay views) ---- */
+
+/* Where objlogd is: next to this objlog in the build tree, else PATH. */
+void objlogd_path(char *out, size_t n);
+/* nftw callback: removes every entry (FTW_DEPTH). */
+int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+/* SIGTERM, then SIGKILL after 10 s; reaps the child. */
+void child_stop(pid_t pid);
+/* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
+ * bootstrap servers when the daemon holds the log). */
+int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
+
+/* ---- phases (bench.c) ---- */
+
+/* Producer callback (opaque: the bench): last offset per partition, first
+ * error, last token. */
+void bench_cb(const objlog_write_result *r, void *opaque);
+void bench_key(int i, char *out, size_t n);
+/* bench_thread fn: its share of b->count puts into b->bucket. */
+void *produce_main(void *arg);
+/* Runs fn on n threads (bench_thread.index 0..n-1) and joins them. */
+int run_n_threads(bench *b, int n, void *(*fn)(void *));
+int run_threads(bench *b, void *(*fn)(void *));
+int producer_open(bench *b);
+/* Remembers a bucket this run made, for bench_clean. 0, or -1 on memory. */
+int bench_created(bench *b, const char *bucket);
+int create_bucket_named(bench *b, CURL *h, const char *bucket);
+/* A new bench-PID-TIME bucket, its name in b->bucket. */
+int create_bucket(bench *b, CURL *h);
+/* Waits until the last offset of every partition is applied. */
+int wait_applied(bench *b, CURL *h);
+/* bench_thread fn: its share of b->gets GETs at b->consistency, latencies
+ * into b->lat_ms. */
+void *get_main(void *arg);
+int cmp_double(const void *a, const void *b);
+double percentile(const double *sorted, long n, double q);
+double rate(long n, double s);
+
+/* ---- the modes, for bench_main; each returns a CLI exit code ---- */
+
+int bench_modes_run(bench *b); /* --consistency-modes: bench_modes.c */
+int bench_list_run(bench *b);  /* --list: bench_list.c */
+int bench_stats_run(bench *b); /* --stats: bench_stats.c */
+/* Removes every bucket b->created names, with what is in it, and says so
+ * in one line: bench_clean.c. */
+int bench_clean(bench *b);
+
+#endif
