@@ -36,7 +36,7 @@
 #include "cli.h"
 #include "objlog_producer.h"
 
-int64_t mono_us(void) {
+int64_t bench_mono_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -59,7 +59,7 @@ static void on_sigint(int sig) {
 
 /* ---- our objlogd ---- */
 
-void objlogd_path(char *out, size_t n) {
+void bench_objlogd_path(char *out, size_t n) {
     char self[PATH_MAX];
     ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (l > 0) {
@@ -71,7 +71,7 @@ void objlogd_path(char *out, size_t n) {
     snprintf(out, n, "objlogd"); /* execvp searches PATH */
 }
 
-int rm_entry(const char *path, const struct stat *st, int flag,
+int bench_rm_entry(const char *path, const struct stat *st, int flag,
              struct FTW *ftw) {
     (void)st;
     (void)flag;
@@ -81,12 +81,12 @@ int rm_entry(const char *path, const struct stat *st, int flag,
 }
 
 /* SIGTERM, then SIGKILL after 10 s; reaps the child. */
-void child_stop(pid_t pid) {
+void bench_child_stop(pid_t pid) {
     kill(pid, SIGTERM);
     int st;
-    int64_t deadline = mono_us() + 10 * 1000000;
+    int64_t deadline = bench_mono_us() + 10 * 1000000;
     while (waitpid(pid, &st, WNOHANG) == 0) {
-        if (mono_us() > deadline) {
+        if (bench_mono_us() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             break;
@@ -97,12 +97,12 @@ void child_stop(pid_t pid) {
 
 static void daemon_stop(bench *b) {
     if (b->daemon > 0) {
-        child_stop(b->daemon);
+        bench_child_stop(b->daemon);
         b->daemon = 0;
         close(b->daemon_out);
     }
     if (b->tmpdir[0])
-        nftw(b->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        nftw(b->tmpdir, bench_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     b->tmpdir[0] = '\0';
 }
 
@@ -148,12 +148,12 @@ static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
 
 /* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
  * bootstrap servers when the daemon holds the log). */
-int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
+int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
     char buf[4096];
     size_t len = 0;
-    int64_t deadline = mono_us() + 60 * 1000000LL;
+    int64_t deadline = bench_mono_us() + 60 * 1000000LL;
     url[0] = brokers[0] = '\0';
-    while (mono_us() < deadline) {
+    while (bench_mono_us() < deadline) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         if (poll(&pfd, 1, 200) <= 0)
             continue;
@@ -181,14 +181,14 @@ int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
 }
 
 static int daemon_wait_ready(bench *b) {
-    int rc = ready_lines(b->daemon_out, b->url_buf, sizeof(b->url_buf), b->brokers_buf,
+    int rc = bench_ready_lines(b->daemon_out, b->url_buf, sizeof(b->url_buf), b->brokers_buf,
                          sizeof(b->brokers_buf));
     return rc == 0 && b->brokers_buf[0] ? 0 : -1;
 }
 
 static int daemon_start(bench *b) {
     char path[PATH_MAX + 32];
-    objlogd_path(path, sizeof(path));
+    bench_objlogd_path(path, sizeof(path));
     snprintf(b->tmpdir, sizeof(b->tmpdir), "/tmp/objlog-bench-XXXXXX");
     if (!mkdtemp(b->tmpdir)) {
         fprintf(stderr, "objlog: bench: mkdtemp: %s\n", strerror(errno));
@@ -234,7 +234,7 @@ void bench_key(int i, char *out, size_t n) {
     snprintf(out, n, "obj-%08d", i);
 }
 
-void *produce_main(void *arg) {
+void *bench_produce_main(void *arg) {
     bench_thread *t = arg;
     bench *b = t->b;
     for (int i = t->index; i < b->count && !bench_interrupted; i += b->threads) {
@@ -255,7 +255,7 @@ void *produce_main(void *arg) {
 }
 
 /* Runs fn on n threads (bench_thread.index 0..n-1) and joins them. */
-int run_n_threads(bench *b, int n, void *(*fn)(void *)) {
+int bench_run_n_threads(bench *b, int n, void *(*fn)(void *)) {
     bench_thread *ts = calloc((size_t)n, sizeof(*ts));
     if (!ts)
         return -1;
@@ -269,11 +269,11 @@ int run_n_threads(bench *b, int n, void *(*fn)(void *)) {
     return 0;
 }
 
-int run_threads(bench *b, void *(*fn)(void *)) {
-    return run_n_threads(b, b->threads, fn);
+int bench_run_threads(bench *b, void *(*fn)(void *)) {
+    return bench_run_n_threads(b, b->threads, fn);
 }
 
-int producer_open(bench *b) {
+int bench_producer_open(bench *b) {
     char err[512];
     objlog_producer_conf *conf = objlog_producer_conf_new();
     if (!conf ||
@@ -304,7 +304,7 @@ int bench_created(bench *b, const char *bucket) {
     return 0;
 }
 
-int create_bucket_named(bench *b, CURL *h, const char *bucket) {
+int bench_create_bucket_named(bench *b, CURL *h, const char *bucket) {
     char url[512], err[256];
     snprintf(url, sizeof(url), "%s/v1/buckets/%s", b->url, bucket);
     cli_resp r;
@@ -322,16 +322,16 @@ int create_bucket_named(bench *b, CURL *h, const char *bucket) {
     return ok ? bench_created(b, bucket) : -1;
 }
 
-int create_bucket(bench *b, CURL *h) {
+int bench_create_bucket(bench *b, CURL *h) {
     snprintf(b->bucket, sizeof(b->bucket), "bench-%d-%lld", (int)getpid(),
              (long long)time(NULL));
-    return create_bucket_named(b, h, b->bucket);
+    return bench_create_bucket_named(b, h, b->bucket);
 }
 
 /* ---- phase 2: wait until applied ---- */
 
-int wait_applied(bench *b, CURL *h) {
-    int64_t deadline = mono_us() + BENCH_WAIT_MS * 1000LL;
+int bench_wait_applied(bench *b, CURL *h) {
+    int64_t deadline = bench_mono_us() + BENCH_WAIT_MS * 1000LL;
     for (int p = 0; p < BENCH_MAX_PARTS; p++) {
         if (b->last_offset[p] < 0)
             continue;
@@ -351,7 +351,7 @@ int wait_applied(bench *b, CURL *h) {
             cli_resp_free(&r);
             if (st == 200)
                 break;
-            if (st != 503 || mono_us() > deadline) {
+            if (st != 503 || bench_mono_us() > deadline) {
                 fprintf(stderr, "objlog: bench: outcome of %d.%lld: HTTP %ld\n", p,
                         (long long)b->last_offset[p], st);
                 return -1;
@@ -363,7 +363,7 @@ int wait_applied(bench *b, CURL *h) {
 
 /* ---- phase 3: GETs ---- */
 
-void *get_main(void *arg) {
+void *bench_get_main(void *arg) {
     bench_thread *t = arg;
     bench *b = t->b;
     CURL *h = curl_easy_init();
@@ -381,9 +381,9 @@ void *get_main(void *arg) {
         snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%s?consistency=%s%s",
                  b->url, b->bucket, key, b->consistency, tok);
         cli_resp r;
-        int64_t t0 = mono_us();
+        int64_t t0 = bench_mono_us();
         int rc = cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err));
-        b->lat_ms[j] = (double)(mono_us() - t0) / 1000.0;
+        b->lat_ms[j] = (double)(bench_mono_us() - t0) / 1000.0;
         if (rc < 0 || r.status != 200)
             errors++;
         if (rc == 0)
@@ -396,12 +396,12 @@ void *get_main(void *arg) {
     return NULL;
 }
 
-int cmp_double(const void *a, const void *b) {
+int bench_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-double percentile(const double *sorted, long n, double q) {
+double bench_percentile(const double *sorted, long n, double q) {
     if (n <= 0)
         return 0;
     long i = (long)(q * (double)(n - 1) + 0.5);
@@ -414,7 +414,7 @@ typedef struct figures {
     double produce_s, apply_s, get_s, p50, p99;
 } figures;
 
-double rate(long n, double s) { return s > 0 ? (double)n / s : 0; }
+double bench_rate(long n, double s) { return s > 0 ? (double)n / s : 0; }
 
 static void report(const bench *b, const figures *f) {
     if (b->json) {
@@ -422,11 +422,11 @@ static void report(const bench *b, const figures *f) {
             "{s:i,s:i,s:i,s:{s:i,s:f,s:f},s:{s:i,s:f,s:f},s:{s:i,s:f,s:f,s:f,s:f,s:I,s:s}}",
             "count", b->count, "threads", b->threads, "gets", b->gets,
             "produce", "ops", b->count, "seconds", f->produce_s, "per_second",
-            rate(b->count, f->produce_s),
+            bench_rate(b->count, f->produce_s),
             "apply", "ops", b->count, "seconds", f->apply_s, "per_second",
-            rate(b->count, f->apply_s),
+            bench_rate(b->count, f->apply_s),
             "get", "ops", b->gets, "seconds", f->get_s, "per_second",
-            rate(b->gets, f->get_s), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
+            bench_rate(b->gets, f->get_s), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
             (json_int_t)b->get_errors, "consistency", b->consistency);
         char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", s);
@@ -438,11 +438,11 @@ static void report(const bench *b, const figures *f) {
            b->consistency, b->threads, b->url);
     printf("%-8s %8s %9s %11s\n", "phase", "ops", "seconds", "ops/s");
     printf("%-8s %8d %9.3f %11.1f\n", "produce", b->count, f->produce_s,
-           rate(b->count, f->produce_s));
+           bench_rate(b->count, f->produce_s));
     printf("%-8s %8d %9.3f %11.1f\n", "apply", b->count, f->apply_s,
-           rate(b->count, f->apply_s));
+           bench_rate(b->count, f->apply_s));
     printf("%-8s %8d %9.3f %11.1f   p50 %.3f ms  p99 %.3f ms%s\n", "get", b->gets,
-           f->get_s, rate(b->gets, f->get_s), f->p50, f->p99,
+           f->get_s, bench_rate(b->gets, f->get_s), f->p50, f->p99,
            b->get_errors ? "  (errors!)" : "");
     if (b->get_errors)
         printf("get errors: %ld\n", b->get_errors);
@@ -452,29 +452,29 @@ static int bench_run(bench *b) {
     figures f = {0};
     CURL *h = curl_easy_init();
     int rc = CLI_EXIT_FAIL;
-    if (!h || create_bucket(b, h) < 0 || producer_open(b) < 0)
+    if (!h || bench_create_bucket(b, h) < 0 || bench_producer_open(b) < 0)
         goto out;
-    int64_t t0 = mono_us();
-    run_threads(b, produce_main);
+    int64_t t0 = bench_mono_us();
+    bench_run_threads(b, bench_produce_main);
     objlog_producer_flush(b->p, BENCH_WAIT_MS);
-    f.produce_s = (double)(mono_us() - t0) / 1e6;
+    f.produce_s = (double)(bench_mono_us() - t0) / 1e6;
     if (b->failed) {
         fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
                 b->failed, b->count, b->first_error);
         goto out;
     }
-    if (wait_applied(b, h) < 0)
+    if (bench_wait_applied(b, h) < 0)
         goto out;
-    f.apply_s = (double)(mono_us() - t0) / 1e6;
+    f.apply_s = (double)(bench_mono_us() - t0) / 1e6;
     b->lat_ms = calloc((size_t)(b->gets ? b->gets : 1), sizeof(double));
     if (!b->lat_ms)
         goto out;
-    int64_t g0 = mono_us();
-    run_threads(b, get_main);
-    f.get_s = (double)(mono_us() - g0) / 1e6;
-    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
-    f.p50 = percentile(b->lat_ms, b->gets, 0.50);
-    f.p99 = percentile(b->lat_ms, b->gets, 0.99);
+    int64_t g0 = bench_mono_us();
+    bench_run_threads(b, bench_get_main);
+    f.get_s = (double)(bench_mono_us() - g0) / 1e6;
+    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), bench_cmp_double);
+    f.p50 = bench_percentile(b->lat_ms, b->gets, 0.50);
+    f.p99 = bench_percentile(b->lat_ms, b->gets, 0.99);
     if (bench_interrupted)
         goto out;
     report(b, &f);

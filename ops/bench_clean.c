@@ -89,11 +89,11 @@ static const char *grouped(long n, char *out, size_t size) {
  * interrupted run left in flight) is retried for up to CLEAN_RETRY_US. */
 static int clean_http(CURL *h, const char *method, const char *url, cli_resp *r,
                       char *err, size_t en) {
-    int64_t deadline = mono_us() + CLEAN_RETRY_US;
+    int64_t deadline = bench_mono_us() + CLEAN_RETRY_US;
     for (;;) {
         if (cli_http(h, method, url, NULL, NULL, r, err, en) < 0)
             return -1;
-        if (r->status != 503 || mono_us() > deadline)
+        if (r->status != 503 || bench_mono_us() > deadline)
             return 0;
         cli_resp_free(r);
         usleep(200000);
@@ -133,7 +133,7 @@ static void *clean_main(void *arg) {
 }
 
 static void clean_progress(clean_batch *cb, const char *bucket) {
-    int64_t now = mono_us();
+    int64_t now = bench_mono_us();
     if (now - cb->t0 < CLEAN_PROGRESS_US || now - cb->last_progress < CLEAN_PROGRESS_US)
         return;
     cb->last_progress = now;
@@ -147,7 +147,7 @@ static void clean_progress(clean_batch *cb, const char *bucket) {
  * their URLs. */
 static void clean_batch_run(bench *b, clean_batch *cb, const char *bucket) {
     b->clean = cb;
-    run_n_threads(b, CLEAN_CONNS, clean_main);
+    bench_run_n_threads(b, CLEAN_CONNS, clean_main);
     b->clean = NULL;
     for (size_t i = 0; i < cb->n; i++) {
         clean_item *it = &cb->items[i];
@@ -349,7 +349,7 @@ int bench_clean(bench *b) {
     for (int i = 0; ok && i < CLEAN_CONNS; i++)
         ok = (cb->h[i] = curl_easy_init()) != NULL;
     if (ok) {
-        cb->t0 = mono_us();
+        cb->t0 = bench_mono_us();
         for (int i = 0; i < b->n_created; i++)
             left += clean_bucket(b, h, cb, b->created[i]) < 0;
         clean_say(b, &cb->count, left);

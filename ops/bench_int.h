@@ -85,19 +85,19 @@ typedef struct bench_thread {
  * loop that issues writes or requests checks it. */
 extern volatile sig_atomic_t bench_interrupted;
 
-int64_t mono_us(void);
+int64_t bench_mono_us(void);
 
 /* ---- processes (bench.c: our objlogd; bench_stats.c: replay views) ---- */
 
 /* Where objlogd is: next to this objlog in the build tree, else PATH. */
-void objlogd_path(char *out, size_t n);
+void bench_objlogd_path(char *out, size_t n);
 /* nftw callback: removes every entry (FTW_DEPTH). */
-int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+int bench_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
 /* SIGTERM, then SIGKILL after 10 s; reaps the child. */
-void child_stop(pid_t pid);
+void bench_child_stop(pid_t pid);
 /* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
  * bootstrap servers when the daemon holds the log). */
-int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
+int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
 
 /* ---- phases (bench.c) ---- */
 
@@ -106,24 +106,24 @@ int ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
 void bench_cb(const objlog_write_result *r, void *opaque);
 void bench_key(int i, char *out, size_t n);
 /* bench_thread fn: its share of b->count puts into b->bucket. */
-void *produce_main(void *arg);
+void *bench_produce_main(void *arg);
 /* Runs fn on n threads (bench_thread.index 0..n-1) and joins them. */
-int run_n_threads(bench *b, int n, void *(*fn)(void *));
-int run_threads(bench *b, void *(*fn)(void *));
-int producer_open(bench *b);
+int bench_run_n_threads(bench *b, int n, void *(*fn)(void *));
+int bench_run_threads(bench *b, void *(*fn)(void *));
+int bench_producer_open(bench *b);
 /* Remembers a bucket this run made, for bench_clean. 0, or -1 on memory. */
 int bench_created(bench *b, const char *bucket);
-int create_bucket_named(bench *b, CURL *h, const char *bucket);
+int bench_create_bucket_named(bench *b, CURL *h, const char *bucket);
 /* A new bench-PID-TIME bucket, its name in b->bucket. */
-int create_bucket(bench *b, CURL *h);
+int bench_create_bucket(bench *b, CURL *h);
 /* Waits until the last offset of every partition is applied. */
-int wait_applied(bench *b, CURL *h);
+int bench_wait_applied(bench *b, CURL *h);
 /* bench_thread fn: its share of b->gets GETs at b->consistency, latencies
  * into b->lat_ms. */
-void *get_main(void *arg);
-int cmp_double(const void *a, const void *b);
-double percentile(const double *sorted, long n, double q);
-double rate(long n, double s);
+void *bench_get_main(void *arg);
+int bench_cmp_double(const void *a, const void *b);
+double bench_percentile(const double *sorted, long n, double q);
+double bench_rate(long n, double s);
 
 /* ---- the modes, for bench_main; each returns a CLI exit code ---- */
 

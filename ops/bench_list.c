@@ -69,7 +69,7 @@ static int list_settle(bench *b, CURL *h) {
                 b->first_error);
         return -1;
     }
-    return wait_applied(b, h);
+    return bench_wait_applied(b, h);
 }
 
 /* Counts one queued write; every LIST_BATCH writes, waits for apply. */
@@ -197,13 +197,13 @@ static int list_measure(bench *b, CURL *h, list_case *c) {
                 break;
             }
         }
-        int64_t t0 = mono_us();
+        int64_t t0 = bench_mono_us();
         if (cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err)) < 0) {
             fprintf(stderr, "objlog: bench: LIST %s: %s\n", c->bucket, err);
             rc = -1;
             break;
         }
-        lat[i] = (double)(mono_us() - t0) / 1000.0;
+        lat[i] = (double)(bench_mono_us() - t0) / 1000.0;
         if (r.status != 200)
             c->errors++;
         if (i == 0) {
@@ -219,9 +219,9 @@ static int list_measure(bench *b, CURL *h, list_case *c) {
         cli_resp_free(&r);
     }
     curl_easy_cleanup(own);
-    qsort(lat, (size_t)b->list_requests, sizeof(double), cmp_double);
-    c->p50 = percentile(lat, b->list_requests, 0.50);
-    c->p99 = percentile(lat, b->list_requests, 0.99);
+    qsort(lat, (size_t)b->list_requests, sizeof(double), bench_cmp_double);
+    c->p50 = bench_percentile(lat, b->list_requests, 0.50);
+    c->p99 = bench_percentile(lat, b->list_requests, 0.99);
     free(lat);
     free(url);
     return rc;
@@ -330,13 +330,13 @@ int bench_list_run(bench *b) {
     }
     CURL *h = curl_easy_init();
     int rc = CLI_EXIT_FAIL;
-    if (!h || producer_open(b) < 0)
+    if (!h || bench_producer_open(b) < 0)
         goto out;
-    int64_t t0 = mono_us();
+    int64_t t0 = bench_mono_us();
     for (int i = 0; i < LIST_CASES; i++)
         if (list_build(b, h, &cs[i], gens[i]) < 0)
             goto out;
-    double build_s = (double)(mono_us() - t0) / 1e6;
+    double build_s = (double)(bench_mono_us() - t0) / 1e6;
     for (int i = 0; i < LIST_CASES; i++)
         if (list_measure(b, h, &cs[i]) < 0 || bench_interrupted)
             goto out;

@@ -56,10 +56,10 @@ static double scrape_counter(bench *b, CURL *h, const char *name) {
 
 static void *writer_main(void *arg) {
     bench *b = arg;
-    int64_t t0 = mono_us();
+    int64_t t0 = bench_mono_us();
     for (long i = 0;; i++) {
         int64_t due = t0 + (int64_t)((double)i * 1e6 / b->write_rate);
-        int64_t now = mono_us();
+        int64_t now = bench_mono_us();
         if (due > now)
             usleep((useconds_t)(due - now));
         pthread_mutex_lock(&b->lock);
@@ -93,16 +93,16 @@ static void mode_measure(bench *b, CURL *h, mode_fig *f) {
     b->get_errors = 0;
     double lo0 = scrape_counter(b, h, "objlog_list_offsets_requests_total");
     long w0 = bg_writes(b);
-    int64_t t0 = mono_us();
-    run_threads(b, get_main);
-    f->seconds = (double)(mono_us() - t0) / 1e6;
+    int64_t t0 = bench_mono_us();
+    bench_run_threads(b, bench_get_main);
+    f->seconds = (double)(bench_mono_us() - t0) / 1e6;
     f->writes = bg_writes(b) - w0;
     double lo1 = scrape_counter(b, h, "objlog_list_offsets_requests_total");
     f->list_offsets = lo0 >= 0 && lo1 >= 0 ? lo1 - lo0 : -1;
     f->errors = b->get_errors;
-    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), cmp_double);
-    f->p50 = percentile(b->lat_ms, b->gets, 0.50);
-    f->p99 = percentile(b->lat_ms, b->gets, 0.99);
+    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), bench_cmp_double);
+    f->p50 = bench_percentile(b->lat_ms, b->gets, 0.50);
+    f->p99 = bench_percentile(b->lat_ms, b->gets, 0.99);
 }
 
 static void modes_report(const bench *b, const mode_fig *fs) {
@@ -111,14 +111,14 @@ static void modes_report(const bench *b, const mode_fig *fs) {
         for (int i = 0; i < MODES_N; i++) {
             const mode_fig *f = &fs[i];
             json_t *lo = f->list_offsets < 0 ? json_null()
-                                             : json_real(rate((long)f->list_offsets,
+                                             : json_real(bench_rate((long)f->list_offsets,
                                                               f->seconds));
             json_array_append_new(arr, json_pack(
                 "{s:s,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:f}", "consistency", f->name,
                 "ops", b->gets, "seconds", f->seconds, "per_second",
-                rate(b->gets, f->seconds), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
+                bench_rate(b->gets, f->seconds), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
                 (json_int_t)f->errors, "list_offsets_per_second", lo,
-                "background_writes_per_second", rate(f->writes, f->seconds)));
+                "background_writes_per_second", bench_rate(f->writes, f->seconds)));
         }
         json_t *j = json_pack("{s:{s:i,s:i,s:i,s:i,s:o}}", "consistency_modes", "keys",
                               b->count, "threads", b->threads, "gets", b->gets,
@@ -140,10 +140,10 @@ static void modes_report(const bench *b, const mode_fig *fs) {
         if (f->list_offsets < 0)
             snprintf(lo, sizeof(lo), "n/a");
         else
-            snprintf(lo, sizeof(lo), "%.1f", rate((long)f->list_offsets, f->seconds));
+            snprintf(lo, sizeof(lo), "%.1f", bench_rate((long)f->list_offsets, f->seconds));
         printf("%-9s %8d %9.3f %10.1f %8.3f %8.3f %14s %9.1f%s\n", f->name, b->gets,
-               f->seconds, rate(b->gets, f->seconds), f->p50, f->p99, lo,
-               rate(f->writes, f->seconds), f->errors ? "  (errors!)" : "");
+               f->seconds, bench_rate(b->gets, f->seconds), f->p50, f->p99, lo,
+               bench_rate(f->writes, f->seconds), f->errors ? "  (errors!)" : "");
     }
     for (int i = 0; i < MODES_N; i++)
         if (fs[i].errors)
@@ -156,11 +156,11 @@ int bench_modes_run(bench *b) {
     int rc = CLI_EXIT_FAIL;
     pthread_t writer;
     int writing = 0;
-    if (!h || create_bucket(b, h) < 0 || producer_open(b) < 0)
+    if (!h || bench_create_bucket(b, h) < 0 || bench_producer_open(b) < 0)
         goto out;
-    run_threads(b, produce_main);
+    bench_run_threads(b, bench_produce_main);
     objlog_producer_flush(b->p, BENCH_WAIT_MS);
-    if (b->failed || wait_applied(b, h) < 0) {
+    if (b->failed || bench_wait_applied(b, h) < 0) {
         if (b->failed)
             fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
                     b->failed, b->count, b->first_error);

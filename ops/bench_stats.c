@@ -59,12 +59,12 @@ typedef struct replay_view {
 
 static void view_stop(replay_view *v) {
     if (v->pid > 0) {
-        child_stop(v->pid);
+        bench_child_stop(v->pid);
         close(v->out);
     }
     v->pid = 0;
     if (v->dir[0])
-        nftw(v->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        nftw(v->dir, bench_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     v->dir[0] = '\0';
 }
 
@@ -78,7 +78,7 @@ static void view_log_tail(const replay_view *v) {
 /* A fresh view of b's log on an empty data dir, ready to answer. */
 static int view_start(bench *b, int no_stats, replay_view *v) {
     char path[PATH_MAX + 32], data[96], log[96], boot[512];
-    objlogd_path(path, sizeof(path));
+    bench_objlogd_path(path, sizeof(path));
     memset(v, 0, sizeof(*v));
     snprintf(v->dir, sizeof(v->dir), "/tmp/objlog-bench-view-XXXXXX");
     int fds[2];
@@ -108,7 +108,7 @@ static int view_start(bench *b, int no_stats, replay_view *v) {
     close(fds[1]);
     v->out = fds[0];
     if (v->pid < 0 ||
-        ready_lines(v->out, v->url, sizeof(v->url), boot, sizeof(boot)) < 0) {
+        bench_ready_lines(v->out, v->url, sizeof(v->url), boot, sizeof(boot)) < 0) {
         fprintf(stderr, "objlog: bench: replay view %s did not become ready (log: %s)\n",
                 path, log);
         if (v->pid < 0)
@@ -149,12 +149,12 @@ static double stats_replay(bench *b, CURL *h, int no_stats, long events) {
         view_stop(&v);
         return -1;
     }
-    int64_t t_ready = mono_us(), t_first = 0;
+    int64_t t_ready = bench_mono_us(), t_first = 0;
     int64_t deadline = t_ready + BENCH_WAIT_MS * 1000LL;
     long first = 0, got = 0;
-    while (mono_us() < deadline) {
+    while (bench_mono_us() < deadline) {
         got = lag_sum(h, v.url, "applied");
-        int64_t now = mono_us();
+        int64_t now = bench_mono_us();
         if (got < 0)
             break;
         if (got > 0 && !t_first) {
@@ -202,9 +202,9 @@ static void *stats_get_main(void *arg) {
     for (long j = lo; j < hi; j++) {
         char err[256];
         cli_resp r;
-        int64_t t0 = mono_us();
+        int64_t t0 = bench_mono_us();
         int rc = cli_http(h, "GET", sr->url, NULL, NULL, &r, err, sizeof(err));
-        sr->lat_ms[j] = (double)(mono_us() - t0) / 1000.0;
+        sr->lat_ms[j] = (double)(bench_mono_us() - t0) / 1000.0;
         if ((rc < 0 || r.status != 200) && errors++ == 0) {
             char code[64] = "", msg[96] = "";
             if (rc == 0)
@@ -231,11 +231,11 @@ static int stats_latency(bench *b, const char *url, long n, stats_fig *f, int wh
     if (!sr.lat_ms)
         return -1;
     b->sread = &sr;
-    run_threads(b, stats_get_main);
+    bench_run_threads(b, stats_get_main);
     b->sread = NULL;
-    qsort(sr.lat_ms, (size_t)n, sizeof(double), cmp_double);
-    f->lat[which][0] = percentile(sr.lat_ms, n, 0.50);
-    f->lat[which][1] = percentile(sr.lat_ms, n, 0.99);
+    qsort(sr.lat_ms, (size_t)n, sizeof(double), bench_cmp_double);
+    f->lat[which][0] = bench_percentile(sr.lat_ms, n, 0.50);
+    f->lat[which][1] = bench_percentile(sr.lat_ms, n, 0.99);
     f->errors[which] = sr.errors;
     snprintf(f->first_error[which], sizeof(f->first_error[which]), "%s", sr.first_error);
     free(sr.lat_ms);
@@ -373,18 +373,18 @@ static int stats_workload(bench *b, CURL *h, stats_fig *f) {
         return -1;
     }
     for (int i = 0; i < b->stats_nbuckets; i++)
-        if (create_bucket_named(b, h, b->stats_buckets[i]) < 0)
+        if (bench_create_bucket_named(b, h, b->stats_buckets[i]) < 0)
             return -1;
-    if (producer_open(b) < 0)
+    if (bench_producer_open(b) < 0)
         return -1;
-    run_threads(b, stats_produce_main);
+    bench_run_threads(b, stats_produce_main);
     objlog_producer_flush(b->p, BENCH_WAIT_MS);
     if (b->failed) {
         fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
                 b->failed, b->count, b->first_error);
         return -1;
     }
-    if (wait_applied(b, h) < 0)
+    if (bench_wait_applied(b, h) < 0)
         return -1;
     f->events = lag_sum(h, b->url, "end");
     if (f->events <= 0) {
