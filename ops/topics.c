@@ -66,7 +66,7 @@ int topics_main(cli *c, int argc, char **argv) {
     if (create) {
         int made = objlog_topics_create(brokers, &t, 30000, stdout, err, sizeof(err));
         if (made < 0) {
-            return cli_fail(c, brokers, "KafkaError", err, 0, NULL);
+            return cli_fail(c, pos[0], "KafkaError", err, 0, NULL);
         }
         if (made == 0)
             printf("all three topics exist on %s\n", brokers);
@@ -74,13 +74,13 @@ int topics_main(cli *c, int argc, char **argv) {
     int unsafe = objlog_topics_check(brokers, &t, 30000, problems, sizeof(problems),
                                      err, sizeof(err));
     if (unsafe < 0) {
-        return cli_fail(c, brokers, "KafkaError", err, 0, NULL);
+        return cli_fail(c, pos[0], "KafkaError", err, 0, NULL);
     }
     fputs(problems, unsafe ? stderr : stdout);
     if (unsafe) {
         char msg[64];
         snprintf(msg, sizeof(msg), "%d unsafe setting%s", unsafe, unsafe == 1 ? "" : "s");
-        return cli_fail(c, brokers, "UnsafeTopics", msg, 0, NULL);
+        return cli_fail(c, pos[0], "UnsafeTopics", msg, 0, NULL);
     }
     printf("topics %s, %s, %s: safe\n", t.events, t.control, t.dlq);
     return CLI_EXIT_OK;

@@ -744,7 +744,7 @@ static void unsafe_topics_refused_by_name_unless_allowed(void **state) {
         char *check[] = {"topics", "check", "--brokers", T.boot_a, "--topic",
                          (char *)rows[i].topic, NULL};
         assert_int_equal(objlog_run(check, out, sizeof(out), err, sizeof(err)), 1);
-        snprintf(line, sizeof(line), "%s\nobjlog topics check: 1 unsafe setting\n",
+        snprintf(line, sizeof(line), "%s\nobjlog: topics check: UnsafeTopics: 1 unsafe setting\n",
                  rows[i].msg);
         assert_string_equal(err, line);
         assert_string_equal(out, "");
@@ -758,7 +758,7 @@ static void unsafe_topics_refused_by_name_unless_allowed(void **state) {
     assert_int_equal(objlog_run(create, out, sizeof(out), err, sizeof(err)), 1);
     snprintf(line, sizeof(line), "all three topics exist on %s\n", T.boot_a);
     assert_string_equal(out, line);
-    assert_string_equal(err, MSG_RETENTION "\nobjlog topics create: 1 unsafe setting\n");
+    assert_string_equal(err, MSG_RETENTION "\nobjlog: topics create: UnsafeTopics: 1 unsafe setting\n");
     const char *want[] = {"retention.ms", "604800000", NULL};
     expect_topic(T.boot_a, "bad.retention", 8, 3, want);
 }
