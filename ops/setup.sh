@@ -9,6 +9,9 @@
 #   ops/setup.sh test                  install what is missing, build plain and
 #                                      ASan+UBSan trees, run every test in both
 #   ops/setup.sh build                 install what is missing and build
+#   ops/setup.sh compare [flags]       install what is missing (wrk, PostgreSQL
+#                                      15, ...), build, fetch the Kafka jars and
+#                                      run ops/compare/compare.sh [flags]
 # Everything the project needs on a fresh Debian 12 machine is listed here.
 set -euo pipefail
 
@@ -22,6 +25,7 @@ packages=(
   libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   kcat protobuf-compiler
   openjdk-17-jre-headless maven
+  wrk postgresql-15 postgresql-client-15 curl
 )
 
 install_missing() {
@@ -35,6 +39,11 @@ install_missing() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # A fresh postgresql-15 creates and starts a "main" cluster on
+  # localhost:5432; the comparison makes throw-away clusters of its own.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && [ -d /etc/postgresql/15/main ]; then
+    $sudo pg_dropcluster --stop 15 main || true
+  fi
 }
 
 # promtool validates /metrics in the tests. It ships only inside Debian's
@@ -123,8 +132,14 @@ case "$cmd" in
     run_tests build "plain build"
     run_tests build-asan "AddressSanitizer + UndefinedBehaviorSanitizer build"
     ;;
+  compare)
+    install_missing
+    build_tree build
+    "$root/ops/kafka.sh" fetch >/dev/null || echo "setup: no Kafka jars; the Kafka rows are skipped" >&2
+    exec "$root/ops/compare/compare.sh" "$@"
+    ;;
   *)
-    echo "usage: ops/setup.sh run [objlogd flags] | test | build" >&2
+    echo "usage: ops/setup.sh run [objlogd flags] | test | build | compare [flags]" >&2
     exit 2
     ;;
 esac
