@@ -25,12 +25,13 @@ packages=(
   libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   kcat protobuf-compiler
   openjdk-17-jre-headless maven
-  wrk postgresql-15 postgresql-client-15 curl
 )
+# Only `compare` needs these (the tests do not run the comparison).
+compare_packages=(wrk postgresql-15 postgresql-client-15 curl valgrind)
 
-install_missing() {
+install_missing() { # extra packages...
   local missing=()
-  for p in "${packages[@]}"; do
+  for p in "${packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -133,7 +134,7 @@ case "$cmd" in
     run_tests build-asan "AddressSanitizer + UndefinedBehaviorSanitizer build"
     ;;
   compare)
-    install_missing
+    install_missing "${compare_packages[@]}"
     build_tree build
     "$root/ops/kafka.sh" fetch >/dev/null || echo "setup: no Kafka jars; the Kafka rows are skipped" >&2
     exec "$root/ops/compare/compare.sh" "$@"
