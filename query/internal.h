@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "keycodec.h"
 #include "materializer.h"
 #include "objlog_logger.h"
 #include "objlog_producer.h"
@@ -130,6 +131,7 @@ typedef struct http_worker {
     fence_req *parked;
     atomic_int nparked;
     struct event *wake_ev;       /* fence_worker_wake_cb, from any thread */
+    uint64_t rid_state;          /* request ids (http_request_id) */
     /* Connections (conn.c), all worker-thread state but nconns, which
      * /metrics reads. */
     struct evconnlistener *lev;  /* evhttp's, paused when full or out of fds */
@@ -200,6 +202,21 @@ void conn_request_dispatched(http_worker *w, struct evhttp_request *req);
 http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req);
 void conn_answer_sent(http_conn *cn);
 
+/* ---- jsonw.c: compact JSON for the hottest answers ---- */
+typedef struct jsonw {
+    keybuf buf;                  /* the text; the caller frees it */
+    int need_comma;
+    int failed;                  /* out of memory, at any point */
+} jsonw;
+void jsonw_begin(jsonw *w);      /* "{" */
+void jsonw_str(jsonw *w, const char *key, const char *s); /* NULL: "" */
+void jsonw_strn(jsonw *w, const char *key, const char *s, size_t n);
+void jsonw_u64(jsonw *w, const char *key, uint64_t v);
+void jsonw_bool(jsonw *w, const char *key, int v);
+void jsonw_object_begin(jsonw *w, const char *key);
+void jsonw_object_end(jsonw *w);
+int jsonw_finish(jsonw *w);      /* "}\n"; 0, or -1 out of memory */
+
 /* ---- http.c ---- */
 /* Value of query parameter name (NULL if absent); *len gets its length. */
 const char *http_param_get(const http_ctx *c, const char *name, size_t *len);
@@ -213,6 +230,8 @@ const char *http_param_or_header(const http_ctx *c, const char *param,
 void http_add_header(http_ctx *c, const char *name, const char *value);
 /* Sends body (stolen; NULL = no body) as JSON with status. */
 void http_reply_json(http_ctx *c, int status, json_t *body);
+/* The same with a body already rendered (jsonw.c). */
+void http_reply_json_text(http_ctx *c, int status, const char *text, size_t len);
 /* Sends len bytes of text with content_type and status (metrics). */
 void http_reply_text(http_ctx *c, int status, const char *content_type,
                      const char *text, size_t len);
@@ -227,7 +246,7 @@ void http_reply_error_rid(http_ctx *c, int status, const char *code,
 json_t *http_json_bytes(const void *p, size_t n);
 void http_format_time(int64_t ms, char *out, size_t out_size);
 int http_utf8_valid(const uint8_t *s, size_t n);
-void http_random_hex(char out[33]);
+void http_request_id(http_worker *w, char out[33]); /* 32 hex digits */
 int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
 /* Runs req's route again on its worker, after its fence ended with res
  * (fence.c); same request id and start time. */
