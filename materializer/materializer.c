@@ -180,7 +180,11 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
         /* librdkafka's backoff grows to 10 s over an outage; applying
          * should resume within a second of the brokers' return. */
         conf_set(c, "reconnect.backoff.max.ms", "1000", errstr, es) ||
-        conf_set(c, "statistics.interval.ms", MAT_STATS_MS, errstr, es)) {
+        conf_set(c, "statistics.interval.ms", MAT_STATS_MS, errstr, es) ||
+        /* librdkafka prefetches up to 64 MB while the view trails the log;
+         * 16 MB keeps ~50,000 events ahead of apply (batches are 1,000)
+         * and bounds the view's memory (issue 12). */
+        conf_set(c, "queued.max.messages.kbytes", "16384", errstr, es)) {
         rd_kafka_conf_destroy(c);
         return NULL;
     }

@@ -20,6 +20,8 @@
 struct objlog_store {
     rocksdb_t *db;
     rocksdb_options_t *opts;
+    rocksdb_cache_t *cache;      /* shared by every column family */
+    rocksdb_block_based_table_options_t *table;
     rocksdb_readoptions_t *ro;
     rocksdb_column_family_handle_t *deflt;
     rocksdb_column_family_handle_t *cf[OBJLOG_CF_COUNT];
@@ -35,8 +37,40 @@ const char *objlog_cf_name(objlog_cf cf) {
     return store_cf_names[cf];
 }
 
-objlog_store *objlog_store_open(const char *dir, char *errstr,
-                                size_t errstr_size) {
+static void store_free_options(objlog_store *s) {
+    if (s->ro)
+        rocksdb_readoptions_destroy(s->ro);
+    if (s->opts)
+        rocksdb_options_destroy(s->opts);
+    if (s->table)
+        rocksdb_block_based_options_destroy(s->table);
+    if (s->cache)
+        rocksdb_cache_destroy(s->cache);
+}
+
+/* Every column family gets these options: the shared cache, and memtables
+ * of a quarter of the budget each (so that the budget, not a single
+ * column family, decides when to flush). */
+static void store_set_memory(objlog_store *s, const objlog_store_conf *conf) {
+    size_t cache = conf && conf->block_cache_bytes ? conf->block_cache_bytes
+                                                   : OBJLOG_STORE_BLOCK_CACHE_DEFAULT;
+    size_t mem = conf && conf->memtable_bytes ? conf->memtable_bytes
+                                              : OBJLOG_STORE_MEMTABLE_DEFAULT;
+    s->cache = rocksdb_cache_create_lru(cache);
+    s->table = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(s->table, s->cache);
+    rocksdb_options_set_block_based_table_factory(s->opts, s->table);
+    rocksdb_options_set_db_write_buffer_size(s->opts, mem);
+    rocksdb_options_set_write_buffer_size(s->opts, mem / 4 > (1 << 20) ? mem / 4 : 1 << 20);
+    rocksdb_options_set_max_write_buffer_number(s->opts, 2);
+}
+
+objlog_store *objlog_store_open(const char *dir, char *errstr, size_t errstr_size) {
+    return objlog_store_open_conf(dir, NULL, errstr, errstr_size);
+}
+
+objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *conf,
+                                     char *errstr, size_t errstr_size) {
     objlog_store *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(errstr, errstr_size, "out of memory");
@@ -45,6 +79,7 @@ objlog_store *objlog_store_open(const char *dir, char *errstr,
     s->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(s->opts, 1);
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
+    store_set_memory(s, conf);
     s->ro = rocksdb_readoptions_create();
 
     const char *names[OBJLOG_CF_COUNT + 1];
@@ -62,8 +97,7 @@ objlog_store *objlog_store_open(const char *dir, char *errstr,
     if (err) {
         snprintf(errstr, errstr_size, "open store %s: %s", dir, err);
         rocksdb_free(err);
-        rocksdb_readoptions_destroy(s->ro);
-        rocksdb_options_destroy(s->opts);
+        store_free_options(s);
         free(s);
         return NULL;
     }
@@ -80,8 +114,7 @@ void objlog_store_close(objlog_store *s) {
         rocksdb_column_family_handle_destroy(s->cf[i]);
     rocksdb_column_family_handle_destroy(s->deflt);
     rocksdb_close(s->db);
-    rocksdb_readoptions_destroy(s->ro);
-    rocksdb_options_destroy(s->opts);
+    store_free_options(s);
     free(s);
 }
 

@@ -52,6 +52,8 @@ typedef struct objlogd_conf {
     const char *log_format;      /* text | json */
     const char *access_log;      /* NULL: none; "-": stderr */
     long long nofile;            /* the open-file limit in force */
+    int block_cache_mb;          /* the store's shared block cache */
+    int memtable_mb;             /* the store's memtable budget, all CFs */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -64,6 +66,7 @@ static void usage(FILE *f) {
             "               [--no-create-topics] [--allow-unsafe-topics]\n"
             "               [--max-connections N] [--request-timeout-ms N]\n"
             "               [--log-format text|json] [--access-log FILE|-]\n"
+            "               [--block-cache-mb N] [--memtable-mb N]\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
             "                needs an empty --data, which it marks as unusable with stats)]\n"
@@ -71,7 +74,7 @@ static void usage(FILE *f) {
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
-            "     OBJLOG_ACCESS_LOG\n");
+            "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -117,6 +120,12 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_MAX_CONNECTIONS")) && *v &&
         parse_int("OBJLOG_MAX_CONNECTIONS", v, 1, 1000000, &c->max_connections) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_BLOCK_CACHE_MB")) && *v &&
+        parse_int("OBJLOG_BLOCK_CACHE_MB", v, 1, 1 << 20, &c->block_cache_mb) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_MEMTABLE_MB")) && *v &&
+        parse_int("OBJLOG_MEMTABLE_MB", v, 4, 1 << 20, &c->memtable_mb) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_REQUEST_TIMEOUT_MS")) && *v &&
         parse_int("OBJLOG_REQUEST_TIMEOUT_MS", v, 100, 3600000, &c->request_timeout_ms) < 0)
         return -1;
@@ -156,7 +165,7 @@ enum {
     OPT_NO_CREATE_TOPICS, OPT_ALLOW_UNSAFE_TOPICS, OPT_PARTITIONS, OPT_THREADS,
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
-    OPT_LOG_FORMAT, OPT_ACCESS_LOG
+    OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB
 };
 
 static const struct option objlogd_options[] = {
@@ -182,6 +191,8 @@ static const struct option objlogd_options[] = {
     {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+    {"block-cache-mb", required_argument, NULL, OPT_BLOCK_CACHE_MB},
+    {"memtable-mb", required_argument, NULL, OPT_MEMTABLE_MB},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -223,6 +234,8 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
         return parse_int(flag, v, 100, 3600000, &c->request_timeout_ms);
     case OPT_LOG_FORMAT: return parse_log_format(flag, v, c);
     case OPT_ACCESS_LOG: c->access_log = v; return 0;
+    case OPT_BLOCK_CACHE_MB: return parse_int(flag, v, 1, 1 << 20, &c->block_cache_mb);
+    case OPT_MEMTABLE_MB: return parse_int(flag, v, 4, 1 << 20, &c->memtable_mb);
     default: return -1;
     }
 }
@@ -424,7 +437,9 @@ static objlog_store *open_bound_store(const objlogd_conf *c,
                                       const objlog_log_identity *log, int own_log) {
     char err[1024];
     for (int attempt = 0; attempt < 2; attempt++) {
-        objlog_store *store = objlog_store_open(c->data, err, sizeof(err));
+        objlog_store_conf sc = {.block_cache_bytes = (size_t)c->block_cache_mb << 20,
+                                .memtable_bytes = (size_t)c->memtable_mb << 20};
+        objlog_store *store = objlog_store_open_conf(c->data, &sc, err, sizeof(err));
         if (!store) {
             objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "store %s: %s", c->data, err);
             return NULL;

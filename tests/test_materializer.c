@@ -533,6 +533,51 @@ static long elapsed_ms(const struct timespec *t0) {
     return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
+/* The memtable budget (objlog_store_conf) holds across every column
+ * family: 60,000 PUTs (~9 MB of rows) leave memtables within a small
+ * multiple of the budget (one filling, one flushing per column family)
+ * and the rest
+ * flushed to SST files; with RocksDB's defaults (64 MB per column family)
+ * all of it stayed in memory. */
+static uint64_t store_property_sum(fixture *f, const char *name) {
+    uint64_t total = 0, v = 0;
+    for (int cf = 0; cf < OBJLOG_CF_COUNT; cf++)
+        if (rocksdb_property_int_cf(objlog_store_db(f->store),
+                                    objlog_store_cf(f->store, (objlog_cf)cf), name, &v) == 0)
+            total += v;
+    return total;
+}
+
+static void test_memtable_budget(void **state) {
+    fixture *f = *state;
+    char err[256];
+    objlog_store_close(f->store);
+    objlog_store_conf sc = {.memtable_bytes = 1 << 20, .block_cache_bytes = 1 << 20};
+    f->store = objlog_store_open_conf(f->dir, &sc, err, sizeof(err));
+    assert_non_null(f->store);
+    f->m = start_materializer(f, 1000);
+    int64_t slot;
+    for (int p = 0; p < NPARTS; p++) {
+        ev_spec b = {'B', f->bucket[p], "", "", 1 + (uint32_t)p};
+        produce_event(f, &b, &slot);
+    }
+    for (int i = 0; i < 60000; i++) {
+        ev_spec s = {'P', f->bucket[i % NPARTS], "", "", 100 + (uint32_t)i};
+        snprintf(s.key, sizeof(s.key), "budget-%06d", i);
+        snprintf(s.etag, sizeof(s.etag), "e%d", i);
+        produce_event(f, &s, &slot);
+    }
+    flush(f);
+    wait_all_applied(f, f->m);
+    uint64_t mem = store_property_sum(f, "rocksdb.cur-size-all-mem-tables");
+    uint64_t sst = store_property_sum(f, "rocksdb.live-sst-files-size");
+    print_message("memtables %llu bytes, SST %llu bytes\n", (unsigned long long)mem,
+                  (unsigned long long)sst);
+    assert_true(mem <= 4u << 20);
+    assert_true(sst > 0);
+    assert_int_equal(count_rows(f, OBJLOG_CF_OBJECTS, 0), 60000);
+}
+
 static void test_wait_applied(void **state) {
     fixture *f = *state;
     f->m = start_materializer(f, 1000);
@@ -744,6 +789,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_consume_apply_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dlq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_dump_identical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memtable_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_applied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_start_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_stats_switch, setup, teardown),
