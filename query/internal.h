@@ -208,13 +208,15 @@ typedef struct jsonw {
     int need_comma;
     int failed;                  /* out of memory, at any point */
 } jsonw;
-void jsonw_begin(jsonw *w);      /* "{" */
+void jsonw_begin(jsonw *w);      /* "{"; key NULL below: an array element */
 void jsonw_str(jsonw *w, const char *key, const char *s); /* NULL: "" */
 void jsonw_strn(jsonw *w, const char *key, const char *s, size_t n);
 void jsonw_u64(jsonw *w, const char *key, uint64_t v);
 void jsonw_bool(jsonw *w, const char *key, int v);
 void jsonw_object_begin(jsonw *w, const char *key);
 void jsonw_object_end(jsonw *w);
+void jsonw_array_begin(jsonw *w, const char *key);
+void jsonw_array_end(jsonw *w);
 int jsonw_finish(jsonw *w);      /* "}\n"; 0, or -1 out of memory */
 
 /* ---- http.c ---- */

@@ -1,4 +1,5 @@
-/* jsonw.c: a JSON writer for the hottest answers (an object's GET). With
+/* jsonw.c: a JSON writer for the hottest answers (an object's GET, a
+ * LIST page). With
  * jansson a GET built a json_t tree (a hash table, an allocation per
  * field) and dumped it through a callback per token: about 33,000
  * instructions of the 139,000 an eventual GET cost (callgrind, issue 12).
@@ -7,7 +8,8 @@
  * Invariant: the text is what json_dumps(JSON_COMPACT) gives for the same
  * fields in the same order: '"', '\\' and bytes below 0x20 escaped, other
  * bytes (UTF-8 was checked at the edge) copied as they are; the caller
- * alternates keys and values inside one object at a time. An allocation
+ * alternates keys and values inside an object, and gives values without
+ * keys (key NULL) inside an array. An allocation
  * failure is sticky: jsonw_finish reports it once. */
 #include "internal.h"
 
@@ -62,20 +64,27 @@ static void jsonw_string(jsonw *w, const char *s, size_t n) {
     jsonw_raw(w, "\"", 1);
 }
 
+/* A member's key, or (key NULL) the separator before an array element. */
 static void jsonw_key(jsonw *w, const char *key) {
     jsonw_sep(w);
+    if (!key)
+        return;
     jsonw_string(w, key, strlen(key));
     jsonw_raw(w, ":", 1);
 }
 
 void jsonw_strn(jsonw *w, const char *key, const char *s, size_t n) {
+    if (!s) { /* an absent parameter: "" as jansson showed it */
+        s = "";
+        n = 0;
+    }
     jsonw_key(w, key);
     jsonw_string(w, s, n);
     w->need_comma = 1;
 }
 
 void jsonw_str(jsonw *w, const char *key, const char *s) {
-    jsonw_strn(w, key, s ? s : "", s ? strlen(s) : 0);
+    jsonw_strn(w, key, s, s ? strlen(s) : 0);
 }
 
 void jsonw_u64(jsonw *w, const char *key, uint64_t v) {
@@ -103,6 +112,16 @@ void jsonw_object_begin(jsonw *w, const char *key) {
 
 void jsonw_object_end(jsonw *w) {
     jsonw_raw(w, "}", 1);
+    w->need_comma = 1;
+}
+
+void jsonw_array_begin(jsonw *w, const char *key) {
+    jsonw_key(w, key);
+    jsonw_raw(w, "[", 1);
+}
+
+void jsonw_array_end(jsonw *w) {
+    jsonw_raw(w, "]", 1);
     w->need_comma = 1;
 }
 

@@ -329,33 +329,56 @@ static int read_list_token(http_ctx *c, const char *bucket, view_list_req *l,
     return 0;
 }
 
-static json_t *read_list_json(const http_ctx *c, const char *bucket,
-                              const view_list_req *l, const view_list *o) {
-    json_t *j = json_object();
-    json_t *objs = json_array();
-    for (size_t i = 0; i < o->n_objects; i++)
-        json_array_append_new(objs, read_version_json(&o->objects[i]));
-    json_object_set_new(j, "bucket", json_string(bucket));
-    json_object_set_new(j, "prefix", http_json_bytes(l->prefix, l->prefix_len));
-    json_object_set_new(j, "delimiter", http_json_bytes(l->delimiter, l->delimiter_len));
-    json_object_set_new(j, "start_after",
-                        http_json_bytes(l->start_after, l->start_after_len));
-    json_object_set_new(j, "max_keys", json_integer(l->max_keys));
-    json_object_set_new(j, "key_count",
-                        json_integer((json_int_t)(o->n_objects + o->n_prefixes)));
-    json_object_set_new(j, "is_truncated", json_boolean(o->is_truncated));
+/* One version as a listing shows it (the fields of read_version_json). */
+static void read_version_jsonw(jsonw *w, const view_version *v) {
+    char ts[40];
+    http_format_time(v->last_modified_ms, ts, sizeof(ts));
+    jsonw_strn(w, "key", (const char *)v->key.data, v->key.len);
+    jsonw_str(w, "version_id", v->version_id);
+    jsonw_str(w, "etag", v->etag);
+    jsonw_u64(w, "size", v->size);
+    jsonw_str(w, "storage_class", v->storage_class);
+    jsonw_str(w, "last_modified", ts);
+}
+
+/* A LIST page, written by jsonw.c: with jansson, building, dumping and
+ * freeing 100 objects' trees was 75% of a page's 3.6 million instructions.
+ * The fields and their order are what read_version_json and jansson gave. */
+static void read_list_reply(http_ctx *c, const char *bucket, const view_list_req *l,
+                            const view_list *o) {
+    jsonw w;
+    jsonw_begin(&w);
+    jsonw_str(&w, "bucket", bucket);
+    jsonw_strn(&w, "prefix", (const char *)l->prefix, l->prefix_len);
+    jsonw_strn(&w, "delimiter", (const char *)l->delimiter, l->delimiter_len);
+    jsonw_strn(&w, "start_after", (const char *)l->start_after, l->start_after_len);
+    jsonw_u64(&w, "max_keys", (uint64_t)l->max_keys);
+    jsonw_u64(&w, "key_count", o->n_objects + o->n_prefixes);
+    jsonw_bool(&w, "is_truncated", o->is_truncated);
     if (o->is_truncated) {
         char *t = listtoken_encode(c->q->token_key, bucket,
                                    o->next_kind == VIEW_POS_PREFIX ? LISTTOKEN_PREFIX
                                                                    : LISTTOKEN_KEY,
                                    o->next.data, o->next.len);
-        json_object_set_new(j, "next_continuation_token", json_string(t ? t : ""));
+        jsonw_str(&w, "next_continuation_token", t);
         free(t);
     }
-    json_object_set_new(j, "objects", objs);
-    json_object_set_new(j, "common_prefixes",
-                        read_prefixes_json(o->prefixes, o->n_prefixes));
-    return j;
+    jsonw_array_begin(&w, "objects");
+    for (size_t i = 0; i < o->n_objects; i++) {
+        jsonw_object_begin(&w, NULL);
+        read_version_jsonw(&w, &o->objects[i]);
+        jsonw_object_end(&w);
+    }
+    jsonw_array_end(&w);
+    jsonw_array_begin(&w, "common_prefixes");
+    for (size_t i = 0; i < o->n_prefixes; i++)
+        jsonw_strn(&w, NULL, (const char *)o->prefixes[i].data, o->prefixes[i].len);
+    jsonw_array_end(&w);
+    if (jsonw_finish(&w) < 0)
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    else
+        http_reply_json_text(c, 200, (const char *)w.buf.data, w.buf.len);
+    keybuf_free(&w.buf);
 }
 
 void read_list(http_ctx *c, const char *bucket) {
@@ -375,7 +398,7 @@ void read_list(http_ctx *c, const char *bucket) {
         view_rc rc = view_list_objects(v, bucket, &l, &o, err, sizeof(err));
         view_close(v);
         if (rc == VIEW_OK)
-            http_reply_json(c, 200, read_list_json(c, bucket, &l, &o));
+            read_list_reply(c, bucket, &l, &o);
         else
             read_reply_rc(c, rc, bucket, err);
         view_list_free(&o);
