@@ -129,6 +129,8 @@ int cli_parse_u64(const char *s, unsigned long long *v);
 
 /* Reports a failure of the current command on target; returns 1. status
  * and request_id: 0 / NULL when there was no HTTP answer. */
+/* Prints {"error": e} as one line on stderr (the --json error rule); takes e. */
+void cli_json_error(json_t *e);
 int cli_fail(cli *c, const char *target, const char *code, const char *msg,
              long status, const char *request_id);
 

@@ -149,6 +149,14 @@ void cli_error_of(const cli_resp *r, char *code, size_t code_size,
 
 /* ---- failures ---- */
 
+void cli_json_error(json_t *e) {
+    json_t *j = json_pack("{s:o}", "error", e);
+    char *s = json_dumps(j, JSON_COMPACT);
+    fprintf(stderr, "%s\n", s ? s : "");
+    free(s);
+    json_decref(j);
+}
+
 int cli_fail(cli *c, const char *target, const char *code, const char *msg,
              long status, const char *request_id) {
     if (!c->json) {
@@ -161,11 +169,7 @@ int cli_fail(cli *c, const char *target, const char *code, const char *msg,
         json_object_set_new(e, "status", json_integer(status));
     if (request_id && *request_id)
         json_object_set_new(e, "request_id", json_string(request_id));
-    json_t *j = json_pack("{s:o}", "error", e);
-    char *s = json_dumps(j, JSON_COMPACT);
-    fprintf(stderr, "%s\n", s ? s : "");
-    free(s);
-    json_decref(j);
+    cli_json_error(e);
     return CLI_EXIT_FAIL;
 }
 

@@ -96,11 +96,7 @@ int cli_usage_error(cli *c, const char *fmt, ...) {
         json_t *e = json_pack("{s:s, s:s}", "code", "UsageError", "message", msg);
         if (c->cmd)
             json_object_set_new(e, "command", json_string(c->cmd));
-        json_t *j = json_pack("{s:o}", "error", e);
-        char *s = json_dumps(j, JSON_COMPACT);
-        fprintf(stderr, "%s\n", s ? s : "");
-        free(s);
-        json_decref(j);
+        cli_json_error(e);
         return CLI_EXIT_USAGE;
     }
     if (c->cmd)
