@@ -1229,6 +1229,13 @@ static void test_command_lines(void **state) {
     assert_ok(objlog("help", "mpu", "part", NULL));
     assert_string_equal(g_out, usage);
     assert_string_equal(g_err, "");
+    /* bench --help prints its usage and runs nothing (it once ran the
+     * whole bench after the usage) */
+    assert_ok(objlog("help", "bench", NULL));
+    snprintf(usage, sizeof(usage), "%s", g_out);
+    assert_ok(objlog("bench", "--help", NULL));
+    assert_string_equal(g_out, usage);
+    assert_string_equal(g_err, "");
     assert_ok(objlog("help", NULL));
     assert_true(strncmp(g_out, "usage: objlog [--url URL]", 25) == 0);
 
