@@ -602,11 +602,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         }
     }
     const char *none[1];
-    if (o == CLI_STOP) {
-        b->help_shown = rc == CLI_EXIT_OK;
-        return rc;
-    }
-    if (cli_positionals(c, argc, argv, none, 0, 0, NULL, &rc) < 0)
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, none, 0, 0, NULL, &rc) < 0)
         return rc;
     b->url = c->url_flag;
     b->json = c->json;
@@ -645,7 +641,7 @@ int bench_main(cli *c, int argc, char **argv) {
         b->last_offset[i] = -1;
     pthread_mutex_init(&b->lock, NULL);
     int rc = bench_args(b, c, argc, argv);
-    if (b->help_shown) {
+    if (c->help_shown) {
         pthread_mutex_destroy(&b->lock);
         free(b);
         return CLI_EXIT_OK;

@@ -70,7 +70,6 @@ typedef struct bench {
      * --keep (bench_clean). Only buckets whose creation was confirmed are
      * listed, so a name that collided with someone else's is never ours. */
     int keep;
-    int help_shown;              /* --help printed the usage: run nothing */
     char (*created)[64];
     int n_created;
     void *clean;                 /* the clean_batch the delete threads share */

@@ -70,6 +70,7 @@ typedef struct cli {
     const char *cmd;             /* "get", "mpu part": for messages */
     const char *usage;           /* that command's usage text */
     int parsing;                 /* cli_getopt: inside one command's loop */
+    int help_shown;              /* cli_getopt printed --help: run nothing */
 } cli;
 
 /* A command: name, handler (argv[0] is the command's name), usage text

@@ -285,7 +285,7 @@ static int lag_watch(CURL *h, const lag_args *a) {
 int lag_main(cli *c, int argc, char **argv) {
     lag_args a = {.c = c, .interval = 1.0};
     int rc = lag_parse(c, &a, argc, argv);
-    if (rc)
+    if (rc || c->help_shown)
         return rc;
     a.url = c->url;
     a.json = c->json;

@@ -154,6 +154,7 @@ int cli_getopt(cli *c, int argc, char **argv, const struct option *opts, int *rc
             continue;
         case 'h':
             c->parsing = 0;
+            c->help_shown = 1;
             fputs(c->usage, stdout);
             *rc = CLI_EXIT_OK;
             return CLI_STOP;

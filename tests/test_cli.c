@@ -1236,6 +1236,11 @@ static void test_command_lines(void **state) {
     assert_ok(objlog("bench", "--help", NULL));
     assert_string_equal(g_out, usage);
     assert_string_equal(g_err, "");
+    assert_ok(objlog("help", "lag", NULL)); /* lag --help too (it asked the server) */
+    snprintf(usage, sizeof(usage), "%s", g_out);
+    assert_ok(objlog("lag", "--help", NULL));
+    assert_string_equal(g_out, usage);
+    assert_string_equal(g_err, "");
     assert_ok(objlog("help", NULL));
     assert_true(strncmp(g_out, "usage: objlog [--url URL]", 25) == 0);
 
