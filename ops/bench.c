@@ -428,10 +428,7 @@ static void report(const bench *b, const figures *f) {
             "get", "ops", b->gets, "seconds", f->get_s, "per_second",
             bench_rate(b->gets, f->get_s), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
             (json_int_t)b->get_errors, "consistency", b->consistency);
-        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        printf("%s\n", s);
-        free(s);
-        json_decref(j);
+        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         return;
     }
     printf("objlog bench: %d puts, %d GETs (%s), %d threads, %s\n", b->count, b->gets,

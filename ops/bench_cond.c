@@ -154,10 +154,7 @@ static void cond_report(const bench_cond_args *a, cond_run *r, double req_per_wr
                               "achieved_per_second", achieved, "p50_ms", p50, "p99_ms", p99,
                               "max_ms", max, "failures", (json_int_t)r->failed,
                               "outcome_requests_per_write", req_per_write);
-        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        printf("%s\n", s ? s : "{}");
-        free(s);
-        json_decref(j);
+        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     } else {
         printf("%8d %8ld %10.1f %9.3f %9.3f %9.3f %8ld %9.3f%s\n", r->rate, r->completed,
                achieved, p50, p99, max, r->failed, req_per_write,

@@ -280,10 +280,7 @@ static void list_report(const bench *b, const list_case *cs, int n, double build
                               "consistency", "eventual", "build_seconds", build_s,
                               "event_bytes", "put", (json_int_t)put_bytes, "delete",
                               (json_int_t)del_bytes, "batch", LIST_BATCH, "cases", arr);
-        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        printf("%s\n", s ? s : "{}");
-        free(s);
-        json_decref(j);
+        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         return;
     }
     printf("objlog bench --list: %d LISTs per case, max_keys=%d, consistency=eventual, "

@@ -123,10 +123,7 @@ static void modes_report(const bench *b, const mode_fig *fs) {
         json_t *j = json_pack("{s:{s:i,s:i,s:i,s:i,s:o}}", "consistency_modes", "keys",
                               b->count, "threads", b->threads, "gets", b->gets,
                               "write_rate", b->write_rate, "modes", arr);
-        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        printf("%s\n", s ? s : "{}");
-        free(s);
-        json_decref(j);
+        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
         return;
     }
     printf("objlog bench --consistency-modes: %d keys, %d GETs per mode, %d threads, "

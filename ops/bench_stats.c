@@ -272,10 +272,7 @@ static void stats_report_json(const bench *b, const stats_fig *f) {
         "best_with_stats", with, "best_without_stats", without,
         "ratio_with_to_without", without > 0 ? with / without : 0,
         "stats_reads", reads);
-    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    printf("%s\n", s);
-    free(s);
-    json_decref(j);
+    cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
 }
 
 static void stats_report(const bench *b, const stats_fig *f) {

@@ -199,6 +199,8 @@ long long cli_jint(json_t *o, const char *name);
 unsigned long long cli_ju64(json_t *o, const char *name);
 /* Prints j compactly on stdout, one line; takes j. */
 void cli_print_json(json_t *j);
+/* The same with json_dumps flags (the bench: JSON_REAL_PRECISION(6)). */
+void cli_print_json_flags(json_t *j, size_t flags);
 /* Copies the fields of src named in keep (NULL-ended), in that order, into
  * o. Empty strings are dropped: they mean nothing. */
 void cli_pick(json_t *o, json_t *src, const char *const *keep);

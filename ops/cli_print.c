@@ -25,12 +25,14 @@ unsigned long long cli_ju64(json_t *o, const char *name) {
     return v < 0 ? 0 : (unsigned long long)v;
 }
 
-void cli_print_json(json_t *j) {
-    char *s = json_dumps(j, JSON_COMPACT);
+void cli_print_json_flags(json_t *j, size_t flags) {
+    char *s = j ? json_dumps(j, flags) : NULL;
     printf("%s\n", s ? s : "{}");
     free(s);
     json_decref(j);
 }
+
+void cli_print_json(json_t *j) { cli_print_json_flags(j, JSON_COMPACT); }
 
 void cli_pick(json_t *o, json_t *src, const char *const *keep) {
     for (int i = 0; keep[i]; i++) {
@@ -166,3 +168,4 @@ void cli_print_prefixes(json_t *j) {
     json_array_foreach(json_object_get(j, "common_prefixes"), i, v)
         printf("PRE %s\n", json_string_value(v) ? json_string_value(v) : "");
 }
+
