@@ -330,6 +330,14 @@ int bench_create_bucket(bench *b, CURL *h) {
 
 /* ---- phase 2: wait until applied ---- */
 
+/* A 503 that says the partition is stopped (query/fence.c). */
+static int bench_stopped(const cli_resp *r) {
+    json_t *j = r->body_len ? json_loads(r->body, 0, NULL) : NULL;
+    int stopped = json_is_true(json_object_get(json_object_get(j, "error"), "stopped"));
+    json_decref(j);
+    return stopped;
+}
+
 int bench_wait_applied(bench *b, CURL *h) {
     int64_t deadline = bench_mono_us() + BENCH_WAIT_MS * 1000LL;
     for (int p = 0; p < BENCH_MAX_PARTS; p++) {
@@ -348,14 +356,21 @@ int bench_wait_applied(bench *b, CURL *h) {
                 return -1;
             }
             long st = r.status;
-            cli_resp_free(&r);
-            if (st == 200)
+            if (st == 200) {
+                cli_resp_free(&r);
                 break;
-            if (st != 503 || bench_mono_us() > deadline) {
-                fprintf(stderr, "objlog: bench: outcome of %d.%lld: HTTP %ld\n", p,
-                        (long long)b->last_offset[p], st);
+            }
+            /* A stopped partition (the log dropped events it had not
+             * applied, say) never gets there: no use waiting. */
+            if (st != 503 || bench_mono_us() > deadline || bench_stopped(&r)) {
+                char code[64], msg[512];
+                cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
+                fprintf(stderr, "objlog: bench: outcome of %d.%lld: HTTP %ld %s: %s\n", p,
+                        (long long)b->last_offset[p], st, code, msg);
+                cli_resp_free(&r);
                 return -1;
             }
+            cli_resp_free(&r);
         }
     }
     return 0;

@@ -243,7 +243,6 @@ void fence_expire_worker(http_worker *w) {
 
 /* The answer of a read whose fence was not met (c->fenced->rc != MET). */
 static void fence_reply_failed(http_ctx *c, const fence_result *res) {
-    objlog_query *q = c->q;
     int32_t p = res->part;
     if (res->rc == FENCE_SHUTDOWN) {
         http_reply_error(c, 503, "SlowDown", "objlogd is shutting down; retry the read");
@@ -254,20 +253,25 @@ static void fence_reply_failed(http_ctx *c, const fence_result *res) {
                          (int)p, rd_kafka_err2str(res->err));
         return;
     }
-    int64_t applied = objlog_materializer_applied(q->m, p);
+    fence_reply_behind(c, p, res->need, res->rc == FENCE_STOPPED);
+}
+
+void fence_reply_behind(http_ctx *c, int32_t p, int64_t need, int stopped) {
+    objlog_materializer *m = c->q->m;
+    int64_t applied = objlog_materializer_applied(m, p);
     fence_applied_header(c, &p, 1, &applied);
-    json_t *extra = json_pack("{s:i, s:I, s:I, s:I}", "partition", (int)p,
+    json_t *extra = json_pack("{s:i, s:I, s:I, s:I, s:b}", "partition", (int)p,
                               "applied", (json_int_t)applied, "required",
-                              (json_int_t)(res->need + 1), "lag",
-                              (json_int_t)(res->need + 1 - applied));
+                              (json_int_t)(need + 1), "lag",
+                              (json_int_t)(need + 1 - applied), "stopped", stopped);
     char msg[512], perr[256];
-    if (res->rc == FENCE_STOPPED)
+    if (stopped)
         snprintf(msg, sizeof(msg), "partition %d is stopped: %s", (int)p,
-                 objlog_materializer_partition_error(q->m, p, perr, sizeof(perr))
+                 objlog_materializer_partition_error(m, p, perr, sizeof(perr))
                      ? perr : "unknown error");
     else
         snprintf(msg, sizeof(msg), "partition %d has not applied offset %lld yet (lag %lld)",
-                 (int)p, (long long)res->need, (long long)(res->need + 1 - applied));
+                 (int)p, (long long)need, (long long)(need + 1 - applied));
     http_reply_error_rid(c, 503, "SlowDown", c->request_id, msg, extra);
 }
 

@@ -335,6 +335,11 @@ void fence_notify(void *arg);
 void fence_notify_end(void *arg, int32_t p, int64_t end);
 /* On worker w's thread as it stops: every parked read answers 503 now. */
 void fence_expire_worker(http_worker *w);
+/* The 503 SlowDown of a request that needs partition p to have applied
+ * offset `need` when it has not (stopped: the partition is stopped, its
+ * error is the message): X-Objlog-Applied, the lag, and "stopped" so that
+ * a waiting client knows whether retrying can help. */
+void fence_reply_behind(http_ctx *c, int32_t p, int64_t need, int stopped);
 /* "p.next_p.next..." for X-Objlog-Applied. */
 void fence_applied_header(http_ctx *c, const int32_t *parts, int nparts,
                           const int64_t *applied);

@@ -150,18 +150,12 @@ void outcomes_get(http_ctx *c) {
     int rc = fence_await_applied(c, p, from, timeout_ms);
     if (rc == FENCE_PARKED)
         return;
-    int64_t applied = objlog_materializer_applied(c->q->m, p);
-    fence_applied_header(c, &p, 1, &applied);
     if (rc < 0) {
-        char perr[256];
-        http_reply_error_rid(
-            c, 503, "SlowDown", c->request_id,
-            objlog_materializer_partition_error(c->q->m, p, perr, sizeof(perr))
-                ? perr : "the partition is stopped",
-            json_pack("{s:i, s:I}", "partition", (int)p, "applied",
-                      (json_int_t)applied));
+        fence_reply_behind(c, p, from, 1);
         return;
     }
+    int64_t applied = objlog_materializer_applied(c->q->m, p);
+    fence_applied_header(c, &p, 1, &applied);
     int64_t low = objlog_store_outcomes_low(c->q->store, p);
     json_t *arr = json_array();
     char err[256];

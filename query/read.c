@@ -626,18 +626,12 @@ void read_write_status(http_ctx *c, const char *token) {
     int rc = fence_await_applied(c, tp[0].partition, tp[0].offset, timeout_ms);
     if (rc == FENCE_PARKED)
         return;
-    int64_t applied = objlog_materializer_applied(c->q->m, tp[0].partition);
-    fence_applied_header(c, &tp[0].partition, 1, &applied);
     if (rc != 0) {
-        json_t *extra = json_pack("{s:i, s:I, s:I}", "partition",
-                                  (int)tp[0].partition, "applied", (json_int_t)applied,
-                                  "lag", (json_int_t)(tp[0].offset + 1 - applied));
-        http_reply_error_rid(c, 503, "SlowDown", c->request_id,
-                             rc < 0 ? "the partition is stopped"
-                                    : "the write is not applied yet",
-                             extra);
+        fence_reply_behind(c, tp[0].partition, tp[0].offset, rc < 0);
         return;
     }
+    int64_t applied = objlog_materializer_applied(c->q->m, tp[0].partition);
+    fence_applied_header(c, &tp[0].partition, 1, &applied);
     Objlog__Outcome *o = NULL;
     char err[256];
     rc = objlog_store_get_outcome(c->q->store, tp[0].partition, tp[0].offset,

@@ -230,17 +230,34 @@ static void wm_publish(wm_cache *w, wm_part *wp, rd_kafka_resp_err_t err, int64_
     pthread_mutex_unlock(&w->notify_mu);
 }
 
+/* The log end offset of partition p in ONE ListOffsets round trip.
+ * rd_kafka_query_watermark_offsets would cost two, one after the other
+ * (it asks for the low watermark first, KAFKA-1588), and a strong read
+ * waits for every round trip of its request. */
+static rd_kafka_resp_err_t wm_list_end(wm_cache *w, int32_t p, int timeout_ms,
+                                       int64_t *hi) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    /* Timestamp -1 (latest) asks for the log end offset. */
+    rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = RD_KAFKA_OFFSET_END;
+    rd_kafka_resp_err_t err =
+        rd_kafka_offsets_for_times(w->rk, l, timeout_ms > 0 ? timeout_ms : 1);
+    if (!err) {
+        err = l->elems[0].err;
+        *hi = l->elems[0].offset;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return err;
+}
+
 /* Runs request number wp->started with wp->mu held on entry and exit; the
  * lock is dropped for the broker round trip so that readers can queue. */
 static void wm_fetch_locked(wm_cache *w, int32_t p, int timeout_ms) {
     wm_part *wp = &w->parts[p];
     pthread_mutex_unlock(&wp->mu);
-    int64_t lo = 0, hi = 0;
+    int64_t hi = -1;
     atomic_fetch_add_explicit(&w->requests, 1, memory_order_relaxed);
-    rd_kafka_resp_err_t err =
-        w->fetch ? w->fetch(w->fetch_opaque, p, timeout_ms, &hi)
-                 : rd_kafka_query_watermark_offsets(w->rk, w->topic, p, &lo, &hi,
-                                                    timeout_ms > 0 ? timeout_ms : 1);
+    rd_kafka_resp_err_t err = w->fetch ? w->fetch(w->fetch_opaque, p, timeout_ms, &hi)
+                                       : wm_list_end(w, p, timeout_ms, &hi);
     pthread_mutex_lock(&wp->mu);
     wm_publish(w, wp, err, hi);
 }

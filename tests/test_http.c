@@ -201,9 +201,10 @@ static void env_stop(env *e) {
 }
 
 /* The whole stack in this process; apply_delay_ms slows the materializer;
- * threads HTTP workers; ready_max_lag for /readyz (0: default). */
-static env *env_start_conf4(int apply_delay_ms, int threads, long long ready_max_lag,
-                            int idle_pause_ms) {
+ * threads HTTP workers; ready_max_lag for /readyz (0: default); before_view
+ * (if set) runs on the log's bootstrap servers before the view starts. */
+static env *env_start_conf5(int apply_delay_ms, int threads, long long ready_max_lag,
+                            int idle_pause_ms, void (*before_view)(const char *bs)) {
     env *e = calloc(1, sizeof(*e));
     char err[512];
     if (!e || proc_tmpdir(e->dir, sizeof(e->dir)) < 0) {
@@ -213,6 +214,8 @@ static env *env_start_conf4(int apply_delay_ms, int threads, long long ready_max
     e->kafka = objlog_embedded_kafka_new("objlog.events", 4, "objlog.control",
                                          "objlog.dlq", err, sizeof(err));
     const char *bs = e->kafka ? objlog_embedded_kafka_bootstrap(e->kafka) : NULL;
+    if (bs && before_view)
+        before_view(bs);
     e->store = bs ? objlog_store_open(e->dir, err, sizeof(err)) : NULL;
     objlog_materializer_conf mc = {.brokers = bs, .topic = "objlog.events",
                                    .control_topic = "objlog.control",
@@ -237,6 +240,11 @@ static env *env_start_conf4(int apply_delay_ms, int threads, long long ready_max
     snprintf(e->base, sizeof(e->base), "http://127.0.0.1:%d", objlog_query_port(e->q));
     e->curl = curl_easy_init();
     return e;
+}
+
+static env *env_start_conf4(int apply_delay_ms, int threads, long long ready_max_lag,
+                            int idle_pause_ms) {
+    return env_start_conf5(apply_delay_ms, threads, ready_max_lag, idle_pause_ms, NULL);
 }
 
 static env *env_start_conf(int apply_delay_ms, int threads, long long ready_max_lag) {
@@ -879,7 +887,64 @@ static void test_writes_and_consistency(void **state) {
     resp_free(&r);
     req(e, "GET", "/v1/writes/0.999999?timeout_ms=100", NULL, NULL, &r);
     assert_error(&r, 503, "SlowDown");
+    json_t *err = json_object_get(r.json, "error");
+    assert_true(json_is_false(json_object_get(err, "stopped")));
+    assert_int_equal(json_integer_value(json_object_get(err, "required")), 1000000);
+    assert_non_null(strstr(jstr(&r, "error", "message"),
+                           "partition 0 has not applied offset 999999 yet (lag "));
     resp_free(&r);
+}
+
+/* 900 events of 8 KB on partition 2 before the view starts: the mock
+ * broker keeps about 5 MB per partition, so the log start moves past 0. */
+static void truncate_partition_2(const char *bs) {
+    char err[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bs, err, sizeof(err));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    assert_non_null(rk);
+    static char pad[8192];
+    memset(pad, 'x', sizeof(pad));
+    for (int i = 0; i < 900; i++)
+        assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("objlog.events"),
+                                           RD_KAFKA_V_PARTITION(2),
+                                           RD_KAFKA_V_VALUE(pad, sizeof(pad)),
+                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                           RD_KAFKA_V_END), 0);
+    assert_int_equal(rd_kafka_flush(rk, 30000), 0);
+    int64_t lo = 0, hi = 0;
+    assert_int_equal(rd_kafka_query_watermark_offsets(rk, "objlog.events", 2, &lo,
+                                                      &hi, 5000), 0);
+    assert_true(lo > 0);
+    rd_kafka_destroy(rk);
+}
+
+/* A partition whose log lost events the view had not applied stops for
+ * good: a client waiting on it (/v1/writes, /v1/outcomes, a token read)
+ * gets 503 at once with the partition's error and "stopped": true, so it
+ * knows retrying cannot help (objlog bench stops waiting on it). */
+static void test_stopped_partition_answers(void **state) {
+    (void)state;
+    env *e = env_start_conf5(0, 2, 0, 0, truncate_partition_2);
+    assert_non_null(e);
+    assert_int_equal(objlog_materializer_wait_applied(e->m, 2, 0, 10000), -1);
+    const char *paths[] = {"/v1/writes/2.899?timeout_ms=5000",
+                           "/v1/outcomes?partition=2&from=899&timeout_ms=5000",
+                           "/v1/writes/2.0?timeout_ms=5000"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++) {
+        resp r;
+        req(e, "GET", paths[i], NULL, NULL, &r);
+        assert_error(&r, 503, "SlowDown");
+        json_t *err = json_object_get(r.json, "error");
+        assert_true(json_is_true(json_object_get(err, "stopped")));
+        assert_int_equal(json_integer_value(json_object_get(err, "partition")), 2);
+        assert_int_equal(json_integer_value(json_object_get(err, "applied")), 0);
+        assert_non_null(strstr(jstr(&r, "error", "message"),
+                               "partition 2 is stopped: partition 2: log start moved "
+                               "past applied offset 0 (log now starts at "));
+        resp_free(&r);
+    }
+    env_stop(e);
 }
 
 /* With a slow materializer: a write whose outcome does not arrive within
@@ -2707,6 +2772,7 @@ int main(void) {
         cmocka_unit_test(test_lag_and_metrics),
         cmocka_unit_test(test_lag_slow_apply),
         cmocka_unit_test(test_coalesced_strong_reads),
+        cmocka_unit_test(test_stopped_partition_answers),
         cmocka_unit_test(test_usage_stats_and_quota),
         cmocka_unit_test(test_prefix_usage),
     };
