@@ -164,6 +164,7 @@
 #include "apply.h"
 
 #include "keycodec.h"
+#include "rowcache.h"
 #include "statrows.h"
 
 #include <openssl/evp.h>
@@ -195,6 +196,8 @@ struct apply_batch {
     int no_stats;       /* bench only (apply_batch_set_stats) */
     /* The `stats` rows this batch changed, staged by apply_batch_wb. */
     statrows stats;
+    /* Hot rows (bucket records, meta) as the batch sees them. */
+    rowcache hot;
 };
 
 /* ---- byte helpers ---- */
@@ -368,6 +371,7 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
     b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
     b->max_ids = OBJLOG_DEDUP_MAX_IDS;
     statrows_init(&b->stats);
+    rowcache_init(&b->hot);
     return b;
 }
 
@@ -385,6 +389,7 @@ void apply_batch_destroy(apply_batch *b) {
     keybuf_free(&b->del_lo);
     keybuf_free(&b->del_hi);
     statrows_free(&b->stats);
+    rowcache_clear(&b->hot);
     rocksdb_writebatch_wi_destroy(b->wb);
     rocksdb_readoptions_destroy(b->ro);
     free(b);
@@ -400,6 +405,7 @@ rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
 void apply_batch_clear(apply_batch *b) {
     rocksdb_writebatch_wi_clear(b->wb);
     statrows_clear(&b->stats);
+    rowcache_clear(&b->hot);
     b->deletes = 0;
     keybuf_reset(&b->del_lo);
     keybuf_reset(&b->del_hi);
@@ -435,11 +441,21 @@ static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
     return objlog_store_cf(b->store, cf);
 }
 
+/* The column families whose rows the batch caches (rowcache.h). */
+static int hot_cf(objlog_cf cf) { return cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_META; }
+
 /* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
  * rocksdb_free), 0 absent, -1 error. */
 static int batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                      char **v, size_t *vn, char *errstr, size_t es) {
     char *err = NULL;
+    int hot = hot_cf(cf);
+    int rc = hot ? rowcache_get(&b->hot, (int)cf, k, kn, v, vn) : 0;
+    if (rc != 0) {
+        if (rc < 0)
+            snprintf(errstr, es, "out of memory");
+        return rc < 0 ? -1 : *v ? 1 : 0;
+    }
     *v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
         b->wb, b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
     if (err) {
@@ -447,17 +463,23 @@ static int batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
         rocksdb_free(err);
         return -1;
     }
+    if (hot)
+        rowcache_set(&b->hot, (int)cf, k, kn, *v, *v ? *vn : 0);
     return *v ? 1 : 0;
 }
 
 static void batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                       const void *v, size_t vn) {
+    if (hot_cf(cf))
+        rowcache_set(&b->hot, (int)cf, k, kn, v, vn);
     rocksdb_writebatch_wi_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
 }
 
 static void batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
     if (cf == OBJLOG_CF_OBJECTS || cf == OBJLOG_CF_VERSIONS)
         note_delete(b, k, kn);
+    if (hot_cf(cf))
+        rowcache_set(&b->hot, (int)cf, k, kn, NULL, 0);
     rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
 }
 

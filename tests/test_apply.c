@@ -29,6 +29,7 @@
 #include "keycodec.h"
 #include "materializer.h"
 #include "proc.h"
+#include "rowcache.h"
 #include "statrows.h"
 
 #define NPARTS 4
@@ -1582,10 +1583,57 @@ static void test_statrows_table(void **state) {
     statrows_free(&t);
 }
 
+/* The batch's hot-row cache: a miss, a value, a known absence, the newest
+ * value of a key, and more keys than slots (the oldest go, the rest keep
+ * their exact values). */
+static void test_rowcache_table(void **state) {
+    (void)state;
+    rowcache c;
+    rowcache_init(&c);
+    char *v = (char *)1;
+    size_t vn = 7;
+    assert_int_equal(rowcache_get(&c, 2, "k", 1, &v, &vn), 0);
+    rowcache_set(&c, 2, "k", 1, "v1", 2);
+    rowcache_set(&c, 2, "k", 1, "v22", 3);
+    assert_int_equal(rowcache_get(&c, 2, "k", 1, &v, &vn), 1);
+    assert_int_equal(vn, 3);
+    assert_memory_equal(v, "v22", 3);
+    free(v);
+    assert_int_equal(rowcache_get(&c, 6, "k", 1, &v, &vn), 0); /* other cf */
+    rowcache_set(&c, 2, "k", 1, NULL, 0);
+    assert_int_equal(rowcache_get(&c, 2, "k", 1, &v, &vn), 1);
+    assert_null(v);
+    for (int i = 0; i < ROWCACHE_MAX + 5; i++) {
+        char k[16], val[16];
+        snprintf(k, sizeof(k), "key%d", i);
+        snprintf(val, sizeof(val), "val%d", i);
+        rowcache_set(&c, 6, k, strlen(k), val, strlen(val));
+    }
+    int cached = 0;
+    for (int i = 0; i < ROWCACHE_MAX + 5; i++) {
+        char k[16], val[16];
+        snprintf(k, sizeof(k), "key%d", i);
+        snprintf(val, sizeof(val), "val%d", i);
+        int rc = rowcache_get(&c, 6, k, strlen(k), &v, &vn);
+        assert_true(rc == 0 || rc == 1);
+        if (rc == 1) {
+            cached++;
+            assert_int_equal(vn, strlen(val));
+            assert_memory_equal(v, val, vn);
+            free(v);
+        }
+        if (i >= 5)
+            assert_int_equal(rc, 1); /* the newest ROWCACHE_MAX stay */
+    }
+    assert_int_equal(cached, ROWCACHE_MAX);
+    rowcache_clear(&c);
+    assert_int_equal(rowcache_get(&c, 6, "key40", 5, &v, &vn), 0);
+}
+
 int main(void) {
     size_t nrows = sizeof(rows) / sizeof(rows[0]);
     size_t ndedup = sizeof(dedup_rows) / sizeof(dedup_rows[0]);
-    size_t extra = 9;
+    size_t extra = 10;
     struct CMUnitTest *t = calloc(nrows + ndedup + extra, sizeof(*t));
     for (size_t i = 0; i < nrows; i++) {
         t[i].name = rows[i].name;
@@ -1601,6 +1649,7 @@ int main(void) {
         test_trim_backlog_drains_64_per_event, setup, teardown);
     t[nrows + 7] = (struct CMUnitTest)cmocka_unit_test(test_store_dump);
     t[nrows + 8] = (struct CMUnitTest)cmocka_unit_test(test_statrows_table);
+    t[nrows + 9] = (struct CMUnitTest)cmocka_unit_test(test_rowcache_table);
     t[nrows] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_objects_mirror_newest_version, setup, teardown);
     t[nrows + 1] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
