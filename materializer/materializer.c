@@ -177,6 +177,8 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
         conf_set(c, "auto.offset.reset", "error", errstr, es) ||
         conf_set(c, "enable.partition.eof", "false", errstr, es) ||
         conf_set(c, "fetch.wait.max.ms", fetch_wait, errstr, es) ||
+        /* A fetch request must go out the moment apply wants more. */
+        conf_set(c, "socket.nagle.disable", "true", errstr, es) ||
         /* librdkafka's backoff grows to 10 s over an outage; applying
          * should resume within a second of the brokers' return. */
         conf_set(c, "reconnect.backoff.max.ms", "1000", errstr, es) ||

@@ -22,10 +22,15 @@ objlog_producer_conf *objlog_producer_conf_new(void) {
     c->kconf = rd_kafka_conf_new();
     char tmp[256];
     /* A small linger batches concurrent writers without adding visible
-     * latency; callers may still override it with kafka.linger.ms. */
+     * latency; callers may still override it with kafka.linger.ms. The
+     * linger is the only wait we want: Nagle's algorithm must not hold a
+     * produce request back for the broker's ACK of the previous one
+     * (kafka.socket.nagle.disable overrides). */
     if (!c->topic || !c->control_topic || !c->kconf ||
         rd_kafka_conf_set(c->kconf, "linger.ms", "5", tmp, sizeof(tmp)) !=
-            RD_KAFKA_CONF_OK) {
+            RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(c->kconf, "socket.nagle.disable", "true", tmp,
+                          sizeof(tmp)) != RD_KAFKA_CONF_OK) {
         objlog_producer_conf_destroy(c);
         return NULL;
     }

@@ -49,7 +49,9 @@
  *     (fail-open). The bucket quota (objlog_bucket_conf.quota_*) is decided
  *     by the state machine when it applies the event: exact, never
  *     overshot, deterministic under replay (QuotaExceeded, 403).
- *   kafka.<prop>       passed to librdkafka as <prop>
+ *   kafka.<prop>       passed to librdkafka as <prop>; defaults that differ
+ *                      from librdkafka's: linger.ms 5, socket.nagle.disable
+ *                      true (a write waits for the linger, never for Nagle)
  * The librdkafka producer is always idempotent with acks=all:
  * kafka.acks, kafka.request.required.acks and kafka.enable.idempotence are
  * refused (OBJLOG_CONF_INVALID, errstr says why), as is

@@ -122,6 +122,9 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
                           sizeof(tmp)) ||
         /* As the gateway's producer (http.c): back within a second. */
         rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", tmp, sizeof(tmp)) ||
+        /* Every strong read waits for one small request and its answer:
+         * never hold either back for Nagle's algorithm. */
+        rd_kafka_conf_set(conf, "socket.nagle.disable", "true", tmp, sizeof(tmp)) ||
         !(w->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
         snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
         rd_kafka_conf_destroy(conf);

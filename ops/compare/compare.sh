@@ -145,9 +145,11 @@ any_wanted() { # target, ids...
   return 1
 }
 
-http_rows=(get-eventual/32 get-strong/32 list/32 put-applied/32 put-applied/256
-           put-logged/32 put-logged/256 mix-strong/32 mix-strong/256
-           mix-eventual/32 mix-eventual/256)
+# put-applied/1 is write -> visible: the latency of an ack=applied PUT with
+# no other load.
+http_rows=(get-eventual/32 get-strong/32 list/32 put-applied/1 put-applied/32
+           put-applied/256 put-logged/32 put-logged/256 mix-strong/32
+           mix-strong/256 mix-eventual/32 mix-eventual/256)
 pg_rows=(get/32 list/32 put/32 put/256 mix/32 mix/256)
 ceiling_rows=(get/32 get/256)
 
@@ -228,7 +230,9 @@ wrk_row() { # target, workload, conns, env assignments...
   id="$target/$workload/$conns"
   wanted "$id" || return 0
   echo "compare: $id" >&2
-  local cmd=(env "$@" wrk -t2 -c"$conns" --timeout 10s -s "$here/objlog.lua")
+  # wrk wants at least one connection per thread.
+  local cmd=(env "$@" wrk -t"$((conns < 2 ? conns : 2))" -c"$conns" --timeout 10s
+             -s "$here/objlog.lua")
   [ "$target" = ceiling ] || settle
   run_lg "$work/warm.out" "${cmd[@]}" -d"${warm}s" "$url/" || true
   local b404=0 bother=0 a404=0 aother=0 nother=0
