@@ -3,7 +3,8 @@
  * produce / wait / GET phases) that the modes reuse. Not installed; every
  * includer defines _GNU_SOURCE first. The modes' entry points are here too,
  * for bench_main: bench_modes.c, bench_list.c, bench_stats.c; cleanup in
- * bench_clean.c; --conditional has its own header (bench_cond.h).
+ * bench_clean.c; the views the bench starts on its log in bench_view.c;
+ * --conditional has its own header (bench_cond.h).
  * Invariant: one bench a process; b->lock guards the fields the producer
  * callback and the worker threads share (a GET thread writes only its own
  * slice of lat_ms). */
@@ -98,6 +99,29 @@ void bench_child_stop(pid_t pid);
 /* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
  * bootstrap servers when the daemon holds the log). */
 int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
+
+/* ---- views of the bench's log (bench_view.c) ---- */
+
+/* A second objlogd the bench started: `objlogd --brokers b->brokers` on an
+ * empty --data under dir, listening on url. */
+typedef struct bench_view {
+    pid_t pid;
+    int out;                     /* its stdout (OBJLOG_* lines) */
+    char dir[64];
+    char url[128];
+} bench_view;
+
+/* Starts a view of b->brokers' log with the extra objlogd options (NULL-
+ * ended, at most 8; NULL: none) and waits until it is ready. 0, or -1
+ * (said on stderr); call bench_view_stop either way. */
+int bench_view_start(bench *b, const char *const *extra, bench_view *v);
+/* Stops the view (SIGTERM, then SIGKILL after 10 s) and removes its dir. */
+void bench_view_stop(bench_view *v);
+/* The last lines of the view's log, on stderr. */
+void bench_view_log_tail(const bench_view *v);
+/* Sum over partitions of "applied" (or "end") in GET url/v1/lag; -1 on
+ * error or when a partition stopped (the view says why in its log). */
+long bench_lag_sum(CURL *h, const char *url, const char *field);
 
 /* ---- phases (bench.c) ---- */
 
