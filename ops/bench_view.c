@@ -1,10 +1,13 @@
 /* bench_view.c: the bench's views of its own log: a second objlogd
  * (`objlogd --brokers`) that the bench starts on an empty --data in a temp
  * dir, reads through GET /v1/lag and stops, for the modes that time a
- * replay of the log into a fresh view (--stats, bench_stats.c).
- * Invariant: a view's temp dir and process live exactly from
+ * replay of the log into a fresh view (--stats, bench_stats.c; --apply,
+ * bench_apply.c). A view runs in a process group of its own, so a Ctrl-C
+ * at the terminal reaches the bench, which then stops it, rather than the
+ * view behind the bench's back.
+ * Invariant: a view's temp dir and process group live exactly from
  * bench_view_start to bench_view_stop, which the caller reaches on every
- * path, failures included; the view also dies with the bench
+ * path, failures and SIGINT included; the view also dies with the bench
  * (PDEATHSIG). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,16 +20,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_int.h"
 #include "cli.h"
 
 #define VIEW_MAX_EXTRA 8
+#define VIEW_STOP_US (10 * 1000000LL)
+
+/* SIGTERM to the view's process group, SIGKILL after VIEW_STOP_US; the
+ * group is signalled again before the view is reaped, while its id is
+ * still the group's, so nothing the view started outlives it. */
+static void view_group_stop(pid_t pid) {
+    kill(-pid, SIGTERM);
+    int64_t deadline = bench_mono_us() + VIEW_STOP_US;
+    siginfo_t si;
+    for (;;) {
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid)
+            break;
+        if (bench_mono_us() > deadline) {
+            kill(-pid, SIGKILL);
+            break;
+        }
+        usleep(20000);
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
 
 void bench_view_stop(bench_view *v) {
     if (v->pid > 0) {
-        bench_child_stop(v->pid);
+        view_group_stop(v->pid);
         close(v->out);
     }
     v->pid = 0;
@@ -58,6 +84,7 @@ int bench_view_start(bench *b, const char *const *extra, bench_view *v) {
     pid_t parent = getpid();
     v->pid = fork();
     if (v->pid == 0) {
+        setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
@@ -74,6 +101,8 @@ int bench_view_start(bench *b, const char *const *extra, bench_view *v) {
     }
     close(fds[1]);
     v->out = fds[0];
+    if (v->pid > 0)
+        setpgid(v->pid, v->pid); /* also here: the child may not have run yet */
     if (v->pid < 0 ||
         bench_ready_lines(v->out, v->url, sizeof(v->url), boot, sizeof(boot)) < 0) {
         fprintf(stderr, "objlog: bench: replay view %s did not become ready (log: %s)\n",
