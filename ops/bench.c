@@ -7,9 +7,9 @@
  * The command's options and bench_main live here too; the other modes run
  * on the same bench struct and helpers (bench_int.h) from their own files:
  * --consistency-modes (bench_modes.c), --list (bench_list.c), --stats
- * (bench_stats.c), --conditional (bench_cond.c). With --url, what the run
- * wrote is removed when it ends, also after a failure or SIGINT, unless
- * --keep (bench_clean.c).
+ * (bench_stats.c), --apply (bench_apply.c), --conditional (bench_cond.c).
+ * With --url, what the run wrote is removed when it ends, also after a
+ * failure or SIGINT, unless --keep (bench_clean.c).
  * Invariant: every figure is measured from the first produce call, on the
  * monotonic clock, and only successful operations are counted. */
 #define _GNU_SOURCE
@@ -153,7 +153,7 @@ int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
     size_t len = 0;
     int64_t deadline = bench_mono_us() + 60 * 1000000LL;
     url[0] = brokers[0] = '\0';
-    while (bench_mono_us() < deadline) {
+    while (bench_mono_us() < deadline && !bench_interrupted) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         if (poll(&pfd, 1, 200) <= 0)
             continue;
@@ -362,13 +362,14 @@ int bench_wait_applied(bench *b, CURL *h) {
             }
             /* A stopped partition (the log dropped events it had not
              * applied, say) never gets there: no use waiting. */
-            if (st != 503 || bench_mono_us() > deadline || bench_stopped(&r)) {
+            int stopped = st == 503 && bench_stopped(&r);
+            if (st != 503 || bench_mono_us() > deadline || stopped) {
                 char code[64], msg[512];
                 cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
                 fprintf(stderr, "objlog: bench: outcome of %d.%lld: HTTP %ld %s: %s\n", p,
                         (long long)b->last_offset[p], st, code, msg);
                 cli_resp_free(&r);
-                return -1;
+                return stopped ? -2 : -1;
             }
             cli_resp_free(&r);
         }
@@ -511,10 +512,22 @@ const char bench_usage_text[] =
     "                    [--rates R1,R2,...] [--seconds S] [--linger MS] [--partitions N]\n"
     "       objlog bench --stats [--count N (default 100000)] [--rounds R] [--threads T]\n"
     "                    [--gets N] [--partitions N]\n"
+    "       objlog bench --apply [--url URL --brokers LIST [--keep]]\n"
+    "                    [--count N (default 200000)] [--buckets B (default 64)]\n"
+    "                    [--threads T] [--partitions N]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
     "data goes with it. With --url it removes, when it ends, the buckets it created\n"
     "and everything in them (every version, delete marker and upload), and says so\n"
-    "on stderr; --keep leaves them.\n";
+    "on stderr; --keep leaves them.\n"
+    "--apply: events/s of the view applying N PUTs of new keys spread over B buckets\n"
+    "while T threads produce them (apply-live), of a second objlogd rebuilding a view\n"
+    "from the whole log (apply-rebuild), and of RocksDB alone writing the same rows\n"
+    "(rocksdb-raw) and making apply's reads and writes for them (rocksdb-apply-pattern)\n"
+    "with objlogd's store options; /raw is the ratio to rocksdb-raw. With --url and\n"
+    "--brokers, apply-rebuild replays that deployment's whole log (every event it\n"
+    "holds, not only the bench's) into a temporary view on this machine, under a\n"
+    "consumer group of its own (objlog-bench-rebuild-PID-TIME) that stays in the\n"
+    "cluster's list of groups.\n";
 
 static cli *bench_cli; /* for usage errors: one bench a process */
 
@@ -542,7 +555,8 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 enum {
     O_LIST = CLI_OPT_OWN, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
-    O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS
+    O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
+    O_BUCKETS
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -566,6 +580,7 @@ static int bench_value(bench *b, int o, const char *v) {
     case O_DELETED: return parse_long(v, 1, 10000000, &b->list_deleted);
     case O_LIVE: return parse_long(v, 1, 1000, &b->list_live);
     case O_VERSIONS: return parse_long(v, 1, 10000000, &b->list_versions);
+    case O_BUCKETS: return parse_int(v, 1, 10000, &b->apply_buckets);
     default: return -1;
     }
 }
@@ -576,6 +591,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"consistency-modes", no_argument, NULL, O_MODES},
         {"stats", no_argument, NULL, O_STATS},
         {"conditional", no_argument, NULL, O_COND},
+        {"apply", no_argument, NULL, O_APPLY},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
         {"keep", no_argument, NULL, O_KEEP},
         {"brokers", required_argument, NULL, O_BROKERS},
@@ -594,6 +610,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"deleted", required_argument, NULL, O_DELETED},
         {"live", required_argument, NULL, O_LIVE},
         {"versions", required_argument, NULL, O_VERSIONS},
+        {"buckets", required_argument, NULL, O_BUCKETS},
         CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     int rc = 0, o;
     while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
@@ -602,12 +619,16 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_MODES: b->modes = 1; break;
         case O_STATS: b->stats = 1; break;
         case O_COND: b->conditional = 1; break;
+        case O_APPLY: b->apply = 1; break;
         case O_NO_KEEPALIVE: b->list_fresh = 1; break;
         case O_KEEP: b->keep = 1; break;
         default:
             if (bench_value(b, o, optarg) < 0) {
+                /* "--count=0" is one argument, "--count 0" two */
+                const char *opt = optarg == argv[optind - 1] ? argv[optind - 2]
+                                                             : argv[optind - 1];
                 char name[64];
-                snprintf(name, sizeof(name), "%s", argv[optind - 1]);
+                snprintf(name, sizeof(name), "%s", opt);
                 name[strcspn(name, "=")] = '\0';
                 return cli_usage_error(c, "bad value \"%s\" for %s", optarg, name);
             }
@@ -648,6 +669,7 @@ int bench_main(cli *c, int argc, char **argv) {
     b->list_requests = 200;
     b->cond.seconds = 5;
     b->write_rate = 200;
+    b->apply_buckets = 64;
     bench_cond_parse_rates(&b->cond, "1000,5000");
     for (int i = 0; i < BENCH_MAX_PARTS; i++)
         b->last_offset[i] = -1;
@@ -659,7 +681,7 @@ int bench_main(cli *c, int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (!b->count)
-        b->count = b->stats ? 100000 : 20000;
+        b->count = b->apply ? 200000 : b->stats ? 100000 : 20000;
     int nparts = b->partitions ? b->partitions : STATS_DEFAULT_PARTS;
     if (rc == 0 && b->stats && b->count > STATS_PER_BUCKET * nparts) {
         char why[256];
@@ -668,12 +690,19 @@ int bench_main(cli *c, int argc, char **argv) {
                  STATS_PER_BUCKET * nparts, nparts);
         rc = bench_usage(why, NULL);
     }
+    if (rc == 0 && b->apply && !b->url) {
+        char why[512];
+        if (bench_apply_check(b, why, sizeof(why)) < 0)
+            rc = bench_usage(why, NULL);
+    }
     if (b->gets < 0)
         b->gets = b->stats ? 5000 : b->count;
     int remote = rc == 0 && b->url; /* someone else's objlogd: clean up after us */
     struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND}, old_sa;
     sigemptyset(&sa.sa_mask);
-    int caught = remote && !b->keep && sigaction(SIGINT, &sa, &old_sa) == 0;
+    /* --apply also stops its rebuild view when interrupted. */
+    int caught = ((remote && !b->keep) || (rc == 0 && b->apply)) &&
+                 sigaction(SIGINT, &sa, &old_sa) == 0;
     if (rc == 0 && !b->url && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
     if (rc == 0 && b->conditional) {
@@ -686,7 +715,8 @@ int bench_main(cli *c, int argc, char **argv) {
         if (bucket[0] && bench_created(b, bucket) < 0)
             rc = CLI_EXIT_FAIL;
     } else if (rc == 0) {
-        rc = b->list    ? bench_list_run(b)
+        rc = b->apply   ? bench_apply_run(b)
+             : b->list  ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)
              : b->stats ? bench_stats_run(b)
                         : bench_run(b);

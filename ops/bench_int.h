@@ -2,8 +2,10 @@
  * struct one run keeps, and the helpers of bench.c (own objlogd, the
  * produce / wait / GET phases) that the modes reuse. Not installed; every
  * includer defines _GNU_SOURCE first. The modes' entry points are here too,
- * for bench_main: bench_modes.c, bench_list.c, bench_stats.c; cleanup in
- * bench_clean.c; --conditional has its own header (bench_cond.h).
+ * for bench_main: bench_modes.c, bench_list.c, bench_stats.c, bench_apply.c
+ * (its RocksDB baselines in bench_apply_rocks.c, bench_apply.h); cleanup in
+ * bench_clean.c; the views the bench starts on its log in bench_view.c;
+ * --conditional has its own header (bench_cond.h).
  * Invariant: one bench a process; b->lock guards the fields the producer
  * callback and the worker threads share (a GET thread writes only its own
  * slice of lat_ms). */
@@ -66,6 +68,9 @@ typedef struct bench {
     int stats_nbuckets;          /* one per partition, <= STATS_PER_BUCKET puts */
     char (*stats_buckets)[64];
     void *sread;                 /* the stats_read the GET threads share */
+    /* --apply */
+    int apply, apply_buckets;
+    void *apply_run;             /* the apply_run its producer threads share */
     /* With --url the buckets this run created, removed at the end unless
      * --keep (bench_clean). Only buckets whose creation was confirmed are
      * listed, so a name that collided with someone else's is never ours. */
@@ -96,8 +101,33 @@ int bench_rm_entry(const char *path, const struct stat *st, int flag, struct FTW
 /* SIGTERM, then SIGKILL after 10 s; reaps the child. */
 void bench_child_stop(pid_t pid);
 /* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
- * bootstrap servers when the daemon holds the log). */
+ * bootstrap servers when the daemon holds the log). -1 after 60 s, at EOF
+ * or once bench_interrupted. */
 int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
+
+/* ---- views of the bench's log (bench_view.c) ---- */
+
+/* A second objlogd the bench started: `objlogd --brokers b->brokers` on an
+ * empty --data under dir, listening on url. */
+typedef struct bench_view {
+    pid_t pid;
+    int out;                     /* its stdout (OBJLOG_* lines) */
+    char dir[64];
+    char url[128];
+} bench_view;
+
+/* Starts a view of b->brokers' log with the extra objlogd options (NULL-
+ * ended, at most 8; NULL: none) and waits until it is ready. 0, or -1
+ * (said on stderr); call bench_view_stop either way. */
+int bench_view_start(bench *b, const char *const *extra, bench_view *v);
+/* Stops the view's process group (SIGTERM, then SIGKILL after 10 s),
+ * reaps the view and removes its dir. A no-op once stopped. */
+void bench_view_stop(bench_view *v);
+/* The last lines of the view's log, on stderr. */
+void bench_view_log_tail(const bench_view *v);
+/* Sum over partitions of "applied" (or "end") in GET url/v1/lag; -1 on
+ * error or when a partition stopped (the view says why in its log). */
+long bench_lag_sum(CURL *h, const char *url, const char *field);
 
 /* ---- phases (bench.c) ---- */
 
@@ -116,7 +146,9 @@ int bench_created(bench *b, const char *bucket);
 int bench_create_bucket_named(bench *b, CURL *h, const char *bucket);
 /* A new bench-PID-TIME bucket, its name in b->bucket. */
 int bench_create_bucket(bench *b, CURL *h);
-/* Waits until the last offset of every partition is applied. */
+/* Waits until the last offset of every partition is applied. 0; -1 on
+ * failure; -2 when the view stopped a partition (the log dropped events
+ * before it applied them, say): said on stderr either way. */
 int bench_wait_applied(bench *b, CURL *h);
 /* bench_thread fn: its share of b->gets GETs at b->consistency, latencies
  * into b->lat_ms. */
@@ -130,6 +162,10 @@ double bench_rate(long n, double s);
 int bench_modes_run(bench *b); /* --consistency-modes: bench_modes.c */
 int bench_list_run(bench *b);  /* --list: bench_list.c */
 int bench_stats_run(bench *b); /* --stats: bench_stats.c */
+int bench_apply_run(bench *b); /* --apply: bench_apply.c */
+/* --apply against our own embedded log: 0 when the run fits in it (~5 MB
+ * a partition), else -1 with why. */
+int bench_apply_check(const bench *b, char *why, size_t n);
 /* Removes every bucket b->created names, with what is in it, and says so
  * in one line: bench_clean.c. */
 int bench_clean(bench *b);

@@ -15,18 +15,12 @@
  * and each round swaps which side goes first, so a drift of the machine's
  * load does not favour one side. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
-#include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "bench_int.h"
@@ -50,110 +44,22 @@ typedef struct stats_fig {
     long usage_rows;             /* rows one usage page reads (first page) */
 } stats_fig;
 
-typedef struct replay_view {
-    pid_t pid;
-    int out;
-    char dir[64];
-    char url[128];
-} replay_view;
-
-static void view_stop(replay_view *v) {
-    if (v->pid > 0) {
-        bench_child_stop(v->pid);
-        close(v->out);
-    }
-    v->pid = 0;
-    if (v->dir[0])
-        nftw(v->dir, bench_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    v->dir[0] = '\0';
-}
-
-static void view_log_tail(const replay_view *v) {
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "tail -5 %s/objlogd.log >&2", v->dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "objlog: bench: no log in %s\n", v->dir);
-}
-
-/* A fresh view of b's log on an empty data dir, ready to answer. */
-static int view_start(bench *b, int no_stats, replay_view *v) {
-    char path[PATH_MAX + 32], data[96], log[96], boot[512];
-    bench_objlogd_path(path, sizeof(path));
-    memset(v, 0, sizeof(*v));
-    snprintf(v->dir, sizeof(v->dir), "/tmp/objlog-bench-view-XXXXXX");
-    int fds[2];
-    if (!mkdtemp(v->dir) || pipe2(fds, O_CLOEXEC) < 0) {
-        fprintf(stderr, "objlog: bench: view dir: %s\n", strerror(errno));
-        v->dir[0] = '\0';
-        return -1;
-    }
-    snprintf(data, sizeof(data), "%s/data", v->dir);
-    snprintf(log, sizeof(log), "%s/objlogd.log", v->dir);
-    pid_t parent = getpid();
-    v->pid = fork();
-    if (v->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fds[1], 1);
-        if (lf >= 0)
-            dup2(lf, 2);
-        char *argv[] = {path, "--brokers", (char *)b->brokers, "--listen",
-                        "127.0.0.1:0", "--data", data, "--fetch-wait-ms", "2",
-                        no_stats ? "--test-no-stats" : NULL, NULL};
-        execvp(path, argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    v->out = fds[0];
-    if (v->pid < 0 ||
-        bench_ready_lines(v->out, v->url, sizeof(v->url), boot, sizeof(boot)) < 0) {
-        fprintf(stderr, "objlog: bench: replay view %s did not become ready (log: %s)\n",
-                path, log);
-        if (v->pid < 0)
-            v->pid = 0;
-        return -1;
-    }
-    return 0;
-}
-
-/* Sum over partitions of "applied" (or "end") in GET /v1/lag; -1 on error
- * or when a partition stopped (the view says why in its log). */
-static long lag_sum(CURL *h, const char *url, const char *field) {
-    char u[256], err[256];
-    snprintf(u, sizeof(u), "%s/v1/lag", url);
-    cli_resp r;
-    if (cli_http(h, "GET", u, NULL, NULL, &r, err, sizeof(err)) < 0)
-        return -1;
-    json_t *j = r.status == 200 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-    cli_resp_free(&r);
-    json_t *parts = json_object_get(j, "partitions");
-    long sum = j && json_is_array(parts) ? 0 : -1;
-    for (size_t i = 0; sum >= 0 && i < json_array_size(parts); i++) {
-        json_t *p = json_array_get(parts, i);
-        const char *state = json_string_value(json_object_get(p, "state"));
-        sum = state && !strcmp(state, "stopped")
-                  ? -1 : sum + (long)json_integer_value(json_object_get(p, field));
-    }
-    json_decref(j);
-    return sum;
-}
-
 /* One replay of the whole log (events long) into a fresh view: events per
  * second from the first applied event seen to the last. -1 on failure. */
 static double stats_replay(bench *b, CURL *h, int no_stats, long events) {
-    replay_view v;
+    static const char *const with[] = {"--fetch-wait-ms", "2", NULL};
+    static const char *const without[] = {"--fetch-wait-ms", "2", "--test-no-stats", NULL};
+    bench_view v;
     double rate = -1;
-    if (view_start(b, no_stats, &v) < 0) {
-        view_stop(&v);
+    if (bench_view_start(b, no_stats ? without : with, &v) < 0) {
+        bench_view_stop(&v);
         return -1;
     }
     int64_t t_ready = bench_mono_us(), t_first = 0;
     int64_t deadline = t_ready + BENCH_WAIT_MS * 1000LL;
     long first = 0, got = 0;
     while (bench_mono_us() < deadline) {
-        got = lag_sum(h, v.url, "applied");
+        got = bench_lag_sum(h, v.url, "applied");
         int64_t now = bench_mono_us();
         if (got < 0)
             break;
@@ -175,9 +81,9 @@ static double stats_replay(bench *b, CURL *h, int no_stats, long events) {
     if (rate < 0) {
         fprintf(stderr, "objlog: bench: replay %s stats applied %ld of %ld events\n",
                 no_stats ? "without" : "with", got, events);
-        view_log_tail(&v);
+        bench_view_log_tail(&v);
     }
-    view_stop(&v);
+    bench_view_stop(&v);
     return rate;
 }
 
@@ -383,7 +289,7 @@ static int stats_workload(bench *b, CURL *h, stats_fig *f) {
     }
     if (bench_wait_applied(b, h) < 0)
         return -1;
-    f->events = lag_sum(h, b->url, "end");
+    f->events = bench_lag_sum(h, b->url, "end");
     if (f->events <= 0) {
         fprintf(stderr, "objlog: bench: cannot read the log's end offsets\n");
         return -1;

@@ -14,8 +14,9 @@
  * --consistency-modes. Issue 6 adds stats (bucket, tenant, global, top:
  * exact readable output with human sizes; usage errors), bench --stats and
  * usage (prefix usage: exact table, --sort, paging with progress, --json,
- * errors). The bench runs that start their own objlogd (on its own mock
- * cluster) never touch the test's log: they run on the mock variant only. */
+ * errors). Issue 12 adds bench --apply. The bench runs that start their
+ * own objlogd (on its own mock cluster) never touch the test's log: they
+ * run on the mock variant only. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <poll.h>
 #include <regex.h>
 #include <arpa/inet.h>
@@ -1062,6 +1064,119 @@ static void test_bench_stats(void **state) {
     assert_err_prefix("objlog: bench: --stats takes at most 20000 puts with 1 partitions");
 }
 
+/* 1 if a running process has arg (a temp dir) in its command line. */
+static int proc_running_with(const char *arg) {
+    int found = 0;
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;) {
+        char path[300], cmd[4096];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        for (size_t i = 0; i < n; i++)
+            cmd[i] = cmd[i] ? cmd[i] : ' ';
+        cmd[n] = '\0';
+        found = strstr(cmd, arg) != NULL;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* bench --apply with small counts (it starts its own objlogd, then a
+ * second one that rebuilds a view from the same log): every phase counts
+ * exactly its events, the rebuild the whole log (8 CreateBuckets and 2000
+ * PUTs); every rate is positive; the RocksDB baselines made exactly the
+ * calls apply makes (raw: 2 puts an event; apply pattern: 5 reads and 5
+ * puts an event, and per batch of 1000 one read and one put of each of the
+ * 8 buckets' stats rows, the tenant's and the global one, and one put of
+ * each partition's applied offset); the rebuild view is gone afterwards,
+ * with its dir; bad values are usage errors. */
+static void test_bench_apply(void **state) {
+    (void)state;
+    if (testlog_is_kafka()) {
+        print_message("bench --apply starts its own objlogd on its own mock cluster, "
+                      "never the test's log: checked by the mock variant only\n");
+        skip();
+    }
+    char *run[] = {"--json", "bench", "--apply", "--count", "2000", "--buckets", "8", NULL};
+    assert_ok(objlog_own(120000, run));
+    assert_string_equal(g_err, "");
+    json_t *all = json_out();
+    json_t *j = json_object_get(all, "apply");
+    assert_int_equal(json_integer_value(json_object_get(j, "count")), 2000);
+    assert_int_equal(json_integer_value(json_object_get(j, "buckets")), 8);
+    assert_int_equal(json_integer_value(json_object_get(j, "partitions")), 8);
+    assert_int_equal(json_integer_value(json_object_get(j, "batch_events")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(j, "log_events")), 2008);
+    json_t *store = json_object_get(j, "store");
+    assert_int_equal(json_integer_value(json_object_get(store, "block_cache_bytes")),
+                     32 << 20);
+    assert_int_equal(json_integer_value(json_object_get(store, "memtable_bytes")), 32 << 20);
+    static const struct {
+        const char *name;
+        long long events, reads, puts; /* reads, puts: -1 not reported */
+    } want[] = {{"apply-live", 2000, -1, -1},
+                {"apply-rebuild", 2008, -1, -1},
+                {"rocksdb-raw", 2000, 0, 4000},
+                {"rocksdb-apply-pattern", 2000, 5 * 2000 + 2 * 10, 5 * 2000 + 2 * (10 + 8)}};
+    json_t *phases = json_object_get(j, "phases");
+    assert_int_equal(json_array_size(phases), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *ph = json_array_get(phases, i);
+        assert_string_equal(js(ph, "phase"), want[i].name);
+        assert_int_equal(json_integer_value(json_object_get(ph, "events")), want[i].events);
+        assert_true(json_real_value(json_object_get(ph, "seconds")) > 0);
+        assert_true(json_real_value(json_object_get(ph, "events_per_second")) > 0);
+        assert_true(json_real_value(json_object_get(ph, "ratio_to_raw")) > 0);
+        if (want[i].reads < 0) {
+            assert_null(json_object_get(ph, "reads"));
+            continue;
+        }
+        assert_int_equal(json_integer_value(json_object_get(ph, "reads")), want[i].reads);
+        assert_int_equal(json_integer_value(json_object_get(ph, "puts")), want[i].puts);
+    }
+    assert_true(json_real_value(json_object_get(json_array_get(phases, 2), "ratio_to_raw")) ==
+                1.0);
+    json_t *view = json_object_get(j, "rebuild_view");
+    pid_t pid = (pid_t)json_integer_value(json_object_get(view, "pid"));
+    const char *dir = js(view, "dir");
+    assert_true(pid > 0);
+    assert_int_equal(strncmp(dir, "/tmp/objlog-bench-view-", 23), 0);
+    assert_int_equal(strncmp(js(view, "group"), "objlog-bench-rebuild-", 21), 0);
+    assert_int_equal(kill(pid, 0), -1);
+    assert_int_equal(access(dir, F_OK), -1);
+    assert_false(proc_running_with(dir));
+    json_decref(all);
+
+    assert_ok(objlog("help", "bench", NULL));
+    assert_non_null(strstr(g_out, "\n       objlog bench --apply [--url URL --brokers LIST "
+                                  "[--keep]]\n"));
+    static const struct {
+        char *args[8];
+        const char *err;
+    } bad[] = {
+        {{"bench", "--apply", "--count", "0", NULL}, "bad value \"0\" for --count"},
+        {{"bench", "--apply", "--count", "2k", NULL}, "bad value \"2k\" for --count"},
+        {{"bench", "--apply", "--buckets", "0", NULL}, "bad value \"0\" for --buckets"},
+        {{"bench", "--apply", "--buckets", "x", NULL}, "bad value \"x\" for --buckets"},
+        /* all 100000 PUTs and the 64 CreateBuckets on one partition */
+        {{"bench", "--apply", "--partitions", "1", "--count", "100000", NULL},
+         "--apply would put 100064 events ("},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char want_err[256];
+        snprintf(want_err, sizeof(want_err), "objlog: bench: %s", bad[i].err);
+        assert_int_equal(objlog_own(10000, bad[i].args), 2);
+        assert_string_equal(g_out, "");
+        assert_err_prefix(want_err);
+    }
+}
+
 /* bench against a running objlogd, then (mock variant only: that objlogd
  * has its own mock cluster, not the test's log) with one it starts and
  * stops. */
@@ -1617,6 +1732,7 @@ int main(void) {
         cmocka_unit_test(test_bench_list),
         cmocka_unit_test(test_bench_consistency_modes),
         cmocka_unit_test(test_bench_stats),
+        cmocka_unit_test(test_bench_apply),
         cmocka_unit_test(test_command_lines),
         cmocka_unit_test(test_json_errors_and_fields),
         cmocka_unit_test(test_times_and_sizes),
