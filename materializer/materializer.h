@@ -129,6 +129,8 @@ objlog_store *objlog_store_open(const char *dir, char *errstr,
                                 size_t errstr_size);
 void objlog_store_close(objlog_store *s);
 rocksdb_t *objlog_store_db(objlog_store *s);
+/* The block cache every column family shares: bytes in use, capacity. */
+void objlog_store_block_cache(objlog_store *s, size_t *usage, size_t *capacity);
 rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf);
 const char *objlog_cf_name(objlog_cf cf);
 

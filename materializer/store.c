@@ -130,6 +130,11 @@ void objlog_store_close(objlog_store *s) {
 
 rocksdb_t *objlog_store_db(objlog_store *s) { return s->db; }
 
+void objlog_store_block_cache(objlog_store *s, size_t *usage, size_t *capacity) {
+    *usage = rocksdb_cache_get_usage(s->cache);
+    *capacity = rocksdb_cache_get_capacity(s->cache);
+}
+
 rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf) {
     if ((int)cf < 0 || cf >= OBJLOG_CF_COUNT)
         return NULL;

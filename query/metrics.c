@@ -462,6 +462,15 @@ static void metrics_rocksdb(FILE *f, objlog_query *q) {
          "rocksdb.actual-delayed-write-rate",
          "Write rate RocksDB slows writes to while delaying them (0: not delayed)."},
     };
+    /* One cache for every column family: one sample each, no cf label. */
+    size_t used = 0, cap = 0;
+    objlog_store_block_cache(q->store, &used, &cap);
+    metrics_family(f, "objlog_rocksdb_block_cache_bytes", "gauge",
+                   "Bytes the block cache shared by every column family holds.");
+    fprintf(f, "objlog_rocksdb_block_cache_bytes %zu\n", used);
+    metrics_family(f, "objlog_rocksdb_block_cache_capacity_bytes", "gauge",
+                   "Capacity of that cache (--block-cache-mb).");
+    fprintf(f, "objlog_rocksdb_block_cache_capacity_bytes %zu\n", cap);
     rocksdb_t *db = objlog_store_db(q->store);
     for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
         metrics_family(f, fam[i].name, fam[i].type, fam[i].help);

@@ -208,6 +208,8 @@ static void test_metrics_promtool_and_values(void **state) {
         "objlog_build_info gauge", "objlog_rocksdb_live_sst_bytes gauge",
         "objlog_rocksdb_memtable_bytes gauge", "objlog_rocksdb_pending_compaction_bytes gauge",
         "objlog_rocksdb_write_stopped gauge", "objlog_rocksdb_delayed_write_rate_bytes gauge",
+        "objlog_rocksdb_block_cache_bytes gauge",
+        "objlog_rocksdb_block_cache_capacity_bytes gauge",
         "objlog_consumer_idle gauge", "objlog_kafka_broker_rtt_seconds gauge",
         "objlog_gateway_produce_queue_messages gauge", NULL};
     for (int i = 0; families[i]; i++) {
@@ -262,6 +264,9 @@ static void test_metrics_promtool_and_values(void **state) {
     assert_true(sample(body, "objlog_rocksdb_memtable_bytes", L("cf=\"objects\"")) > 0);
     assert_true(sample(body, "objlog_rocksdb_write_stopped", L("cf=\"objects\"")) == 0);
     assert_true(sample(body, "objlog_rocksdb_live_sst_bytes", L("cf=\"objects\"")) >= 0);
+    /* the default --block-cache-mb 32, exactly */
+    assert_true(sample(body, "objlog_rocksdb_block_cache_capacity_bytes", NULL) == 33554432);
+    assert_true(sample(body, "objlog_rocksdb_block_cache_bytes", NULL) >= 0);
     /* every gateway write was acknowledged by the log */
     assert_true(sample(body, "objlog_gateway_produce_queue_messages", NULL) == 0);
     free(body);

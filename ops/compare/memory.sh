@@ -26,7 +26,7 @@
 # Figures: RSS and HWM are VmRSS and VmHWM (the peak RSS so far) of
 # objlogd's /proc/PID/status; memtables is the sum over the column families
 # of objlog_rocksdb_memtable_bytes on /metrics; block cache is
-# objlog_rocksdb_block_cache_usage_bytes there when objlogd exports it (the
+# objlog_rocksdb_block_cache_bytes there when objlogd exports it (the
 # cache is one LRU shared by every column family), "-" when it does not.
 # Notes: the load time, wrk's requests/s, socket errors and non-2xx
 # answers, the most connections objlogd counted open at once
@@ -170,7 +170,7 @@ mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 metrics_mem() {
   curl -sf --max-time 10 "$url/metrics" | awk '
     /^objlog_rocksdb_memtable_bytes[{ ]/ { mt += $NF }
-    /^objlog_rocksdb_block_cache_usage_bytes[{ ]/ { bc = 1; if ($NF + 0 > bcv) bcv = $NF + 0 }
+    /^objlog_rocksdb_block_cache_bytes[{ ]/ { bc = 1; if ($NF + 0 > bcv) bcv = $NF + 0 }
     /^objlog_http_connections / { cn = $NF }
     END { printf "%d %s %d\n", mt, bc ? sprintf("%d", bcv) : "-", cn }' || echo "0 - 0"
 }
@@ -339,7 +339,7 @@ table=$(
   done
   echo
   echo "RSS, HWM: objlogd's VmRSS and VmHWM (/proc/PID/status); memtab: objlog_rocksdb_memtable_bytes"
-  echo "summed over the column families; blk cache: objlog_rocksdb_block_cache_usage_bytes (-: not"
+  echo "summed over the column families; blk cache: objlog_rocksdb_block_cache_bytes (-: not"
   echo "exported by this objlogd). MB = 2^20 bytes."
   for n in "${notes[@]}"; do echo "note: $n"; done
   echo "total run time: $(( $(date +%s) - t_start )) s"
