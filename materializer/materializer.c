@@ -1,13 +1,14 @@
 /* materializer.c: the consumer thread that keeps the views equal to the
- * applied log prefix (DESIGN §5). Owns the Kafka consumer (assign, never
- * subscribe; auto.offset.reset=error), the DLQ producer and the published
- * applied offsets that waiters block on.
+ * applied log prefix (DESIGN §5). Owns the Kafka consumer (assign every
+ * partition; in cluster mode subscribe, cooperative, and apply what the
+ * group assigns; auto.offset.reset=error either way), the DLQ producer and
+ * the published applied offsets that waiters block on.
  *
  * Invariant: a batch's effects, its outcomes and the new applied offset of
  * every partition in it reach RocksDB in ONE WriteBatch; only after that
  * write are the offsets published to waiters and committed (async) to the
- * consumer group, which is informative only (lag tools): restart always
- * resumes from the store. An undecodable message is acked by the DLQ
+ * consumer group, which is informative only (lag tools): restart, and a
+ * partition the group assigns, always resume from the store. An undecodable message is acked by the DLQ
  * before the batch that records it is written, so it is never lost. */
 #include "objlog_logger.h"
 #include "materializer.h"
@@ -52,6 +53,12 @@ struct objlog_materializer {
     rd_kafka_t *dlq;
     rangemap *rm;
     int nparts;
+    /* Cluster mode (conf cluster): the group assigns partitions to this
+     * view; owned[p] is 1 while p is assigned here (always 1 otherwise).
+     * Written by the materializer thread (the rebalance callback runs in
+     * its polls, or while closing), read by anyone. */
+    int cluster;
+    atomic_int *owned;
 
     pthread_t thread;
     int started;
@@ -158,6 +165,84 @@ int objlog_materializer_broker_rtts(objlog_materializer *m, objlog_broker_rtt *o
     return n;
 }
 
+/* ---- cluster mode: the group decides which partitions this view applies ---- */
+
+static void mat_broadcast(objlog_materializer *m);
+
+static void mat_set_owned(objlog_materializer *m,
+                          const rd_kafka_topic_partition_list_t *parts, int owned) {
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < m->nparts && strcmp(parts->elems[i].topic, m->topic) == 0)
+            atomic_store(&m->owned[p], owned);
+    }
+}
+
+/* Incremental (cooperative) rebalance, on the materializer thread (inside
+ * rd_kafka_consumer_poll) or while closing. A partition is fetched from
+ * where this view stands (m->next: its store's applied offset, or past the
+ * batch in hand), never from the group's committed offset: each view's
+ * position is its own store's. */
+static void mat_rebalance(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                          rd_kafka_topic_partition_list_t *parts) {
+    rd_kafka_error_t *e = NULL;
+    int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+    if (assign) {
+        for (int i = 0; i < parts->cnt; i++) {
+            int32_t p = parts->elems[i].partition;
+            if (p >= 0 && p < m->nparts)
+                parts->elems[i].offset = m->next[p];
+        }
+        e = rd_kafka_incremental_assign(rk, parts);
+        if (!e)
+            mat_set_owned(m, parts, 1);
+    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+        mat_set_owned(m, parts, 0);
+        e = rd_kafka_incremental_unassign(rk, parts);
+    } else {
+        objlog_logf(OBJLOG_LEVEL_WARNING, "materializer", "rebalance: %s",
+                    rd_kafka_err2str(err));
+        return;
+    }
+    char list[512];
+    size_t n = 0;
+    list[0] = '\0';
+    for (int i = 0; i < parts->cnt && n < sizeof(list) - 16; i++)
+        n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "",
+                              parts->elems[i].partition);
+    if (e) {
+        objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "cluster: %s partitions [%s]: %s",
+                    assign ? "assign" : "revoke", list, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else {
+        objlog_logf(OBJLOG_LEVEL_INFO, "materializer", "cluster: %s partitions [%s]",
+                    assign ? "assigned" : "revoked", list);
+    }
+    pthread_mutex_lock(&m->mu);
+    mat_broadcast(m); /* waiters and parked reads look again */
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void mat_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                             rd_kafka_topic_partition_list_t *parts, void *opaque) {
+    mat_rebalance(opaque, rk, err, parts);
+}
+
+/* Group membership of a cluster node: cooperative-sticky moves only the
+ * partitions that must move; a dead node's are reassigned within the
+ * session timeout (6 s, the brokers' minimum by default); client.id carries
+ * the node's URL for its peers (query/cluster.c). */
+static int mat_cluster_conf(rd_kafka_conf_t *c, const objlog_materializer_conf *conf,
+                            char *errstr, size_t es) {
+    if (conf_set(c, "partition.assignment.strategy", "cooperative-sticky", errstr, es) ||
+        conf_set(c, "session.timeout.ms", "6000", errstr, es) ||
+        conf_set(c, "heartbeat.interval.ms", "1000", errstr, es) ||
+        (conf->client_id && conf_set(c, "client.id", conf->client_id, errstr, es)))
+        return -1;
+    rd_kafka_conf_set_rebalance_cb(c, mat_rebalance_cb);
+    return 0;
+}
+
 static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
                                     const objlog_materializer_conf *conf,
                                     char *errstr, size_t es) {
@@ -170,6 +255,10 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
     char fetch_wait[16];
     snprintf(fetch_wait, sizeof(fetch_wait), "%d",
              conf->fetch_wait_max_ms > 0 ? conf->fetch_wait_max_ms : 100);
+    if (conf->cluster && mat_cluster_conf(c, conf, errstr, es) < 0) {
+        rd_kafka_conf_destroy(c);
+        return NULL;
+    }
     if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
         conf_set(c, "group.id", group, errstr, es) ||
         conf_set(c, "enable.auto.commit", "false", errstr, es) ||
@@ -246,12 +335,16 @@ static int64_t mat_mono_ms(void) {
  * group's committed positions (for lag tools; the view's own positions are
  * in the store), and with the brokers gone rd_kafka_consumer_close waits
  * for its requests to time out (a minute): a stop must not. */
-static void mat_close_consumer(rd_kafka_t *rk) {
+static void mat_close_consumer(objlog_materializer *m, rd_kafka_t *rk) {
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_error_t *e = rd_kafka_consumer_close_queue(rk, q);
     int64_t until = mat_mono_ms() + MAT_CLOSE_MS;
     while (!e && !rd_kafka_consumer_closed(rk) && mat_mono_ms() < until) {
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
+        /* A cluster node leaving its group gives its partitions back. */
+        if (ev && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE)
+            mat_rebalance(m, rk, rd_kafka_event_error(ev),
+                          rd_kafka_event_topic_partition_list(ev));
         if (ev)
             rd_kafka_event_destroy(ev);
     }
@@ -264,7 +357,7 @@ static void mat_close_consumer(rd_kafka_t *rk) {
 
 static void mat_free(objlog_materializer *m) {
     if (m->consumer)
-        mat_close_consumer(m->consumer);
+        mat_close_consumer(m, m->consumer);
     if (m->dlq) {
         rd_kafka_flush(m->dlq, 2000);
         rd_kafka_destroy(m->dlq);
@@ -276,6 +369,7 @@ static void mat_free(objlog_materializer *m) {
         for (int i = 0; i < m->nparts; i++)
             free(m->perr[i]);
     free(m->perr);
+    free(m->owned);
     free(m->applied);
     free(m->applied_ts);
     free(m->fetched_ts);
@@ -371,6 +465,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     const char *control = conf->control_topic && conf->control_topic[0]
                               ? conf->control_topic : "objlog.control";
 
+    m->cluster = conf->cluster;
     m->consumer = mat_consumer_new(m, conf, errstr, errstr_size);
     if (!m->consumer)
         goto fail;
@@ -395,9 +490,10 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->fetched_ts = calloc(np, sizeof(*m->fetched_ts));
     m->pending_ts = calloc(np, sizeof(*m->pending_ts));
     m->batch_ts = calloc(np, sizeof(*m->batch_ts));
+    m->owned = calloc(np, sizeof(*m->owned));
     m->batch = apply_batch_new(store, m->rm);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
-        !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts ||
+        !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
         !m->batch) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
@@ -407,6 +503,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
         goto fail;
     apply_batch_set_stats(m->batch, m->stats_view);
     for (int p = 0; p < m->nparts; p++) {
+        atomic_store(&m->owned[p], !m->cluster);
         m->applied[p] = m->next[p] = objlog_store_applied(store, p);
         m->dlq_total += objlog_store_dlq_count(store, p);
         m->applied_ts[p] = m->fetched_ts[p] = mat_stored_log_time(store, p, m->applied[p]);
@@ -648,9 +745,16 @@ static void mat_rewind(objlog_materializer *m) {
     rd_kafka_topic_partition_list_t *tp =
         rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
-        if (!mat_partition_stopped(m, p))
+        if (!mat_partition_stopped(m, p) && atomic_load(&m->owned[p]))
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
-    rd_kafka_assign(m->consumer, tp);
+    if (m->cluster) {
+        /* The group owns the assignment: move the positions only. */
+        rd_kafka_error_t *e = rd_kafka_seek_partitions(m->consumer, tp, 0);
+        if (e)
+            rd_kafka_error_destroy(e);
+    } else {
+        rd_kafka_assign(m->consumer, tp);
+    }
     rd_kafka_topic_partition_list_destroy(tp);
     atomic_store(&m->paused, 0); /* a new assignment fetches */
 }
@@ -713,7 +817,7 @@ static void mat_process(objlog_materializer *m, int n) {
 static void mat_set_paused(objlog_materializer *m, int pause) {
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
-        if (!mat_partition_stopped(m, p))
+        if (!mat_partition_stopped(m, p) && atomic_load(&m->owned[p]))
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
     if (pause) {
         rd_kafka_pause_partitions(m->consumer, tp);
@@ -778,13 +882,20 @@ int objlog_materializer_start(objlog_materializer *m, char *errstr,
     }
     rd_kafka_topic_partition_list_t *tp =
         rd_kafka_topic_partition_list_new(m->nparts);
-    for (int p = 0; p < m->nparts; p++)
-        rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
-    rd_kafka_resp_err_t err = rd_kafka_assign(m->consumer, tp);
+    rd_kafka_resp_err_t err;
+    if (m->cluster) {
+        /* The group assigns (mat_rebalance); positions come from the store. */
+        rd_kafka_topic_partition_list_add(tp, m->topic, RD_KAFKA_PARTITION_UA);
+        err = rd_kafka_subscribe(m->consumer, tp);
+    } else {
+        for (int p = 0; p < m->nparts; p++)
+            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
+        err = rd_kafka_assign(m->consumer, tp);
+    }
     rd_kafka_topic_partition_list_destroy(tp);
     if (err) {
-        snprintf(errstr, errstr_size, "assign %s: %s", m->topic,
-                 rd_kafka_err2str(err));
+        snprintf(errstr, errstr_size, "%s %s: %s", m->cluster ? "subscribe" : "assign",
+                 m->topic, rd_kafka_err2str(err));
         return -1;
     }
     atomic_store(&m->running, 1);
@@ -812,6 +923,14 @@ void objlog_materializer_destroy(objlog_materializer *m) {
 }
 
 /* ---- queries ---- */
+
+int objlog_materializer_owns(objlog_materializer *m, int32_t partition) {
+    if (partition < 0 || partition >= m->nparts)
+        return 0;
+    return atomic_load(&m->owned[partition]);
+}
+
+int objlog_materializer_cluster(const objlog_materializer *m) { return m->cluster; }
 
 int objlog_materializer_partitions(const objlog_materializer *m) {
     return m->nparts;

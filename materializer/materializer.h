@@ -287,6 +287,13 @@ typedef struct objlog_materializer_conf {
                                     arrived (objlogd's query service does,
                                     at least once a second when the log's
                                     end passes what was applied) */
+    int cluster;                 /* 0 (default): apply every partition
+                                    (assign). 1: subscribe in group_id with
+                                    cooperative rebalancing and apply only
+                                    the partitions the group assigns here
+                                    (objlog_materializer_owns) */
+    const char *client_id;       /* librdkafka client.id (cluster: names the
+                                    node's URL for its peers) */
 } objlog_materializer_conf;
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
@@ -297,6 +304,9 @@ int objlog_materializer_start(objlog_materializer *m, char *errstr,
                               size_t errstr_size);
 /* Stops the thread (finishing the batch in hand) and frees. */
 void objlog_materializer_destroy(objlog_materializer *m);
+/* 1 while this view applies partition (always, outside cluster mode). */
+int objlog_materializer_owns(objlog_materializer *m, int32_t partition);
+int objlog_materializer_cluster(const objlog_materializer *m);
 
 int objlog_materializer_partitions(const objlog_materializer *m);
 /* 1 when the stats view is kept (always, but in benches: test_no_stats). */

@@ -219,6 +219,8 @@ int cli_list_buckets(cli *c, const char *prefix, const char *tenant,
 
 /* ---- the other commands (argv[0] is the command's name) ---- */
 int lag_main(cli *c, int argc, char **argv);
+int cluster_main(cli *c, int argc, char **argv);
+extern const char cluster_usage_text[];
 int topics_main(cli *c, int argc, char **argv);
 int bench_main(cli *c, int argc, char **argv);
 extern const char lag_usage_text[];

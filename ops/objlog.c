@@ -37,6 +37,7 @@ static const char general_usage[] =
     "  stats [BUCKET]             usage counters\n"
     "  usage BUCKET               objects and bytes per common prefix\n"
     "  lag                        how far each partition's view trails the log\n"
+    "  cluster                    a cluster's nodes and who applies each partition\n"
     "  topics create|check        objlog's Kafka topics\n"
     "  bench                      benchmarks\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"
@@ -61,6 +62,7 @@ static const cli_cmd mpu_group[] = {
 
 static const cli_cmd ops_cmds[] = {
     {"lag", "lag", lag_main, lag_usage_text, NULL},
+    {"cluster", "cluster", cluster_main, cluster_usage_text, NULL},
     {"topics", "topics", topics_main, topics_usage_text, NULL},
     {"bench", "bench", bench_main, bench_usage_text, NULL},
     {NULL, NULL, NULL, NULL, NULL}};

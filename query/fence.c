@@ -344,6 +344,9 @@ int fence_wait(http_ctx *c, const int32_t *parts, int nparts, int64_t *applied) 
         fence_reply_failed(c, c->fenced);
         return -1;
     }
+    /* A cluster node answers only for partitions it applies. */
+    if (!c->fenced && cluster_route(c, parts, nparts))
+        return -1;
     const char *mode = http_param_or_header(c, "consistency", "X-Objlog-Consistency");
     const char *token = http_param_or_header(c, "token", "X-Objlog-Token");
     int timeout_ms;

@@ -247,8 +247,26 @@ static int gw_remaining_ms(const gw_req *r) {
     return used >= r->timeout_ms ? 0 : (int)(r->timeout_ms - used);
 }
 
+/* A cluster node that does not apply the write's partition takes its
+ * outcome from the node that does (issue 13). 1 handled, 0 wait here. */
+static int gw_await_remote(gw_req *r) {
+    objlog_query *q = r->c.q;
+    if (!q->cluster || objlog_materializer_owns(q->m, r->res.partition))
+        return 0;
+    int rc = cluster_remote_outcome(q->cluster, q->m, r->res.partition, r->res.offset,
+                                    gw_remaining_ms(r), &r->outcome, r->err,
+                                    sizeof(r->err));
+    if (rc == CLUSTER_OUTCOME_LOCAL)
+        return 0;
+    r->wait_rc = rc < 0 ? 0 : rc; /* an error: no outcome, r->err says why */
+    gw_hand_over(r, GW_LOGGED);
+    return 1;
+}
+
 static void gw_await(gw_req *r) {
     objlog_query *q = r->c.q;
+    if (gw_await_remote(r))
+        return;
     r->wait_rc = objlog_materializer_wait_applied(q->m, r->res.partition,
                                                   r->res.offset, gw_remaining_ms(r));
     if (r->wait_rc == 0 &&

@@ -291,6 +291,18 @@ static void http_send(http_ctx *c, int status, struct evbuffer *buf) {
     http_request_done(c->w);
 }
 
+void http_reply_bytes(http_ctx *c, int status, const char *content_type,
+                      const void *data, size_t n) {
+    struct evbuffer *buf = evbuffer_new();
+    http_add_header(c, "Content-Type", content_type);
+    if (!evhttp_find_header(evhttp_request_get_output_headers(c->req),
+                            "X-Objlog-Request-Id"))
+        http_add_header(c, "X-Objlog-Request-Id", c->request_id);
+    if (buf && n)
+        evbuffer_add(buf, data, n);
+    http_send(c, status, buf);
+}
+
 /* text (len bytes, then newline when asked) as the JSON body of c's answer. */
 static void http_reply_json_body(http_ctx *c, int status, const char *text, size_t len,
                                  int newline) {
@@ -587,6 +599,9 @@ static int http_route_ops(http_ctx *c, enum evhttp_cmd_type cmd, const char *pat
     } else if (strcmp(path, "/metrics") == 0) {
         c->endpoint = HTTP_EP_METRICS;
         fn = metrics_get;
+    } else if (strcmp(path, "/v1/cluster") == 0) {
+        c->endpoint = HTTP_EP_LAG;
+        fn = cluster_get;
     } else {
         return 0;
     }
@@ -770,8 +785,10 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
 /* One listening socket; each worker accepts from its own duplicate of it
  * (every worker's loop is woken by a new connection, one accept wins, the
  * others see EAGAIN), so only this process's workers share the port. */
-static int http_start_workers(objlog_query *q, char *errstr, size_t errstr_size) {
-    int lfd = http_listen_socket(q->host, q->port, errstr, errstr_size);
+static int http_start_workers(objlog_query *q, int lfd, char *errstr,
+                              size_t errstr_size) {
+    if (lfd < 0)
+        lfd = http_listen_socket(q->host, q->port, errstr, errstr_size);
     if (lfd < 0)
         return -1;
     q->port = http_socket_port(lfd);
@@ -921,11 +938,27 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
      * workers with parked reads. */
     wm_set_notify(q->wm, fence_notify_end, q);
     objlog_materializer_set_progress_cb(q->m, fence_notify, q);
-    if (http_start_workers(q, errstr, errstr_size) < 0) {
+    if (conf->cluster &&
+        !(q->cluster = cluster_new(q, conf->cluster,
+                                   conf->advertise_url ? conf->advertise_url : "",
+                                   errstr, errstr_size))) {
+        objlog_query_destroy(q);
+        return NULL;
+    }
+    if (http_start_workers(q, conf->listen_fd_set ? conf->listen_fd : -1, errstr,
+                           errstr_size) < 0) {
         objlog_query_destroy(q);
         return NULL;
     }
     return q;
+}
+
+int objlog_query_listen(const char *host, int port, int *bound_port, char *errstr,
+                        size_t errstr_size) {
+    int fd = http_listen_socket(host ? host : "127.0.0.1", port, errstr, errstr_size);
+    if (fd >= 0 && bound_port)
+        *bound_port = http_socket_port(fd);
+    return fd;
 }
 
 int objlog_query_port(const objlog_query *q) { return q->port; }
@@ -946,6 +979,8 @@ void objlog_query_destroy(objlog_query *q) {
      * and the producer's callbacks (which free expired requests) end
      * before the gateway does. */
     objlog_materializer_cancel_waits(q->m);
+    cluster_destroy(q->cluster);
+    q->cluster = NULL;
     if (q->producer)
         objlog_producer_destroy(q->producer);
     q->producer = NULL;

@@ -35,6 +35,7 @@
 
 typedef struct gateway gateway;
 typedef struct wm_cache wm_cache;
+typedef struct cluster cluster;
 
 /* Route names for request metrics (objlog_http_requests_total{endpoint}). */
 typedef enum http_endpoint {
@@ -167,6 +168,7 @@ struct objlog_query {
     atomic_uint_fast64_t request_timeouts;
     atomic_uint_fast64_t answers_cut;
     gateway *gw;
+    cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
     int nworkers;
     http_worker *workers;
 };
@@ -232,6 +234,9 @@ const char *http_param_or_header(const http_ctx *c, const char *param,
 void http_add_header(http_ctx *c, const char *name, const char *value);
 /* Sends body (stolen; NULL = no body) as JSON with status. */
 void http_reply_json(http_ctx *c, int status, json_t *body);
+/* n bytes of data as the body, of content_type. */
+void http_reply_bytes(http_ctx *c, int status, const char *content_type,
+                      const void *data, size_t n);
 /* The same with a body already rendered (jsonw.c). */
 void http_reply_json_text(http_ctx *c, int status, const char *text, size_t len);
 /* Sends len bytes of text with content_type and status (metrics). */
@@ -431,5 +436,32 @@ void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
 void gateway_complete_upload(http_ctx *c, const char *bucket,
                              const char *upload_id);
 void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id);
+
+/* ---- cluster.c: which node applies which partition (issue 13) ---- */
+
+cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
+                     char *errstr, size_t errstr_size);
+void cluster_destroy(cluster *c);
+enum { CLUSTER_OWNER_UNKNOWN, CLUSTER_OWNER_SELF, CLUSTER_OWNER_PEER,
+       CLUSTER_OWNER_UNREACHABLE };
+/* Partition p's active node per the last refresh (url filled unless
+ * UNKNOWN); UNREACHABLE: a peer that did not answer that refresh (it may
+ * be dead and its partitions about to move). */
+int cluster_owner(cluster *c, int32_t p, char *url, size_t n);
+const char *cluster_self(const cluster *c);
+/* For a request on parts[0..n): 0 when this node applies them all (or is
+ * not a cluster node); else it answered: 307 to the node that applies
+ * them, or 503 while none does. */
+int cluster_route(http_ctx *c, const int32_t *parts, int n);
+/* GET /v1/cluster. */
+void cluster_get(http_ctx *c);
+/* Blocking (gateway waiters): the outcome of the write at p.off from the
+ * node that applies p, asked again as the partition moves, within
+ * timeout_ms. 0 (*out owned by the caller), 1 not in time, -1 error
+ * (err), CLUSTER_OUTCOME_LOCAL: p is applied here now, wait locally. */
+#define CLUSTER_OUTCOME_LOCAL 2
+int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_t off,
+                           int timeout_ms, Objlog__Outcome **out, char *err, size_t en);
+void cluster_metrics(FILE *f, cluster *c);
 
 #endif

@@ -148,6 +148,8 @@ void metrics_readyz(http_ctx *c) {
                      "the log is unreachable: partition %d has had no end offset %s "
                      "(%s)", p, age < 0 ? "since objlogd started" : "for over 5 s",
                      last_err ? rd_kafka_err2str(last_err) : "no answer yet");
+        else if (!objlog_materializer_owns(c->q->m, p))
+            continue; /* a cluster node answers for its own partitions */
         else if (rows[p].stopped)
             snprintf(reason, sizeof(reason), "partition %d is stopped: %s", p,
                      rows[p].err);
@@ -503,6 +505,8 @@ void metrics_get(http_ctx *c) {
     metrics_connections(f, c->q);
     metrics_latency(f, c->q);
     metrics_rocksdb(f, c->q);
+    if (c->q->cluster)
+        cluster_metrics(f, c->q->cluster);
     metrics_kafka(f, c->q);
     metrics_process(f);
     fclose(f);

@@ -54,6 +54,8 @@ typedef struct objlogd_conf {
     long long nofile;            /* the open-file limit in force */
     int block_cache_mb;          /* the store's shared block cache */
     int memtable_mb;             /* the store's memtable budget, all CFs */
+    const char *cluster;         /* cluster name: a node of it (issue 13) */
+    const char *advertise;       /* this node's URL; NULL: http://listen */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -67,6 +69,9 @@ static void usage(FILE *f) {
             "               [--max-connections N] [--request-timeout-ms N]\n"
             "               [--log-format text|json] [--access-log FILE|-]\n"
             "               [--block-cache-mb N] [--memtable-mb N]\n"
+            "               [--cluster NAME [--advertise URL]] (with --brokers: a node\n"
+            "                of cluster NAME; URL is how its peers reach it, default\n"
+            "                http://HOST:PORT of --listen)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
             "                needs an empty --data, which it marks as unusable with stats)]\n"
@@ -74,7 +79,8 @@ static void usage(FILE *f) {
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
-            "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n");
+            "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
+            "     OBJLOG_CLUSTER OBJLOG_ADVERTISE\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -137,6 +143,10 @@ static int conf_from_env(objlogd_conf *c) {
         c->data = v;
     if ((v = getenv("OBJLOG_GROUP")) && *v)
         c->group = v;
+    if ((v = getenv("OBJLOG_CLUSTER")) && *v)
+        c->cluster = v;
+    if ((v = getenv("OBJLOG_ADVERTISE")) && *v)
+        c->advertise = v;
     if ((v = getenv("OBJLOG_PARTITIONS")) && *v &&
         parse_int("OBJLOG_PARTITIONS", v, 1, 4096, &c->partitions) < 0)
         return -1;
@@ -165,7 +175,8 @@ enum {
     OPT_NO_CREATE_TOPICS, OPT_ALLOW_UNSAFE_TOPICS, OPT_PARTITIONS, OPT_THREADS,
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
-    OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB
+    OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
+    OPT_ADVERTISE
 };
 
 static const struct option objlogd_options[] = {
@@ -193,6 +204,8 @@ static const struct option objlogd_options[] = {
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {"block-cache-mb", required_argument, NULL, OPT_BLOCK_CACHE_MB},
     {"memtable-mb", required_argument, NULL, OPT_MEMTABLE_MB},
+    {"cluster", required_argument, NULL, OPT_CLUSTER},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -236,8 +249,48 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_ACCESS_LOG: c->access_log = v; return 0;
     case OPT_BLOCK_CACHE_MB: return parse_int(flag, v, 1, 1 << 20, &c->block_cache_mb);
     case OPT_MEMTABLE_MB: return parse_int(flag, v, 4, 1 << 20, &c->memtable_mb);
+    case OPT_CLUSTER: c->cluster = v; return 0;
+    case OPT_ADVERTISE: c->advertise = v; return 0;
     default: return -1;
     }
+}
+
+/* A cluster name goes into a consumer group name, a URL into metrics
+ * labels and Location headers: both are checked here, once. */
+static int check_cluster(const objlogd_conf *c) {
+    if (!c->cluster) {
+        if (c->advertise) {
+            fprintf(stderr, "objlogd: --advertise names a cluster node's URL; it needs "
+                            "--cluster NAME\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (!c->brokers) {
+        fprintf(stderr, "objlogd: --cluster needs --brokers (the nodes share a real "
+                        "Kafka log; the embedded one lives in one process)\n");
+        return -1;
+    }
+    if (c->group) {
+        fprintf(stderr, "objlogd: --cluster sets the consumer group "
+                        "(objlog-cluster-NAME); drop --group\n");
+        return -1;
+    }
+    size_t n = strlen(c->cluster);
+    if (n == 0 || n > 100 || strspn(c->cluster, "abcdefghijklmnopqrstuvwxyz"
+                                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+        fprintf(stderr, "objlogd: --cluster '%s': 1-100 characters of A-Z, a-z, 0-9, "
+                        "'.', '_', '-'\n", c->cluster);
+        return -1;
+    }
+    const char *u = c->advertise;
+    if (u && (strncmp(u, "http://", 7) != 0 || strlen(u) > 200 || strlen(u) < 8 ||
+              strpbrk(u, "\"\\ \t\r\n") || u[strlen(u) - 1] == '/')) {
+        fprintf(stderr, "objlogd: --advertise '%s': an http:// URL (scheme, host, port; "
+                        "no path, no trailing '/', at most 200 characters)\n", u);
+        return -1;
+    }
+    return 0;
 }
 
 /* 0 ok, 1 --help, 2 --version, -1 bad flag (getopt_long: --opt=value,
@@ -271,7 +324,7 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         fprintf(stderr, "objlogd: --kafka-only runs the embedded cluster; drop --brokers\n");
         return -1;
     }
-    return 0;
+    return check_cluster(c);
 }
 
 /* A real broker answers a fetch as soon as data arrives, so a long wait
@@ -477,11 +530,31 @@ static int serve(const objlogd_conf *c, const char *brokers,
     objlog_store *store = open_bound_store(c, log, own_log);
     if (!store)
         return 1;
-    char group[256];
-    if (c->group)
+    char group[256], advertise[256] = "", client_id[300] = "";
+    int lfd = -1;
+    if (c->cluster) {
+        /* Bound before the materializer joins the group: its client.id
+         * names this node's URL, port 0 included. */
+        int port = 0;
+        lfd = objlog_query_listen(c->host, c->port, &port, err, sizeof(err));
+        if (lfd < 0) {
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "http: %s", err);
+            objlog_store_close(store);
+            return 1;
+        }
+        if (c->advertise)
+            snprintf(advertise, sizeof(advertise), "%s", c->advertise);
+        else
+            snprintf(advertise, sizeof(advertise), "http://%s:%d", c->host, port);
+        objlog_cluster_group(c->cluster, group, sizeof(group));
+        objlog_cluster_client_id(advertise, client_id, sizeof(client_id));
+        objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "cluster %s: this node is %s",
+                    c->cluster, advertise);
+    } else if (c->group) {
         snprintf(group, sizeof(group), "%s", c->group);
-    else
+    } else {
         default_group(c->data, group, sizeof(group));
+    }
     objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "consumer group %s (committed positions for lag tools)",
             group);
     objlog_materializer_conf mc = {.brokers = brokers, .topic = c->topic,
@@ -494,7 +567,9 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                    /* An idle objlogd costs no CPU; the query
                                     * service kicks it on every write and
                                     * fenced read (fence.c, gateway.c). */
-                                   .idle_pause_ms = 1000};
+                                   .idle_pause_ms = 1000,
+                                   .cluster = c->cluster != NULL,
+                                   .client_id = c->cluster ? client_id : NULL};
     if (c->test_apply_delay_ms > 0)
         objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-apply-delay-ms %d slows every "
                         "applied batch; it is for tests only", c->test_apply_delay_ms);
@@ -506,6 +581,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "materializer: %s", err);
         objlog_materializer_destroy(m);
         objlog_store_close(store);
+        if (lfd >= 0)
+            close(lfd);
         return 1;
     }
     objlog_query_conf qc = {.host = c->host, .port = c->port, .threads = c->threads,
@@ -515,7 +592,10 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .max_timeout_ms = c->max_timeout_ms,
                             .ready_max_lag = c->ready_max_lag,
                             .max_connections = max_connections(c, c->nofile),
-                            .request_timeout_ms = c->request_timeout_ms};
+                            .request_timeout_ms = c->request_timeout_ms,
+                            .listen_fd = lfd, .listen_fd_set = lfd >= 0,
+                            .cluster = c->cluster,
+                            .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "http: %s", err);

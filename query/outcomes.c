@@ -144,6 +144,8 @@ void outcomes_get(http_ctx *c) {
     if (outcomes_params(c, &p, &from, &max) < 0 ||
         http_timeout_param(c, &timeout_ms) < 0)
         return;
+    if (!c->fenced && cluster_route(c, &p, 1))
+        return;
     /* A producer asks for outcomes: its writes are in the log or coming. */
     objlog_materializer_kick(c->q->m);
     /* Parks off this worker, bounded by timeout_ms, as the read fences do. */

@@ -37,6 +37,15 @@ typedef struct objlog_query_conf {
                                     (default 1024) */
     int request_timeout_ms;      /* a request's first byte to its last
                                     (default 10000); else 408, closed */
+    int listen_fd;               /* with listen_fd_set: a socket bound and
+                                    listening already (objlog_query_listen);
+                                    host/port then only name it */
+    int listen_fd_set;
+    const char *cluster;         /* cluster name (objlogd --cluster), NULL:
+                                    not a cluster node. The materializer must
+                                    be in cluster mode in the group
+                                    objlog_cluster_group(cluster) */
+    const char *advertise_url;   /* this node's URL for its peers */
 } objlog_query_conf;
 
 #define QUERY_READY_MAX_LAG_DEFAULT 10000
@@ -48,6 +57,16 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
                                size_t errstr_size);
 /* The bound port (the real one when conf->port was 0). */
 int objlog_query_port(const objlog_query *q);
+/* A listening socket on host:port (0: any free port, *bound_port says
+ * which), for objlog_query_conf.listen_fd: objlogd binds before the
+ * materializer starts so that a cluster node can name its own URL. The fd,
+ * or -1 with errstr. */
+int objlog_query_listen(const char *host, int port, int *bound_port, char *errstr,
+                        size_t errstr_size);
+/* Cluster nodes (issue 13): the consumer group of cluster name, and the
+ * client.id that names a node's URL to its peers. */
+void objlog_cluster_group(const char *name, char *out, size_t n);
+void objlog_cluster_client_id(const char *url, char *out, size_t n);
 /* Graceful: stops accepting, finishes in-flight requests (writes wait at
  * most their timeout for the outcome), flushes the producer, frees. */
 void objlog_query_destroy(objlog_query *q);

@@ -612,6 +612,26 @@ static json_t *read_outcome_json(const Objlog__Outcome *o, const char *token) {
                      "upload_id", o->upload_id ? o->upload_id : "");
 }
 
+/* The stored outcome as JSON, or as the record itself for a peer's gateway
+ * (Accept: application/x-protobuf; cluster.c), which answers its writer
+ * from it as if it had been applied there. */
+static void read_outcome_reply(http_ctx *c, const Objlog__Outcome *o, const char *token) {
+    const char *acc = evhttp_find_header(evhttp_request_get_input_headers(c->req), "Accept");
+    if (!acc || strcmp(acc, "application/x-protobuf") != 0) {
+        http_reply_json(c, 200, read_outcome_json(o, token));
+        return;
+    }
+    size_t n = objlog__outcome__get_packed_size(o);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    objlog__outcome__pack(o, buf);
+    http_reply_bytes(c, 200, "application/x-protobuf", buf, n);
+    free(buf);
+}
+
 void read_write_status(http_ctx *c, const char *token) {
     token_part tp[TOKEN_MAX_PARTS];
     int n = token_parse(token, tp, TOKEN_MAX_PARTS);
@@ -622,6 +642,8 @@ void read_write_status(http_ctx *c, const char *token) {
     }
     int timeout_ms;
     if (http_timeout_param(c, &timeout_ms) < 0)
+        return;
+    if (!c->fenced && cluster_route(c, &tp[0].partition, 1))
         return;
     int rc = fence_await_applied(c, tp[0].partition, tp[0].offset, timeout_ms);
     if (rc == FENCE_PARKED)
@@ -646,7 +668,7 @@ void read_write_status(http_ctx *c, const char *token) {
         http_reply_error(c, 410, "OutcomeExpired",
                          "the outcome of %s is older than the dedup window", token);
     } else {
-        http_reply_json(c, 200, read_outcome_json(o, token));
+        read_outcome_reply(c, o, token);
         objlog__outcome__free_unpacked(o, NULL);
     }
 }

@@ -13,6 +13,7 @@ struct httpc {
     char *buf;
     size_t len, cap;
     httpc_resp *cur;
+    int follow;
 };
 
 static size_t httpc_body_cb(char *p, size_t sz, size_t n, void *ud) {
@@ -108,6 +109,8 @@ int httpc_do(httpc *c, const char *method, const char *path, const char *body,
     curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 30000L);
     curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, (long)c->follow);
+    curl_easy_setopt(c->curl, CURLOPT_MAXREDIRS, 3L);
     if (body) {
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -142,3 +145,5 @@ char *httpc_escape(httpc *c, const char *s, size_t n) {
     curl_free(e);
     return copy;
 }
+
+void httpc_follow(httpc *c, int on) { c->follow = on; }

@@ -23,6 +23,8 @@ void httpc_destroy(httpc *c);
  * "Name: value". Returns 0 when a response arrived, -1 on transport error. */
 int httpc_do(httpc *c, const char *method, const char *path, const char *body,
              const char *const *headers, httpc_resp *resp);
+/* on: follow redirects (at most 3), as a client of a cluster does. */
+void httpc_follow(httpc *c, int on);
 /* Percent-escapes s[0..n) into a malloc'd string (caller frees). */
 char *httpc_escape(httpc *c, const char *s, size_t n);
 

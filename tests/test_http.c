@@ -1783,6 +1783,10 @@ static void test_lag_and_metrics(void **state) {
     for (int i = 0; i < 3; i++)
         expect(e, "GET", "/healthz", NULL, 200);
     expect(e, "GET", "/v1/buckets/lagm/objects/k", NULL, 200);
+    /* not a cluster node: /v1/cluster says so */
+    req(e, "GET", "/v1/cluster", NULL, NULL, &r);
+    assert_error(&r, 404, "NotACluster");
+    resp_free(&r);
 
     req(e, "GET", "/v1/lag", NULL, NULL, &r);
     assert_int_equal(r.status, 200);

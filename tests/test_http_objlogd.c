@@ -363,6 +363,29 @@ static void test_bad_flags_exit_2(void **state) {
         assert_non_null(strstr(err, rows[i].named));
         assert_string_equal(out, "");
     }
+    /* cluster flags (issue 13): checked before anything starts */
+    struct { const char *args[7], *named; } cl[] = {
+        {{"--cluster", "c1"}, "--cluster needs --brokers"},
+        {{"--advertise", "http://127.0.0.1:1"}, "--advertise names a cluster node"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "bad name!"}, "--cluster 'bad name!'"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--advertise", "ftp://x"},
+         "--advertise 'ftp://x'"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--advertise", "http://h:1/"},
+         "--advertise 'http://h:1/'"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--group", "g"}, "drop --group"},
+    };
+    for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
+        char out[1024], err[4096];
+        char *argv[8] = {objlogd};
+        for (int a = 0; a < 7 && cl[i].args[a]; a++)
+            argv[a + 1] = (char *)cl[i].args[a];
+        int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 10000);
+        if (rc != 2 || !strstr(err, cl[i].named))
+            print_error("cluster row %zu: rc %d: %s\n", i, rc, err);
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(err, cl[i].named));
+        assert_string_equal(out, "");
+    }
 }
 
 /* Issue 11, item 1: a second objlogd on a port a running one holds must

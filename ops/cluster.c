@@ -1,0 +1,89 @@
+/* cluster.c: `objlog cluster`, a cluster's nodes and who applies each
+ * partition (issue 13): GET /v1/cluster of the node --url names, as two
+ * tables (NODE SELF REACHABLE PARTITIONS, then PARTITION ACTIVE APPLIED
+ * END LAG) or, with --json, the server's JSON. A node that is not in a
+ * cluster answers 404 NotACluster, which is the command's error. */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char cluster_usage_text[] =
+    "usage: objlog cluster [--json]\n"
+    "The cluster the node at --url belongs to: its nodes (URL, whether it is\n"
+    "the one asked, whether it answered the last refresh, the partitions it\n"
+    "applies), then every partition's active node and its applied offset, the\n"
+    "log's end and the lag (\"-\" while unknown).\n";
+
+static void cluster_int_cell(json_t *o, const char *name, char *out, size_t n) {
+    json_t *v = json_object_get(o, name);
+    if (json_is_integer(v))
+        snprintf(out, n, "%lld", (long long)json_integer_value(v));
+    else
+        snprintf(out, n, "-");
+}
+
+static void cluster_print(cli *c, json_t *j) {
+    (void)c;
+    static const char *const nhead[] = {"NODE", "SELF", "REACHABLE", "PARTITIONS"};
+    static const int nright[] = {0, 0, 0, 0};
+    cli_table nt = {.ncols = 4, .head = nhead, .right = nright};
+    size_t i;
+    json_t *nd;
+    json_array_foreach(json_object_get(j, "nodes"), i, nd) {
+        char parts[512] = "";
+        size_t k, len = 0;
+        json_t *p;
+        json_array_foreach(json_object_get(nd, "partitions"), k, p)
+            if (len < sizeof(parts) - 16)
+                len += (size_t)snprintf(parts + len, sizeof(parts) - len, "%s%lld",
+                                        k ? "," : "", (long long)json_integer_value(p));
+        const char *row[] = {cli_jstr(nd, "url"),
+                             json_is_true(json_object_get(nd, "self")) ? "yes" : "no",
+                             json_is_true(json_object_get(nd, "reachable")) ? "yes" : "no",
+                             parts[0] ? parts : "-"};
+        cli_table_add(&nt, row);
+    }
+    printf("cluster %s (group %s), asked %s\n", cli_jstr(j, "cluster"), cli_jstr(j, "group"),
+           cli_jstr(j, "self"));
+    cli_table_print_free(&nt);
+    static const char *const phead[] = {"PARTITION", "ACTIVE", "APPLIED", "END", "LAG"};
+    static const int pright[] = {1, 0, 1, 1, 1};
+    cli_table pt = {.ncols = 5, .head = phead, .right = pright};
+    json_t *p;
+    json_array_foreach(json_object_get(j, "partitions"), i, p) {
+        char part[16], applied[32], end[32], lag[32];
+        cluster_int_cell(p, "partition", part, sizeof(part));
+        cluster_int_cell(p, "applied", applied, sizeof(applied));
+        cluster_int_cell(p, "end", end, sizeof(end));
+        cluster_int_cell(p, "lag", lag, sizeof(lag));
+        const char *active = json_string_value(json_object_get(p, "active"));
+        const char *row[] = {part, active ? active : "-", applied, end, lag};
+        cli_table_add(&pt, row);
+    }
+    putchar('\n');
+    cli_table_print_free(&pt);
+    const char *err = json_string_value(json_object_get(j, "error"));
+    if (err && *err)
+        printf("note: the last membership refresh failed: %s\n", err);
+}
+
+int cluster_main(cli *c, int argc, char **argv) {
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int rc = 0, o;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
+        ;
+    const char *none[1];
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, none, 0, 0, NULL, &rc) < 0)
+        return rc;
+    char *url = NULL;
+    if (asprintf(&url, "%s/v1/cluster", c->url) < 0)
+        return cli_fail(c, c->url, "InternalError", "out of memory", 0, NULL);
+    json_t *j = cli_get_json(c, c->url, url, &rc);
+    if (!j)
+        return rc;
+    return cli_list_output(c, j, cluster_print);
+}

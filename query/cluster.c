@@ -1,0 +1,560 @@
+/* cluster.c: who holds which partition when objlogd runs as a node of a
+ * cluster (`objlogd --cluster NAME --advertise URL`, issue 13).
+ *
+ * The nodes of one cluster are the members of one Kafka consumer group
+ * ("objlog-cluster-NAME"); the group's cooperative assignor decides which
+ * node applies each partition (materializer.c, cluster mode). This file
+ * does not decide anything: a refresher thread asks the group coordinator
+ * who the members are (DescribeConsumerGroups: each member's client.id is
+ * "objlogd@" and its URL, its assignment the partitions it applies) and
+ * each peer how far it applied them (its GET /v1/lag), once a second, and
+ * keeps the answer for routing (cluster_owner) and for GET /v1/cluster.
+ *
+ * Invariant: the snapshot only routes; it never decides what is fresh. A
+ * request sent to the wrong node (the snapshot lags a rebalance by up to a
+ * second) is fenced there as anywhere, or sent on again. */
+#include "internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CLUSTER_REFRESH_MS 1000
+#define CLUSTER_ADMIN_TIMEOUT_MS 2000
+#define CLUSTER_PEER_TIMEOUT_MS 1000
+#define CLUSTER_CLIENT_PREFIX "objlogd@"
+#define CLUSTER_URL_MAX 256
+
+typedef struct cluster_node {
+    char url[CLUSTER_URL_MAX];
+    int self;
+    int reachable;               /* its /v1/lag answered on the last refresh */
+} cluster_node;
+
+/* One partition as the last refresh saw it. */
+typedef struct cluster_part {
+    int owner;                   /* index into nodes, -1 none */
+    int64_t applied, end;        /* at the owner, -1 unknown */
+} cluster_part;
+
+struct cluster {
+    objlog_query *q;             /* borrowed */
+    char *name, *group, *self_url, *topic;
+    rd_kafka_t *rk;              /* admin requests only */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* stop */
+    int stop;
+    /* The snapshot, under mu. */
+    cluster_node *nodes;
+    int nnodes;
+    cluster_part *parts;
+    int nparts;
+    int64_t refreshed_ms;        /* monotonic ms of the last good refresh, 0 never */
+    char err[256];               /* why the last refresh failed, "" if it did not */
+    uint64_t refreshes, failures;
+};
+
+static int64_t cluster_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- one refresh ---- */
+
+typedef struct snapshot {
+    cluster_node *nodes;
+    int nnodes;
+    cluster_part *parts;
+} snapshot;
+
+static void snapshot_free(snapshot *s) {
+    free(s->nodes);
+    free(s->parts);
+}
+
+static int snapshot_node(snapshot *s, const char *url, const char *self) {
+    for (int i = 0; i < s->nnodes; i++)
+        if (strcmp(s->nodes[i].url, url) == 0)
+            return i;
+    cluster_node *n = realloc(s->nodes, (size_t)(s->nnodes + 1) * sizeof(*n));
+    if (!n)
+        return -1;
+    s->nodes = n;
+    cluster_node *nd = &n[s->nnodes];
+    memset(nd, 0, sizeof(*nd));
+    snprintf(nd->url, sizeof(nd->url), "%s", url);
+    nd->self = strcmp(url, self) == 0;
+    return s->nnodes++;
+}
+
+/* The group's members and their partitions. 0, or -1 with why. */
+static int cluster_describe(cluster *c, snapshot *s, char *why, size_t wn) {
+    char err[256];
+    rd_kafka_queue_t *rq = rd_kafka_queue_new(c->rk);
+    rd_kafka_AdminOptions_t *o =
+        rd_kafka_AdminOptions_new(c->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+    rd_kafka_AdminOptions_set_request_timeout(o, CLUSTER_ADMIN_TIMEOUT_MS, err, sizeof(err));
+    const char *groups[1] = {c->group};
+    rd_kafka_DescribeConsumerGroups(c->rk, groups, 1, o, rq);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(rq, CLUSTER_ADMIN_TIMEOUT_MS + 1000);
+    int rc = -1;
+    const rd_kafka_DescribeConsumerGroups_result_t *res =
+        ev ? rd_kafka_event_DescribeConsumerGroups_result(ev) : NULL;
+    size_t ng = 0;
+    const rd_kafka_ConsumerGroupDescription_t **gs =
+        res ? rd_kafka_DescribeConsumerGroups_result_groups(res, &ng) : NULL;
+    if (!ev) {
+        snprintf(why, wn, "describe group %s: no answer in %d ms", c->group,
+                 CLUSTER_ADMIN_TIMEOUT_MS + 1000);
+    } else if (rd_kafka_event_error(ev)) {
+        snprintf(why, wn, "describe group %s: %s", c->group, rd_kafka_event_error_string(ev));
+    } else if (ng != 1 || rd_kafka_ConsumerGroupDescription_error(gs[0])) {
+        snprintf(why, wn, "describe group %s: %s", c->group,
+                 ng != 1 ? "no answer for the group"
+                         : rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(gs[0])));
+    } else {
+        rc = 0;
+        size_t nm = rd_kafka_ConsumerGroupDescription_member_count(gs[0]);
+        for (size_t i = 0; i < nm && rc == 0; i++) {
+            const rd_kafka_MemberDescription_t *m =
+                rd_kafka_ConsumerGroupDescription_member(gs[0], i);
+            const char *cid = rd_kafka_MemberDescription_client_id(m);
+            size_t pl = strlen(CLUSTER_CLIENT_PREFIX);
+            if (!cid || strncmp(cid, CLUSTER_CLIENT_PREFIX, pl) != 0)
+                continue; /* not an objlogd node (a lag tool, say) */
+            int ni = snapshot_node(s, cid + pl, c->self_url);
+            if (ni < 0) {
+                snprintf(why, wn, "out of memory");
+                rc = -1;
+                break;
+            }
+            const rd_kafka_topic_partition_list_t *tp =
+                rd_kafka_MemberAssignment_partitions(rd_kafka_MemberDescription_assignment(m));
+            for (int j = 0; tp && j < tp->cnt; j++) {
+                int32_t p = tp->elems[j].partition;
+                if (strcmp(tp->elems[j].topic, c->topic) == 0 && p >= 0 && p < c->nparts)
+                    s->parts[p].owner = ni;
+            }
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_queue_destroy(rq);
+    return rc;
+}
+
+typedef struct curl_buf {
+    char *data;
+    size_t len;
+} curl_buf;
+
+static size_t cluster_curl_write(char *p, size_t sz, size_t n, void *arg) {
+    curl_buf *b = arg;
+    size_t add = sz * n;
+    if (b->len + add > 1 << 20)
+        return 0;
+    char *d = realloc(b->data, b->len + add + 1);
+    if (!d)
+        return 0;
+    memcpy(d + b->len, p, add);
+    b->len += add;
+    d[b->len] = '\0';
+    b->data = d;
+    return add;
+}
+
+/* A peer's applied and end offsets for the partitions it owns, from its
+ * GET /v1/lag. 0, or -1 (unreachable: left unknown). */
+static int cluster_peer_lag(CURL *h, snapshot *s, int ni) {
+    char url[CLUSTER_URL_MAX + 16];
+    snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
+    curl_buf b = {0};
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_PEER_TIMEOUT_MS);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    long status = 0;
+    int rc = curl_easy_perform(h) == CURLE_OK ? 0 : -1;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    json_t *j = rc == 0 && status == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
+    free(b.data);
+    json_t *arr = json_object_get(j, "partitions");
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        json_int_t p = json_integer_value(json_object_get(e, "partition"));
+        if (p < 0 || p >= (json_int_t)0x7fffffff || s->parts[p].owner != ni)
+            continue;
+        s->parts[p].applied = json_integer_value(json_object_get(e, "applied"));
+        s->parts[p].end = json_integer_value(json_object_get(e, "end"));
+    }
+    s->nodes[ni].reachable = j != NULL;
+    json_decref(j);
+    return j ? 0 : -1;
+}
+
+static void cluster_refresh(cluster *c, CURL *h) {
+    snapshot s = {0};
+    char why[256] = "";
+    s.parts = calloc((size_t)c->nparts, sizeof(*s.parts));
+    int rc = s.parts ? 0 : -1;
+    if (rc < 0)
+        snprintf(why, sizeof(why), "out of memory");
+    for (int p = 0; rc == 0 && p < c->nparts; p++)
+        s.parts[p] = (cluster_part){.owner = -1, .applied = -1, .end = -1};
+    if (rc == 0)
+        rc = cluster_describe(c, &s, why, sizeof(why));
+    for (int i = 0; rc == 0 && i < s.nnodes; i++) {
+        if (s.nodes[i].self)
+            s.nodes[i].reachable = 1; /* our own figures are read live */
+        else if (h)
+            cluster_peer_lag(h, &s, i);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->refreshes++;
+    if (rc == 0) {
+        free(c->nodes);
+        free(c->parts);
+        c->nodes = s.nodes;
+        c->nnodes = s.nnodes;
+        c->parts = s.parts;
+        c->refreshed_ms = cluster_mono_ms();
+        c->err[0] = '\0';
+    } else {
+        c->failures++;
+        snprintf(c->err, sizeof(c->err), "%s", why);
+        snapshot_free(&s);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *cluster_main(void *arg) {
+    cluster *c = arg;
+    CURL *h = curl_easy_init();
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        pthread_mutex_unlock(&c->mu);
+        cluster_refresh(c, h);
+        pthread_mutex_lock(&c->mu);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += CLUSTER_REFRESH_MS / 1000;
+        while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (h)
+        curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+void cluster_destroy(cluster *c) {
+    if (!c)
+        return;
+    if (c->thread_started) {
+        pthread_mutex_lock(&c->mu);
+        c->stop = 1;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        pthread_join(c->thread, NULL);
+    }
+    if (c->rk)
+        rd_kafka_destroy(c->rk);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->nodes);
+    free(c->parts);
+    free(c->name);
+    free(c->group);
+    free(c->self_url);
+    free(c->topic);
+    free(c);
+}
+
+cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
+                     char *errstr, size_t errstr_size) {
+    cluster *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    c->q = q;
+    c->nparts = objlog_materializer_partitions(q->m);
+    c->name = strdup(name);
+    c->self_url = strdup(self_url);
+    c->topic = strdup(q->topic);
+    size_t gn = strlen(name) + 32;
+    c->group = malloc(gn);
+    if (!c->name || !c->self_url || !c->topic || !c->group) {
+        snprintf(errstr, errstr_size, "out of memory");
+        cluster_destroy(c);
+        return NULL;
+    }
+    objlog_cluster_group(name, c->group, gn);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka);
+    char tmp[256];
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", q->brokers, tmp, sizeof(tmp)) ||
+        !(c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
+        snprintf(errstr, errstr_size, "cluster admin handle: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        cluster_destroy(c);
+        return NULL;
+    }
+    if (pthread_create(&c->thread, NULL, cluster_main, c) != 0) {
+        snprintf(errstr, errstr_size, "cluster thread: %s", strerror(errno));
+        cluster_destroy(c);
+        return NULL;
+    }
+    c->thread_started = 1;
+    return c;
+}
+
+void objlog_cluster_group(const char *name, char *out, size_t n) {
+    snprintf(out, n, "objlog-cluster-%s", name);
+}
+
+void objlog_cluster_client_id(const char *url, char *out, size_t n) {
+    snprintf(out, n, CLUSTER_CLIENT_PREFIX "%s", url);
+}
+
+/* ---- routing ---- */
+
+int cluster_owner(cluster *c, int32_t p, char *url, size_t n) {
+    int rc = CLUSTER_OWNER_UNKNOWN;
+    pthread_mutex_lock(&c->mu);
+    if (c->parts && p >= 0 && p < c->nparts && c->parts[p].owner >= 0) {
+        const cluster_node *nd = &c->nodes[c->parts[p].owner];
+        rc = nd->self        ? CLUSTER_OWNER_SELF
+             : nd->reachable ? CLUSTER_OWNER_PEER
+                             : CLUSTER_OWNER_UNREACHABLE;
+        snprintf(url, n, "%s", nd->url);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+const char *cluster_self(const cluster *c) { return c->self_url; }
+
+/* ---- GET /v1/cluster ---- */
+
+static json_t *cluster_part_json(cluster *c, int32_t p) {
+    const cluster_part *cp = &c->parts[p];
+    objlog_query *q = c->q;
+    int local = objlog_materializer_owns(q->m, p);
+    int64_t applied = cp->applied, end = cp->end;
+    if (local || (cp->owner >= 0 && c->nodes[cp->owner].self)) {
+        applied = objlog_materializer_applied(q->m, p);
+        end = wm_last_end(q->wm, p);
+    }
+    json_t *o = json_pack("{s:i, s:o, s:[], s:b}", "partition", (int)p, "active",
+                          cp->owner >= 0 ? json_string(c->nodes[cp->owner].url)
+                                         : json_null(),
+                          "standbys", "local", local);
+    json_object_set_new(o, "applied", applied >= 0 ? json_integer(applied) : json_null());
+    json_object_set_new(o, "end", end >= 0 ? json_integer(end) : json_null());
+    json_object_set_new(o, "lag", applied >= 0 && end >= 0
+                                      ? json_integer(end > applied ? end - applied : 0)
+                                      : json_null());
+    return o;
+}
+
+void cluster_get(http_ctx *hc) {
+    cluster *c = hc->q->cluster;
+    if (!c) {
+        http_reply_error(hc, 404, "NotACluster",
+                         "this objlogd is not a cluster node (objlogd --cluster NAME)");
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    json_t *nodes = json_array(), *parts = json_array();
+    for (int i = 0; i < c->nnodes; i++) {
+        json_t *owned = json_array();
+        for (int p = 0; p < c->nparts; p++)
+            if (c->parts[p].owner == i)
+                json_array_append_new(owned, json_integer(p));
+        json_array_append_new(nodes, json_pack("{s:s, s:s, s:b, s:b, s:o}", "id",
+                                               c->nodes[i].url, "url", c->nodes[i].url,
+                                               "self", c->nodes[i].self, "reachable",
+                                               c->nodes[i].reachable, "partitions", owned));
+    }
+    for (int p = 0; c->parts && p < c->nparts; p++)
+        json_array_append_new(parts, cluster_part_json(c, p));
+    int64_t age = c->refreshed_ms ? cluster_mono_ms() - c->refreshed_ms : -1;
+    json_t *body = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s}", "cluster", c->name,
+                             "group", c->group, "self", c->self_url, "refreshed_ms_ago",
+                             age >= 0 ? json_integer(age) : json_null(), "nodes", nodes,
+                             "partitions", parts, "error", c->err);
+    pthread_mutex_unlock(&c->mu);
+    http_reply_json(hc, 200, body);
+}
+
+/* ---- /metrics ---- */
+
+void cluster_metrics(FILE *f, cluster *c) {
+    pthread_mutex_lock(&c->mu);
+    fprintf(f, "# HELP objlog_cluster_nodes Nodes of this cluster the last refresh saw.\n"
+               "# TYPE objlog_cluster_nodes gauge\nobjlog_cluster_nodes %d\n", c->nnodes);
+    fprintf(f, "# HELP objlog_cluster_node_info One per node: its URL, and 1 if it is this one.\n"
+               "# TYPE objlog_cluster_node_info gauge\n");
+    for (int i = 0; i < c->nnodes; i++)
+        fprintf(f, "objlog_cluster_node_info{url=\"%s\",self=\"%d\"} 1\n", c->nodes[i].url,
+                c->nodes[i].self);
+    fprintf(f, "# HELP objlog_cluster_partition_applied Applied offset of each partition at "
+               "its active node (-1 unknown).\n"
+               "# TYPE objlog_cluster_partition_applied gauge\n");
+    for (int p = 0; c->parts && p < c->nparts; p++) {
+        const cluster_part *cp = &c->parts[p];
+        int self = cp->owner >= 0 && c->nodes[cp->owner].self;
+        long long applied = self ? objlog_materializer_applied(c->q->m, p) : cp->applied;
+        fprintf(f, "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\",role=\"active\"} %lld\n",
+                p, cp->owner >= 0 ? c->nodes[cp->owner].url : "", applied);
+    }
+    fprintf(f, "# HELP objlog_cluster_refresh_failures_total Membership refreshes that failed.\n"
+               "# TYPE objlog_cluster_refresh_failures_total counter\n"
+               "objlog_cluster_refresh_failures_total %llu\n",
+            (unsigned long long)c->failures);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- routing a request to the node that applies its partitions ---- */
+
+int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
+    cluster *c = hc->q->cluster;
+    if (!c)
+        return 0;
+    char url[CLUSTER_URL_MAX] = "", first[CLUSTER_URL_MAX] = "";
+    int32_t moved = -1;
+    for (int i = 0; i < n; i++) {
+        int32_t p = parts[i];
+        if (objlog_materializer_owns(hc->q->m, p))
+            continue;
+        moved = moved < 0 ? p : moved;
+        int who = cluster_owner(c, p, url, sizeof(url));
+        if (who == CLUSTER_OWNER_UNREACHABLE) {
+            /* Sending the client to a node that may be dead helps nobody;
+             * the group moves its partitions within its session timeout. */
+            http_reply_error(hc, 503, "SlowDown",
+                             "partition %d is applied by node %s, which did not answer "
+                             "the last membership refresh; retry", (int)p, url);
+            return 1;
+        }
+        if (who != CLUSTER_OWNER_PEER) {
+            /* Nobody (or, by a stale snapshot, we) holds it: the group is
+             * moving it. A retry after the move finds its node. */
+            http_reply_error(hc, 503, "SlowDown",
+                             "partition %d has no active node right now (the cluster "
+                             "is rebalancing); retry", (int)p);
+            return 1;
+        }
+        if (!first[0]) {
+            snprintf(first, sizeof(first), "%s", url);
+        } else if (strcmp(first, url) != 0) {
+            http_reply_error(hc, 503, "SlowDown",
+                             "this request spans partitions active on several nodes "
+                             "(%s, %s); such reads are not gathered across nodes yet",
+                             first, url);
+            return 1;
+        }
+    }
+    if (!first[0])
+        return 0;
+    const char *uri = evhttp_request_get_uri(hc->req);
+    size_t ln = strlen(first) + strlen(uri) + 1;
+    char *loc = malloc(ln);
+    if (!loc) {
+        http_reply_error(hc, 500, "InternalError", "out of memory");
+        return 1;
+    }
+    snprintf(loc, ln, "%s%s", first, uri);
+    http_add_header(hc, "Location", loc);
+    http_add_header(hc, "X-Objlog-Node", first);
+    char msg[CLUSTER_URL_MAX + 96];
+    snprintf(msg, sizeof(msg), "partition %d is applied by node %s", (int)moved, first);
+    free(loc);
+    http_reply_error_rid(hc, 307, "TemporaryRedirect", hc->request_id, msg,
+                         json_pack("{s:s}", "node", first));
+    return 1;
+}
+
+/* ---- a write's outcome from the node that applied it ---- */
+
+static int64_t cluster_left_ms(int64_t until) {
+    int64_t now = cluster_mono_ms();
+    return until > now ? until - now : 0;
+}
+
+/* One ask of url for the outcome at p.off: 0 got it, 1 not yet (or the
+ * node moved on), -1 a final error (err). */
+static int cluster_ask_outcome(CURL *h, const char *url, int32_t p, int64_t off, int64_t ms,
+                               Objlog__Outcome **out, char *err, size_t en) {
+    char u[CLUSTER_URL_MAX + 96];
+    snprintf(u, sizeof(u), "%s/v1/writes/%d.%lld?timeout_ms=%lld", url, (int)p,
+             (long long)off, (long long)ms);
+    curl_buf b = {0};
+    struct curl_slist *hl = curl_slist_append(NULL, "Accept: application/x-protobuf");
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, u);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(ms + 1000));
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    long status = 0;
+    CURLcode cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hl);
+    int rc = 1;
+    if (cc == CURLE_OK && status == 200) {
+        *out = objlog__outcome__unpack(NULL, b.len, (const uint8_t *)b.data);
+        rc = *out ? 0 : -1;
+        if (!*out)
+            snprintf(err, en, "node %s sent an undecodable outcome", url);
+    } else if (cc == CURLE_OK && (status == 404 || status == 410)) {
+        snprintf(err, en, "node %s: no outcome stored at %d.%lld (HTTP %ld)", url, (int)p,
+                 (long long)off, status);
+        rc = -1;
+    }
+    free(b.data);
+    return rc;
+}
+
+int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_t off,
+                           int timeout_ms, Objlog__Outcome **out, char *err, size_t en) {
+    int64_t until = cluster_mono_ms() + timeout_ms;
+    CURL *h = curl_easy_init();
+    int rc = 1;
+    *out = NULL;
+    while (h && rc == 1 && !objlog_materializer_owns(m, p) && cluster_left_ms(until) > 0) {
+        char url[CLUSTER_URL_MAX];
+        int64_t ms = cluster_left_ms(until);
+        if (cluster_owner(c, p, url, sizeof(url)) == CLUSTER_OWNER_PEER)
+            rc = cluster_ask_outcome(h, url, p, off, ms < 1000 ? ms : 1000, out, err, en);
+        if (rc == 1) {
+            struct timespec ts = {0, 100 * 1000 * 1000}; /* a rebalance under way */
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (h)
+        curl_easy_cleanup(h);
+    if (rc == 1 && objlog_materializer_owns(m, p) && cluster_left_ms(until) > 0)
+        return CLUSTER_OUTCOME_LOCAL;
+    return rc;
+}

@@ -1,0 +1,10 @@
+# cluster.cmake: objlogd nodes of one cluster (issue 13) on the shared real
+# 3-node Kafka: membership (each partition on exactly one node, every node's
+# GET /v1/cluster agreeing), writes and reads through every node, SIGKILL of
+# a partition's node and the survivors taking over. Real Kafka only: the
+# nodes share a consumer group on the brokers.
+objlog_add_test(test_cluster KAFKA_ONLY SOURCES test_cluster.c TIMEOUT 300
+  LIBS objlog_testkit PkgConfig::JANSSON)
+if(TARGET test_cluster)
+  add_dependencies(test_cluster objlogd objlog)
+endif()
