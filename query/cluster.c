@@ -441,12 +441,10 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     if (!c)
         return 0;
     char url[CLUSTER_URL_MAX] = "", first[CLUSTER_URL_MAX] = "";
-    int32_t moved = -1;
     for (int i = 0; i < n; i++) {
         int32_t p = parts[i];
         if (objlog_materializer_owns(hc->q->m, p))
             continue;
-        moved = moved < 0 ? p : moved;
         int who = cluster_owner(c, p, url, sizeof(url));
         if (who == CLUSTER_OWNER_UNREACHABLE) {
             /* Sending the client to a node that may be dead helps nobody;
@@ -476,22 +474,7 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     }
     if (!first[0])
         return 0;
-    const char *uri = evhttp_request_get_uri(hc->req);
-    size_t ln = strlen(first) + strlen(uri) + 1;
-    char *loc = malloc(ln);
-    if (!loc) {
-        http_reply_error(hc, 500, "InternalError", "out of memory");
-        return 1;
-    }
-    snprintf(loc, ln, "%s%s", first, uri);
-    http_add_header(hc, "Location", loc);
-    http_add_header(hc, "X-Objlog-Node", first);
-    char msg[CLUSTER_URL_MAX + 96];
-    snprintf(msg, sizeof(msg), "partition %d is applied by node %s", (int)moved, first);
-    free(loc);
-    http_reply_error_rid(hc, 307, "TemporaryRedirect", hc->request_id, msg,
-                         json_pack("{s:s}", "node", first));
-    return 1;
+    return forward_request(hc, first);
 }
 
 /* ---- a write's outcome from the node that applied it ---- */

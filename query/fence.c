@@ -101,6 +101,13 @@ static int fence_advance(fence_req *r) {
         }
         if (r->need[i] < 0 || objlog_materializer_applied(q->m, p) > r->need[i])
             continue;
+        if (!objlog_materializer_owns(q->m, p)) {
+            /* The group moved p away while the read waited: it will not
+             * get there here; the re-run sends it to p's new node. */
+            fence_result res = {.rc = FENCE_MOVED, .part = p};
+            fence_finish(r, &res);
+            return 1;
+        }
         char perr[8];
         if (objlog_materializer_partition_error(q->m, p, perr, sizeof(perr))) {
             fence_result res = {.rc = FENCE_STOPPED, .part = p, .need = r->need[i]};
@@ -340,6 +347,8 @@ static int fence_strong(http_ctx *c, const int32_t *parts, int nparts, int timeo
 }
 
 int fence_wait(http_ctx *c, const int32_t *parts, int nparts, int64_t *applied) {
+    if (c->fenced && c->fenced->rc == FENCE_MOVED)
+        c->fenced = NULL; /* routed afresh below, as if it had just arrived */
     if (c->fenced && c->fenced->rc != FENCE_MET) {
         fence_reply_failed(c, c->fenced);
         return -1;

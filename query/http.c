@@ -291,6 +291,12 @@ static void http_send(http_ctx *c, int status, struct evbuffer *buf) {
     http_request_done(c->w);
 }
 
+void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body) {
+    if (body && evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
+        evbuffer_drain(body, evbuffer_get_length(body));
+    http_send(c, status, body);
+}
+
 void http_reply_bytes(http_ctx *c, int status, const char *content_type,
                       const void *data, size_t n) {
     struct evbuffer *buf = evbuffer_new();
@@ -728,6 +734,7 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
     w->stopping = 1;
     gateway_expire_worker(w->q->gw, w);
     fence_expire_worker(w);
+    forward_expire_worker(w);
     conn_worker_stop(w);
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound);
@@ -750,6 +757,10 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
     if (getrandom(&w->rid_state, sizeof(w->rid_state), 0) != (ssize_t)sizeof(w->rid_state))
         w->rid_state = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)w << 16);
     w->stats = calloc(1, sizeof(*w->stats));
+    if (forward_worker_init(w) < 0) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
     w->base = event_base_new();
     /* Two priorities: conn.c settles a new connection before its I/O. */
     if (w->base && event_base_priority_init(w->base, 2) < 0) {
@@ -834,6 +845,7 @@ static void http_free_workers(objlog_query *q) {
         if (w->http)
             evhttp_free(w->http);
         conn_worker_free(w);
+        forward_worker_free(w);
         if (w->stop_ev)
             event_free(w->stop_ev);
         if (w->wake_ev)

@@ -102,7 +102,8 @@ typedef enum fence_rc {
     FENCE_TIMED_OUT,             /* part has not applied need in time */
     FENCE_FETCH_FAILED,          /* part's end offset: err */
     FENCE_STOPPED,               /* part is stopped */
-    FENCE_SHUTDOWN               /* the worker stops */
+    FENCE_SHUTDOWN,              /* the worker stops */
+    FENCE_MOVED                  /* a cluster node stopped applying part */
 } fence_rc;
 typedef struct fence_result {
     fence_rc rc;
@@ -145,6 +146,7 @@ typedef struct http_worker {
     int conn_cap;
     atomic_int nconns;
     objlog_logger_limit log_accept, log_timeout, log_cut;
+    struct fwd_state *fwd;       /* forward.c: reads sent on to a peer node */
 } http_worker;
 
 struct objlog_query {
@@ -234,6 +236,9 @@ const char *http_param_or_header(const http_ctx *c, const char *param,
 void http_add_header(http_ctx *c, const char *name, const char *value);
 /* Sends body (stolen; NULL = no body) as JSON with status. */
 void http_reply_json(http_ctx *c, int status, json_t *body);
+/* A peer's answer, relayed (forward.c): its headers are set already; takes
+ * body (may be NULL). */
+void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body);
 /* n bytes of data as the body, of content_type. */
 void http_reply_bytes(http_ctx *c, int status, const char *content_type,
                       const void *data, size_t n);
@@ -450,8 +455,8 @@ enum { CLUSTER_OWNER_UNKNOWN, CLUSTER_OWNER_SELF, CLUSTER_OWNER_PEER,
 int cluster_owner(cluster *c, int32_t p, char *url, size_t n);
 const char *cluster_self(const cluster *c);
 /* For a request on parts[0..n): 0 when this node applies them all (or is
- * not a cluster node); else it answered: 307 to the node that applies
- * them, or 503 while none does. */
+ * not a cluster node); else 1: it is forwarded to the node that applies
+ * them (forward.c, answered later), or answered 503 while none does. */
 int cluster_route(http_ctx *c, const int32_t *parts, int n);
 /* GET /v1/cluster. */
 void cluster_get(http_ctx *c);
@@ -463,5 +468,15 @@ void cluster_get(http_ctx *c);
 int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_t off,
                            int timeout_ms, Objlog__Outcome **out, char *err, size_t en);
 void cluster_metrics(FILE *f, cluster *c);
+
+/* ---- forward.c: a read sent on to the node that applies its partition ---- */
+
+int forward_worker_init(http_worker *w);
+void forward_worker_free(http_worker *w);
+/* Sends c's request to node (a URL) and answers c with its answer later,
+ * on this worker; or answers 503 now. Always 1 (c is answered or will be). */
+int forward_request(http_ctx *c, const char *node);
+/* On worker w's thread as it stops: every forward in flight answers 503. */
+void forward_expire_worker(http_worker *w);
 
 #endif

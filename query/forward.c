@@ -1,0 +1,208 @@
+/* forward.c: a cluster node answering a read for a partition another node
+ * applies (issue 13, item 2). The request goes as it came (method, path
+ * and query, headers, body) to that node over a kept-alive connection of
+ * this worker (evhttp's client on the worker's own event_base), and its
+ * answer comes back as it went, with X-Objlog-Node (the node that
+ * answered) and X-Objlog-Forwarded-By (this one). The node that answers
+ * fences the read as always, so forwarding never weakens a consistency
+ * mode.
+ *
+ * One hop only: a forwarded request carries X-Objlog-Hop and is never
+ * forwarded again, so two nodes whose membership views disagree for a
+ * moment cannot bounce it. Bounded: at most FWD_MAX_INFLIGHT forwards per
+ * worker, past that 503 SlowDown.
+ *
+ * Invariant: every forwarded request is answered exactly once, on its
+ * worker's thread: with the peer's answer, with 503 when the peer cannot
+ * be reached, or at worker stop (forward_expire_worker), after its peer
+ * request is cancelled. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
+
+#define FWD_MAX_PEERS 32
+#define FWD_MAX_INFLIGHT 256
+/* A read may wait up to --max-timeout-ms at the peer; the hop waits a
+ * little longer than the longest the peer would. */
+#define FWD_TIMEOUT_SLACK_S 5
+#define FWD_HOP_HEADER "X-Objlog-Hop"
+
+typedef struct fwd_peer {
+    char url[256];
+    struct evhttp_connection *conn;
+} fwd_peer;
+
+typedef struct fwd_req fwd_req;
+struct fwd_req {
+    http_ctx c;                  /* the client's request (params not kept) */
+    struct evhttp_request *out;  /* ours to the peer, until its callback */
+    char node[256];
+    fwd_req *prev, *next;
+};
+
+struct fwd_state {
+    fwd_peer peers[FWD_MAX_PEERS];
+    int npeers;
+    fwd_req *live;
+    int inflight;
+};
+
+int forward_worker_init(http_worker *w) {
+    w->fwd = calloc(1, sizeof(*w->fwd));
+    return w->fwd ? 0 : -1;
+}
+
+void forward_worker_free(http_worker *w) {
+    if (!w->fwd)
+        return;
+    for (int i = 0; i < w->fwd->npeers; i++)
+        if (w->fwd->peers[i].conn)
+            evhttp_connection_free(w->fwd->peers[i].conn);
+    free(w->fwd);
+    w->fwd = NULL;
+}
+
+/* This worker's connection to the node at url, made on first use. */
+static struct evhttp_connection *fwd_conn(http_worker *w, const char *url) {
+    struct fwd_state *s = w->fwd;
+    for (int i = 0; i < s->npeers; i++)
+        if (strcmp(s->peers[i].url, url) == 0)
+            return s->peers[i].conn;
+    if (s->npeers == FWD_MAX_PEERS)
+        return NULL;
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    int port = u ? evhttp_uri_get_port(u) : -1;
+    struct evhttp_connection *conn =
+        host ? evhttp_connection_base_new(w->base, NULL, host,
+                                          (ev_uint16_t)(port > 0 ? port : 80))
+             : NULL;
+    if (u)
+        evhttp_uri_free(u);
+    if (!conn)
+        return NULL;
+    evhttp_connection_set_timeout(conn, w->q->max_timeout_ms / 1000 + FWD_TIMEOUT_SLACK_S);
+    evhttp_connection_set_retries(conn, 0);
+    fwd_peer *p = &s->peers[s->npeers++];
+    snprintf(p->url, sizeof(p->url), "%s", url);
+    p->conn = conn;
+    return conn;
+}
+
+static void fwd_unlink(http_worker *w, fwd_req *r) {
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        w->fwd->live = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    w->fwd->inflight--;
+}
+
+/* Headers that describe one connection, not the message. */
+static int fwd_hop_by_hop(const char *k) {
+    static const char *const names[] = {"Connection", "Keep-Alive", "Transfer-Encoding",
+                                        "Content-Length", "Date", "Host", "TE", "Trailer",
+                                        "Upgrade", "Proxy-Connection", NULL};
+    for (int i = 0; names[i]; i++)
+        if (evutil_ascii_strcasecmp(k, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void fwd_copy_headers(struct evkeyvalq *to, struct evkeyvalq *from) {
+    for (struct evkeyval *kv = from->tqh_first; kv; kv = kv->next.tqe_next)
+        if (!fwd_hop_by_hop(kv->key))
+            evhttp_add_header(to, kv->key, kv->value);
+}
+
+static void fwd_done_cb(struct evhttp_request *resp, void *arg) {
+    fwd_req *r = arg;
+    http_worker *w = r->c.w;
+    fwd_unlink(w, r);
+    int status = resp ? evhttp_request_get_response_code(resp) : 0;
+    if (status <= 0) {
+        http_reply_error(&r->c, 503, "SlowDown",
+                         "node %s, which applies this partition, did not answer; retry",
+                         r->node);
+        free(r);
+        return;
+    }
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(r->c.req);
+    fwd_copy_headers(oh, evhttp_request_get_input_headers(resp));
+    if (!evhttp_find_header(oh, "X-Objlog-Node"))
+        evhttp_add_header(oh, "X-Objlog-Node", r->node);
+    evhttp_add_header(oh, "X-Objlog-Forwarded-By", cluster_self(w->q->cluster));
+    struct evbuffer *body = evbuffer_new();
+    if (body)
+        evbuffer_add_buffer(body, evhttp_request_get_input_buffer(resp));
+    http_reply_forwarded(&r->c, status, body);
+    free(r);
+}
+
+int forward_request(http_ctx *c, const char *node) {
+    http_worker *w = c->w;
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    const char *hop = evhttp_find_header(ih, FWD_HOP_HEADER);
+    if (hop) {
+        /* Sent here by a node whose view is a moment behind ours. */
+        http_reply_error(c, 503, "SlowDown",
+                         "forwarded by %s, but this node does not apply the partition "
+                         "either (it is moving to %s); retry", hop, node);
+        return 1;
+    }
+    struct evhttp_connection *conn = w->fwd->inflight < FWD_MAX_INFLIGHT
+                                         ? fwd_conn(w, node) : NULL;
+    fwd_req *r = conn ? calloc(1, sizeof(*r)) : NULL;
+    if (r)
+        r->out = evhttp_request_new(fwd_done_cb, r);
+    if (!r || !r->out) {
+        free(r);
+        http_reply_error(c, 503, "SlowDown",
+                         "cannot forward to node %s now (%d forwards in flight); retry",
+                         node, w->fwd->inflight);
+        return 1;
+    }
+    r->c = *c;
+    r->c.params = NULL;
+    r->c.nparams = 0;
+    snprintf(r->node, sizeof(r->node), "%s", node);
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(r->out);
+    fwd_copy_headers(oh, ih);
+    evhttp_add_header(oh, "Host", node + (strncmp(node, "http://", 7) == 0 ? 7 : 0));
+    evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
+    evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(in);
+    if (n)
+        evbuffer_add(evhttp_request_get_output_buffer(r->out), evbuffer_pullup(in, -1), n);
+    r->next = w->fwd->live;
+    if (r->next)
+        r->next->prev = r;
+    w->fwd->live = r;
+    w->fwd->inflight++;
+    /* On failure evhttp_make_request frees r->out without calling back. */
+    if (evhttp_make_request(conn, r->out, evhttp_request_get_command(c->req),
+                            evhttp_request_get_uri(c->req)) != 0) {
+        fwd_unlink(w, r);
+        free(r);
+        http_reply_error(c, 503, "SlowDown", "cannot forward to node %s; retry", node);
+    }
+    return 1;
+}
+
+void forward_expire_worker(http_worker *w) {
+    while (w->fwd && w->fwd->live) {
+        fwd_req *r = w->fwd->live;
+        fwd_unlink(w, r);
+        evhttp_cancel_request(r->out); /* frees it; no callback */
+        http_reply_error(&r->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
+        free(r);
+    }
+}
