@@ -69,27 +69,13 @@ t_start=$(date +%s)
 work=$(mktemp -d /tmp/objlog-compare.XXXXXX)
 chmod 755 "$work"
 
-# What is running now; the cleanup stops exactly these.
-server_pid=""   # objlogd or the ceiling: leader of its own process group
-lg_pid=""       # the wrk or pgbench in flight
+# What is running now (procs.sh has the rest); the cleanup stops it.
 pg_data=""      # the PostgreSQL cluster's data dir while it runs
-kafka_dir=""    # the Kafka cluster's dir while it runs
+. "$here/procs.sh"
 
 pg_user=""
 pg_as() { # runs a PostgreSQL server tool as the unprivileged user
   if [ -n "$pg_user" ]; then runuser -u "$pg_user" -- "$@"; else "$@"; fi
-}
-
-stop_server() {
-  [ -n "$server_pid" ] || return 0
-  kill -TERM -- "-$server_pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL -- "-$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=""
 }
 
 stop_pg() {
@@ -102,39 +88,14 @@ stop_pg() {
   pg_data=""
 }
 
-stop_kafka() {
-  [ -n "$kafka_dir" ] || return 0
-  "$root/ops/kafka.sh" stop --dir "$kafka_dir" --timeout 20 >/dev/null 2>&1 || true
-  kafka_dir=""
-}
-
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [ -n "$lg_pid" ]; then
-    kill -TERM "$lg_pid" 2>/dev/null || true
-    wait "$lg_pid" 2>/dev/null || true
-  fi
-  stop_server
-  stop_pg
-  stop_kafka
-  rm -rf "$work"
+  procs_stop stop_pg
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'echo "compare: interrupted, stopping everything" >&2; exit 130' INT TERM
-
-# Runs a load generator in the background and waits for it (a trapped
-# signal interrupts `wait`, not a foreground child). Output to $1, errors
-# to $1.err.
-run_lg() { # outfile, command...
-  local outf=$1 rc=0; shift
-  "$@" >"$outf" 2>"$outf.err" &
-  lg_pid=$!
-  wait "$lg_pid" || rc=$?
-  lg_pid=""
-  return "$rc"
-}
 
 # --- the rows --------------------------------------------------------------
 
@@ -161,20 +122,6 @@ record() { results+=("$*"); }
 jf() { printf '%s' "$1" | sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p"; }
 
 # --- HTTP targets: the ceiling and objlogd ---------------------------------
-
-url=""
-start_server() { # name, command...
-  local name=$1; shift
-  setsid "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    grep -q '^OBJLOG_READY' "$work/$name.out" 2>/dev/null && break
-    kill -0 "$server_pid" 2>/dev/null || { tail -20 "$work/$name.err" >&2; die "$name did not start"; }
-    sleep 0.1
-  done
-  grep -q '^OBJLOG_READY' "$work/$name.out" || die "$name not ready after 60 s"
-  url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/$name.out")"
-}
 
 # objlogd: until every partition has applied all it holds (after writes).
 settle() {

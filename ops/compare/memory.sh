@@ -93,68 +93,21 @@ fi
 t_start=$(date +%s)
 work=$(mktemp -d /tmp/objlog-memory.XXXXXX)
 
-# What is running now; the cleanup stops exactly these.
-server_pid=""   # objlogd: leader of its own process group
-lg_pid=""       # the bench or wrk in flight
-kafka_dir=""    # the Kafka cluster's dir while it runs
-
-stop_server() {
-  [ -n "$server_pid" ] || return 0
-  kill -TERM -- "-$server_pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL -- "-$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=""
-}
-
-stop_kafka() {
-  [ -n "$kafka_dir" ] || return 0
-  "$root/ops/kafka.sh" stop --dir "$kafka_dir" --timeout 20 >/dev/null 2>&1 || true
-  kafka_dir=""
-}
+# What is running (procs.sh); the cleanup stops it.
+. "$root/ops/compare/procs.sh"
 
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [ -n "$lg_pid" ]; then
-    kill -TERM "$lg_pid" 2>/dev/null || true
-    wait "$lg_pid" 2>/dev/null || true
-  fi
-  stop_server
-  stop_kafka
-  rm -rf "$work"
+  procs_stop
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'echo "memory: interrupted, stopping everything" >&2; exit 130' INT TERM
 
-# Runs a client in the background and waits for it (a trapped signal
-# interrupts `wait`, not a foreground child). Output to $1, errors to $1.err.
-run_lg() { # outfile, command...
-  local outf=$1 rc=0; shift
-  "$@" >"$outf" 2>"$outf.err" &
-  lg_pid=$!
-  wait "$lg_pid" || rc=$?
-  lg_pid=""
-  return "$rc"
-}
-
-url=""
-start_server() { # name, command...
-  local name=$1; shift
-  setsid "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    grep -q '^OBJLOG_READY' "$work/$name.out" 2>/dev/null && break
-    kill -0 "$server_pid" 2>/dev/null || { tail -20 "$work/$name.err" >&2; die "$name did not start"; }
-    sleep 0.1
-  done
-  grep -q '^OBJLOG_READY' "$work/$name.out" || die "$name not ready after 60 s"
-  url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/$name.out")"
-  # setsid without a fork: the pid is objlogd's own.
+# objlogd's own pid (setsid without a fork), for /proc/PID/status.
+start_objlogd() { # name, command...
+  start_server "$@"
   [ "$(cat "/proc/$server_pid/comm" 2>/dev/null)" = objlogd ] || die "pid $server_pid is not objlogd"
 }
 
@@ -262,7 +215,7 @@ run_kafka() {
   [ -n "$boot" ] || { tail -5 "$work/kafka.err" >&2; die "Kafka did not start"; }
 
   echo "memory: kafka: objlogd --brokers $boot" >&2
-  start_server kafka "$bin/query/objlogd" --brokers "$boot" --listen 127.0.0.1:0 \
+  start_objlogd kafka "$bin/query/objlogd" --brokers "$boot" --listen 127.0.0.1:0 \
     --data "$work/view-kafka" --max-connections $((conns + 100))
   sleep 5
   record kafka idle "5 s after READY, nothing written"
@@ -297,7 +250,7 @@ run_kafka() {
 
 run_embedded() {
   echo "memory: embedded: objlogd --embedded" >&2
-  start_server embedded "$bin/query/objlogd" --embedded --listen 127.0.0.1:0 \
+  start_objlogd embedded "$bin/query/objlogd" --embedded --listen 127.0.0.1:0 \
     --data "$work/view-embedded" --max-connections $((conns + 100))
   sleep 5
   record embedded idle "5 s after READY, nothing written"
