@@ -252,26 +252,11 @@ run_kafka() {
     notes+=("kafka: skipped (--no-kafka)")
     return 0
   fi
-  if ! command -v java >/dev/null; then
-    notes+=("kafka: skipped (no java; ops/setup.sh installs openjdk-17-jre-headless)")
+  if ! start_kafka compare; then
+    notes+=("kafka: skipped ($kafka_why)")
     return 0
   fi
-  if ! "$root/ops/kafka.sh" fetch >/dev/null 2>"$work/fetch.err"; then
-    notes+=("kafka: skipped (ops/kafka.sh fetch failed: $(tail -1 "$work/fetch.err"))")
-    return 0
-  fi
-  echo "compare: starting a 1-node Kafka" >&2
-  kafka_dir="$work/kafka"
-  local boot
-  boot=$(KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:-"-Xms256m -Xmx1g"} \
-           "$root/ops/kafka.sh" start --dir "$kafka_dir" --nodes 1 2>"$work/kafka.err" |
-           sed -n 's/^KAFKA_BOOTSTRAP=//p') || true
-  if [ -z "$boot" ]; then
-    notes+=("kafka: skipped (Kafka did not start: $(tail -1 "$work/kafka.err"))")
-    stop_kafka
-    return 0
-  fi
-  run_objlogd kafka --brokers "$boot"
+  run_objlogd kafka --brokers "$kafka_boot"
   stop_kafka
 }
 

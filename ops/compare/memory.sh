@@ -198,22 +198,13 @@ conns_phase() { # target, path of an existing object
 # --- the targets -----------------------------------------------------------
 
 run_kafka() {
-  if ! command -v java >/dev/null; then
-    notes+=("kafka: skipped (no java; ops/setup.sh installs openjdk-17-jre-headless)")
-    return 0
+  if ! start_kafka memory; then
+    case $kafka_why in
+      "Kafka did not start"*) tail -5 "$work/kafka.err" >&2; die "$kafka_why" ;;
+      *) notes+=("kafka: skipped ($kafka_why)"); return 0 ;;
+    esac
   fi
-  if ! "$root/ops/kafka.sh" fetch >/dev/null 2>"$work/fetch.err"; then
-    notes+=("kafka: skipped (ops/kafka.sh fetch failed: $(tail -1 "$work/fetch.err"))")
-    return 0
-  fi
-  echo "memory: starting a 1-node Kafka" >&2
-  kafka_dir="$work/kafka"
-  local boot
-  boot=$(KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:-"-Xms256m -Xmx1g"} \
-           "$root/ops/kafka.sh" start --dir "$kafka_dir" --nodes 1 2>"$work/kafka.err" |
-           sed -n 's/^KAFKA_BOOTSTRAP=//p') || true
-  [ -n "$boot" ] || { tail -5 "$work/kafka.err" >&2; die "Kafka did not start"; }
-
+  local boot=$kafka_boot
   echo "memory: kafka: objlogd --brokers $boot" >&2
   start_objlogd kafka "$bin/query/objlogd" --brokers "$boot" --listen 127.0.0.1:0 \
     --data "$work/view-kafka" --max-connections $((conns + 100))

@@ -71,3 +71,28 @@ start_server() { # name, command...
   grep -q '^OBJLOG_READY' "$work/$name.out" || die "$name not ready after 60 s"
   url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/$name.out")"
 }
+
+# A single-node Kafka in $work/kafka (ops/kafka.sh): 0 with kafka_boot set
+# to its bootstrap list, or 1 with kafka_why saying why not (no java, the
+# jars cannot be fetched, it did not start); the caller skips or dies.
+kafka_boot="" kafka_why=""
+start_kafka() { # who (for the progress line)
+  if ! command -v java >/dev/null; then
+    kafka_why="no java; ops/setup.sh installs openjdk-17-jre-headless"
+    return 1
+  fi
+  if ! "$root/ops/kafka.sh" fetch >/dev/null 2>"$work/fetch.err"; then
+    kafka_why="ops/kafka.sh fetch failed: $(tail -1 "$work/fetch.err")"
+    return 1
+  fi
+  echo "$1: starting a 1-node Kafka" >&2
+  kafka_dir="$work/kafka"
+  kafka_boot=$(KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:-"-Xms256m -Xmx1g"} \
+                 "$root/ops/kafka.sh" start --dir "$kafka_dir" --nodes 1 2>"$work/kafka.err" |
+                 sed -n 's/^KAFKA_BOOTSTRAP=//p') || true
+  if [ -z "$kafka_boot" ]; then
+    kafka_why="Kafka did not start: $(tail -1 "$work/kafka.err")"
+    stop_kafka
+    return 1
+  fi
+}
