@@ -936,7 +936,10 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         objlog_query_destroy(q);
         return NULL;
     }
-    if (objlog_store_token_secret(q->store, q->token_key, errstr, errstr_size) < 0 ||
+    if (conf->token_key)
+        memcpy(q->token_key, conf->token_key, OBJLOG_TOKEN_SECRET_LEN);
+    if ((!conf->token_key &&
+         objlog_store_token_secret(q->store, q->token_key, errstr, errstr_size) < 0) ||
         !(q->wm = wm_new(q->brokers, q->topic, objlog_materializer_partitions(q->m),
                          errstr, errstr_size)) ||
         wm_start_refresh(q->wm, HTTP_WM_REFRESH_MS, errstr, errstr_size) < 0 ||

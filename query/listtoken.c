@@ -20,8 +20,9 @@
  *            ‖ HMAC-SHA256(secret, all bytes before)[0..16) )
  *
  * The secret is the store's (objlog_store_token_secret: 32 random bytes
- * made with the store). Invariant: a token is accepted only if this store
- * issued it, byte for byte; an edited, truncated or hand-made token, or one
+ * made with the store), or the one every node of a cluster shares
+ * (objlogd --token-secret-file). Invariant: a token is accepted only if
+ * this store (or cluster) issued it, byte for byte; an edited, truncated or hand-made token, or one
  * from another store, is a 400. That matters for usage tokens, which carry
  * running counters a client could otherwise set; a LIST token only names a
  * position inside its bucket. The tag is compared in constant time. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
+#include <openssl/evp.h>
 
 #include "topics.h"
 
@@ -56,6 +57,7 @@ typedef struct objlogd_conf {
     int memtable_mb;             /* the store's memtable budget, all CFs */
     const char *cluster;         /* cluster name: a node of it (issue 13) */
     const char *advertise;       /* this node's URL; NULL: http://listen */
+    const char *token_secret_file; /* signs tokens; cluster nodes share it */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -72,6 +74,8 @@ static void usage(FILE *f) {
             "               [--cluster NAME [--advertise URL]] (with --brokers: a node\n"
             "                of cluster NAME; URL is how its peers reach it, default\n"
             "                http://HOST:PORT of --listen)\n"
+            "               [--token-secret-file FILE] (signs continuation tokens; the\n"
+            "                nodes of a cluster share one; default: the store's own)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
             "                needs an empty --data, which it marks as unusable with stats)]\n"
@@ -80,7 +84,7 @@ static void usage(FILE *f) {
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
-            "     OBJLOG_CLUSTER OBJLOG_ADVERTISE\n");
+            "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -147,6 +151,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->cluster = v;
     if ((v = getenv("OBJLOG_ADVERTISE")) && *v)
         c->advertise = v;
+    if ((v = getenv("OBJLOG_TOKEN_SECRET_FILE")) && *v)
+        c->token_secret_file = v;
     if ((v = getenv("OBJLOG_PARTITIONS")) && *v &&
         parse_int("OBJLOG_PARTITIONS", v, 1, 4096, &c->partitions) < 0)
         return -1;
@@ -176,7 +182,7 @@ enum {
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
-    OPT_ADVERTISE
+    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE
 };
 
 static const struct option objlogd_options[] = {
@@ -206,6 +212,7 @@ static const struct option objlogd_options[] = {
     {"memtable-mb", required_argument, NULL, OPT_MEMTABLE_MB},
     {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"token-secret-file", required_argument, NULL, OPT_TOKEN_SECRET_FILE},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -251,6 +258,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_MEMTABLE_MB: return parse_int(flag, v, 4, 1 << 20, &c->memtable_mb);
     case OPT_CLUSTER: c->cluster = v; return 0;
     case OPT_ADVERTISE: c->advertise = v; return 0;
+    case OPT_TOKEN_SECRET_FILE: c->token_secret_file = v; return 0;
     default: return -1;
     }
 }
@@ -325,6 +333,26 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         return -1;
     }
     return check_cluster(c);
+}
+
+/* The token key from --token-secret-file: SHA-256 of the file's bytes
+ * (16 to 4096 of them: a key, not a password). 0, or -1 after a message. */
+static int read_token_secret(const char *path, uint8_t key[OBJLOG_TOKEN_SECRET_LEN]) {
+    uint8_t buf[4097];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+    int bad = !f || ferror(f);
+    if (f)
+        fclose(f);
+    if (bad || n < 16 || n > 4096) {
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--token-secret-file %s: %s", path,
+                    bad ? strerror(errno) : "needs 16 to 4096 bytes (e.g. head -c 32 "
+                                            "/dev/urandom > FILE, the same on every node)");
+        return -1;
+    }
+    unsigned int len = 0;
+    return EVP_Digest(buf, n, key, &len, EVP_sha256(), NULL) && len == OBJLOG_TOKEN_SECRET_LEN
+               ? 0 : -1;
 }
 
 /* A real broker answers a fetch as soon as data arrives, so a long wait
@@ -527,6 +555,9 @@ static int serve(const objlogd_conf *c, const char *brokers,
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--data %s: %s", c->data, strerror(errno));
         return 1;
     }
+    uint8_t token_key[OBJLOG_TOKEN_SECRET_LEN];
+    if (c->token_secret_file && read_token_secret(c->token_secret_file, token_key) < 0)
+        return 1;
     objlog_store *store = open_bound_store(c, log, own_log);
     if (!store)
         return 1;
@@ -595,6 +626,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .request_timeout_ms = c->request_timeout_ms,
                             .listen_fd = lfd, .listen_fd_set = lfd >= 0,
                             .cluster = c->cluster,
+                            .token_key = c->token_secret_file ? token_key : NULL,
                             .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {

@@ -46,6 +46,11 @@ typedef struct objlog_query_conf {
                                     be in cluster mode in the group
                                     objlog_cluster_group(cluster) */
     const char *advertise_url;   /* this node's URL for its peers */
+    const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
+                                    continuation tokens; NULL: the store's
+                                    own secret. Nodes of a cluster share one
+                                    (objlogd --token-secret-file), so a
+                                    token outlives its partition's move */
 } objlog_query_conf;
 
 #define QUERY_READY_MAX_LAG_DEFAULT 10000

@@ -64,10 +64,12 @@ static void sleep_ms(int ms) {
 
 static int node_start(int i) {
     node *n = &g.n[i];
-    char data[sizeof(n->data)]; /* g.dir and n->data are both in g */
+    char data[sizeof(n->data)], secret[300]; /* g.dir and n->data are both in g */
     snprintf(data, sizeof(data), "%s/node-%d", g.dir, i);
     memcpy(n->data, data, sizeof(data));
-    char *extra[] = {"--cluster", "c1", "--ready-max-lag", "1", NULL};
+    snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
+    char *extra[] = {"--cluster", "c1", "--ready-max-lag", "1", "--token-secret-file", secret,
+                     NULL};
     n->p = testlog_start_view(g.log, n->data, extra, n->url, sizeof(n->url));
     if (!n->p)
         return -1;
@@ -92,6 +94,12 @@ static int group_setup(void **state) {
         return -1;
     }
     if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0)
+        return -1;
+    /* one token secret for every node: a LIST token outlives its node */
+    char secret[300];
+    snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
+    FILE *f = fopen(secret, "w");
+    if (!f || fputs("test_cluster shared token secret, 32+ bytes", f) < 0 || fclose(f) != 0)
         return -1;
     g.log = testlog_start(PARTS);
     if (!g.log)
@@ -451,6 +459,21 @@ static void test_failover(void **state) {
     (void)state;
     int home = bucket_node("bk-a");
     assert_true(home >= 0);
+    /* a LIST page through the node about to die: its token must still
+     * work on the partition's next node */
+    httpc_resp lr;
+    assert_int_equal(httpc_do(g.n[home].raw, "GET", "/v1/buckets/bk-a/objects?max_keys=3", NULL,
+                              NULL, &lr), 0);
+    assert_int_equal(lr.status, 200);
+    json_t *page = json_loads(lr.body, 0, NULL);
+    const char *tok = json_string_value(json_object_get(page, "next_continuation_token"));
+    assert_non_null(tok);
+    char *etok = httpc_escape(g.n[home].raw, tok, strlen(tok));
+    char next_path[512];
+    snprintf(next_path, sizeof(next_path), "/v1/buckets/bk-a/objects?max_keys=3&continuation_token=%s",
+             etok);
+    free(etok);
+    json_decref(page);
     int64_t t0 = mono_ms();
     proc_kill(g.n[home].p);
     node_forget(home);
@@ -472,6 +495,18 @@ static void test_failover(void **state) {
     /* Each survivor's membership refresh (once a second) sees the move. */
     char owner[PARTS][128];
     wait_settled(running(), owner, 60000);
+    /* the next page, with the dead node's token, from the new node */
+    assert_int_equal(httpc_do(g.n[via].raw, "GET", next_path, NULL, NULL, &lr), 0);
+    if (lr.status != 200)
+        fail_msg("LIST page 2 after failover: HTTP %ld %s", lr.status, lr.body);
+    page = json_loads(lr.body, 0, NULL);
+    json_t *objs = json_object_get(page, "objects");
+    assert_int_equal(json_array_size(objs), 3);
+    const char *want_keys[3] = {"k09", "k12", "k15"};
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(objs, i), "key")),
+                            want_keys[i]);
+    json_decref(page);
     /* every key acknowledged before the kill, through both survivors */
     for (int k = 0; k < KEYS; k += 3) {
         char key[16], want[40];

@@ -386,6 +386,29 @@ static void test_bad_flags_exit_2(void **state) {
         assert_non_null(strstr(err, cl[i].named));
         assert_string_equal(out, "");
     }
+    /* a token secret that is no key: exit 1 before anything starts */
+    char dir[256], path[300], data[300];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    snprintf(path, sizeof(path), "%s/short", dir);
+    snprintf(data, sizeof(data), "%s/data", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("tiny", f);
+    fclose(f);
+    const char *files[2] = {path, "/nonexistent/secret"};
+    const char *why[2] = {"needs 16 to 4096 bytes", "No such file or directory"};
+    for (int i = 0; i < 2; i++) {
+        char out[1024], err[4096];
+        char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
+                        "--token-secret-file", (char *)files[i], NULL};
+        int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 30000);
+        if (rc != 1 || !strstr(err, why[i]))
+            print_error("token secret %s: rc %d: %s\n", files[i], rc, err);
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(err, why[i]));
+        assert_null(strstr(out, "OBJLOG_READY"));
+    }
+    proc_rmtree(dir);
 }
 
 /* Issue 11, item 1: a second objlogd on a port a running one holds must
