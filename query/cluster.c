@@ -427,6 +427,15 @@ void cluster_metrics(FILE *f, cluster *c) {
         fprintf(f, "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\",role=\"active\"} %lld\n",
                 p, cp->owner >= 0 ? c->nodes[cp->owner].url : "", applied);
     }
+    static const char *const results[FORWARD_RESULTS] = {"answered", "unreachable",
+                                                         "refused"};
+    fprintf(f, "# HELP objlog_cluster_forwards_total Reads sent on to the node that applies "
+               "their partition, by how they ended.\n"
+               "# TYPE objlog_cluster_forwards_total counter\n");
+    for (int i = 0; i < FORWARD_RESULTS; i++)
+        fprintf(f, "objlog_cluster_forwards_total{result=\"%s\"} %llu\n", results[i],
+                (unsigned long long)atomic_load_explicit(&c->q->forwards[i],
+                                                         memory_order_relaxed));
     fprintf(f, "# HELP objlog_cluster_refresh_failures_total Membership refreshes that failed.\n"
                "# TYPE objlog_cluster_refresh_failures_total counter\n"
                "objlog_cluster_refresh_failures_total %llu\n",

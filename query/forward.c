@@ -53,6 +53,10 @@ struct fwd_state {
     int inflight;
 };
 
+static void fwd_count(http_worker *w, forward_result res) {
+    atomic_fetch_add_explicit(&w->q->forwards[res], 1, memory_order_relaxed);
+}
+
 int forward_worker_init(http_worker *w) {
     w->fwd = calloc(1, sizeof(*w->fwd));
     return w->fwd ? 0 : -1;
@@ -127,6 +131,7 @@ static void fwd_done_cb(struct evhttp_request *resp, void *arg) {
     http_worker *w = r->c.w;
     fwd_unlink(w, r);
     int status = resp ? evhttp_request_get_response_code(resp) : 0;
+    fwd_count(w, status > 0 ? FORWARD_ANSWERED : FORWARD_UNREACHABLE);
     if (status <= 0) {
         http_reply_error(&r->c, 503, "SlowDown",
                          "node %s, which applies this partition, did not answer; retry",
@@ -152,6 +157,7 @@ int forward_request(http_ctx *c, const char *node) {
     const char *hop = evhttp_find_header(ih, FWD_HOP_HEADER);
     if (hop) {
         /* Sent here by a node whose view is a moment behind ours. */
+        fwd_count(w, FORWARD_REFUSED);
         http_reply_error(c, 503, "SlowDown",
                          "forwarded by %s, but this node does not apply the partition "
                          "either (it is moving to %s); retry", hop, node);
@@ -163,6 +169,7 @@ int forward_request(http_ctx *c, const char *node) {
     if (r)
         r->out = evhttp_request_new(fwd_done_cb, r);
     if (!r || !r->out) {
+        fwd_count(w, FORWARD_REFUSED);
         free(r);
         http_reply_error(c, 503, "SlowDown",
                          "cannot forward to node %s now (%d forwards in flight); retry",
@@ -190,6 +197,7 @@ int forward_request(http_ctx *c, const char *node) {
     /* On failure evhttp_make_request frees r->out without calling back. */
     if (evhttp_make_request(conn, r->out, evhttp_request_get_command(c->req),
                             evhttp_request_get_uri(c->req)) != 0) {
+        fwd_count(w, FORWARD_UNREACHABLE);
         fwd_unlink(w, r);
         free(r);
         http_reply_error(c, 503, "SlowDown", "cannot forward to node %s; retry", node);

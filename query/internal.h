@@ -36,6 +36,13 @@
 typedef struct gateway gateway;
 typedef struct wm_cache wm_cache;
 typedef struct cluster cluster;
+/* How a forward ended (forward.c; objlog_cluster_forwards_total). */
+typedef enum forward_result {
+    FORWARD_ANSWERED,            /* the peer's answer was relayed */
+    FORWARD_UNREACHABLE,         /* no answer from the peer: 503 */
+    FORWARD_REFUSED,             /* not sent: second hop, or full: 503 */
+    FORWARD_RESULTS
+} forward_result;
 
 /* Route names for request metrics (objlog_http_requests_total{endpoint}). */
 typedef enum http_endpoint {
@@ -171,6 +178,7 @@ struct objlog_query {
     atomic_uint_fast64_t answers_cut;
     gateway *gw;
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
+    atomic_uint_fast64_t forwards[FORWARD_RESULTS];
     int nworkers;
     http_worker *workers;
 };

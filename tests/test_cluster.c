@@ -255,6 +255,16 @@ static int bucket_node(const char *bucket) {
     return -1;
 }
 
+/* Node i's objlog_cluster_forwards_total{result="answered"}. */
+static long forwards_answered(int i) {
+    static const char name[] = "objlog_cluster_forwards_total{result=\"answered\"} ";
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.n[i].raw, "GET", "/metrics", NULL, NULL, &r), 0);
+    const char *at = strstr(r.body, name);
+    assert_non_null(at);
+    return atol(at + strlen(name));
+}
+
 static void test_cluster_nodes(void **state) {
     (void)state;
     char owner[PARTS][128];
@@ -346,6 +356,7 @@ static void test_cluster_nodes(void **state) {
     int home = bucket_node("bk-a");
     assert_true(home >= 0);
     int other = (home + 1) % NODES;
+    long fwd_before = forwards_answered(other);
     httpc_resp r;
     assert_int_equal(httpc_do(g.n[other].raw, "GET", "/v1/buckets/bk-a/objects/k00", NULL,
                               NULL, &r), 0);
@@ -375,6 +386,8 @@ static void test_cluster_nodes(void **state) {
     }
     print_message("300 strong GETs one at a time: %lld ms on the owner, %lld ms through "
                   "another node (forwarded)\n", (long long)t[0], (long long)t[1]);
+    /* counted on the forwarding node: exactly the 302 reads above */
+    assert_int_equal(forwards_answered(other) - fwd_before, 302);
     /* one hop only: a request already forwarded is not sent on again */
     char hop[300];
     snprintf(hop, sizeof(hop), "X-Objlog-Hop: %s", g.n[home].url);
