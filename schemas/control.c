@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 rd_kafka_t *control_client_new(const char *brokers, char *errstr,
                                size_t errstr_size) {
@@ -58,6 +59,34 @@ int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,
 /* Called for each message of the control topic, oldest first. */
 typedef void (*control_visit)(const rd_kafka_message_t *m, void *arg);
 
+/* Errors a topic has for a moment after it was made, or while its leader
+ * moves: the next try, a little later, answers. */
+static int control_transient(rd_kafka_resp_err_t err) {
+    return err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+           err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+           err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+           err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+}
+
+/* Partition 0's watermarks, retried while the error is transient: nodes
+ * that start together find the topics one of them has just made. */
+static rd_kafka_resp_err_t control_watermarks(rd_kafka_t *c, const char *topic,
+                                              int timeout_ms, int64_t *lo, int64_t *hi) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(c, topic, 0, lo, hi,
+                                                                   timeout_ms);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long used = (long)(now.tv_sec - t0.tv_sec) * 1000 +
+                    (now.tv_nsec - t0.tv_nsec) / 1000000L;
+        if (!control_transient(err) || used + 200 >= timeout_ms)
+            return err;
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* Reads partition 0 of control_topic from the start to the high watermark
  * with a temporary consumer, handing every message to visit. 0 or -1. */
 static int control_scan(const char *brokers, const char *topic, int timeout_ms,
@@ -80,8 +109,7 @@ static int control_scan(const char *brokers, const char *topic, int timeout_ms,
     }
     int64_t lo = 0, hi = 0;
     int rc = 0;
-    rd_kafka_resp_err_t err =
-        rd_kafka_query_watermark_offsets(c, topic, 0, &lo, &hi, timeout_ms);
+    rd_kafka_resp_err_t err = control_watermarks(c, topic, timeout_ms, &lo, &hi);
     if (err) {
         snprintf(errstr, errstr_size, "control topic %s: %s", topic,
                  rd_kafka_err2str(err));
