@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rangemap.h"
+
 #define BUCKETS_MAX 1000
 #define BUCKETS_MAX_PARTS 256
 
@@ -39,12 +41,26 @@ typedef struct bucket_page {
 typedef struct bucket_query {
     const char *prefix, *tenant, *after; /* NULL: none */
     size_t prefix_len;
+    /* A cluster node asked by another (cluster_buckets): only buckets of
+     * these partitions. NULL: every partition. */
+    const unsigned char *only;
+    const rangemap *rm;
 } bucket_query;
 
 static void page_free(bucket_page *p) {
     for (size_t i = 0; i < p->n; i++)
         objlog__bucket_record__free_unpacked(p->rows[i].r, NULL);
     free(p->rows);
+}
+
+/* The partition a bucket's records live on (its route key, empty key). */
+static int32_t bucket_partition(const rangemap *rm, const char *name) {
+    keybuf k;
+    keybuf_init(&k);
+    int32_t p = keycodec_route_key(&k, name, strlen(name), (const uint8_t *)"", 0) < 0
+                    ? -1 : rangemap_partition(rm, k.data, k.len);
+    keybuf_free(&k);
+    return p < 0 ? 0 : p;
 }
 
 static int bucket_wanted(const bucket_query *q, const Objlog__BucketRecord *r) {
@@ -54,7 +70,9 @@ static int bucket_wanted(const bucket_query *q, const Objlog__BucketRecord *r) {
         return 0;
     if (q->tenant && strcmp(r->tenant ? r->tenant : "", q->tenant) != 0)
         return 0;
-    return !q->after || strcmp(r->name, q->after) > 0;
+    if (q->after && strcmp(r->name, q->after) <= 0)
+        return 0;
+    return !q->only || q->only[bucket_partition(q->rm, r->name)];
 }
 
 /* Keeps r if it is among the p->max smallest names so far (takes it);
@@ -175,6 +193,19 @@ static int buckets_params(http_ctx *c, bucket_query *q, long long *max, char **a
         return -1;
     }
     const char *tok = http_param_get(c, "continuation_token", &n);
+    size_t an_len;
+    const char *an = http_param_get(c, "after_name", &an_len);
+    if (an && !tok) {
+        /* cluster_buckets' position: the token was checked where it came */
+        if (!http_hop(c) || strlen(an) != an_len) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "after_name is for objlogd nodes; use continuation_token");
+            return -1;
+        }
+        *after = strdup(an);
+        q->after = *after;
+        return *after ? 0 : -1;
+    }
     if (!tok)
         return 0;
     char *scope = buckets_scope(q);
@@ -201,6 +232,159 @@ static int buckets_params(http_ctx *c, bucket_query *q, long long *max, char **a
     return 0;
 }
 
+/* ---- a cluster node's listing: every node's page of its partitions ---- */
+
+typedef struct buckets_merge {
+    int max;
+    char *scope;
+} buckets_merge;
+
+static int bucket_json_cmp(const void *a, const void *b) {
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
+
+/* Every node answered its partitions' first max names after the position;
+ * the first max of their union is this page (each name lives on one
+ * partition, so on one node). */
+static void buckets_merged(http_ctx *c, const gather_reply *r, int n, void *arg) {
+    buckets_merge *bm = arg;
+    json_t *all = json_array(), *parsed[GATHER_MAX] = {0};
+    int truncated = 0, failed = -1;
+    for (int i = 0; i < n && failed < 0; i++) {
+        parsed[i] = r[i].status == 200 ? json_loads(r[i].body, 0, NULL) : NULL;
+        if (!parsed[i]) {
+            failed = i;
+            break;
+        }
+        truncated |= json_is_true(json_object_get(parsed[i], "is_truncated"));
+        size_t k;
+        json_t *b;
+        json_array_foreach(json_object_get(parsed[i], "buckets"), k, b)
+            json_array_append(all, b);
+    }
+    if (failed >= 0) {
+        /* That node's error is the answer (a fence not met, a move). */
+        json_t *ej = json_loads(r[failed].body, 0, NULL);
+        json_t *e = json_object_get(ej, "error");
+        const char *code = json_string_value(json_object_get(e, "code"));
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        http_reply_error(c, r[failed].status >= 400 ? r[failed].status : 503,
+                         code ? code : "SlowDown", "a node of the cluster: %s",
+                         msg ? msg : "did not answer; retry");
+        json_decref(ej);
+    } else {
+        size_t total = json_array_size(all);
+        json_t **v = malloc((total ? total : 1) * sizeof(*v));
+        for (size_t i = 0; v && i < total; i++)
+            v[i] = json_array_get(all, i);
+        if (v)
+            qsort(v, total, sizeof(*v), bucket_json_cmp);
+        size_t keep = total < (size_t)bm->max ? total : (size_t)bm->max;
+        json_t *page = json_array();
+        for (size_t i = 0; v && i < keep; i++)
+            json_array_append(page, v[i]);
+        char *next = NULL;
+        if (v && (truncated || total > keep) && keep > 0) {
+            const char *last = json_string_value(json_object_get(v[keep - 1], "name"));
+            next = listtoken_encode(c->q->token_key, bm->scope, LISTTOKEN_KEY,
+                                    (const uint8_t *)last, strlen(last));
+        }
+        json_t *j = json_pack("{s:o, s:I, s:b}", "buckets", page, "bucket_count",
+                              (json_int_t)keep, "is_truncated", next != NULL);
+        if (next)
+            json_object_set_new(j, "next_continuation_token", json_string(next));
+        http_reply_json(c, 200, j);
+        free(next);
+        free(v);
+    }
+    for (int i = 0; i < n; i++)
+        json_decref(parsed[i]);
+    json_decref(all);
+    free(bm->scope);
+    free(bm);
+}
+
+static void query_add(char **path, const char *name, const char *value) {
+    if (!*path || !value)
+        return;
+    char *esc = evhttp_uriencode(value, -1, 0), *np = NULL;
+    if (esc && asprintf(&np, "%s&%s=%s", *path, name, esc) < 0)
+        np = NULL;
+    free(esc);
+    free(*path);
+    *path = np;
+}
+
+/* 1 handled (asked the nodes, or answered 503), 0 this node applies every
+ * partition. */
+static int cluster_buckets(http_ctx *c, int max, const bucket_query *q) {
+    int np = objlog_materializer_partitions(c->q->m);
+    char (*nodes)[CLUSTER_URL_MAX] = calloc(GATHER_MAX, sizeof(*nodes));
+    int *owner = calloc((size_t)np, sizeof(*owner));
+    int nn = 0, plan = nodes && owner ? cluster_plan(c, np, nodes, &nn, owner) : -2;
+    if (plan == -2)
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    char *paths[GATHER_MAX] = {0};
+    const char *urls[GATHER_MAX];
+    for (int i = 0; plan == 1 && i < nn; i++) {
+        char list[BUCKETS_MAX_PARTS * 5] = "";
+        size_t len = 0;
+        for (int p = 0; p < np; p++)
+            if (owner[p] == i)
+                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", len ? "," : "", p);
+        if (asprintf(&paths[i], "/v1/buckets?max_buckets=%d&partitions=%s", max, list) < 0)
+            paths[i] = NULL;
+        query_add(&paths[i], "prefix", q->prefix);
+        query_add(&paths[i], "tenant", q->tenant);
+        query_add(&paths[i], "after_name", q->after);
+        query_add(&paths[i], "consistency", http_param_get(c, "consistency", NULL));
+        query_add(&paths[i], "timeout_ms", http_param_get(c, "timeout_ms", NULL));
+        urls[i] = nodes[i];
+        if (!paths[i])
+            plan = -3;
+    }
+    buckets_merge *bm = plan == 1 ? calloc(1, sizeof(*bm)) : NULL;
+    if (bm) {
+        bm->max = max;
+        bm->scope = buckets_scope(q);
+    }
+    if (plan == -3 || (plan == 1 && (!bm || !bm->scope))) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        if (bm)
+            free(bm->scope);
+        free(bm);
+        plan = -3;
+    } else if (plan == 1) {
+        forward_gather(c, urls, (const char *const *)paths, nn, buckets_merged, bm);
+    }
+    for (int i = 0; i < nn; i++)
+        free(paths[i]);
+    free(nodes);
+    free(owner);
+    return plan != 0;
+}
+
+/* "partitions=0,3,6" of a node asked by another: only[p] set for each.
+ * 0 (none given: only untouched), 1 given, -1 after replying 400. */
+static int buckets_only(http_ctx *c, int np, unsigned char *only) {
+    size_t n;
+    const char *v = http_param_get(c, "partitions", &n);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    for (const char *s = v; *s; s = *end ? end + 1 : end) {
+        long p = strtol(s, &end, 10);
+        if (end == s || (*end && *end != ',') || p < 0 || p >= np || !http_hop(c)) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "partitions is for objlogd nodes: a list of 0..%d", np - 1);
+            return -1;
+        }
+        only[p] = 1;
+    }
+    return 1;
+}
+
 void read_buckets(http_ctx *c) {
     bucket_query q = {0};
     long long max;
@@ -209,16 +393,31 @@ void read_buckets(http_ctx *c) {
         return;
     int32_t parts[BUCKETS_MAX_PARTS];
     int64_t applied[BUCKETS_MAX_PARTS];
+    unsigned char only[BUCKETS_MAX_PARTS] = {0};
     int np = objlog_materializer_partitions(c->q->m);
     if (np > BUCKETS_MAX_PARTS)
         np = BUCKETS_MAX_PARTS;
-    for (int i = 0; i < np; i++)
-        parts[i] = i;
-    if (fence_wait(c, parts, np, applied) != 0) {
+    int some = buckets_only(c, np, only);
+    if (some < 0) {
         free(after);
         return;
     }
-    fence_applied_header(c, parts, np, applied);
+    if (!some && c->q->cluster && !c->fenced && !http_hop(c) &&
+        cluster_buckets(c, (int)max, &q)) {
+        free(after);
+        return;
+    }
+    int n = 0;
+    for (int i = 0; i < np; i++)
+        if (!some || only[i])
+            parts[n++] = i;
+    q.only = some ? only : NULL;
+    q.rm = objlog_materializer_rangemap(c->q->m);
+    if (fence_wait(c, parts, n, applied) != 0) {
+        free(after);
+        return;
+    }
+    fence_applied_header(c, parts, n, applied);
     bucket_page p = {.max = (size_t)max + 1};
     char err[256] = "";
     p.rows = calloc(p.max, sizeof(*p.rows));

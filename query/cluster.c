@@ -26,7 +26,6 @@
 #define CLUSTER_ADMIN_TIMEOUT_MS 2000
 #define CLUSTER_PEER_TIMEOUT_MS 1000
 #define CLUSTER_CLIENT_PREFIX "objlogd@"
-#define CLUSTER_URL_MAX 256
 
 typedef struct cluster_node {
     char url[CLUSTER_URL_MAX];
@@ -484,6 +483,39 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     if (!first[0])
         return 0;
     return forward_request(hc, first);
+}
+
+int cluster_plan(http_ctx *hc, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnodes,
+                 int *owner) {
+    cluster *c = hc->q->cluster;
+    int others = 0;
+    *nnodes = 0;
+    for (int p = 0; p < np; p++) {
+        char url[CLUSTER_URL_MAX];
+        if (objlog_materializer_owns(hc->q->m, p)) {
+            snprintf(url, sizeof(url), "%s", c->self_url);
+        } else if (cluster_owner(c, p, url, sizeof(url)) == CLUSTER_OWNER_PEER) {
+            others = 1;
+        } else {
+            http_reply_error(hc, 503, "SlowDown",
+                             "partition %d has no reachable node right now (the cluster "
+                             "is rebalancing); retry", p);
+            return -1;
+        }
+        int i = 0;
+        while (i < *nnodes && strcmp(nodes[i], url) != 0)
+            i++;
+        if (i == *nnodes) {
+            if (i == GATHER_MAX) {
+                http_reply_error(hc, 503, "SlowDown", "more than %d nodes to ask", GATHER_MAX);
+                return -1;
+            }
+            snprintf(nodes[i], CLUSTER_URL_MAX, "%s", url);
+            (*nnodes)++;
+        }
+        owner[p] = i;
+    }
+    return others;
 }
 
 /* ---- a write's outcome from the node that applied it ---- */

@@ -46,12 +46,16 @@ struct fwd_req {
     fwd_req *prev, *next;
 };
 
+struct gather;
 struct fwd_state {
     fwd_peer peers[FWD_MAX_PEERS];
     int npeers;
     fwd_req *live;
     int inflight;
+    struct gather *gathers;      /* in flight, answered at worker stop */
 };
+
+static void gather_expire_worker(http_worker *w);
 
 static void fwd_count(http_worker *w, forward_result res) {
     atomic_fetch_add_explicit(&w->q->forwards[res], 1, memory_order_relaxed);
@@ -206,11 +210,139 @@ int forward_request(http_ctx *c, const char *node) {
 }
 
 void forward_expire_worker(http_worker *w) {
+    gather_expire_worker(w);
     while (w->fwd && w->fwd->live) {
         fwd_req *r = w->fwd->live;
         fwd_unlink(w, r);
         evhttp_cancel_request(r->out); /* frees it; no callback */
         http_reply_error(&r->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
         free(r);
+    }
+}
+
+/* ---- one read sent to several nodes at once (gather) ---- */
+
+typedef struct gather gather;
+typedef struct gather_sub {
+    gather *g;
+    struct evhttp_request *out;  /* until its callback */
+    int status;                  /* 0: no answer */
+    char *body;
+    size_t len;
+} gather_sub;
+
+struct gather {
+    http_ctx c;                  /* the client's request (params not kept) */
+    int n, pending;
+    gather_sub *subs;
+    gather_done_fn done;
+    void *arg;
+    gather *prev, *next;
+};
+
+static gather **gather_list(http_worker *w) { return &w->fwd->gathers; }
+
+static void gather_unlink(http_worker *w, gather *g) {
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        *gather_list(w) = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+}
+
+static void gather_free(gather *g) {
+    for (int i = 0; i < g->n; i++)
+        free(g->subs[i].body);
+    free(g->subs);
+    free(g);
+}
+
+static void gather_finish(gather *g) {
+    gather_unlink(g->c.w, g);
+    gather_reply res[GATHER_MAX];
+    for (int i = 0; i < g->n; i++)
+        res[i] = (gather_reply){g->subs[i].status, g->subs[i].body, g->subs[i].len};
+    g->done(&g->c, res, g->n, g->arg);
+    gather_free(g);
+}
+
+static void gather_sub_cb(struct evhttp_request *resp, void *arg) {
+    gather_sub *s = arg;
+    gather *g = s->g;
+    s->out = NULL;
+    s->status = resp ? evhttp_request_get_response_code(resp) : 0;
+    fwd_count(g->c.w, s->status > 0 ? FORWARD_ANSWERED : FORWARD_UNREACHABLE);
+    struct evbuffer *in = resp ? evhttp_request_get_input_buffer(resp) : NULL;
+    size_t n = in ? evbuffer_get_length(in) : 0;
+    s->body = malloc(n + 1);
+    if (s->body) {
+        if (n)
+            evbuffer_remove(in, s->body, n);
+        s->body[n] = '\0';
+        s->len = n;
+    } else {
+        s->status = 0;
+    }
+    if (--g->pending == 0)
+        gather_finish(g);
+}
+
+int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
+                   gather_done_fn done, void *arg) {
+    http_worker *w = c->w;
+    gather *g = n > 0 && n <= GATHER_MAX ? calloc(1, sizeof(*g)) : NULL;
+    if (g)
+        g->subs = calloc((size_t)n, sizeof(*g->subs));
+    if (!g || !g->subs) {
+        free(g);
+        http_reply_error(c, 503, "SlowDown", "cannot ask %d nodes now; retry", n);
+        return 1;
+    }
+    g->c = *c;
+    g->c.params = NULL;
+    g->c.nparams = 0;
+    g->n = n;
+    g->done = done;
+    g->arg = arg;
+    g->next = *gather_list(w);
+    if (g->next)
+        g->next->prev = g;
+    *gather_list(w) = g;
+    g->pending = n;
+    for (int i = 0; i < n; i++) {
+        gather_sub *s = &g->subs[i];
+        s->g = g;
+        struct evhttp_connection *conn = fwd_conn(w, nodes[i]);
+        s->out = conn ? evhttp_request_new(gather_sub_cb, s) : NULL;
+        if (s->out) {
+            struct evkeyvalq *oh = evhttp_request_get_output_headers(s->out);
+            evhttp_add_header(oh, "Host", nodes[i] + (strncmp(nodes[i], "http://", 7) ? 0 : 7));
+            evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
+            evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
+            if (evhttp_make_request(conn, s->out, EVHTTP_REQ_GET, paths[i]) != 0)
+                s->out = NULL; /* freed by evhttp */
+        }
+        if (!s->out) {
+            /* counted as no answer; the last one to end finishes */
+            fwd_count(w, FORWARD_UNREACHABLE);
+            if (--g->pending == 0) {
+                gather_finish(g);
+                return 1;
+            }
+        }
+    }
+    return 1;
+}
+
+static void gather_expire_worker(http_worker *w) {
+    while (w->fwd && *gather_list(w)) {
+        gather *g = *gather_list(w);
+        gather_unlink(w, g);
+        for (int i = 0; i < g->n; i++)
+            if (g->subs[i].out)
+                evhttp_cancel_request(g->subs[i].out);
+        http_reply_error(&g->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
+        gather_free(g);
     }
 }

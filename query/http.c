@@ -291,6 +291,10 @@ static void http_send(http_ctx *c, int status, struct evbuffer *buf) {
     http_request_done(c->w);
 }
 
+int http_hop(http_ctx *c) {
+    return evhttp_find_header(evhttp_request_get_input_headers(c->req), "X-Objlog-Hop") != NULL;
+}
+
 void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body) {
     if (body && evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
         evbuffer_drain(body, evbuffer_get_length(body));

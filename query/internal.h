@@ -455,6 +455,7 @@ void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id
 cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
                      char *errstr, size_t errstr_size);
 void cluster_destroy(cluster *c);
+#define CLUSTER_URL_MAX 256
 enum { CLUSTER_OWNER_UNKNOWN, CLUSTER_OWNER_SELF, CLUSTER_OWNER_PEER,
        CLUSTER_OWNER_UNREACHABLE };
 /* Partition p's active node per the last refresh (url filled unless
@@ -468,6 +469,14 @@ const char *cluster_self(const cluster *c);
 int cluster_route(http_ctx *c, const int32_t *parts, int n);
 /* GET /v1/cluster. */
 void cluster_get(http_ctx *c);
+/* Which node to ask for each of partitions 0..np-1 (a read that spans
+ * them all): owner[p] indexes nodes[0..*nnodes), this node included (by
+ * its own URL). 1 when some partition is another node's, 0 when this node
+ * applies them all, -1 after replying 503 (a partition with no reachable
+ * node). */
+int cluster_plan(http_ctx *c, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnodes, int *owner);
+/* 1 when c was forwarded by another node (X-Objlog-Hop). */
+int http_hop(http_ctx *c);
 /* Blocking (gateway waiters): the outcome of the write at p.off from the
  * node that applies p, asked again as the partition moves, within
  * timeout_ms. 0 (*out owned by the caller), 1 not in time, -1 error
@@ -486,5 +495,17 @@ void forward_worker_free(http_worker *w);
 int forward_request(http_ctx *c, const char *node);
 /* On worker w's thread as it stops: every forward in flight answers 503. */
 void forward_expire_worker(http_worker *w);
+/* One read asked of several nodes at once (a GET of paths[i] at nodes[i],
+ * one hop, X-Objlog-Hop set); when every answer is in (status 0: none),
+ * done runs on c's worker and must answer c. Always 1. */
+#define GATHER_MAX 64
+typedef struct gather_reply {
+    int status;
+    const char *body;            /* NUL-terminated */
+    size_t len;
+} gather_reply;
+typedef void (*gather_done_fn)(http_ctx *c, const gather_reply *r, int n, void *arg);
+int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
+                   gather_done_fn done, void *arg);
 
 #endif

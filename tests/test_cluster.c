@@ -351,6 +351,53 @@ static void test_cluster_nodes(void **state) {
         if (st != 200)
             fail_msg("node %d /readyz: HTTP %ld %s", i, st, rr.body);
     }
+    /* GET /v1/buckets spans every partition: each node's page of its own,
+     * merged, walked 4 at a time, each page through the next node (the
+     * token is signed with the key every node shares) */
+    for (int b = 0; b < 10; b++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/buckets/lb-%02d", b);
+        httpc_resp br;
+        assert_int_equal(httpc_do(g.n[b % NODES].raw, "PUT", path, "{}", NULL, &br), 0);
+        assert_int_equal(br.status, 200);
+    }
+    char walked[2048] = "", path[1024] = "/v1/buckets?max_buckets=4";
+    int pages = 0;
+    for (;;) {
+        httpc_resp br;
+        assert_int_equal(httpc_do(g.n[pages % NODES].raw, "GET", path, NULL, NULL, &br), 0);
+        if (br.status != 200)
+            fail_msg("GET %s via node %d: HTTP %ld %s", path, pages % NODES, br.status, br.body);
+        json_t *pj = json_loads(br.body, 0, NULL);
+        size_t k;
+        json_t *b;
+        json_array_foreach(json_object_get(pj, "buckets"), k, b) {
+            strcat(walked, json_string_value(json_object_get(b, "name")));
+            strcat(walked, " ");
+        }
+        pages++;
+        const char *nt = json_string_value(json_object_get(pj, "next_continuation_token"));
+        int more = json_is_true(json_object_get(pj, "is_truncated"));
+        assert_int_equal(more, nt != NULL);
+        if (nt) {
+            char *e = httpc_escape(g.n[0].raw, nt, strlen(nt));
+            snprintf(path, sizeof(path), "/v1/buckets?max_buckets=4&continuation_token=%s", e);
+            free(e);
+        }
+        json_decref(pj);
+        if (!more)
+            break;
+        assert_true(pages < 10);
+    }
+    assert_string_equal(walked, "bk-a bk-b bk-c lb-00 lb-01 lb-02 lb-03 lb-04 lb-05 lb-06 "
+                                "lb-07 lb-08 lb-09 ");
+    assert_int_equal(pages, 4);
+    /* the nodes' own parameters are theirs only */
+    httpc_resp br;
+    assert_int_equal(httpc_do(g.n[0].raw, "GET", "/v1/buckets?partitions=0", NULL, NULL, &br), 0);
+    assert_int_equal(br.status, 400);
+    assert_non_null(strstr(br.body, "partitions is for objlogd nodes"));
+
     /* a node that does not apply the partition forwards the read to the
      * one that does and says so */
     int home = bucket_node("bk-a");
