@@ -171,7 +171,7 @@ static size_t cluster_curl_write(char *p, size_t sz, size_t n, void *arg) {
 
 /* A peer's applied and end offsets for the partitions it owns, from its
  * GET /v1/lag. 0, or -1 (unreachable: left unknown). */
-static int cluster_peer_lag(CURL *h, snapshot *s, int ni) {
+static int cluster_peer_lag(CURL *h, snapshot *s, int nparts, int ni) {
     char url[CLUSTER_URL_MAX + 16];
     snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
     curl_buf b = {0};
@@ -191,7 +191,7 @@ static int cluster_peer_lag(CURL *h, snapshot *s, int ni) {
     json_t *e;
     json_array_foreach(arr, i, e) {
         json_int_t p = json_integer_value(json_object_get(e, "partition"));
-        if (p < 0 || p >= (json_int_t)0x7fffffff || s->parts[p].owner != ni)
+        if (p < 0 || p >= nparts || s->parts[p].owner != ni)
             continue;
         s->parts[p].applied = json_integer_value(json_object_get(e, "applied"));
         s->parts[p].end = json_integer_value(json_object_get(e, "end"));
@@ -216,7 +216,7 @@ static void cluster_refresh(cluster *c, CURL *h) {
         if (s.nodes[i].self)
             s.nodes[i].reachable = 1; /* our own figures are read live */
         else if (h)
-            cluster_peer_lag(h, &s, i);
+            cluster_peer_lag(h, &s, c->nparts, i);
     }
     pthread_mutex_lock(&c->mu);
     c->refreshes++;
