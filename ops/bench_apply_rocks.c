@@ -35,6 +35,9 @@
  * batch changed (each bucket's, the tenant's, the global row) 1 read at
  * its first touch (stats_commit > stats_row) and 1 put (stats_stage), and
  * 1 put of meta "applied" per partition in the batch (apply_set_applied).
+ * Since materializer/rowcache.c, apply reads the bucket and "olow" rows
+ * through RocksDB only at their first touch in a batch; this pattern
+ * keeps reading them every time (the cost without that cache).
  * Invariant: only RocksDB calls are timed: a batch's keys and values are
  * encoded before its clock starts, and each phase gets a fresh store. */
 #define _GNU_SOURCE
