@@ -444,6 +444,19 @@ void cluster_metrics(FILE *f, cluster *c) {
 
 /* ---- routing a request to the node that applies its partitions ---- */
 
+/* An eventual read may take this node's copy of p, applied or not here,
+ * while it trails the log's newest known end by at most the flag's lag. */
+static int cluster_local_enough(http_ctx *hc, int32_t p) {
+    objlog_query *q = hc->q;
+    if (q->eventual_max_lag <= 0)
+        return 0;
+    const char *mode = http_param_or_header(hc, "consistency", "X-Objlog-Consistency");
+    if (!mode || strcmp(mode, "eventual") != 0)
+        return 0;
+    int64_t end = wm_last_end(q->wm, p);
+    return end >= 0 && end - objlog_materializer_applied(q->m, p) <= q->eventual_max_lag;
+}
+
 int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     cluster *c = hc->q->cluster;
     if (!c)
@@ -451,7 +464,7 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     char url[CLUSTER_URL_MAX] = "", first[CLUSTER_URL_MAX] = "";
     for (int i = 0; i < n; i++) {
         int32_t p = parts[i];
-        if (objlog_materializer_owns(hc->q->m, p))
+        if (objlog_materializer_owns(hc->q->m, p) || cluster_local_enough(hc, p))
             continue;
         int who = cluster_owner(c, p, url, sizeof(url));
         if (who == CLUSTER_OWNER_UNREACHABLE) {

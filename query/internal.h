@@ -178,6 +178,7 @@ struct objlog_query {
     atomic_uint_fast64_t answers_cut;
     gateway *gw;
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
+    long long eventual_max_lag;  /* cluster_route: local eventual reads */
     atomic_uint_fast64_t forwards[FORWARD_RESULTS];
     int nworkers;
     http_worker *workers;

@@ -58,6 +58,7 @@ typedef struct objlogd_conf {
     const char *cluster;         /* cluster name: a node of it (issue 13) */
     const char *advertise;       /* this node's URL; NULL: http://listen */
     const char *token_secret_file; /* signs tokens; cluster nodes share it */
+    int eventual_max_lag;        /* cluster: local eventual reads within it */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -74,6 +75,8 @@ static void usage(FILE *f) {
             "               [--cluster NAME [--advertise URL]] (with --brokers: a node\n"
             "                of cluster NAME; URL is how its peers reach it, default\n"
             "                http://HOST:PORT of --listen)\n"
+            "               [--eventual-max-lag N] (cluster: eventual reads of another\n"
+            "                node's partition answered here within N events; 0)\n"
             "               [--token-secret-file FILE] (signs continuation tokens; the\n"
             "                nodes of a cluster share one; default: the store's own)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
@@ -84,7 +87,8 @@ static void usage(FILE *f) {
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
-            "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n");
+            "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
+            "     OBJLOG_EVENTUAL_MAX_LAG\n");
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -153,6 +157,9 @@ static int conf_from_env(objlogd_conf *c) {
         c->advertise = v;
     if ((v = getenv("OBJLOG_TOKEN_SECRET_FILE")) && *v)
         c->token_secret_file = v;
+    if ((v = getenv("OBJLOG_EVENTUAL_MAX_LAG")) && *v &&
+        parse_int("OBJLOG_EVENTUAL_MAX_LAG", v, 0, INT_MAX, &c->eventual_max_lag) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_PARTITIONS")) && *v &&
         parse_int("OBJLOG_PARTITIONS", v, 1, 4096, &c->partitions) < 0)
         return -1;
@@ -182,7 +189,7 @@ enum {
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
-    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE
+    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG
 };
 
 static const struct option objlogd_options[] = {
@@ -213,6 +220,7 @@ static const struct option objlogd_options[] = {
     {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"token-secret-file", required_argument, NULL, OPT_TOKEN_SECRET_FILE},
+    {"eventual-max-lag", required_argument, NULL, OPT_EVENTUAL_MAX_LAG},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -259,6 +267,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_CLUSTER: c->cluster = v; return 0;
     case OPT_ADVERTISE: c->advertise = v; return 0;
     case OPT_TOKEN_SECRET_FILE: c->token_secret_file = v; return 0;
+    case OPT_EVENTUAL_MAX_LAG: return parse_int(flag, v, 0, INT_MAX, &c->eventual_max_lag);
     default: return -1;
     }
 }
@@ -267,6 +276,11 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
  * labels and Location headers: both are checked here, once. */
 static int check_cluster(const objlogd_conf *c) {
     if (!c->cluster) {
+        if (c->eventual_max_lag > 0) {
+            fprintf(stderr, "objlogd: --eventual-max-lag is for cluster nodes; it needs "
+                            "--cluster NAME\n");
+            return -1;
+        }
         if (c->advertise) {
             fprintf(stderr, "objlogd: --advertise names a cluster node's URL; it needs "
                             "--cluster NAME\n");
@@ -627,6 +641,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .listen_fd = lfd, .listen_fd_set = lfd >= 0,
                             .cluster = c->cluster,
                             .token_key = c->token_secret_file ? token_key : NULL,
+                            .eventual_max_lag = c->eventual_max_lag,
                             .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {

@@ -46,6 +46,11 @@ typedef struct objlog_query_conf {
                                     be in cluster mode in the group
                                     objlog_cluster_group(cluster) */
     const char *advertise_url;   /* this node's URL for its peers */
+    long long eventual_max_lag;  /* cluster: an eventual read of a partition
+                                    this node does not apply is answered
+                                    here when its copy trails the log's end
+                                    by at most this many events (0: always
+                                    forwarded) */
     const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
                                     continuation tokens; NULL: the store's
                                     own secret. Nodes of a cluster share one

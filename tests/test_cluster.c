@@ -70,7 +70,7 @@ static int node_start(int i) {
     memcpy(n->data, data, sizeof(data));
     snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
     char *extra[] = {"--cluster", "c1", "--ready-max-lag", "1", "--token-secret-file", secret,
-                     NULL};
+                     "--eventual-max-lag", "100000", NULL};
     n->p = testlog_start_view(g.log, n->data, extra, n->url, sizeof(n->url));
     if (!n->p)
         return -1;
@@ -476,10 +476,28 @@ static void *reader_main(void *arg) {
  * partitions the new node takes change owner, on the leave only the
  * leaver's; reads through a node that stays keep being answered (the
  * share is printed, item 7). */
+/* Node of each of these buckets (made here if need be). */
+#define EVB 20
+static void ev_bucket_nodes(int *node, int create) {
+    for (int b = 0; b < EVB; b++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/buckets/ev-%02d", b);
+        if (create) {
+            httpc_resp r;
+            assert_int_equal(httpc_do(g.n[0].raw, "PUT", path, "{}", NULL, &r), 0);
+            assert_int_equal(r.status, 200);
+        }
+        snprintf(path, sizeof(path), "ev-%02d", b);
+        node[b] = bucket_node(path);
+    }
+}
+
 static void test_join_and_leave(void **state) {
     (void)state;
     char before[PARTS][128], joined[PARTS][128], left[PARTS][128];
     wait_settled(running(), before, 60000);
+    int ev_before[EVB], ev_after[EVB];
+    ev_bucket_nodes(ev_before, 1);
     reader rd = {0};
     assert_int_equal(pthread_create(&rd.t, NULL, reader_main, &rd), 0);
     int64_t t0 = mono_ms();
@@ -495,6 +513,25 @@ static void test_join_and_leave(void **state) {
     }
     if (moved != to_new || to_new < 1)
         fail_msg("join: %d partitions moved, %d of them to the new node", moved, to_new);
+    /* --eventual-max-lag: the node that gave a partition up still answers
+     * eventual reads of it from its own copy (nothing was written since,
+     * so it is within the bound); strong ones go to the new node */
+    ev_bucket_nodes(ev_after, 0);
+    int b = 0;
+    while (b < EVB && ev_after[b] != 3)
+        b++;
+    if (b == EVB)
+        fail_msg("none of %d buckets is on the new node", EVB);
+    char path[96];
+    httpc_resp er;
+    snprintf(path, sizeof(path), "/v1/buckets/ev-%02d?consistency=eventual", b);
+    assert_int_equal(httpc_do(g.n[ev_before[b]].raw, "GET", path, NULL, NULL, &er), 0);
+    assert_int_equal(er.status, 200);
+    assert_null(strstr(er.headers, "x-objlog-forwarded-by:"));
+    snprintf(path, sizeof(path), "/v1/buckets/ev-%02d?consistency=strong", b);
+    assert_int_equal(httpc_do(g.n[ev_before[b]].raw, "GET", path, NULL, NULL, &er), 0);
+    assert_int_equal(er.status, 200);
+    assert_non_null(strstr(er.headers, "x-objlog-forwarded-by:"));
     t0 = mono_ms();
     assert_int_equal(proc_stop(g.n[1].p, 20000), 0);
     char leaver[128];

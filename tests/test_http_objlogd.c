@@ -373,6 +373,9 @@ static void test_bad_flags_exit_2(void **state) {
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--advertise", "http://h:1/"},
          "--advertise 'http://h:1/'"},
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--group", "g"}, "drop --group"},
+        {{"--eventual-max-lag", "5"}, "--eventual-max-lag is for cluster nodes"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--eventual-max-lag", "-1"},
+         "--eventual-max-lag"},
     };
     for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
         char out[1024], err[4096];
