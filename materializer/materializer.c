@@ -18,13 +18,16 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -59,6 +62,18 @@ struct objlog_materializer {
      * its polls, or while closing), read by anyone. */
     int cluster;
     atomic_int *owned;
+    /* Standbys (conf standbys): a second consumer, assigned and never a
+     * group member, applies the partitions the cluster's placement gives
+     * this node besides the group's. standby[p] is 1 while p is assigned
+     * to it and not to the group consumer (materializer thread writes,
+     * anyone reads); standby_want is the placement's latest wish (under
+     * mu; standby_dirty until the thread took it). Both consumers' queues
+     * wake the thread through wake_fd, so neither waits on the other. */
+    rd_kafka_t *standby_rk;
+    atomic_int *standby;
+    uint8_t *standby_want;
+    int standby_dirty;
+    int wake_fd[2];
 
     pthread_t thread;
     int started;
@@ -178,6 +193,92 @@ static void mat_set_owned(objlog_materializer *m,
     }
 }
 
+static void mat_part_list(char *out, size_t n, const rd_kafka_topic_partition_list_t *parts) {
+    size_t k = 0;
+    out[0] = '\0';
+    for (int i = 0; i < parts->cnt && k < n - 16; i++)
+        k += (size_t)snprintf(out + k, n - k, "%s%d", i ? "," : "", parts->elems[i].partition);
+}
+
+/* Moves partitions into or out of the standby consumer's assignment, from
+ * where this view stands (m->next), on the materializer thread. */
+static void mat_standby_move(objlog_materializer *m, rd_kafka_topic_partition_list_t *tp,
+                             int add) {
+    if (!tp->cnt)
+        return;
+    for (int i = 0; i < tp->cnt; i++) {
+        int32_t p = tp->elems[i].partition;
+        tp->elems[i].offset = m->next[p];
+        if (!add)
+            atomic_store(&m->standby[p], 0);
+    }
+    rd_kafka_error_t *e = add ? rd_kafka_incremental_assign(m->standby_rk, tp)
+                              : rd_kafka_incremental_unassign(m->standby_rk, tp);
+    char list[512];
+    mat_part_list(list, sizeof(list), tp);
+    if (e) {
+        objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "standby: %s partitions [%s]: %s",
+                    add ? "assign" : "unassign", list, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return;
+    }
+    for (int i = 0; add && i < tp->cnt; i++)
+        atomic_store(&m->standby[tp->elems[i].partition], 1);
+    objlog_logf(OBJLOG_LEVEL_INFO, "materializer", "standby: %s partitions [%s]",
+                add ? "applying" : "dropped", list);
+}
+
+static int mat_partition_stopped(objlog_materializer *m, int32_t p);
+
+/* Takes the placement's latest wish, between batches: applies as standby
+ * what it wants and the group did not assign here, drops the rest. */
+static void mat_standby_sync(objlog_materializer *m) {
+    if (!m->standby_rk)
+        return;
+    pthread_mutex_lock(&m->mu);
+    int dirty = m->standby_dirty;
+    m->standby_dirty = 0;
+    pthread_mutex_unlock(&m->mu);
+    if (!dirty)
+        return;
+    rd_kafka_topic_partition_list_t *add = rd_kafka_topic_partition_list_new(m->nparts);
+    rd_kafka_topic_partition_list_t *drop = rd_kafka_topic_partition_list_new(m->nparts);
+    for (int p = 0; p < m->nparts; p++) {
+        pthread_mutex_lock(&m->mu);
+        int want = m->standby_want[p] && !m->perr[p];
+        pthread_mutex_unlock(&m->mu);
+        want = want && !atomic_load(&m->owned[p]);
+        int cur = atomic_load(&m->standby[p]);
+        if (want != cur)
+            rd_kafka_topic_partition_list_add(want ? add : drop, m->topic, p);
+    }
+    mat_standby_move(m, drop, 0);
+    mat_standby_move(m, add, 1);
+    if (add->cnt || drop->cnt) {
+        pthread_mutex_lock(&m->mu);
+        mat_broadcast(m);
+        pthread_mutex_unlock(&m->mu);
+    }
+    rd_kafka_topic_partition_list_destroy(add);
+    rd_kafka_topic_partition_list_destroy(drop);
+}
+
+/* The group assigned parts here: a standby of one of them hands over to
+ * the group consumer, which fetches from the same m->next. */
+static void mat_standby_handover(objlog_materializer *m,
+                                 const rd_kafka_topic_partition_list_t *parts) {
+    if (!m->standby_rk)
+        return;
+    rd_kafka_topic_partition_list_t *drop = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < m->nparts && atomic_load(&m->standby[p]))
+            rd_kafka_topic_partition_list_add(drop, m->topic, p);
+    }
+    mat_standby_move(m, drop, 0);
+    rd_kafka_topic_partition_list_destroy(drop);
+}
+
 /* Incremental (cooperative) rebalance, on the materializer thread (inside
  * rd_kafka_consumer_poll) or while closing. A partition is fetched from
  * where this view stands (m->next: its store's applied offset, or past the
@@ -188,6 +289,7 @@ static void mat_rebalance(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_resp_
     rd_kafka_error_t *e = NULL;
     int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
     if (assign) {
+        mat_standby_handover(m, parts);
         for (int i = 0; i < parts->cnt; i++) {
             int32_t p = parts->elems[i].partition;
             if (p >= 0 && p < m->nparts)
@@ -199,17 +301,16 @@ static void mat_rebalance(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_resp_
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
         mat_set_owned(m, parts, 0);
         e = rd_kafka_incremental_unassign(rk, parts);
+        pthread_mutex_lock(&m->mu);
+        m->standby_dirty = 1; /* the placement may want it as a standby */
+        pthread_mutex_unlock(&m->mu);
     } else {
         objlog_logf(OBJLOG_LEVEL_WARNING, "materializer", "rebalance: %s",
                     rd_kafka_err2str(err));
         return;
     }
     char list[512];
-    size_t n = 0;
-    list[0] = '\0';
-    for (int i = 0; i < parts->cnt && n < sizeof(list) - 16; i++)
-        n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "",
-                              parts->elems[i].partition);
+    mat_part_list(list, sizeof(list), parts);
     if (e) {
         objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "cluster: %s partitions [%s]: %s",
                     assign ? "assign" : "revoke", list, rd_kafka_error_string(e));
@@ -358,6 +459,13 @@ static void mat_close_consumer(objlog_materializer *m, rd_kafka_t *rk) {
 static void mat_free(objlog_materializer *m) {
     if (m->consumer)
         mat_close_consumer(m, m->consumer);
+    if (m->standby_rk)
+        mat_close_consumer(m, m->standby_rk);
+    for (int i = 0; i < 2; i++)
+        if (m->wake_fd[i] > 0)
+            close(m->wake_fd[i]);
+    free(m->standby);
+    free(m->standby_want);
     if (m->dlq) {
         rd_kafka_flush(m->dlq, 2000);
         rd_kafka_destroy(m->dlq);
@@ -435,6 +543,56 @@ static int mat_stats_mode(objlog_materializer *m, int no_stats, char *errstr,
     return errstr[0] ? -1 : 0;
 }
 
+/* Lets a consumer's queue wake the materializer thread's poll(): librdkafka
+ * writes a byte to wake_fd when the queue turns non-empty. */
+static int mat_wake_on(objlog_materializer *m, rd_kafka_t *rk) {
+    rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
+    if (!q)
+        return -1;
+    rd_kafka_queue_io_event_enable(q, m->wake_fd[1], "w", 1);
+    rd_kafka_queue_destroy(q);
+    return 0;
+}
+
+/* The standby consumer: assigned by the materializer (never subscribed, so
+ * never a group member), woken with the group consumer through one pipe. */
+static int mat_standby_new(objlog_materializer *m, const objlog_materializer_conf *conf,
+                           char *errstr, size_t es) {
+    size_t np = (size_t)m->nparts;
+    m->standby = calloc(np, sizeof(*m->standby));
+    m->standby_want = calloc(np, sizeof(*m->standby_want));
+    if (!m->standby || !m->standby_want) {
+        snprintf(errstr, es, "out of memory");
+        return -1;
+    }
+    if (pipe(m->wake_fd) < 0) {
+        snprintf(errstr, es, "pipe: %s", strerror(errno));
+        m->wake_fd[0] = m->wake_fd[1] = 0;
+        return -1;
+    }
+    /* librdkafka writes from its threads: never block them on a full pipe. */
+    for (int i = 0; i < 2; i++)
+        if (fcntl(m->wake_fd[i], F_SETFL, O_NONBLOCK) < 0 ||
+            fcntl(m->wake_fd[i], F_SETFD, FD_CLOEXEC) < 0) {
+            snprintf(errstr, es, "pipe: %s", strerror(errno));
+            return -1;
+        }
+    objlog_materializer_conf sc = *conf;
+    char group[320];
+    snprintf(group, sizeof(group), "%s.standby",
+             conf->group_id && conf->group_id[0] ? conf->group_id : "objlog-materializer");
+    sc.cluster = 0;
+    sc.group_id = group;
+    m->standby_rk = mat_consumer_new(m, &sc, errstr, es);
+    if (!m->standby_rk || mat_wake_on(m, m->standby_rk) < 0 ||
+        mat_wake_on(m, m->consumer) < 0) {
+        if (m->standby_rk && !errstr[0])
+            snprintf(errstr, es, "standby consumer: no queue");
+        return -1;
+    }
+    return 0;
+}
+
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
                                              objlog_store *store, char *errstr,
                                              size_t errstr_size) {
@@ -502,6 +660,9 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     if (mat_stats_mode(m, conf->test_no_stats, errstr, errstr_size) < 0)
         goto fail;
     apply_batch_set_stats(m->batch, m->stats_view);
+    if (m->cluster && conf->standbys > 0 &&
+        mat_standby_new(m, conf, errstr, errstr_size) < 0)
+        goto fail;
     for (int p = 0; p < m->nparts; p++) {
         atomic_store(&m->owned[p], !m->cluster);
         m->applied[p] = m->next[p] = objlog_store_applied(store, p);
@@ -537,6 +698,8 @@ static void mat_stop_partition(objlog_materializer *m, int32_t p, const char *wh
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, m->topic, p);
     rd_kafka_pause_partitions(m->consumer, tp);
+    if (m->standby_rk)
+        rd_kafka_pause_partitions(m->standby_rk, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     pthread_mutex_lock(&m->mu);
     if (!m->perr[p])
@@ -607,9 +770,32 @@ static void mat_note_fetched(objlog_materializer *m, int32_t p, int64_t ts) {
     pthread_mutex_unlock(&m->mu);
 }
 
+/* Puts msg into the batch if it is the next event of a partition that its
+ * consumer applies here (a standby's message after the group assigned the
+ * partition here is the group consumer's to fetch). 1 taken, 0 dropped. */
+static int mat_take(objlog_materializer *m, rd_kafka_message_t *msg, int standby, int *n) {
+    if (msg->err) {
+        mat_consumer_error(m, msg);
+        rd_kafka_message_destroy(msg);
+        return 0;
+    }
+    int32_t p = msg->partition;
+    int mine = p >= 0 && p < m->nparts &&
+               (standby ? atomic_load(&m->standby[p]) && !atomic_load(&m->owned[p])
+                        : atomic_load(&m->owned[p]));
+    if (!mine || msg->offset < m->next[p] || mat_partition_stopped(m, p)) {
+        rd_kafka_message_destroy(msg); /* refetched, moved or stopped: decided */
+        return 0;
+    }
+    m->next[p] = msg->offset + 1;
+    m->msgs[(*n)++] = msg;
+    mat_note_fetched(m, p, rd_kafka_message_timestamp(msg, NULL));
+    return 1;
+}
+
 /* Collects up to batch_max messages in fetch order; the first poll waits a
  * little, the rest take only what is already fetched. */
-static int mat_gather(objlog_materializer *m) {
+static int mat_gather_one(objlog_materializer *m) {
     int n = 0;
     while (n < m->batch_max) {
         rd_kafka_message_t *msg =
@@ -618,24 +804,48 @@ static int mat_gather(objlog_materializer *m) {
                                                                           : MAT_POLL_MS);
         if (!msg)
             break;
-        if (msg->err) {
-            mat_consumer_error(m, msg);
-            rd_kafka_message_destroy(msg);
-            if (n == 0 && !atomic_load(&m->running))
-                break;
-            continue;
-        }
-        int32_t p = msg->partition;
-        if (p < 0 || p >= m->nparts || msg->offset < m->next[p] ||
-            mat_partition_stopped(m, p)) {
-            rd_kafka_message_destroy(msg); /* refetched or stopped: already decided */
-            continue;
-        }
-        m->next[p] = msg->offset + 1;
-        m->msgs[n++] = msg;
-        mat_note_fetched(m, p, rd_kafka_message_timestamp(msg, NULL));
+        int err = msg->err != 0;
+        mat_take(m, msg, 0, &n);
+        if (err && n == 0 && !atomic_load(&m->running))
+            break;
     }
     return n;
+}
+
+/* Blocks until either consumer's queue turns non-empty (or a kick, or
+ * ms), then empties the pipe: the polls that follow take what came. */
+static void mat_wait_wake(objlog_materializer *m, int ms) {
+    struct pollfd pfd = {.fd = m->wake_fd[0], .events = POLLIN};
+    if (poll(&pfd, 1, ms) > 0) {
+        char buf[64];
+        while (read(m->wake_fd[0], buf, sizeof(buf)) > 0)
+            ;
+    }
+}
+
+/* With a standby consumer: takes from both in turn without waiting, and
+ * waits (on the pipe) only when neither had anything. */
+static int mat_gather_two(objlog_materializer *m) {
+    int n = 0;
+    for (int waited = 0;; waited = 1) {
+        for (int got = 1; got && n < m->batch_max;) {
+            rd_kafka_message_t *a = rd_kafka_consumer_poll(m->consumer, 0);
+            if (a)
+                mat_take(m, a, 0, &n);
+            rd_kafka_message_t *b =
+                n < m->batch_max ? rd_kafka_consumer_poll(m->standby_rk, 0) : NULL;
+            if (b)
+                mat_take(m, b, 1, &n);
+            got = a || b;
+        }
+        if (n > 0 || waited || !atomic_load(&m->running))
+            return n;
+        mat_wait_wake(m, atomic_load(&m->paused) ? MAT_IDLE_POLL_MS : MAT_POLL_MS);
+    }
+}
+
+static int mat_gather(objlog_materializer *m) {
+    return m->standby_rk ? mat_gather_two(m) : mat_gather_one(m);
 }
 
 static void hdr_add_i64(rd_kafka_headers_t *h, const char *name, int64_t v) {
@@ -708,7 +918,7 @@ static void mat_commit_async(objlog_materializer *m) {
     rd_kafka_topic_partition_list_t *tp =
         rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
-        if (m->batch_next[p] >= 0)
+        if (m->batch_next[p] >= 0 && atomic_load(&m->owned[p])) /* not a standby's */
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset =
                 m->batch_next[p];
     if (tp->cnt)
@@ -731,6 +941,28 @@ static void mat_publish(objlog_materializer *m, int n, int dlq_n) {
     m->dlq_total += (uint64_t)dlq_n;
     mat_broadcast(m);
     pthread_mutex_unlock(&m->mu);
+}
+
+/* The standby partitions that still run, at their next offsets; NULL
+ * without a standby consumer. */
+static rd_kafka_topic_partition_list_t *mat_standby_list(objlog_materializer *m) {
+    if (!m->standby_rk)
+        return NULL;
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(m->nparts);
+    for (int p = 0; p < m->nparts; p++)
+        if (atomic_load(&m->standby[p]) && !mat_partition_stopped(m, p))
+            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
+    return tp;
+}
+
+static void mat_standby_seek(objlog_materializer *m) {
+    rd_kafka_topic_partition_list_t *tp = mat_standby_list(m);
+    if (!tp)
+        return;
+    rd_kafka_error_t *e = tp->cnt ? rd_kafka_seek_partitions(m->standby_rk, tp, 0) : NULL;
+    if (e)
+        rd_kafka_error_destroy(e);
+    rd_kafka_topic_partition_list_destroy(tp);
 }
 
 /* Rewinds the fetch positions to the last written offsets so that an
@@ -756,6 +988,7 @@ static void mat_rewind(objlog_materializer *m) {
         rd_kafka_assign(m->consumer, tp);
     }
     rd_kafka_topic_partition_list_destroy(tp);
+    mat_standby_seek(m);
     atomic_store(&m->paused, 0); /* a new assignment fetches */
 }
 
@@ -828,6 +1061,15 @@ static void mat_set_paused(objlog_materializer *m, int pause) {
             rd_kafka_error_destroy(e);
     }
     rd_kafka_topic_partition_list_destroy(tp);
+    rd_kafka_topic_partition_list_t *st = mat_standby_list(m);
+    if (st && pause)
+        rd_kafka_pause_partitions(m->standby_rk, st);
+    else if (st)
+        rd_kafka_resume_partitions(m->standby_rk, st);
+    if (st)
+        rd_kafka_topic_partition_list_destroy(st);
+    if (!pause)
+        mat_standby_seek(m);
     atomic_store(&m->paused, pause);
 }
 
@@ -840,6 +1082,9 @@ void objlog_materializer_kick(objlog_materializer *m) {
         rd_kafka_queue_yield(q);
         rd_kafka_queue_destroy(q);
     }
+    if (m->standby_rk && write(m->wake_fd[1], "k", 1) < 0) {
+        /* full pipe: the thread has a wake-up pending anyway */
+    }
 }
 
 int objlog_materializer_idle(objlog_materializer *m) { return atomic_load(&m->paused); }
@@ -848,6 +1093,7 @@ static void *mat_run(void *arg) {
     objlog_materializer *m = arg;
     int64_t quiet_since = mat_mono_ms();
     while (atomic_load(&m->running)) {
+        mat_standby_sync(m);
         int n = mat_gather(m);
         int64_t now = mat_mono_ms();
         if (n > 0) {
@@ -931,6 +1177,35 @@ int objlog_materializer_owns(objlog_materializer *m, int32_t partition) {
 }
 
 int objlog_materializer_cluster(const objlog_materializer *m) { return m->cluster; }
+
+int objlog_materializer_role(objlog_materializer *m, int32_t partition) {
+    if (partition < 0 || partition >= m->nparts)
+        return OBJLOG_ROLE_NONE;
+    if (atomic_load(&m->owned[partition]))
+        return OBJLOG_ROLE_ACTIVE;
+    return m->standby && atomic_load(&m->standby[partition]) ? OBJLOG_ROLE_STANDBY
+                                                             : OBJLOG_ROLE_NONE;
+}
+
+int objlog_materializer_applies(objlog_materializer *m, int32_t partition) {
+    return objlog_materializer_role(m, partition) != OBJLOG_ROLE_NONE;
+}
+
+int objlog_materializer_set_standbys(objlog_materializer *m, const uint8_t *want) {
+    if (!m->standby_rk)
+        return -1;
+    int changed = 0;
+    pthread_mutex_lock(&m->mu);
+    for (int p = 0; p < m->nparts; p++) {
+        changed |= m->standby_want[p] != (want[p] != 0);
+        m->standby_want[p] = want[p] != 0;
+    }
+    m->standby_dirty |= changed;
+    pthread_mutex_unlock(&m->mu);
+    if (changed)
+        objlog_materializer_kick(m); /* an idle thread takes it now */
+    return 0;
+}
 
 int objlog_materializer_partitions(const objlog_materializer *m) {
     return m->nparts;

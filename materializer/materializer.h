@@ -294,6 +294,10 @@ typedef struct objlog_materializer_conf {
                                     (objlog_materializer_owns) */
     const char *client_id;       /* librdkafka client.id (cluster: names the
                                     node's URL for its peers) */
+    int standbys;                /* cluster only: > 0 makes a second
+                                    consumer (assign, not a group member)
+                                    that applies the partitions given to
+                                    objlog_materializer_set_standbys */
 } objlog_materializer_conf;
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
@@ -307,6 +311,21 @@ void objlog_materializer_destroy(objlog_materializer *m);
 /* 1 while this view applies partition (always, outside cluster mode). */
 int objlog_materializer_owns(objlog_materializer *m, int32_t partition);
 int objlog_materializer_cluster(const objlog_materializer *m);
+
+/* What this view does with a partition: OBJLOG_ROLE_ACTIVE (the group
+ * assigned it here), OBJLOG_ROLE_STANDBY (applied from the log by the
+ * standby consumer although another node is active), or NONE. Either way
+ * the store holds the partition up to objlog_materializer_applied. */
+enum { OBJLOG_ROLE_NONE = 0, OBJLOG_ROLE_ACTIVE = 1, OBJLOG_ROLE_STANDBY = 2 };
+int objlog_materializer_role(objlog_materializer *m, int32_t partition);
+/* 1 while partition is applied here, as active or standby. */
+int objlog_materializer_applies(objlog_materializer *m, int32_t partition);
+/* Standbys (conf standbys > 0): want[p] != 0 for each partition this view
+ * should also apply (want has objlog_materializer_partitions entries).
+ * Taken by the materializer thread between batches; a partition the group
+ * assigns here is applied as active, never twice. -1 without a standby
+ * consumer. */
+int objlog_materializer_set_standbys(objlog_materializer *m, const uint8_t *want);
 
 int objlog_materializer_partitions(const objlog_materializer *m);
 /* 1 when the stats view is kept (always, but in benches: test_no_stats). */

@@ -3,16 +3,25 @@
  *
  * The nodes of one cluster are the members of one Kafka consumer group
  * ("objlog-cluster-NAME"); the group's cooperative assignor decides which
- * node applies each partition (materializer.c, cluster mode). This file
- * does not decide anything: a refresher thread asks the group coordinator
- * who the members are (DescribeConsumerGroups: each member's client.id is
- * "objlogd@" and its URL, its assignment the partitions it applies) and
- * each peer how far it applied them (its GET /v1/lag), once a second, and
- * keeps the answer for routing (cluster_owner) and for GET /v1/cluster.
+ * node applies each partition as its active node (materializer.c, cluster
+ * mode). A refresher thread asks the group coordinator who the members are
+ * (DescribeConsumerGroups: each member's client.id is "objlogd@" and its
+ * URL, its assignment the partitions it is active for) and each peer what
+ * it applies and how far (its GET /v1/lag, with a role per partition),
+ * once a second, and keeps the answer for routing (cluster_pick) and for
+ * GET /v1/cluster.
+ *
+ * Standbys (--standbys K): the one thing decided here is which partitions
+ * this node applies as a standby: those of which it is one of the K nodes
+ * after the active one in URL order (every node computes the same ring
+ * from the same membership), plus any it already applies as a standby
+ * until that partition's active node has caught up (so a partition that
+ * moves to a node without its state keeps a caught-up replica meanwhile).
  *
  * Invariant: the snapshot only routes; it never decides what is fresh. A
  * request sent to the wrong node (the snapshot lags a rebalance by up to a
- * second) is fenced there as anywhere, or sent on again. */
+ * second) is fenced there as anywhere, or sent on again; any replica that
+ * applies a partition answers a read of it only after its own fence. */
 #include "internal.h"
 
 #include <curl/curl.h>
@@ -26,6 +35,10 @@
 #define CLUSTER_ADMIN_TIMEOUT_MS 2000
 #define CLUSTER_PEER_TIMEOUT_MS 1000
 #define CLUSTER_CLIENT_PREFIX "objlogd@"
+/* A replica within this many events of the log's end is caught up: reads
+ * prefer it, and a standby beyond its placement is dropped only once the
+ * active node is within it. The peers' figures are up to a second old. */
+#define CLUSTER_CAUGHT_UP 10000
 
 typedef struct cluster_node {
     char url[CLUSTER_URL_MAX];
@@ -41,6 +54,9 @@ typedef struct cluster_part {
 
 struct cluster {
     objlog_query *q;             /* borrowed */
+    int standbys;                /* K of --standbys */
+    uint8_t *want;               /* standby placement for this node, [nparts]
+                                    (refresher thread only) */
     char *name, *group, *self_url, *topic;
     rd_kafka_t *rk;              /* admin requests only */
     pthread_t thread;
@@ -53,6 +69,8 @@ struct cluster {
     int nnodes;
     cluster_part *parts;
     int nparts;
+    uint8_t *role;               /* [p * nnodes + i]: OBJLOG_ROLE_* node i said */
+    int64_t *applied;            /* [p * nnodes + i]: its applied offset, -1 */
     int64_t refreshed_ms;        /* monotonic ms of the last good refresh, 0 never */
     char err[256];               /* why the last refresh failed, "" if it did not */
     uint64_t refreshes, failures;
@@ -70,11 +88,37 @@ typedef struct snapshot {
     cluster_node *nodes;
     int nnodes;
     cluster_part *parts;
+    uint8_t *role;
+    int64_t *applied;
 } snapshot;
 
 static void snapshot_free(snapshot *s) {
     free(s->nodes);
     free(s->parts);
+    free(s->role);
+    free(s->applied);
+}
+
+/* Room for every node's report, once the members are known. */
+static int snapshot_replicas(snapshot *s, int nparts) {
+    size_t n = (size_t)nparts * (size_t)(s->nnodes > 0 ? s->nnodes : 1);
+    s->role = calloc(n, sizeof(*s->role));
+    s->applied = malloc(n * sizeof(*s->applied));
+    if (!s->role || !s->applied)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        s->applied[i] = -1;
+    return 0;
+}
+
+static void snapshot_note(snapshot *s, int32_t p, int ni, int role, int64_t applied,
+                          int64_t end) {
+    s->role[(size_t)p * (size_t)s->nnodes + (size_t)ni] = (uint8_t)role;
+    s->applied[(size_t)p * (size_t)s->nnodes + (size_t)ni] = applied;
+    if (s->parts[p].owner == ni)
+        s->parts[p].applied = applied;
+    if (end > s->parts[p].end)
+        s->parts[p].end = end;
 }
 
 static int snapshot_node(snapshot *s, const char *url, const char *self) {
@@ -169,7 +213,15 @@ static size_t cluster_curl_write(char *p, size_t sz, size_t n, void *arg) {
     return add;
 }
 
-/* A peer's applied and end offsets for the partitions it owns, from its
+static int cluster_role_of(const char *r, int active) {
+    if (!r) /* a node that predates roles applies what it owns */
+        return active ? OBJLOG_ROLE_ACTIVE : OBJLOG_ROLE_NONE;
+    return strcmp(r, "active") == 0    ? OBJLOG_ROLE_ACTIVE
+           : strcmp(r, "standby") == 0 ? OBJLOG_ROLE_STANDBY
+                                       : OBJLOG_ROLE_NONE;
+}
+
+/* What a peer applies (active or standby) and how far, from its
  * GET /v1/lag. 0, or -1 (unreachable: left unknown). */
 static int cluster_peer_lag(CURL *h, snapshot *s, int nparts, int ni) {
     char url[CLUSTER_URL_MAX + 16];
@@ -191,14 +243,72 @@ static int cluster_peer_lag(CURL *h, snapshot *s, int nparts, int ni) {
     json_t *e;
     json_array_foreach(arr, i, e) {
         json_int_t p = json_integer_value(json_object_get(e, "partition"));
-        if (p < 0 || p >= nparts || s->parts[p].owner != ni)
+        if (p < 0 || p >= nparts)
             continue;
-        s->parts[p].applied = json_integer_value(json_object_get(e, "applied"));
-        s->parts[p].end = json_integer_value(json_object_get(e, "end"));
+        int role = cluster_role_of(json_string_value(json_object_get(e, "role")),
+                                   s->parts[p].owner == ni);
+        if (role != OBJLOG_ROLE_NONE)
+            snapshot_note(s, (int32_t)p, ni, role,
+                          json_integer_value(json_object_get(e, "applied")),
+                          json_integer_value(json_object_get(e, "end")));
     }
     s->nodes[ni].reachable = j != NULL;
     json_decref(j);
     return j ? 0 : -1;
+}
+
+/* This node's own roles and offsets, read live. */
+static void cluster_self_note(cluster *c, snapshot *s, int ni) {
+    objlog_query *q = c->q;
+    for (int32_t p = 0; p < c->nparts; p++) {
+        int role = objlog_materializer_role(q->m, p);
+        if (role != OBJLOG_ROLE_NONE)
+            snapshot_note(s, p, ni, role, objlog_materializer_applied(q->m, p),
+                          wm_last_end(q->wm, p));
+    }
+}
+
+static int cluster_url_cmp(const void *a, const void *b) {
+    const cluster_node *const *x = a, *const *y = b;
+    return strcmp((*x)->url, (*y)->url);
+}
+
+/* Standby placement for this node (see the top of the file), handed to
+ * the materializer. Partitions without an active node keep what this
+ * node did for them: a failover must not drop the replicas it needs. */
+static void cluster_place(cluster *c, snapshot *s) {
+    const cluster_node **ring = malloc((size_t)s->nnodes * sizeof(*ring));
+    if (!ring)
+        return;
+    int self = -1;
+    for (int i = 0; i < s->nnodes; i++)
+        ring[i] = &s->nodes[i];
+    qsort(ring, (size_t)s->nnodes, sizeof(*ring), cluster_url_cmp);
+    for (int i = 0; i < s->nnodes; i++)
+        if (ring[i]->self)
+            self = i;
+    for (int32_t p = 0; self >= 0 && p < c->nparts; p++) {
+        int owner = s->parts[p].owner;
+        int mine = objlog_materializer_role(c->q->m, p);
+        if (owner < 0 || mine == OBJLOG_ROLE_ACTIVE) {
+            c->want[p] = owner < 0 ? c->want[p] : 0;
+            continue;
+        }
+        const cluster_node *o = &s->nodes[owner];
+        int at = 0;
+        while (ring[at] != o)
+            at++;
+        int k = c->standbys < s->nnodes - 1 ? c->standbys : s->nnodes - 1;
+        int placed = 0;
+        for (int j = 1; j <= k; j++)
+            placed |= ring[(at + j) % s->nnodes]->self;
+        int64_t lag = s->parts[p].applied >= 0 && s->parts[p].end >= 0
+                          ? s->parts[p].end - s->parts[p].applied : -1;
+        int active_ready = o->reachable && lag >= 0 && lag <= CLUSTER_CAUGHT_UP;
+        c->want[p] = placed || (mine == OBJLOG_ROLE_STANDBY && !active_ready);
+    }
+    free(ring);
+    objlog_materializer_set_standbys(c->q->m, c->want);
 }
 
 static void cluster_refresh(cluster *c, CURL *h) {
@@ -212,20 +322,32 @@ static void cluster_refresh(cluster *c, CURL *h) {
         s.parts[p] = (cluster_part){.owner = -1, .applied = -1, .end = -1};
     if (rc == 0)
         rc = cluster_describe(c, &s, why, sizeof(why));
-    for (int i = 0; rc == 0 && i < s.nnodes; i++) {
-        if (s.nodes[i].self)
-            s.nodes[i].reachable = 1; /* our own figures are read live */
-        else if (h)
-            cluster_peer_lag(h, &s, c->nparts, i);
+    if (rc == 0 && snapshot_replicas(&s, c->nparts) < 0) {
+        snprintf(why, sizeof(why), "out of memory");
+        rc = -1;
     }
+    for (int i = 0; rc == 0 && i < s.nnodes; i++) {
+        if (s.nodes[i].self) {
+            s.nodes[i].reachable = 1;
+            cluster_self_note(c, &s, i);
+        } else if (h) {
+            cluster_peer_lag(h, &s, c->nparts, i);
+        }
+    }
+    if (rc == 0 && c->standbys > 0)
+        cluster_place(c, &s);
     pthread_mutex_lock(&c->mu);
     c->refreshes++;
     if (rc == 0) {
         free(c->nodes);
         free(c->parts);
+        free(c->role);
+        free(c->applied);
         c->nodes = s.nodes;
         c->nnodes = s.nnodes;
         c->parts = s.parts;
+        c->role = s.role;
+        c->applied = s.applied;
         c->refreshed_ms = cluster_mono_ms();
         c->err[0] = '\0';
     } else {
@@ -274,6 +396,9 @@ void cluster_destroy(cluster *c) {
     pthread_cond_destroy(&c->cv);
     free(c->nodes);
     free(c->parts);
+    free(c->role);
+    free(c->applied);
+    free(c->want);
     free(c->name);
     free(c->group);
     free(c->self_url);
@@ -296,12 +421,14 @@ cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
     pthread_condattr_destroy(&ca);
     c->q = q;
     c->nparts = objlog_materializer_partitions(q->m);
+    c->standbys = q->standbys;
+    c->want = calloc((size_t)c->nparts, 1);
     c->name = strdup(name);
     c->self_url = strdup(self_url);
     c->topic = strdup(q->topic);
     size_t gn = strlen(name) + 32;
     c->group = malloc(gn);
-    if (!c->name || !c->self_url || !c->topic || !c->group) {
+    if (!c->name || !c->self_url || !c->topic || !c->group || !c->want) {
         snprintf(errstr, errstr_size, "out of memory");
         cluster_destroy(c);
         return NULL;
@@ -336,18 +463,77 @@ void objlog_cluster_client_id(const char *url, char *out, size_t n) {
 
 /* ---- routing ---- */
 
-int cluster_owner(cluster *c, int32_t p, char *url, size_t n) {
-    int rc = CLUSTER_OWNER_UNKNOWN;
+/* Events node i is behind the newest end anyone reported for p; -1 when
+ * it does not apply p or is unreachable. c->mu held. */
+static int64_t cluster_replica_lag(const cluster *c, int32_t p, int i) {
+    size_t at = (size_t)p * (size_t)c->nnodes + (size_t)i;
+    if (!c->nodes[i].reachable || c->role[at] == OBJLOG_ROLE_NONE || c->applied[at] < 0)
+        return -1;
+    int64_t end = c->parts[p].end;
+    return end > c->applied[at] ? end - c->applied[at] : 0;
+}
+
+/* The caught-up peer replica of p with the least lag, preferring the
+ * active node; -1 none. c->mu held. */
+static int cluster_best_peer(const cluster *c, int32_t p) {
+    int owner = c->parts[p].owner, best = -1;
+    int64_t best_lag = CLUSTER_CAUGHT_UP + 1;
+    if (owner >= 0 && !c->nodes[owner].self) {
+        int64_t lag = cluster_replica_lag(c, p, owner);
+        if (lag >= 0 && lag <= CLUSTER_CAUGHT_UP)
+            return owner;
+    }
+    for (int i = 0; i < c->nnodes; i++) {
+        int64_t lag = c->nodes[i].self ? -1 : cluster_replica_lag(c, p, i);
+        if (lag >= 0 && lag < best_lag) {
+            best = i;
+            best_lag = lag;
+        }
+    }
+    return best;
+}
+
+int cluster_pick(cluster *c, int32_t p, int hop, char *url, size_t n) {
+    objlog_query *q = c->q;
+    if (p < 0 || p >= c->nparts)
+        return CLUSTER_OWNER_UNKNOWN;
+    int local = objlog_materializer_applies(q->m, p);
+    int64_t end = wm_last_end(q->wm, p), applied = objlog_materializer_applied(q->m, p);
+    /* A forwarded read is answered by any replica (one hop); a local one
+     * that trails far (a partition it is replaying) gives way to a
+     * caught-up peer. */
+    if (local && (hop || end < 0 || end - applied <= CLUSTER_CAUGHT_UP)) {
+        snprintf(url, n, "%s", c->self_url);
+        return CLUSTER_OWNER_SELF;
+    }
+    int rc = local ? CLUSTER_OWNER_SELF : CLUSTER_OWNER_UNKNOWN;
     pthread_mutex_lock(&c->mu);
-    if (c->parts && p >= 0 && p < c->nparts && c->parts[p].owner >= 0) {
-        const cluster_node *nd = &c->nodes[c->parts[p].owner];
-        rc = nd->self        ? CLUSTER_OWNER_SELF
+    int best = c->parts ? cluster_best_peer(c, p) : -1;
+    int owner = c->parts ? c->parts[p].owner : -1;
+    if (best >= 0) {
+        rc = CLUSTER_OWNER_PEER;
+        snprintf(url, n, "%s", c->nodes[best].url);
+    } else if (local) {
+        snprintf(url, n, "%s", c->self_url);
+    } else if (owner >= 0) {
+        const cluster_node *nd = &c->nodes[owner];
+        /* The snapshot naming this node, which does not apply p, is
+         * stale: the group is moving p. */
+        rc = nd->self        ? CLUSTER_OWNER_UNKNOWN
              : nd->reachable ? CLUSTER_OWNER_PEER
                              : CLUSTER_OWNER_UNREACHABLE;
         snprintf(url, n, "%s", nd->url);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+void cluster_mark_down(cluster *c, const char *url) {
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->nnodes; i++)
+        if (!c->nodes[i].self && strcmp(c->nodes[i].url, url) == 0)
+            c->nodes[i].reachable = 0;
+    pthread_mutex_unlock(&c->mu);
 }
 
 const char *cluster_self(const cluster *c) { return c->self_url; }
@@ -357,16 +543,26 @@ const char *cluster_self(const cluster *c) { return c->self_url; }
 static json_t *cluster_part_json(cluster *c, int32_t p) {
     const cluster_part *cp = &c->parts[p];
     objlog_query *q = c->q;
-    int local = objlog_materializer_owns(q->m, p);
+    int local = objlog_materializer_applies(q->m, p);
     int64_t applied = cp->applied, end = cp->end;
-    if (local || (cp->owner >= 0 && c->nodes[cp->owner].self)) {
+    if (cp->owner >= 0 && c->nodes[cp->owner].self) {
         applied = objlog_materializer_applied(q->m, p);
         end = wm_last_end(q->wm, p);
     }
-    json_t *o = json_pack("{s:i, s:o, s:[], s:b}", "partition", (int)p, "active",
+    json_t *standbys = json_array();
+    for (int i = 0; i < c->nnodes; i++) {
+        size_t at = (size_t)p * (size_t)c->nnodes + (size_t)i;
+        if (c->role[at] != OBJLOG_ROLE_STANDBY)
+            continue;
+        int64_t a = c->applied[at], e = end > cp->end ? end : cp->end;
+        json_array_append_new(standbys, json_pack("{s:s, s:I, s:I}", "url", c->nodes[i].url,
+                                                  "applied", (json_int_t)a, "lag",
+                                                  (json_int_t)(e > a ? e - a : 0)));
+    }
+    json_t *o = json_pack("{s:i, s:o, s:o, s:b}", "partition", (int)p, "active",
                           cp->owner >= 0 ? json_string(c->nodes[cp->owner].url)
                                          : json_null(),
-                          "standbys", "local", local);
+                          "standbys", standbys, "local", local);
     json_object_set_new(o, "applied", applied >= 0 ? json_integer(applied) : json_null());
     json_object_set_new(o, "end", end >= 0 ? json_integer(end) : json_null());
     json_object_set_new(o, "lag", applied >= 0 && end >= 0
@@ -385,20 +581,25 @@ void cluster_get(http_ctx *hc) {
     pthread_mutex_lock(&c->mu);
     json_t *nodes = json_array(), *parts = json_array();
     for (int i = 0; i < c->nnodes; i++) {
-        json_t *owned = json_array();
-        for (int p = 0; p < c->nparts; p++)
+        json_t *owned = json_array(), *standing = json_array();
+        for (int p = 0; p < c->nparts; p++) {
             if (c->parts[p].owner == i)
                 json_array_append_new(owned, json_integer(p));
-        json_array_append_new(nodes, json_pack("{s:s, s:s, s:b, s:b, s:o}", "id",
+            if (c->role[(size_t)p * (size_t)c->nnodes + (size_t)i] == OBJLOG_ROLE_STANDBY)
+                json_array_append_new(standing, json_integer(p));
+        }
+        json_array_append_new(nodes, json_pack("{s:s, s:s, s:b, s:b, s:o, s:o}", "id",
                                                c->nodes[i].url, "url", c->nodes[i].url,
                                                "self", c->nodes[i].self, "reachable",
-                                               c->nodes[i].reachable, "partitions", owned));
+                                               c->nodes[i].reachable, "partitions", owned,
+                                               "standbys", standing));
     }
     for (int p = 0; c->parts && p < c->nparts; p++)
         json_array_append_new(parts, cluster_part_json(c, p));
     int64_t age = c->refreshed_ms ? cluster_mono_ms() - c->refreshed_ms : -1;
-    json_t *body = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s}", "cluster", c->name,
-                             "group", c->group, "self", c->self_url, "refreshed_ms_ago",
+    json_t *body = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:s}", "cluster", c->name,
+                             "group", c->group, "self", c->self_url, "standbys_per_partition",
+                             c->standbys, "refreshed_ms_ago",
                              age >= 0 ? json_integer(age) : json_null(), "nodes", nodes,
                              "partitions", parts, "error", c->err);
     pthread_mutex_unlock(&c->mu);
@@ -425,6 +626,13 @@ void cluster_metrics(FILE *f, cluster *c) {
         long long applied = self ? objlog_materializer_applied(c->q->m, p) : cp->applied;
         fprintf(f, "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\",role=\"active\"} %lld\n",
                 p, cp->owner >= 0 ? c->nodes[cp->owner].url : "", applied);
+        for (int i = 0; i < c->nnodes; i++) {
+            size_t at = (size_t)p * (size_t)c->nnodes + (size_t)i;
+            if (c->role[at] == OBJLOG_ROLE_STANDBY)
+                fprintf(f, "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\","
+                           "role=\"standby\"} %lld\n",
+                        p, c->nodes[i].url, (long long)c->applied[at]);
+        }
     }
     static const char *const results[FORWARD_RESULTS] = {"answered", "unreachable",
                                                          "refused"};
@@ -462,11 +670,14 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     if (!c)
         return 0;
     char url[CLUSTER_URL_MAX] = "", first[CLUSTER_URL_MAX] = "";
+    int32_t part = -1;
     for (int i = 0; i < n; i++) {
         int32_t p = parts[i];
-        if (objlog_materializer_owns(hc->q->m, p) || cluster_local_enough(hc, p))
+        if (cluster_local_enough(hc, p))
             continue;
-        int who = cluster_owner(c, p, url, sizeof(url));
+        int who = cluster_pick(c, p, http_hop(hc), url, sizeof(url));
+        if (who == CLUSTER_OWNER_SELF)
+            continue;
         if (who == CLUSTER_OWNER_UNREACHABLE) {
             /* Sending the client to a node that may be dead helps nobody;
              * the group moves its partitions within its session timeout. */
@@ -485,6 +696,7 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
         }
         if (!first[0]) {
             snprintf(first, sizeof(first), "%s", url);
+            part = p;
         } else if (strcmp(first, url) != 0) {
             http_reply_error(hc, 503, "SlowDown",
                              "this request spans partitions active on several nodes "
@@ -495,7 +707,7 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     }
     if (!first[0])
         return 0;
-    return forward_request(hc, first);
+    return forward_request(hc, first, n == 1 ? part : -1);
 }
 
 int cluster_plan(http_ctx *hc, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnodes,
@@ -505,11 +717,10 @@ int cluster_plan(http_ctx *hc, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnod
     *nnodes = 0;
     for (int p = 0; p < np; p++) {
         char url[CLUSTER_URL_MAX];
-        if (objlog_materializer_owns(hc->q->m, p)) {
-            snprintf(url, sizeof(url), "%s", c->self_url);
-        } else if (cluster_owner(c, p, url, sizeof(url)) == CLUSTER_OWNER_PEER) {
+        int who = cluster_pick(c, p, 0, url, sizeof(url));
+        if (who == CLUSTER_OWNER_PEER) {
             others = 1;
-        } else {
+        } else if (who != CLUSTER_OWNER_SELF) {
             http_reply_error(hc, 503, "SlowDown",
                              "partition %d has no reachable node right now (the cluster "
                              "is rebalancing); retry", p);
@@ -573,17 +784,27 @@ static int cluster_ask_outcome(CURL *h, const char *url, int32_t p, int64_t off,
     return rc;
 }
 
+/* 1 when the last request of h found nobody listening. */
+static int cluster_refused(CURL *h) {
+    long os_errno = 0;
+    curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+    return os_errno == ECONNREFUSED;
+}
+
 int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_t off,
                            int timeout_ms, Objlog__Outcome **out, char *err, size_t en) {
     int64_t until = cluster_mono_ms() + timeout_ms;
     CURL *h = curl_easy_init();
     int rc = 1;
     *out = NULL;
-    while (h && rc == 1 && !objlog_materializer_owns(m, p) && cluster_left_ms(until) > 0) {
-        char url[CLUSTER_URL_MAX];
+    while (h && rc == 1 && !objlog_materializer_applies(m, p) && cluster_left_ms(until) > 0) {
+        char url[CLUSTER_URL_MAX] = "";
         int64_t ms = cluster_left_ms(until);
-        if (cluster_owner(c, p, url, sizeof(url)) == CLUSTER_OWNER_PEER)
+        int asked = cluster_pick(c, p, 0, url, sizeof(url)) == CLUSTER_OWNER_PEER;
+        if (asked)
             rc = cluster_ask_outcome(h, url, p, off, ms < 1000 ? ms : 1000, out, err, en);
+        if (asked && rc == 1 && cluster_refused(h))
+            cluster_mark_down(c, url); /* dead: ask a standby of p next */
         if (rc == 1) {
             struct timespec ts = {0, 100 * 1000 * 1000}; /* a rebalance under way */
             nanosleep(&ts, NULL);
@@ -591,7 +812,7 @@ int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_
     }
     if (h)
         curl_easy_cleanup(h);
-    if (rc == 1 && objlog_materializer_owns(m, p) && cluster_left_ms(until) > 0)
+    if (rc == 1 && objlog_materializer_applies(m, p) && cluster_left_ms(until) > 0)
         return CLUSTER_OUTCOME_LOCAL;
     return rc;
 }

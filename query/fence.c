@@ -101,9 +101,10 @@ static int fence_advance(fence_req *r) {
         }
         if (r->need[i] < 0 || objlog_materializer_applied(q->m, p) > r->need[i])
             continue;
-        if (!objlog_materializer_owns(q->m, p)) {
-            /* The group moved p away while the read waited: it will not
-             * get there here; the re-run sends it to p's new node. */
+        if (!objlog_materializer_applies(q->m, p)) {
+            /* The group moved p away (or this node stopped being its
+             * standby) while the read waited: it will not get there here;
+             * the re-run sends it to a node that applies p. */
             fence_result res = {.rc = FENCE_MOVED, .part = p};
             fence_finish(r, &res);
             return 1;

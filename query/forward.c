@@ -43,6 +43,8 @@ struct fwd_req {
     http_ctx c;                  /* the client's request (params not kept) */
     struct evhttp_request *out;  /* ours to the peer, until its callback */
     char node[256];
+    int32_t part;                /* the partition it is for, -1 several */
+    int retried;                 /* sent on to a second replica already */
     fwd_req *prev, *next;
 };
 
@@ -130,12 +132,34 @@ static void fwd_copy_headers(struct evkeyvalq *to, struct evkeyvalq *from) {
             evhttp_add_header(to, kv->key, kv->value);
 }
 
+static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried);
+
+/* The peer did not answer (a SIGKILLed node refuses at once): nobody here
+ * sends it more until a refresh hears from it, and this read goes to
+ * another replica of its partition, once, if there is one. 1 sent on. */
+static int fwd_retry(fwd_req *r) {
+    cluster *cl = r->c.w->q->cluster;
+    cluster_mark_down(cl, r->node);
+    char next[CLUSTER_URL_MAX];
+    if (r->part < 0 || r->retried ||
+        cluster_pick(cl, r->part, 0, next, sizeof(next)) != CLUSTER_OWNER_PEER ||
+        strcmp(next, r->node) == 0)
+        return 0;
+    http_ctx c = r->c;
+    fwd_send(&c, next, r->part, 1);
+    return 1;
+}
+
 static void fwd_done_cb(struct evhttp_request *resp, void *arg) {
     fwd_req *r = arg;
     http_worker *w = r->c.w;
     fwd_unlink(w, r);
     int status = resp ? evhttp_request_get_response_code(resp) : 0;
     fwd_count(w, status > 0 ? FORWARD_ANSWERED : FORWARD_UNREACHABLE);
+    if (status <= 0 && fwd_retry(r)) {
+        free(r);
+        return;
+    }
     if (status <= 0) {
         http_reply_error(&r->c, 503, "SlowDown",
                          "node %s, which applies this partition, did not answer; retry",
@@ -155,7 +179,11 @@ static void fwd_done_cb(struct evhttp_request *resp, void *arg) {
     free(r);
 }
 
-int forward_request(http_ctx *c, const char *node) {
+int forward_request(http_ctx *c, const char *node, int32_t part) {
+    return fwd_send(c, node, part, 0);
+}
+
+static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
     http_worker *w = c->w;
     struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
     const char *hop = evhttp_find_header(ih, FWD_HOP_HEADER);
@@ -184,6 +212,8 @@ int forward_request(http_ctx *c, const char *node) {
     r->c.params = NULL;
     r->c.nparams = 0;
     snprintf(r->node, sizeof(r->node), "%s", node);
+    r->part = part;
+    r->retried = retried;
     struct evkeyvalq *oh = evhttp_request_get_output_headers(r->out);
     fwd_copy_headers(oh, ih);
     evhttp_add_header(oh, "Host", node + (strncmp(node, "http://", 7) == 0 ? 7 : 0));

@@ -251,7 +251,7 @@ static int gw_remaining_ms(const gw_req *r) {
  * outcome from the node that does (issue 13). 1 handled, 0 wait here. */
 static int gw_await_remote(gw_req *r) {
     objlog_query *q = r->c.q;
-    if (!q->cluster || objlog_materializer_owns(q->m, r->res.partition))
+    if (!q->cluster || objlog_materializer_applies(q->m, r->res.partition))
         return 0;
     int rc = cluster_remote_outcome(q->cluster, q->m, r->res.partition, r->res.offset,
                                     gw_remaining_ms(r), &r->outcome, r->err,

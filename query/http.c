@@ -943,6 +943,7 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     if (conf->token_key)
         memcpy(q->token_key, conf->token_key, OBJLOG_TOKEN_SECRET_LEN);
     q->eventual_max_lag = conf->eventual_max_lag > 0 ? conf->eventual_max_lag : 0;
+    q->standbys = conf->standbys > 0 ? conf->standbys : 0;
     if ((!conf->token_key &&
          objlog_store_token_secret(q->store, q->token_key, errstr, errstr_size) < 0) ||
         !(q->wm = wm_new(q->brokers, q->topic, objlog_materializer_partitions(q->m),

@@ -179,6 +179,7 @@ struct objlog_query {
     gateway *gw;
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
     long long eventual_max_lag;  /* cluster_route: local eventual reads */
+    int standbys;                /* cluster: standbys per partition (cluster.c) */
     atomic_uint_fast64_t forwards[FORWARD_RESULTS];
     int nworkers;
     http_worker *workers;
@@ -459,10 +460,17 @@ void cluster_destroy(cluster *c);
 #define CLUSTER_URL_MAX 256
 enum { CLUSTER_OWNER_UNKNOWN, CLUSTER_OWNER_SELF, CLUSTER_OWNER_PEER,
        CLUSTER_OWNER_UNREACHABLE };
-/* Partition p's active node per the last refresh (url filled unless
- * UNKNOWN); UNREACHABLE: a peer that did not answer that refresh (it may
- * be dead and its partitions about to move). */
-int cluster_owner(cluster *c, int32_t p, char *url, size_t n);
+/* The node a read of partition p goes to (url filled unless UNKNOWN):
+ * SELF when this node applies p (as active or standby) and is caught up,
+ * or hop (a forwarded read: answered by any replica); else the caught-up
+ * peer replica with the least lag, the active one first; else SELF if it
+ * applies p at all; else p's active node: PEER, or UNREACHABLE when it did
+ * not answer the last refresh (it may be dead and its partitions about to
+ * move). UNKNOWN: no node holds p (a rebalance). */
+int cluster_pick(cluster *c, int32_t p, int hop, char *url, size_t n);
+/* The node at url did not answer a request: unreachable until the next
+ * refresh hears from it. */
+void cluster_mark_down(cluster *c, const char *url);
 const char *cluster_self(const cluster *c);
 /* For a request on parts[0..n): 0 when this node applies them all (or is
  * not a cluster node); else 1: it is forwarded to the node that applies
@@ -493,7 +501,9 @@ int forward_worker_init(http_worker *w);
 void forward_worker_free(http_worker *w);
 /* Sends c's request to node (a URL) and answers c with its answer later,
  * on this worker; or answers 503 now. Always 1 (c is answered or will be). */
-int forward_request(http_ctx *c, const char *node);
+/* part: the one partition the read is for (a node that does not answer is
+ * then replaced by another replica of it, once), -1 several. */
+int forward_request(http_ctx *c, const char *node, int32_t part);
 /* On worker w's thread as it stops: every forward in flight answers 503. */
 void forward_expire_worker(http_worker *w);
 /* One read asked of several nodes at once (a GET of paths[i] at nodes[i],

@@ -105,6 +105,12 @@ static json_t *metrics_lag_json(objlog_query *q, const lag_row *rows, int n) {
                               "state", r->stopped ? "stopped" : "running");
         if (o && r->stopped)
             json_object_set_new(o, "error", json_string(r->err));
+        /* A cluster node's peers learn from this who applies what. */
+        if (o && q->cluster) {
+            static const char *const roles[] = {"none", "active", "standby"};
+            json_object_set_new(o, "role",
+                                json_string(roles[objlog_materializer_role(q->m, p)]));
+        }
         json_array_append_new(parts, o);
         max_lag = r->lag > max_lag ? r->lag : max_lag;
         max_s = r->lag_s > max_s ? r->lag_s : max_s;

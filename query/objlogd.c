@@ -59,6 +59,7 @@ typedef struct objlogd_conf {
     const char *advertise;       /* this node's URL; NULL: http://listen */
     const char *token_secret_file; /* signs tokens; cluster nodes share it */
     int eventual_max_lag;        /* cluster: local eventual reads within it */
+    int standbys;                /* cluster: other nodes applying each partition */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -77,6 +78,8 @@ static void usage(FILE *f) {
             "                http://HOST:PORT of --listen)\n"
             "               [--eventual-max-lag N] (cluster: eventual reads of another\n"
             "                node's partition answered here within N events; 0)\n"
+            "               [--standbys K] (cluster: each partition is also applied by K\n"
+            "                other nodes, 0..%d; 0)\n"
             "               [--token-secret-file FILE] (signs continuation tokens; the\n"
             "                nodes of a cluster share one; default: the store's own)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
@@ -88,7 +91,8 @@ static void usage(FILE *f) {
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
-            "     OBJLOG_EVENTUAL_MAX_LAG\n");
+            "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS\n",
+            OBJLOG_CLUSTER_STANDBYS_MAX);
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -160,6 +164,9 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_EVENTUAL_MAX_LAG")) && *v &&
         parse_int("OBJLOG_EVENTUAL_MAX_LAG", v, 0, INT_MAX, &c->eventual_max_lag) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
+        parse_int("OBJLOG_STANDBYS", v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_PARTITIONS")) && *v &&
         parse_int("OBJLOG_PARTITIONS", v, 1, 4096, &c->partitions) < 0)
         return -1;
@@ -189,7 +196,7 @@ enum {
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
-    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG
+    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS
 };
 
 static const struct option objlogd_options[] = {
@@ -221,6 +228,7 @@ static const struct option objlogd_options[] = {
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"token-secret-file", required_argument, NULL, OPT_TOKEN_SECRET_FILE},
     {"eventual-max-lag", required_argument, NULL, OPT_EVENTUAL_MAX_LAG},
+    {"standbys", required_argument, NULL, OPT_STANDBYS},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -268,6 +276,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_ADVERTISE: c->advertise = v; return 0;
     case OPT_TOKEN_SECRET_FILE: c->token_secret_file = v; return 0;
     case OPT_EVENTUAL_MAX_LAG: return parse_int(flag, v, 0, INT_MAX, &c->eventual_max_lag);
+    case OPT_STANDBYS: return parse_int(flag, v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys);
     default: return -1;
     }
 }
@@ -278,6 +287,11 @@ static int check_cluster(const objlogd_conf *c) {
     if (!c->cluster) {
         if (c->eventual_max_lag > 0) {
             fprintf(stderr, "objlogd: --eventual-max-lag is for cluster nodes; it needs "
+                            "--cluster NAME\n");
+            return -1;
+        }
+        if (c->standbys > 0) {
+            fprintf(stderr, "objlogd: --standbys is for cluster nodes; it needs "
                             "--cluster NAME\n");
             return -1;
         }
@@ -614,6 +628,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                     * fenced read (fence.c, gateway.c). */
                                    .idle_pause_ms = 1000,
                                    .cluster = c->cluster != NULL,
+                                   .standbys = c->standbys,
                                    .client_id = c->cluster ? client_id : NULL};
     if (c->test_apply_delay_ms > 0)
         objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-apply-delay-ms %d slows every "
@@ -642,6 +657,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .cluster = c->cluster,
                             .token_key = c->token_secret_file ? token_key : NULL,
                             .eventual_max_lag = c->eventual_max_lag,
+                            .standbys = c->standbys,
                             .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {

@@ -51,6 +51,9 @@ typedef struct objlog_query_conf {
                                     here when its copy trails the log's end
                                     by at most this many events (0: always
                                     forwarded) */
+    int standbys;                /* cluster: other nodes that also apply each
+                                    partition (placement in cluster.c); the
+                                    materializer needs conf standbys > 0 */
     const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
                                     continuation tokens; NULL: the store's
                                     own secret. Nodes of a cluster share one
@@ -59,6 +62,8 @@ typedef struct objlog_query_conf {
 } objlog_query_conf;
 
 #define QUERY_READY_MAX_LAG_DEFAULT 10000
+/* objlogd --standbys: at most this many standbys per partition. */
+#define OBJLOG_CLUSTER_STANDBYS_MAX 4
 #define QUERY_MAX_CONNECTIONS_DEFAULT 1024
 #define QUERY_REQUEST_TIMEOUT_MS_DEFAULT 10000
 

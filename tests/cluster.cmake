@@ -8,3 +8,11 @@ objlog_add_test(test_cluster KAFKA_ONLY SOURCES test_cluster.c TIMEOUT 300
 if(TARGET test_cluster)
   add_dependencies(test_cluster objlogd objlog)
 endif()
+
+# Standby replicas (issue 13, item 3): three nodes with --standbys 1; the
+# active node of a busy partition is SIGKILLed while its standby answers.
+objlog_add_test(test_standby KAFKA_ONLY SOURCES test_standby.c TIMEOUT 300
+  LIBS objlog_testkit PkgConfig::JANSSON)
+if(TARGET test_standby)
+  add_dependencies(test_standby objlogd)
+endif()

@@ -29,7 +29,7 @@
 #include <jansson.h>
 
 #include "httpc.h"
-#include "lincheck.h"
+#include "linload.h"
 #include "proc.h"
 #include "testlog.h"
 
@@ -553,125 +553,23 @@ static void test_join_and_leave(void **state) {
 
 /* ---- single-key histories across nodes, through a failover (item 6) ---- */
 
-#define HOT 3
-
-typedef struct lin_load {
-    int home;                    /* the node to be killed: never asked */
-    atomic_int stop;
-    atomic_long seq;
-    lin_hist h[HOT];
-    atomic_long done_after_kill; /* completed writes invoked after the kill */
-    int64_t kill_ns;             /* set by the test before the kill, 0 before */
-    pthread_t t[4];
-} lin_load;
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* httpc of each node but the doomed one (taken as the thread starts). */
-static int survivors(const lin_load *L, httpc **hs) {
+/* Starts the linearizability load on bk-a through every node but home. */
+static void lin_start(linload *L, int home) {
+    const char *urls[MAX_NODES];
     int n = 0;
     for (int i = 0; i < MAX_NODES; i++)
-        if (g.n[i].p && i != L->home)
-            hs[n++] = httpc_new(g.n[i].url);
-    return n;
-}
-
-/* PUTs of fresh etags to hot keys of bk-a through the survivors: 200 is a
- * completed write, anything else one that may or may not take effect. */
-static void *lin_writer(void *arg) {
-    lin_load *L = arg;
-    httpc *hs[MAX_NODES];
-    int n = survivors(L, hs);
-    for (long i = 0; !atomic_load(&L->stop); i++) {
-        long s = atomic_fetch_add(&L->seq, 1);
-        int k = (int)(s % HOT);
-        char path[64], body[96], etag[40];
-        snprintf(path, sizeof(path), "/v1/buckets/bk-a/objects/hot%d", k);
-        snprintf(etag, sizeof(etag), "%032lx", 0xe000000L + s);
-        snprintf(body, sizeof(body), "{\"size\":1,\"etag\":\"%s\"}", etag);
-        httpc_resp r;
-        int64_t inv = now_ns();
-        int ok = httpc_do(hs[i % n], "PUT", path, body, NULL, &r) == 0 && r.status == 200;
-        int64_t resp = now_ns();
-        hist_add(&L->h[k], LIN_WRITE, inv, ok ? resp : T_UNKNOWN, etag);
-        if (ok && L->kill_ns && inv > L->kill_ns)
-            atomic_fetch_add(&L->done_after_kill, 1);
-        sleep_ms(3); /* a steady load that leaves the brokers their share of 2 cores */
-    }
-    for (int i = 0; i < n; i++)
-        httpc_destroy(hs[i]);
-    return NULL;
-}
-
-/* Strong GETs of the hot keys through the survivors: 200 reads the etag,
- * 404 reads "absent"; an unanswered read constrains nothing. */
-static void *lin_reader(void *arg) {
-    lin_load *L = arg;
-    httpc *hs[MAX_NODES];
-    int n = survivors(L, hs);
-    for (long i = 0; !atomic_load(&L->stop); i++) {
-        int k = (int)(i % HOT);
-        char path[96];
-        snprintf(path, sizeof(path), "/v1/buckets/bk-a/objects/hot%d?consistency=strong", k);
-        httpc_resp r;
-        int64_t inv = now_ns();
-        int rc = httpc_do(hs[i % n], "GET", path, NULL, NULL, &r);
-        int64_t resp = now_ns();
-        sleep_ms(2);
-        if (rc < 0)
-            continue;
-        if (r.status == 404) {
-            hist_add(&L->h[k], LIN_READ, inv, resp, "");
-        } else if (r.status == 200) {
-            json_t *j = json_loads(r.body, 0, NULL);
-            const char *e = json_string_value(json_object_get(j, "etag"));
-            hist_add(&L->h[k], LIN_READ, inv, resp, e ? e : "?");
-            json_decref(j);
-        }
-    }
-    for (int i = 0; i < n; i++)
-        httpc_destroy(hs[i]);
-    return NULL;
-}
-
-static void lin_start(lin_load *L, int home) {
-    memset(L, 0, sizeof(*L));
-    L->home = home;
-    for (int k = 0; k < HOT; k++)
-        pthread_mutex_init(&L->h[k].mu, NULL);
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(pthread_create(&L->t[i], NULL, i < 2 ? lin_writer : lin_reader, L), 0);
+        if (g.n[i].p && i != home)
+            urls[n++] = g.n[i].url;
+    assert_int_equal(linload_start(L, urls, n, "bk-a"), 0);
 }
 
 /* Stops the load and checks every key's history. */
-static void lin_finish(lin_load *L) {
-    atomic_store(&L->stop, 1);
-    for (int i = 0; i < 4; i++)
-        pthread_join(L->t[i], NULL);
-    size_t ops = 0, reads = 0, unknown = 0;
-    for (int k = 0; k < HOT; k++) {
-        lin_hist *h = &L->h[k];
-        for (size_t i = 0; i < h->n; i++) {
-            reads += h->ops[i].kind == LIN_READ;
-            unknown += h->ops[i].kind == LIN_WRITE && h->ops[i].response == T_UNKNOWN;
-        }
-        ops += h->n;
-        int rc = lin_check(h->ops, h->n);
-        if (rc != 1)
-            fail_msg("hot%d: history of %zu ops is %s (%d stale reads beyond doubt)", k, h->n,
-                     rc == 0 ? "NOT linearizable" : "too big to check",
-                     lin_stale_reads(h->ops, h->n));
-        free(h->ops);
-        pthread_mutex_destroy(&h->mu);
-    }
-    print_message("linearizable across nodes through the failover: %d keys, %zu ops (%zu "
-                  "strong reads, %zu writes of unknown outcome), %ld writes completed after "
-                  "the kill\n", HOT, ops, reads, unknown, atomic_load(&L->done_after_kill));
-    assert_true(reads > 0);
+static void lin_finish(linload *L) {
+    char msg[512];
+    if (linload_finish(L, msg, sizeof(msg)) != 1)
+        fail_msg("%s", msg);
+    print_message("linearizable across nodes through the failover: %s\n", msg);
+    assert_true(atomic_load(&L->reads_answered) > 0);
     assert_true(atomic_load(&L->done_after_kill) > 0);
 }
 
@@ -696,10 +594,10 @@ static void test_failover(void **state) {
              etok);
     free(etok);
     json_decref(page);
-    lin_load L;
+    linload L;
     lin_start(&L, home);
     sleep_ms(1000); /* histories from before the kill too */
-    L.kill_ns = now_ns();
+    L.kill_ns = linload_now_ns();
     int64_t t0 = mono_ms();
     proc_kill(g.n[home].p);
     node_forget(home);

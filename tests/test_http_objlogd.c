@@ -376,6 +376,9 @@ static void test_bad_flags_exit_2(void **state) {
         {{"--eventual-max-lag", "5"}, "--eventual-max-lag is for cluster nodes"},
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--eventual-max-lag", "-1"},
          "--eventual-max-lag"},
+        {{"--standbys", "1"}, "--standbys is for cluster nodes"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--standbys", "5"}, "--standbys needs an integer in 0..4 (got '5')"},
+        {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--standbys", "x"}, "--standbys needs an integer in 0..4 (got 'x')"},
     };
     for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
         char out[1024], err[4096];
