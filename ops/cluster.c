@@ -1,7 +1,7 @@
 /* cluster.c: `objlog cluster`, a cluster's nodes and who applies each
  * partition (issue 13): GET /v1/cluster of the node --url names, as two
- * tables (NODE SELF REACHABLE PARTITIONS, then PARTITION ACTIVE APPLIED
- * END LAG) or, with --json, the server's JSON. A node that is not in a
+ * tables (NODE SELF REACHABLE PARTITIONS STANDBY-FOR, then PARTITION
+ * ACTIVE APPLIED END LAG STANDBYS) or, with --json, the server's JSON. A node that is not in a
  * cluster answers 404 NotACluster, which is the command's error. */
 #define _GNU_SOURCE
 #include <jansson.h>
@@ -15,8 +15,9 @@ const char cluster_usage_text[] =
     "usage: objlog cluster [--json]\n"
     "The cluster the node at --url belongs to: its nodes (URL, whether it is\n"
     "the one asked, whether it answered the last refresh, the partitions it\n"
-    "applies), then every partition's active node and its applied offset, the\n"
-    "log's end and the lag (\"-\" while unknown).\n";
+    "applies as active and as standby), then every partition's active node and\n"
+    "its applied offset, the log's end and the lag (\"-\" while unknown), and\n"
+    "its standbys with their lag in events.\n";
 
 static void cluster_int_cell(json_t *o, const char *name, char *out, size_t n) {
     json_t *v = json_object_get(o, name);
@@ -26,42 +27,68 @@ static void cluster_int_cell(json_t *o, const char *name, char *out, size_t n) {
         snprintf(out, n, "-");
 }
 
+/* "0,2,5" from a JSON array of partition numbers; "-" when empty. */
+static void cluster_list_cell(json_t *arr, char *out, size_t n) {
+    size_t k, len = 0;
+    json_t *p;
+    out[0] = '\0';
+    json_array_foreach(arr, k, p)
+        if (len < n - 16)
+            len += (size_t)snprintf(out + len, n - len, "%s%lld", k ? "," : "",
+                                    (long long)json_integer_value(p));
+    if (!out[0])
+        snprintf(out, n, "-");
+}
+
+/* "URL (lag), ..." of a partition's standbys; "-" when none. */
+static void cluster_standbys_cell(json_t *arr, char *out, size_t n) {
+    size_t k, len = 0;
+    json_t *s;
+    out[0] = '\0';
+    json_array_foreach(arr, k, s)
+        if (len < n - 64)
+            len += (size_t)snprintf(out + len, n - len, "%s%s (%lld)", k ? ", " : "",
+                                    cli_jstr(s, "url"),
+                                    (long long)json_integer_value(json_object_get(s, "lag")));
+    if (!out[0])
+        snprintf(out, n, "-");
+}
+
 static void cluster_print(cli *c, json_t *j) {
     (void)c;
-    static const char *const nhead[] = {"NODE", "SELF", "REACHABLE", "PARTITIONS"};
-    static const int nright[] = {0, 0, 0, 0};
-    cli_table nt = {.ncols = 4, .head = nhead, .right = nright};
+    static const char *const nhead[] = {"NODE", "SELF", "REACHABLE", "PARTITIONS",
+                                        "STANDBY-FOR"};
+    static const int nright[] = {0, 0, 0, 0, 0};
+    cli_table nt = {.ncols = 5, .head = nhead, .right = nright};
     size_t i;
     json_t *nd;
     json_array_foreach(json_object_get(j, "nodes"), i, nd) {
-        char parts[512] = "";
-        size_t k, len = 0;
-        json_t *p;
-        json_array_foreach(json_object_get(nd, "partitions"), k, p)
-            if (len < sizeof(parts) - 16)
-                len += (size_t)snprintf(parts + len, sizeof(parts) - len, "%s%lld",
-                                        k ? "," : "", (long long)json_integer_value(p));
+        char parts[512], standing[512];
+        cluster_list_cell(json_object_get(nd, "partitions"), parts, sizeof(parts));
+        cluster_list_cell(json_object_get(nd, "standbys"), standing, sizeof(standing));
         const char *row[] = {cli_jstr(nd, "url"),
                              json_is_true(json_object_get(nd, "self")) ? "yes" : "no",
                              json_is_true(json_object_get(nd, "reachable")) ? "yes" : "no",
-                             parts[0] ? parts : "-"};
+                             parts, standing};
         cli_table_add(&nt, row);
     }
     printf("cluster %s (group %s), asked %s\n", cli_jstr(j, "cluster"), cli_jstr(j, "group"),
            cli_jstr(j, "self"));
     cli_table_print_free(&nt);
-    static const char *const phead[] = {"PARTITION", "ACTIVE", "APPLIED", "END", "LAG"};
-    static const int pright[] = {1, 0, 1, 1, 1};
-    cli_table pt = {.ncols = 5, .head = phead, .right = pright};
+    static const char *const phead[] = {"PARTITION", "ACTIVE", "APPLIED", "END", "LAG",
+                                        "STANDBYS (LAG)"};
+    static const int pright[] = {1, 0, 1, 1, 1, 0};
+    cli_table pt = {.ncols = 6, .head = phead, .right = pright};
     json_t *p;
     json_array_foreach(json_object_get(j, "partitions"), i, p) {
-        char part[16], applied[32], end[32], lag[32];
+        char part[16], applied[32], end[32], lag[32], standbys[1024];
         cluster_int_cell(p, "partition", part, sizeof(part));
         cluster_int_cell(p, "applied", applied, sizeof(applied));
         cluster_int_cell(p, "end", end, sizeof(end));
         cluster_int_cell(p, "lag", lag, sizeof(lag));
+        cluster_standbys_cell(json_object_get(p, "standbys"), standbys, sizeof(standbys));
         const char *active = json_string_value(json_object_get(p, "active"));
-        const char *row[] = {part, active ? active : "-", applied, end, lag};
+        const char *row[] = {part, active ? active : "-", applied, end, lag, standbys};
         cli_table_add(&pt, row);
     }
     putchar('\n');

@@ -327,6 +327,20 @@ static void test_placement(void **state) {
             sleep_ms(200);
         }
     }
+    /* objlog cluster: the standby and its lag in the partition's row */
+    char bin[512], out[8192], err[2048], cell[256];
+    proc_bin("ops/objlog", bin, sizeof(bin));
+    char *argv[] = {bin, "cluster", "--url", g.n[act].url, NULL};
+    int64_t until = mono_ms() + 5000;
+    snprintf(cell, sizeof(cell), "%s (0)\n", g.n[sb].url);
+    for (;;) {
+        assert_int_equal(proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 20000), 0);
+        if (strstr(out, "STANDBYS (LAG)") && strstr(out, "STANDBY-FOR") && strstr(out, cell))
+            break;
+        if (mono_ms() > until)
+            fail_msg("objlog cluster lacks '%s' in:\n%s", cell, out);
+        sleep_ms(200);
+    }
     print_message("placement: partition %d active on node %d, standby on node %d, both at "
                   "offset %lld\n", bucket_part, act, sb, applied);
 }
