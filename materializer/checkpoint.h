@@ -40,7 +40,8 @@
  * half-imported partition is never served or applied. A failed import
  * does the same at once.
  *
- * Every call here may block on RocksDB and must not run on an event loop. */
+ * Export, import, purge and fetch read or write whole partitions: never
+ * on an event loop (objlog_ckpt_importing is one point read). */
 #ifndef OBJLOG_CHECKPOINT_H
 #define OBJLOG_CHECKPOINT_H
 
@@ -107,8 +108,10 @@ void objlog_ckpt_import_set_progress(objlog_ckpt_import *im,
 /* The stream's expected size, when known (Content-Length). */
 void objlog_ckpt_import_set_total(objlog_ckpt_import *im, uint64_t total_bytes);
 /* The next n bytes of the stream, in chunks of any size. 0, or -1 with
- * errstr: the import failed (every later call fails the same way) and p
- * holds no rows and no marker. */
+ * errstr: the import failed (every later call fails the same way). A
+ * failure in the header (magic, version, identity, epoch, partition)
+ * leaves the store as it was; any later one leaves p with no rows and no
+ * marker. */
 int objlog_ckpt_import_feed(objlog_ckpt_import *im, const void *data, size_t n,
                             char *errstr, size_t errstr_size);
 /* The stream ended. 0 with *applied = p's applied offset now: the rows are
@@ -142,8 +145,10 @@ int objlog_ckpt_importing(objlog_store *s, int32_t p);
  * more than timeout_ms (0: 10 minutes) or no byte arrives for 30 s (a
  * stuck peer). progress (may be NULL) sees bytes, rows and the
  * Content-Length. 0 with *applied, or -1 with errstr (naming the URL and
- * what failed: the peer's error answer, a timeout, the import's check);
- * on -1 p holds no rows and no marker. */
+ * what failed: the peer's error answer, a timeout, the import's check).
+ * On -1 the store is as before when the stream's header was never
+ * accepted (no answer, an error answer, another log's checkpoint), else p
+ * holds no rows and no marker. */
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
                       int32_t p, int timeout_ms, objlog_ckpt_progress_fn progress,
                       void *opaque, int64_t *applied, char *errstr,

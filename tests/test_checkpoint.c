@@ -7,7 +7,7 @@
  * events (meta "dlq") and a small dedup bound (meta "olow", trimmed
  * outcomes). Partition p's rows are picked out of objlog_store_dump by
  * this file's own reading of the layout (row_part below, independent of
- * checkpoint.c), and compared as text, byte for byte:
+ * checkpoint.c; tests/partdump.c), and compared as text, byte for byte:
  *   - import into an empty store, and into a store holding other rows of
  *     every partition: p's rows equal the source's, every other row is
  *     unchanged; chunk sizes from 1 byte up give the same store;
@@ -38,6 +38,7 @@
 #include "apply.h"
 #include "checkpoint.h"
 #include "keycodec.h"
+#include "partdump.h"
 #include "proc.h"
 #include "rangemap.h"
 
@@ -256,67 +257,6 @@ static void world_free(world *w) {
     proc_rmtree(w->dir);
 }
 
-/* ---- partition p's rows, read from the dump by the documented layout ---- */
-
-static int hexval(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
-
-static size_t unhex(const char *h, size_t hn, uint8_t *out) {
-    for (size_t i = 0; i + 1 < hn; i += 2)
-        out[i / 2] = (uint8_t)(hexval(h[i]) << 4 | hexval(h[i + 1]));
-    return hn / 2;
-}
-
-static uint32_t be32(const uint8_t *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* The partition of a dump line, -1 for none. */
-static int row_part(const rangemap *rm, const char *line) {
-    static uint8_t k[1 << 16], v[1 << 16];
-    const char *sp1 = strchr(line, ' '), *sp2 = strchr(sp1 + 1, ' '), *nl = strchr(sp2, '\n');
-    size_t cn = (size_t)(sp1 - line);
-    size_t kn = unhex(sp1 + 1, (size_t)(sp2 - sp1 - 1), k);
-    size_t vn = unhex(sp2 + 1, (size_t)(nl - sp2 - 1), v);
-    if (!strncmp(line, "versions", cn) || !strncmp(line, "objects", cn) ||
-        !strncmp(line, "buckets", cn) || !strncmp(line, "uploads", cn))
-        return rangemap_partition(rm, k, kn);
-    if (!strncmp(line, "stats", cn))
-        return kn > 1 && k[0] == 'b' ? rangemap_partition(rm, k + 1, kn - 1) : -1;
-    if (!strncmp(line, "outcomes", cn))
-        return k[0] == 'o' ? (int)be32(k + 1) : k[0] == 'r' && vn == 12 ? (int)be32(v) : -1;
-    static const char *const names[] = {"applied", "dlq", "olow"};
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(names[i]);
-        if (kn == n + 4 && !memcmp(k, names[i], n))
-            return (int)be32(k + n);
-    }
-    return -1;
-}
-
-/* The dump lines of s whose partition is p (mine = 1) or is not p. */
-static char *dump_part(objlog_store *s, const rangemap *rm, int p, int mine, size_t *nrows) {
-    char *all = NULL, *out = NULL, err[512];
-    size_t alen = 0, olen = 0;
-    FILE *f = open_memstream(&all, &alen);
-    assert_int_equal(objlog_store_dump(s, f, err, sizeof(err)), 0);
-    fclose(f);
-    FILE *o = open_memstream(&out, &olen);
-    size_t n = 0;
-    for (char *line = all; line < all + alen;) {
-        char *nl = strchr(line, '\n');
-        if ((row_part(rm, line) == p) == mine) {
-            fwrite(line, 1, (size_t)(nl - line + 1), o);
-            n++;
-        }
-        line = nl + 1;
-    }
-    fclose(o);
-    free(all);
-    if (nrows)
-        *nrows = n;
-    return out;
-}
-
 /* ---- streams in memory ---- */
 
 typedef struct membuf {
@@ -382,15 +322,15 @@ static void test_roundtrip(void **state) {
         objlog_ckpt_info info;
         export_part(&src, p, &m, &info);
         size_t nsrc = 0;
-        char *want = dump_part(src.store, src.rm, p, 1, &nsrc);
+        char *want = partdump(src.store, src.rm, p, 1, &nsrc);
         assert_true(nsrc > 100);
         assert_int_equal(info.rows, nsrc);
         assert_int_equal(info.applied, objlog_store_applied(src.store, p));
         assert_int_equal(info.applied, src.off[p]);
 
-        char *others = dump_part(dst.store, dst.rm, p, 0, NULL);
+        char *others = partdump(dst.store, dst.rm, p, 0, NULL);
         size_t nstale = 0;
-        free(dump_part(dst.store, dst.rm, p, 1, &nstale));
+        free(partdump(dst.store, dst.rm, p, 1, &nstale));
         assert_true(nstale > 0);
         char err[512];
         int64_t applied = -1;
@@ -398,9 +338,9 @@ static void test_roundtrip(void **state) {
             fail_msg("import %d: %s", p, err);
         assert_int_equal(applied, src.off[p]);
         assert_int_equal(objlog_store_applied(dst.store, p), src.off[p]);
-        char *got = dump_part(dst.store, dst.rm, p, 1, NULL);
+        char *got = partdump(dst.store, dst.rm, p, 1, NULL);
         assert_string_equal(got, want);
-        char *others_after = dump_part(dst.store, dst.rm, p, 0, NULL);
+        char *others_after = partdump(dst.store, dst.rm, p, 0, NULL);
         assert_string_equal(others_after, others);
         assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
         free(got);
@@ -411,7 +351,7 @@ static void test_roundtrip(void **state) {
         if (import_bytes(empty.store, empty.rm, p, m.data, m.len, p == 0 ? 1 : 4096, &applied,
                          err, sizeof(err)))
             fail_msg("import %d: %s", p, err);
-        got = dump_part(empty.store, empty.rm, p, 1, NULL);
+        got = partdump(empty.store, empty.rm, p, 1, NULL);
         assert_string_equal(got, want);
         free(got);
         free(want);
@@ -419,8 +359,8 @@ static void test_roundtrip(void **state) {
     }
     /* Every partition copied: the stores differ only in tenant/global
      * stats rows, which no partition owns yet. */
-    char *a = dump_part(src.store, src.rm, -1, 0, NULL);
-    char *b = dump_part(empty.store, empty.rm, -1, 0, NULL);
+    char *a = partdump(src.store, src.rm, -1, 0, NULL);
+    char *b = partdump(empty.store, empty.rm, -1, 0, NULL);
     assert_string_equal(a, b);
     free(a);
     free(b);
@@ -470,7 +410,7 @@ static void test_corrupt_byte(void **state) {
     membuf m;
     objlog_ckpt_info info;
     export_part(&src, p, &m, &info);
-    char *others = dump_part(dst.store, dst.rm, p, 0, NULL);
+    char *others = partdump(dst.store, dst.rm, p, 0, NULL);
     size_t header = 8 + 4 + 4 + 2 + ((size_t)m.data[16] << 8 | m.data[17]) + 16;
     size_t positions = 0, checksum_errors = 0;
     for (size_t at = header; at < m.len; at += 1 + at % 97, positions++) {
@@ -482,7 +422,7 @@ static void test_corrupt_byte(void **state) {
         m.data[at] ^= 0x5a;
         checksum_errors += strstr(err, "checksum mismatch") != NULL;
         size_t n = 1;
-        free(dump_part(dst.store, dst.rm, p, 1, &n));
+        free(partdump(dst.store, dst.rm, p, 1, &n));
         if (n != 0)
             fail_msg("byte %zu: %zu rows of partition %d left (%s)", at, n, p, err);
         assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
@@ -490,7 +430,7 @@ static void test_corrupt_byte(void **state) {
     }
     assert_true(positions > 100);
     assert_true(checksum_errors > positions / 2);
-    char *after = dump_part(dst.store, dst.rm, p, 0, NULL);
+    char *after = partdump(dst.store, dst.rm, p, 0, NULL);
     assert_string_equal(after, others);
     free(after);
     free(others);
@@ -531,7 +471,7 @@ static void test_truncated(void **state) {
         if (where[i])
             assert_string_equal(err + strlen(want), where[i]);
         size_t n = 1;
-        free(dump_part(dst.store, dst.rm, p, 1, &n));
+        free(partdump(dst.store, dst.rm, p, 1, &n));
         assert_int_equal(n, 0);
         assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
     }
@@ -550,7 +490,7 @@ static void test_refused_headers(void **state) {
     membuf m;
     objlog_ckpt_info info;
     export_part(&src, 1, &m, &info);
-    char *before = dump_part(other.store, other.rm, -1, 0, NULL);
+    char *before = partdump(other.store, other.rm, -1, 0, NULL);
     char err[512];
     int64_t applied;
     assert_int_equal(import_bytes(other.store, other.rm, 1, m.data, m.len, 0, &applied, err,
@@ -558,7 +498,7 @@ static void test_refused_headers(void **state) {
     assert_string_equal(err, "import of partition 1: checkpoint of another log: it was built "
                         "from \"v1 kafka 0123456789abcdef0123456789abcdef cluster-a\", this "
                         "store from \"v1 kafka fedcba9876543210fedcba9876543210 cluster-a\"");
-    char *after = dump_part(other.store, other.rm, -1, 0, NULL);
+    char *after = partdump(other.store, other.rm, -1, 0, NULL);
     assert_string_equal(after, before);
     free(before);
     free(after);
@@ -663,7 +603,7 @@ static void test_format_by_hand(void **state) {
     if (import_bytes(dst.store, dst.rm, p, b.m.data, b.m.len, 0, &applied, err, sizeof(err)))
         fail_msg("hand-made stream: %s", err);
     assert_int_equal(applied, 42);
-    char *got = dump_part(dst.store, dst.rm, p, 1, NULL);
+    char *got = partdump(dst.store, dst.rm, p, 1, NULL);
     char want[512], hex[256] = "";
     for (size_t i = 0; i < rk.len; i++)
         snprintf(hex + 2 * i, 3, "%02x", rk.data[i]);
@@ -695,9 +635,9 @@ static void test_format_by_hand(void **state) {
     assert_non_null(strstr(err, "corrupt checkpoint: row 0 (objects) belongs to another "
                                 "partition"));
     size_t n = 1;
-    free(dump_part(dst.store, dst.rm, q, 1, &n));
+    free(partdump(dst.store, dst.rm, q, 1, &n));
     assert_int_equal(n, 0);
-    free(dump_part(dst.store, dst.rm, p, 1, &n));
+    free(partdump(dst.store, dst.rm, p, 1, &n));
     assert_int_equal(n, 0);
     free(b.m.data);
     keybuf_free(&qk);
@@ -716,7 +656,7 @@ static void test_crash_mid_import(void **state) {
     membuf m;
     objlog_ckpt_info info;
     export_part(&src, p, &m, &info);
-    char *others = dump_part(dst.store, dst.rm, p, 0, NULL);
+    char *others = partdump(dst.store, dst.rm, p, 0, NULL);
     objlog_store_close(dst.store);
     dst.store = NULL;
     apply_batch_destroy(dst.batch);
@@ -740,9 +680,9 @@ static void test_crash_mid_import(void **state) {
     assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
     assert_int_equal(objlog_store_applied(dst.store, p), 0);
     size_t n = 1;
-    free(dump_part(dst.store, dst.rm, p, 1, &n));
+    free(partdump(dst.store, dst.rm, p, 1, &n));
     assert_int_equal(n, 0);
-    char *after = dump_part(dst.store, dst.rm, p, 0, NULL);
+    char *after = partdump(dst.store, dst.rm, p, 0, NULL);
     assert_string_equal(after, others);
     free(after);
     free(others);
@@ -774,7 +714,7 @@ static void test_crash_mid_import(void **state) {
     objlog_store_close(dst.store);
     dst.store = open_store(dst.dir);
     assert_int_equal(objlog_store_applied(dst.store, p), 0);
-    free(dump_part(dst.store, dst.rm, p, 1, &n));
+    free(partdump(dst.store, dst.rm, p, 1, &n));
     assert_int_equal(n, 0);
     free(m.data);
     world_free(&src);
