@@ -68,6 +68,8 @@
  *               the log this view was built from (identity.c)
  *             "tokensecret"               -> 32 random bytes: the key that
  *               signs continuation tokens (secret.c)
+ *             "importing" be32(partition) -> be32(1) RangeMap: a checkpoint
+ *               import of the partition is under way (checkpoint.h)
  *
  * Dedup window and space bound (DESIGN §5; decided in apply, from the log
  * only, so every replica and replay agrees):
@@ -128,6 +130,8 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
 objlog_store *objlog_store_open(const char *dir, char *errstr,
                                 size_t errstr_size);
 void objlog_store_close(objlog_store *s);
+/* The directory the store was opened in. */
+const char *objlog_store_dir(const objlog_store *s);
 rocksdb_t *objlog_store_db(objlog_store *s);
 /* The block cache every column family shares: bytes in use, capacity. */
 void objlog_store_block_cache(objlog_store *s, size_t *usage, size_t *capacity);

@@ -12,6 +12,7 @@
 #include "materializer.h"
 
 #include "apply.h"
+#include "checkpoint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ struct objlog_store {
     rocksdb_readoptions_t *ro;
     rocksdb_column_family_handle_t *deflt;
     rocksdb_column_family_handle_t *cf[OBJLOG_CF_COUNT];
+    char *dir;
 };
 
 static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
@@ -114,6 +116,16 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
     s->deflt = handles[0];
     for (int i = 0; i < OBJLOG_CF_COUNT; i++)
         s->cf[i] = handles[i + 1];
+    s->dir = strdup(dir);
+    /* A partition whose checkpoint import did not finish is purged before
+     * anyone can read or apply it (checkpoint.h, crash rule). */
+    char why[256];
+    if (!s->dir || objlog_ckpt_recover(s, why, sizeof(why)) < 0) {
+        snprintf(errstr, errstr_size, "open store %s: %s", dir,
+                 s->dir ? why : "out of memory");
+        objlog_store_close(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -125,8 +137,11 @@ void objlog_store_close(objlog_store *s) {
     rocksdb_column_family_handle_destroy(s->deflt);
     rocksdb_close(s->db);
     store_free_options(s);
+    free(s->dir);
     free(s);
 }
+
+const char *objlog_store_dir(const objlog_store *s) { return s->dir; }
 
 rocksdb_t *objlog_store_db(objlog_store *s) { return s->db; }
 

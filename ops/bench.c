@@ -7,7 +7,8 @@
  * The command's options and bench_main live here too; the other modes run
  * on the same bench struct and helpers (bench_int.h) from their own files:
  * --consistency-modes (bench_modes.c), --list (bench_list.c), --stats
- * (bench_stats.c), --apply (bench_apply.c), --conditional (bench_cond.c).
+ * (bench_stats.c), --apply (bench_apply.c), --conditional (bench_cond.c),
+ * --checkpoint (bench_ckpt.c).
  * With --url, what the run wrote is removed when it ends, also after a
  * failure or SIGINT, unless --keep (bench_clean.c).
  * Invariant: every figure is measured from the first produce call, on the
@@ -515,6 +516,8 @@ const char bench_usage_text[] =
     "       objlog bench --apply [--url URL --brokers LIST [--keep]]\n"
     "                    [--count N (default 200000)] [--buckets B (default 64)]\n"
     "                    [--threads T] [--partitions N]\n"
+    "       objlog bench --checkpoint [--count N (default 200000)] [--buckets B]\n"
+    "                    [--partitions N]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
     "data goes with it. With --url it removes, when it ends, the buckets it created\n"
     "and everything in them (every version, delete marker and upload), and says so\n"
@@ -527,7 +530,11 @@ const char bench_usage_text[] =
     "--brokers, apply-rebuild replays that deployment's whole log (every event it\n"
     "holds, not only the bench's) into a temporary view on this machine, under a\n"
     "consumer group of its own (objlog-bench-rebuild-PID-TIME) that stays in the\n"
-    "cluster's list of groups.\n";
+    "cluster's list of groups.\n"
+    "--checkpoint: in this process, no objlogd: events/s of the state machine applying\n"
+    "N PUTs into a fresh store (a rebuild from the log without Kafka), then rows/s and\n"
+    "MB/s of exporting every partition's checkpoint and importing them into another\n"
+    "store, and how many times faster export+import is than apply.\n";
 
 static cli *bench_cli; /* for usage errors: one bench a process */
 
@@ -556,7 +563,7 @@ enum {
     O_LIST = CLI_OPT_OWN, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS
+    O_BUCKETS, O_CKPT
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -592,6 +599,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"stats", no_argument, NULL, O_STATS},
         {"conditional", no_argument, NULL, O_COND},
         {"apply", no_argument, NULL, O_APPLY},
+        {"checkpoint", no_argument, NULL, O_CKPT},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
         {"keep", no_argument, NULL, O_KEEP},
         {"brokers", required_argument, NULL, O_BROKERS},
@@ -620,6 +628,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_STATS: b->stats = 1; break;
         case O_COND: b->conditional = 1; break;
         case O_APPLY: b->apply = 1; break;
+        case O_CKPT: b->ckpt = 1; break;
         case O_NO_KEEPALIVE: b->list_fresh = 1; break;
         case O_KEEP: b->keep = 1; break;
         default:
@@ -643,6 +652,9 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         return bench_usage("--stats starts its own objlogd processes (it replays one "
                            "log into fresh views with and without the stats view): "
                            "drop --url/--brokers", NULL);
+    if (b->ckpt && (b->url || b->brokers))
+        return bench_usage("--checkpoint runs in this process, against stores of its "
+                           "own: drop --url/--brokers", NULL);
     if (!!b->url != !!b->brokers)
         return bench_usage("--url and --brokers go together (or neither: "
                            "bench starts its own objlogd)", NULL);
@@ -681,7 +693,7 @@ int bench_main(cli *c, int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (!b->count)
-        b->count = b->apply ? 200000 : b->stats ? 100000 : 20000;
+        b->count = b->apply || b->ckpt ? 200000 : b->stats ? 100000 : 20000;
     int nparts = b->partitions ? b->partitions : STATS_DEFAULT_PARTS;
     if (rc == 0 && b->stats && b->count > STATS_PER_BUCKET * nparts) {
         char why[256];
@@ -703,9 +715,11 @@ int bench_main(cli *c, int argc, char **argv) {
     /* --apply also stops its rebuild view when interrupted. */
     int caught = ((remote && !b->keep) || (rc == 0 && b->apply)) &&
                  sigaction(SIGINT, &sa, &old_sa) == 0;
-    if (rc == 0 && !b->url && daemon_start(b) < 0)
+    if (rc == 0 && !b->url && !b->ckpt && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
-    if (rc == 0 && b->conditional) {
+    if (rc == 0 && b->ckpt) {
+        rc = bench_ckpt_run(b);
+    } else if (rc == 0 && b->conditional) {
         char bucket[64] = "";
         b->cond.url = b->url;
         b->cond.brokers = b->brokers;

@@ -70,6 +70,8 @@ typedef struct bench {
     void *sread;                 /* the stats_read the GET threads share */
     /* --apply */
     int apply, apply_buckets;
+    /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
+    int ckpt;
     void *apply_run;             /* the apply_run its producer threads share */
     /* With --url the buckets this run created, removed at the end unless
      * --keep (bench_clean). Only buckets whose creation was confirmed are
@@ -163,6 +165,7 @@ int bench_modes_run(bench *b); /* --consistency-modes: bench_modes.c */
 int bench_list_run(bench *b);  /* --list: bench_list.c */
 int bench_stats_run(bench *b); /* --stats: bench_stats.c */
 int bench_apply_run(bench *b); /* --apply: bench_apply.c */
+int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 /* --apply against our own embedded log: 0 when the run fits in it (~5 MB
  * a partition), else -1 with why. */
 int bench_apply_check(const bench *b, char *why, size_t n);

@@ -39,7 +39,8 @@
 static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
     "other", "get_object", "head_object", "list_objects", "list_versions",
     "put_object", "delete_object", "writes", "outcomes", "lag", "metrics",
-    "healthz", "readyz", "bucket", "uploads", "parts", "stats", "usage"};
+    "healthz", "readyz", "bucket", "uploads", "parts", "stats", "usage",
+    "checkpoint"};
 
 const char *http_endpoint_name(http_endpoint ep) {
     return ep >= 0 && ep < HTTP_EP_COUNT ? http_endpoint_names[ep] : "other";
@@ -298,6 +299,15 @@ int http_hop(http_ctx *c) {
 void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body) {
     if (body && evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
         evbuffer_drain(body, evbuffer_get_length(body));
+    http_send(c, status, body);
+}
+
+void http_reply_buffer(http_ctx *c, int status, const char *content_type,
+                       struct evbuffer *body) {
+    http_add_header(c, "Content-Type", content_type);
+    if (!evhttp_find_header(evhttp_request_get_output_headers(c->req),
+                            "X-Objlog-Request-Id"))
+        http_add_header(c, "X-Objlog-Request-Id", c->request_id);
     http_send(c, status, body);
 }
 
@@ -655,6 +665,8 @@ static void http_route(http_ctx *c, const char *path) {
             read_buckets(c);
     } else if (strncmp(path, "/v1/buckets/", 12) == 0 && path[12]) {
         http_route_bucket(c, cmd, path + 12);
+    } else if (strncmp(path, "/v1/partitions/", 15) == 0) {
+        ckpt_serve(c, path + 15);
     } else if (http_route_stats(c, cmd, path)) {
         return;
     } else {
@@ -739,6 +751,7 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
     gateway_expire_worker(w->q->gw, w);
     fence_expire_worker(w);
     forward_expire_worker(w);
+    ckpt_expire_worker(w);
     conn_worker_stop(w);
     if (w->bound) {
         evhttp_del_accept_socket(w->http, w->bound);

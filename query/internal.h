@@ -36,6 +36,7 @@
 typedef struct gateway gateway;
 typedef struct wm_cache wm_cache;
 typedef struct cluster cluster;
+typedef struct ckpt_job ckpt_job;
 /* How a forward ended (forward.c; objlog_cluster_forwards_total). */
 typedef enum forward_result {
     FORWARD_ANSWERED,            /* the peer's answer was relayed */
@@ -64,6 +65,7 @@ typedef enum http_endpoint {
     HTTP_EP_PARTS,
     HTTP_EP_STATS,
     HTTP_EP_USAGE,
+    HTTP_EP_CHECKPOINT,
     HTTP_EP_COUNT
 } http_endpoint;
 const char *http_endpoint_name(http_endpoint ep);
@@ -154,6 +156,7 @@ typedef struct http_worker {
     atomic_int nconns;
     objlog_logger_limit log_accept, log_timeout, log_cut;
     struct fwd_state *fwd;       /* forward.c: reads sent on to a peer node */
+    ckpt_job *ckpt_jobs;         /* ckptserve.c: exports of this worker's requests */
 } http_worker;
 
 struct objlog_query {
@@ -181,6 +184,8 @@ struct objlog_query {
     long long eventual_max_lag;  /* cluster_route: local eventual reads */
     int standbys;                /* cluster: standbys per partition (cluster.c) */
     atomic_uint_fast64_t forwards[FORWARD_RESULTS];
+    atomic_int ckpt_running;     /* checkpoint exports in progress (ckptserve.c) */
+    atomic_uint_fast64_t ckpt_served, ckpt_bytes; /* answered 200, and their bytes */
     int nworkers;
     http_worker *workers;
 };
@@ -249,6 +254,9 @@ void http_reply_json(http_ctx *c, int status, json_t *body);
 /* A peer's answer, relayed (forward.c): its headers are set already; takes
  * body (may be NULL). */
 void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body);
+/* body (taken; its length is the Content-Length) of content_type. */
+void http_reply_buffer(http_ctx *c, int status, const char *content_type,
+                       struct evbuffer *body);
 /* n bytes of data as the body, of content_type. */
 void http_reply_bytes(http_ctx *c, int status, const char *content_type,
                       const void *data, size_t n);
@@ -392,6 +400,14 @@ void read_usage(http_ctx *c, const char *bucket);
 /* The required key= query parameter of the upload routes (checked length);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
+
+/* ---- ckptserve.c: GET /v1/partitions/{p}/checkpoint ---- */
+/* rest: the path after "/v1/partitions/". Answers later, from the export
+ * thread's completion (never blocks the worker). */
+void ckpt_serve(http_ctx *c, const char *rest);
+/* On worker w's thread as it stops: its exports end at their next chunk
+ * and answer 503. */
+void ckpt_expire_worker(http_worker *w);
 
 /* ---- buckets.c ---- */
 /* GET /v1/buckets?max_buckets=&prefix=&tenant=&continuation_token=: the

@@ -300,6 +300,16 @@ static void metrics_connections(FILE *f, objlog_query *q) {
     fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->answers_cut));
 }
 
+/* GET /v1/partitions/{p}/checkpoint (ckptserve.c). */
+static void metrics_checkpoints(FILE *f, objlog_query *q) {
+    metrics_family(f, "objlog_checkpoint_served_total", "counter",
+                   "Partition checkpoints sent whole to another node (answered 200).");
+    fprintf(f, "objlog_checkpoint_served_total %llu\n", metrics_load(&q->ckpt_served));
+    metrics_family(f, "objlog_checkpoint_served_bytes_total", "counter",
+                   "Bytes of the checkpoints counted by objlog_checkpoint_served_total.");
+    fprintf(f, "objlog_checkpoint_served_bytes_total %llu\n", metrics_load(&q->ckpt_bytes));
+}
+
 static void metrics_requests(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_http_requests_total", "counter",
                    "HTTP requests answered, by endpoint, method and status code.");
@@ -509,6 +519,7 @@ void metrics_get(http_ctx *c) {
     metrics_fences(f, c->q);
     metrics_requests(f, c->q);
     metrics_connections(f, c->q);
+    metrics_checkpoints(f, c->q);
     metrics_latency(f, c->q);
     metrics_rocksdb(f, c->q);
     if (c->q->cluster)

@@ -24,3 +24,8 @@ objlog_add_test(test_http_watermark SOURCES test_http_watermark.c TIMEOUT 60
 objlog_add_test(test_conn SOURCES test_conn.c TIMEOUT 180
   LIBS objlog_testkit PkgConfig::JANSSON)
 add_dependencies(test_conn objlogd)
+# GET /v1/partitions/{p}/checkpoint on `objlogd --embedded`, fetched with
+# objlog_ckpt_fetch into a second store: equal rows, exact errors.
+objlog_add_test(test_http_checkpoint SOURCES test_http_checkpoint.c partdump.c TIMEOUT 120
+  LIBS objlog_materializer objlog_testkit PkgConfig::CURL)
+add_dependencies(test_http_checkpoint objlogd)

@@ -1,0 +1,736 @@
+/* test_checkpoint.c: a partition's checkpoint (materializer/checkpoint.h)
+ * carries exactly that partition's rows from one store to another.
+ *
+ * Stores are built by applying real events through the state machine
+ * (apply.c) over 4 partitions: buckets in every versioning state, PUTs,
+ * deletes, multipart uploads and parts, retried request ids, undecodable
+ * events (meta "dlq") and a small dedup bound (meta "olow", trimmed
+ * outcomes). Partition p's rows are picked out of objlog_store_dump by
+ * this file's own reading of the layout (row_part below, independent of
+ * checkpoint.c; tests/partdump.c), and compared as text, byte for byte:
+ *   - import into an empty store, and into a store holding other rows of
+ *     every partition: p's rows equal the source's, every other row is
+ *     unchanged; chunk sizes from 1 byte up give the same store;
+ *   - every failure (a flipped byte anywhere after the header, a
+ *     truncated stream, a row of another partition with a valid checksum)
+ *     leaves p empty with no marker; a refused header (another log,
+ *     another epoch) leaves the store untouched;
+ *   - a process that dies mid-import leaves a marker; opening the store
+ *     purges the partition.
+ * A hand-built stream (format written from checkpoint.h's description,
+ * not from checkpoint.c) pins down the format. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "apply.h"
+#include "checkpoint.h"
+#include "keycodec.h"
+#include "partdump.h"
+#include "proc.h"
+#include "rangemap.h"
+
+#define NPARTS 4
+#define EPOCH 1
+#define N_BUCKETS 8
+#define N_KEYS 10
+
+static const char *const key_names[N_KEYS] = {"a", "a/b", "b", "c/d", "e", "\xc3\xa9",
+                                              "k\0z", "zz", "x/y/z", "q"};
+static const size_t key_lens[N_KEYS] = {1, 3, 1, 3, 1, 2, 3, 2, 5, 1};
+
+static const objlog_log_identity log_a = {"cluster-a", "0123456789abcdef0123456789abcdef", 0};
+static const objlog_log_identity log_b = {"cluster-a", "fedcba9876543210fedcba9876543210", 0};
+
+/* ---- a store applied from events ---- */
+
+typedef struct world {
+    char dir[256];
+    objlog_store *store;
+    rangemap *rm;
+    apply_batch *batch;
+    int64_t off[NPARTS];
+    int touched[NPARTS];
+    uint64_t rng;
+    char buckets[N_BUCKETS][16];
+    uint8_t last_rid[16];
+    int have_rid;
+} world;
+
+static uint64_t rnd(world *w) {
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 7;
+    w->rng ^= w->rng << 17;
+    return w->rng;
+}
+
+static objlog_store *open_store(const char *dir) {
+    char err[512];
+    objlog_store *s = objlog_store_open(dir, err, sizeof(err));
+    if (!s)
+        fail_msg("open %s: %s", dir, err);
+    return s;
+}
+
+static void bind_store(objlog_store *s, const objlog_log_identity *id) {
+    char err[512];
+    assert_int_equal(objlog_store_bind_log(s, id, 0, err, sizeof(err)), OBJLOG_BIND_RECORDED);
+}
+
+static void flush(world *w) {
+    for (int p = 0; p < NPARTS; p++)
+        if (w->touched[p])
+            apply_set_applied(w->batch, p, w->off[p]);
+    char *err = NULL;
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_write_writebatch_wi(objlog_store_db(w->store), wo, apply_batch_wb(w->batch), &err);
+    rocksdb_writeoptions_destroy(wo);
+    if (err)
+        fail_msg("write: %s", err);
+    apply_batch_clear(w->batch);
+    memset(w->touched, 0, sizeof(w->touched));
+}
+
+static int part_of(world *w, const char *bucket, const char *key, size_t kn) {
+    keybuf kb;
+    keybuf_init(&kb);
+    assert_int_equal(keycodec_route_key(&kb, bucket, strlen(bucket), (const uint8_t *)key, kn), 0);
+    int p = rangemap_partition(w->rm, kb.data, kb.len);
+    keybuf_free(&kb);
+    return p;
+}
+
+/* Applies ev at its partition's next offset; a retry reuses the last
+ * request id (the dedup answers it). */
+static void emit(world *w, Objlog__Event *ev, int retry) {
+    uint8_t rid[16];
+    for (int i = 0; i < 16; i++)
+        rid[i] = (uint8_t)rnd(w);
+    if (retry && w->have_rid)
+        memcpy(rid, w->last_rid, 16);
+    memcpy(w->last_rid, rid, 16);
+    w->have_rid = 1;
+    ev->request_id.data = rid;
+    ev->request_id.len = 16;
+    ev->range_epoch = EPOCH;
+    int p = part_of(w, ev->bucket, (const char *)ev->key.data, ev->key.len);
+    char err[512];
+    if (apply_event(w->batch, p, w->off[p], 1000 + w->off[p], ev, NULL, err, sizeof(err)))
+        fail_msg("apply: %s", err);
+    w->off[p]++;
+    w->touched[p] = 1;
+    if (rnd(w) % 16 == 0)
+        flush(w);
+}
+
+static void ev_init(Objlog__Event *ev, int b, int k) {
+    Objlog__Event init = OBJLOG__EVENT__INIT;
+    *ev = init;
+    (void)b;
+    if (k >= 0) {
+        ev->key.data = (uint8_t *)key_names[k];
+        ev->key.len = key_lens[k];
+    }
+}
+
+static void step(world *w) {
+    int b = (int)(rnd(w) % N_BUCKETS), k = (int)(rnd(w) % N_KEYS);
+    Objlog__Event ev;
+    Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
+    meta.size = rnd(w) % 5000;
+    meta.etag = "0123456789abcdef0123456789abcdef";
+    uint64_t r = rnd(w) % 100;
+    if (r < 5) {
+        Objlog__CreateBucket cb = OBJLOG__CREATE_BUCKET__INIT;
+        ev_init(&ev, b, -1);
+        ev.bucket = w->buckets[b];
+        cb.tenant = rnd(w) % 2 ? "t1" : "t2";
+        cb.versioning = (Objlog__Versioning)(rnd(w) % 3);
+        ev.op_case = OBJLOG__EVENT__OP_CREATE_BUCKET;
+        ev.create_bucket = &cb;
+        emit(w, &ev, 0);
+    } else if (r < 60) {
+        Objlog__PutObject po = OBJLOG__PUT_OBJECT__INIT;
+        ev_init(&ev, b, k);
+        ev.bucket = w->buckets[b];
+        po.meta = &meta;
+        ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
+        ev.put_object = &po;
+        emit(w, &ev, rnd(w) % 10 == 0);
+    } else if (r < 75) {
+        Objlog__DeleteObject d = OBJLOG__DELETE_OBJECT__INIT;
+        ev_init(&ev, b, k);
+        ev.bucket = w->buckets[b];
+        ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
+        ev.delete_object = &d;
+        emit(w, &ev, 0);
+    } else if (r < 85) {
+        Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
+        ev_init(&ev, b, k);
+        ev.bucket = w->buckets[b];
+        cu.meta = &meta;
+        ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
+        ev.create_upload = &cu;
+        int p = part_of(w, ev.bucket, key_names[k], key_lens[k]);
+        int64_t at = w->off[p];
+        emit(w, &ev, 0);
+        /* One part of the upload just made (its id: the event's seq). */
+        char id[KEYCODEC_VERSION_ID_LEN];
+        keycodec_version_id(keycodec_seq(EPOCH, at), id);
+        Objlog__UploadPart up = OBJLOG__UPLOAD_PART__INIT;
+        ev_init(&ev, b, k);
+        ev.bucket = w->buckets[b];
+        up.upload_id = id;
+        up.part_number = 1 + (uint32_t)(rnd(w) % 3);
+        up.size = 5u << 20;
+        up.etag = "0cc175b9c0f1b6a831c399e269772661";
+        ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
+        ev.upload_part = &up;
+        emit(w, &ev, 0);
+    } else if (r < 90) {
+        Objlog__SetVersioning sv = OBJLOG__SET_VERSIONING__INIT;
+        ev_init(&ev, b, -1);
+        ev.bucket = w->buckets[b];
+        sv.status = rnd(w) % 2 ? OBJLOG__VERSIONING__VERSIONING_ENABLED
+                               : OBJLOG__VERSIONING__VERSIONING_SUSPENDED;
+        ev.op_case = OBJLOG__EVENT__OP_SET_VERSIONING;
+        ev.set_versioning = &sv;
+        emit(w, &ev, 0);
+    } else {
+        /* An undecodable message: InvalidEvent, counted in meta "dlq". */
+        int p = (int)(rnd(w) % NPARTS);
+        char err[512];
+        if (apply_invalid(w->batch, p, w->off[p], 1000 + w->off[p], "garbage", err,
+                          sizeof(err)))
+            fail_msg("apply_invalid: %s", err);
+        w->off[p]++;
+        w->touched[p] = 1;
+    }
+}
+
+/* A store in a fresh dir, bound to id, with n random events (seed). */
+static void world_build(world *w, const objlog_log_identity *id, uint64_t seed, int n) {
+    memset(w, 0, sizeof(*w));
+    w->rng = seed;
+    snprintf(w->dir, sizeof(w->dir), "/tmp/objlog-test-ckpt-XXXXXX");
+    assert_non_null(mkdtemp(w->dir));
+    w->store = open_store(w->dir);
+    bind_store(w->store, id);
+    w->rm = rangemap_new_default(NPARTS, EPOCH);
+    w->batch = apply_batch_new(w->store, w->rm);
+    /* A small bound, so outcomes get trimmed and "olow" rows exist. */
+    apply_batch_set_dedup_limits(w->batch, OBJLOG_DEDUP_WINDOW_MS, 150);
+    /* Two buckets on each partition. FNV-1a's top bits hardly see a
+     * name's last characters, so the names differ in their first ones. */
+    int per[NPARTS] = {0};
+    for (int b = 0, i = 0; b < N_BUCKETS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "%c%c-bkt", 'a' + i % 26, 'a' + i / 26 % 26);
+        int p = part_of(w, name, "", 0);
+        if (per[p] >= N_BUCKETS / NPARTS)
+            continue;
+        per[p]++;
+        snprintf(w->buckets[b++], sizeof(w->buckets[0]), "%s", name);
+    }
+    for (int i = 0; i < n; i++)
+        step(w);
+    flush(w);
+}
+
+static void world_free(world *w) {
+    apply_batch_destroy(w->batch);
+    rangemap_destroy(w->rm);
+    if (w->store)
+        objlog_store_close(w->store);
+    proc_rmtree(w->dir);
+}
+
+/* ---- streams in memory ---- */
+
+typedef struct membuf {
+    uint8_t *data;
+    size_t len, cap;
+} membuf;
+
+static int membuf_write(void *opaque, const void *data, size_t n) {
+    membuf *m = opaque;
+    if (m->len + n > m->cap) {
+        m->cap = (m->len + n) * 2;
+        m->data = realloc(m->data, m->cap);
+        assert_non_null(m->data);
+    }
+    memcpy(m->data + m->len, data, n);
+    m->len += n;
+    return 0;
+}
+
+static void export_part(world *w, int p, membuf *m, objlog_ckpt_info *info) {
+    char err[512];
+    memset(m, 0, sizeof(*m));
+    int rc = objlog_ckpt_export(w->store, w->rm, p, membuf_write, m, info, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("export %d: %d %s", p, rc, err);
+    assert_int_equal(info->bytes, m->len);
+}
+
+/* Imports data[0..n) in chunks of `chunk` bytes (0: random 1..64 KiB).
+ * 0 with *applied, or -1 with err. */
+static int import_bytes(objlog_store *s, const rangemap *rm, int p, const uint8_t *data,
+                        size_t n, size_t chunk, int64_t *applied, char *err, size_t en) {
+    objlog_ckpt_import *im = objlog_ckpt_import_new(s, rm, p, err, en);
+    if (!im)
+        return -1;
+    uint64_t r = 88172645463325252ULL;
+    int rc = 0;
+    for (size_t at = 0; at < n && rc == 0;) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        size_t c = chunk ? chunk : 1 + r % 65536;
+        c = c < n - at ? c : n - at;
+        rc = objlog_ckpt_import_feed(im, data + at, c, err, en);
+        at += c;
+    }
+    if (rc == 0)
+        rc = objlog_ckpt_import_finish(im, applied, err, en);
+    objlog_ckpt_import_destroy(im);
+    return rc;
+}
+
+/* ---- tests ---- */
+
+/* Every partition, into an empty store and into one holding other rows
+ * of every partition (stale rows of p replaced exactly). */
+static void test_roundtrip(void **state) {
+    (void)state;
+    world src, dst, empty;
+    world_build(&src, &log_a, 0x9e3779b97f4a7c15ULL, 4000);
+    world_build(&dst, &log_a, 0x1234567ULL, 2000);
+    world_build(&empty, &log_a, 1, 0);
+    for (int p = 0; p < NPARTS; p++) {
+        membuf m;
+        objlog_ckpt_info info;
+        export_part(&src, p, &m, &info);
+        size_t nsrc = 0;
+        char *want = partdump(src.store, src.rm, p, 1, &nsrc);
+        assert_true(nsrc > 100);
+        assert_int_equal(info.rows, nsrc);
+        assert_int_equal(info.applied, objlog_store_applied(src.store, p));
+        assert_int_equal(info.applied, src.off[p]);
+
+        char *others = partdump(dst.store, dst.rm, p, 0, NULL);
+        size_t nstale = 0;
+        free(partdump(dst.store, dst.rm, p, 1, &nstale));
+        assert_true(nstale > 0);
+        char err[512];
+        int64_t applied = -1;
+        if (import_bytes(dst.store, dst.rm, p, m.data, m.len, 0, &applied, err, sizeof(err)))
+            fail_msg("import %d: %s", p, err);
+        assert_int_equal(applied, src.off[p]);
+        assert_int_equal(objlog_store_applied(dst.store, p), src.off[p]);
+        char *got = partdump(dst.store, dst.rm, p, 1, NULL);
+        assert_string_equal(got, want);
+        char *others_after = partdump(dst.store, dst.rm, p, 0, NULL);
+        assert_string_equal(others_after, others);
+        assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
+        free(got);
+        free(others_after);
+        free(others);
+
+        /* One-byte chunks into an empty store: the same rows. */
+        if (import_bytes(empty.store, empty.rm, p, m.data, m.len, p == 0 ? 1 : 4096, &applied,
+                         err, sizeof(err)))
+            fail_msg("import %d: %s", p, err);
+        got = partdump(empty.store, empty.rm, p, 1, NULL);
+        assert_string_equal(got, want);
+        free(got);
+        free(want);
+        free(m.data);
+    }
+    /* Every partition copied: the stores differ only in tenant/global
+     * stats rows, which no partition owns yet. */
+    char *a = partdump(src.store, src.rm, -1, 0, NULL);
+    char *b = partdump(empty.store, empty.rm, -1, 0, NULL);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    world_free(&src);
+    world_free(&dst);
+    world_free(&empty);
+}
+
+/* The same export twice from an unchanged store: the same bytes. */
+static void test_export_is_deterministic(void **state) {
+    (void)state;
+    world src;
+    world_build(&src, &log_a, 77, 500);
+    membuf a, b;
+    objlog_ckpt_info ia, ib;
+    export_part(&src, 1, &a, &ia);
+    export_part(&src, 1, &b, &ib);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.data, b.data, a.len);
+    free(a.data);
+    free(b.data);
+    world_free(&src);
+}
+
+static void test_export_never_applied(void **state) {
+    (void)state;
+    world w;
+    world_build(&w, &log_a, 5, 0);
+    membuf m = {0};
+    objlog_ckpt_info info;
+    char err[512];
+    assert_int_equal(objlog_ckpt_export(w.store, w.rm, 2, membuf_write, &m, &info, err,
+                                        sizeof(err)), OBJLOG_CKPT_NEVER_APPLIED);
+    assert_string_equal(err, "partition 2 was never applied here");
+    assert_int_equal(m.len, 0);
+    world_free(&w);
+}
+
+/* After the header, any flipped byte fails the import and leaves the
+ * partition empty, without marker; other partitions untouched. */
+static void test_corrupt_byte(void **state) {
+    (void)state;
+    world src, dst;
+    world_build(&src, &log_a, 42, 1500);
+    world_build(&dst, &log_a, 43, 800);
+    int p = 3;
+    membuf m;
+    objlog_ckpt_info info;
+    export_part(&src, p, &m, &info);
+    char *others = partdump(dst.store, dst.rm, p, 0, NULL);
+    size_t header = 8 + 4 + 4 + 2 + ((size_t)m.data[16] << 8 | m.data[17]) + 16;
+    size_t positions = 0, checksum_errors = 0;
+    for (size_t at = header; at < m.len; at += 1 + at % 97, positions++) {
+        m.data[at] ^= 0x5a;
+        char err[512];
+        int64_t applied;
+        assert_int_equal(import_bytes(dst.store, dst.rm, p, m.data, m.len, 0, &applied, err,
+                                      sizeof(err)), -1);
+        m.data[at] ^= 0x5a;
+        checksum_errors += strstr(err, "checksum mismatch") != NULL;
+        size_t n = 1;
+        free(partdump(dst.store, dst.rm, p, 1, &n));
+        if (n != 0)
+            fail_msg("byte %zu: %zu rows of partition %d left (%s)", at, n, p, err);
+        assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
+        assert_int_equal(objlog_store_applied(dst.store, p), 0);
+    }
+    assert_true(positions > 100);
+    assert_true(checksum_errors > positions / 2);
+    char *after = partdump(dst.store, dst.rm, p, 0, NULL);
+    assert_string_equal(after, others);
+    free(after);
+    free(others);
+
+    /* A byte of a value: exactly the checksum. */
+    size_t at = m.len - 49 - 3; /* inside the last row's value (a meta row) */
+    m.data[at] ^= 1;
+    char err[512];
+    int64_t applied;
+    assert_int_equal(import_bytes(dst.store, dst.rm, p, m.data, m.len, 0, &applied, err,
+                                  sizeof(err)), -1);
+    assert_non_null(strstr(err, "import of partition 3: checkpoint checksum mismatch"));
+    free(m.data);
+    world_free(&src);
+    world_free(&dst);
+}
+
+static void test_truncated(void **state) {
+    (void)state;
+    world src, dst;
+    world_build(&src, &log_a, 11, 600);
+    world_build(&dst, &log_a, 12, 300);
+    int p = 0;
+    membuf m;
+    objlog_ckpt_info info;
+    export_part(&src, p, &m, &info);
+    size_t cuts[] = {m.len - 1, m.len - 32, m.len - 33, m.len - 49, m.len / 2, 100};
+    const char *where[] = {"inside its trailer", "inside its trailer", "inside its trailer",
+                           "before its trailer", NULL, NULL};
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        char err[512], want[256];
+        int64_t applied;
+        assert_int_equal(import_bytes(dst.store, dst.rm, p, m.data, cuts[i], 0, &applied, err,
+                                      sizeof(err)), -1);
+        snprintf(want, sizeof(want), "import of partition 0: truncated checkpoint: the stream "
+                 "ended after %zu bytes, ", cuts[i]);
+        assert_memory_equal(err, want, strlen(want));
+        if (where[i])
+            assert_string_equal(err + strlen(want), where[i]);
+        size_t n = 1;
+        free(partdump(dst.store, dst.rm, p, 1, &n));
+        assert_int_equal(n, 0);
+        assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
+    }
+    free(m.data);
+    world_free(&src);
+    world_free(&dst);
+}
+
+/* Refused at the header: nothing in the store changes. */
+static void test_refused_headers(void **state) {
+    (void)state;
+    world src, other, dst;
+    world_build(&src, &log_a, 21, 400);
+    world_build(&other, &log_b, 22, 300);
+    world_build(&dst, &log_a, 23, 300);
+    membuf m;
+    objlog_ckpt_info info;
+    export_part(&src, 1, &m, &info);
+    char *before = partdump(other.store, other.rm, -1, 0, NULL);
+    char err[512];
+    int64_t applied;
+    assert_int_equal(import_bytes(other.store, other.rm, 1, m.data, m.len, 0, &applied, err,
+                                  sizeof(err)), -1);
+    assert_string_equal(err, "import of partition 1: checkpoint of another log: it was built "
+                        "from \"v1 kafka 0123456789abcdef0123456789abcdef cluster-a\", this "
+                        "store from \"v1 kafka fedcba9876543210fedcba9876543210 cluster-a\"");
+    char *after = partdump(other.store, other.rm, -1, 0, NULL);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
+
+    /* Another epoch, another partition, not a checkpoint. */
+    rangemap *rm2 = rangemap_new_default(NPARTS, 2);
+    assert_int_equal(import_bytes(dst.store, rm2, 1, m.data, m.len, 0, &applied, err,
+                                  sizeof(err)), -1);
+    assert_string_equal(err, "import of partition 1: checkpoint taken under range map epoch "
+                        "1; this node uses epoch 2");
+    rangemap_destroy(rm2);
+    assert_int_equal(import_bytes(dst.store, dst.rm, 2, m.data, m.len, 0, &applied, err,
+                                  sizeof(err)), -1);
+    assert_string_equal(err, "import of partition 2: checkpoint of partition 1, not of "
+                        "partition 2");
+    assert_int_equal(import_bytes(dst.store, dst.rm, 1, (const uint8_t *)"HTTP/1.1 200 OK\r\nServer: x\r\n",
+                                  28, 0, &applied, err, sizeof(err)), -1);
+    assert_string_equal(err, "import of partition 1: not a checkpoint (no OBJLCKPT magic at "
+                        "byte 0)");
+    assert_int_not_equal(objlog_store_applied(dst.store, 1), 0); /* untouched */
+
+    /* A store bound to no log takes no checkpoint. */
+    char dir[] = "/tmp/objlog-test-ckpt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    objlog_store *s = open_store(dir);
+    assert_null(objlog_ckpt_import_new(s, dst.rm, 1, err, sizeof(err)));
+    assert_non_null(strstr(err, "records no log identity"));
+    objlog_store_close(s);
+    proc_rmtree(dir);
+    free(m.data);
+    world_free(&src);
+    world_free(&other);
+    world_free(&dst);
+}
+
+/* A stream built here from checkpoint.h's description of the format. */
+typedef struct builder {
+    membuf m;
+    uint64_t rows;
+} builder;
+
+static void b_put(builder *b, const void *p, size_t n) { membuf_write(&b->m, p, n); }
+
+static void b_be(builder *b, uint64_t v, int bytes) {
+    uint8_t x[8];
+    for (int i = 0; i < bytes; i++)
+        x[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+    b_put(b, x, (size_t)bytes);
+}
+
+static void b_header(builder *b, const char *ident, int p, int64_t applied) {
+    memset(b, 0, sizeof(*b));
+    b_put(b, "OBJLCKPT", 8);
+    b_be(b, 1, 4);
+    b_be(b, 0, 4);
+    b_be(b, strlen(ident), 2);
+    b_put(b, ident, strlen(ident));
+    b_be(b, EPOCH, 4);
+    b_be(b, (uint64_t)p, 4);
+    b_be(b, (uint64_t)applied, 8);
+}
+
+static void b_row(builder *b, int cf, const void *k, size_t kn, const void *v, size_t vn) {
+    b_put(b, "R", 1);
+    b_be(b, (uint64_t)cf, 1);
+    b_be(b, kn, 4);
+    b_be(b, vn, 4);
+    b_put(b, k, kn);
+    b_put(b, v, vn);
+    b->rows++;
+}
+
+static void b_trailer(builder *b) {
+    uint64_t body = b->m.len;
+    b_put(b, "E", 1);
+    b_be(b, b->rows, 8);
+    b_be(b, body, 8);
+    uint8_t sha[32];
+    unsigned int n;
+    EVP_Digest(b->m.data, b->m.len, sha, &n, EVP_sha256(), NULL);
+    b_put(b, sha, 32);
+}
+
+static void test_format_by_hand(void **state) {
+    (void)state;
+    world dst;
+    world_build(&dst, &log_a, 31, 0);
+    const char *ident = "v1 kafka 0123456789abcdef0123456789abcdef cluster-a";
+    int p = part_of(&dst, "handmade", "k", 1);
+    keybuf rk;
+    keybuf_init(&rk);
+    keycodec_route_key(&rk, "handmade", 8, (const uint8_t *)"k", 1);
+    uint8_t applied_key[11] = {'a', 'p', 'p', 'l', 'i', 'e', 'd', 0, 0, 0, (uint8_t)p};
+    uint8_t applied_val[8] = {0, 0, 0, 0, 0, 0, 0, 42};
+    builder b;
+    b_header(&b, ident, p, 42);
+    b_row(&b, OBJLOG_CF_OBJECTS, rk.data, rk.len, "value", 5);
+    b_row(&b, OBJLOG_CF_META, applied_key, sizeof(applied_key), applied_val, 8);
+    b_trailer(&b);
+    char err[512];
+    int64_t applied = 0;
+    if (import_bytes(dst.store, dst.rm, p, b.m.data, b.m.len, 0, &applied, err, sizeof(err)))
+        fail_msg("hand-made stream: %s", err);
+    assert_int_equal(applied, 42);
+    char *got = partdump(dst.store, dst.rm, p, 1, NULL);
+    char want[512], hex[256] = "";
+    for (size_t i = 0; i < rk.len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", rk.data[i]);
+    snprintf(want, sizeof(want), "objects %s 76616c7565\nmeta 6170706c696564%08x "
+             "000000000000002a\n", hex, p);
+    assert_string_equal(got, want);
+    free(got);
+    free(b.m.data);
+
+    /* A row of another partition, checksum and all valid: refused, and
+     * nothing of the other partition written. */
+    int q = (p + 1) % NPARTS;
+    const char *bq = NULL;
+    char names[64][16];
+    for (int i = 0; i < 64 && !bq; i++) {
+        snprintf(names[i], sizeof(names[i]), "%c%c-other", 'a' + i % 26, 'a' + i / 26);
+        if (part_of(&dst, names[i], "k", 1) == q)
+            bq = names[i];
+    }
+    assert_non_null(bq);
+    keybuf qk;
+    keybuf_init(&qk);
+    keycodec_route_key(&qk, bq, strlen(bq), (const uint8_t *)"k", 1);
+    b_header(&b, ident, p, 43);
+    b_row(&b, OBJLOG_CF_OBJECTS, qk.data, qk.len, "intruder", 8);
+    b_trailer(&b);
+    assert_int_equal(import_bytes(dst.store, dst.rm, p, b.m.data, b.m.len, 0, &applied, err,
+                                  sizeof(err)), -1);
+    assert_non_null(strstr(err, "corrupt checkpoint: row 0 (objects) belongs to another "
+                                "partition"));
+    size_t n = 1;
+    free(partdump(dst.store, dst.rm, q, 1, &n));
+    assert_int_equal(n, 0);
+    free(partdump(dst.store, dst.rm, p, 1, &n));
+    assert_int_equal(n, 0);
+    free(b.m.data);
+    keybuf_free(&qk);
+    keybuf_free(&rk);
+    world_free(&dst);
+}
+
+/* A process dies mid-import: the marker it left makes the next open purge
+ * the partition; nothing else changes. */
+static void test_crash_mid_import(void **state) {
+    (void)state;
+    world src, dst;
+    world_build(&src, &log_a, 51, 1500);
+    world_build(&dst, &log_a, 52, 800);
+    int p = 2;
+    membuf m;
+    objlog_ckpt_info info;
+    export_part(&src, p, &m, &info);
+    char *others = partdump(dst.store, dst.rm, p, 0, NULL);
+    objlog_store_close(dst.store);
+    dst.store = NULL;
+    apply_batch_destroy(dst.batch);
+    dst.batch = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char err[512];
+        objlog_store *s = objlog_store_open(dst.dir, err, sizeof(err));
+        objlog_ckpt_import *im = s ? objlog_ckpt_import_new(s, dst.rm, p, err, sizeof(err)) : NULL;
+        if (!im || objlog_ckpt_import_feed(im, m.data, m.len / 2, err, sizeof(err)) < 0 ||
+            objlog_ckpt_importing(s, p) != 1)
+            _exit(1);
+        _exit(0); /* no cleanup: as if killed */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    dst.store = open_store(dst.dir);
+    assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
+    assert_int_equal(objlog_store_applied(dst.store, p), 0);
+    size_t n = 1;
+    free(partdump(dst.store, dst.rm, p, 1, &n));
+    assert_int_equal(n, 0);
+    char *after = partdump(dst.store, dst.rm, p, 0, NULL);
+    assert_string_equal(after, others);
+    free(after);
+    free(others);
+
+    /* Whole rows of p under a marker (a crash just before the last
+     * batch): purged at open too. */
+    char err[512];
+    int64_t applied;
+    if (import_bytes(dst.store, dst.rm, p, m.data, m.len, 0, &applied, err, sizeof(err)))
+        fail_msg("import: %s", err);
+    uint8_t *enc = NULL, mk[16];
+    size_t en = 0, mn = apply_meta_key(mk, OBJLOG_CKPT_META_IMPORTING, p);
+    assert_int_equal(rangemap_encode(dst.rm, &enc, &en), 0);
+    uint8_t *val = malloc(en + 4);
+    memcpy(val, "\0\0\0\1", 4);
+    memcpy(val + 4, enc, en);
+    char *rerr = NULL;
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_put_cf(objlog_store_db(dst.store), wo, objlog_store_cf(dst.store, OBJLOG_CF_META),
+                   (const char *)mk, mn, (const char *)val, en + 4, &rerr);
+    rocksdb_writeoptions_destroy(wo);
+    assert_null(rerr);
+    free(enc);
+    free(val);
+    membuf e = {0};
+    assert_int_equal(objlog_ckpt_export(dst.store, dst.rm, p, membuf_write, &e, &info, err,
+                                        sizeof(err)), OBJLOG_CKPT_IMPORTING);
+    free(e.data);
+    objlog_store_close(dst.store);
+    dst.store = open_store(dst.dir);
+    assert_int_equal(objlog_store_applied(dst.store, p), 0);
+    free(partdump(dst.store, dst.rm, p, 1, &n));
+    assert_int_equal(n, 0);
+    free(m.data);
+    world_free(&src);
+    world_free(&dst);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_export_is_deterministic),
+        cmocka_unit_test(test_export_never_applied),
+        cmocka_unit_test(test_corrupt_byte),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_refused_headers),
+        cmocka_unit_test(test_format_by_hand),
+        cmocka_unit_test(test_crash_mid_import),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
