@@ -45,6 +45,7 @@
 #ifndef OBJLOG_CHECKPOINT_H
 #define OBJLOG_CHECKPOINT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -148,10 +149,12 @@ int objlog_ckpt_importing(objlog_store *s, int32_t p);
  * what failed: the peer's error answer, a timeout, the import's check).
  * On -1 the store is as before when the stream's header was never
  * accepted (no answer, an error answer, another log's checkpoint), else p
- * holds no rows and no marker. */
+ * holds no rows and no marker. cancel (may be NULL): once it is nonzero
+ * the transfer stops within about a second and the fetch fails
+ * ("cancelled"), so a stopping objlogd does not wait for a big copy. */
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
                       int32_t p, int timeout_ms, objlog_ckpt_progress_fn progress,
-                      void *opaque, int64_t *applied, char *errstr,
-                      size_t errstr_size);
+                      void *opaque, const atomic_int *cancel, int64_t *applied,
+                      char *errstr, size_t errstr_size);
 
 #endif

@@ -23,6 +23,7 @@
 
 typedef struct fetch_ctx {
     CURL *h;
+    const atomic_int *cancel;    /* nonzero: stop the transfer (may be NULL) */
     objlog_ckpt_import *im;
     long status;                 /* 0 until the first body byte */
     int total_set;
@@ -58,6 +59,14 @@ static size_t fetch_write(char *data, size_t size, size_t nmemb, void *arg) {
     return n;
 }
 
+/* libcurl asks about a second: a cancelled fetch ends the transfer. */
+static int fetch_xferinfo(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                          curl_off_t un) {
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const fetch_ctx *f = arg;
+    return f->cancel && atomic_load(f->cancel) ? 1 : 0;
+}
+
 /* "CODE: message" of the peer's JSON error, else the start of its body. */
 static void fetch_peer_error(const fetch_ctx *f, char *out, size_t n) {
     json_error_t je;
@@ -73,8 +82,8 @@ static void fetch_peer_error(const fetch_ctx *f, char *out, size_t n) {
 
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
                       int32_t p, int timeout_ms, objlog_ckpt_progress_fn progress,
-                      void *opaque, int64_t *applied, char *errstr,
-                      size_t errstr_size) {
+                      void *opaque, const atomic_int *cancel, int64_t *applied,
+                      char *errstr, size_t errstr_size) {
     char url[1024];
     size_t bl = strlen(base_url);
     while (bl > 0 && base_url[bl - 1] == '/')
@@ -84,7 +93,7 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
         snprintf(errstr, errstr_size, "checkpoint URL too long");
         return -1;
     }
-    fetch_ctx f = {.h = curl_easy_init()};
+    fetch_ctx f = {.h = curl_easy_init(), .cancel = cancel};
     f.im = objlog_ckpt_import_new(s, rm, p, errstr, errstr_size);
     if (!f.h || !f.im) {
         if (!f.h)
@@ -105,6 +114,9 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
                      (long)(timeout_ms > 0 ? timeout_ms : FETCH_TIMEOUT_MS_DEFAULT));
     curl_easy_setopt(f.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(f.h, CURLOPT_LOW_SPEED_TIME, FETCH_STALL_S);
+    curl_easy_setopt(f.h, CURLOPT_XFERINFOFUNCTION, fetch_xferinfo);
+    curl_easy_setopt(f.h, CURLOPT_XFERINFODATA, &f);
+    curl_easy_setopt(f.h, CURLOPT_NOPROGRESS, 0L);
     CURLcode cc = curl_easy_perform(f.h);
     if (!f.status)
         curl_easy_getinfo(f.h, CURLINFO_RESPONSE_CODE, &f.status);
@@ -114,7 +126,9 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
         snprintf(errstr, errstr_size, "checkpoint from %s: %s", url, f.err);
     } else if (cc != CURLE_OK) {
         snprintf(errstr, errstr_size, "checkpoint from %s: %s after %llu of %llu bytes%s%s",
-                 url, cc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "transfer failed",
+                 url, cc == CURLE_OPERATION_TIMEDOUT ? "timed out"
+                      : cc == CURLE_ABORTED_BY_CALLBACK ? "cancelled"
+                                                          : "transfer failed",
                  (unsigned long long)pr->bytes, (unsigned long long)pr->total_bytes,
                  cerr[0] ? ": " : "", cerr[0] ? cerr : curl_easy_strerror(cc));
     } else if (f.status != 200) {

@@ -61,6 +61,7 @@ struct objlog_materializer {
      * Written by the materializer thread (the rebalance callback runs in
      * its polls, or while closing), read by anyone. */
     int cluster;
+    int hold_new;         /* conf hold_new */
     atomic_int *owned;
     /* Standbys (conf standbys): a second consumer, assigned and never a
      * group member, applies the partitions the cluster's placement gives
@@ -74,6 +75,14 @@ struct objlog_materializer {
     uint8_t *standby_want;
     int standby_dirty;
     int wake_fd[2];
+    /* Holds (objlog_materializer_hold): partitions whose rows another
+     * thread replaces (a checkpoint import). hold_want is asked under mu;
+     * the thread takes it between batches, stops fetching p and sets
+     * held[p] (anyone reads); a release re-reads p's applied offset from
+     * the store and fetches from there. */
+    uint8_t *hold_want;
+    int hold_dirty;
+    atomic_int *held;
 
     pthread_t thread;
     int started;
@@ -200,6 +209,10 @@ static void mat_part_list(char *out, size_t n, const rd_kafka_topic_partition_li
         k += (size_t)snprintf(out + k, n - k, "%s%d", i ? "," : "", parts->elems[i].partition);
 }
 
+static void mat_hold_new(objlog_materializer *m, const rd_kafka_topic_partition_list_t *parts);
+static void mat_pause_held(objlog_materializer *m, rd_kafka_t *rk,
+                           const rd_kafka_topic_partition_list_t *parts);
+
 /* Moves partitions into or out of the standby consumer's assignment, from
  * where this view stands (m->next), on the materializer thread. */
 static void mat_standby_move(objlog_materializer *m, rd_kafka_topic_partition_list_t *tp,
@@ -212,8 +225,12 @@ static void mat_standby_move(objlog_materializer *m, rd_kafka_topic_partition_li
         if (!add)
             atomic_store(&m->standby[p], 0);
     }
+    if (add)
+        mat_hold_new(m, tp);
     rd_kafka_error_t *e = add ? rd_kafka_incremental_assign(m->standby_rk, tp)
                               : rd_kafka_incremental_unassign(m->standby_rk, tp);
+    if (add && !e)
+        mat_pause_held(m, m->standby_rk, tp);
     char list[512];
     mat_part_list(list, sizeof(list), tp);
     if (e) {
@@ -229,6 +246,11 @@ static void mat_standby_move(objlog_materializer *m, rd_kafka_topic_partition_li
 }
 
 static int mat_partition_stopped(objlog_materializer *m, int32_t p);
+
+/* 1 while p may be fetched: not stopped for good, not held. */
+static int mat_runs(objlog_materializer *m, int32_t p) {
+    return !atomic_load(&m->held[p]) && !mat_partition_stopped(m, p);
+}
 
 /* Takes the placement's latest wish, between batches: applies as standby
  * what it wants and the group did not assign here, drops the rest. */
@@ -279,6 +301,89 @@ static void mat_standby_handover(objlog_materializer *m,
     rd_kafka_topic_partition_list_destroy(drop);
 }
 
+static int64_t mat_stored_log_time(objlog_store *s, int32_t p, int64_t applied);
+static void deadline_after(struct timespec *ts, int ms);
+
+/* conf hold_new: a partition this store never applied is held as it
+ * arrives, before anything is fetched for it (its rows may come from a
+ * peer's checkpoint instead of the log from offset 0). */
+static void mat_hold_new(objlog_materializer *m, const rd_kafka_topic_partition_list_t *parts) {
+    if (!m->hold_new)
+        return;
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < m->nparts && m->next[p] == 0 && !atomic_load(&m->held[p])) {
+            m->hold_want[p] = 1;
+            atomic_store(&m->held[p], 1);
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Held partitions among parts stay unfetched on rk (a release seeks). */
+static void mat_pause_held(objlog_materializer *m, rd_kafka_t *rk,
+                           const rd_kafka_topic_partition_list_t *parts) {
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < m->nparts && atomic_load(&m->held[p]))
+            rd_kafka_topic_partition_list_add(tp, m->topic, p);
+    }
+    if (tp->cnt)
+        rd_kafka_pause_partitions(rk, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+}
+
+/* Holds and releases asked since the last batch (objlog_materializer_hold):
+ * a held partition is paused on both consumers; a released one fetches
+ * again from the applied offset its store holds now. */
+static void mat_holds_sync(objlog_materializer *m) {
+    pthread_mutex_lock(&m->mu);
+    int dirty = m->hold_dirty;
+    m->hold_dirty = 0;
+    pthread_mutex_unlock(&m->mu);
+    if (!dirty)
+        return;
+    for (int32_t p = 0; p < m->nparts; p++) {
+        pthread_mutex_lock(&m->mu);
+        int want = m->hold_want[p];
+        pthread_mutex_unlock(&m->mu);
+        if (want == atomic_load(&m->held[p]))
+            continue;
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_t *rk = atomic_load(&m->owned[p]) ? m->consumer
+                         : m->standby_rk && atomic_load(&m->standby[p]) ? m->standby_rk
+                                                                         : NULL;
+        if (want) {
+            rd_kafka_topic_partition_list_add(tp, m->topic, p);
+            rd_kafka_pause_partitions(m->consumer, tp);
+            if (m->standby_rk)
+                rd_kafka_pause_partitions(m->standby_rk, tp);
+            atomic_store(&m->held[p], 1);
+        } else {
+            int64_t a = objlog_store_applied(m->store, p);
+            pthread_mutex_lock(&m->mu);
+            m->applied[p] = m->next[p] = a;
+            m->applied_ts[p] = m->fetched_ts[p] = mat_stored_log_time(m->store, p, a);
+            m->pending_ts[p] = -1;
+            pthread_mutex_unlock(&m->mu);
+            atomic_store(&m->held[p], 0);
+            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = a;
+            if (rk && !mat_partition_stopped(m, p)) {
+                rd_kafka_resume_partitions(rk, tp);
+                rd_kafka_error_t *e = rd_kafka_seek_partitions(rk, tp, 0);
+                if (e)
+                    rd_kafka_error_destroy(e);
+            }
+        }
+        rd_kafka_topic_partition_list_destroy(tp);
+    }
+    pthread_mutex_lock(&m->mu);
+    mat_broadcast(m);
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* Incremental (cooperative) rebalance, on the materializer thread (inside
  * rd_kafka_consumer_poll) or while closing. A partition is fetched from
  * where this view stands (m->next: its store's applied offset, or past the
@@ -290,6 +395,7 @@ static void mat_rebalance(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_resp_
     int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
     if (assign) {
         mat_standby_handover(m, parts);
+        mat_hold_new(m, parts);
         for (int i = 0; i < parts->cnt; i++) {
             int32_t p = parts->elems[i].partition;
             if (p >= 0 && p < m->nparts)
@@ -298,6 +404,8 @@ static void mat_rebalance(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_resp_
         e = rd_kafka_incremental_assign(rk, parts);
         if (!e)
             mat_set_owned(m, parts, 1);
+        if (!e)
+            mat_pause_held(m, rk, parts);
     } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
         mat_set_owned(m, parts, 0);
         e = rd_kafka_incremental_unassign(rk, parts);
@@ -466,6 +574,8 @@ static void mat_free(objlog_materializer *m) {
             close(m->wake_fd[i]);
     free(m->standby);
     free(m->standby_want);
+    free(m->hold_want);
+    free(m->held);
     if (m->dlq) {
         rd_kafka_flush(m->dlq, 2000);
         rd_kafka_destroy(m->dlq);
@@ -624,6 +734,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                               ? conf->control_topic : "objlog.control";
 
     m->cluster = conf->cluster;
+    m->hold_new = conf->cluster && conf->hold_new;
     m->consumer = mat_consumer_new(m, conf, errstr, errstr_size);
     if (!m->consumer)
         goto fail;
@@ -649,10 +760,12 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->pending_ts = calloc(np, sizeof(*m->pending_ts));
     m->batch_ts = calloc(np, sizeof(*m->batch_ts));
     m->owned = calloc(np, sizeof(*m->owned));
+    m->held = calloc(np, sizeof(*m->held));
+    m->hold_want = calloc(np, sizeof(*m->hold_want));
     m->batch = apply_batch_new(store, m->rm);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
         !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
-        !m->batch) {
+        !m->held || !m->hold_want || !m->batch) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
@@ -780,7 +893,7 @@ static int mat_take(objlog_materializer *m, rd_kafka_message_t *msg, int standby
         return 0;
     }
     int32_t p = msg->partition;
-    int mine = p >= 0 && p < m->nparts &&
+    int mine = p >= 0 && p < m->nparts && !atomic_load(&m->held[p]) &&
                (standby ? atomic_load(&m->standby[p]) && !atomic_load(&m->owned[p])
                         : atomic_load(&m->owned[p]));
     if (!mine || msg->offset < m->next[p] || mat_partition_stopped(m, p)) {
@@ -950,7 +1063,7 @@ static rd_kafka_topic_partition_list_t *mat_standby_list(objlog_materializer *m)
         return NULL;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
-        if (atomic_load(&m->standby[p]) && !mat_partition_stopped(m, p))
+        if (atomic_load(&m->standby[p]) && mat_runs(m, p))
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
     return tp;
 }
@@ -977,7 +1090,7 @@ static void mat_rewind(objlog_materializer *m) {
     rd_kafka_topic_partition_list_t *tp =
         rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
-        if (!mat_partition_stopped(m, p) && atomic_load(&m->owned[p]))
+        if (mat_runs(m, p) && atomic_load(&m->owned[p]))
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
     if (m->cluster) {
         /* The group owns the assignment: move the positions only. */
@@ -1050,7 +1163,7 @@ static void mat_process(objlog_materializer *m, int n) {
 static void mat_set_paused(objlog_materializer *m, int pause) {
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
-        if (!mat_partition_stopped(m, p) && atomic_load(&m->owned[p]))
+        if (mat_runs(m, p) && atomic_load(&m->owned[p]))
             rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->next[p];
     if (pause) {
         rd_kafka_pause_partitions(m->consumer, tp);
@@ -1093,6 +1206,7 @@ static void *mat_run(void *arg) {
     objlog_materializer *m = arg;
     int64_t quiet_since = mat_mono_ms();
     while (atomic_load(&m->running)) {
+        mat_holds_sync(m);
         mat_standby_sync(m);
         int n = mat_gather(m);
         int64_t now = mat_mono_ms();
@@ -1179,7 +1293,7 @@ int objlog_materializer_owns(objlog_materializer *m, int32_t partition) {
 int objlog_materializer_cluster(const objlog_materializer *m) { return m->cluster; }
 
 int objlog_materializer_role(objlog_materializer *m, int32_t partition) {
-    if (partition < 0 || partition >= m->nparts)
+    if (partition < 0 || partition >= m->nparts || atomic_load(&m->held[partition]))
         return OBJLOG_ROLE_NONE;
     if (atomic_load(&m->owned[partition]))
         return OBJLOG_ROLE_ACTIVE;
@@ -1189,6 +1303,52 @@ int objlog_materializer_role(objlog_materializer *m, int32_t partition) {
 
 int objlog_materializer_applies(objlog_materializer *m, int32_t partition) {
     return objlog_materializer_role(m, partition) != OBJLOG_ROLE_NONE;
+}
+
+int objlog_materializer_held(objlog_materializer *m, int32_t partition) {
+    return partition >= 0 && partition < m->nparts && atomic_load(&m->held[partition]);
+}
+
+int objlog_materializer_fetches(objlog_materializer *m, int32_t partition) {
+    if (partition < 0 || partition >= m->nparts)
+        return 0;
+    return atomic_load(&m->owned[partition]) ||
+           (m->standby && atomic_load(&m->standby[partition]));
+}
+
+int objlog_materializer_hold(objlog_materializer *m, int32_t partition, int timeout_ms) {
+    if (partition < 0 || partition >= m->nparts)
+        return -1;
+    pthread_mutex_lock(&m->mu);
+    m->hold_want[partition] = 1;
+    m->hold_dirty = 1;
+    pthread_mutex_unlock(&m->mu);
+    objlog_materializer_kick(m);
+    struct timespec until;
+    deadline_after(&until, timeout_ms);
+    int rc = 0;
+    pthread_mutex_lock(&m->mu);
+    while (!atomic_load(&m->held[partition]) && rc == 0) {
+        if (m->waits_cancelled ||
+            pthread_cond_timedwait(&m->cv, &m->mu, &until) == ETIMEDOUT)
+            rc = atomic_load(&m->held[partition]) ? 0 : -1;
+    }
+    if (rc < 0) { /* not taken in time: withdraw the ask */
+        m->hold_want[partition] = 0;
+        m->hold_dirty = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+void objlog_materializer_release(objlog_materializer *m, int32_t partition) {
+    if (partition < 0 || partition >= m->nparts)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->hold_want[partition] = 0;
+    m->hold_dirty = 1;
+    pthread_mutex_unlock(&m->mu);
+    objlog_materializer_kick(m);
 }
 
 int objlog_materializer_set_standbys(objlog_materializer *m, const uint8_t *want) {

@@ -298,6 +298,12 @@ typedef struct objlog_materializer_conf {
                                     (objlog_materializer_owns) */
     const char *client_id;       /* librdkafka client.id (cluster: names the
                                     node's URL for its peers) */
+    int hold_new;                /* cluster only: a partition given to this
+                                    view (group or standby) that its store
+                                    never applied starts held
+                                    (objlog_materializer_hold): whoever set
+                                    this bootstraps it from a peer's
+                                    checkpoint or releases it */
     int standbys;                /* cluster only: > 0 makes a second
                                     consumer (assign, not a group member)
                                     that applies the partitions given to
@@ -330,6 +336,20 @@ int objlog_materializer_applies(objlog_materializer *m, int32_t partition);
  * assigns here is applied as active, never twice. -1 without a standby
  * consumer. */
 int objlog_materializer_set_standbys(objlog_materializer *m, const uint8_t *want);
+/* 1 while the group or the standby placement has partition here, held or
+ * not (objlog_materializer_role says whether it is applied now). */
+int objlog_materializer_fetches(objlog_materializer *m, int32_t partition);
+
+/* Stops applying partition until objlog_materializer_release, so another
+ * thread may replace its rows (a checkpoint import, checkpoint.h). Blocks
+ * until the materializer thread took the hold (no batch in hand has
+ * partition) or timeout_ms: 0 held, -1 not (the ask is withdrawn).
+ * Meanwhile the partition's role is NONE: reads go to other replicas. */
+int objlog_materializer_hold(objlog_materializer *m, int32_t partition, int timeout_ms);
+/* Applies partition again, from the applied offset its store holds now
+ * (the imported checkpoint's, or 0 after a failed import). */
+void objlog_materializer_release(objlog_materializer *m, int32_t partition);
+int objlog_materializer_held(objlog_materializer *m, int32_t partition);
 
 int objlog_materializer_partitions(const objlog_materializer *m);
 /* 1 when the stats view is kept (always, but in benches: test_no_stats). */

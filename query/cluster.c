@@ -32,6 +32,8 @@
 #include <time.h>
 
 #define CLUSTER_REFRESH_MS 1000
+/* Between refreshes: how often to look for a partition waiting held. */
+#define CLUSTER_HELD_POLL_MS 200
 #define CLUSTER_ADMIN_TIMEOUT_MS 2000
 #define CLUSTER_PEER_TIMEOUT_MS 1000
 #define CLUSTER_CLIENT_PREFIX "objlogd@"
@@ -39,6 +41,9 @@
  * prefer it, and a standby beyond its placement is dropped only once the
  * active node is within it. The peers' figures are up to a second old. */
 #define CLUSTER_CAUGHT_UP 10000
+/* A partition applied here but this many events behind a peer's copy is
+ * copied from that peer rather than applied from the log. */
+#define CLUSTER_BOOTSTRAP_GAP 50000
 
 typedef struct cluster_node {
     char url[CLUSTER_URL_MAX];
@@ -57,6 +62,7 @@ struct cluster {
     int standbys;                /* K of --standbys */
     uint8_t *want;               /* standby placement for this node, [nparts]
                                     (refresher thread only) */
+    bootstrap *boot;             /* copies partitions from peers (bootstrap.c) */
     char *name, *group, *self_url, *topic;
     rd_kafka_t *rk;              /* admin requests only */
     pthread_t thread;
@@ -90,6 +96,7 @@ typedef struct snapshot {
     cluster_part *parts;
     uint8_t *role;
     int64_t *applied;
+    int stable;                  /* the group is Stable, this node a member */
 } snapshot;
 
 static void snapshot_free(snapshot *s) {
@@ -163,6 +170,8 @@ static int cluster_describe(cluster *c, snapshot *s, char *why, size_t wn) {
                          : rd_kafka_error_string(rd_kafka_ConsumerGroupDescription_error(gs[0])));
     } else {
         rc = 0;
+        s->stable = rd_kafka_ConsumerGroupDescription_state(gs[0]) ==
+                    RD_KAFKA_CONSUMER_GROUP_STATE_STABLE;
         size_t nm = rd_kafka_ConsumerGroupDescription_member_count(gs[0]);
         for (size_t i = 0; i < nm && rc == 0; i++) {
             const rd_kafka_MemberDescription_t *m =
@@ -247,10 +256,11 @@ static int cluster_peer_lag(CURL *h, snapshot *s, int nparts, int ni) {
             continue;
         int role = cluster_role_of(json_string_value(json_object_get(e, "role")),
                                    s->parts[p].owner == ni);
-        if (role != OBJLOG_ROLE_NONE)
-            snapshot_note(s, (int32_t)p, ni, role,
-                          json_integer_value(json_object_get(e, "applied")),
-                          json_integer_value(json_object_get(e, "end")));
+        /* Applied offsets of partitions it no longer applies too: its copy
+         * of them may still be the best one to bootstrap from. */
+        snapshot_note(s, (int32_t)p, ni, role,
+                      json_integer_value(json_object_get(e, "applied")),
+                      json_integer_value(json_object_get(e, "end")));
     }
     s->nodes[ni].reachable = j != NULL;
     json_decref(j);
@@ -311,6 +321,68 @@ static void cluster_place(cluster *c, snapshot *s) {
     objlog_materializer_set_standbys(c->q->m, c->want);
 }
 
+/* The reachable peer whose copy of p is furthest along (any role: a node
+ * that gave p up keeps its rows), -1 none with any of it applied. */
+static int cluster_source(const cluster *c, const snapshot *s, int32_t p, int64_t *applied) {
+    int src = -1;
+    *applied = 0;
+    for (int i = 0; i < s->nnodes; i++) {
+        int64_t a = s->applied[(size_t)p * (size_t)s->nnodes + (size_t)i];
+        if (!s->nodes[i].self && s->nodes[i].reachable && a > *applied) {
+            src = i;
+            *applied = a;
+        }
+    }
+    (void)c;
+    return src;
+}
+
+static int cluster_self_listed(const snapshot *s) {
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->nodes[i].self)
+            return 1;
+    return 0;
+}
+
+/* No peer's copy of p is ahead of this node's: it applies the log from
+ * where its store stands (offset 0 for a new node: the log is all there
+ * is). */
+static void cluster_release_to_log(cluster *c, int32_t p, int64_t local, const char *best_url,
+                                   int64_t best) {
+    if (best_url)
+        objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
+                    "partition %d: no peer is ahead of offset %lld here (best: %s at %lld); "
+                    "applying the log", (int)p, (long long)local, best_url, (long long)best);
+    else
+        objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
+                    "partition %d: no reachable peer has applied any of it; applying the log "
+                    "from offset %lld", (int)p, (long long)local);
+    objlog_materializer_release(c->q->m, p);
+}
+
+/* Fast bootstrap (bootstrap.c): a held partition (new here) is copied from
+ * the peer furthest along, or released to the log when no reachable peer
+ * has applied any of it; one applied here far behind a peer is copied too. */
+static void cluster_bootstrap_plan(cluster *c, const snapshot *s) {
+    objlog_materializer *m = c->q->m;
+    for (int32_t p = 0; c->boot && p < c->nparts; p++) {
+        if (!objlog_materializer_fetches(m, p) || bootstrap_busy(c->boot, p))
+            continue;
+        int64_t best, local = objlog_materializer_applied(m, p);
+        int src = cluster_source(c, s, p, &best);
+        if (objlog_materializer_held(m, p)) {
+            /* Mid-rebalance the group may list no members: "no peer has
+             * it" is only believed of a stable group that includes us. */
+            if (src >= 0 && best > local)
+                bootstrap_offer(c->boot, p, s->nodes[src].url);
+            else if (s->stable && cluster_self_listed(s))
+                cluster_release_to_log(c, p, local, src >= 0 ? s->nodes[src].url : NULL, best);
+        } else if (src >= 0 && best - local >= CLUSTER_BOOTSTRAP_GAP) {
+            bootstrap_offer(c->boot, p, s->nodes[src].url);
+        }
+    }
+}
+
 static void cluster_refresh(cluster *c, CURL *h) {
     snapshot s = {0};
     char why[256] = "";
@@ -336,6 +408,8 @@ static void cluster_refresh(cluster *c, CURL *h) {
     }
     if (rc == 0 && c->standbys > 0)
         cluster_place(c, &s);
+    if (rc == 0)
+        cluster_bootstrap_plan(c, &s);
     pthread_mutex_lock(&c->mu);
     c->refreshes++;
     if (rc == 0) {
@@ -358,6 +432,17 @@ static void cluster_refresh(cluster *c, CURL *h) {
     pthread_mutex_unlock(&c->mu);
 }
 
+/* 1 when a partition given to this node waits, held, for a decision
+ * (bootstrap or release): worth a refresh now rather than in a second. */
+static int cluster_held_waiting(cluster *c) {
+    if (!bootstrap_idle(c->boot)) /* it takes one at a time: no hurry */
+        return 0;
+    for (int32_t p = 0; p < c->nparts; p++)
+        if (objlog_materializer_held(c->q->m, p) && objlog_materializer_fetches(c->q->m, p))
+            return 1;
+    return 0;
+}
+
 static void *cluster_main(void *arg) {
     cluster *c = arg;
     CURL *h = curl_easy_init();
@@ -366,11 +451,24 @@ static void *cluster_main(void *arg) {
         pthread_mutex_unlock(&c->mu);
         cluster_refresh(c, h);
         pthread_mutex_lock(&c->mu);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += CLUSTER_REFRESH_MS / 1000;
-        while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
-            ;
+        /* Once a second, or as soon as a new partition waits held (a
+         * failover must not wait a whole period for its release). */
+        int64_t next = cluster_mono_ms() + CLUSTER_REFRESH_MS;
+        while (!c->stop && cluster_mono_ms() < next) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += CLUSTER_HELD_POLL_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->cv, &c->mu, &until);
+            pthread_mutex_unlock(&c->mu);
+            int now = cluster_held_waiting(c);
+            pthread_mutex_lock(&c->mu);
+            if (now)
+                break;
+        }
     }
     pthread_mutex_unlock(&c->mu);
     if (h)
@@ -390,6 +488,7 @@ void cluster_destroy(cluster *c) {
         pthread_mutex_unlock(&c->mu);
         pthread_join(c->thread, NULL);
     }
+    bootstrap_destroy(c->boot); /* after the refresher: nothing offers more */
     if (c->rk)
         rd_kafka_destroy(c->rk);
     pthread_mutex_destroy(&c->mu);
@@ -441,6 +540,10 @@ cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
         !(c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
         snprintf(errstr, errstr_size, "cluster admin handle: %s", tmp);
         rd_kafka_conf_destroy(conf);
+        cluster_destroy(c);
+        return NULL;
+    }
+    if (!(c->boot = bootstrap_new(q, errstr, errstr_size))) {
         cluster_destroy(c);
         return NULL;
     }
@@ -643,6 +746,7 @@ void cluster_metrics(FILE *f, cluster *c) {
         fprintf(f, "objlog_cluster_forwards_total{result=\"%s\"} %llu\n", results[i],
                 (unsigned long long)atomic_load_explicit(&c->q->forwards[i],
                                                          memory_order_relaxed));
+    bootstrap_metrics(f, c->boot);
     fprintf(f, "# HELP objlog_cluster_refresh_failures_total Membership refreshes that failed.\n"
                "# TYPE objlog_cluster_refresh_failures_total counter\n"
                "objlog_cluster_refresh_failures_total %llu\n",
@@ -656,8 +760,8 @@ void cluster_metrics(FILE *f, cluster *c) {
  * while it trails the log's newest known end by at most the flag's lag. */
 static int cluster_local_enough(http_ctx *hc, int32_t p) {
     objlog_query *q = hc->q;
-    if (q->eventual_max_lag <= 0)
-        return 0;
+    if (q->eventual_max_lag <= 0 || objlog_materializer_held(q->m, p))
+        return 0; /* never rows an import is replacing */
     const char *mode = http_param_or_header(hc, "consistency", "X-Objlog-Consistency");
     if (!mode || strcmp(mode, "eventual") != 0)
         return 0;

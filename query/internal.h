@@ -470,6 +470,21 @@ void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id
 
 /* ---- cluster.c: which node applies which partition (issue 13) ---- */
 
+/* ---- bootstrap.c: copying a partition from a peer's checkpoint ---- */
+
+typedef struct bootstrap bootstrap;
+bootstrap *bootstrap_new(objlog_query *q, char *errstr, size_t errstr_size);
+/* Cancels a copy in flight (the partition is then empty and released). */
+void bootstrap_destroy(bootstrap *b);
+/* Starts copying p from the node at url unless a copy is under way or
+ * offered already: 1 taken, 0 busy (offer it again later). */
+int bootstrap_offer(bootstrap *b, int32_t p, const char *url);
+/* 1 while p is being copied or offered. */
+int bootstrap_busy(bootstrap *b, int32_t p);
+/* 1 when no copy runs or is offered. */
+int bootstrap_idle(bootstrap *b);
+void bootstrap_metrics(FILE *f, bootstrap *b);
+
 cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
                      char *errstr, size_t errstr_size);
 void cluster_destroy(cluster *c);

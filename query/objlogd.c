@@ -629,6 +629,9 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                    .idle_pause_ms = 1000,
                                    .cluster = c->cluster != NULL,
                                    .standbys = c->standbys,
+                                   /* a partition never applied here may
+                                    * come from a peer (query/bootstrap.c) */
+                                   .hold_new = c->cluster != NULL,
                                    .client_id = c->cluster ? client_id : NULL};
     if (c->test_apply_delay_ms > 0)
         objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-apply-delay-ms %d slows every "

@@ -1,0 +1,237 @@
+/* bootstrap.c: a cluster node copying a partition from a peer instead of
+ * replaying the log from offset 0 (issue 13, item 4).
+ *
+ * The materializer holds every partition it is given (by the group or the
+ * standby placement) that its store never applied (conf hold_new). The
+ * cluster refresher (cluster.c) then offers each held partition here with
+ * the peer whose copy is furthest along, or releases it when no reachable
+ * peer has applied any of it (a new cluster: the log is all there is). It
+ * also offers a partition this node applies but trails a peer's copy of by
+ * BOOTSTRAP_GAP events or more. One thread runs one bootstrap at a time:
+ * hold the partition (no batch of it in hand, reads go elsewhere), import
+ * the peer's checkpoint (checkpoint.h), release it: the materializer goes
+ * on from the checkpoint's applied offset, so only the log's tail is
+ * replayed.
+ *
+ * Invariant: while a partition's rows are being replaced it is held, so
+ * it is neither applied nor read here; a failed import leaves it empty
+ * ("never applied"), and the next refresh offers it again. */
+#include "internal.h"
+
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How long a hold may take: the batch in hand ends first. */
+#define BOOT_HOLD_MS 10000
+/* At most one progress line a second on stderr. */
+#define BOOT_LOG_EVERY_MS 1000
+
+struct bootstrap {
+    objlog_query *q;             /* borrowed */
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int stop;             /* also cancels the transfer in flight */
+    int32_t next_p;              /* the offered job, -1 none (under mu) */
+    char next_url[CLUSTER_URL_MAX];
+    /* The job running, under mu: its partition (-1 none), source and
+     * progress. */
+    int32_t cur_p;
+    char cur_url[CLUSTER_URL_MAX];
+    objlog_ckpt_progress pr;
+    int64_t t0_ms, logged_ms;
+    uint64_t ok, failed, bytes_total, rows_total; /* finished jobs */
+};
+
+static int64_t boot_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Import progress (the fetching thread): kept for /metrics, and a line on
+ * stderr at most once a second with the rate and what is left. */
+static void boot_progress(void *opaque, const objlog_ckpt_progress *pr) {
+    bootstrap *b = opaque;
+    int64_t now = boot_mono_ms();
+    pthread_mutex_lock(&b->mu);
+    b->pr = *pr;
+    int say = now - b->logged_ms >= BOOT_LOG_EVERY_MS;
+    if (say)
+        b->logged_ms = now;
+    int32_t p = b->cur_p;
+    int64_t took = now - b->t0_ms;
+    pthread_mutex_unlock(&b->mu);
+    if (!say)
+        return;
+    double mbps = took > 0 ? (double)pr->bytes / 1e6 / ((double)took / 1000.0) : 0.0;
+    if (pr->total_bytes > pr->bytes && mbps > 0)
+        objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
+                    "partition %d: %.1f of %.1f MB (%d%%), %" PRIu64 " rows, %.1f MB/s, "
+                    "ETA %.0f s", (int)p, (double)pr->bytes / 1e6,
+                    (double)pr->total_bytes / 1e6,
+                    (int)(100 * pr->bytes / pr->total_bytes), pr->rows, mbps,
+                    (double)(pr->total_bytes - pr->bytes) / 1e6 / mbps);
+    else
+        objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
+                    "partition %d: %.1f MB, %" PRIu64 " rows, %.1f MB/s", (int)p,
+                    (double)pr->bytes / 1e6, pr->rows, mbps);
+}
+
+static void boot_run(bootstrap *b, int32_t p, const char *url) {
+    objlog_query *q = b->q;
+    char err[512];
+    int64_t applied = 0, t0 = boot_mono_ms();
+    pthread_mutex_lock(&b->mu);
+    b->cur_p = p;
+    snprintf(b->cur_url, sizeof(b->cur_url), "%s", url);
+    memset(&b->pr, 0, sizeof(b->pr));
+    b->t0_ms = b->logged_ms = t0;
+    pthread_mutex_unlock(&b->mu);
+    int rc = -1;
+    if (!objlog_materializer_held(q->m, p) &&
+        objlog_materializer_hold(q->m, p, BOOT_HOLD_MS) < 0) {
+        snprintf(err, sizeof(err), "the materializer did not hold it within %d ms",
+                 BOOT_HOLD_MS);
+    } else {
+        objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
+                    "partition %d: copying the checkpoint of %s (applied here: %" PRId64 ")",
+                    (int)p, url, objlog_store_applied(q->store, p));
+        rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, p, 0,
+                               boot_progress, b, &b->stop, &applied, err, sizeof(err));
+        objlog_materializer_release(q->m, p);
+    }
+    int64_t took = boot_mono_ms() - t0;
+    pthread_mutex_lock(&b->mu);
+    objlog_ckpt_progress pr = b->pr;
+    b->cur_p = -1;
+    if (rc == 0) {
+        b->ok++;
+        b->bytes_total += pr.bytes;
+        b->rows_total += pr.rows;
+    } else {
+        b->failed++;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (rc == 0)
+        objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
+                    "partition %d: %" PRIu64 " rows, %.1f MB from %s in %lld ms (%.0f rows/s); "
+                    "applying the log from offset %" PRId64, (int)p, pr.rows,
+                    (double)pr.bytes / 1e6, url, (long long)took,
+                    took > 0 ? (double)pr.rows * 1000.0 / (double)took : 0.0, applied);
+    else
+        objlog_logf(OBJLOG_LEVEL_WARNING, "bootstrap",
+                    "partition %d: copy from %s failed after %lld ms: %s; offered again at "
+                    "the next refresh", (int)p, url, (long long)took, err);
+}
+
+static void *boot_main(void *arg) {
+    bootstrap *b = arg;
+    pthread_mutex_lock(&b->mu);
+    while (!atomic_load(&b->stop)) {
+        if (b->next_p < 0) {
+            pthread_cond_wait(&b->cv, &b->mu);
+            continue;
+        }
+        int32_t p = b->next_p;
+        char url[CLUSTER_URL_MAX];
+        snprintf(url, sizeof(url), "%s", b->next_url);
+        b->next_p = -1;
+        pthread_mutex_unlock(&b->mu);
+        boot_run(b, p, url);
+        pthread_mutex_lock(&b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+bootstrap *bootstrap_new(objlog_query *q, char *errstr, size_t errstr_size) {
+    bootstrap *b = calloc(1, sizeof(*b));
+    if (!b) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
+    b->q = q;
+    b->next_p = b->cur_p = -1;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    if (pthread_create(&b->thread, NULL, boot_main, b) != 0) {
+        snprintf(errstr, errstr_size, "bootstrap thread: %s", strerror(errno));
+        bootstrap_destroy(b);
+        return NULL;
+    }
+    b->started = 1;
+    return b;
+}
+
+void bootstrap_destroy(bootstrap *b) {
+    if (!b)
+        return;
+    if (b->started) {
+        pthread_mutex_lock(&b->mu);
+        atomic_store(&b->stop, 1);
+        pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+        pthread_join(b->thread, NULL);
+    }
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b);
+}
+
+int bootstrap_busy(bootstrap *b, int32_t p) {
+    pthread_mutex_lock(&b->mu);
+    int busy = b->cur_p == p || b->next_p == p;
+    pthread_mutex_unlock(&b->mu);
+    return busy;
+}
+
+int bootstrap_idle(bootstrap *b) {
+    pthread_mutex_lock(&b->mu);
+    int idle = b->cur_p < 0 && b->next_p < 0;
+    pthread_mutex_unlock(&b->mu);
+    return idle;
+}
+
+int bootstrap_offer(bootstrap *b, int32_t p, const char *url) {
+    pthread_mutex_lock(&b->mu);
+    int taken = b->cur_p < 0 && b->next_p < 0;
+    if (taken) {
+        b->next_p = p;
+        snprintf(b->next_url, sizeof(b->next_url), "%s", url);
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return taken;
+}
+
+void bootstrap_metrics(FILE *f, bootstrap *b) {
+    pthread_mutex_lock(&b->mu);
+    fprintf(f, "# HELP objlog_bootstraps_total Partitions copied from a peer's checkpoint, "
+               "by result.\n# TYPE objlog_bootstraps_total counter\n"
+               "objlog_bootstraps_total{result=\"ok\"} %" PRIu64 "\n"
+               "objlog_bootstraps_total{result=\"failed\"} %" PRIu64 "\n",
+            b->ok, b->failed);
+    fprintf(f, "# HELP objlog_bootstrap_bytes_total Checkpoint bytes imported by finished "
+               "bootstraps.\n# TYPE objlog_bootstrap_bytes_total counter\n"
+               "objlog_bootstrap_bytes_total %" PRIu64 "\n", b->bytes_total);
+    fprintf(f, "# HELP objlog_bootstrap_rows_total Rows imported by finished bootstraps.\n"
+               "# TYPE objlog_bootstrap_rows_total counter\n"
+               "objlog_bootstrap_rows_total %" PRIu64 "\n", b->rows_total);
+    fprintf(f, "# HELP objlog_bootstrap_partition The partition being copied now, -1 none.\n"
+               "# TYPE objlog_bootstrap_partition gauge\nobjlog_bootstrap_partition %d\n",
+            (int)b->cur_p);
+    fprintf(f, "# HELP objlog_bootstrap_progress_bytes Bytes of the running copy so far, "
+               "and its size (0 unknown).\n# TYPE objlog_bootstrap_progress_bytes gauge\n"
+               "objlog_bootstrap_progress_bytes{of=\"done\"} %" PRIu64 "\n"
+               "objlog_bootstrap_progress_bytes{of=\"total\"} %" PRIu64 "\n",
+            b->cur_p >= 0 ? b->pr.bytes : 0, b->cur_p >= 0 ? b->pr.total_bytes : 0);
+    pthread_mutex_unlock(&b->mu);
+}
