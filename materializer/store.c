@@ -114,6 +114,10 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
     s->deflt = handles[0];
     for (int i = 0; i < OBJLOG_CF_COUNT; i++)
         s->cf[i] = handles[i + 1];
+    if (storefmt_open(s, errstr, errstr_size) < 0) {
+        objlog_store_close(s);
+        return NULL;
+    }
     return s;
 }
 
