@@ -392,9 +392,10 @@ void read_usage(http_ctx *c, const char *bucket);
 const char *read_upload_key(http_ctx *c, size_t *key_len);
 
 /* ---- stats.c ---- */
-/* Usage (issue 6): GET /v1/buckets/{b}/stats, /v1/tenants/{t}/stats,
- * /v1/stats, /v1/stats/top. Fenced on every partition: any partition can
- * change a bucket's counters. */
+/* Usage (issue 6): GET /v1/buckets/{b}/stats (fenced on its bucket's
+ * partition), /v1/tenants/{t}/stats, /v1/stats, /v1/stats/top (the sums
+ * over every partition: fenced on all of them, or gathered from every
+ * node of a cluster). */
 void read_bucket_stats(http_ctx *c, const char *bucket);
 void read_tenant_stats(http_ctx *c, const char *tenant);
 void read_global_stats(http_ctx *c);

@@ -12,7 +12,9 @@
  * its URL in Location and X-Objlog-Node); after SIGKILL of the node that
  * applies a busy partition, its keys are read again with strong
  * consistency through the survivors with the values acknowledged before
- * the kill, and writes to it succeed again. It prints the failover time. */
+ * the kill, and writes to it succeed again. It prints the failover time.
+ * Last, the usage stats gathered across the nodes (test_cluster_stats):
+ * every node answers the global, tenant, bucket and top stats exactly. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
