@@ -344,16 +344,72 @@ int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn) {
                                          : keycodec_bucket_part(kb, bucket, bn);
 }
 
-int objlog_stats_global_key(keybuf *kb) {
+int objlog_stats_global_key(keybuf *kb, int32_t partition) {
+    uint8_t be[4];
+    put_be32(be, (uint32_t)partition);
     keybuf_reset(kb);
-    return keybuf_append(kb, "g", 1);
+    return keybuf_append(kb, "g", 1) < 0 ? -1 : keybuf_append(kb, be, sizeof(be));
 }
 
-int objlog_stats_tenant_key(keybuf *kb, const char *tenant) {
+int objlog_stats_tenant_prefix(keybuf *kb, const char *tenant) {
     keybuf_reset(kb);
     if (keybuf_append(kb, "t", 1) < 0)
         return -1;
     return keycodec_append_enc(kb, (const uint8_t *)tenant, strlen(tenant));
+}
+
+int objlog_stats_tenant_key(keybuf *kb, const char *tenant, int32_t partition) {
+    uint8_t be[4];
+    put_be32(be, (uint32_t)partition);
+    return objlog_stats_tenant_prefix(kb, tenant) < 0 ? -1
+                                                      : keybuf_append(kb, be, sizeof(be));
+}
+
+/* A 'b' row's partition: its bucket's records and keys route by
+ * route_key(b, "") = bucket_part(b) 00 01, as bucket events do. The hash is
+ * checked, so that a key objlog_stats_bucket_key could not have made is
+ * malformed rather than routed somewhere. */
+static int stats_bucket_row_partition(const rangemap *rm, const uint8_t *k, size_t n) {
+    keybuf name, rk;
+    size_t used = 0;
+    int p = -1;
+    keybuf_init(&name);
+    keybuf_init(&rk);
+    if (n >= 3 && keycodec_decode_enc(k + 3, n - 3, &name, &used) == 0 &&
+        3 + used == n &&
+        keycodec_route_key(&rk, (const char *)name.data, name.len, (const uint8_t *)"", 0) == 0 &&
+        memcmp(rk.data, k + 1, 2) == 0)
+        p = rangemap_partition(rm, rk.data, rk.len);
+    keybuf_free(&name);
+    keybuf_free(&rk);
+    return p;
+}
+
+/* The be32 partition that ends a 't' or 'g' row at k + at; -1 unless
+ * exactly 4 bytes are left there and they hold a partition number. */
+static int stats_be32_tail(const uint8_t *k, size_t n, size_t at) {
+    if (n != at + 4)
+        return -1;
+    uint32_t p = get_be32(k + at);
+    return p > INT32_MAX ? -1 : (int)p;
+}
+
+int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n) {
+    const uint8_t *k = key;
+    if (!k || n == 0)
+        return -1;
+    if (k[0] == 'b')
+        return rm ? stats_bucket_row_partition(rm, k, n) : -1;
+    if (k[0] == 'g')
+        return stats_be32_tail(k, n, 1);
+    if (k[0] != 't')
+        return -1;
+    keybuf name;
+    size_t used = 0;
+    keybuf_init(&name);
+    int rc = keycodec_decode_enc(k + 1, n - 1, &name, &used);
+    keybuf_free(&name);
+    return rc == 0 ? stats_be32_tail(k, n, 1 + used) : -1;
 }
 
 /* ---- batch ---- */
@@ -970,7 +1026,8 @@ static statrow *stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t 
 }
 
 /* Adds d to the row at k (unsigned wrap-around: the final values are
- * exact). drop_empty: delete the row when no bucket is left (tenants). */
+ * exact). drop_empty: delete the row when no bucket is left (tenant and
+ * global rows). */
 static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
                      int drop_empty, char *errstr, size_t es) {
     statrow *r = stats_row(b, k, errstr, es);
@@ -1017,8 +1074,13 @@ static void stats_stage(apply_batch *b) {
     }
 }
 
-/* Stages a->d into the bucket's, the tenant's and the global rows. The
- * bucket's own row never counts buckets (DeleteBucket removes it). */
+/* Stages a->d into the bucket's row and into this partition's rows of the
+ * tenant and of the global sums: every row belongs to one partition, the
+ * event's (a bucket's keys all route to its partition, see ARCHITECTURE,
+ * bucket quotas), so a partition's rows are a function of its log alone.
+ * The bucket's own row never counts buckets (DeleteBucket removes it); the
+ * tenant's and the global row go when their bucket count drops to 0 (all
+ * their other counters are 0 then: only an empty bucket is deleted). */
 static int stats_commit(apply_ev *a) {
     if (a->b->no_stats || delta_is_zero(&a->d))
         return 0;
@@ -1035,14 +1097,14 @@ static int stats_commit(apply_ev *a) {
             rc = stats_add(a->b, &k, &a->d, 0, a->errstr, a->es);
         a->d.buckets = nb;
     }
-    if (rc == 0 && objlog_stats_tenant_key(&k, a->tenant ? a->tenant : "") < 0)
+    if (rc == 0 && objlog_stats_tenant_key(&k, a->tenant ? a->tenant : "", a->partition) < 0)
         rc = -2;
     if (rc == 0)
         rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
-    if (rc == 0 && objlog_stats_global_key(&k) < 0)
+    if (rc == 0 && objlog_stats_global_key(&k, a->partition) < 0)
         rc = -2;
     if (rc == 0)
-        rc = stats_add(a->b, &k, &a->d, 0, a->errstr, a->es);
+        rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
     keybuf_free(&k);
     if (rc == -2)
         snprintf(a->errstr, a->es, "out of memory");

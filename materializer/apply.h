@@ -32,6 +32,12 @@ void apply_outcome_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t partition,
 int apply_header_decode(const void *val, size_t n, objlog_key_header *h);
 int apply_row_is_header(const void *row, size_t n);
 
+/* ---- store format (storefmt.c) ---- */
+
+/* At open: a new store gets the current format marker; a marker naming
+ * another format is refused (errstr). 0 or -1. */
+int storefmt_open(objlog_store *s, char *errstr, size_t errstr_size);
+
 /* ---- the state machine ---- */
 
 /* One batch in progress: reads see the store plus every earlier write of

@@ -64,22 +64,6 @@ static uint32_t get_be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* ---- BEGIN stand-in for objlog_stats_row_partition ----
- * Another change makes every `stats` row per partition and declares
- * objlog_stats_row_partition in materializer.h; delete this block when
- * it lands. Today's layout: 'b' bucket_part(b) belongs to the owner of
- * the bucket; 't' enc(tenant) and 'g' sum every partition, so they belong
- * to none and no checkpoint carries them.
- * TODO(stats per partition): the new 't' enc(tenant) be32(p) and
- * 'g' be32(p) rows belong to p. */
-static int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n) {
-    const uint8_t *k = key;
-    if (n < 2 || k[0] != 'b')
-        return -1;
-    return rangemap_partition(rm, k + 1, n - 1);
-}
-/* ---- END stand-in ---- */
-
 /* p of a meta row name ‖ be32(p), -1 for any other meta row. */
 static int ckpt_meta_part(const uint8_t *k, size_t kn) {
     for (size_t i = 0; i < CKPT_META_N; i++) {
@@ -91,7 +75,7 @@ static int ckpt_meta_part(const uint8_t *k, size_t kn) {
 }
 
 /* The partition row (cf, k, v) belongs to, -1 for none (the store's own
- * meta rows, tenant and global stats today, malformed rows). */
+ * meta rows, malformed rows). */
 static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn,
                          const uint8_t *v, size_t vn) {
     switch (cf) {

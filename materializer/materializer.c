@@ -749,6 +749,14 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                                   MAT_META_TIMEOUT_MS, errstr, errstr_size);
     if (!m->rm)
         goto fail;
+    /* Before the first batch applies or anyone reads a stats row. */
+    int up = objlog_store_upgrade(store, m->rm, errstr, errstr_size);
+    if (up < 0)
+        goto fail;
+    if (up == 1)
+        objlog_logf(OBJLOG_LEVEL_INFO, "materializer",
+                    "store upgraded to format %d: usage rows kept per partition",
+                    OBJLOG_STORE_FORMAT);
     size_t np = (size_t)m->nparts;
     m->applied = calloc(np, sizeof(*m->applied));
     m->next = calloc(np, sizeof(*m->next));

@@ -33,10 +33,19 @@
  *               objlog_uploads_part_key(b,k,id,marker+1) and read while the
  *               row still starts with objlog_uploads_upload_key(b,k,id).
  *   stats     'b' bucket_part(b)            -> UsageStats of bucket b
- *             't' enc(tenant)               -> UsageStats summed over the
- *               tenant's buckets, .buckets = how many it has
- *             'g'                           -> UsageStats of everything,
- *               .buckets = buckets in the store
+ *             't' enc(tenant) be32(p)       -> UsageStats summed over the
+ *               tenant's buckets of partition p, .buckets = how many
+ *             'g' be32(p)                   -> UsageStats of partition p,
+ *               .buckets = its buckets
+ *               Every row belongs to exactly one partition, named by its
+ *               key alone (objlog_stats_row_partition): p for 't'/'g', the
+ *               range map's owner of route_key(b, "") for 'b' (all of a
+ *               bucket's keys route there). Apply adds an event's delta to
+ *               its bucket's row and to ITS partition's 't'/'g' rows, so a
+ *               partition's rows are a function of that partition's log
+ *               and can be copied between stores with it. A tenant's rows
+ *               are contiguous (prefix 't' enc(tenant)). Readers sum the
+ *               partitions they answer for.
  *               Kept by apply.c in the same WriteBatch as the rows they
  *               count, so they are exact as of the applied offsets:
  *               objects/bytes = `objects` rows (live current versions);
@@ -46,10 +55,15 @@
  *               rows, upload_part_bytes = sum of their PartRecord sizes.
  *               A bucket's row exists (all zero at first) from CreateBucket
  *               to DeleteBucket (which only removes it: the bucket is
- *               empty); a tenant's row exists while it has a bucket; 'g'
- *               once any bucket was created. Counters only change with
- *               OK outcomes. Bucket quotas (BucketRecord.quota) are checked
- *               against the 'b' row by PutObject and CompleteUpload.
+ *               empty); a 't' or 'g' row exists while its partition holds
+ *               a bucket of its tenant / any bucket (all counters are 0
+ *               when the last goes, since only empty buckets are deleted).
+ *               Counters only change with OK outcomes. Bucket quotas
+ *               (BucketRecord.quota) are checked against the 'b' row by
+ *               PutObject and CompleteUpload.
+ *               Format 1 (stores made before OBJLOG_STORE_FORMAT 2) kept
+ *               one 't' enc(tenant) and one 'g' row summed over every
+ *               partition; objlog_store_upgrade rewrites them.
  *   outcomes  'o' be32(partition) be64(offset) -> Outcome
  *             'r' request_id(16)               -> be32(partition) be64(offset)
  *               of the request's first outcome. Both are kept for a window
@@ -70,6 +84,10 @@
  *               signs continuation tokens (secret.c)
  *             "importing" be32(partition) -> be32(1) RangeMap: a checkpoint
  *               import of the partition is under way (checkpoint.h)
+ *             "format"                    -> decimal text, "2": the layout
+ *               of this store (OBJLOG_STORE_FORMAT; storefmt.c). Written
+ *               into a new store at open; a store that holds rows and no
+ *               "format" is format 1. Not local: a replay writes the same.
  *
  * Dedup window and space bound (DESIGN §5; decided in apply, from the log
  * only, so every replica and replay agrees):
@@ -259,10 +277,31 @@ int objlog_uploads_part_key(keybuf *kb, const char *bucket, size_t bn,
                             const char *upload_id, uint32_t part_number);
 
 /* Keys of `stats` rows (layout above), built into kb (reset first).
- * 0, or -1 out of memory. */
+ * 0, or -1 out of memory. The tenant prefix is 't' enc(tenant): every row
+ * of the tenant, one per partition, starts with it. */
 int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn);
-int objlog_stats_tenant_key(keybuf *kb, const char *tenant);
-int objlog_stats_global_key(keybuf *kb);
+int objlog_stats_tenant_key(keybuf *kb, const char *tenant, int32_t partition);
+int objlog_stats_tenant_prefix(keybuf *kb, const char *tenant);
+int objlog_stats_global_key(keybuf *kb, int32_t partition);
+/* The partition a `stats` row belongs to, from its key alone ('b' rows
+ * through rm: the owner of their bucket's route keys); -1 if key is not a
+ * well-formed stats row of the current format. Selects one partition's
+ * rows, e.g. for a checkpoint of that partition. */
+int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n);
+
+/* ---- store format (storefmt.c) ---- */
+#define OBJLOG_STORE_FORMAT 2
+/* The format the store is in: OBJLOG_STORE_FORMAT, or 1 (a store made
+ * before the stats rows were kept per partition) until it is upgraded. */
+int objlog_store_format(objlog_store *s);
+/* Upgrades a format-1 store in place, in one WriteBatch: its 't' and 'g'
+ * rows are recomputed per partition from the 'b' rows (exact: a tenant's
+ * and the global counters are the sums of their buckets' rows), checked
+ * against the old sums, and meta "format" is set. rm: the range map the
+ * store was applied with. 1 upgraded, 0 already current, -1 (errstr: an
+ * old store whose rows disagree is refused with how to rebuild it). */
+int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr,
+                         size_t errstr_size);
 
 /* ---- materializer ---- */
 typedef struct objlog_materializer objlog_materializer;

@@ -1,9 +1,10 @@
 /* statrows.h: the `stats` rows (usage counters) one apply batch has
  * touched, decoded and kept in memory until the batch is written.
  *
- * Every event of a batch adds its delta to three rows (its bucket's, its
- * tenant's, the global one); staging each change into the WriteBatch
- * would read, decode, encode and write the same few rows once per event.
+ * Every event of a batch adds its delta to three rows (its bucket's, and
+ * its partition's rows of its tenant and of the global sums); staging
+ * each change into the WriteBatch would read, decode, encode and write
+ * the same few rows once per event.
  * apply.c loads a row on first touch, changes it here, and stages every
  * dirty row once, just before the batch is written (apply_batch_wb).
  *

@@ -126,6 +126,10 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
         objlog_store_close(s);
         return NULL;
     }
+    if (storefmt_open(s, errstr, errstr_size) < 0) {
+        objlog_store_close(s);
+        return NULL;
+    }
     return s;
 }
 

@@ -32,8 +32,9 @@
  *   put   outcomes 'r' request_id  record_request (be32 p, be64 offset)
  *   read  meta     "olow" p        trim_outcomes > olow_get (nothing due)
  * = 5 reads and 5 puts per event; and per batch, for each `stats` row the
- * batch changed (each bucket's, the tenant's, the global row) 1 read at
- * its first touch (stats_commit > stats_row) and 1 put (stats_stage), and
+ * batch changed (each bucket's, its partition's tenant and global rows)
+ * 1 read at its first touch (stats_commit > stats_row) and 1 put
+ * (stats_stage), and
  * 1 put of meta "applied" per partition in the batch (apply_set_applied).
  * Since materializer/rowcache.c, apply reads the bucket and "olow" rows
  * through RocksDB only at their first touch in a batch; this pattern
@@ -226,7 +227,8 @@ static int rocks_open(rocks *r, char *err, size_t es) {
     r->db = objlog_store_db(r->store);
     r->wo = rocksdb_writeoptions_create(); /* sync=false, WAL on: the materializer's */
     r->ro = rocksdb_readoptions_create();
-    r->nstat = nb + 2;
+    /* each bucket's row, then per partition the tenant's and the global */
+    r->nstat = nb + 2 * np;
     r->bpart = calloc((size_t)nb, sizeof(*r->bpart));
     r->stat = calloc((size_t)r->nstat, sizeof(*r->stat));
     r->olow = calloc((size_t)np, sizeof(*r->olow));
@@ -249,15 +251,20 @@ static int rocks_open(rocks *r, char *err, size_t es) {
                objlog_stats_bucket_key(&r->stat[j].key, b, strlen(b)) < 0;
         r->offset[l->part[j]]++; /* its CreateBucket comes first in the log */
     }
-    keybuf_init(&r->stat[nb].key);
-    keybuf_init(&r->stat[nb + 1].key);
-    bad |= objlog_stats_tenant_key(&r->stat[nb].key, "") < 0 ||
-           objlog_stats_global_key(&r->stat[nb + 1].key) < 0;
-    for (int i = 0; i < r->nstat; i++) {
-        objlog__usage_stats__init(&r->stat[i].u);
-        r->stat[i].u.buckets = i < nb ? 0 : (uint64_t)nb;
-        rocks_stat_pack(&r->stat[i]);
+    for (int p = 0; p < np; p++) {
+        keybuf_init(&r->stat[nb + p].key);
+        keybuf_init(&r->stat[nb + np + p].key);
+        bad |= objlog_stats_tenant_key(&r->stat[nb + p].key, "", p) < 0 ||
+               objlog_stats_global_key(&r->stat[nb + np + p].key, p) < 0;
     }
+    for (int i = 0; i < r->nstat; i++)
+        objlog__usage_stats__init(&r->stat[i].u);
+    for (int j = 0; j < nb; j++) {
+        r->stat[nb + l->part[j]].u.buckets++;
+        r->stat[nb + np + l->part[j]].u.buckets++;
+    }
+    for (int i = 0; i < r->nstat; i++)
+        rocks_stat_pack(&r->stat[i]);
     for (int p = 0; p < np; p++) {
         r->olow_n = meta_key(r->olow[p], "olow", p);
         r->applied_n = meta_key(r->applied[p], "applied", p);
@@ -389,9 +396,12 @@ static int rocks_encode(rocks *r, long first, int n, char *err, size_t es) {
         if (rocks_pack(&vr.base, e->rec, &e->rec_n, err, es) < 0 ||
             rocks_pack(&o.base, e->out, &e->out_n, err, es) < 0)
             return -1;
-        /* the bucket's row, then (first event of the batch) the tenant's
-         * and the global row: stats_commit's order */
-        rocks_stat *touch[3] = {&r->stat[e->bucket], &r->stat[nb], &r->stat[nb + 1]};
+        /* the bucket's row, then (first event of the partition in the
+         * batch) its partition's tenant and global rows: stats_commit's
+         * order */
+        int np = r->l->nparts, p = r->l->part[e->bucket];
+        rocks_stat *touch[3] = {&r->stat[e->bucket], &r->stat[nb + p],
+                                &r->stat[nb + np + p]};
         e->first_touch = 0;
         for (int t = 0; t < 3; t++) {
             if (!touch[t]->touched)
@@ -474,7 +484,9 @@ static int rocks_pattern_batch(rocks *r, rocksdb_writebatch_wi_t *wb, int n, cha
         rocks_put(r, wb, OBJLOG_CF_OBJECTS, e->route.data, e->route.len, e->rec, e->rec_n);
         rocks_put(r, wb, OBJLOG_CF_VERSIONS, e->route.data, e->route.len, e->header,
                   sizeof(e->header));
-        const rocks_stat *touch[3] = {&r->stat[e->bucket], &r->stat[nb], &r->stat[nb + 1]};
+        int np = r->l->nparts, p = r->l->part[e->bucket];
+        const rocks_stat *touch[3] = {&r->stat[e->bucket], &r->stat[nb + p],
+                                      &r->stat[nb + np + p]};
         for (int t = 0; t < 3 && rc == 0; t++)
             if (e->first_touch & (1 << t))
                 rc = rocks_get(r, wb, OBJLOG_CF_STATS, touch[t]->key.data, touch[t]->key.len,

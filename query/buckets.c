@@ -305,17 +305,6 @@ static void buckets_merged(http_ctx *c, const gather_reply *r, int n, void *arg)
     free(bm);
 }
 
-static void query_add(char **path, const char *name, const char *value) {
-    if (!*path || !value)
-        return;
-    char *esc = evhttp_uriencode(value, -1, 0), *np = NULL;
-    if (esc && asprintf(&np, "%s&%s=%s", *path, name, esc) < 0)
-        np = NULL;
-    free(esc);
-    free(*path);
-    *path = np;
-}
-
 /* 1 handled (asked the nodes, or answered 503), 0 this node applies every
  * partition. */
 static int cluster_buckets(http_ctx *c, int max, const bucket_query *q) {
@@ -335,11 +324,11 @@ static int cluster_buckets(http_ctx *c, int max, const bucket_query *q) {
                 len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", len ? "," : "", p);
         if (asprintf(&paths[i], "/v1/buckets?max_buckets=%d&partitions=%s", max, list) < 0)
             paths[i] = NULL;
-        query_add(&paths[i], "prefix", q->prefix);
-        query_add(&paths[i], "tenant", q->tenant);
-        query_add(&paths[i], "after_name", q->after);
-        query_add(&paths[i], "consistency", http_param_get(c, "consistency", NULL));
-        query_add(&paths[i], "timeout_ms", http_param_get(c, "timeout_ms", NULL));
+        cluster_query_add(&paths[i], "prefix", q->prefix);
+        cluster_query_add(&paths[i], "tenant", q->tenant);
+        cluster_query_add(&paths[i], "after_name", q->after);
+        cluster_query_add(&paths[i], "consistency", http_param_get(c, "consistency", NULL));
+        cluster_query_add(&paths[i], "timeout_ms", http_param_get(c, "timeout_ms", NULL));
         urls[i] = nodes[i];
         if (!paths[i])
             plan = -3;
@@ -365,26 +354,6 @@ static int cluster_buckets(http_ctx *c, int max, const bucket_query *q) {
     return plan != 0;
 }
 
-/* "partitions=0,3,6" of a node asked by another: only[p] set for each.
- * 0 (none given: only untouched), 1 given, -1 after replying 400. */
-static int buckets_only(http_ctx *c, int np, unsigned char *only) {
-    size_t n;
-    const char *v = http_param_get(c, "partitions", &n);
-    if (!v)
-        return 0;
-    char *end = NULL;
-    for (const char *s = v; *s; s = *end ? end + 1 : end) {
-        long p = strtol(s, &end, 10);
-        if (end == s || (*end && *end != ',') || p < 0 || p >= np || !http_hop(c)) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "partitions is for objlogd nodes: a list of 0..%d", np - 1);
-            return -1;
-        }
-        only[p] = 1;
-    }
-    return 1;
-}
-
 void read_buckets(http_ctx *c) {
     bucket_query q = {0};
     long long max;
@@ -397,7 +366,7 @@ void read_buckets(http_ctx *c) {
     int np = objlog_materializer_partitions(c->q->m);
     if (np > BUCKETS_MAX_PARTS)
         np = BUCKETS_MAX_PARTS;
-    int some = buckets_only(c, np, only);
+    int some = cluster_partitions_param(c, np, only);
     if (some < 0) {
         free(after);
         return;

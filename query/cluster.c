@@ -846,6 +846,37 @@ int cluster_plan(http_ctx *hc, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnod
     return others;
 }
 
+/* ---- a gathered read's request to each node ---- */
+
+void cluster_query_add(char **path, const char *name, const char *value) {
+    if (!*path || !value)
+        return;
+    char *esc = evhttp_uriencode(value, -1, 0), *np = NULL;
+    if (esc && asprintf(&np, "%s&%s=%s", *path, name, esc) < 0)
+        np = NULL;
+    free(esc);
+    free(*path);
+    *path = np;
+}
+
+int cluster_partitions_param(http_ctx *c, int np, unsigned char *only) {
+    size_t n;
+    const char *v = http_param_get(c, "partitions", &n);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    for (const char *s = v; *s; s = *end ? end + 1 : end) {
+        long p = strtol(s, &end, 10);
+        if (end == s || (*end && *end != ',') || p < 0 || p >= np || !http_hop(c)) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "partitions is for objlogd nodes: a list of 0..%d", np - 1);
+            return -1;
+        }
+        only[p] = 1;
+    }
+    return 1;
+}
+
 /* ---- a write's outcome from the node that applied it ---- */
 
 static int64_t cluster_left_ms(int64_t until) {

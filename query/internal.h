@@ -386,13 +386,12 @@ void read_versions(http_ctx *c, const char *bucket);
 void read_uploads(http_ctx *c, const char *bucket);
 void read_parts(http_ctx *c, const char *bucket, const char *upload_id);
 void read_write_status(http_ctx *c, const char *token);
-/* Usage (issue 6): GET /v1/buckets/{b}/stats, /v1/tenants/{t}/stats,
- * /v1/stats, /v1/stats/top. Fenced on every partition: any partition can
- * change a bucket's counters. */
-void read_bucket_stats(http_ctx *c, const char *bucket);
-void read_tenant_stats(http_ctx *c, const char *tenant);
-void read_global_stats(http_ctx *c);
-void read_top_stats(http_ctx *c);
+/* Replies for a view answer that is not VIEW_OK. */
+void read_reply_rc(http_ctx *c, view_rc rc, const char *bucket, const char *errstr);
+/* Fences the partitions, then opens the snapshot the answer comes from.
+ * NULL when it already replied, or parked the read (fence.c: its route
+ * runs again later). */
+view *read_fenced_view(http_ctx *c, const int32_t *parts, int n);
 /* GET /v1/buckets/{b}/usage: objects and bytes per common prefix one level
  * down, a bounded scan per page with a continuation token (usagetoken).
  * Fenced like LIST (the partitions of the prefix's range). */
@@ -408,6 +407,16 @@ void ckpt_serve(http_ctx *c, const char *rest);
 /* On worker w's thread as it stops: its exports end at their next chunk
  * and answer 503. */
 void ckpt_expire_worker(http_worker *w);
+
+/* ---- stats.c ---- */
+/* Usage (issue 6): GET /v1/buckets/{b}/stats (fenced on its bucket's
+ * partition), /v1/tenants/{t}/stats, /v1/stats, /v1/stats/top (the sums
+ * over every partition: fenced on all of them, or gathered from every
+ * node of a cluster). */
+void read_bucket_stats(http_ctx *c, const char *bucket);
+void read_tenant_stats(http_ctx *c, const char *tenant);
+void read_global_stats(http_ctx *c);
+void read_top_stats(http_ctx *c);
 
 /* ---- buckets.c ---- */
 /* GET /v1/buckets?max_buckets=&prefix=&tenant=&continuation_token=: the
@@ -515,6 +524,13 @@ void cluster_get(http_ctx *c);
  * applies them all, -1 after replying 503 (a partition with no reachable
  * node). */
 int cluster_plan(http_ctx *c, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnodes, int *owner);
+/* Appends "&name=" urlencoded value to *path (freed and NULL when out of
+ * memory; nothing when value is NULL). */
+void cluster_query_add(char **path, const char *name, const char *value);
+/* "partitions=0,3,6" of a node asked by another (gathered reads): only[p]
+ * set for each p < np. 0 none given (only untouched), 1 given, -1 after
+ * replying 400 (malformed, or not sent by a node: no X-Objlog-Hop). */
+int cluster_partitions_param(http_ctx *c, int np, unsigned char *only);
 /* 1 when c was forwarded by another node (X-Objlog-Hop). */
 int http_hop(http_ctx *c);
 /* Blocking (gateway waiters): the outcome of the write at p.off from the

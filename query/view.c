@@ -1092,16 +1092,106 @@ view_rc view_bucket_usage(view *v, const char *bucket, view_usage *out,
     return rc == 1 ? VIEW_OK : VIEW_NO_SUCH_BUCKET;
 }
 
-view_rc view_tenant_usage(view *v, const char *tenant, view_usage *out,
-                          char *errstr, size_t es) {
-    keybuf k;
-    keybuf_init(&k);
-    int rc = objlog_stats_tenant_key(&k, tenant);
+static void usage_add(view_usage *to, const view_usage *u) {
+    to->objects += u->objects;
+    to->bytes += u->bytes;
+    to->versions += u->versions;
+    to->version_bytes += u->version_bytes;
+    to->noncurrent_versions += u->noncurrent_versions;
+    to->noncurrent_bytes += u->noncurrent_bytes;
+    to->delete_markers += u->delete_markers;
+    to->uploads += u->uploads;
+    to->upload_part_bytes += u->upload_part_bytes;
+    to->buckets += u->buckets;
+}
+
+/* 1 if the stats row k (a 't' or 'g' row: its partition is in its key)
+ * belongs to a partition of ps. */
+static int partset_has_row(const view_partset *ps, const uint8_t *k, size_t kn) {
+    int p = objlog_stats_row_partition(ps->rm, k, kn);
+    return p >= 0 && p < ps->n && ps->in[p];
+}
+
+/* The stats rows in [lo, hi): one pass, the sum of those of ps into *out.
+ * tenants: if non-NULL, counts (and names, when *names) the distinct
+ * tenants of the 't' rows summed. 0 or -1 (errstr). */
+typedef struct tenant_tally {
+    uint64_t count;
+    keybuf last;                 /* 't' enc(name) of the last one counted */
+    char **names;                /* NULL: not wanted */
+    size_t max;
+    int too_many;
+} tenant_tally;
+
+static int tally_tenant(tenant_tally *t, const uint8_t *k, size_t kn) {
+    size_t plen = kn - 4;        /* the row minus its be32(p) */
+    if (t->last.len == plen && memcmp(t->last.data, k, plen) == 0)
+        return 0;
+    keybuf_reset(&t->last);
+    if (keybuf_append(&t->last, k, plen) < 0)
+        return -1;
+    if (t->names && t->count >= t->max) {
+        t->too_many = 1;
+        return 0;
+    }
+    t->count++;
+    if (!t->names)
+        return 0;
+    keybuf name;
+    size_t used;
+    keybuf_init(&name);
+    int rc = keycodec_decode_enc(k + 1, plen - 1, &name, &used) < 0 ||
+                     keybuf_append(&name, "", 1) < 0 ? -1 : 0;
+    if (rc == 0 && !(t->names[t->count - 1] = strdup((const char *)name.data)))
+        rc = -1;
+    keybuf_free(&name);
+    return rc;
+}
+
+static int usage_sum_range(view *v, const view_partset *ps, const keybuf *lo,
+                           const keybuf *hi, view_usage *out, tenant_tally *tenants,
+                           char *errstr, size_t es) {
+    view_iter vi;
+    int rc = 0;
+    view_iter_open(v, OBJLOG_CF_STATS, hi, &vi);
+    for (view_iter_seek(&vi, lo); rc == 0 && rocksdb_iter_valid(vi.it);
+         rocksdb_iter_next(vi.it)) {
+        size_t kn, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(vi.it, &kn);
+        if (!partset_has_row(ps, k, kn))
+            continue;
+        view_usage u;
+        const char *val = rocksdb_iter_value(vi.it, &vn);
+        rc = usage_decode(val, vn, &u, errstr, es);
+        if (rc == 0)
+            usage_add(out, &u);
+        if (rc == 0 && tenants && tally_tenant(tenants, k, kn) < 0) {
+            snprintf(errstr, es, "out of memory");
+            rc = -1;
+        }
+    }
+    if (view_iter_close(&vi, rc < 0 ? NULL : errstr, rc < 0 ? 0 : es) < 0)
+        rc = -1;
+    return rc;
+}
+
+view_rc view_tenant_usage(view *v, const char *tenant, const view_partset *ps,
+                          view_usage *out, char *errstr, size_t es) {
+    keybuf lo, hi;
+    static const uint8_t past[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
+    memset(out, 0, sizeof(*out));
+    keybuf_init(&lo);
+    keybuf_init(&hi);
+    /* Its rows are 't' enc(tenant) be32(p): all below prefix ‖ FF x 5. */
+    int rc = objlog_stats_tenant_prefix(&lo, tenant) < 0 ||
+                     keybuf_append(&hi, lo.data, lo.len) < 0 ||
+                     keybuf_append(&hi, past, sizeof(past)) < 0 ? -1 : 0;
     if (rc < 0)
         snprintf(errstr, es, "out of memory");
     else
-        rc = usage_get(v, &k, out, errstr, es);
-    keybuf_free(&k);
+        rc = usage_sum_range(v, ps, &lo, &hi, out, NULL, errstr, es);
+    keybuf_free(&lo);
+    keybuf_free(&hi);
     return rc < 0 ? VIEW_ERROR : VIEW_OK;
 }
 
@@ -1113,34 +1203,50 @@ static int tag_range(char tag, keybuf *lo, keybuf *hi) {
     return keybuf_append(lo, &a, 1) < 0 || keybuf_append(hi, &b, 1) < 0 ? -1 : 0;
 }
 
-view_rc view_global_usage(view *v, view_usage *out, uint64_t *tenants,
+void view_names_free(char **names, size_t n) {
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+view_rc view_global_usage(view *v, const view_partset *ps, view_usage *out,
+                          uint64_t *tenants, char ***names, size_t max_names,
                           char *errstr, size_t es) {
-    keybuf k, lo, hi;
-    keybuf_init(&k);
-    int rc = objlog_stats_global_key(&k);
-    if (rc < 0)
-        snprintf(errstr, es, "out of memory");
-    else
-        rc = usage_get(v, &k, out, errstr, es);
-    keybuf_free(&k);
-    if (rc < 0)
-        return VIEW_ERROR;
-    /* One row per tenant that has a bucket: few, compared with keys. */
+    keybuf glo, ghi, tlo, thi;
+    view_usage tsum;
+    tenant_tally t = {.max = max_names};
+    memset(out, 0, sizeof(*out));
+    memset(&tsum, 0, sizeof(tsum));
     *tenants = 0;
-    if (tag_range('t', &lo, &hi) < 0) {
-        keybuf_free(&lo);
-        keybuf_free(&hi);
-        snprintf(errstr, es, "out of memory");
-        return VIEW_ERROR;
+    keybuf_init(&t.last);
+    if (names) {
+        *names = NULL;
+        t.names = calloc(max_names ? max_names : 1, sizeof(*t.names));
     }
-    view_iter vi;
-    view_iter_open(v, OBJLOG_CF_STATS, &hi, &vi);
-    for (view_iter_seek(&vi, &lo); rocksdb_iter_valid(vi.it); rocksdb_iter_next(vi.it))
-        (*tenants)++;
-    rc = view_iter_close(&vi, errstr, es);
-    keybuf_free(&lo);
-    keybuf_free(&hi);
-    return rc < 0 ? VIEW_ERROR : VIEW_OK;
+    int rc = (names && !t.names) || tag_range('g', &glo, &ghi) < 0 ||
+                     tag_range('t', &tlo, &thi) < 0 ? -1 : 0;
+    if (rc < 0)
+        snprintf(errstr, es, "out of memory");
+    /* One 'g' row per partition, one 't' row per tenant and partition
+     * where it has a bucket: few, next to keys. The tenant rows are summed
+     * only for their count (their sums are the 'g' rows'). */
+    if (rc == 0)
+        rc = usage_sum_range(v, ps, &glo, &ghi, out, NULL, errstr, es);
+    if (rc == 0)
+        rc = usage_sum_range(v, ps, &tlo, &thi, &tsum, &t, errstr, es);
+    keybuf_free(&glo);
+    keybuf_free(&ghi);
+    keybuf_free(&tlo);
+    keybuf_free(&thi);
+    keybuf_free(&t.last);
+    if (rc < 0 || t.too_many) {
+        view_names_free(t.names, (size_t)t.count);
+        return rc < 0 ? VIEW_ERROR : VIEW_TOO_MANY;
+    }
+    *tenants = t.count;
+    if (names)
+        *names = t.names;
+    return VIEW_OK;
 }
 
 static uint64_t top_metric(const view_usage *u, view_top_by by) {
@@ -1208,8 +1314,8 @@ static int top_tenants(view *v, view_top *t, char *errstr, size_t es) {
     return 0;
 }
 
-view_rc view_top_buckets(view *v, view_top_by by, size_t limit, view_top *out,
-                         char *errstr, size_t es) {
+view_rc view_top_buckets(view *v, const view_partset *ps, view_top_by by, size_t limit,
+                         view_top *out, char *errstr, size_t es) {
     keybuf lo, hi;
     memset(out, 0, sizeof(*out));
     if (limit == 0)
@@ -1228,6 +1334,8 @@ view_rc view_top_buckets(view *v, view_top_by by, size_t limit, view_top *out,
          rocksdb_iter_next(vi.it)) {
         size_t kn, vn;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(vi.it, &kn);
+        if (!partset_has_row(ps, k, kn))
+            continue;
         const char *val = rocksdb_iter_value(vi.it, &vn);
         view_top_entry e;
         memset(&e, 0, sizeof(e));

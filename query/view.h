@@ -45,7 +45,8 @@ typedef enum view_rc {
     VIEW_NO_SUCH_KEY,            /* no live latest version, no marker either */
     VIEW_NO_SUCH_VERSION,        /* version id unknown for this key */
     VIEW_NO_SUCH_UPLOAD,
-    VIEW_INVALID_ARGUMENT        /* malformed version id, marker without key */
+    VIEW_INVALID_ARGUMENT,       /* malformed version id, marker without key */
+    VIEW_TOO_MANY                /* more results than the caller's bound */
 } view_rc;
 
 typedef struct view view;
@@ -252,15 +253,34 @@ typedef struct view_usage {
         noncurrent_bytes, delete_markers, uploads, upload_part_bytes, buckets;
 } view_usage;
 
-/* One bucket: VIEW_OK, VIEW_NO_SUCH_BUCKET or VIEW_ERROR. */
+/* The partitions a tenant, global or top read sums: in[p] != 0 for each
+ * wanted p < n, rm the range map that places a bucket's row (top). A
+ * standalone objlogd passes all its partitions, a cluster node those it
+ * answers for: the stats rows are kept per partition, so the sums of
+ * disjoint sets add up to the sum of their union. */
+typedef struct view_partset {
+    const unsigned char *in;
+    int n;
+    const rangemap *rm;
+} view_partset;
+
+/* One bucket: VIEW_OK, VIEW_NO_SUCH_BUCKET or VIEW_ERROR. Its one row is
+ * its partition's; callers fence that partition. */
 view_rc view_bucket_usage(view *v, const char *bucket, view_usage *out,
                           char *errstr, size_t errstr_size);
-/* One tenant (all zero when it has no bucket): VIEW_OK or VIEW_ERROR. */
-view_rc view_tenant_usage(view *v, const char *tenant, view_usage *out,
+/* One tenant over the partitions of ps (all zero when it has no bucket
+ * there): VIEW_OK or VIEW_ERROR. */
+view_rc view_tenant_usage(view *v, const char *tenant, const view_partset *ps,
+                          view_usage *out, char *errstr, size_t errstr_size);
+/* Everything in the partitions of ps; *tenants = distinct tenants that
+ * have at least one bucket there. With names non-NULL, also those tenants'
+ * names, sorted (*names and each name owned by the caller:
+ * view_names_free), but at most max_names: VIEW_TOO_MANY when there are
+ * more (nothing returned). */
+view_rc view_global_usage(view *v, const view_partset *ps, view_usage *out,
+                          uint64_t *tenants, char ***names, size_t max_names,
                           char *errstr, size_t errstr_size);
-/* Everything; *tenants = tenants that have at least one bucket. */
-view_rc view_global_usage(view *v, view_usage *out, uint64_t *tenants,
-                          char *errstr, size_t errstr_size);
+void view_names_free(char **names, size_t n);
 
 typedef enum view_top_by {
     VIEW_TOP_BYTES = 0,
@@ -279,12 +299,12 @@ typedef struct view_top {
     size_t n;
 } view_top;
 
-/* The limit largest buckets by the counter `by` (ties: bucket name
- * ascending), largest first. One pass over the buckets' stats rows (one
- * row per bucket), then a point read per listed bucket for its tenant.
- * VIEW_OK or VIEW_ERROR. */
-view_rc view_top_buckets(view *v, view_top_by by, size_t limit, view_top *out,
-                         char *errstr, size_t errstr_size);
+/* The limit largest buckets of the partitions of ps by the counter `by`
+ * (ties: bucket name ascending), largest first. One pass over the
+ * buckets' stats rows (one row per bucket), then a point read per listed
+ * bucket for its tenant. VIEW_OK or VIEW_ERROR. */
+view_rc view_top_buckets(view *v, const view_partset *ps, view_top_by by, size_t limit,
+                         view_top *out, char *errstr, size_t errstr_size);
 void view_top_free(view_top *t);
 
 /* ----------------------------------------------------------- prefix usage */

@@ -9,7 +9,7 @@ objlog_add_test(test_janitor SOURCES test_janitor.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 60)
 target_include_directories(test_janitor PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_stats SOURCES test_stats.c stats_recount.c
-  LIBS objlog_materializer objlog_testkit TIMEOUT 120)
+  LIBS objlog_query objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_stats PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_checkpoint SOURCES test_checkpoint.c partdump.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)

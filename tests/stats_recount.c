@@ -20,17 +20,22 @@ typedef struct rc_bucket {
     stats_usage u;
 } rc_bucket;
 
+/* One tenant's row of one partition ('t' enc(name) be32(p)). */
 typedef struct rc_tenant {
     char *name;
+    int32_t p;
     stats_usage u;
 } rc_tenant;
 
 typedef struct recount {
+    const rangemap *rm;
     rc_bucket *b;
     size_t nb;
-    rc_tenant *t;
+    rc_tenant *t;                /* one per (tenant, partition) */
     size_t nt;
-    stats_usage g;
+    stats_usage *gp;             /* per partition: 'g' be32(p) */
+    int32_t ngp;
+    stats_usage g;               /* everything */
     char *err;
     size_t err_size;
     int failed;        /* errstr holds the first error */
@@ -78,9 +83,9 @@ static rc_bucket *rc_bucket_get(recount *rc, const void *name, size_t n) {
     return e;
 }
 
-static rc_tenant *rc_tenant_get(recount *rc, const char *name) {
+static rc_tenant *rc_tenant_get(recount *rc, const char *name, int32_t p) {
     for (size_t i = 0; i < rc->nt; i++)
-        if (strcmp(rc->t[i].name, name) == 0)
+        if (strcmp(rc->t[i].name, name) == 0 && rc->t[i].p == p)
             return &rc->t[i];
     rc_tenant *nt = realloc(rc->t, (rc->nt + 1) * sizeof(*nt));
     if (!nt)
@@ -91,8 +96,33 @@ static rc_tenant *rc_tenant_get(recount *rc, const char *name) {
     e->name = rc_strndup(name, strlen(name));
     if (!e->name)
         return NULL;
+    e->p = p;
     rc->nt++;
     return e;
+}
+
+/* Partition p's global sums, grown as needed. NULL out of memory. */
+static stats_usage *rc_global_get(recount *rc, int32_t p) {
+    if (p >= rc->ngp) {
+        stats_usage *n = realloc(rc->gp, (size_t)(p + 1) * sizeof(*n));
+        if (!n)
+            return NULL;
+        memset(n + rc->ngp, 0, (size_t)(p + 1 - rc->ngp) * sizeof(*n));
+        rc->gp = n;
+        rc->ngp = p + 1;
+    }
+    return &rc->gp[p];
+}
+
+/* The partition of bucket name: its route key with the empty key, which
+ * every bucket event routes by and every key of the bucket shares. */
+static int32_t rc_bucket_partition(const recount *rc, const char *name) {
+    keybuf k;
+    keybuf_init(&k);
+    int32_t p = keycodec_route_key(&k, name, strlen(name), (const uint8_t *)"", 0) < 0
+                    ? -1 : rangemap_partition(rc->rm, k.data, k.len);
+    keybuf_free(&k);
+    return p;
 }
 
 static void rc_free(recount *rc) {
@@ -104,6 +134,7 @@ static void rc_free(recount *rc) {
         free(rc->t[i].name);
     free(rc->b);
     free(rc->t);
+    free(rc->gp);
 }
 
 /* The bucket a route key (prefix of row) belongs to; NULL on error. */
@@ -213,7 +244,8 @@ static void row_upload(recount *rc, const uint8_t *k, size_t kn, const uint8_t *
     objlog__part_record__free_unpacked(p, NULL);
 }
 
-/* Derived fields, and the sums into tenants and the global row. */
+/* Derived fields, and the sums into the bucket's partition's tenant and
+ * global rows. */
 static void rc_sum(recount *rc) {
     for (size_t i = 0; i < rc->nb && !rc->failed; i++) {
         rc_bucket *e = &rc->b[i];
@@ -224,14 +256,17 @@ static void rc_sum(recount *rc) {
             rc_fail(rc, "rows of bucket %s remain without its bucket record", e->name);
             return;
         }
-        rc_tenant *t = rc_tenant_get(rc, e->tenant);
-        if (!t) {
+        int32_t p = rc_bucket_partition(rc, e->name);
+        rc_tenant *t = p < 0 ? NULL : rc_tenant_get(rc, e->tenant, p);
+        stats_usage *gp = p < 0 ? NULL : rc_global_get(rc, p);
+        if (!t || !gp) {
             rc_fail(rc, "out of memory");
             return;
         }
         u->f[STATS_BUCKETS] = 1;
         for (int f = 0; f < STATS_NFIELDS; f++) {
             t->u.f[f] += u->f[f];
+            gp->f[f] += u->f[f];
             rc->g.f[f] += u->f[f];
         }
         u->f[STATS_BUCKETS] = 0; /* a bucket's own row never counts buckets */
@@ -306,6 +341,32 @@ static size_t rc_count_rows(objlog_store *s, objlog_cf cf) {
     return n;
 }
 
+/* 1 if name already has a row among rc->t[0..i) (tenants are counted
+ * once, whatever their partitions). */
+static int rc_tenant_seen(const recount *rc, size_t i) {
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(rc->t[j].name, rc->t[i].name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Every row of the stats CF names its partition in its key. */
+static void rc_check_partitions(recount *rc, objlog_store *s) {
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it =
+        rocksdb_create_iterator_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_STATS));
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !rc->failed;
+         rocksdb_iter_next(it)) {
+        size_t kn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        if (objlog_stats_row_partition(rc->rm, k, kn) < 0)
+            rc_fail(rc, "a stats row (first byte '%c', %zu bytes) names no partition",
+                    kn ? k[0] : '?', kn);
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+}
+
 /* Every recounted row against the store; counts the rows found. */
 static void rc_compare_all(recount *rc, objlog_store *s, stats_recount_summary *sum) {
     keybuf k;
@@ -319,51 +380,120 @@ static void rc_compare_all(recount *rc, objlog_store *s, stats_recount_summary *
             sum->buckets++;
     }
     for (size_t i = 0; i < rc->nt && !rc->failed; i++) {
-        snprintf(what, sizeof(what), "tenant \"%s\"", rc->t[i].name);
-        if (objlog_stats_tenant_key(&k, rc->t[i].name) < 0)
+        snprintf(what, sizeof(what), "tenant \"%s\" partition %d", rc->t[i].name,
+                 (int)rc->t[i].p);
+        if (objlog_stats_tenant_key(&k, rc->t[i].name, rc->t[i].p) < 0)
             rc_fail(rc, "%s: out of memory", what);
         else if (rc_compare(rc, s, &k, what, 1, &rc->t[i].u) == 1)
-            sum->tenants++;
+            sum->tenant_rows++;
+        sum->tenants += !rc_tenant_seen(rc, i);
     }
-    /* 'g' exists once any bucket was created, even after the last is
-     * gone; when absent it must still equal the (zero) recount. */
-    stats_usage got;
-    char err[256];
-    int found = -1;
-    if (!rc->failed && objlog_stats_global_key(&k) < 0)
-        rc_fail(rc, "global: out of memory");
-    if (!rc->failed && (found = stats_recount_stored(s, &k, &got, err, sizeof(err))) < 0)
-        rc_fail(rc, "global: %s", err);
-    if (!rc->failed)
-        rc_compare(rc, s, &k, "global", found, &rc->g);
+    /* 'g' be32(p) exists exactly while partition p holds a bucket. */
+    for (int32_t p = 0; p < rc->ngp && !rc->failed; p++) {
+        int want = rc->gp[p].f[STATS_BUCKETS] > 0;
+        snprintf(what, sizeof(what), "global partition %d", (int)p);
+        if (objlog_stats_global_key(&k, p) < 0)
+            rc_fail(rc, "%s: out of memory", what);
+        else if (rc_compare(rc, s, &k, what, want, &rc->gp[p]) == 1)
+            sum->globals++;
+    }
     keybuf_free(&k);
     if (rc->failed)
         return;
-    sum->rows = sum->buckets + sum->tenants + (size_t)found;
+    rc_check_partitions(rc, s);
+    sum->rows = sum->buckets + sum->tenant_rows + sum->globals;
     size_t rows = rc_count_rows(s, OBJLOG_CF_STATS);
-    if (rows != sum->rows)
+    if (!rc->failed && rows != sum->rows)
         rc_fail(rc, "the stats CF holds %zu rows, the recount explains %zu", rows, sum->rows);
 }
 
-int stats_recount_check(objlog_store *s, stats_recount_summary *sum, char *errstr,
-                        size_t errstr_size) {
+/* The recount of s into rc (no comparison). */
+static void rc_run(recount *rc, objlog_store *s, const rangemap *rm, char *errstr,
+                   size_t errstr_size) {
+    memset(rc, 0, sizeof(*rc));
+    rc->rm = rm;
+    rc->err = errstr;
+    rc->err_size = errstr_size;
+    rc_scan(s, OBJLOG_CF_BUCKETS, rc, row_bucket);
+    rc_scan(s, OBJLOG_CF_OBJECTS, rc, row_object);
+    rc_scan(s, OBJLOG_CF_VERSIONS, rc, row_version);
+    rc_scan(s, OBJLOG_CF_UPLOADS, rc, row_upload);
+    if (!rc->failed)
+        rc_sum(rc);
+}
+
+int stats_recount_check(objlog_store *s, const rangemap *rm, stats_recount_summary *sum,
+                        char *errstr, size_t errstr_size) {
     recount rc;
     stats_recount_summary local;
     if (!sum)
         sum = &local;
     memset(sum, 0, sizeof(*sum));
-    memset(&rc, 0, sizeof(rc));
-    rc.err = errstr;
-    rc.err_size = errstr_size;
-    rc_scan(s, OBJLOG_CF_BUCKETS, &rc, row_bucket);
-    rc_scan(s, OBJLOG_CF_OBJECTS, &rc, row_object);
-    rc_scan(s, OBJLOG_CF_VERSIONS, &rc, row_version);
-    rc_scan(s, OBJLOG_CF_UPLOADS, &rc, row_upload);
-    if (!rc.failed)
-        rc_sum(&rc);
+    rc_run(&rc, s, rm, errstr, errstr_size);
     if (!rc.failed)
         rc_compare_all(&rc, s, sum);
     sum->global = rc.g;
+    rc_free(&rc);
+    return rc.failed ? -1 : 0;
+}
+
+/* ---- a format-1 store, for the upgrade test ---- */
+
+static void rc_put_usage(rocksdb_writebatch_t *wb, objlog_store *s, const void *k, size_t kn,
+                         const stats_usage *u) {
+    Objlog__UsageStats m = OBJLOG__USAGE_STATS__INIT;
+    uint64_t *f[STATS_NFIELDS] = {&m.objects, &m.bytes, &m.versions, &m.version_bytes,
+                                  &m.noncurrent_versions, &m.noncurrent_bytes,
+                                  &m.delete_markers, &m.uploads, &m.upload_part_bytes,
+                                  &m.buckets};
+    for (int i = 0; i < STATS_NFIELDS; i++)
+        *f[i] = u->f[i];
+    uint8_t buf[STATS_NFIELDS * 11];
+    rocksdb_writebatch_put_cf(wb, objlog_store_cf(s, OBJLOG_CF_STATS), k, kn, (char *)buf,
+                              objlog__usage_stats__pack(&m, buf));
+}
+
+int stats_recount_write_format1(objlog_store *s, const rangemap *rm, char *errstr,
+                                size_t errstr_size) {
+    recount rc;
+    rc_run(&rc, s, rm, errstr, errstr_size);
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_STATS);
+    /* every tenant and global row goes ('t' and 'g' ranges) */
+    rocksdb_writebatch_delete_range_cf(wb, cf, "g", 1, "h", 1);
+    rocksdb_writebatch_delete_range_cf(wb, cf, "t", 1, "u", 1);
+    keybuf k;
+    keybuf_init(&k);
+    for (size_t i = 0; i < rc.nt && !rc.failed; i++) {
+        if (rc_tenant_seen(&rc, i))
+            continue;
+        stats_usage t = {{0}};
+        for (size_t j = i; j < rc.nt; j++)
+            if (strcmp(rc.t[j].name, rc.t[i].name) == 0)
+                for (int f = 0; f < STATS_NFIELDS; f++)
+                    t.f[f] += rc.t[j].u.f[f];
+        /* format 1's tenant key: 't' enc(tenant), no partition */
+        if (objlog_stats_tenant_prefix(&k, rc.t[i].name) < 0)
+            rc_fail(&rc, "out of memory");
+        else
+            rc_put_usage(wb, s, k.data, k.len, &t);
+    }
+    keybuf_free(&k);
+    /* format 1 kept its one 'g' row once any bucket was made */
+    if (!rc.failed && rc.nb > 0)
+        rc_put_usage(wb, s, "g", 1, &rc.g);
+    rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), "format", 6);
+    char *err = NULL;
+    if (!rc.failed) {
+        rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+        rocksdb_write(objlog_store_db(s), wo, wb, &err);
+        rocksdb_writeoptions_destroy(wo);
+    }
+    if (err) {
+        rc_fail(&rc, "write: %s", err);
+        free(err);
+    }
+    rocksdb_writebatch_destroy(wb);
     rc_free(&rc);
     return rc.failed ? -1 : 0;
 }

@@ -12,7 +12,9 @@
  * its URL in Location and X-Objlog-Node); after SIGKILL of the node that
  * applies a busy partition, its keys are read again with strong
  * consistency through the survivors with the values acknowledged before
- * the kill, and writes to it succeed again. It prints the failover time. */
+ * the kill, and writes to it succeed again. It prints the failover time.
+ * Last, the usage stats gathered across the nodes (test_cluster_stats):
+ * every node answers the global, tenant, bucket and top stats exactly. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -663,11 +665,291 @@ static void test_failover(void **state) {
                   (long long)write_ms);
 }
 
+/* ---- usage stats gathered across the nodes ---- */
+
+#define ST_BUCKETS 7
+#define ST_FIELDS 10
+
+static const char *const st_fields[ST_FIELDS] = {
+    "objects", "bytes", "versions", "version_bytes", "noncurrent_versions", "noncurrent_bytes",
+    "delete_markers", "uploads", "upload_part_bytes", "buckets"};
+
+/* Names picked by their hash so that, with PARTS 4, st-acme has a bucket
+ * on every partition (so on every node that applies one) and st-beta on
+ * two: a tenant's rows sit on several nodes. */
+static const struct {
+    const char *name, *tenant;
+    int versioned;
+} st_defs[ST_BUCKETS] = {
+    {"st-echo", "st-acme", 0},  {"st-foxtrot", "st-acme", 0}, {"st-bravo", "st-acme", 0},
+    {"st-delta", "st-acme", 1}, {"st-blue", "st-beta", 0},    {"st-lima", "st-beta", 0},
+    {"st-alpha", "st-gamma", 0},
+};
+
+typedef struct st_usage {
+    long long f[ST_FIELDS];
+} st_usage;
+
+/* GET path through node via (not following redirects); the parsed body of
+ * a 200, failing otherwise. */
+static json_t *st_get(int via, const char *path) {
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.n[via].raw, "GET", path, NULL, NULL, &r), 0);
+    if (r.status != 200)
+        fail_msg("GET %s via node %d: HTTP %ld %s", path, via, r.status, r.body);
+    json_t *j = json_loads(r.body, 0, NULL);
+    assert_non_null(j);
+    return j;
+}
+
+static void st_read(json_t *j, st_usage *u) {
+    for (int f = 0; f < ST_FIELDS; f++)
+        u->f[f] = json_integer_value(json_object_get(j, st_fields[f]));
+}
+
+static void st_expect(json_t *j, const st_usage *want, const char *what, int via) {
+    for (int f = 0; f < ST_FIELDS; f++) {
+        json_t *v = json_object_get(j, st_fields[f]);
+        if (f == ST_FIELDS - 1 && !v)
+            continue; /* a bucket's stats carry no bucket count */
+        if (json_integer_value(v) != want->f[f])
+            fail_msg("%s via node %d: %s is %lld, want %lld", what, via, st_fields[f],
+                     (long long)json_integer_value(v), want->f[f]);
+    }
+}
+
+/* Writes through rotating nodes; the expected usage of each bucket. */
+static void st_write(st_usage *b) {
+    for (int i = 0; i < ST_BUCKETS; i++) {
+        char path[96], body[128];
+        snprintf(path, sizeof(path), "/v1/buckets/%s", st_defs[i].name);
+        snprintf(body, sizeof(body), "{\"tenant\":\"%s\"%s}", st_defs[i].tenant,
+                 st_defs[i].versioned ? ",\"versioning\":\"Enabled\"" : "");
+        httpc_resp r;
+        int via = other_running(i % MAX_NODES);
+        assert_int_equal(httpc_do(g.n[via].raw, "PUT", path, body, NULL, &r), 0);
+        if (r.status != 200)
+            fail_msg("PUT %s via node %d: HTTP %ld %s", path, via, r.status, r.body);
+        memset(&b[i], 0, sizeof(b[i]));
+        for (int k = 0; k < i + 2; k++) {
+            char kp[128], kb[128];
+            long long size = 1000LL * (i + 1) + k;
+            snprintf(kp, sizeof(kp), "/v1/buckets/%s/objects/o%d", st_defs[i].name, k);
+            snprintf(kb, sizeof(kb), "{\"size\":%lld,\"etag\":\"%032d\"}", size, k);
+            via = other_running((i + k) % MAX_NODES);
+            assert_int_equal(httpc_do(g.n[via].raw, "PUT", kp, kb, NULL, &r), 0);
+            if (r.status != 200)
+                fail_msg("PUT %s via node %d: HTTP %ld %s", kp, via, r.status, r.body);
+            b[i].f[0]++, b[i].f[1] += size, b[i].f[2]++, b[i].f[3] += size;
+        }
+        if (!st_defs[i].versioned)
+            continue;
+        /* an overwrite: o0 (1000 * (i + 1) bytes) becomes noncurrent */
+        snprintf(path, sizeof(path), "/v1/buckets/%s/objects/o0", st_defs[i].name);
+        assert_int_equal(httpc_do(g.n[other_running(-1)].raw, "PUT", path,
+                                  "{\"size\":5,\"etag\":\"0123456789abcdef0123456789abcdef\"}",
+                                  NULL, &r), 0);
+        assert_int_equal(r.status, 200);
+        long long old = 1000LL * (i + 1);
+        b[i].f[1] += 5 - old, b[i].f[2]++, b[i].f[3] += 5, b[i].f[4]++, b[i].f[5] += old;
+    }
+}
+
+/* Every bucket, its tenant and its stats, read bucket by bucket (GET
+ * /v1/buckets, then each bucket's own stats): the recount the gathered
+ * sums must equal. */
+static void st_recount(int via, st_usage *total, long long *tenants, json_t *top) {
+    memset(total, 0, sizeof(*total));
+    char tnames[64][64];
+    int nt = 0;
+    json_t *list = st_get(via, "/v1/buckets?max_buckets=1000&consistency=strong");
+    assert_false(json_is_true(json_object_get(list, "is_truncated")));
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(list, "buckets"), i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *tenant = json_string_value(json_object_get(e, "tenant"));
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/buckets/%s/stats?consistency=strong", name);
+        json_t *bs = st_get(via, path);
+        st_usage u;
+        st_read(bs, &u);
+        for (int f = 0; f < ST_FIELDS - 1; f++)
+            total->f[f] += u.f[f];
+        total->f[ST_FIELDS - 1]++;
+        json_array_append_new(top, json_pack("{s:s, s:s, s:I, s:I, s:I}", "bucket", name,
+                                             "tenant", tenant, "objects", u.f[0], "bytes",
+                                             u.f[1], "versions", u.f[2]));
+        json_decref(bs);
+        int seen = 0;
+        for (int t = 0; t < nt; t++)
+            seen |= strcmp(tnames[t], tenant) == 0;
+        if (!seen && nt < 64)
+            snprintf(tnames[nt++], sizeof(tnames[0]), "%s", tenant);
+    }
+    json_decref(list);
+    *tenants = nt;
+}
+
+static int st_top_cmp(const void *a, const void *b) {
+    json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    json_int_t bx = json_integer_value(json_object_get(x, "bytes"));
+    json_int_t by = json_integer_value(json_object_get(y, "bytes"));
+    if (bx != by)
+        return bx > by ? -1 : 1;
+    return strcmp(json_string_value(json_object_get(x, "bucket")),
+                  json_string_value(json_object_get(y, "bucket")));
+}
+
+/* The recount's buckets as /v1/stats/top?by=bytes orders them. */
+static json_t *st_sorted(json_t *arr) {
+    size_t n = json_array_size(arr);
+    json_t **v = calloc(n ? n : 1, sizeof(*v));
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_array_get(arr, i);
+    qsort(v, n, sizeof(*v), st_top_cmp);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append(out, v[i]);
+    free(v);
+    return out;
+}
+
+/* A node's own parameter, misused: 400 with an S3-style code. */
+static void st_bad(int via, const char *path, int hop) {
+    char h[300];
+    snprintf(h, sizeof(h), "X-Objlog-Hop: %s", g.n[via].url);
+    const char *hdrs[] = {h, NULL};
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.n[via].raw, "GET", path, NULL, hop ? hdrs : NULL, &r), 0);
+    if (r.status != 400 || !strstr(r.body, "\"code\":\"InvalidArgument\"") ||
+        !strstr(r.body, "partitions is for objlogd nodes"))
+        fail_msg("GET %s%s via node %d: HTTP %ld %s, want 400 InvalidArgument", path,
+                 hop ? " (hop)" : "", via, r.status, r.body);
+}
+
+/* GET /v1/stats, /v1/tenants/{t}/stats and /v1/stats/top through every
+ * node are the sums of every node's partitions: exactly what was
+ * written, and equal to a recount made bucket by bucket. */
+static void test_cluster_stats(void **state) {
+    (void)state;
+    char owner[PARTS][128];
+    wait_settled(running(), owner, 30000);
+    int nodes_with_parts = 0;
+    for (int i = 0; i < MAX_NODES; i++) {
+        int has = 0;
+        for (int p = 0; g.n[i].p && p < PARTS; p++)
+            has |= strcmp(owner[p], g.n[i].url) == 0;
+        nodes_with_parts += has;
+    }
+    assert_true(nodes_with_parts >= 2); /* st-acme's rows span nodes */
+
+    int first = other_running(-1);
+    json_t *j = st_get(first, "/v1/stats?consistency=strong");
+    st_usage base;
+    st_read(j, &base);
+    long long base_tenants = json_integer_value(json_object_get(j, "tenants"));
+    json_decref(j);
+
+    st_usage b[ST_BUCKETS];
+    st_write(b);
+    static const char *const tenants[3] = {"st-acme", "st-beta", "st-gamma"};
+    st_usage want_t[3] = {{{0}}}, want_g = base;
+    for (int i = 0; i < ST_BUCKETS; i++) {
+        int t = strcmp(st_defs[i].tenant, "st-acme") == 0   ? 0
+                : strcmp(st_defs[i].tenant, "st-beta") == 0 ? 1 : 2;
+        for (int f = 0; f < ST_FIELDS - 1; f++) {
+            want_t[t].f[f] += b[i].f[f];
+            want_g.f[f] += b[i].f[f];
+        }
+        want_t[t].f[ST_FIELDS - 1]++;
+        want_g.f[ST_FIELDS - 1]++;
+    }
+    /* the figures the numbers below come from, for the record */
+    assert_int_equal(want_t[0].f[0], 2 + 3 + 4 + 5);
+    assert_int_equal(want_t[0].f[4], 1);
+
+    st_usage recount;
+    long long recount_tenants;
+    json_t *rtop = json_array();
+    st_recount(first, &recount, &recount_tenants, rtop);
+    json_t *want_top = st_sorted(rtop);
+    json_decref(rtop);
+    for (int f = 0; f < ST_FIELDS; f++)
+        assert_int_equal(recount.f[f], want_g.f[f]);
+    assert_int_equal(recount_tenants, base_tenants + 3);
+
+    char *top_body = NULL;
+    for (int via = 0; via < MAX_NODES; via++) {
+        if (!g.n[via].p)
+            continue;
+        j = st_get(via, "/v1/stats?consistency=strong");
+        st_expect(j, &want_g, "GET /v1/stats", via);
+        assert_int_equal(json_integer_value(json_object_get(j, "tenants")), recount_tenants);
+        assert_null(json_object_get(j, "tenant_names")); /* the nodes' detail stays inside */
+        json_decref(j);
+        for (int t = 0; t < 3; t++) {
+            char path[96];
+            snprintf(path, sizeof(path), "/v1/tenants/%s/stats", tenants[t]);
+            j = st_get(via, path);
+            st_expect(j, &want_t[t], path, via);
+            assert_string_equal(json_string_value(json_object_get(j, "tenant")), tenants[t]);
+            json_decref(j);
+        }
+        for (int i = 0; i < ST_BUCKETS; i++) {
+            char path[96];
+            snprintf(path, sizeof(path), "/v1/buckets/%s/stats", st_defs[i].name);
+            httpc_resp r;
+            assert_int_equal(httpc_do(g.n[via].h, "GET", path, NULL, NULL, &r), 0);
+            assert_int_equal(r.status, 200);
+            j = json_loads(r.body, 0, NULL);
+            st_expect(j, &b[i], path, via);
+            json_decref(j);
+        }
+        /* top: every bucket, ordered as the recount; and a short top is
+         * the head of the long one (the merge keeps the nodes' best) */
+        j = st_get(via, "/v1/stats/top?by=bytes&limit=100");
+        json_t *got = json_object_get(j, "buckets");
+        if (!json_equal(got, want_top)) {
+            char *gs = json_dumps(got, 0), *ws = json_dumps(want_top, 0);
+            fail_msg("top via node %d:\n got %s\nwant %s", via, gs, ws);
+        }
+        char *s = json_dumps(j, JSON_SORT_KEYS);
+        if (!top_body)
+            top_body = s;
+        else
+            assert_string_equal(s, top_body), free(s);
+        json_decref(j);
+        j = st_get(via, "/v1/stats/top?by=bytes&limit=3");
+        got = json_object_get(j, "buckets");
+        assert_int_equal(json_array_size(got), 3);
+        for (size_t i = 0; i < 3; i++)
+            assert_true(json_equal(json_array_get(got, i), json_array_get(want_top, i)));
+        assert_string_equal(json_string_value(json_array_get(got, 0) ? json_object_get(
+                                json_array_get(got, 0), "bucket") : NULL), "st-alpha");
+        json_decref(j);
+    }
+    free(top_body);
+    json_decref(want_top);
+
+    /* partitions= is for the nodes themselves */
+    st_bad(first, "/v1/stats?partitions=0", 0);
+    st_bad(first, "/v1/tenants/st-acme/stats?partitions=0,1", 0);
+    st_bad(first, "/v1/stats/top?partitions=3", 0);
+    st_bad(first, "/v1/stats?partitions=x", 1);
+    st_bad(first, "/v1/stats?partitions=0,9", 1);
+    st_bad(first, "/v1/tenants/st-acme/stats?partitions=1;2", 1);
+    print_message("cluster stats: %d nodes hold partitions; %lld buckets, %lld tenants\n",
+                  nodes_with_parts, recount.f[ST_FIELDS - 1], recount_tenants);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_nodes),
         cmocka_unit_test(test_join_and_leave),
         cmocka_unit_test(test_failover),
+        cmocka_unit_test(test_cluster_stats),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

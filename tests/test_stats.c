@@ -31,6 +31,7 @@
 #include "proc.h"
 #include "rangemap.h"
 #include "stats_recount.h"
+#include "view.h"
 
 #define N_EVENTS 6000
 #define N_BUCKETS 4
@@ -38,7 +39,11 @@
 #define MAX_UPLOADS 64
 #define MIB (1024ULL * 1024)
 
-static const char *const bucket_names[N_BUCKETS] = {"bk0", "bk1", "bk2", "bk3"};
+/* Names whose bucket hashes fall in partitions 0, 1, 2 and 3 of the
+ * default 4-partition map (checked in counters_equal_a_recount), so that
+ * rows of every partition exist and a tenant's buckets span several. */
+#define N_PARTS 4
+static const char *const bucket_names[N_BUCKETS] = {"echo", "delta", "bravo", "foxtrot"};
 static const char *const key_names[N_KEYS] = {"a", "a/b", "b", "c/d", "e", "\xc3\xa9"};
 static const char *const tenant_names[2] = {"t1", "t2"};
 
@@ -59,7 +64,7 @@ typedef struct world {
     objlog_store *store;
     rangemap *rm;
     apply_batch *batch;
-    int64_t offset;
+    int64_t offset[N_PARTS];     /* next offset of each partition */
     int in_batch;
     uint64_t rng;
     upload ups[MAX_UPLOADS];
@@ -80,7 +85,9 @@ static uint64_t rnd(world *w) {
 static void flush(world *w) {
     if (w->in_batch == 0)
         return;
-    apply_set_applied(w->batch, 0, w->offset);
+    for (int p = 0; p < N_PARTS; p++)
+        if (w->offset[p] > 0)
+            apply_set_applied(w->batch, p, w->offset[p]);
     char *err = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     rocksdb_write_writebatch_wi(objlog_store_db(w->store), wo, apply_batch_wb(w->batch), &err);
@@ -91,17 +98,30 @@ static void flush(world *w) {
     w->in_batch = 0;
 }
 
-/* Applies one packed event at w->offset into the current batch. */
+/* The partition an event goes to: its route key's (a producer's choice). */
+static int32_t event_partition(const world *w, const Objlog__Event *ev) {
+    keybuf rk;
+    keybuf_init(&rk);
+    assert_int_equal(keycodec_route_key(&rk, ev->bucket, strlen(ev->bucket), ev->key.data,
+                                        ev->key.len), 0);
+    int32_t p = rangemap_partition(w->rm, rk.data, rk.len);
+    keybuf_free(&rk);
+    return p;
+}
+
+/* Applies one packed event at its partition's next offset into the
+ * current batch. */
 static Objlog__OutcomeCode apply_packed(world *w, const uint8_t *data, size_t len) {
     char err[512];
     Objlog__OutcomeCode code;
     Objlog__Event *ev = apply_decode(data, len, err, sizeof(err));
     if (!ev)
         fail_msg("decode: %s", err);
-    if (apply_event(w->batch, 0, w->offset, 1000 + w->offset, ev, &code, err, sizeof(err)) != 0)
+    int32_t p = event_partition(w, ev);
+    int64_t off = w->offset[p]++;
+    if (apply_event(w->batch, p, off, 1000 + off, ev, &code, err, sizeof(err)) != 0)
         fail_msg("apply: %s", err);
     objlog__event__free_unpacked(ev, NULL);
-    w->offset++;
     w->in_batch++;
     return code;
 }
@@ -270,7 +290,7 @@ static void create_upload(world *w, int b, int k) {
     ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
     ev.create_upload = &cu;
     char id[KEYCODEC_VERSION_ID_LEN];
-    keycodec_version_id(keycodec_seq(1, w->offset), id);
+    keycodec_version_id(keycodec_seq(1, w->offset[event_partition(w, &ev)]), id);
     if (emit(w, &ev) != OBJLOG__OUTCOME_CODE__OUTCOME_OK)
         return;
     memset(u, 0, sizeof(*u));
@@ -384,17 +404,20 @@ static void random_event(world *w) {
 /* ---- the recount (stats_recount.c) ---- */
 
 /* The stored counters equal the recount exactly; no stray stats rows. */
-static void check_exact(objlog_store *s, const char *when) {
+static void check_exact(objlog_store *s, const rangemap *rm, const char *when,
+                        stats_recount_summary *sum) {
     char err[512];
-    stats_recount_summary sum;
-    if (stats_recount_check(s, &sum, err, sizeof(err)) != 0)
+    if (stats_recount_check(s, rm, sum, err, sizeof(err)) != 0)
         fail_msg("%s: %s", when, err);
-    /* The check covered something, and the global row counts exactly the
-     * bucket rows it compared: 'g' + one row per bucket and tenant. */
-    assert_in_range(sum.buckets, 1, N_BUCKETS);
-    assert_in_range(sum.tenants, 1, 2);
-    assert_int_equal(sum.global.f[STATS_BUCKETS], sum.buckets);
-    assert_int_equal(sum.rows, sum.buckets + sum.tenants + 1);
+    /* The check covered something: one row per bucket, per tenant and
+     * partition it has a bucket on, per partition with a bucket; the
+     * partitions' sums count exactly the buckets compared. */
+    assert_in_range(sum->buckets, 1, N_BUCKETS);
+    assert_in_range(sum->tenants, 1, 2);
+    assert_in_range(sum->tenant_rows, sum->tenants, sum->buckets);
+    assert_in_range(sum->globals, 1, sum->buckets);
+    assert_int_equal(sum->global.f[STATS_BUCKETS], sum->buckets);
+    assert_int_equal(sum->rows, sum->buckets + sum->tenant_rows + sum->globals);
 }
 
 /* ---- the check can fail ---- */
@@ -413,9 +436,11 @@ static void put_stats_row(objlog_store *s, const void *k, size_t kn, const void 
         fail_msg("stats row: %s", err);
 }
 
+static const rangemap *g_rm; /* the world's, for the checks below */
+
 static void expect_mismatch(objlog_store *s, const char *want) {
     char err[512] = "";
-    assert_int_equal(stats_recount_check(s, NULL, err, sizeof(err)), -1);
+    assert_int_equal(stats_recount_check(s, g_rm, NULL, err, sizeof(err)), -1);
     if (!strstr(err, want))
         fail_msg("recount error \"%s\" does not say \"%s\"", err, want);
 }
@@ -429,7 +454,8 @@ static void recount_catches_tampering(objlog_store *s) {
     keybuf_init(&k);
     const char *name = NULL;
     for (int b = 0; b < N_BUCKETS && !name; b++) {
-        assert_int_equal(objlog_stats_bucket_key(&k, bucket_names[b], 3), 0);
+        assert_int_equal(objlog_stats_bucket_key(&k, bucket_names[b], strlen(bucket_names[b])),
+                         0);
         if (stats_recount_stored(s, &k, &u, err, sizeof(err)) == 1)
             name = bucket_names[b];
     }
@@ -457,14 +483,137 @@ static void recount_catches_tampering(objlog_store *s) {
     rocksdb_free(v);
 
     put_stats_row(s, "zz", 2, "", 0);
-    expect_mismatch(s, "the stats CF holds");
+    expect_mismatch(s, "a stats row (first byte 'z', 2 bytes) names no partition");
     put_stats_row(s, "zz", 2, NULL, 0);
-
-    assert_int_equal(objlog_stats_global_key(&k), 0);
-    assert_int_equal(stats_recount_stored(s, &k, &u, err, sizeof(err)), 1);
+    assert_int_equal(objlog_stats_tenant_key(&k, "nobody", 1), 0);
+    put_stats_row(s, k.data, k.len, "", 0);
+    expect_mismatch(s, "the stats CF holds");
     put_stats_row(s, k.data, k.len, NULL, 0);
-    expect_mismatch(s, "global: ");
+
+    /* a row of the right kind but of another partition than its bucket's */
+    int32_t gp = -1;
+    for (int32_t p = 0; p < N_PARTS && gp < 0; p++) {
+        assert_int_equal(objlog_stats_global_key(&k, p), 0);
+        if (stats_recount_stored(s, &k, &u, err, sizeof(err)) == 1)
+            gp = p;
+    }
+    assert_true(gp >= 0);
+    put_stats_row(s, k.data, k.len, NULL, 0);
+    snprintf(want, sizeof(want), "global partition %d: stats row missing", (int)gp);
+    expect_mismatch(s, want);
     keybuf_free(&k);
+}
+
+/* ---- readers sum sets of partitions (view.h) ---- */
+
+static void usage_equal(const view_usage *got, const stats_usage *want, const char *what) {
+    const uint64_t g[STATS_NFIELDS] = {got->objects, got->bytes, got->versions,
+                                       got->version_bytes, got->noncurrent_versions,
+                                       got->noncurrent_bytes, got->delete_markers,
+                                       got->uploads, got->upload_part_bytes, got->buckets};
+    for (int f = 0; f < STATS_NFIELDS; f++)
+        if (g[f] != want->f[f])
+            fail_msg("%s: %s read %llu, recount %llu", what, stats_field_name(f),
+                     (unsigned long long)g[f], (unsigned long long)want->f[f]);
+}
+
+static void usage_plus(stats_usage *to, const view_usage *u) {
+    const uint64_t g[STATS_NFIELDS] = {u->objects, u->bytes, u->versions, u->version_bytes,
+                                       u->noncurrent_versions, u->noncurrent_bytes,
+                                       u->delete_markers, u->uploads, u->upload_part_bytes,
+                                       u->buckets};
+    for (int f = 0; f < STATS_NFIELDS; f++)
+        to->f[f] += g[f];
+}
+
+/* The global and tenant sums over every partition equal the recount, and
+ * equal the sums of the per-partition answers (what a cluster adds up);
+ * the distinct tenant count of a union comes from the names. */
+static void views_add_up(objlog_store *s, const rangemap *rm, const stats_recount_summary *sum) {
+    char err[256];
+    unsigned char all[N_PARTS], one[N_PARTS];
+    memset(all, 1, sizeof(all));
+    view_partset ps_all = {all, N_PARTS, rm}, ps_one = {one, N_PARTS, rm};
+    view *v = view_open(s);
+    assert_non_null(v);
+    view_usage u;
+    uint64_t tenants;
+    assert_int_equal(view_global_usage(v, &ps_all, &u, &tenants, NULL, 0, err, sizeof(err)),
+                     VIEW_OK);
+    usage_equal(&u, &sum->global, "global, every partition");
+    assert_int_equal(tenants, sum->tenants);
+
+    /* per partition, added up; names of two halves, deduplicated */
+    stats_usage g = {{0}}, t_all[2] = {{{0}}}, t_sum[2] = {{{0}}};
+    char *seen[2 * N_PARTS];
+    size_t nseen = 0;
+    for (int p = 0; p < N_PARTS; p++) {
+        memset(one, 0, sizeof(one));
+        one[p] = 1;
+        char **names;
+        assert_int_equal(view_global_usage(v, &ps_one, &u, &tenants, &names, 2, err,
+                                           sizeof(err)), VIEW_OK);
+        usage_plus(&g, &u);
+        for (uint64_t i = 0; i < tenants; i++) {
+            int dup = 0;
+            for (size_t j = 0; j < nseen; j++)
+                dup |= strcmp(seen[j], names[i]) == 0;
+            if (!dup)
+                seen[nseen++] = strdup(names[i]);
+        }
+        view_names_free(names, (size_t)tenants);
+        for (int t = 0; t < 2; t++) {
+            assert_int_equal(view_tenant_usage(v, tenant_names[t], &ps_one, &u, err,
+                                               sizeof(err)), VIEW_OK);
+            usage_plus(&t_sum[t], &u);
+        }
+    }
+    for (int f = 0; f < STATS_NFIELDS; f++)
+        assert_int_equal(g.f[f], sum->global.f[f]);
+    assert_int_equal(nseen, sum->tenants);
+    for (size_t j = 0; j < nseen; j++)
+        free(seen[j]);
+    /* every bucket has tenant t1 or t2: their sums are the global sums */
+    stats_usage both = {{0}};
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(view_tenant_usage(v, tenant_names[t], &ps_all, &u, err, sizeof(err)),
+                         VIEW_OK);
+        usage_plus(&t_all[t], &u);
+        usage_plus(&both, &u);
+        usage_equal(&u, &t_sum[t], tenant_names[t]);
+    }
+    for (int f = 0; f < STATS_NFIELDS; f++)
+        assert_int_equal(both.f[f], sum->global.f[f]);
+    /* the names are bounded: one allowed, two exist */
+    char **names = NULL;
+    if (sum->tenants == 2)
+        assert_int_equal(view_global_usage(v, &ps_all, &u, &tenants, &names, 1, err,
+                                           sizeof(err)), VIEW_TOO_MANY);
+    /* top: every bucket once, over all partitions as over each */
+    view_top top;
+    size_t listed = 0;
+    assert_int_equal(view_top_buckets(v, &ps_all, VIEW_TOP_BYTES, N_BUCKETS, &top, err,
+                                      sizeof(err)), VIEW_OK);
+    assert_int_equal(top.n, sum->buckets);
+    view_top_free(&top);
+    for (int p = 0; p < N_PARTS; p++) {
+        memset(one, 0, sizeof(one));
+        one[p] = 1;
+        assert_int_equal(view_top_buckets(v, &ps_one, VIEW_TOP_BYTES, N_BUCKETS, &top, err,
+                                          sizeof(err)), VIEW_OK);
+        for (size_t i = 0; i < top.n; i++) {
+            keybuf k;
+            keybuf_init(&k);
+            assert_int_equal(objlog_stats_bucket_key(&k, top.e[i].bucket,
+                                                     strlen(top.e[i].bucket)), 0);
+            assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), p);
+            keybuf_free(&k);
+        }
+        listed += top.n;
+        view_top_free(&top);
+    }
+    assert_int_equal(listed, sum->buckets);
+    view_close(v);
 }
 
 /* ---- the test ---- */
@@ -511,20 +660,116 @@ static int files_equal(const char *a, const char *b) {
     return eq;
 }
 
+/* ---- format 1 stores (before per-partition rows) are upgraded ---- */
+
+static void expect_upgrade_refused(objlog_store *s, const rangemap *rm, const char *want) {
+    char err[1024] = "";
+    assert_int_equal(objlog_store_upgrade(s, rm, err, sizeof(err)), -1);
+    if (!strstr(err, want) || !strstr(err, "start it with an empty --data"))
+        fail_msg("upgrade error \"%s\" does not say \"%s\" and how to rebuild", err, want);
+    assert_int_equal(objlog_store_format(s), 1);
+}
+
+/* The store as a format-1 objlogd left it (rows from the recount, not
+ * from the store's own format-2 rows), reopened: it is format 1 until
+ * upgraded, an old store whose rows disagree with its buckets' is
+ * refused, and the upgrade leaves a store byte-identical (dump) to a
+ * replay of the log into an empty store (want_dump). */
+static void format1_upgrades_to_a_replay(world *w, const char *want_dump) {
+    char err[1024], got_dump[300];
+    stats_recount_summary sum;
+    assert_int_equal(objlog_store_format(w->store), OBJLOG_STORE_FORMAT);
+    if (stats_recount_write_format1(w->store, w->rm, err, sizeof(err)) != 0)
+        fail_msg("format 1: %s", err);
+    close_world(w);
+    open_world(w);
+    assert_int_equal(objlog_store_format(w->store), 1);
+    assert_int_equal(stats_recount_check(w->store, w->rm, NULL, err, sizeof(err)), -1);
+
+    /* a tenant row off by one: refused, nothing written */
+    keybuf k;
+    keybuf_init(&k);
+    stats_usage u;
+    const char *tenant = NULL;
+    for (int t = 0; t < 2 && !tenant; t++) {
+        assert_int_equal(objlog_stats_tenant_prefix(&k, tenant_names[t]), 0);
+        if (stats_recount_stored(w->store, &k, &u, err, sizeof(err)) == 1)
+            tenant = tenant_names[t];
+    }
+    assert_non_null(tenant);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    size_t vn;
+    char *verr = NULL;
+    char *v = rocksdb_get_cf(objlog_store_db(w->store), ro,
+                             objlog_store_cf(w->store, OBJLOG_CF_STATS), (const char *)k.data,
+                             k.len, &vn, &verr);
+    rocksdb_readoptions_destroy(ro);
+    assert_non_null(v);
+    Objlog__UsageStats *us = objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v);
+    assert_non_null(us);
+    us->objects++;
+    uint8_t buf[256];
+    put_stats_row(w->store, k.data, k.len, buf, objlog__usage_stats__pack(us, buf));
+    objlog__usage_stats__free_unpacked(us, NULL);
+    char want[96];
+    snprintf(want, sizeof(want), "tenant \"%s\" row disagrees", tenant);
+    expect_upgrade_refused(w->store, w->rm, want);
+    put_stats_row(w->store, k.data, k.len, v, vn); /* restored */
+    rocksdb_free(v);
+    /* a tenant row with no bucket behind it */
+    assert_int_equal(objlog_stats_tenant_prefix(&k, "gone"), 0);
+    put_stats_row(w->store, k.data, k.len, "", 0);
+    expect_upgrade_refused(w->store, w->rm, "tenant rows for");
+    put_stats_row(w->store, k.data, k.len, NULL, 0);
+    keybuf_free(&k);
+
+    /* the upgrade: exact, once */
+    assert_int_equal(objlog_store_upgrade(w->store, w->rm, err, sizeof(err)), 1);
+    assert_int_equal(objlog_store_format(w->store), OBJLOG_STORE_FORMAT);
+    assert_int_equal(objlog_store_upgrade(w->store, w->rm, err, sizeof(err)), 0);
+    check_exact(w->store, w->rm, "after the upgrade from format 1", &sum);
+    snprintf(got_dump, sizeof(got_dump), "%s.dump3", w->dir);
+    dump_to(w->store, got_dump, sizeof(got_dump));
+    assert_true(files_equal(want_dump, got_dump));
+    remove(got_dump);
+}
+
+/* A store marked with a format this build does not know is not opened. */
+static void unknown_format_refused(world *w) {
+    char err[1024];
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *werr = NULL;
+    rocksdb_put_cf(objlog_store_db(w->store), wo, objlog_store_cf(w->store, OBJLOG_CF_META),
+                   "format", 6, "3", 1, &werr);
+    rocksdb_writeoptions_destroy(wo);
+    assert_null(werr);
+    close_world(w);
+    assert_null(objlog_store_open(w->dir, err, sizeof(err)));
+    if (!strstr(err, "format later than 2") || !strstr(err, "empty --data"))
+        fail_msg("open error \"%s\"", err);
+}
+
 static void counters_equal_a_recount(void **state) {
     world *w = *state;
     open_world(w);
     for (int b = 0; b < N_BUCKETS; b++)
         create_bucket(w, b);
+    stats_recount_summary sum;
     while (w->nlog < N_EVENTS) {
         random_event(w);
         if (w->nlog % 500 == 0) {
             flush(w);
-            check_exact(w->store, "during the workload");
+            check_exact(w->store, w->rm, "during the workload", &sum);
         }
     }
     flush(w);
-    check_exact(w->store, "after the workload");
+    check_exact(w->store, w->rm, "after the workload", &sum);
+    views_add_up(w->store, w->rm, &sum);
+    /* the rows span partitions, and a tenant's buckets sit on several */
+    printf("stats rows: %zu buckets, %zu tenants in %zu tenant rows, %zu partitions\n",
+           sum.buckets, sum.tenants, sum.tenant_rows, sum.globals);
+    assert_true(sum.globals >= 2);
+    assert_true(sum.tenant_rows > sum.tenants);
     printf("stats test: %zu events, %ld ok, %ld rejected (%ld QuotaExceeded), "
            "%ld completes, %ld buckets deleted\n",
            w->nlog, w->ok, w->rejected, w->quota_exceeded, w->completes, w->buckets_deleted);
@@ -539,7 +784,7 @@ static void counters_equal_a_recount(void **state) {
     snprintf(dump2, sizeof(dump2), "%s.dump2", w->dir);
     close_world(w);
     open_world(w);
-    check_exact(w->store, "after a restart");
+    check_exact(w->store, w->rm, "after a restart", &sum);
     dump_to(w->store, dump1, sizeof(dump1));
     close_world(w);
 
@@ -549,21 +794,82 @@ static void counters_equal_a_recount(void **state) {
     snprintf(first, sizeof(first), "%s", w->dir);
     assert_int_equal(proc_tmpdir(w->dir, sizeof(w->dir)), 0);
     open_world(w);
-    w->offset = 0;
+    memset(w->offset, 0, sizeof(w->offset));
     for (size_t i = 0; i < w->nlog; i++) {
         apply_packed(w, w->log[i].data, w->log[i].len);
         if (w->in_batch == 97)
             flush(w);
     }
     flush(w);
-    check_exact(w->store, "after a replay rebuild");
+    check_exact(w->store, w->rm, "after a replay rebuild", &sum);
     dump_to(w->store, dump2, sizeof(dump2));
-    recount_catches_tampering(w->store);
-    close_world(w);
     assert_true(files_equal(dump1, dump2));
+    format1_upgrades_to_a_replay(w, dump2);
+    g_rm = w->rm;
+    recount_catches_tampering(w->store);
+    unknown_format_refused(w);
     remove(dump1);
     remove(dump2);
     proc_rmtree(first);
+}
+
+/* Every stats row names its partition in its key; anything else is -1. */
+static void row_partition_from_key(void **state) {
+    (void)state;
+    rangemap *rm = rangemap_new_default(N_PARTS, 1);
+    keybuf k;
+    keybuf_init(&k);
+    for (int b = 0; b < N_BUCKETS; b++) {
+        assert_int_equal(objlog_stats_bucket_key(&k, bucket_names[b], strlen(bucket_names[b])),
+                         0);
+        assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), b);
+        assert_int_equal(objlog_stats_row_partition(NULL, k.data, k.len), -1);
+        assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len - 1), -1);
+        k.data[1] ^= 1; /* a hash that is not the name's */
+        assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), -1);
+    }
+    assert_int_equal(objlog_stats_tenant_key(&k, "t1", 3), 0);
+    assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), 3);
+    /* the partition is the key's, whatever the map says */
+    assert_int_equal(objlog_stats_row_partition(NULL, k.data, k.len), 3);
+    assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len - 1), -1);
+    assert_int_equal(objlog_stats_tenant_key(&k, "", 70000), 0);
+    assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), 70000);
+    assert_int_equal(objlog_stats_tenant_prefix(&k, "t1"), 0); /* format 1's key */
+    assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), -1);
+    assert_int_equal(objlog_stats_global_key(&k, 2), 0);
+    assert_int_equal(k.len, 5);
+    assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), 2);
+    assert_int_equal(objlog_stats_row_partition(rm, "g", 1), -1); /* format 1's */
+    assert_int_equal(objlog_stats_row_partition(rm, "g\x80\0\0\0", 5), -1);
+    assert_int_equal(objlog_stats_row_partition(rm, "g\0\0\0\0\0", 6), -1);
+    assert_int_equal(objlog_stats_row_partition(rm, "t\0\x02\0\0\0\0", 7), -1);
+    assert_int_equal(objlog_stats_row_partition(rm, "zz", 2), -1);
+    assert_int_equal(objlog_stats_row_partition(rm, "", 0), -1);
+    keybuf_free(&k);
+    rangemap_destroy(rm);
+}
+
+/* A new store is marked with the current format at open, and the marker
+ * is in its dump (it is the log's, not local: a replay writes the same). */
+static void new_store_is_current_format(void **state) {
+    world *w = *state;
+    open_world(w);
+    assert_int_equal(objlog_store_format(w->store), OBJLOG_STORE_FORMAT);
+    char path[300];
+    snprintf(path, sizeof(path), "%s.dump", w->dir);
+    dump_to(w->store, path, sizeof(path));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[256];
+    int found = 0;
+    while (fgets(line, sizeof(line), f))
+        found |= strcmp(line, "meta 666f726d6174 32\n") == 0; /* "format" "2" */
+    fclose(f);
+    remove(path);
+    assert_true(found);
+    assert_false(objlog_store_meta_is_local("format", 6));
+    close_world(w);
 }
 
 static int setup(void **state) {
@@ -571,7 +877,12 @@ static int setup(void **state) {
     memset(&w, 0, sizeof(w));
     w.rng = 0x9E3779B97F4A7C15ULL;
     assert_int_equal(proc_tmpdir(w.dir, sizeof(w.dir)), 0);
-    w.rm = rangemap_new_default(1, 1);
+    w.rm = rangemap_new_default(N_PARTS, 1);
+    for (int b = 0; b < N_BUCKETS; b++) {
+        Objlog__Event ev;
+        ev_init(&ev, b, -1);
+        assert_int_equal(event_partition(&w, &ev), b); /* see bucket_names */
+    }
     *state = &w;
     return 0;
 }
@@ -590,6 +901,8 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(row_partition_from_key),
+        cmocka_unit_test_setup_teardown(new_store_is_current_format, setup, teardown),
         cmocka_unit_test_setup_teardown(counters_equal_a_recount, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
