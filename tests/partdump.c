@@ -26,8 +26,8 @@ static int row_of(const rangemap *rm, const char *cf, size_t cn, const uint8_t *
     if (!strncmp(cf, "versions", cn) || !strncmp(cf, "objects", cn) ||
         !strncmp(cf, "buckets", cn) || !strncmp(cf, "uploads", cn))
         return rangemap_partition(rm, k, kn);
-    if (!strncmp(cf, "stats", cn)) /* 'b' bucket_part(b); 't', 'g': none yet */
-        return kn > 1 && k[0] == 'b' ? rangemap_partition(rm, k + 1, kn - 1) : -1;
+    if (!strncmp(cf, "stats", cn)) /* each row names its partition */
+        return objlog_stats_row_partition(rm, k, kn);
     if (!strncmp(cf, "outcomes", cn))
         return kn == 13 && k[0] == 'o' ? be32(k + 1)
                : kn > 1 && k[0] == 'r' && vn == 12 ? be32(v) : -1;
