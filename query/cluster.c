@@ -711,6 +711,33 @@ void cluster_get(http_ctx *hc) {
 
 /* ---- /metrics ---- */
 
+/* Each partition's active node and standbys: applied offsets (lag 0) or
+ * events behind the newest end known (lag 1); -1 unknown. c->mu held. */
+static void cluster_metrics_replicas(FILE *f, cluster *c, int lag) {
+    const char *name = lag ? "objlog_cluster_partition_lag" : "objlog_cluster_partition_applied";
+    fprintf(f, "# HELP %s %s of each partition at its active node and its standbys "
+               "(-1 unknown).\n# TYPE %s gauge\n", name,
+            lag ? "Events behind the log's end" : "Applied offset", name);
+    for (int p = 0; c->parts && p < c->nparts; p++) {
+        const cluster_part *cp = &c->parts[p];
+        int self = cp->owner >= 0 && c->nodes[cp->owner].self;
+        int64_t end = cp->end > wm_last_end(c->q->wm, p) ? cp->end : wm_last_end(c->q->wm, p);
+        int64_t applied = self ? objlog_materializer_applied(c->q->m, p) : cp->applied;
+        int64_t v = !lag ? applied : applied < 0 || end < 0 ? -1 : end > applied ? end - applied : 0;
+        fprintf(f, "%s{partition=\"%d\",node=\"%s\",role=\"active\"} %lld\n", name, p,
+                cp->owner >= 0 ? c->nodes[cp->owner].url : "", (long long)v);
+        for (int i = 0; i < c->nnodes; i++) {
+            size_t at = (size_t)p * (size_t)c->nnodes + (size_t)i;
+            if (c->role[at] != OBJLOG_ROLE_STANDBY)
+                continue;
+            int64_t a = c->applied[at];
+            v = !lag ? a : a < 0 || end < 0 ? -1 : end > a ? end - a : 0;
+            fprintf(f, "%s{partition=\"%d\",node=\"%s\",role=\"standby\"} %lld\n", name, p,
+                    c->nodes[i].url, (long long)v);
+        }
+    }
+}
+
 void cluster_metrics(FILE *f, cluster *c) {
     pthread_mutex_lock(&c->mu);
     fprintf(f, "# HELP objlog_cluster_nodes Nodes of this cluster the last refresh saw.\n"
@@ -720,23 +747,8 @@ void cluster_metrics(FILE *f, cluster *c) {
     for (int i = 0; i < c->nnodes; i++)
         fprintf(f, "objlog_cluster_node_info{url=\"%s\",self=\"%d\"} 1\n", c->nodes[i].url,
                 c->nodes[i].self);
-    fprintf(f, "# HELP objlog_cluster_partition_applied Applied offset of each partition at "
-               "its active node (-1 unknown).\n"
-               "# TYPE objlog_cluster_partition_applied gauge\n");
-    for (int p = 0; c->parts && p < c->nparts; p++) {
-        const cluster_part *cp = &c->parts[p];
-        int self = cp->owner >= 0 && c->nodes[cp->owner].self;
-        long long applied = self ? objlog_materializer_applied(c->q->m, p) : cp->applied;
-        fprintf(f, "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\",role=\"active\"} %lld\n",
-                p, cp->owner >= 0 ? c->nodes[cp->owner].url : "", applied);
-        for (int i = 0; i < c->nnodes; i++) {
-            size_t at = (size_t)p * (size_t)c->nnodes + (size_t)i;
-            if (c->role[at] == OBJLOG_ROLE_STANDBY)
-                fprintf(f, "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\","
-                           "role=\"standby\"} %lld\n",
-                        p, c->nodes[i].url, (long long)c->applied[at]);
-        }
-    }
+    cluster_metrics_replicas(f, c, 0);
+    cluster_metrics_replicas(f, c, 1);
     static const char *const results[FORWARD_RESULTS] = {"answered", "unreachable",
                                                          "refused"};
     fprintf(f, "# HELP objlog_cluster_forwards_total Reads sent on to the node that applies "

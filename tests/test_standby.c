@@ -319,6 +319,10 @@ static void test_placement(void **state) {
     snprintf(want, sizeof(want),
              "objlog_cluster_partition_applied{partition=\"%d\",node=\"%s\",role=\"standby\"} %lld\n",
              bucket_part, g.n[sb].url, applied);
+    char want_lag[256];
+    snprintf(want_lag, sizeof(want_lag),
+             "objlog_cluster_partition_lag{partition=\"%d\",node=\"%s\",role=\"standby\"} 0\n",
+             bucket_part, g.n[sb].url);
     for (int i = 0; i < MAX_NODES; i++) {
         if (!g.n[i].p)
             continue;
@@ -326,10 +330,10 @@ static void test_placement(void **state) {
         int64_t until = mono_ms() + 5000;
         for (;;) {
             assert_int_equal(httpc_do(g.n[i].h, "GET", "/metrics", NULL, NULL, &r), 0);
-            if (strstr(r.body, want))
+            if (strstr(r.body, want) && strstr(r.body, want_lag))
                 break;
             if (mono_ms() > until)
-                fail_msg("node %d /metrics lacks: %s", i, want);
+                fail_msg("node %d /metrics lacks: %s or %s", i, want, want_lag);
             sleep_ms(200);
         }
     }
