@@ -25,6 +25,7 @@ packages=(
   libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   kcat protobuf-compiler
   openjdk-17-jre-headless maven
+  python3-boto3 awscli
 )
 # Only `compare` needs these (the tests do not run the comparison).
 compare_packages=(wrk postgresql-15 postgresql-client-15 curl valgrind)
@@ -82,6 +83,18 @@ run_tests() { # dir, label
 # The durable default: a real single-node Kafka (ops/kafka.sh) keeps the log
 # under $OBJLOG_HOME/kafka, objlogd keeps its view in $OBJLOG_HOME/view. Both
 # survive a restart; Kafka stops when objlogd does, however that happens.
+# The S3 endpoint is on in the run command (127.0.0.1:9000, unsigned
+# requests accepted: loopback only) unless the flags or the environment
+# choose one.
+s3_flags() { # objlogd flags...
+  local a
+  for a in "$@"; do
+    case "$a" in --s3-listen|--s3-listen=*) return 0 ;; esac
+  done
+  [ -n "${OBJLOG_S3_LISTEN:-}" ] && return 0
+  echo --s3-listen 127.0.0.1:9000 --s3-anonymous
+}
+
 run_durable() {
   local home=${OBJLOG_HOME:-$root/objlog-data}
   local kdir="$home/kafka" boot pid status=0
@@ -89,7 +102,8 @@ run_durable() {
   boot=$("$root/ops/kafka.sh" start --dir "$kdir" --nodes 1 | sed -n 's/^KAFKA_BOOTSTRAP=//p')
   [ -n "$boot" ] || { echo "setup: Kafka did not start (logs under $kdir)" >&2; exit 1; }
   trap '"$root/ops/kafka.sh" stop --dir "$kdir" >&2' EXIT
-  "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" "$@" &
+  # shellcheck disable=SC2046 # s3_flags prints words
+  "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" $(s3_flags "$@") "$@" &
   pid=$!
   trap 'kill -TERM $pid 2>/dev/null' INT TERM
   # `wait` returns early when a trapped signal arrives: wait again for the
@@ -110,7 +124,8 @@ case "$cmd" in
     install_missing
     build_tree build
     for a in "$@"; do
-      [ "$a" = "--embedded" ] && exec "$root/build/query/objlogd" "$@"
+      # shellcheck disable=SC2046
+      [ "$a" = "--embedded" ] && exec "$root/build/query/objlogd" $(s3_flags "$@") "$@"
     done
     run_durable "$@"
     ;;

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include "rangemap.h"
 
 #define BUCKETS_MAX 1000
@@ -407,5 +409,66 @@ void read_buckets(http_ctx *c) {
     free(next);
     free(scope);
     free(after);
+    page_free(&p);
+}
+
+/* ------------------------------------------------------- S3 ListBuckets */
+
+#define BUCKETS_S3_MAX 10000 /* S3's default bucket limit per account */
+
+static void buckets_s3_reply(http_ctx *c, const bucket_page *p) {
+    xmlw x;
+    if (xmlw_begin(&x, "ListAllMyBucketsResult") < 0) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    xmlw_open(&x, "Owner");
+    xmlw_str(&x, "ID", "objlog");
+    xmlw_str(&x, "DisplayName", "objlog");
+    xmlw_close(&x, "Owner");
+    xmlw_open(&x, "Buckets");
+    for (size_t i = 0; i < p->n; i++) {
+        xmlw_open(&x, "Bucket");
+        xmlw_str(&x, "Name", p->rows[i].r->name);
+        xmlw_time(&x, "CreationDate", p->rows[i].r->created_ms);
+        xmlw_close(&x, "Bucket");
+    }
+    xmlw_close(&x, "Buckets");
+    xmlw_close(&x, "ListAllMyBucketsResult");
+    if (x.failed) {
+        evbuffer_free(x.b);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
+        evbuffer_drain(x.b, evbuffer_get_length(x.b));
+    http_reply_buffer(c, 200, "application/xml", x.b);
+}
+
+void buckets_s3_list(http_ctx *c, const char *tenant) {
+    if (c->q->cluster) {
+        http_reply_error(c, 501, "NotImplemented",
+                         "ListBuckets is not gathered across cluster nodes yet");
+        return;
+    }
+    int32_t parts[BUCKETS_MAX_PARTS];
+    int64_t applied[BUCKETS_MAX_PARTS];
+    int np = objlog_materializer_partitions(c->q->m);
+    if (np > BUCKETS_MAX_PARTS)
+        np = BUCKETS_MAX_PARTS;
+    for (int i = 0; i < np; i++)
+        parts[i] = i;
+    if (fence_wait(c, parts, np, applied) != 0)
+        return;
+    /* Anonymous callers (tenant "") see every bucket; a key's, its tenant's. */
+    bucket_query q = {.tenant = tenant && *tenant ? tenant : NULL};
+    bucket_page p = {.max = BUCKETS_S3_MAX};
+    char err[256] = "";
+    p.rows = calloc(p.max, sizeof(*p.rows));
+    int rc = p.rows ? buckets_scan(c->q->store, &q, &p, err, sizeof(err)) : -1;
+    if (rc == 0)
+        buckets_s3_reply(c, &p);
+    else
+        http_reply_error(c, 500, "InternalError", "%s", *err ? err : "out of memory");
     page_free(&p);
 }

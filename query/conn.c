@@ -56,6 +56,8 @@ static __thread http_worker *conn_this_worker;
 static void conn_pause(http_worker *w, unsigned reason) {
     if (!w->accept_paused && w->lev)
         evconnlistener_disable(w->lev);
+    if (!w->accept_paused && w->s3lev)
+        evconnlistener_disable(w->s3lev);
     if (!(w->accept_paused & reason))
         atomic_fetch_add(&w->q->conn_pauses[reason == CONN_PAUSE_FULL ? 0 : 1], 1);
     w->accept_paused |= reason;
@@ -67,6 +69,8 @@ static void conn_resume(http_worker *w, unsigned reason) {
     w->accept_paused &= ~reason;
     if (!w->accept_paused && w->lev && !w->stopping)
         evconnlistener_enable(w->lev);
+    if (!w->accept_paused && w->s3lev && !w->stopping)
+        evconnlistener_enable(w->s3lev);
 }
 
 static void conn_resume_cb(evutil_socket_t fd, short what, void *arg) {
@@ -81,7 +85,7 @@ static void conn_accept_error(struct evconnlistener *lev, void *http) {
     (void)http;
     int err = EVUTIL_SOCKET_ERROR();
     http_worker *w = conn_this_worker;
-    if (!w || w->lev != lev)
+    if (!w || (w->lev != lev && w->s3lev != lev))
         return;
     int nofd = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
     objlog_logf_limited(&w->log_accept, OBJLOG_LEVEL_WARNING, "http",
@@ -310,6 +314,15 @@ int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
     }
     evconnlistener_set_error_cb(w->lev, conn_accept_error);
     evhttp_set_bevcb(w->http, conn_new_bev, w);
+    if (w->s3http) { /* the S3 listener's connections count with the others */
+        w->s3lev = evhttp_bound_socket_get_listener(w->s3bound);
+        if (!w->s3lev) {
+            snprintf(errstr, errstr_size, "connections: no S3 listener");
+            return -1;
+        }
+        evconnlistener_set_error_cb(w->s3lev, conn_accept_error);
+        evhttp_set_bevcb(w->s3http, conn_new_bev, w);
+    }
     return 0;
 }
 
@@ -320,6 +333,7 @@ void conn_worker_stop(http_worker *w) {
     if (w->accept_resume_ev)
         evtimer_del(w->accept_resume_ev);
     w->lev = NULL;
+    w->s3lev = NULL;
 }
 
 /* After evhttp_free (which closed every connection through conn_closed). */

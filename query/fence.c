@@ -39,6 +39,7 @@ struct fence_req {
     int mode;                    /* FENCE_STRONG, FENCE_TOKEN, or -1 (await) */
     int ends_only;               /* fence_await_ends: no apply wait, no errors */
     int counted;                 /* fence_waits counted */
+    int s3;                      /* came through the S3 listener: re-run there */
     struct event *timer;
     fence_req *prev, *next;      /* w->parked */
     int n;
@@ -69,7 +70,7 @@ static void fence_req_free(fence_req *r) {
 /* Ends r: off the list, its route run again with res, freed. */
 static void fence_finish(fence_req *r, const fence_result *res) {
     fence_unlink(r);
-    http_rerun(r->w, r->req, r->request_id, &r->start, res);
+    http_rerun(r->w, r->req, r->request_id, &r->start, res, r->s3);
     fence_req_free(r);
 }
 
@@ -176,6 +177,7 @@ static fence_req *fence_req_new(http_ctx *c, int mode, int n) {
     memcpy(r->request_id, c->request_id, sizeof(r->request_id));
     r->start = c->start;
     r->endpoint = c->endpoint;
+    r->s3 = c->s3;
     r->mode = mode;
     r->n = n;
     r->need = (int64_t *)(r + 1);

@@ -103,6 +103,11 @@ static void gw_req_free(gw_req *r) {
 
 static void gw_reply_ok(gw_req *r, const char *version_id, const char *etag,
                         int delete_marker, const char *upload_id) {
+    if (r->c.s3) { /* the S3 endpoint's own success answer (s3.c) */
+        s3_reply_written(&r->c, version_id, etag, delete_marker, upload_id, r->key,
+                         r->key_len);
+        return;
+    }
     http_add_header(&r->c, "X-Objlog-Token", r->res.token);
     http_add_header(&r->c, "X-Objlog-Request-Id", r->res.request_id_hex);
     json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:s}", "version_id", version_id,
@@ -580,21 +585,26 @@ static int gw_bucket_conf(http_ctx *c, json_t *body, objlog_bucket_conf *bc) {
     return 0;
 }
 
+void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_create_bucket_ex(c->q->producer, bucket, bc, &opts,
+                                              gw_on_logged, r, err, sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
 void gateway_put_bucket(http_ctx *c, const char *bucket) {
     int empty;
     json_t *body = gw_body_json(c, &empty);
     if (!body && !empty)
         return;
     objlog_bucket_conf bc;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (gw_bucket_conf(c, body, &bc) == 0 && (r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_create_bucket_ex(c->q->producer, bucket, &bc, &opts,
-                                                  gw_on_logged, r, err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
+    if (gw_bucket_conf(c, body, &bc) == 0)
+        gateway_create_bucket(c, bucket, &bc);
     json_decref(body);
 }
 
@@ -724,28 +734,32 @@ void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
     }
     objlog_object_meta meta;
     objlog_user_meta *um = NULL;
-    if (gw_parse_meta(c, body, &meta, &um) < 0) {
-        free(um);
-        json_decref(body);
-        return;
-    }
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
-    if (r) {
-        char err[256] = "";
-        int rc = objlog_producer_put_object(c->q->producer, bucket, (const char *)key,
-                                            key_len, &meta, &opts, gw_on_logged, r, err,
-                                            sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
+    if (gw_parse_meta(c, body, &meta, &um) == 0)
+        gateway_put_object_meta(c, bucket, key, key_len, &meta);
     free(um);
     json_decref(body);
 }
 
+void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                             size_t key_len, const objlog_object_meta *meta) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_put_object(c->q->producer, bucket, (const char *)key, key_len,
+                                        meta, &opts, gw_on_logged, r, err, sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
 void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
                            size_t key_len) {
-    const char *vid = http_param_get(c, "version_id", NULL);
+    gateway_delete_version(c, bucket, key, key_len, http_param_get(c, "version_id", NULL));
+}
+
+void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
+                            size_t key_len, const char *vid) {
     uint64_t seq;
     if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
         http_reply_error(c, 400, "InvalidArgument", "invalid version id");

@@ -116,7 +116,7 @@ void http_format_time(int64_t ms, char *out, size_t out_size) {
 
 /* ------------------------------------------------------------ parameters */
 
-static void http_params_free(http_ctx *c) {
+void http_params_free(http_ctx *c) {
     for (int i = 0; i < c->nparams; i++) {
         free(c->params[i].name);
         free(c->params[i].value);
@@ -129,7 +129,7 @@ static void http_params_free(http_ctx *c) {
 /* Our own split of the query string: evhttp_parse_query_str would cut
  * values at an encoded NUL, and prefixes may hold one. '+' means space, as
  * in HTML forms. */
-static int http_params_parse(http_ctx *c, const char *query) {
+int http_params_parse(http_ctx *c, const char *query) {
     if (!query || !*query)
         return 0;
     char *copy = strdup(query);
@@ -363,6 +363,11 @@ void http_reply_text(http_ctx *c, int status, const char *content_type,
 void http_reply_error_rid(http_ctx *c, int status, const char *code,
                           const char *request_id, const char *message,
                           json_t *extra) {
+    if (c->s3) { /* one error path, two wire formats */
+        json_decref(extra);
+        s3_reply_error(c, status, code, request_id, message);
+        return;
+    }
     json_t *err = json_pack("{s:s, s:s, s:s}", "code", code, "message",
                             message, "request_id", request_id);
     if (err && extra)
@@ -389,7 +394,7 @@ void http_reply_error(http_ctx *c, int status, const char *code,
 /* --------------------------------------------------------------- routing */
 
 /* S3 bucket naming: 3..63 of [a-z0-9.-], starting and ending alphanumeric. */
-static int http_bucket_valid(const char *b, size_t n) {
+int http_bucket_valid(const char *b, size_t n) {
     if (n < 3 || n > 63 || strlen(b) != n)
         return 0;
     for (size_t i = 0; i < n; i++) {
@@ -698,11 +703,14 @@ static void http_dispatch(struct evhttp_request *req, void *arg) {
 /* Parsing again is cheaper than keeping every request's parameters while
  * it is parked, and the route decides the same way the second time. */
 void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,
-                const struct timespec *start, const fence_result *res) {
+                const struct timespec *start, const fence_result *res, int s3) {
     http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER,
-                  .start = *start, .fenced = res};
+                  .start = *start, .fenced = res, .s3 = s3};
     memcpy(c.request_id, request_id, sizeof(c.request_id));
-    http_run(&c);
+    if (s3)
+        s3_run(&c);
+    else
+        http_run(&c);
 }
 
 /* ---------------------------------------------------------------- server */
@@ -757,6 +765,10 @@ static void http_worker_stop_cb(evutil_socket_t fd, short what, void *arg) {
         evhttp_del_accept_socket(w->http, w->bound);
         w->bound = NULL;
     }
+    if (w->s3bound) {
+        evhttp_del_accept_socket(w->s3http, w->s3bound);
+        w->s3bound = NULL;
+    }
     if (w->inflight == 0)
         event_base_loopbreak(w->base);
 }
@@ -768,7 +780,7 @@ static void *http_worker_main(void *arg) {
     return NULL;
 }
 
-static int http_worker_init(http_worker *w, objlog_query *q, int fd,
+static int http_worker_init(http_worker *w, objlog_query *q, int fd, int s3fd,
                             char *errstr, size_t errstr_size) {
     w->q = q;
     if (getrandom(&w->rid_state, sizeof(w->rid_state), 0) != (ssize_t)sizeof(w->rid_state))
@@ -807,6 +819,8 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd,
         close(fd);
         return -1;
     }
+    if (s3fd >= 0 && s3_worker_init(w, s3fd, errstr, errstr_size) < 0)
+        return -1;
     return conn_worker_init(w, errstr, errstr_size);
 }
 
@@ -820,16 +834,34 @@ static int http_start_workers(objlog_query *q, int lfd, char *errstr,
     if (lfd < 0)
         return -1;
     q->port = http_socket_port(lfd);
-    for (int i = 0; i < q->nworkers; i++) {
-        int fd = i == q->nworkers - 1 ? lfd : fcntl(lfd, F_DUPFD_CLOEXEC, 0);
-        if (fd < 0) {
-            snprintf(errstr, errstr_size, "listen socket: dup: %s", strerror(errno));
+    int s3lfd = -1;
+    if (q->s3) {
+        s3lfd = q->s3_listen_fd >= 0 ? q->s3_listen_fd
+                                     : http_listen_socket(q->s3_host, q->s3_port, errstr,
+                                                          errstr_size);
+        q->s3_listen_fd = -1; /* the workers own it now */
+        if (s3lfd < 0) {
             close(lfd);
             return -1;
         }
-        if (http_worker_init(&q->workers[i], q, fd, errstr, errstr_size) < 0) {
+        q->s3_port = http_socket_port(s3lfd);
+    }
+    for (int i = 0; i < q->nworkers; i++) {
+        int last = i == q->nworkers - 1;
+        int fd = last ? lfd : fcntl(lfd, F_DUPFD_CLOEXEC, 0);
+        int s3fd = s3lfd < 0 ? -1 : last ? s3lfd : fcntl(s3lfd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0 || (s3lfd >= 0 && s3fd < 0)) {
+            snprintf(errstr, errstr_size, "listen socket: dup: %s", strerror(errno));
+            close(lfd);
+            if (s3lfd >= 0)
+                close(s3lfd);
+            return -1;
+        }
+        if (http_worker_init(&q->workers[i], q, fd, s3fd, errstr, errstr_size) < 0) {
             if (fd != lfd)
                 close(lfd);
+            if (s3lfd >= 0 && s3fd != s3lfd)
+                close(s3lfd);
             return -1;
         }
     }
@@ -861,6 +893,8 @@ static void http_free_workers(objlog_query *q) {
         http_worker *w = &q->workers[i];
         if (w->http)
             evhttp_free(w->http);
+        if (w->s3http)
+            evhttp_free(w->s3http);
         conn_worker_free(w);
         forward_worker_free(w);
         if (w->stop_ev)
@@ -930,6 +964,7 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         snprintf(errstr, errstr_size, "query: out of memory");
         return NULL;
     }
+    q->s3_listen_fd = -1;
     q->host = http_strdup_or(conf->host, "127.0.0.1");
     q->brokers = strdup(conf->brokers);
     q->topic = http_strdup_or(conf->topic, "objlog.events");
@@ -979,6 +1014,11 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         objlog_query_destroy(q);
         return NULL;
     }
+    q->s3_listen_fd = conf->s3_listen_fd_set ? conf->s3_listen_fd : -1;
+    if (conf->s3_host && s3_conf_new(q, conf, errstr, errstr_size) < 0) {
+        objlog_query_destroy(q);
+        return NULL;
+    }
     if (http_start_workers(q, conf->listen_fd_set ? conf->listen_fd : -1, errstr,
                            errstr_size) < 0) {
         objlog_query_destroy(q);
@@ -996,6 +1036,8 @@ int objlog_query_listen(const char *host, int port, int *bound_port, char *errst
 }
 
 int objlog_query_port(const objlog_query *q) { return q->port; }
+
+int objlog_query_s3_port(const objlog_query *q) { return q->s3 ? q->s3_port : -1; }
 
 void objlog_query_destroy(objlog_query *q) {
     if (!q)
@@ -1021,6 +1063,9 @@ void objlog_query_destroy(objlog_query *q) {
     gateway_destroy(q->gw);
     http_free_workers(q);
     wm_destroy(q->wm);
+    s3_conf_free(q);
+    if (q->s3_listen_fd >= 0)
+        close(q->s3_listen_fd);
     free(q->host);
     free(q->brokers);
     free(q->topic);

@@ -156,6 +156,11 @@ typedef struct http_worker {
     atomic_int nconns;
     objlog_logger_limit log_accept, log_timeout, log_cut;
     struct fwd_state *fwd;       /* forward.c: reads sent on to a peer node */
+    /* The S3 listener (s3.c), when --s3-listen: its own evhttp on this
+     * worker's loop; connections counted with the others (conn.c). */
+    struct evhttp *s3http;
+    struct evhttp_bound_socket *s3bound;
+    struct evconnlistener *s3lev;
     ckpt_job *ckpt_jobs;         /* ckptserve.c: exports of this worker's requests */
 } http_worker;
 
@@ -181,6 +186,10 @@ struct objlog_query {
     atomic_uint_fast64_t answers_cut;
     gateway *gw;
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
+    struct s3_conf *s3;          /* NULL unless --s3-listen (s3.c) */
+    char *s3_host;
+    int s3_port;                 /* the bound port once listening */
+    int s3_listen_fd;            /* until the workers take it, else -1 */
     long long eventual_max_lag;  /* cluster_route: local eventual reads */
     int standbys;                /* cluster: standbys per partition (cluster.c) */
     atomic_uint_fast64_t forwards[FORWARD_RESULTS];
@@ -207,6 +216,9 @@ typedef struct http_ctx {
     http_endpoint endpoint;      /* for metrics; set while routing */
     struct timespec start;       /* CLOCK_MONOTONIC at dispatch */
     const fence_result *fenced;  /* the re-run after a parked fence, else NULL */
+    int s3;                      /* came through the S3 listener (s3.c): errors
+                                    are S3 XML, successes s3.c's */
+    int s3_op;                   /* S3_OP_*: what a write's success answers */
 } http_ctx;
 
 /* ---- conn.c: connection limits, request deadline, whole answers ---- */
@@ -277,11 +289,16 @@ json_t *http_json_bytes(const void *p, size_t n);
 void http_format_time(int64_t ms, char *out, size_t out_size);
 int http_utf8_valid(const uint8_t *s, size_t n);
 void http_request_id(http_worker *w, char out[33]); /* 32 hex digits */
+/* The query string into c->params (percent-decoded); -1 malformed. */
+int http_params_parse(http_ctx *c, const char *query);
+void http_params_free(http_ctx *c);
+/* S3 bucket naming: 3..63 of [a-z0-9.-], alphanumeric at both ends. */
+int http_bucket_valid(const char *b, size_t n);
 int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
 /* Runs req's route again on its worker, after its fence ended with res
- * (fence.c); same request id and start time. */
+ * (fence.c); same request id and start time; s3: through the S3 routes. */
 void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,
-                const struct timespec *start, const fence_result *res);
+                const struct timespec *start, const fence_result *res, int s3);
 
 /* ---- watermark.c ---- */
 wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
@@ -388,6 +405,13 @@ void read_parts(http_ctx *c, const char *bucket, const char *upload_id);
 void read_write_status(http_ctx *c, const char *token);
 /* Replies for a view answer that is not VIEW_OK. */
 void read_reply_rc(http_ctx *c, view_rc rc, const char *bucket, const char *errstr);
+/* The partition of route_key(bucket, key) (key "" for the bucket's own
+ * rows). 0, or -1 after replying. */
+int read_key_partition(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn,
+                       int32_t *part);
+/* A view fenced on every partition a listing of bucket under prefix p may
+ * touch; NULL after replying (or parking: the read is run again). */
+view *read_prefix_view(http_ctx *c, const char *bucket, const char *p, size_t pn);
 /* Fences the partitions, then opens the snapshot the answer comes from.
  * NULL when it already replied, or parked the read (fence.c: its route
  * runs again later). */
@@ -422,6 +446,9 @@ void read_top_stats(http_ctx *c);
 /* GET /v1/buckets?max_buckets=&prefix=&tenant=&continuation_token=: the
  * buckets by name, paginated (S3 ListBuckets); fenced on every partition. */
 void read_buckets(http_ctx *c);
+/* S3 ListBuckets: the buckets of tenant (every bucket for "" when the
+ * endpoint is anonymous), fenced on every partition, as XML. */
+void buckets_s3_list(http_ctx *c, const char *tenant);
 
 /* ---- outcomes.c ---- */
 /* GET /v1/outcomes?partition=&from=&max=&timeout_ms=: the outcomes of one
@@ -463,6 +490,14 @@ void gateway_destroy(gateway *g);
  * retry with the same request id), so a stop never waits on the log. */
 void gateway_expire_worker(gateway *g, http_worker *w);
 void gateway_put_bucket(http_ctx *c, const char *bucket);
+/* The writes behind the JSON routes, for callers that parsed their own
+ * request (the S3 endpoint, s3.c): same checks, same replies (an S3
+ * request's success answer is s3_reply_written). */
+void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc);
+void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                             size_t key_len, const objlog_object_meta *meta);
+void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
+                            size_t key_len, const char *version_id);
 void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
                         size_t key_len);
 void gateway_delete_object(http_ctx *c, const char *bucket,
@@ -565,5 +600,49 @@ typedef struct gather_reply {
 typedef void (*gather_done_fn)(http_ctx *c, const gather_reply *r, int n, void *arg);
 int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
                    gather_done_fn done, void *arg);
+
+/* ---- s3.c: the S3 REST endpoint (issue 14) ---- */
+
+/* What an S3 write's success answers (http_ctx.s3_op). */
+enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
+       S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT };
+/* The S3 endpoint's settings from conf (q->s3, q->s3_host, q->s3_port):
+ * 0, or -1 with errstr (a bad credentials file, say). */
+int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
+                size_t errstr_size);
+void s3_conf_free(objlog_query *q);
+/* Binds the S3 listener of worker w to fd (a dup of the listening socket). */
+int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size);
+/* Runs c (s3 set) again after its fence was parked (fence.c). */
+void s3_run(http_ctx *c);
+/* An error as S3 answers it: XML Error with Code, Message, Resource and
+ * RequestId (no body for HEAD). */
+void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
+                    const char *message);
+/* A gateway write of c applied OK: the answer its S3 operation gives. */
+void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
+                      int delete_marker, const char *upload_id, const char *key,
+                      size_t key_len);
+
+/* ---- xmlw.c: S3's XML answers ---- */
+typedef struct xmlw {
+    struct evbuffer *b;          /* owned until handed to a reply */
+    int failed;                  /* out of memory at some point */
+} xmlw;
+/* The XML declaration and root element, with S3's namespace. */
+int xmlw_begin(xmlw *x, const char *root);
+/* The same without the namespace (S3's Error document has none). */
+int xmlw_begin_bare(xmlw *x, const char *root);
+/* Escaped text inside the element open now. */
+void xmlw_raw_text(xmlw *x, const char *s);
+void xmlw_open(xmlw *x, const char *tag);
+void xmlw_close(xmlw *x, const char *tag);
+/* <tag>escaped bytes</tag>; url: EncodingType=url (S3's form of it). */
+void xmlw_bytes(xmlw *x, const char *tag, const void *s, size_t n, int url);
+void xmlw_str(xmlw *x, const char *tag, const char *s);
+void xmlw_u64(xmlw *x, const char *tag, uint64_t v);
+void xmlw_bool(xmlw *x, const char *tag, int v);
+/* ISO 8601 with milliseconds, UTC: 2009-10-12T17:50:30.000Z. */
+void xmlw_time(xmlw *x, const char *tag, int64_t ms);
 
 #endif

@@ -60,6 +60,11 @@ typedef struct objlogd_conf {
     const char *token_secret_file; /* signs tokens; cluster nodes share it */
     int eventual_max_lag;        /* cluster: local eventual reads within it */
     int standbys;                /* cluster: other nodes applying each partition */
+    int s3;                      /* --s3-listen given */
+    char s3_host[64];
+    int s3_port;
+    const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url;
+    int s3_anonymous;
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -80,6 +85,12 @@ static void usage(FILE *f) {
             "                node's partition answered here within N events; 0)\n"
             "               [--standbys K] (cluster: each partition is also applied by K\n"
             "                other nodes, 0..%d; 0)\n"
+            "               [--s3-listen HOST:PORT] (S3's REST API; off unless given)\n"
+            "               [--s3-anonymous] (accept unsigned requests, tenant \"\")\n"
+            "               [--s3-region R (us-east-1)] [--s3-domain D (localhost:\n"
+            "                Host BUCKET.D is virtual-hosted style)]\n"
+            "               [--s3-blob-url TEMPLATE] (GetObject redirects there; {bucket}\n"
+            "                {key} {version_id} {blob_id})\n"
             "               [--token-secret-file FILE] (signs continuation tokens; the\n"
             "                nodes of a cluster share one; default: the store's own)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
@@ -91,7 +102,8 @@ static void usage(FILE *f) {
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
-            "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS\n",
+            "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
+            "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
 }
 
@@ -108,15 +120,25 @@ static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) 
     return 0;
 }
 
-static int parse_listen(const char *flag, const char *v, objlogd_conf *c) {
+static int parse_hostport(const char *flag, const char *v, char *host, size_t hn,
+                          int *port) {
     const char *colon = v ? strrchr(v, ':') : NULL;
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof(c->host)) {
+    if (!colon || colon == v || (size_t)(colon - v) >= hn) {
         fprintf(stderr, "objlogd: %s needs HOST:PORT (got '%s')\n", flag, v ? v : "");
         return -1;
     }
-    memcpy(c->host, v, (size_t)(colon - v));
-    c->host[colon - v] = '\0';
-    return parse_int(flag, colon + 1, 0, 65535, &c->port);
+    memcpy(host, v, (size_t)(colon - v));
+    host[colon - v] = '\0';
+    return parse_int(flag, colon + 1, 0, 65535, port);
+}
+
+static int parse_listen(const char *flag, const char *v, objlogd_conf *c) {
+    return parse_hostport(flag, v, c->host, sizeof(c->host), &c->port);
+}
+
+static int parse_s3_listen(const char *flag, const char *v, objlogd_conf *c) {
+    c->s3 = 1;
+    return parse_hostport(flag, v, c->s3_host, sizeof(c->s3_host), &c->s3_port);
 }
 
 static int parse_log_format(const char *flag, const char *v, objlogd_conf *c) {
@@ -164,6 +186,14 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_EVENTUAL_MAX_LAG")) && *v &&
         parse_int("OBJLOG_EVENTUAL_MAX_LAG", v, 0, INT_MAX, &c->eventual_max_lag) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_S3_LISTEN")) && *v && parse_s3_listen("OBJLOG_S3_LISTEN", v, c) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_S3_REGION")) && *v)
+        c->s3_region = v;
+    if ((v = getenv("OBJLOG_S3_DOMAIN")) && *v)
+        c->s3_domain = v;
+    if ((v = getenv("OBJLOG_S3_BLOB_URL")) && *v)
+        c->s3_blob_url = v;
     if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
         parse_int("OBJLOG_STANDBYS", v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys) < 0)
         return -1;
@@ -196,7 +226,9 @@ enum {
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
-    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS
+    OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
+    OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
+    OPT_S3_BLOB_URL
 };
 
 static const struct option objlogd_options[] = {
@@ -229,6 +261,12 @@ static const struct option objlogd_options[] = {
     {"token-secret-file", required_argument, NULL, OPT_TOKEN_SECRET_FILE},
     {"eventual-max-lag", required_argument, NULL, OPT_EVENTUAL_MAX_LAG},
     {"standbys", required_argument, NULL, OPT_STANDBYS},
+    {"s3-listen", required_argument, NULL, OPT_S3_LISTEN},
+    {"s3-region", required_argument, NULL, OPT_S3_REGION},
+    {"s3-domain", required_argument, NULL, OPT_S3_DOMAIN},
+    {"s3-credentials", required_argument, NULL, OPT_S3_CREDENTIALS},
+    {"s3-anonymous", no_argument, NULL, OPT_S3_ANONYMOUS},
+    {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -277,8 +315,35 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_TOKEN_SECRET_FILE: c->token_secret_file = v; return 0;
     case OPT_EVENTUAL_MAX_LAG: return parse_int(flag, v, 0, INT_MAX, &c->eventual_max_lag);
     case OPT_STANDBYS: return parse_int(flag, v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys);
+    case OPT_S3_LISTEN: return parse_s3_listen(flag, v, c);
+    case OPT_S3_REGION: c->s3_region = v; return 0;
+    case OPT_S3_DOMAIN: c->s3_domain = v; return 0;
+    case OPT_S3_CREDENTIALS: c->s3_credentials = v; return 0;
+    case OPT_S3_ANONYMOUS: c->s3_anonymous = 1; return 0;
+    case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
     default: return -1;
     }
+}
+
+/* The S3 endpoint's settings mean nothing without its listener. */
+static int check_s3(const objlogd_conf *c) {
+    const char *orphan = c->s3 ? NULL
+                         : c->s3_anonymous ? "--s3-anonymous"
+                         : c->s3_region ? "--s3-region"
+                         : c->s3_domain ? "--s3-domain"
+                         : c->s3_credentials ? "--s3-credentials"
+                         : c->s3_blob_url ? "--s3-blob-url" : NULL;
+    if (orphan) {
+        fprintf(stderr, "objlogd: %s configures the S3 endpoint; it needs --s3-listen "
+                        "HOST:PORT\n", orphan);
+        return -1;
+    }
+    if (c->s3 && !c->s3_anonymous && !c->s3_credentials) {
+        fprintf(stderr, "objlogd: --s3-listen needs --s3-anonymous (or, once built, "
+                        "--s3-credentials FILE)\n");
+        return -1;
+    }
+    return 0;
 }
 
 /* A cluster name goes into a consumer group name, a URL into metrics
@@ -360,7 +425,7 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         fprintf(stderr, "objlogd: --kafka-only runs the embedded cluster; drop --brokers\n");
         return -1;
     }
-    return check_cluster(c);
+    return check_s3(c) < 0 ? -1 : check_cluster(c);
 }
 
 /* The token key from --token-secret-file: SHA-256 of the file's bytes
@@ -661,12 +726,22 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .token_key = c->token_secret_file ? token_key : NULL,
                             .eventual_max_lag = c->eventual_max_lag,
                             .standbys = c->standbys,
+                            .s3_host = c->s3 ? c->s3_host : NULL,
+                            .s3_port = c->s3_port,
+                            .s3_region = c->s3_region,
+                            .s3_domain = c->s3_domain,
+                            .s3_credentials = c->s3_credentials,
+                            .s3_anonymous = c->s3_anonymous,
+                            .s3_blob_url = c->s3_blob_url,
                             .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "http: %s", err);
     } else {
-        printf("OBJLOG_LISTEN=%s:%d\nOBJLOG_READY\n", c->host, objlog_query_port(q));
+        printf("OBJLOG_LISTEN=%s:%d\n", c->host, objlog_query_port(q));
+        if (c->s3)
+            printf("OBJLOG_S3_LISTEN=%s:%d\n", c->s3_host, objlog_query_s3_port(q));
+        printf("OBJLOG_READY\n");
         fflush(stdout);
         wait_for_signal(set);
     }

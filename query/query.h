@@ -54,6 +54,18 @@ typedef struct objlog_query_conf {
     int standbys;                /* cluster: other nodes that also apply each
                                     partition (placement in cluster.c); the
                                     materializer needs conf standbys > 0 */
+    const char *s3_host;         /* the S3 endpoint (issue 14): NULL off */
+    int s3_port;                 /* 0: any free port (objlog_query_s3_port) */
+    int s3_listen_fd;            /* with s3_listen_fd_set: bound already */
+    int s3_listen_fd_set;
+    const char *s3_region;       /* NULL: us-east-1 */
+    const char *s3_domain;       /* virtual-hosted style: Host BUCKET.DOMAIN;
+                                    NULL: "localhost" */
+    const char *s3_credentials;  /* file of "KEY_ID SECRET TENANT" lines */
+    int s3_anonymous;            /* unsigned requests allowed (tenant "") */
+    const char *s3_blob_url;     /* GetObject: 307 to this template ({bucket},
+                                    {key}, {blob_id}, {version_id}); NULL:
+                                    GetObject answers the headers and 501 */
     const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
                                     continuation tokens; NULL: the store's
                                     own secret. Nodes of a cluster share one
@@ -72,6 +84,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
                                size_t errstr_size);
 /* The bound port (the real one when conf->port was 0). */
 int objlog_query_port(const objlog_query *q);
+/* The S3 listener's bound port, -1 without one. */
+int objlog_query_s3_port(const objlog_query *q);
 /* A listening socket on host:port (0: any free port, *bound_port says
  * which), for objlog_query_conf.listen_fd: objlogd binds before the
  * materializer starts so that a cluster node can name its own URL. The fd,

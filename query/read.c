@@ -59,8 +59,8 @@ view *read_fenced_view(http_ctx *c, const int32_t *parts, int n) {
 }
 
 /* The partition of route_key(b, k) (k "" for bucket-level reads). */
-static int read_key_partition(http_ctx *c, const char *bucket, const uint8_t *key,
-                              size_t kn, int32_t *part) {
+int read_key_partition(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn,
+                       int32_t *part) {
     keybuf rk;
     keybuf_init(&rk);
     if (keycodec_route_key(&rk, bucket, strlen(bucket), key, kn) < 0) {
@@ -100,8 +100,7 @@ static int read_range_partitions(const rangemap *rm, const keybuf *lo,
 }
 
 /* Fence + snapshot for a listing under prefix p of bucket. */
-static view *read_prefix_view(http_ctx *c, const char *bucket, const char *p,
-                              size_t pn) {
+view *read_prefix_view(http_ctx *c, const char *bucket, const char *p, size_t pn) {
     keybuf lo, hi;
     keybuf_init(&lo);
     keybuf_init(&hi);

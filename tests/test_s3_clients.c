@@ -1,0 +1,239 @@
+/* test_s3_clients.c: real S3 clients against objlogd's S3 endpoint
+ * (issue 14, item 4): boto3 (tests/s3/boto3_check.py: buckets, PUT/HEAD
+ * with metadata, paginated ListObjectsV2 and ListObjects, delimiters and
+ * keys that need encoding, S3 errors, conditional HEAD, deletes) and
+ * aws-cli (s3 ls --recursive, s3api list-objects-v2 with pagination,
+ * head-object, put-object, s3 cp), each compared with the JSON API's
+ * answer for the same data (Debian's python3-boto3 and awscli: /usr/bin's
+ * python3 and aws, whatever else PATH has). objlogd --embedded is a child of the test,
+ * killed with it even when it fails (proc.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "httpc.h"
+#include "proc.h"
+
+static struct {
+    char dir[256];
+    proc *p;
+    char s3[128];    /* http://127.0.0.1:PORT of the S3 listener */
+    char json[128];  /* the JSON API's */
+    httpc *h;
+} g;
+
+static int group_setup(void **state) {
+    (void)state;
+    char objlogd[512], data[300], addr[64];
+    if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0)
+        return -1;
+    proc_bin("query/objlogd", objlogd, sizeof(objlogd));
+    snprintf(data, sizeof(data), "%s/data", g.dir);
+    char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
+                    "--s3-listen", "127.0.0.1:0", "--s3-anonymous", NULL};
+    g.p = proc_spawn(argv, NULL);
+    if (!g.p || proc_wait_line(g.p, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000) < 0)
+        return -1;
+    snprintf(g.json, sizeof(g.json), "http://%s", addr);
+    char ready[8];
+    if (proc_wait_line(g.p, "OBJLOG_S3_LISTEN=", addr, sizeof(addr), 10000) < 0 ||
+        proc_wait_line(g.p, "OBJLOG_READY", ready, sizeof(ready), 10000) < 0)
+        return -1;
+    snprintf(g.s3, sizeof(g.s3), "http://%s", addr);
+    g.h = httpc_new(g.json);
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    int rc = g.p && proc_stop(g.p, 15000) == 0 ? 0 : -1;
+    httpc_destroy(g.h);
+    proc_rmtree(g.dir);
+    return rc;
+}
+
+static void test_boto3(void **state) {
+    (void)state;
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/boto3_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
+                    "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "/usr/bin/python3", script, g.s3, g.json,
+                    "boto3-bucket", NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 120000);
+    if (rc != 0)
+        fail_msg("boto3_check.py exited %d:\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(out, " checks passed"));
+    print_message("%s", out);
+}
+
+/* aws ARGS (NULL-ended) with throw-away credentials (the endpoint is
+ * anonymous, so they are not checked) and no user config; stdout into out. */
+static int aws_v(char *out, size_t on, const char *const *args) {
+    char err[4096];
+    char *argv[32] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
+                      "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_ACCESS_KEY_ID=objlogtest",
+                      "AWS_SECRET_ACCESS_KEY=objlogtest-secret",
+                      "AWS_DEFAULT_REGION=us-east-1", "AWS_PAGER=", "/usr/bin/aws", "--endpoint-url",
+                      g.s3, "--output", "json"};
+    int n = 13;
+    for (int i = 0; args[i] && n < 31; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    int rc = proc_run(argv, NULL, out, on, err, sizeof(err), 60000);
+    if (rc != 0)
+        print_message("aws %s %s: exit %d: %s\n", args[0], args[1], rc, err);
+    return rc;
+}
+#define aws(out, on, ...) aws_v(out, on, (const char *const[]){__VA_ARGS__, NULL})
+
+static void json_put(const char *path, const char *body) {
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.h, "PUT", path, body, NULL, &r), 0);
+    if (r.status != 200)
+        fail_msg("PUT %s: HTTP %ld %s", path, r.status, r.body);
+}
+
+static void test_awscli(void **state) {
+    (void)state;
+    static char out[65536];
+    /* data written through the JSON API, read with aws-cli */
+    json_put("/v1/buckets/cli-bucket", "{}");
+    for (int i = 0; i < 12; i++) {
+        char path[128], body[128];
+        snprintf(path, sizeof(path), "/v1/buckets/cli-bucket/objects/logs/%02d.txt", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 100 + i, i);
+        json_put(path, body);
+    }
+    json_put("/v1/buckets/cli-bucket/objects/top.bin", "{\"size\":5,\"etag\":\"abc\"}");
+    assert_int_equal(aws(out, sizeof(out), "s3", "ls", "s3://cli-bucket/", "--recursive"), 0);
+    /* one line per key: date time size key */
+    int lines = 0;
+    for (const char *l = out; (l = strchr(l, '\n')); l++)
+        lines++;
+    assert_int_equal(lines, 13);
+    assert_non_null(strstr(out, "        100 logs/00.txt\n"));
+    assert_non_null(strstr(out, "          5 top.bin\n"));
+    /* s3api list-objects-v2, 5 a page, every key once, as the JSON API has them */
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-objects-v2", "--bucket", "cli-bucket",
+                         "--page-size", "5"), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *contents = json_object_get(j, "Contents");
+    assert_int_equal(json_array_size(contents), 13);
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/cli-bucket/objects", NULL, NULL, &r), 0);
+    json_t *jl = json_loads(r.body, 0, NULL);
+    json_t *objs = json_object_get(jl, "objects");
+    assert_int_equal(json_array_size(objs), 13);
+    for (size_t i = 0; i < 13; i++) {
+        json_t *a = json_array_get(contents, i), *b = json_array_get(objs, i);
+        assert_string_equal(json_string_value(json_object_get(a, "Key")),
+                            json_string_value(json_object_get(b, "key")));
+        assert_int_equal(json_integer_value(json_object_get(a, "Size")),
+                         json_integer_value(json_object_get(b, "size")));
+        char quoted[80];
+        snprintf(quoted, sizeof(quoted), "\"%s\"",
+                 json_string_value(json_object_get(b, "etag")));
+        assert_string_equal(json_string_value(json_object_get(a, "ETag")), quoted);
+    }
+    json_decref(j);
+    json_decref(jl);
+    /* head-object, put-object */
+    assert_int_equal(aws(out, sizeof(out), "s3api", "head-object", "--bucket", "cli-bucket",
+                         "--key", "top.bin"), 0);
+    j = json_loads(out, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(j, "ContentLength")), 5);
+    assert_string_equal(json_string_value(json_object_get(j, "ETag")), "\"abc\"");
+    json_decref(j);
+    char file[300];
+    snprintf(file, sizeof(file), "%s/upload.txt", g.dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("hello from aws-cli\n", f);
+    fclose(f);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "put-object", "--bucket", "cli-bucket",
+                         "--key", "up/loaded.txt", "--body", file), 0);
+    assert_non_null(strstr(out, "\"\\\"9129c558965bc16806832bfcd445c2d9\\\"\""));
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/cli-bucket/objects/up/loaded.txt",
+                              NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"size\":19"));
+    assert_non_null(strstr(r.body, "9129c558965bc16806832bfcd445c2d9"));
+    /* s3 cp of a small file: a PutObject */
+    assert_int_equal(aws(out, sizeof(out), "s3", "cp", file, "s3://cli-bucket/cp/copy.txt"), 0);
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/cli-bucket/objects/cp/copy.txt", NULL,
+                              NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+}
+
+/* The wire format itself, as curl-level requests: virtual-hosted style,
+ * the error document, EncodingType=url, Content-MD5, HEAD errors. */
+static void test_wire(void **state) {
+    (void)state;
+    httpc *s3 = httpc_new(g.s3);
+    httpc_resp r;
+    char host[160];
+    snprintf(host, sizeof(host), "Host: vh-bucket.localhost:%s", strrchr(g.s3, ':') + 1);
+    const char *vh[] = {host, NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/", "", vh, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(httpc_do(s3, "PUT", "/a%20b%2Bc", "xyz", vh, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.headers, "etag: \"d16fb36f0911f878998c136191af705e\""));
+    /* path style sees what virtual-hosted style wrote */
+    assert_int_equal(httpc_do(s3, "GET", "/vh-bucket?list-type=2&encoding-type=url", NULL, NULL,
+                              &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "<Key>a+b%2Bc</Key>"));
+    assert_non_null(strstr(r.body, "<EncodingType>url</EncodingType>"));
+    assert_int_equal(httpc_do(s3, "GET", "/?list-type=2", NULL, vh, &r), 0);
+    assert_non_null(strstr(r.body, "<Key>a b+c</Key>"));
+    /* the error document: code, resource, request id = the header's */
+    assert_int_equal(httpc_do(s3, "GET", "/no-such-bucket?list-type=2", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_non_null(strstr(r.body, "<Error><Code>NoSuchBucket</Code>"));
+    assert_non_null(strstr(r.body, "<Resource>/no-such-bucket</Resource>"));
+    const char *rid = strstr(r.headers, "x-amz-request-id: ");
+    assert_non_null(rid);
+    char want[80];
+    snprintf(want, sizeof(want), "<RequestId>%.32s</RequestId>", rid + 18);
+    assert_non_null(strstr(r.body, want));
+    /* HEAD: the status, no body */
+    assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/missing", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(r.body_len, 0);
+    /* Content-MD5 that does not match: refused, nothing written */
+    const char *md5[] = {"Content-MD5: AAAAAAAAAAAAAAAAAAAAAA==", NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/vh-bucket/bad", "xyz", md5, &r), 0);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "<Code>BadDigest</Code>"));
+    const char *good[] = {"Content-MD5: 0W+zbwkR+HiZjBNhka9wXg==", NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/vh-bucket/good", "xyz", good, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/bad", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    /* bad names and unknown operations */
+    assert_int_equal(httpc_do(s3, "PUT", "/Bad_Bucket", "", NULL, &r), 0);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "<Code>InvalidBucketName</Code>"));
+    assert_int_equal(httpc_do(s3, "GET", "/vh-bucket?list-type=3", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 400);
+    assert_int_equal(httpc_do(s3, "GET", "/vh-bucket?encoding-type=gzip", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 400);
+    httpc_destroy(s3);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_boto3),
+        cmocka_unit_test(test_awscli),
+        cmocka_unit_test(test_wire),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
