@@ -176,7 +176,8 @@ s3creds *s3creds_load(const char *path, char *errstr, size_t errstr_size) {
     }
     fclose(f);
     f = NULL;
-    qsort(v, n, sizeof(*v), entry_cmp);
+    if (n)
+        qsort(v, n, sizeof(*v), entry_cmp);
     for (size_t i = 1; i < n; i++)
         if (strcmp(v[i - 1].c.access_key, v[i].c.access_key) == 0) {
             snprintf(errstr, errstr_size, "%s:%d: duplicate access key id '%s' (first on line %d)",

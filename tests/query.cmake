@@ -32,4 +32,5 @@ add_dependencies(test_http_checkpoint objlogd)
 # query/s3auth.h (SigV4 for the S3 endpoint, the credentials file) without
 # HTTP: AWS's published vectors, one rule per case, and requests botocore
 # signs when python3 has it.
-objlog_add_test(test_s3auth SOURCES test_s3auth.c TIMEOUT 60 LIBS objlog_query)
+objlog_add_test(test_s3auth SOURCES test_s3auth.c TIMEOUT 60
+  LIBS objlog_query PkgConfig::JANSSON)

@@ -5,7 +5,9 @@
  * test suite (service "service"). Then one rule per case: what a change of
  * each signed byte does, what may change freely, and each refusal with
  * S3's own code. Then the credentials file, line by line. Last, if
- * python3 has botocore, requests botocore signed are checked. */
+ * python3 has botocore (Debian: python3-botocore), requests botocore's
+ * S3SigV4Auth / S3SigV4QueryAuth signed (tests/s3auth_botocore.py) are
+ * checked; without it that case is skipped with a message. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "s3auth.h"
 
@@ -963,6 +966,62 @@ static void creds_file_errors_name_file_and_line(void **state) {
     assert_non_null(strstr(err, "/nonexistent/objlog-creds: "));
 }
 
+/* ---- botocore, when python3 has it ---- */
+
+static void botocore_signed_requests_verify(void **state) {
+    (void)state;
+    const char *src = getenv("OBJLOG_SRC_DIR");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "python3 '%s/tests/s3auth_botocore.py' 2>/dev/null",
+             src ? src : "..");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    json_error_t je;
+    json_t *all = json_loadf(p, 0, &je);
+    int rc = pclose(p);
+    if (rc != 0 || !all) {
+        json_decref(all);
+        fprintf(stderr, "SKIP botocore_signed_requests_verify: python3 with botocore not found "
+                        "(apt-get install python3-botocore); exit %d\n", rc);
+        skip();
+    }
+    s3creds *c = doc_creds();
+    size_t i;
+    json_t *v;
+    assert_true(json_array_size(all) >= 5);
+    json_array_foreach(all, i, v) {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        const char *query = json_string_value(json_object_get(v, "query"));
+        const char *body = json_string_value(json_object_get(v, "body"));
+        json_t *hs = json_object_get(v, "headers");
+        s3_kv h[16];
+        size_t nh = 0, j;
+        json_t *kv;
+        json_array_foreach(hs, j, kv) {
+            assert_true(nh < NELEM(h));
+            h[nh++] = (s3_kv){json_string_value(json_array_get(kv, 0)),
+                              json_string_value(json_array_get(kv, 1))};
+        }
+        s3auth_req r = req_of(json_string_value(json_object_get(v, "method")),
+                              json_string_value(json_object_get(v, "path")),
+                              query && *query ? query : NULL, h, nh, RT_T + 5);
+        s3auth a;
+        s3auth_check(c, "us-east-1", 0, &r, &a);
+        if (a.status)
+            fail_msg("botocore '%s': %d %s: %s\n%s", name, a.status, a.code, a.message,
+                     a.canonical_request);
+        assert_int_equal(s3auth_check_payload(&a, body, strlen(body)), 0);
+        /* And one changed byte of the path is refused. */
+        char path[512];
+        snprintf(path, sizeof(path), "%sx", r.path);
+        r.path = path;
+        s3auth_check(c, "us-east-1", 0, &r, &a);
+        assert_string_equal(a.code, "SignatureDoesNotMatch");
+    }
+    json_decref(all);
+    s3creds_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(s3_documented_examples_sign_and_verify),
@@ -979,6 +1038,7 @@ int main(void) {
         cmocka_unit_test(unsigned_payload_with_trailer),
         cmocka_unit_test(creds_file_good),
         cmocka_unit_test(creds_file_errors_name_file_and_line),
+        cmocka_unit_test(botocore_signed_requests_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
