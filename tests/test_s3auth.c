@@ -845,7 +845,17 @@ static void self_signed_chunked_stream(void **state) {
     b.decoded_length = 16483;
     assert_int_equal(s3auth_decode_chunked(&b, body, n, &out, &out_len), -1);
     assert_string_equal(b.code, "IncompleteBody");
-    /* Two chunks swapped: each signature is valid, the chain is not. */
+    /* Two chunks swapped: each signature is valid, the chain is not. The
+     * first two frames are the same length (8192 bytes each). */
+    size_t fl = strlen("2000;chunk-signature=") + 64 + 2 + 8192 + 2;
+    assert_memory_equal(body + fl, "2000;chunk-signature=", 21);
+    static uint8_t swapped[20000];
+    memcpy(swapped, body + fl, fl);
+    memcpy(swapped + fl, body, fl);
+    memcpy(swapped + 2 * fl, body + 2 * fl, n - 2 * fl);
+    b = a;
+    assert_int_equal(s3auth_decode_chunked(&b, swapped, n, &out, &out_len), -1);
+    assert_string_equal(b.code, "SignatureDoesNotMatch");
     s3auth_wipe(&a);
     s3creds_free(c);
 }
