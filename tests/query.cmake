@@ -38,3 +38,8 @@ if(TARGET test_s3_clients)
     OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_dependencies(test_s3_clients objlogd)
 endif()
+# query/s3auth.h (SigV4 for the S3 endpoint, the credentials file) without
+# HTTP: AWS's published vectors, one rule per case, and requests botocore
+# signs when python3 has it.
+objlog_add_test(test_s3auth SOURCES test_s3auth.c TIMEOUT 60
+  LIBS objlog_query PkgConfig::JANSSON)
