@@ -87,6 +87,8 @@ static void usage(FILE *f) {
             "                other nodes, 0..%d; 0)\n"
             "               [--s3-listen HOST:PORT] (S3's REST API; off unless given)\n"
             "               [--s3-anonymous] (accept unsigned requests, tenant \"\")\n"
+            "               [--s3-credentials FILE] (\"KEY_ID SECRET TENANT\" lines:\n"
+            "                Signature V4 is checked, a key's buckets are its tenant's)\n"
             "               [--s3-region R (us-east-1)] [--s3-domain D (localhost:\n"
             "                Host BUCKET.D is virtual-hosted style)]\n"
             "               [--s3-blob-url TEMPLATE] (GetObject redirects there; {bucket}\n"
@@ -339,8 +341,8 @@ static int check_s3(const objlogd_conf *c) {
         return -1;
     }
     if (c->s3 && !c->s3_anonymous && !c->s3_credentials) {
-        fprintf(stderr, "objlogd: --s3-listen needs --s3-anonymous (or, once built, "
-                        "--s3-credentials FILE)\n");
+        fprintf(stderr, "objlogd: --s3-listen needs --s3-credentials FILE (signed "
+                        "requests) or --s3-anonymous (or both)\n");
         return -1;
     }
     return 0;

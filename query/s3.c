@@ -31,18 +31,21 @@
 #include <openssl/evp.h>
 
 #include "keycodec.h"
+#include "s3auth.h"
 
 /* A PutObject or UploadPart body is read whole to derive its size and
  * MD5: objlog keeps no bytes, but evhttp holds the body in memory. */
 #define S3_MAX_BODY (64 * 1024 * 1024)
 #define S3_MAX_KEYS_DEFAULT 1000
 #define S3_USER_META_MAX 64
+#define S3_AUTH_HEADERS_MAX 64
 
 struct s3_conf {
     char region[64];
     char domain[256];            /* virtual-hosted style: BUCKET.domain */
     int anonymous;
     char *blob_url;              /* GetObject redirect template, NULL none */
+    s3creds *creds;              /* --s3-credentials; NULL: nothing verified */
 };
 
 /* What a request addresses. */
@@ -52,6 +55,9 @@ typedef struct s3_target {
     size_t key_len;
     char resource[1100];         /* /bucket/key as sent, for error XML */
     const char *tenant;          /* the signer's tenant ("" anonymous) */
+    s3auth auth;                 /* how it was signed (creds only) */
+    uint8_t *body;               /* an aws-chunked body, decoded; else NULL */
+    size_t body_len;
 } s3_target;
 
 /* ------------------------------------------------------------- settings */
@@ -76,17 +82,17 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
         snprintf(errstr, errstr_size, "s3: out of memory");
         return -1;
     }
-    if (conf->s3_credentials) {
-        snprintf(errstr, errstr_size, "--s3-credentials: signed requests are not "
-                                      "verified yet; use --s3-anonymous");
+    if (conf->s3_credentials &&
+        !(s->creds = s3creds_load(conf->s3_credentials, errstr, errstr_size)))
         return -1;
-    }
     return 0;
 }
 
 void s3_conf_free(objlog_query *q) {
-    if (q->s3)
+    if (q->s3) {
         free(q->s3->blob_url);
+        s3creds_free(q->s3->creds);
+    }
     free(q->s3);
     q->s3 = NULL;
     free(q->s3_host);
@@ -255,17 +261,74 @@ static int s3_address(http_ctx *c, const char *path, s3_target *t) {
 
 /* ---------------------------------------------------------------- auth */
 
+static const char *s3_method_name(enum evhttp_cmd_type cmd) {
+    switch (cmd) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    default: return "OTHER";
+    }
+}
+
+/* The body as signed: a SIGNED payload's hash checked, an aws-chunked one
+ * decoded (every chunk signature checked) into t->body. 0, or -1 after
+ * replying. */
+static int s3_auth_body(http_ctx *c, s3_target *t) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(in);
+    const uint8_t *data = n ? evbuffer_pullup(in, -1) : (const uint8_t *)"";
+    s3auth *a = &t->auth;
+    int rc = 0;
+    if (a->payload == S3AUTH_PAYLOAD_SIGNED)
+        rc = s3auth_check_payload(a, data, n);
+    else if (a->payload != S3AUTH_PAYLOAD_UNSIGNED)
+        rc = s3auth_decode_chunked(a, data, n, &t->body, &t->body_len);
+    if (rc < 0)
+        http_reply_error(c, a->status, a->code, "%s", a->message);
+    return rc;
+}
+
 /* Who signed the request: 0 with t->tenant set, or -1 after replying.
- * Signature V4 is verified by s3auth.c once it lands; until then only an
- * endpoint that allows anonymous access answers, and every request is
- * anonymous (tenant ""). */
+ * Without --s3-credentials nothing is verified and every request is
+ * anonymous (tenant ""): the endpoint must allow that (--s3-anonymous).
+ * With them, Signature V4 (header or presigned query) is checked against
+ * the key's secret and the key's tenant is the caller's; an unsigned
+ * request is anonymous only with --s3-anonymous. */
 static int s3_authenticate(http_ctx *c, s3_target *t) {
-    if (!c->q->s3->anonymous) {
-        http_reply_error(c, 403, "AccessDenied", "anonymous access is not allowed");
+    const struct s3_conf *s = c->q->s3;
+    t->tenant = "";
+    if (!s->creds)
+        return 0; /* objlogd refuses --s3-listen without one or the other */
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    s3_kv hs[S3_AUTH_HEADERS_MAX];
+    size_t nh = 0;
+    for (struct evkeyval *kv = ih->tqh_first; kv && nh < S3_AUTH_HEADERS_MAX;
+         kv = kv->next.tqe_next)
+        hs[nh++] = (s3_kv){kv->key, kv->value};
+    const char *uri = evhttp_request_get_uri(c->req);
+    char *path = strdup(uri ? uri : "/");
+    if (!path) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
         return -1;
     }
-    t->tenant = "";
-    return 0;
+    char *q = strchr(path, '?');
+    if (q)
+        *q++ = '\0';
+    s3auth_req r = {.method = s3_method_name(evhttp_request_get_command(c->req)),
+                    .path = path, .query = q, .headers = hs, .nheaders = nh,
+                    .now_s = (int64_t)time(NULL)};
+    s3auth_check(s->creds, s->region, s->anonymous, &r, &t->auth);
+    free(path);
+    if (t->auth.status) {
+        http_reply_error(c, t->auth.status, t->auth.code, "%s", t->auth.message);
+        return -1;
+    }
+    if (t->auth.cred)
+        t->tenant = t->auth.cred->tenant;
+    return s3_auth_body(c, t);
 }
 
 /* ------------------------------------------------------------- buckets */
@@ -696,10 +759,11 @@ static int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names
 
 static void s3_put_object(http_ctx *c, const s3_target *t) {
     const char *sha = s3_header(c, "x-amz-content-sha256");
-    const char *ce = s3_header(c, "Content-Encoding");
-    if ((sha && strncmp(sha, "STREAMING-", 10) == 0) || (ce && strstr(ce, "aws-chunked"))) {
+    if (!t->body && sha && strncmp(sha, "STREAMING-", 10) == 0) {
+        /* Decoding checks each chunk's signature: only with a key's secret. */
         http_reply_error(c, 501, "NotImplemented",
-                         "aws-chunked uploads are not decoded yet; send the body whole");
+                         "aws-chunked uploads need a signed request (objlogd "
+                         "--s3-credentials); send the body whole");
         return;
     }
     if (s3_header(c, "x-amz-copy-source")) {
@@ -707,10 +771,11 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
         return;
     }
     struct evbuffer *body = evhttp_request_get_input_buffer(c->req);
-    size_t n = evbuffer_get_length(body);
+    size_t n = t->body ? t->body_len : evbuffer_get_length(body);
     unsigned char md5[16];
     unsigned int mdn = 0;
-    const void *data = n ? (const void *)evbuffer_pullup(body, -1) : (const void *)"";
+    const void *data = t->body ? (const void *)t->body
+                       : n ? (const void *)evbuffer_pullup(body, -1) : (const void *)"";
     if (!EVP_Digest(data, n, md5, &mdn, EVP_md5(), NULL)) {
         http_reply_error(c, 500, "InternalError", "MD5 failed");
         return;
@@ -855,6 +920,8 @@ void s3_run(http_ctx *c) {
             s3_route_object(c, cmd, &t);
     }
     free(t.key);
+    free(t.body);
+    s3auth_wipe(&t.auth);
     http_params_free(c);
 }
 

@@ -32,7 +32,7 @@ add_dependencies(test_http_checkpoint objlogd)
 # The S3 endpoint with real clients (issue 14): boto3 and aws-cli against
 # objlogd --embedded --s3-listen, compared with the JSON API.
 objlog_add_test(test_s3_clients SOURCES test_s3_clients.c TIMEOUT 300
-  LIBS objlog_testkit PkgConfig::JANSSON)
+  LIBS objlog_query objlog_testkit PkgConfig::JANSSON)
 if(TARGET test_s3_clients)
   target_compile_definitions(test_s3_clients PRIVATE
     OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")

@@ -380,7 +380,7 @@ static void test_bad_flags_exit_2(void **state) {
         {{"--s3-anonymous"}, "--s3-anonymous configures the S3 endpoint; it needs --s3-listen"},
         {{"--s3-listen", "nope"}, "--s3-listen needs HOST:PORT (got 'nope')"},
         {{"--s3-listen", "127.0.0.1:70000"}, "--s3-listen needs an integer in 0..65535"},
-        {{"--s3-listen", "127.0.0.1:0"}, "--s3-listen needs --s3-anonymous"},
+        {{"--s3-listen", "127.0.0.1:0"}, "--s3-listen needs --s3-credentials FILE"},
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--standbys", "5"}, "--standbys needs an integer in 0..4 (got '5')"},
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--standbys", "x"}, "--standbys needs an integer in 0..4 (got 'x')"},
     };

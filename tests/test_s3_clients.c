@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <jansson.h>
 
 #include "httpc.h"
 #include "proc.h"
+#include "s3auth.h"
 
 static struct {
     char dir[256];
@@ -31,13 +33,20 @@ static struct {
 
 static int group_setup(void **state) {
     (void)state;
-    char objlogd[512], data[300], addr[64];
+    char objlogd[512], data[300], addr[64], creds[300];
     if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0)
         return -1;
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     snprintf(data, sizeof(data), "%s/data", g.dir);
+    /* the clients' key (signatures checked) and another tenant's */
+    snprintf(creds, sizeof(creds), "%s/s3-credentials", g.dir);
+    FILE *f = fopen(creds, "w");
+    if (!f || fputs("# test keys\nobjlogtest objlogtest-secret tenant-a\n"
+                    "otherkey other-secret tenant-b\n", f) < 0 || fclose(f) != 0)
+        return -1;
     char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
-                    "--s3-listen", "127.0.0.1:0", "--s3-anonymous", NULL};
+                    "--s3-listen", "127.0.0.1:0", "--s3-credentials", creds,
+                    "--s3-anonymous", NULL};
     g.p = proc_spawn(argv, NULL);
     if (!g.p || proc_wait_line(g.p, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000) < 0)
         return -1;
@@ -73,8 +82,8 @@ static void test_boto3(void **state) {
     print_message("%s", out);
 }
 
-/* aws ARGS (NULL-ended) with throw-away credentials (the endpoint is
- * anonymous, so they are not checked) and no user config; stdout into out. */
+/* aws ARGS (NULL-ended) with the test's key (its signatures are checked)
+ * and no user config; stdout into out. */
 static int aws_v(char *out, size_t on, const char *const *args) {
     char err[4096];
     char *argv[32] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
@@ -229,11 +238,75 @@ static void test_wire(void **state) {
     httpc_destroy(s3);
 }
 
+/* A request signed with s3auth_sign as a client would, at a chosen time. */
+static long signed_get(httpc *h, const char *key, const char *secret, const char *path,
+                       int64_t when, httpc_resp *r) {
+    char host[300], date[40], auth[512], hauth[600], hdate[64];
+    time_t t = (time_t)when;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(host, sizeof(host), "%s", g.s3 + 7);
+    static const char empty[] =
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    s3_kv hs[] = {{"Host", host}, {"x-amz-date", date}, {"x-amz-content-sha256", empty}};
+    s3auth_req req = {.method = "GET", .path = path, .query = NULL, .headers = hs,
+                      .nheaders = 3, .now_s = when};
+    assert_int_equal(s3auth_sign(key, secret, "us-east-1", &req, empty, auth, sizeof(auth)), 0);
+    snprintf(hauth, sizeof(hauth), "Authorization: %s", auth);
+    snprintf(hdate, sizeof(hdate), "x-amz-date: %s", date);
+    char hsha[100];
+    snprintf(hsha, sizeof(hsha), "x-amz-content-sha256: %s", empty);
+    const char *headers[] = {hauth, hdate, hsha, NULL};
+    assert_int_equal(httpc_do(h, "GET", path, NULL, headers, r), 0);
+    return r->status;
+}
+
+/* Signature V4 against the credentials file: a key's tenant owns what it
+ * creates and is what it lists; wrong secrets, unknown keys and old
+ * signatures are refused with S3's codes; unsigned requests are anonymous
+ * (--s3-anonymous) and see every bucket. */
+static void test_auth(void **state) {
+    (void)state;
+    httpc *s3 = httpc_new(g.s3);
+    httpc_resp r;
+    int64_t now = (int64_t)time(NULL);
+    /* tenant-a's key created boto3's and aws-cli's buckets before? none
+     * left: make one as tenant-b through a signed PUT is not needed: the
+     * JSON API makes a tenant-b bucket */
+    json_put("/v1/buckets/tb-bucket", "{\"tenant\":\"tenant-b\"}");
+    assert_int_equal(signed_get(s3, "otherkey", "other-secret", "/", now, &r), 200);
+    assert_non_null(strstr(r.body, "<Name>tb-bucket</Name>"));
+    assert_null(strstr(r.body, "<Name>cli-bucket</Name>")); /* tenant "" */
+    assert_int_equal(signed_get(s3, "objlogtest", "objlogtest-secret", "/", now, &r), 200);
+    assert_null(strstr(r.body, "<Name>tb-bucket</Name>"));
+    /* anonymous: every bucket */
+    assert_int_equal(httpc_do(s3, "GET", "/", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "<Name>tb-bucket</Name>"));
+    assert_non_null(strstr(r.body, "<Name>cli-bucket</Name>"));
+    /* refusals */
+    assert_int_equal(signed_get(s3, "otherkey", "wrong-secret", "/", now, &r), 403);
+    assert_non_null(strstr(r.body, "<Code>SignatureDoesNotMatch</Code>"));
+    assert_int_equal(signed_get(s3, "nobody", "x", "/", now, &r), 403);
+    assert_non_null(strstr(r.body, "<Code>InvalidAccessKeyId</Code>"));
+    assert_int_equal(signed_get(s3, "otherkey", "other-secret", "/", now - 16 * 60, &r), 403);
+    assert_non_null(strstr(r.body, "<Code>RequestTimeTooSkewed</Code>"));
+    assert_int_equal(signed_get(s3, "otherkey", "other-secret", "/", now - 14 * 60, &r), 200);
+    /* a bucket made by a key belongs to its tenant (the JSON API says so) */
+    char out[4096];
+    assert_int_equal(aws(out, sizeof(out), "s3", "mb", "s3://ta-made"), 0);
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/ta-made", NULL, NULL, &r), 0);
+    assert_non_null(strstr(r.body, "\"tenant\":\"tenant-a\""));
+    httpc_destroy(s3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boto3),
         cmocka_unit_test(test_awscli),
         cmocka_unit_test(test_wire),
+        cmocka_unit_test(test_auth),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
