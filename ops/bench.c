@@ -139,9 +139,10 @@ static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
         dup2(lf, 2);
     char parts[16];
     snprintf(parts, sizeof(parts), "%d", b->partitions);
+    /* --s3: the S3 listener beside the JSON one (loopback, unsigned). */
     char *argv[] = {(char *)path, "--embedded", "--listen", "127.0.0.1:0",
-                    "--data", data, b->partitions ? "--partitions" : NULL, parts,
-                    NULL};
+                    "--data", data, "--s3-listen", "127.0.0.1:0", "--s3-anonymous",
+                    b->partitions ? "--partitions" : NULL, parts, NULL};
     execvp(path, argv);
     fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
     _exit(127);
@@ -150,6 +151,11 @@ static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
 /* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
  * bootstrap servers when the daemon holds the log). */
 int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
+    return bench_ready_lines_s3(fd, url, un, brokers, bn, NULL, 0);
+}
+
+int bench_ready_lines_s3(int fd, char *url, size_t un, char *brokers, size_t bn, char *s3,
+                         size_t sn) {
     char buf[4096];
     size_t len = 0;
     int64_t deadline = bench_mono_us() + 60 * 1000000LL;
@@ -170,6 +176,8 @@ int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
                 snprintf(brokers, bn, "%.500s", buf + 17);
             else if (!strncmp(buf, "OBJLOG_LISTEN=", 14))
                 snprintf(url, un, "http://%.100s", buf + 14);
+            else if (s3 && !strncmp(buf, "OBJLOG_S3_LISTEN=", 17))
+                snprintf(s3, sn, "http://%.100s", buf + 17);
             else if (!strcmp(buf, "OBJLOG_READY"))
                 return url[0] ? 0 : -1;
             len -= (size_t)(nl + 1 - buf);
@@ -182,8 +190,9 @@ int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
 }
 
 static int daemon_wait_ready(bench *b) {
-    int rc = bench_ready_lines(b->daemon_out, b->url_buf, sizeof(b->url_buf), b->brokers_buf,
-                         sizeof(b->brokers_buf));
+    int rc = bench_ready_lines_s3(b->daemon_out, b->url_buf, sizeof(b->url_buf),
+                                  b->brokers_buf, sizeof(b->brokers_buf), b->s3_url,
+                                  sizeof(b->s3_url));
     return rc == 0 && b->brokers_buf[0] ? 0 : -1;
 }
 
@@ -518,6 +527,8 @@ const char bench_usage_text[] =
     "                    [--threads T] [--partitions N]\n"
     "       objlog bench --checkpoint [--count N (default 200000)] [--buckets B]\n"
     "                    [--partitions N]\n"
+    "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
+    "                    [--heads N (default 4000)]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
     "data goes with it. With --url it removes, when it ends, the buckets it created\n"
     "and everything in them (every version, delete marker and upload), and says so\n"
@@ -534,7 +545,11 @@ const char bench_usage_text[] =
     "--checkpoint: in this process, no objlogd: events/s of the state machine applying\n"
     "N PUTs into a fresh store (a rebuild from the log without Kafka), then rows/s and\n"
     "MB/s of exporting every partition's checkpoint and importing them into another\n"
-    "store, and how many times faster export+import is than apply.\n";
+    "store, and how many times faster export+import is than apply.\n"
+    "--s3: the S3 endpoint's cost against the JSON API's for the same reads in one\n"
+    "run of its own objlogd: N keys, then LISTs of all of them (ListObjectsV2 vs GET\n"
+    "/v1/buckets/B/objects) and HEADs of one (HeadObject vs HEAD /objects/K), one\n"
+    "connection each, in alternating blocks; mean, p50, p99 and S3/JSON ratios.\n";
 
 static cli *bench_cli; /* for usage errors: one bench a process */
 
@@ -563,7 +578,7 @@ enum {
     O_LIST = CLI_OPT_OWN, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT
+    O_BUCKETS, O_CKPT, O_S3, O_HEADS
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -588,6 +603,7 @@ static int bench_value(bench *b, int o, const char *v) {
     case O_LIVE: return parse_long(v, 1, 1000, &b->list_live);
     case O_VERSIONS: return parse_long(v, 1, 10000000, &b->list_versions);
     case O_BUCKETS: return parse_int(v, 1, 10000, &b->apply_buckets);
+    case O_HEADS: return parse_int(v, 1, 10000000, &b->s3_heads);
     default: return -1;
     }
 }
@@ -600,6 +616,8 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"conditional", no_argument, NULL, O_COND},
         {"apply", no_argument, NULL, O_APPLY},
         {"checkpoint", no_argument, NULL, O_CKPT},
+        {"s3", no_argument, NULL, O_S3},
+        {"heads", required_argument, NULL, O_HEADS},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
         {"keep", no_argument, NULL, O_KEEP},
         {"brokers", required_argument, NULL, O_BROKERS},
@@ -629,6 +647,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_COND: b->conditional = 1; break;
         case O_APPLY: b->apply = 1; break;
         case O_CKPT: b->ckpt = 1; break;
+        case O_S3: b->s3 = 1; break;
         case O_NO_KEEPALIVE: b->list_fresh = 1; break;
         case O_KEEP: b->keep = 1; break;
         default:
@@ -702,6 +721,8 @@ int bench_main(cli *c, int argc, char **argv) {
                  STATS_PER_BUCKET * nparts, nparts);
         rc = bench_usage(why, NULL);
     }
+    if (rc == 0 && b->s3 && b->url) /* it needs the S3 listener it starts */
+        rc = bench_usage("--s3 runs its own objlogd: drop --url", NULL);
     if (rc == 0 && b->apply && !b->url) {
         char why[512];
         if (bench_apply_check(b, why, sizeof(why)) < 0)
@@ -730,6 +751,7 @@ int bench_main(cli *c, int argc, char **argv) {
             rc = CLI_EXIT_FAIL;
     } else if (rc == 0) {
         rc = b->apply   ? bench_apply_run(b)
+             : b->s3    ? bench_s3_run(b)
              : b->list  ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)
              : b->stats ? bench_stats_run(b)

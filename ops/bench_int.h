@@ -72,6 +72,9 @@ typedef struct bench {
     int apply, apply_buckets;
     /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
     int ckpt;
+    /* --s3: bench_s3.c (our objlogd's S3 listener) */
+    int s3, s3_heads;
+    char s3_url[128];
     void *apply_run;             /* the apply_run its producer threads share */
     /* With --url the buckets this run created, removed at the end unless
      * --keep (bench_clean). Only buckets whose creation was confirmed are
@@ -106,6 +109,11 @@ void bench_child_stop(pid_t pid);
  * bootstrap servers when the daemon holds the log). -1 after 60 s, at EOF
  * or once bench_interrupted. */
 int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
+/* The same, also the S3 listener's URL (OBJLOG_S3_LISTEN) into s3. */
+int bench_ready_lines_s3(int fd, char *url, size_t un, char *brokers, size_t bn, char *s3,
+                         size_t sn);
+/* --s3 (bench_s3.c). */
+int bench_s3_run(bench *b);
 
 /* ---- views of the bench's log (bench_view.c) ---- */
 

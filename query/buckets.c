@@ -435,14 +435,14 @@ static void buckets_s3_reply(http_ctx *c, const bucket_page *p) {
     }
     xmlw_close(&x, "Buckets");
     xmlw_close(&x, "ListAllMyBucketsResult");
-    if (x.failed) {
-        evbuffer_free(x.b);
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return;
-    }
     if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
-        evbuffer_drain(x.b, evbuffer_get_length(x.b));
-    http_reply_buffer(c, 200, "application/xml", x.b);
+        x.buf.len = 0;
+    int failed = x.failed;
+    struct evbuffer *body = xmlw_take(&x);
+    if (failed)
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    else
+        http_reply_buffer(c, 200, "application/xml", body);
 }
 
 void buckets_s3_list(http_ctx *c, const char *tenant) {

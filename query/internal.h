@@ -626,9 +626,14 @@ void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
 
 /* ---- xmlw.c: S3's XML answers ---- */
 typedef struct xmlw {
-    struct evbuffer *b;          /* owned until handed to a reply */
+    keybuf buf;                  /* the text; xmlw_take hands it over */
     int failed;                  /* out of memory at some point */
 } xmlw;
+/* The text as an evbuffer for a reply (taking the bytes, no copy); NULL
+ * (and the text freed) when out of memory at any point. */
+struct evbuffer *xmlw_take(xmlw *x);
+/* Frees the text (an answer not sent after all). */
+void xmlw_discard(xmlw *x);
 /* The XML declaration and root element, with S3's namespace. */
 int xmlw_begin(xmlw *x, const char *root);
 /* The same without the namespace (S3's Error document has none). */

@@ -108,16 +108,16 @@ static void s3_add_common(http_ctx *c) {
 }
 
 static void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root) {
-    if (x->failed) {
-        evbuffer_free(x->b);
+    xmlw_close(x, root);
+    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
+        x->buf.len = 0;
+    struct evbuffer *body = xmlw_take(x);
+    if (!body && x->failed) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
-    xmlw_close(x, root);
     s3_add_common(c);
-    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
-        evbuffer_drain(x->b, evbuffer_get_length(x->b));
-    http_reply_buffer(c, status, "application/xml", x->b);
+    http_reply_buffer(c, status, "application/xml", body);
 }
 
 /* An answer with no body (204s, HEAD, PutObject's 200). */
@@ -145,9 +145,9 @@ void s3_reply_error(http_ctx *c, int status, const char *code, const char *reque
     xmlw_str(&x, "Resource", path ? path : "/");
     xmlw_str(&x, "RequestId", request_id);
     xmlw_close(&x, "Error");
-    if (x.failed || evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
-        evbuffer_drain(x.b, evbuffer_get_length(x.b));
-    http_reply_buffer(c, status, "application/xml", x.b);
+    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
+        x.buf.len = 0;
+    http_reply_buffer(c, status, "application/xml", xmlw_take(&x));
 }
 
 static void s3_quoted_etag(const char *etag, char *out, size_t n) {

@@ -1,6 +1,8 @@
-/* xmlw.c: the XML of the S3 endpoint's answers (s3.c), written straight
- * into an evbuffer. Only what S3's answers need: one namespace on the
- * root, elements, escaped text.
+/* xmlw.c: the XML of the S3 endpoint's answers (s3.c), appended to one
+ * growable buffer in one pass (as jsonw.c does for JSON: a LIST of 1,000
+ * keys is some 25,000 small pieces) and handed to evhttp without a copy.
+ * Only what S3's answers need: one namespace on the root, elements,
+ * escaped text.
  *
  * Invariant: every byte of text is escaped (& < > " ' and the control
  * characters XML 1.0 cannot carry literally, as S3 writes them: &#xN;),
@@ -19,20 +21,18 @@
 #define XMLW_NS "http://s3.amazonaws.com/doc/2006-03-01/"
 
 static void xmlw_add(xmlw *x, const char *s, size_t n) {
-    if (!x->failed && evbuffer_add(x->b, s, n) < 0)
+    if (!x->failed && keybuf_append(&x->buf, s, n) < 0)
         x->failed = 1;
 }
 
-static void xmlw_printf(xmlw *x, const char *fmt, const char *a) {
-    if (!x->failed && evbuffer_add_printf(x->b, fmt, a) < 0)
-        x->failed = 1;
+static void xmlw_tag(xmlw *x, const char *open, const char *tag) {
+    xmlw_add(x, open, strlen(open));
+    xmlw_add(x, tag, strlen(tag));
 }
 
 static int xmlw_start(xmlw *x) {
+    keybuf_init(&x->buf);
     x->failed = 0;
-    x->b = evbuffer_new();
-    if (!x->b)
-        return -1;
     xmlw_add(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 39);
     return x->failed ? -1 : 0;
 }
@@ -40,20 +40,48 @@ static int xmlw_start(xmlw *x) {
 int xmlw_begin(xmlw *x, const char *root) {
     if (xmlw_start(x) < 0)
         return -1;
-    xmlw_printf(x, "<%s xmlns=\"" XMLW_NS "\">", root);
+    xmlw_tag(x, "<", root);
+    xmlw_add(x, " xmlns=\"" XMLW_NS "\">", strlen(" xmlns=\"" XMLW_NS "\">"));
     return x->failed ? -1 : 0;
 }
 
 int xmlw_begin_bare(xmlw *x, const char *root) {
     if (xmlw_start(x) < 0)
         return -1;
-    xmlw_printf(x, "<%s>", root);
+    xmlw_tag(x, "<", root);
+    xmlw_add(x, ">", 1);
     return x->failed ? -1 : 0;
 }
 
-void xmlw_open(xmlw *x, const char *tag) { xmlw_printf(x, "<%s>", tag); }
+void xmlw_open(xmlw *x, const char *tag) {
+    xmlw_tag(x, "<", tag);
+    xmlw_add(x, ">", 1);
+}
 
-void xmlw_close(xmlw *x, const char *tag) { xmlw_printf(x, "</%s>", tag); }
+void xmlw_close(xmlw *x, const char *tag) {
+    xmlw_tag(x, "</", tag);
+    xmlw_add(x, ">", 1);
+}
+
+static void xmlw_free_cb(const void *data, size_t len, void *arg) {
+    (void)len, (void)arg;
+    free((void *)data);
+}
+
+struct evbuffer *xmlw_take(xmlw *x) {
+    struct evbuffer *b = x->failed ? NULL : evbuffer_new();
+    if (b && x->buf.len &&
+        evbuffer_add_reference(b, x->buf.data, x->buf.len, xmlw_free_cb, NULL) == 0) {
+        keybuf_init(&x->buf); /* the evbuffer owns the bytes now */
+        return b;
+    }
+    if (b)
+        evbuffer_free(b);
+    keybuf_free(&x->buf);
+    return NULL;
+}
+
+void xmlw_discard(xmlw *x) { keybuf_free(&x->buf); }
 
 static void xmlw_escape(xmlw *x, const unsigned char *s, size_t n) {
     size_t run = 0;
@@ -122,11 +150,9 @@ void xmlw_u64(xmlw *x, const char *tag, uint64_t v) {
 void xmlw_bool(xmlw *x, const char *tag, int v) { xmlw_str(x, tag, v ? "true" : "false"); }
 
 void xmlw_time(xmlw *x, const char *tag, int64_t ms) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
     char buf[40];
-    gmtime_r(&t, &tm);
-    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, sizeof(buf) - n, ".%03dZ", (int)(ms % 1000));
-    xmlw_str(x, tag, buf);
+    http_format_time(ms, buf, sizeof(buf)); /* the JSON API's ISO 8601, ms, Z */
+    xmlw_open(x, tag);
+    xmlw_add(x, buf, strlen(buf));
+    xmlw_close(x, tag);
 }
