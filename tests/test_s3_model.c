@@ -5,8 +5,9 @@
  * RocksDB store, and after EVERY step the view (query/view.h) is compared
  * with a small reference model written here: GET of every key, a fully
  * paginated LIST with a random prefix, delimiter and page size, and a fully
- * paginated ListObjectVersions likewise. The model is S3's rules stated as
- * plainly as possible: a key is a list of versions, newest first. */
+ * paginated ListObjectVersions likewise. The model (s3model.h) is S3's
+ * rules stated as plainly as possible: a key is a list of versions, newest
+ * first; test_s3_model_wire drives it through both HTTP APIs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,33 +23,11 @@
 #include "keycodec.h"
 #include "proc.h"
 #include "rangemap.h"
+#include "s3model.h"
 #include "view.h"
 
 #define N_SEQUENCES 10000
 #define MAX_STEPS 8
-#define MAX_VERSIONS 16
-
-static const char *const model_keys[] = {"a", "a/b", "a/c", "ab", "b", "b/a/x", "\xc3\xa9", "c"};
-#define N_KEYS (sizeof(model_keys) / sizeof(model_keys[0]))
-static const char *const prefixes[] = {"", "a", "a/", "b", "b/a", "x", "\xc3"};
-static const char *const delimiters[] = {"", "/", "a", "/a/"};
-
-typedef struct mver {
-    char vid[VIEW_ID_LEN];
-    int marker;
-    char etag[24];
-} mver;
-
-typedef struct mkey {
-    mver v[MAX_VERSIONS]; /* v[0] is the newest */
-    int n;
-} mkey;
-
-typedef struct model {
-    char bucket[32];
-    int versioning; /* 0 unversioned, 1 enabled, 2 suspended */
-    mkey keys[N_KEYS];
-} model;
 
 typedef struct world {
     objlog_store *store;
@@ -65,63 +44,6 @@ static uint64_t rnd(world *w) {
     w->rng ^= w->rng >> 7;
     w->rng ^= w->rng << 17;
     return w->rng;
-}
-
-/* ---- the model ---- */
-
-static void model_remove(mkey *k, int i) {
-    memmove(&k->v[i], &k->v[i + 1], sizeof(mver) * (size_t)(k->n - i - 1));
-    k->n--;
-}
-
-static void model_remove_null(mkey *k) {
-    for (int i = 0; i < k->n; i++)
-        if (!strcmp(k->v[i].vid, "null")) {
-            model_remove(k, i);
-            return;
-        }
-}
-
-static void model_push(mkey *k, const char *vid, int marker, const char *etag) {
-    assert_true(k->n < MAX_VERSIONS);
-    memmove(&k->v[1], &k->v[0], sizeof(mver) * (size_t)k->n);
-    snprintf(k->v[0].vid, sizeof(k->v[0].vid), "%s", vid);
-    k->v[0].marker = marker;
-    snprintf(k->v[0].etag, sizeof(k->v[0].etag), "%s", etag);
-    k->n++;
-}
-
-/* S3: Unversioned and Suspended write the "null" version (replacing the
- * old one wherever it is); Enabled adds a new version id. */
-static void model_put(model *m, int key, const char *vid, const char *etag) {
-    mkey *k = &m->keys[key];
-    if (m->versioning == 1) {
-        model_push(k, vid, 0, etag);
-        return;
-    }
-    model_remove_null(k);
-    model_push(k, "null", 0, etag);
-}
-
-static void model_delete(model *m, int key, const char *vid) {
-    mkey *k = &m->keys[key];
-    if (m->versioning == 0) {
-        model_remove_null(k); /* no marker in an unversioned bucket */
-    } else if (m->versioning == 1) {
-        model_push(k, vid, 1, "");
-    } else {
-        model_remove_null(k);
-        model_push(k, "null", 1, "");
-    }
-}
-
-static void model_delete_version(model *m, int key, const char *vid) {
-    mkey *k = &m->keys[key];
-    for (int i = 0; i < k->n; i++)
-        if (!strcmp(k->v[i].vid, vid)) {
-            model_remove(k, i);
-            return;
-        }
 }
 
 /* ---- driving the state machine ---- */
@@ -188,12 +110,12 @@ static void op_put(world *w, model *m, int key) {
     meta.size = (uint64_t)w->offset;
     put.meta = &meta;
     ev.bucket = m->bucket;
-    ev.key.data = (uint8_t *)model_keys[key];
-    ev.key.len = strlen(model_keys[key]);
+    ev.key.data = (uint8_t *)s3model_keys[key];
+    ev.key.len = strlen(s3model_keys[key]);
     ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
     ev.put_object = &put;
     apply_one(w, &ev, OBJLOG__OUTCOME_CODE__OUTCOME_OK);
-    model_put(m, key, vid, etag);
+    assert_int_equal(model_put(m, key, vid, etag), 0);
 }
 
 static void op_delete(world *w, model *m, int key, const char *version_id) {
@@ -203,77 +125,18 @@ static void op_delete(world *w, model *m, int key, const char *version_id) {
     version_id_of(w, vid);
     del.version_id = (char *)(version_id ? version_id : "");
     ev.bucket = m->bucket;
-    ev.key.data = (uint8_t *)model_keys[key];
-    ev.key.len = strlen(model_keys[key]);
+    ev.key.data = (uint8_t *)s3model_keys[key];
+    ev.key.len = strlen(s3model_keys[key]);
     ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
     ev.delete_object = &del;
     apply_one(w, &ev, OBJLOG__OUTCOME_CODE__OUTCOME_OK);
     if (version_id)
         model_delete_version(m, key, version_id);
     else
-        model_delete(m, key, vid);
+        assert_int_equal(model_delete(m, key, vid), 0);
 }
 
 /* ---- what the model says a listing is ---- */
-
-typedef struct item {
-    char key[64];
-    char vid[VIEW_ID_LEN]; /* "" for a common prefix */
-    int is_prefix, marker, latest;
-    char etag[24];
-} item;
-
-static int key_order[N_KEYS];
-
-static int cmp_key_idx(const void *a, const void *b) {
-    return strcmp(model_keys[*(const int *)a], model_keys[*(const int *)b]);
-}
-
-/* Common prefix of key under prefix/delimiter, or 0 if none. */
-static int common_prefix(const char *key, const char *prefix, const char *delim, char *out) {
-    size_t pl = strlen(prefix);
-    if (!*delim)
-        return 0;
-    const char *hit = strstr(key + pl, delim);
-    if (!hit)
-        return 0;
-    size_t n = (size_t)(hit - key) + strlen(delim);
-    memcpy(out, key, n);
-    out[n] = '\0';
-    return 1;
-}
-
-static size_t model_items(const model *m, const char *prefix, const char *delim, int versions,
-                          item *out) {
-    size_t n = 0;
-    for (size_t i = 0; i < N_KEYS; i++) {
-        int ki = key_order[i];
-        const char *key = model_keys[ki];
-        const mkey *k = &m->keys[ki];
-        if (strncmp(key, prefix, strlen(prefix)) || k->n == 0)
-            continue;
-        if (!versions && k->v[0].marker)
-            continue;
-        char cp[64];
-        if (common_prefix(key, prefix, delim, cp)) {
-            if (n == 0 || !out[n - 1].is_prefix || strcmp(out[n - 1].key, cp)) {
-                memset(&out[n], 0, sizeof(item));
-                snprintf(out[n].key, sizeof(out[n].key), "%s", cp);
-                out[n++].is_prefix = 1;
-            }
-            continue;
-        }
-        for (int v = 0; v < (versions ? k->n : 1); v++) {
-            memset(&out[n], 0, sizeof(item));
-            snprintf(out[n].key, sizeof(out[n].key), "%s", key);
-            snprintf(out[n].vid, sizeof(out[n].vid), "%s", k->v[v].vid);
-            snprintf(out[n].etag, sizeof(out[n].etag), "%s", k->v[v].etag);
-            out[n].marker = k->v[v].marker;
-            out[n++].latest = v == 0;
-        }
-    }
-    return n;
-}
 
 static void bytes_text(const view_bytes *b, char *out, size_t size) {
     size_t n = b->len < size - 1 ? b->len : size - 1;
@@ -310,36 +173,29 @@ static size_t page_items(const view_version *vs, size_t nv, const view_bytes *ps
 }
 
 static void expect_items(const char *what, const item *want, size_t nw, const item *got, size_t ng) {
-    if (nw != ng)
-        fail_msg("%s: %zu items, model has %zu (first got %s)", what, ng, nw, ng ? got[0].key : "-");
-    for (size_t i = 0; i < nw; i++) {
-        const item *a = &want[i], *b = &got[i];
-        if (strcmp(a->key, b->key) || a->is_prefix != b->is_prefix || strcmp(a->vid, b->vid) ||
-            a->marker != b->marker || a->latest != b->latest || strcmp(a->etag, b->etag))
-            fail_msg("%s item %zu: got %s%s v=%s m=%d l=%d e=%s, model %s%s v=%s m=%d l=%d e=%s", what, i,
-                     b->is_prefix ? "PRE " : "", b->key, b->vid, b->marker, b->latest, b->etag,
-                     a->is_prefix ? "PRE " : "", a->key, a->vid, a->marker, a->latest, a->etag);
-    }
+    char msg[512];
+    if (model_expect(what, want, nw, got, ng, msg, sizeof(msg)) < 0)
+        fail_msg("%s", msg);
 }
 
 /* ---- comparisons ---- */
 
 static void check_gets(world *w, view *v, const model *m) {
     char err[256];
-    for (size_t ki = 0; ki < N_KEYS; ki++) {
+    for (size_t ki = 0; ki < S3MODEL_N_KEYS; ki++) {
         const mkey *k = &m->keys[ki];
         view_version got;
         memset(&got, 0, sizeof(got));
-        view_rc rc = view_get_object(v, m->bucket, (const uint8_t *)model_keys[ki],
-                                     strlen(model_keys[ki]), NULL, &got, err, sizeof(err));
+        view_rc rc = view_get_object(v, m->bucket, (const uint8_t *)s3model_keys[ki],
+                                     strlen(s3model_keys[ki]), NULL, &got, err, sizeof(err));
         if (k->n == 0) {
             if (rc != VIEW_NO_SUCH_KEY)
-                fail_msg("GET %s/%s: rc %d, model: no versions", m->bucket, model_keys[ki], rc);
+                fail_msg("GET %s/%s: rc %d, model: no versions", m->bucket, s3model_keys[ki], rc);
         } else {
             if (rc != VIEW_OK || got.delete_marker != k->v[0].marker ||
                 strcmp(got.version_id, k->v[0].vid) || strcmp(got.etag, k->v[0].etag))
                 fail_msg("GET %s/%s: rc %d marker %d vid %s etag %s; model marker %d vid %s etag %s",
-                         m->bucket, model_keys[ki], rc, got.delete_marker, got.version_id,
+                         m->bucket, s3model_keys[ki], rc, got.delete_marker, got.version_id,
                          rc == VIEW_OK ? got.etag : "", k->v[0].marker, k->v[0].vid, k->v[0].etag);
             view_version_free(&got);
         }
@@ -348,8 +204,8 @@ static void check_gets(world *w, view *v, const model *m) {
 }
 
 static void check_list(world *w, view *v, const model *m) {
-    const char *prefix = prefixes[rnd(w) % (sizeof(prefixes) / sizeof(prefixes[0]))];
-    const char *delim = delimiters[rnd(w) % (sizeof(delimiters) / sizeof(delimiters[0]))];
+    const char *prefix = s3model_prefixes[rnd(w) % S3MODEL_N_PREFIXES];
+    const char *delim = s3model_delimiters[rnd(w) % S3MODEL_N_DELIMITERS];
     int page = 1 + (int)(rnd(w) % 4);
     item want[64], got[64], pg[64];
     size_t nw = model_items(m, prefix, delim, 0, want), ng = 0;
@@ -387,8 +243,8 @@ static void check_list(world *w, view *v, const model *m) {
 }
 
 static void check_versions(world *w, view *v, const model *m) {
-    const char *prefix = prefixes[rnd(w) % (sizeof(prefixes) / sizeof(prefixes[0]))];
-    const char *delim = delimiters[rnd(w) % (sizeof(delimiters) / sizeof(delimiters[0]))];
+    const char *prefix = s3model_prefixes[rnd(w) % S3MODEL_N_PREFIXES];
+    const char *delim = s3model_delimiters[rnd(w) % S3MODEL_N_DELIMITERS];
     int page = 1 + (int)(rnd(w) % 4);
     item want[256], got[256], pg[64];
     size_t nw = model_items(m, prefix, delim, 1, want), ng = 0;
@@ -439,7 +295,7 @@ static void check_all(world *w, const model *m) {
 /* ---- one random sequence ---- */
 
 static void random_step(world *w, model *m) {
-    int key = (int)(rnd(w) % N_KEYS);
+    int key = (int)(rnd(w) % S3MODEL_N_KEYS);
     unsigned r = (unsigned)(rnd(w) % 100);
     if (r < 45) {
         op_put(w, m, key);
@@ -487,9 +343,6 @@ static int setup(void **state) {
     char err[512];
     memset(&w, 0, sizeof(w));
     w.rng = 0x2545F4914F6CDD1DULL;
-    for (size_t i = 0; i < N_KEYS; i++)
-        key_order[i] = (int)i;
-    qsort(key_order, N_KEYS, sizeof(int), cmp_key_idx);
     assert_int_equal(proc_tmpdir(w.dir, sizeof(w.dir)), 0);
     w.store = objlog_store_open(w.dir, err, sizeof(err));
     if (!w.store)
