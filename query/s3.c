@@ -786,7 +786,7 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
     for (int i = 0; i < 16; i++)
         snprintf(etag + 2 * i, 3, "%02x", md5[i]);
     objlog_user_meta um[S3_USER_META_MAX];
-    static __thread char names[S3_USER_META_MAX][256];
+    char names[S3_USER_META_MAX][256]; /* 16 KB: the worker stack is 8 MB */
     size_t nm;
     if (s3_user_meta(c, um, &nm, names) < 0)
         return;
