@@ -301,12 +301,171 @@ static void test_auth(void **state) {
     httpc_destroy(s3);
 }
 
+/* ---------------------------------------- listings of versions, uploads, parts */
+
+/* boto3's ListObjectVersions, ListMultipartUploads and ListParts (their
+ * paginators, markers, encoding, errors) equal the JSON API's /versions,
+ * /uploads and /parts field by field (tests/s3/boto3_list_check.py). */
+static void test_boto3_lists(void **state) {
+    (void)state;
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/boto3_list_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "HOME=/nonexistent",
+                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    "/usr/bin/python3", script, g.s3, g.json, "boto3-lists", NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 180000);
+    if (rc != 0)
+        fail_msg("boto3_list_check.py exited %d:\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(out, " checks passed"));
+    print_message("%s", out);
+}
+
+/* A JSON API call that must succeed; its answer (caller decrefs). */
+static json_t *json_call(const char *method, const char *path, const char *body) {
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.h, method, path, body, NULL, &r), 0);
+    if (r.status != 200)
+        fail_msg("%s %s: HTTP %ld %s", method, path, r.status, r.body);
+    json_t *j = json_loads(r.body, 0, NULL);
+    if (!j)
+        fail_msg("%s %s: not JSON: %s", method, path, r.body);
+    return j;
+}
+
+static const char *jstr(json_t *o, const char *name) {
+    const char *s = json_string_value(json_object_get(o, name));
+    if (!s)
+        fail_msg("no string field %s", name);
+    return s;
+}
+
+static long long jint(json_t *o, const char *name) {
+    json_t *v = json_object_get(o, name);
+    if (!json_is_integer(v))
+        fail_msg("no integer field %s", name);
+    return json_integer_value(v);
+}
+
+/* aws-cli's entry a (a version, marker or part) against the JSON API's b:
+ * the ETag quoted, the time to the millisecond (aws prints microseconds
+ * and +00:00, the JSON API milliseconds and Z). */
+static void assert_same_time(json_t *a, const char *an, json_t *b, const char *bn) {
+    const char *x = jstr(a, an), *y = jstr(b, bn);
+    if (strlen(x) < 23 || strlen(y) != 24 || strncmp(x, y, 23) != 0)
+        fail_msg("%s %s != %s %s", an, x, bn, y);
+}
+
+static void assert_quoted_etag(json_t *a, json_t *b) {
+    char quoted[80];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", jstr(b, "etag"));
+    assert_string_equal(jstr(a, "ETag"), quoted);
+}
+
+/* aws s3api list-object-versions (3 a page), list-multipart-uploads and
+ * list-parts (2 a page) over data the JSON API wrote, equal to its
+ * /versions, /uploads and /parts. */
+static void test_awscli_lists(void **state) {
+    (void)state;
+    static char out[131072];
+    char path[256], body[256];
+    json_decref(json_call("PUT", "/v1/buckets/cli-ver", "{\"versioning\":\"Enabled\"}"));
+    int nver = 0;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 5; i++) {
+            if (round > i % 3)
+                continue;
+            snprintf(path, sizeof(path), "/v1/buckets/cli-ver/objects/k/%d", i);
+            snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 10 * round + i,
+                     round * 16 + i);
+            json_decref(json_call("PUT", path, body));
+            nver++;
+        }
+    json_decref(json_call("DELETE", "/v1/buckets/cli-ver/objects/k/1", NULL));
+    json_decref(json_call("DELETE", "/v1/buckets/cli-ver/objects/k/3", NULL));
+    assert_int_equal(nver, 9);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-object-versions", "--bucket",
+                         "cli-ver", "--page-size", "3"), 0);
+    json_t *a = json_loads(out, 0, NULL);
+    json_t *jv = json_call("GET", "/v1/buckets/cli-ver/versions", NULL);
+    json_t *rows = json_object_get(jv, "versions");
+    assert_int_equal(json_array_size(rows), 11);
+    json_t *vers = json_object_get(a, "Versions"), *marks = json_object_get(a, "DeleteMarkers");
+    assert_int_equal(json_array_size(vers), 9);
+    assert_int_equal(json_array_size(marks), 2);
+    size_t iv = 0, im = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *b = json_array_get(rows, i);
+        int marker = json_is_true(json_object_get(b, "delete_marker"));
+        json_t *e = marker ? json_array_get(marks, im++) : json_array_get(vers, iv++);
+        assert_string_equal(jstr(e, "Key"), jstr(b, "key"));
+        assert_string_equal(jstr(e, "VersionId"), jstr(b, "version_id"));
+        assert_int_equal(json_is_true(json_object_get(e, "IsLatest")),
+                         json_is_true(json_object_get(b, "is_latest")));
+        assert_same_time(e, "LastModified", b, "last_modified");
+        assert_string_equal(jstr(json_object_get(e, "Owner"), "ID"), "objlog");
+        if (marker)
+            continue;
+        assert_int_equal(jint(e, "Size"), jint(b, "size"));
+        assert_quoted_etag(e, b);
+        assert_string_equal(jstr(e, "StorageClass"), jstr(b, "storage_class"));
+    }
+    assert_int_equal(iv, 9);
+    assert_int_equal(im, 2);
+    json_decref(a);
+    json_decref(jv);
+    /* a multipart upload of 5 parts, listed 2 at a time */
+    json_t *up = json_call("POST", "/v1/buckets/cli-ver/uploads", "{\"key\":\"mp/big file\"}");
+    char id[64];
+    snprintf(id, sizeof(id), "%s", jstr(up, "upload_id"));
+    json_decref(up);
+    for (int n = 1; n <= 5; n++) {
+        snprintf(path, sizeof(path), "/v1/buckets/cli-ver/uploads/%s/parts/%d?key=mp%%2Fbig%%20file",
+                 id, n);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 5242880 + n, 0xabc0 + n);
+        json_decref(json_call("PUT", path, body));
+    }
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-multipart-uploads", "--bucket",
+                         "cli-ver"), 0);
+    a = json_loads(out, 0, NULL);
+    jv = json_call("GET", "/v1/buckets/cli-ver/uploads", NULL);
+    json_t *ups = json_object_get(a, "Uploads"), *jups = json_object_get(jv, "uploads");
+    assert_int_equal(json_array_size(ups), 1);
+    assert_int_equal(json_array_size(jups), 1);
+    assert_string_equal(jstr(json_array_get(ups, 0), "UploadId"), id);
+    assert_string_equal(jstr(json_array_get(ups, 0), "Key"), "mp/big file");
+    assert_same_time(json_array_get(ups, 0), "Initiated", json_array_get(jups, 0), "initiated");
+    assert_string_equal(jstr(json_object_get(json_array_get(ups, 0), "Initiator"), "ID"),
+                        "objlog");
+    json_decref(a);
+    json_decref(jv);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-parts", "--bucket", "cli-ver", "--key",
+                         "mp/big file", "--upload-id", id, "--page-size", "2"), 0);
+    a = json_loads(out, 0, NULL);
+    snprintf(path, sizeof(path), "/v1/buckets/cli-ver/uploads/%s/parts?key=mp%%2Fbig%%20file", id);
+    jv = json_call("GET", path, NULL);
+    json_t *parts = json_object_get(a, "Parts"), *jparts = json_object_get(jv, "parts");
+    assert_int_equal(json_array_size(parts), 5);
+    assert_int_equal(json_array_size(jparts), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *e = json_array_get(parts, i), *b = json_array_get(jparts, i);
+        assert_int_equal(jint(e, "PartNumber"), jint(b, "part_number"));
+        assert_int_equal(jint(e, "PartNumber"), (long long)i + 1);
+        assert_int_equal(jint(e, "Size"), jint(b, "size"));
+        assert_quoted_etag(e, b);
+        assert_same_time(e, "LastModified", b, "last_modified");
+    }
+    json_decref(a);
+    json_decref(jv);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boto3),
         cmocka_unit_test(test_awscli),
         cmocka_unit_test(test_wire),
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_boto3_lists),
+        cmocka_unit_test(test_awscli_lists),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
