@@ -458,6 +458,282 @@ static void test_awscli_lists(void **state) {
     json_decref(jv);
 }
 
+/* -------------------------------------------------------- rclone and s3cmd */
+
+/* A tool (absolute path first) with nothing of the user's: an empty
+ * environment but HOME (the test's dir) and PATH; stdout into out. */
+static int tool_v(char *out, size_t on, const char *const *args) {
+    static char err[16384];
+    char home[300];
+    snprintf(home, sizeof(home), "HOME=%s", g.dir);
+    char *argv[40] = {"/usr/bin/env", "-i", home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    int n = 5;
+    for (int i = 0; args[i] && n < 39; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    int rc = proc_run(argv, NULL, out, on, err, sizeof(err), 120000);
+    if (rc != 0)
+        print_message("%s %s: exit %d: %s\n", args[0], args[1], rc, err);
+    return rc;
+}
+#define tool(out, on, ...) tool_v(out, on, (const char *const[]){__VA_ARGS__, NULL})
+
+typedef struct listed {
+    char key[256];
+    long long size;
+} listed;
+
+static int listed_cmp(const void *a, const void *b) {
+    return strcmp(((const listed *)a)->key, ((const listed *)b)->key);
+}
+
+/* Every live object of bucket, by the JSON API (one page: < 1000 keys). */
+static size_t json_objects(const char *bucket, listed *l, size_t max, long long *bytes) {
+    char path[200];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/objects", bucket);
+    json_t *j = json_call("GET", path, NULL);
+    json_t *objs = json_object_get(j, "objects");
+    assert_false(json_is_true(json_object_get(j, "is_truncated")));
+    size_t n = json_array_size(objs);
+    assert_true(n <= max);
+    *bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(l[i].key, sizeof(l[i].key), "%s", jstr(json_array_get(objs, i), "key"));
+        l[i].size = jint(json_array_get(objs, i), "size");
+        *bytes += l[i].size;
+    }
+    json_decref(j);
+    return n;
+}
+
+/* The lines of an s3cmd listing naming s3://bucket/KEY, as (key, size);
+ * size -1 for DIR. Other lines are skipped. */
+static size_t s3cmd_lines(char *out, const char *bucket, listed *l, size_t max) {
+    char url[100];
+    size_t n = 0, ul = (size_t)snprintf(url, sizeof(url), "s3://%s/", bucket);
+    for (char *line = out, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *u = strstr(line, url);
+        if (!u || n == max || u == line)
+            continue;
+        char *sz = u - 1;
+        while (sz > line && sz[-1] == ' ')
+            sz--;
+        while (sz > line && sz[-1] != ' ')
+            sz--;
+        snprintf(l[n].key, sizeof(l[n].key), "%s", u + ul);
+        l[n].size = strncmp(sz, "DIR", 3) == 0 ? -1 : atoll(sz);
+        n++;
+    }
+    return n;
+}
+
+static void assert_listed_equal(const listed *a, size_t na, const listed *b, size_t nb) {
+    assert_int_equal(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        assert_string_equal(a[i].key, b[i].key);
+        if (a[i].size != b[i].size)
+            fail_msg("%s: size %lld != %lld", a[i].key, a[i].size, b[i].size);
+    }
+}
+
+/* Requests objlogd answered with status code so far, every endpoint
+ * (S3's and the JSON API's) summed, from /metrics. */
+static long long answered_with(const char *code) {
+    httpc_resp r;
+    char label[32];
+    assert_int_equal(httpc_do(g.h, "GET", "/metrics", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    snprintf(label, sizeof(label), ",code=\"%s\"} ", code);
+    long long n = 0;
+    for (const char *l = r.body; (l = strstr(l, "objlog_http_requests_total{")); l++) {
+        const char *end = strchr(l, '\n'), *c = strstr(l, label);
+        if (c && (!end || c < end))
+            n += atoll(c + strlen(label));
+    }
+    return n;
+}
+
+/* rclone (lsjson -R, size, --s3-versions) and s3cmd (ls, du,
+ * la -r, multipart, listmp), signing with the test's key, path style, against
+ * what the JSON API wrote and counts. */
+static void test_rclone_s3cmd(void **state) {
+    (void)state;
+    static char out[262144];
+    static listed want[64], got[64];
+    char path[256], body[256], conf[300], cfg[300];
+    /* tenant-a's (the key's), so s3cmd la lists it */
+    json_decref(json_call("PUT", "/v1/buckets/rc-bucket",
+                          "{\"tenant\":\"tenant-a\",\"versioning\":\"Enabled\"}"));
+    long long sizes = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/objects/docs/%02d.txt", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 1000 + 7 * i, i);
+        json_decref(json_call("PUT", path, body));
+        sizes += 1000 + 7 * i;
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/objects/img/a%%20b/%%C3%%BC%d.png", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 50000 + i, 100 + i);
+        json_decref(json_call("PUT", path, body));
+        sizes += 50000 + i;
+    }
+    json_decref(json_call("PUT", "/v1/buckets/rc-bucket/objects/top.bin",
+                          "{\"size\":3,\"etag\":\"00000000000000000000000000000abc\"}"));
+    sizes += 3;
+    for (int i = 0; i < 5; i++) { /* overwritten: 5 noncurrent versions */
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/objects/docs/%02d.txt", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 2000 + i, 200 + i);
+        json_decref(json_call("PUT", path, body));
+    }
+    json_decref(json_call("DELETE", "/v1/buckets/rc-bucket/objects/docs/05.txt", NULL));
+    json_t *up = json_call("POST", "/v1/buckets/rc-bucket/uploads", "{\"key\":\"big/file\"}");
+    char id[64];
+    snprintf(id, sizeof(id), "%s", jstr(up, "upload_id"));
+    json_decref(up);
+    for (int n = 1; n <= 3; n++) {
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/uploads/%s/parts/%d?key=big%%2Ffile",
+                 id, n);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 6000000 + n, 300 + n);
+        json_decref(json_call("PUT", path, body));
+    }
+    /* the JSON API's numbers: its listing and its counters agree */
+    long long bytes;
+    size_t nwant = json_objects("rc-bucket", want, 64, &bytes);
+    assert_int_equal(nwant, 33);
+    json_t *st = json_call("GET", "/v1/buckets/rc-bucket/stats", NULL);
+    assert_int_equal(jint(st, "objects"), 33);
+    assert_int_equal(jint(st, "bytes"), bytes);
+    long long versions = jint(st, "versions"), version_bytes = jint(st, "version_bytes");
+    assert_int_equal(versions, 39);
+    json_decref(st);
+    assert_int_equal(bytes, sizes - 5 * 1000 - 7 * 10 + 5 * 2000 + 10 - (1000 + 35));
+    qsort(want, nwant, sizeof(*want), listed_cmp);
+
+    /* neither client needs an operation objlogd answers 501 */
+    long long not_implemented = answered_with("501");
+
+    /* rclone: a config file of the test's, path style, the test's key */
+    snprintf(conf, sizeof(conf), "%s/rclone.conf", g.dir);
+    FILE *f = fopen(conf, "w");
+    assert_non_null(f);
+    fprintf(f, "[objlog]\ntype = s3\nprovider = Other\nenv_auth = false\n"
+               "access_key_id = objlogtest\nsecret_access_key = objlogtest-secret\n"
+               "endpoint = %s\nregion = us-east-1\nforce_path_style = true\n", g.s3);
+    fclose(f);
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/rclone", "--config", conf, "lsjson", "-R",
+                          "objlog:rc-bucket"), 0);
+    json_t *a = json_loads(out, 0, NULL);
+    assert_non_null(a);
+    size_t ngot = 0, ndirs = 0;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        if (json_is_true(json_object_get(e, "IsDir"))) {
+            const char *d = jstr(e, "Path");
+            assert_true(strcmp(d, "docs") == 0 || strcmp(d, "img") == 0 ||
+                        strcmp(d, "img/a b") == 0);
+            ndirs++;
+            continue;
+        }
+        assert_true(ngot < 64);
+        snprintf(got[ngot].key, sizeof(got[ngot].key), "%s", jstr(e, "Path"));
+        got[ngot++].size = jint(e, "Size");
+    }
+    json_decref(a);
+    assert_int_equal(ndirs, 3);
+    qsort(got, ngot, sizeof(*got), listed_cmp);
+    assert_listed_equal(got, ngot, want, nwant);
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/rclone", "--config", conf, "size", "--json",
+                          "objlog:rc-bucket"), 0);
+    a = json_loads(out, 0, NULL);
+    assert_int_equal(jint(a, "count"), 33);
+    assert_int_equal(jint(a, "bytes"), bytes);
+    json_decref(a);
+    /* with --s3-versions rclone lists through ListObjectVersions */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/rclone", "--config", conf, "size", "--json",
+                          "--s3-versions", "objlog:rc-bucket"), 0);
+    a = json_loads(out, 0, NULL);
+    assert_int_equal(jint(a, "count"), versions);
+    assert_int_equal(jint(a, "bytes"), version_bytes);
+    json_decref(a);
+
+    /* s3cmd: its config file, the test's HOME */
+    snprintf(cfg, sizeof(cfg), "%s/s3cfg", g.dir);
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "[default]\naccess_key = objlogtest\nsecret_key = objlogtest-secret\n"
+               "host_base = %s\nhost_bucket = %s\nuse_https = False\n"
+               "bucket_location = us-east-1\nsignature_v2 = False\n", g.s3 + 7, g.s3 + 7);
+    fclose(f);
+    /* ls: one level, DIR for the common prefixes */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "ls",
+                          "s3://rc-bucket"), 0);
+    ngot = s3cmd_lines(out, "rc-bucket", got, 64);
+    json_t *jl = json_call("GET", "/v1/buckets/rc-bucket/objects?delimiter=/", NULL);
+    json_t *pre = json_object_get(jl, "common_prefixes"), *objs = json_object_get(jl, "objects");
+    assert_int_equal(ngot, json_array_size(pre) + json_array_size(objs));
+    assert_int_equal(ngot, 3);
+    for (size_t i = 0; i < json_array_size(pre); i++) {
+        assert_string_equal(got[i].key, json_string_value(json_array_get(pre, i)));
+        assert_int_equal(got[i].size, -1);
+    }
+    assert_string_equal(got[2].key, jstr(json_array_get(objs, 0), "key"));
+    assert_int_equal(got[2].size, jint(json_array_get(objs, 0), "size"));
+    json_decref(jl);
+    /* la -r: every object of every bucket of the key's tenant */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "la", "-r"), 0);
+    char *copy = strdup(out);
+    assert_non_null(copy);
+    ngot = s3cmd_lines(copy, "rc-bucket", got, 64);
+    free(copy);
+    qsort(got, ngot, sizeof(*got), listed_cmp);
+    assert_listed_equal(got, ngot, want, nwant);
+    json_t *jb = json_call("GET", "/v1/buckets?tenant=tenant-a", NULL);
+    size_t total = 0, lines = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(jb, "buckets")); i++) {
+        listed tmp[64];
+        long long tb;
+        total += json_objects(jstr(json_array_get(json_object_get(jb, "buckets"), i), "name"),
+                              tmp, 64, &tb);
+    }
+    json_decref(jb);
+    for (const char *l = out; (l = strstr(l, "  s3://")); l++)
+        lines++;
+    assert_int_equal(lines, total);
+    /* du: bytes and count */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "du",
+                          "s3://rc-bucket"), 0);
+    long long du_bytes = -1, du_count = -1;
+    assert_int_equal(sscanf(out, " %lld %lld objects s3://rc-bucket/", &du_bytes, &du_count), 2);
+    assert_int_equal(du_bytes, bytes);
+    assert_int_equal(du_count, 33);
+    /* multipart / listmp: ListMultipartUploads and ListParts */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "multipart",
+                          "s3://rc-bucket"), 0);
+    char want_line[200];
+    snprintf(want_line, sizeof(want_line), "\ts3://rc-bucket/big/file\t%s\n", id);
+    assert_non_null(strstr(out, want_line));
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "listmp",
+                          "s3://rc-bucket/big/file", id), 0);
+    snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/uploads/%s/parts?key=big%%2Ffile", id);
+    json_t *jp = json_call("GET", path, NULL);
+    json_t *parts = json_object_get(jp, "parts");
+    assert_int_equal(json_array_size(parts), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *p = json_array_get(parts, i);
+        snprintf(want_line, sizeof(want_line), "%s\t%lld\t\"%s\"\t%lld\n",
+                 jstr(p, "last_modified"), jint(p, "part_number"), jstr(p, "etag"),
+                 jint(p, "size"));
+        if (!strstr(out, want_line))
+            fail_msg("s3cmd listmp has no line %s in:\n%s", want_line, out);
+    }
+    json_decref(jp);
+    assert_int_equal(answered_with("501"), not_implemented);
+    assert_true(answered_with("200") > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boto3),
@@ -466,6 +742,7 @@ int main(void) {
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_boto3_lists),
         cmocka_unit_test(test_awscli_lists),
+        cmocka_unit_test(test_rclone_s3cmd),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
