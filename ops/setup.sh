@@ -25,7 +25,7 @@ packages=(
   libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   kcat protobuf-compiler
   openjdk-17-jre-headless maven
-  python3-boto3 awscli
+  python3-boto3 awscli rclone s3cmd
 )
 # Only `compare` needs these (the tests do not run the comparison).
 compare_packages=(wrk postgresql-15 postgresql-client-15 curl valgrind)

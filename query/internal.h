@@ -423,6 +423,17 @@ void read_usage(http_ctx *c, const char *bucket);
 /* The required key= query parameter of the upload routes (checked length);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
+/* The reads behind ListObjectVersions, ListMultipartUploads and ListParts,
+ * shared by the JSON routes and the S3 endpoint (s3list.c), which differ
+ * only in parameter names and the answer's shape: the checks both make,
+ * the fence, one snapshot. 0 with *o filled (the caller frees it), or -1
+ * after replying (or parking: the route runs again). */
+int read_versions_page(http_ctx *c, const char *bucket, const view_versions_req *r,
+                       view_versions *o);
+int read_uploads_page(http_ctx *c, const char *bucket, const view_uploads_req *r,
+                      view_uploads *o);
+int read_parts_page(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn,
+                    const char *upload_id, uint32_t marker, int max, view_parts *o);
 
 /* ---- ckptserve.c: GET /v1/partitions/{p}/checkpoint ---- */
 /* rest: the path after "/v1/partitions/". Answers later, from the export
@@ -623,6 +634,14 @@ void s3_reply_error(http_ctx *c, int status, const char *code, const char *reque
 void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
                       int delete_marker, const char *upload_id, const char *key,
                       size_t key_len);
+
+/* ---- s3list.c: S3's listings of versions, uploads and parts ---- */
+/* ListObjectVersions (GET /BUCKET?versions), ListMultipartUploads (GET
+ * /BUCKET?uploads), ListParts (GET|HEAD /BUCKET/KEY?uploadId=): the JSON
+ * routes' reads (read_*_page) answered as S3's XML. */
+void s3list_versions(http_ctx *c, const char *bucket);
+void s3list_uploads(http_ctx *c, const char *bucket);
+void s3list_parts(http_ctx *c, const char *bucket, const uint8_t *key, size_t key_len);
 
 /* ---- xmlw.c: S3's XML answers ---- */
 typedef struct xmlw {

@@ -401,6 +401,27 @@ void read_list(http_ctx *c, const char *bucket) {
 
 /* ------------------------------------------------------ ListObjectVersions */
 
+int read_versions_page(http_ctx *c, const char *bucket, const view_versions_req *r,
+                       view_versions *o) {
+    memset(o, 0, sizeof(*o));
+    if (r->version_id_marker && *r->version_id_marker && !r->key_marker_len) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "a version id marker cannot be given without a key marker");
+        return -1;
+    }
+    view *v = read_prefix_view(c, bucket, (const char *)r->prefix, r->prefix_len);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_list_versions(v, bucket, r, o, err, sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        return 0;
+    read_reply_rc(c, rc, bucket, err);
+    view_versions_free(o);
+    return -1;
+}
+
 static json_t *read_versions_json(const char *bucket, const view_versions_req *r,
                                   const view_versions *o) {
     json_t *j = json_object();
@@ -440,26 +461,30 @@ void read_versions(http_ctx *c, const char *bucket) {
     r.delimiter = (const uint8_t *)read_param(c, "delimiter", &r.delimiter_len);
     r.key_marker = (const uint8_t *)read_param(c, "key_marker", &r.key_marker_len);
     r.version_id_marker = read_param(c, "version_id_marker", NULL);
-    if (*r.version_id_marker && !r.key_marker_len) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "a version_id_marker needs a key_marker");
-        return;
-    }
-    view *v = read_prefix_view(c, bucket, (const char *)r.prefix, r.prefix_len);
-    if (!v)
-        return;
     view_versions o;
-    char err[256];
-    view_rc rc = view_list_versions(v, bucket, &r, &o, err, sizeof(err));
-    view_close(v);
-    if (rc == VIEW_OK)
-        http_reply_json(c, 200, read_versions_json(bucket, &r, &o));
-    else
-        read_reply_rc(c, rc, bucket, err);
+    if (read_versions_page(c, bucket, &r, &o) < 0)
+        return;
+    http_reply_json(c, 200, read_versions_json(bucket, &r, &o));
     view_versions_free(&o);
 }
 
 /* ---------------------------------------------------------------- uploads */
+
+int read_uploads_page(http_ctx *c, const char *bucket, const view_uploads_req *r,
+                      view_uploads *o) {
+    memset(o, 0, sizeof(*o));
+    view *v = read_prefix_view(c, bucket, (const char *)r->prefix, r->prefix_len);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_list_uploads(v, bucket, r, o, err, sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        return 0;
+    read_reply_rc(c, rc, bucket, err);
+    view_uploads_free(o);
+    return -1;
+}
 
 static json_t *read_uploads_json(const char *bucket, const view_uploads_req *r,
                                  const view_uploads *o) {
@@ -501,17 +526,10 @@ void read_uploads(http_ctx *c, const char *bucket) {
     r.delimiter = (const uint8_t *)read_param(c, "delimiter", &r.delimiter_len);
     r.key_marker = (const uint8_t *)read_param(c, "key_marker", &r.key_marker_len);
     r.upload_id_marker = read_param(c, "upload_id_marker", NULL);
-    view *v = read_prefix_view(c, bucket, (const char *)r.prefix, r.prefix_len);
-    if (!v)
-        return;
     view_uploads o;
-    char err[256];
-    view_rc rc = view_list_uploads(v, bucket, &r, &o, err, sizeof(err));
-    view_close(v);
-    if (rc == VIEW_OK)
-        http_reply_json(c, 200, read_uploads_json(bucket, &r, &o));
-    else
-        read_reply_rc(c, rc, bucket, err);
+    if (read_uploads_page(c, bucket, &r, &o) < 0)
+        return;
+    http_reply_json(c, 200, read_uploads_json(bucket, &r, &o));
     view_uploads_free(&o);
 }
 
@@ -555,6 +573,26 @@ const char *read_upload_key(http_ctx *c, size_t *kn) {
     return key;
 }
 
+int read_parts_page(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn,
+                    const char *upload_id, uint32_t marker, int max, view_parts *o) {
+    memset(o, 0, sizeof(*o));
+    int32_t part;
+    if (read_key_partition(c, bucket, key, kn, &part) < 0)
+        return -1;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_list_parts(v, bucket, key, kn, upload_id, marker, max, o, err,
+                                 sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        return 0;
+    read_reply_rc(c, rc, bucket, err);
+    view_parts_free(o);
+    return -1;
+}
+
 void read_parts(http_ctx *c, const char *bucket, const char *upload_id) {
     size_t kn;
     long long marker;
@@ -567,21 +605,11 @@ void read_parts(http_ctx *c, const char *bucket, const char *upload_id) {
                          "part_number_marker must be an integer in 0..10000");
         return;
     }
-    int32_t part;
-    if (read_key_partition(c, bucket, (const uint8_t *)key, kn, &part) < 0)
-        return;
-    view *v = read_fenced_view(c, &part, 1);
-    if (!v)
-        return;
     view_parts o;
-    char err[256];
-    view_rc rc = view_list_parts(v, bucket, (const uint8_t *)key, kn, upload_id,
-                                 (uint32_t)marker, max, &o, err, sizeof(err));
-    view_close(v);
-    if (rc == VIEW_OK)
-        http_reply_json(c, 200, read_parts_json(bucket, upload_id, marker, max, &o));
-    else
-        read_reply_rc(c, rc, bucket, err);
+    if (read_parts_page(c, bucket, (const uint8_t *)key, kn, upload_id, (uint32_t)marker, max,
+                        &o) < 0)
+        return;
+    http_reply_json(c, 200, read_parts_json(bucket, upload_id, marker, max, &o));
     view_parts_free(&o);
 }
 

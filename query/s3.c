@@ -836,9 +836,9 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         else if (s3_has(c, "versioning"))
             s3_get_versioning(c, t);
         else if (s3_has(c, "versions"))
-            s3_not_implemented(c, "ListObjectVersions");
+            s3list_versions(c, t->bucket);
         else if (s3_has(c, "uploads"))
-            s3_not_implemented(c, "ListMultipartUploads");
+            s3list_uploads(c, t->bucket);
         else {
             c->endpoint = HTTP_EP_LIST_OBJECTS;
             const char *lt = http_param_get(c, "list-type", NULL);
@@ -875,7 +875,7 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
     case EVHTTP_REQ_HEAD:
         c->endpoint = cmd == EVHTTP_REQ_GET ? HTTP_EP_GET_OBJECT : HTTP_EP_HEAD_OBJECT;
         if (upload)
-            s3_not_implemented(c, "ListParts");
+            s3list_parts(c, t->bucket, (const uint8_t *)t->key, t->key_len);
         else
             s3_get_object(c, t, cmd == EVHTTP_REQ_HEAD);
         return;

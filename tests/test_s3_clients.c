@@ -301,12 +301,448 @@ static void test_auth(void **state) {
     httpc_destroy(s3);
 }
 
+/* ---------------------------------------- listings of versions, uploads, parts */
+
+/* boto3's ListObjectVersions, ListMultipartUploads and ListParts (their
+ * paginators, markers, encoding, errors) equal the JSON API's /versions,
+ * /uploads and /parts field by field (tests/s3/boto3_list_check.py). */
+static void test_boto3_lists(void **state) {
+    (void)state;
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/boto3_list_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "HOME=/nonexistent",
+                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    "/usr/bin/python3", script, g.s3, g.json, "boto3-lists", NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 180000);
+    if (rc != 0)
+        fail_msg("boto3_list_check.py exited %d:\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(out, " checks passed"));
+    print_message("%s", out);
+}
+
+/* A JSON API call that must succeed; its answer (caller decrefs). */
+static json_t *json_call(const char *method, const char *path, const char *body) {
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.h, method, path, body, NULL, &r), 0);
+    if (r.status != 200)
+        fail_msg("%s %s: HTTP %ld %s", method, path, r.status, r.body);
+    json_t *j = json_loads(r.body, 0, NULL);
+    if (!j)
+        fail_msg("%s %s: not JSON: %s", method, path, r.body);
+    return j;
+}
+
+static const char *jstr(json_t *o, const char *name) {
+    const char *s = json_string_value(json_object_get(o, name));
+    if (!s)
+        fail_msg("no string field %s", name);
+    return s;
+}
+
+static long long jint(json_t *o, const char *name) {
+    json_t *v = json_object_get(o, name);
+    if (!json_is_integer(v))
+        fail_msg("no integer field %s", name);
+    return json_integer_value(v);
+}
+
+/* aws-cli's entry a (a version, marker or part) against the JSON API's b:
+ * the ETag quoted, the time to the millisecond (aws prints microseconds
+ * and +00:00, the JSON API milliseconds and Z). */
+static void assert_same_time(json_t *a, const char *an, json_t *b, const char *bn) {
+    const char *x = jstr(a, an), *y = jstr(b, bn);
+    if (strlen(x) < 23 || strlen(y) != 24 || strncmp(x, y, 23) != 0)
+        fail_msg("%s %s != %s %s", an, x, bn, y);
+}
+
+static void assert_quoted_etag(json_t *a, json_t *b) {
+    char quoted[80];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", jstr(b, "etag"));
+    assert_string_equal(jstr(a, "ETag"), quoted);
+}
+
+/* aws s3api list-object-versions (3 a page), list-multipart-uploads and
+ * list-parts (2 a page) over data the JSON API wrote, equal to its
+ * /versions, /uploads and /parts. */
+static void test_awscli_lists(void **state) {
+    (void)state;
+    static char out[131072];
+    char path[256], body[256];
+    json_decref(json_call("PUT", "/v1/buckets/cli-ver", "{\"versioning\":\"Enabled\"}"));
+    int nver = 0;
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 5; i++) {
+            if (round > i % 3)
+                continue;
+            snprintf(path, sizeof(path), "/v1/buckets/cli-ver/objects/k/%d", i);
+            snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 10 * round + i,
+                     round * 16 + i);
+            json_decref(json_call("PUT", path, body));
+            nver++;
+        }
+    json_decref(json_call("DELETE", "/v1/buckets/cli-ver/objects/k/1", NULL));
+    json_decref(json_call("DELETE", "/v1/buckets/cli-ver/objects/k/3", NULL));
+    assert_int_equal(nver, 9);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-object-versions", "--bucket",
+                         "cli-ver", "--page-size", "3"), 0);
+    json_t *a = json_loads(out, 0, NULL);
+    json_t *jv = json_call("GET", "/v1/buckets/cli-ver/versions", NULL);
+    json_t *rows = json_object_get(jv, "versions");
+    assert_int_equal(json_array_size(rows), 11);
+    json_t *vers = json_object_get(a, "Versions"), *marks = json_object_get(a, "DeleteMarkers");
+    assert_int_equal(json_array_size(vers), 9);
+    assert_int_equal(json_array_size(marks), 2);
+    size_t iv = 0, im = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *b = json_array_get(rows, i);
+        int marker = json_is_true(json_object_get(b, "delete_marker"));
+        json_t *e = marker ? json_array_get(marks, im++) : json_array_get(vers, iv++);
+        assert_string_equal(jstr(e, "Key"), jstr(b, "key"));
+        assert_string_equal(jstr(e, "VersionId"), jstr(b, "version_id"));
+        assert_int_equal(json_is_true(json_object_get(e, "IsLatest")),
+                         json_is_true(json_object_get(b, "is_latest")));
+        assert_same_time(e, "LastModified", b, "last_modified");
+        assert_string_equal(jstr(json_object_get(e, "Owner"), "ID"), "objlog");
+        if (marker)
+            continue;
+        assert_int_equal(jint(e, "Size"), jint(b, "size"));
+        assert_quoted_etag(e, b);
+        assert_string_equal(jstr(e, "StorageClass"), jstr(b, "storage_class"));
+    }
+    assert_int_equal(iv, 9);
+    assert_int_equal(im, 2);
+    json_decref(a);
+    json_decref(jv);
+    /* a multipart upload of 5 parts, listed 2 at a time */
+    json_t *up = json_call("POST", "/v1/buckets/cli-ver/uploads", "{\"key\":\"mp/big file\"}");
+    char id[64];
+    snprintf(id, sizeof(id), "%s", jstr(up, "upload_id"));
+    json_decref(up);
+    for (int n = 1; n <= 5; n++) {
+        snprintf(path, sizeof(path), "/v1/buckets/cli-ver/uploads/%s/parts/%d?key=mp%%2Fbig%%20file",
+                 id, n);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 5242880 + n, 0xabc0 + n);
+        json_decref(json_call("PUT", path, body));
+    }
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-multipart-uploads", "--bucket",
+                         "cli-ver"), 0);
+    a = json_loads(out, 0, NULL);
+    jv = json_call("GET", "/v1/buckets/cli-ver/uploads", NULL);
+    json_t *ups = json_object_get(a, "Uploads"), *jups = json_object_get(jv, "uploads");
+    assert_int_equal(json_array_size(ups), 1);
+    assert_int_equal(json_array_size(jups), 1);
+    assert_string_equal(jstr(json_array_get(ups, 0), "UploadId"), id);
+    assert_string_equal(jstr(json_array_get(ups, 0), "Key"), "mp/big file");
+    assert_same_time(json_array_get(ups, 0), "Initiated", json_array_get(jups, 0), "initiated");
+    assert_string_equal(jstr(json_object_get(json_array_get(ups, 0), "Initiator"), "ID"),
+                        "objlog");
+    json_decref(a);
+    json_decref(jv);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "list-parts", "--bucket", "cli-ver", "--key",
+                         "mp/big file", "--upload-id", id, "--page-size", "2"), 0);
+    a = json_loads(out, 0, NULL);
+    snprintf(path, sizeof(path), "/v1/buckets/cli-ver/uploads/%s/parts?key=mp%%2Fbig%%20file", id);
+    jv = json_call("GET", path, NULL);
+    json_t *parts = json_object_get(a, "Parts"), *jparts = json_object_get(jv, "parts");
+    assert_int_equal(json_array_size(parts), 5);
+    assert_int_equal(json_array_size(jparts), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *e = json_array_get(parts, i), *b = json_array_get(jparts, i);
+        assert_int_equal(jint(e, "PartNumber"), jint(b, "part_number"));
+        assert_int_equal(jint(e, "PartNumber"), (long long)i + 1);
+        assert_int_equal(jint(e, "Size"), jint(b, "size"));
+        assert_quoted_etag(e, b);
+        assert_same_time(e, "LastModified", b, "last_modified");
+    }
+    json_decref(a);
+    json_decref(jv);
+}
+
+/* -------------------------------------------------------- rclone and s3cmd */
+
+/* A tool (absolute path first) with nothing of the user's: an empty
+ * environment but HOME (the test's dir) and PATH; stdout into out. */
+static int tool_v(char *out, size_t on, const char *const *args) {
+    static char err[16384];
+    char home[300];
+    snprintf(home, sizeof(home), "HOME=%s", g.dir);
+    char *argv[40] = {"/usr/bin/env", "-i", home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    int n = 5;
+    for (int i = 0; args[i] && n < 39; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    int rc = proc_run(argv, NULL, out, on, err, sizeof(err), 120000);
+    if (rc != 0)
+        print_message("%s %s: exit %d: %s\n", args[0], args[1], rc, err);
+    return rc;
+}
+#define tool(out, on, ...) tool_v(out, on, (const char *const[]){__VA_ARGS__, NULL})
+
+typedef struct listed {
+    char key[256];
+    long long size;
+} listed;
+
+static int listed_cmp(const void *a, const void *b) {
+    return strcmp(((const listed *)a)->key, ((const listed *)b)->key);
+}
+
+/* Every live object of bucket, by the JSON API (one page: < 1000 keys). */
+static size_t json_objects(const char *bucket, listed *l, size_t max, long long *bytes) {
+    char path[200];
+    snprintf(path, sizeof(path), "/v1/buckets/%s/objects", bucket);
+    json_t *j = json_call("GET", path, NULL);
+    json_t *objs = json_object_get(j, "objects");
+    assert_false(json_is_true(json_object_get(j, "is_truncated")));
+    size_t n = json_array_size(objs);
+    assert_true(n <= max);
+    *bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(l[i].key, sizeof(l[i].key), "%s", jstr(json_array_get(objs, i), "key"));
+        l[i].size = jint(json_array_get(objs, i), "size");
+        *bytes += l[i].size;
+    }
+    json_decref(j);
+    return n;
+}
+
+/* The lines of an s3cmd listing naming s3://bucket/KEY, as (key, size);
+ * size -1 for DIR. Other lines are skipped. */
+static size_t s3cmd_lines(char *out, const char *bucket, listed *l, size_t max) {
+    char url[100];
+    size_t n = 0, ul = (size_t)snprintf(url, sizeof(url), "s3://%s/", bucket);
+    for (char *line = out, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *u = strstr(line, url);
+        if (!u || n == max || u == line)
+            continue;
+        char *sz = u - 1;
+        while (sz > line && sz[-1] == ' ')
+            sz--;
+        while (sz > line && sz[-1] != ' ')
+            sz--;
+        snprintf(l[n].key, sizeof(l[n].key), "%s", u + ul);
+        l[n].size = strncmp(sz, "DIR", 3) == 0 ? -1 : atoll(sz);
+        n++;
+    }
+    return n;
+}
+
+static void assert_listed_equal(const listed *a, size_t na, const listed *b, size_t nb) {
+    assert_int_equal(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        assert_string_equal(a[i].key, b[i].key);
+        if (a[i].size != b[i].size)
+            fail_msg("%s: size %lld != %lld", a[i].key, a[i].size, b[i].size);
+    }
+}
+
+/* Requests objlogd answered with status code so far, every endpoint
+ * (S3's and the JSON API's) summed, from /metrics. */
+static long long answered_with(const char *code) {
+    httpc_resp r;
+    char label[32];
+    assert_int_equal(httpc_do(g.h, "GET", "/metrics", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    snprintf(label, sizeof(label), ",code=\"%s\"} ", code);
+    long long n = 0;
+    for (const char *l = r.body; (l = strstr(l, "objlog_http_requests_total{")); l++) {
+        const char *end = strchr(l, '\n'), *c = strstr(l, label);
+        if (c && (!end || c < end))
+            n += atoll(c + strlen(label));
+    }
+    return n;
+}
+
+/* rclone (lsjson -R, size, --s3-versions) and s3cmd (ls, du,
+ * la -r, multipart, listmp), signing with the test's key, path style, against
+ * what the JSON API wrote and counts. */
+static void test_rclone_s3cmd(void **state) {
+    (void)state;
+    static char out[262144];
+    static listed want[64], got[64];
+    char path[256], body[256], conf[300], cfg[300];
+    /* tenant-a's (the key's), so s3cmd la lists it */
+    json_decref(json_call("PUT", "/v1/buckets/rc-bucket",
+                          "{\"tenant\":\"tenant-a\",\"versioning\":\"Enabled\"}"));
+    long long sizes = 0;
+    for (int i = 0; i < 30; i++) {
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/objects/docs/%02d.txt", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 1000 + 7 * i, i);
+        json_decref(json_call("PUT", path, body));
+        sizes += 1000 + 7 * i;
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/objects/img/a%%20b/%%C3%%BC%d.png", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 50000 + i, 100 + i);
+        json_decref(json_call("PUT", path, body));
+        sizes += 50000 + i;
+    }
+    json_decref(json_call("PUT", "/v1/buckets/rc-bucket/objects/top.bin",
+                          "{\"size\":3,\"etag\":\"00000000000000000000000000000abc\"}"));
+    sizes += 3;
+    for (int i = 0; i < 5; i++) { /* overwritten: 5 noncurrent versions */
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/objects/docs/%02d.txt", i);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 2000 + i, 200 + i);
+        json_decref(json_call("PUT", path, body));
+    }
+    json_decref(json_call("DELETE", "/v1/buckets/rc-bucket/objects/docs/05.txt", NULL));
+    json_t *up = json_call("POST", "/v1/buckets/rc-bucket/uploads", "{\"key\":\"big/file\"}");
+    char id[64];
+    snprintf(id, sizeof(id), "%s", jstr(up, "upload_id"));
+    json_decref(up);
+    for (int n = 1; n <= 3; n++) {
+        snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/uploads/%s/parts/%d?key=big%%2Ffile",
+                 id, n);
+        snprintf(body, sizeof(body), "{\"size\":%d,\"etag\":\"%032x\"}", 6000000 + n, 300 + n);
+        json_decref(json_call("PUT", path, body));
+    }
+    /* the JSON API's numbers: its listing and its counters agree */
+    long long bytes;
+    size_t nwant = json_objects("rc-bucket", want, 64, &bytes);
+    assert_int_equal(nwant, 33);
+    json_t *st = json_call("GET", "/v1/buckets/rc-bucket/stats", NULL);
+    assert_int_equal(jint(st, "objects"), 33);
+    assert_int_equal(jint(st, "bytes"), bytes);
+    long long versions = jint(st, "versions"), version_bytes = jint(st, "version_bytes");
+    assert_int_equal(versions, 39);
+    json_decref(st);
+    assert_int_equal(bytes, sizes - 5 * 1000 - 7 * 10 + 5 * 2000 + 10 - (1000 + 35));
+    qsort(want, nwant, sizeof(*want), listed_cmp);
+
+    /* neither client needs an operation objlogd answers 501 */
+    long long not_implemented = answered_with("501");
+
+    /* rclone: a config file of the test's, path style, the test's key */
+    snprintf(conf, sizeof(conf), "%s/rclone.conf", g.dir);
+    FILE *f = fopen(conf, "w");
+    assert_non_null(f);
+    fprintf(f, "[objlog]\ntype = s3\nprovider = Other\nenv_auth = false\n"
+               "access_key_id = objlogtest\nsecret_access_key = objlogtest-secret\n"
+               "endpoint = %s\nregion = us-east-1\nforce_path_style = true\n", g.s3);
+    fclose(f);
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/rclone", "--config", conf, "lsjson", "-R",
+                          "objlog:rc-bucket"), 0);
+    json_t *a = json_loads(out, 0, NULL);
+    assert_non_null(a);
+    size_t ngot = 0, ndirs = 0;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        if (json_is_true(json_object_get(e, "IsDir"))) {
+            const char *d = jstr(e, "Path");
+            assert_true(strcmp(d, "docs") == 0 || strcmp(d, "img") == 0 ||
+                        strcmp(d, "img/a b") == 0);
+            ndirs++;
+            continue;
+        }
+        assert_true(ngot < 64);
+        snprintf(got[ngot].key, sizeof(got[ngot].key), "%s", jstr(e, "Path"));
+        got[ngot++].size = jint(e, "Size");
+    }
+    json_decref(a);
+    assert_int_equal(ndirs, 3);
+    qsort(got, ngot, sizeof(*got), listed_cmp);
+    assert_listed_equal(got, ngot, want, nwant);
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/rclone", "--config", conf, "size", "--json",
+                          "objlog:rc-bucket"), 0);
+    a = json_loads(out, 0, NULL);
+    assert_int_equal(jint(a, "count"), 33);
+    assert_int_equal(jint(a, "bytes"), bytes);
+    json_decref(a);
+    /* with --s3-versions rclone lists through ListObjectVersions */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/rclone", "--config", conf, "size", "--json",
+                          "--s3-versions", "objlog:rc-bucket"), 0);
+    a = json_loads(out, 0, NULL);
+    assert_int_equal(jint(a, "count"), versions);
+    assert_int_equal(jint(a, "bytes"), version_bytes);
+    json_decref(a);
+
+    /* s3cmd: its config file, the test's HOME */
+    snprintf(cfg, sizeof(cfg), "%s/s3cfg", g.dir);
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "[default]\naccess_key = objlogtest\nsecret_key = objlogtest-secret\n"
+               "host_base = %s\nhost_bucket = %s\nuse_https = False\n"
+               "bucket_location = us-east-1\nsignature_v2 = False\n", g.s3 + 7, g.s3 + 7);
+    fclose(f);
+    /* ls: one level, DIR for the common prefixes */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "ls",
+                          "s3://rc-bucket"), 0);
+    ngot = s3cmd_lines(out, "rc-bucket", got, 64);
+    json_t *jl = json_call("GET", "/v1/buckets/rc-bucket/objects?delimiter=/", NULL);
+    json_t *pre = json_object_get(jl, "common_prefixes"), *objs = json_object_get(jl, "objects");
+    assert_int_equal(ngot, json_array_size(pre) + json_array_size(objs));
+    assert_int_equal(ngot, 3);
+    for (size_t i = 0; i < json_array_size(pre); i++) {
+        assert_string_equal(got[i].key, json_string_value(json_array_get(pre, i)));
+        assert_int_equal(got[i].size, -1);
+    }
+    assert_string_equal(got[2].key, jstr(json_array_get(objs, 0), "key"));
+    assert_int_equal(got[2].size, jint(json_array_get(objs, 0), "size"));
+    json_decref(jl);
+    /* la -r: every object of every bucket of the key's tenant */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "la", "-r"), 0);
+    char *copy = strdup(out);
+    assert_non_null(copy);
+    ngot = s3cmd_lines(copy, "rc-bucket", got, 64);
+    free(copy);
+    qsort(got, ngot, sizeof(*got), listed_cmp);
+    assert_listed_equal(got, ngot, want, nwant);
+    json_t *jb = json_call("GET", "/v1/buckets?tenant=tenant-a", NULL);
+    size_t total = 0, lines = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(jb, "buckets")); i++) {
+        listed tmp[64];
+        long long tb;
+        total += json_objects(jstr(json_array_get(json_object_get(jb, "buckets"), i), "name"),
+                              tmp, 64, &tb);
+    }
+    json_decref(jb);
+    for (const char *l = out; (l = strstr(l, "  s3://")); l++)
+        lines++;
+    assert_int_equal(lines, total);
+    /* du: bytes and count */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "du",
+                          "s3://rc-bucket"), 0);
+    long long du_bytes = -1, du_count = -1;
+    assert_int_equal(sscanf(out, " %lld %lld objects s3://rc-bucket/", &du_bytes, &du_count), 2);
+    assert_int_equal(du_bytes, bytes);
+    assert_int_equal(du_count, 33);
+    /* multipart / listmp: ListMultipartUploads and ListParts */
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "multipart",
+                          "s3://rc-bucket"), 0);
+    char want_line[200];
+    snprintf(want_line, sizeof(want_line), "\ts3://rc-bucket/big/file\t%s\n", id);
+    assert_non_null(strstr(out, want_line));
+    assert_int_equal(tool(out, sizeof(out), "/usr/bin/s3cmd", "-c", cfg, "listmp",
+                          "s3://rc-bucket/big/file", id), 0);
+    snprintf(path, sizeof(path), "/v1/buckets/rc-bucket/uploads/%s/parts?key=big%%2Ffile", id);
+    json_t *jp = json_call("GET", path, NULL);
+    json_t *parts = json_object_get(jp, "parts");
+    assert_int_equal(json_array_size(parts), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *p = json_array_get(parts, i);
+        snprintf(want_line, sizeof(want_line), "%s\t%lld\t\"%s\"\t%lld\n",
+                 jstr(p, "last_modified"), jint(p, "part_number"), jstr(p, "etag"),
+                 jint(p, "size"));
+        if (!strstr(out, want_line))
+            fail_msg("s3cmd listmp has no line %s in:\n%s", want_line, out);
+    }
+    json_decref(jp);
+    assert_int_equal(answered_with("501"), not_implemented);
+    assert_true(answered_with("200") > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boto3),
         cmocka_unit_test(test_awscli),
         cmocka_unit_test(test_wire),
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_boto3_lists),
+        cmocka_unit_test(test_awscli_lists),
+        cmocka_unit_test(test_rclone_s3cmd),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

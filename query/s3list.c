@@ -1,0 +1,286 @@
+/* s3list.c: the S3 endpoint's listings of versions, uploads and parts
+ * (issue 14, items 3-4, the read side): ListObjectVersions (GET
+ * /BUCKET?versions), ListMultipartUploads (GET /BUCKET?uploads) and
+ * ListParts (GET|HEAD /BUCKET/KEY?uploadId=ID), routed here by s3.c.
+ *
+ * Each handler reads S3's parameter names, then calls the same read as the
+ * JSON route (read.c's read_*_page: its checks, its fence, one snapshot),
+ * and writes S3's XML. Invariant: nothing here decides what is listed;
+ * only names, the XML shape and EncodingType=url differ from the JSON
+ * answer, so the two front ends agree on every page.
+ *
+ * objlog has no accounts: every Owner and Initiator is "objlog", as in
+ * ListBuckets (buckets.c). */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#define S3LIST_OWNER "objlog"
+#define S3LIST_MAX_PARTS_MARKER 2147483647LL
+
+/* ------------------------------------------------------------- plumbing */
+
+/* Closes root and answers 200 (no body for HEAD, as S3). */
+static void s3list_reply(http_ctx *c, xmlw *x, const char *root) {
+    xmlw_close(x, root);
+    if (x->failed) {
+        evbuffer_free(x->b);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
+        evbuffer_drain(x->b, evbuffer_get_length(x->b));
+    http_reply_buffer(c, 200, "application/xml", x->b);
+}
+
+static int s3list_begin(http_ctx *c, xmlw *x, const char *root) {
+    if (xmlw_begin(x, root) == 0)
+        return 0;
+    if (x->b)
+        evbuffer_free(x->b);
+    http_reply_error(c, 500, "InternalError", "out of memory");
+    return -1;
+}
+
+/* max-keys / max-uploads / max-parts: a non-negative integer, default
+ * and cap 1000 (S3 answers at most 1000 and says MaxKeys 1000). */
+static int s3list_max(http_ctx *c, const char *name, int *out) {
+    long long v;
+    if (http_param_int(c, name, 0, 2147483647LL, VIEW_MAX_KEYS, &v) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Provided %s not an integer or within integer range", name);
+        return -1;
+    }
+    *out = v > VIEW_MAX_KEYS ? VIEW_MAX_KEYS : (int)v;
+    return 0;
+}
+
+/* encoding-type: absent or "url"; 1 for url, -1 after replying. */
+static int s3list_encoding(http_ctx *c) {
+    const char *e = http_param_get(c, "encoding-type", NULL);
+    if (!e)
+        return 0;
+    if (strcmp(e, "url") == 0)
+        return 1;
+    http_reply_error(c, 400, "InvalidArgument", "Invalid Encoding Method specified in Request");
+    return -1;
+}
+
+/* A string parameter, "" when absent (the views take "" as none). */
+static const char *s3list_param(http_ctx *c, const char *name, size_t *len) {
+    const char *v = http_param_get(c, name, len);
+    if (!v && len)
+        *len = 0;
+    return v ? v : "";
+}
+
+static void s3list_owner(xmlw *x, const char *tag) {
+    xmlw_open(x, tag);
+    xmlw_str(x, "ID", S3LIST_OWNER);
+    xmlw_str(x, "DisplayName", S3LIST_OWNER);
+    xmlw_close(x, tag);
+}
+
+/* S3 quotes ETags in listings; objlog stores what the writer gave. */
+static void s3list_etag(xmlw *x, const char *etag) {
+    if (etag && etag[0] == '"') {
+        xmlw_str(x, "ETag", etag);
+        return;
+    }
+    char quoted[160];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", etag ? etag : "");
+    xmlw_str(x, "ETag", quoted);
+}
+
+static const char *s3list_storage_class(const Objlog__ObjectMeta *m) {
+    return m && m->storage_class && *m->storage_class ? m->storage_class : "STANDARD";
+}
+
+static void s3list_prefixes(xmlw *x, const view_bytes *p, size_t n, int url) {
+    for (size_t i = 0; i < n; i++) {
+        xmlw_open(x, "CommonPrefixes");
+        xmlw_bytes(x, "Prefix", p[i].data, p[i].len, url);
+        xmlw_close(x, "CommonPrefixes");
+    }
+}
+
+/* --------------------------------------------------- ListObjectVersions */
+
+/* A version or a delete marker, in the view's order (key, then newest
+ * first): S3 interleaves the two elements the same way. */
+static void s3list_version_xml(xmlw *x, const view_version *v, int url) {
+    const char *tag = v->delete_marker ? "DeleteMarker" : "Version";
+    xmlw_open(x, tag);
+    xmlw_bytes(x, "Key", v->key.data, v->key.len, url);
+    xmlw_str(x, "VersionId", v->version_id);
+    xmlw_bool(x, "IsLatest", v->is_latest);
+    xmlw_time(x, "LastModified", v->last_modified_ms);
+    if (!v->delete_marker) {
+        s3list_etag(x, v->etag);
+        xmlw_u64(x, "Size", v->size);
+        xmlw_str(x, "StorageClass", v->storage_class);
+    }
+    s3list_owner(x, "Owner");
+    xmlw_close(x, tag);
+}
+
+static void s3list_versions_reply(http_ctx *c, const char *bucket, const view_versions_req *r,
+                                  const view_versions *o, int url) {
+    xmlw x;
+    if (s3list_begin(c, &x, "ListVersionsResult") < 0)
+        return;
+    xmlw_str(&x, "Name", bucket);
+    xmlw_bytes(&x, "Prefix", r->prefix, r->prefix_len, url);
+    xmlw_bytes(&x, "KeyMarker", r->key_marker, r->key_marker_len, url);
+    xmlw_str(&x, "VersionIdMarker", r->version_id_marker);
+    if (o->is_truncated) {
+        xmlw_bytes(&x, "NextKeyMarker", o->next_key_marker.data, o->next_key_marker.len, url);
+        /* A page that ends on a common prefix continues after the
+         * prefix: a key marker alone, so no version id marker. */
+        if (o->next_version_id_marker[0])
+            xmlw_str(&x, "NextVersionIdMarker", o->next_version_id_marker);
+    }
+    xmlw_u64(&x, "MaxKeys", (uint64_t)r->max_keys);
+    if (r->delimiter_len)
+        xmlw_bytes(&x, "Delimiter", r->delimiter, r->delimiter_len, url);
+    if (url)
+        xmlw_str(&x, "EncodingType", "url");
+    xmlw_bool(&x, "IsTruncated", o->is_truncated);
+    for (size_t i = 0; i < o->n_versions; i++)
+        s3list_version_xml(&x, &o->versions[i], url);
+    s3list_prefixes(&x, o->prefixes, o->n_prefixes, url);
+    s3list_reply(c, &x, "ListVersionsResult");
+}
+
+void s3list_versions(http_ctx *c, const char *bucket) {
+    view_versions_req r = {0};
+    c->endpoint = HTTP_EP_LIST_VERSIONS;
+    int url = s3list_encoding(c);
+    if (url < 0 || s3list_max(c, "max-keys", &r.max_keys) < 0)
+        return;
+    r.prefix = (const uint8_t *)s3list_param(c, "prefix", &r.prefix_len);
+    r.delimiter = (const uint8_t *)s3list_param(c, "delimiter", &r.delimiter_len);
+    r.key_marker = (const uint8_t *)s3list_param(c, "key-marker", &r.key_marker_len);
+    r.version_id_marker = s3list_param(c, "version-id-marker", NULL);
+    view_versions o;
+    if (read_versions_page(c, bucket, &r, &o) < 0)
+        return;
+    s3list_versions_reply(c, bucket, &r, &o, url);
+    view_versions_free(&o);
+}
+
+/* ------------------------------------------------- ListMultipartUploads */
+
+static void s3list_upload_xml(xmlw *x, const view_upload *u, int url) {
+    xmlw_open(x, "Upload");
+    xmlw_bytes(x, "Key", u->key.data, u->key.len, url);
+    xmlw_str(x, "UploadId", u->upload_id);
+    s3list_owner(x, "Initiator");
+    s3list_owner(x, "Owner");
+    xmlw_str(x, "StorageClass", s3list_storage_class(u->record ? u->record->meta : NULL));
+    xmlw_time(x, "Initiated", u->initiated_ms);
+    xmlw_close(x, "Upload");
+}
+
+static void s3list_uploads_reply(http_ctx *c, const char *bucket, const view_uploads_req *r,
+                                 const view_uploads *o, int url) {
+    xmlw x;
+    if (s3list_begin(c, &x, "ListMultipartUploadsResult") < 0)
+        return;
+    xmlw_str(&x, "Bucket", bucket);
+    xmlw_bytes(&x, "KeyMarker", r->key_marker, r->key_marker_len, url);
+    xmlw_str(&x, "UploadIdMarker", r->upload_id_marker);
+    if (o->is_truncated) {
+        xmlw_bytes(&x, "NextKeyMarker", o->next_key_marker.data, o->next_key_marker.len, url);
+        if (o->next_upload_id_marker[0])
+            xmlw_str(&x, "NextUploadIdMarker", o->next_upload_id_marker);
+    }
+    xmlw_bytes(&x, "Prefix", r->prefix, r->prefix_len, url);
+    if (r->delimiter_len)
+        xmlw_bytes(&x, "Delimiter", r->delimiter, r->delimiter_len, url);
+    xmlw_u64(&x, "MaxUploads", (uint64_t)r->max_uploads);
+    xmlw_bool(&x, "IsTruncated", o->is_truncated);
+    for (size_t i = 0; i < o->n_uploads; i++)
+        s3list_upload_xml(&x, &o->uploads[i], url);
+    s3list_prefixes(&x, o->prefixes, o->n_prefixes, url);
+    if (url)
+        xmlw_str(&x, "EncodingType", "url");
+    s3list_reply(c, &x, "ListMultipartUploadsResult");
+}
+
+void s3list_uploads(http_ctx *c, const char *bucket) {
+    view_uploads_req r = {0};
+    c->endpoint = HTTP_EP_UPLOADS;
+    int url = s3list_encoding(c);
+    if (url < 0 || s3list_max(c, "max-uploads", &r.max_uploads) < 0)
+        return;
+    r.prefix = (const uint8_t *)s3list_param(c, "prefix", &r.prefix_len);
+    r.delimiter = (const uint8_t *)s3list_param(c, "delimiter", &r.delimiter_len);
+    r.key_marker = (const uint8_t *)s3list_param(c, "key-marker", &r.key_marker_len);
+    r.upload_id_marker = s3list_param(c, "upload-id-marker", NULL);
+    view_uploads o;
+    if (read_uploads_page(c, bucket, &r, &o) < 0)
+        return;
+    s3list_uploads_reply(c, bucket, &r, &o, url);
+    view_uploads_free(&o);
+}
+
+/* ------------------------------------------------------------- ListParts */
+
+static void s3list_parts_reply(http_ctx *c, const char *bucket, const char *upload_id,
+                               long long marker, int max, const view_parts *o) {
+    xmlw x;
+    if (s3list_begin(c, &x, "ListPartsResult") < 0)
+        return;
+    const view_upload *u = &o->upload;
+    xmlw_str(&x, "Bucket", bucket);
+    xmlw_bytes(&x, "Key", u->key.data, u->key.len, 0);
+    xmlw_str(&x, "UploadId", upload_id);
+    s3list_owner(&x, "Initiator");
+    s3list_owner(&x, "Owner");
+    xmlw_str(&x, "StorageClass", s3list_storage_class(u->record ? u->record->meta : NULL));
+    xmlw_u64(&x, "PartNumberMarker", (uint64_t)marker);
+    /* S3 names the last part listed even on the last page. */
+    xmlw_u64(&x, "NextPartNumberMarker", o->next_part_number_marker);
+    xmlw_u64(&x, "MaxParts", (uint64_t)max);
+    xmlw_bool(&x, "IsTruncated", o->is_truncated);
+    for (size_t i = 0; i < o->n_parts; i++) {
+        const view_part *p = &o->parts[i];
+        xmlw_open(&x, "Part");
+        xmlw_u64(&x, "PartNumber", p->part_number);
+        xmlw_time(&x, "LastModified", p->last_modified_ms);
+        s3list_etag(&x, p->etag);
+        xmlw_u64(&x, "Size", p->size);
+        xmlw_close(&x, "Part");
+    }
+    s3list_reply(c, &x, "ListPartsResult");
+}
+
+void s3list_parts(http_ctx *c, const char *bucket, const uint8_t *key, size_t key_len) {
+    c->endpoint = HTTP_EP_PARTS;
+    const char *upload_id = http_param_get(c, "uploadId", NULL);
+    long long marker;
+    int max;
+    if (!upload_id || !*upload_id) {
+        http_reply_error(c, 404, "NoSuchUpload", "The specified upload does not exist.");
+        return;
+    }
+    if (s3list_max(c, "max-parts", &max) < 0)
+        return;
+    if (http_param_int(c, "part-number-marker", 0, S3LIST_MAX_PARTS_MARKER, 0, &marker) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Provided part-number-marker not an integer or within integer range");
+        return;
+    }
+    /* Part numbers end at 10000: a larger marker lists nothing. */
+    uint32_t from = marker > 10000 ? 10000 : (uint32_t)marker;
+    view_parts o;
+    if (read_parts_page(c, bucket, key, key_len, upload_id, from, max, &o) < 0)
+        return;
+    s3list_parts_reply(c, bucket, upload_id, marker, max, &o);
+    view_parts_free(&o);
+}
