@@ -157,12 +157,18 @@ static void s3_quoted_etag(const char *etag, char *out, size_t n) {
         snprintf(out, n, "\"%s\"", etag ? etag : "");
 }
 
-void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
-                      int delete_marker, const char *upload_id, const char *key,
-                      size_t key_len) {
-    (void)upload_id, (void)key, (void)key_len;
+/* CompleteMultipartUpload's Location: the object's URL as addressed. */
+static void s3_object_location(http_ctx *c, char *out, size_t n) {
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(c->req), "Host");
+    snprintf(out, n, "http://%s%s", host ? host : "localhost", path ? path : "/");
+}
+
+void s3_reply_written(http_ctx *c, const s3_written *w) {
     char quoted[160];
-    int versioned = version_id && *version_id && strcmp(version_id, "null") != 0;
+    int versioned = w->version_id && *w->version_id && strcmp(w->version_id, "null") != 0;
+    xmlw x;
     switch (c->s3_op) {
     case S3_OP_CREATE_BUCKET: {
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
@@ -172,25 +178,63 @@ void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
         return;
     }
     case S3_OP_PUT_OBJECT:
-        s3_quoted_etag(etag, quoted, sizeof(quoted));
+    case S3_OP_UPLOAD_PART:
+        s3_quoted_etag(w->etag, quoted, sizeof(quoted));
         http_add_header(c, "ETag", quoted);
-        if (versioned)
-            http_add_header(c, "x-amz-version-id", version_id);
+        if (versioned && c->s3_op == S3_OP_PUT_OBJECT)
+            http_add_header(c, "x-amz-version-id", w->version_id);
         s3_reply_empty(c, 200);
         return;
     case S3_OP_DELETE_OBJECT:
-        if (delete_marker)
+        if (w->delete_marker)
             http_add_header(c, "x-amz-delete-marker", "true");
         if (versioned)
-            http_add_header(c, "x-amz-version-id", version_id);
+            http_add_header(c, "x-amz-version-id", w->version_id);
         s3_reply_empty(c, 204);
         return;
     case S3_OP_DELETE_BUCKET:
+    case S3_OP_ABORT_UPLOAD:
         s3_reply_empty(c, 204);
+        return;
+    case S3_OP_CREATE_UPLOAD:
+        if (xmlw_begin(&x, "InitiateMultipartUploadResult") < 0)
+            break;
+        xmlw_str(&x, "Bucket", w->bucket);
+        xmlw_bytes(&x, "Key", w->key ? w->key : "", w->key_len, 0);
+        xmlw_str(&x, "UploadId", w->upload_id);
+        s3_reply_xml(c, 200, &x, "InitiateMultipartUploadResult");
+        return;
+    case S3_OP_COMPLETE_UPLOAD: {
+        char loc[1400];
+        if (xmlw_begin(&x, "CompleteMultipartUploadResult") < 0)
+            break;
+        s3_object_location(c, loc, sizeof(loc));
+        s3_quoted_etag(w->etag, quoted, sizeof(quoted));
+        xmlw_str(&x, "Location", loc);
+        xmlw_str(&x, "Bucket", w->bucket);
+        xmlw_bytes(&x, "Key", w->key ? w->key : "", w->key_len, 0);
+        xmlw_str(&x, "ETag", quoted);
+        if (versioned)
+            http_add_header(c, "x-amz-version-id", w->version_id);
+        s3_reply_xml(c, 200, &x, "CompleteMultipartUploadResult");
+        return;
+    }
+    case S3_OP_COPY_OBJECT:
+        if (xmlw_begin(&x, "CopyObjectResult") < 0)
+            break;
+        s3_quoted_etag(w->etag, quoted, sizeof(quoted));
+        xmlw_time(&x, "LastModified", w->log_time_ms ? w->log_time_ms
+                                                     : (int64_t)time(NULL) * 1000);
+        xmlw_str(&x, "ETag", quoted);
+        if (versioned)
+            http_add_header(c, "x-amz-version-id", w->version_id);
+        s3_reply_xml(c, 200, &x, "CopyObjectResult");
         return;
     default:
         s3_reply_empty(c, 200);
+        return;
     }
+    http_reply_error(c, 500, "InternalError", "out of memory");
 }
 
 /* ------------------------------------------------------------ addressing */
