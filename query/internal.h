@@ -673,6 +673,25 @@ typedef struct s3_written {
 /* A gateway write of c applied OK: the answer its S3 operation gives. */
 void s3_reply_written(http_ctx *c, const s3_written *w);
 
+/* ---- s3write.c: S3's writes beyond PutObject / DeleteObject ---- */
+/* What s3.c hands a write handler: the addressed bucket and key and the
+ * body as signed (an aws-chunked one decoded: decoded set). */
+typedef struct s3_request {
+    const char *bucket;
+    const char *key;             /* NULL for a bucket's sub-resource */
+    size_t key_len;
+    const uint8_t *body;
+    size_t body_len;
+    int decoded;
+} s3_request;
+void s3_put_versioning(http_ctx *c, const s3_request *r);  /* PUT ?versioning */
+void s3_create_upload(http_ctx *c, const s3_request *r);   /* POST ?uploads */
+void s3_upload_part(http_ctx *c, const s3_request *r);     /* PUT ?partNumber&uploadId */
+void s3_complete_upload(http_ctx *c, const s3_request *r); /* POST ?uploadId */
+void s3_abort_upload(http_ctx *c, const s3_request *r);    /* DELETE ?uploadId */
+void s3_copy_object(http_ctx *c, const s3_request *r);     /* PUT + x-amz-copy-source */
+void s3_delete_objects(http_ctx *c, const s3_request *r);  /* POST ?delete */
+
 /* ---- xmlw.c: S3's XML answers ---- */
 typedef struct xmlw {
     struct evbuffer *b;          /* owned until handed to a reply */

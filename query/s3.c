@@ -810,10 +810,6 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
                          "--s3-credentials); send the body whole");
         return;
     }
-    if (s3_header(c, "x-amz-copy-source")) {
-        http_reply_error(c, 501, "NotImplemented", "CopyObject is not built yet");
-        return;
-    }
     struct evbuffer *body = evhttp_request_get_input_buffer(c->req);
     size_t n = t->body ? t->body_len : evbuffer_get_length(body);
     unsigned char md5[16];
@@ -853,6 +849,18 @@ static void s3_delete_object(http_ctx *c, const s3_target *t) {
 
 static int s3_has(http_ctx *c, const char *sub) { return http_param_get(c, sub, NULL) != NULL; }
 
+/* What s3write.c's handlers are given. */
+static s3_request s3_request_of(http_ctx *c, const s3_target *t) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    s3_request r = {.bucket = t->bucket, .key = t->key, .key_len = t->key_len,
+                    .body = t->body, .body_len = t->body_len, .decoded = t->body != NULL};
+    if (!t->body) {
+        r.body_len = evbuffer_get_length(in);
+        r.body = r.body_len ? evbuffer_pullup(in, -1) : (const uint8_t *)"";
+    }
+    return r;
+}
+
 static void s3_not_implemented(http_ctx *c, const char *what) {
     http_reply_error(c, 501, "NotImplemented", "%s is not implemented by objlog yet", what);
 }
@@ -872,6 +880,7 @@ static void s3_route_service(http_ctx *c, enum evhttp_cmd_type cmd, const s3_tar
 }
 
 static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
+    s3_request r = s3_request_of(c, t);
     c->endpoint = HTTP_EP_BUCKET;
     switch (cmd) {
     case EVHTTP_REQ_GET:
@@ -897,7 +906,7 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         return;
     case EVHTTP_REQ_PUT:
         if (s3_has(c, "versioning"))
-            s3_not_implemented(c, "PutBucketVersioning");
+            s3_put_versioning(c, &r);
         else
             s3_create_bucket(c, t);
         return;
@@ -905,7 +914,11 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         s3_delete_bucket(c, t);
         return;
     case EVHTTP_REQ_POST:
-        s3_not_implemented(c, s3_has(c, "delete") ? "DeleteObjects" : "this POST");
+        c->endpoint = HTTP_EP_DELETE_OBJECT;
+        if (s3_has(c, "delete"))
+            s3_delete_objects(c, &r);
+        else
+            s3_not_implemented(c, "this POST");
         return;
     default:
         s3_method_not_allowed(c);
@@ -914,6 +927,7 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
 
 static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
     int upload = s3_has(c, "uploadId") || s3_has(c, "uploads");
+    s3_request r = s3_request_of(c, t);
     switch (cmd) {
     case EVHTTP_REQ_GET:
     case EVHTTP_REQ_HEAD:
@@ -925,20 +939,28 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         return;
     case EVHTTP_REQ_PUT:
         c->endpoint = HTTP_EP_PUT_OBJECT;
-        if (upload)
-            s3_not_implemented(c, "UploadPart");
+        if (upload || s3_has(c, "partNumber"))
+            s3_upload_part(c, &r);
+        else if (s3_header(c, "x-amz-copy-source"))
+            s3_copy_object(c, &r);
         else
             s3_put_object(c, t);
         return;
     case EVHTTP_REQ_DELETE:
         c->endpoint = HTTP_EP_DELETE_OBJECT;
         if (upload)
-            s3_not_implemented(c, "AbortMultipartUpload");
+            s3_abort_upload(c, &r);
         else
             s3_delete_object(c, t);
         return;
     case EVHTTP_REQ_POST:
-        s3_not_implemented(c, upload ? "multipart uploads" : "this POST");
+        c->endpoint = HTTP_EP_UPLOADS;
+        if (s3_has(c, "uploads"))
+            s3_create_upload(c, &r);
+        else if (s3_has(c, "uploadId"))
+            s3_complete_upload(c, &r);
+        else
+            s3_not_implemented(c, "this POST");
         return;
     default:
         s3_method_not_allowed(c);
