@@ -20,7 +20,12 @@
  * (evhttp is not thread-safe), exactly once. `state` decides who answers:
  * the timer answers only from PENDING or LOGGED (-> EXPIRED); the library
  * callback and the waiter hand the request to the worker only by moving it
- * to WAITED first. Whoever finds it EXPIRED frees it, answering nothing. */
+ * to WAITED first. Whoever finds it EXPIRED frees it, answering nothing.
+ *
+ * A write issued for a batch (gateway_delete_versions: S3 DeleteObjects)
+ * has a sink instead of an answer: every place that would answer it calls
+ * the sink, on the same worker thread, under the same exactly-once rule;
+ * the batch answers the HTTP request once its last write has reported. */
 #include "internal.h"
 
 #include <errno.h>
@@ -72,8 +77,12 @@ struct gw_req {
     int wait_rc;                 /* 0 applied, 1 timeout, -1 stopped */
     Objlog__Outcome *outcome;    /* when applied and stored */
     int is_create_upload;        /* the reply names the upload and its key */
-    char *key;                   /* create upload: the key (owned) */
+    char *key;                   /* create upload, S3 complete: the key (owned) */
     size_t key_len;
+    char bucket[64];             /* for the S3 answer */
+    gateway_sink *sink;          /* a batch's write: outcomes go here, no answer */
+    void *sink_arg;
+    size_t sink_index;
     char err[256];
     gw_req *next;
 };
@@ -101,11 +110,34 @@ static void gw_req_free(gw_req *r) {
     free(r);
 }
 
+/* Every failure answer of a request that reached the producer goes here. */
+static void gw_reply_error(gw_req *r, int status, const char *code, const char *rid,
+                           const char *message, json_t *extra) {
+    if (r->sink) {
+        json_decref(extra);
+        gateway_result res = {.status = status, .code = code, .message = message,
+                              .version_id = "", .etag = ""};
+        r->sink(r->sink_arg, r->sink_index, &res);
+        return;
+    }
+    http_reply_error_rid(&r->c, status, code, rid, message, extra);
+}
+
 static void gw_reply_ok(gw_req *r, const char *version_id, const char *etag,
-                        int delete_marker, const char *upload_id) {
+                        int delete_marker, const char *upload_id, int64_t log_time_ms) {
+    if (r->sink) {
+        gateway_result res = {.status = 200, .code = "", .message = "",
+                              .version_id = version_id, .etag = etag,
+                              .delete_marker = delete_marker};
+        r->sink(r->sink_arg, r->sink_index, &res);
+        return;
+    }
     if (r->c.s3) { /* the S3 endpoint's own success answer (s3.c) */
-        s3_reply_written(&r->c, version_id, etag, delete_marker, upload_id, r->key,
-                         r->key_len);
+        s3_written w = {.bucket = r->bucket, .key = r->key, .key_len = r->key_len,
+                        .version_id = version_id, .etag = etag,
+                        .delete_marker = delete_marker, .upload_id = upload_id,
+                        .log_time_ms = log_time_ms};
+        s3_reply_written(&r->c, &w);
         return;
     }
     http_add_header(&r->c, "X-Objlog-Token", r->res.token);
@@ -121,6 +153,10 @@ static void gw_reply_ok(gw_req *r, const char *version_id, const char *etag,
 }
 
 static void gw_reply_logged(gw_req *r) {
+    if (r->sink) { /* ack=logged: in the log, its outcome not awaited */
+        gw_reply_ok(r, "", "", 0, "", 0);
+        return;
+    }
     http_add_header(&r->c, "X-Objlog-Token", r->res.token);
     http_add_header(&r->c, "X-Objlog-Request-Id", r->res.request_id_hex);
     http_reply_json(&r->c, 200,
@@ -138,18 +174,19 @@ static void gw_reply_unknown(gw_req *r, const char *why) {
         json_object_set_new(extra, "lag",
                             json_integer(r->res.offset + 1 - applied));
     }
-    http_reply_error_rid(&r->c, 503, "SlowDown", r->res.request_id_hex, why, extra);
+    gw_reply_error(r, 503, "SlowDown", r->res.request_id_hex, why, extra);
 }
 
 static void gw_reply_outcome(gw_req *r) {
     const Objlog__Outcome *o = r->outcome;
     if (o->code == OBJLOG__OUTCOME_CODE__OUTCOME_OK) {
         gw_reply_ok(r, o->version_id ? o->version_id : "", o->etag ? o->etag : "",
-                    o->delete_marker, o->upload_id ? o->upload_id : "");
+                    o->delete_marker, o->upload_id ? o->upload_id : "", o->log_time_ms);
         return;
     }
-    http_add_header(&r->c, "X-Objlog-Token", r->res.token);
-    http_reply_error_rid(&r->c, outcome_http_status(o->code),
+    if (!r->sink)
+        http_add_header(&r->c, "X-Objlog-Token", r->res.token);
+    gw_reply_error(r, outcome_http_status(o->code),
                          outcome_code_name(o->code), r->res.request_id_hex,
                          o->message && *o->message ? o->message
                                                    : outcome_code_name(o->code),
@@ -195,7 +232,7 @@ static void gw_timeout_cb(evutil_socket_t fd, short what, void *arg) {
         : "the write did not complete within timeout_ms (is the log reachable?); "
           "its outcome is unknown: retry with the same request id";
     json_t *extra = logged ? json_pack("{s:s}", "token", r->res.token) : NULL;
-    http_reply_error_rid(&r->c, 503, "SlowDown", r->rid_hex, why, extra);
+    gw_reply_error(r, 503, "SlowDown", r->rid_hex, why, extra);
 }
 
 /* On the worker thread, once the write's fate is known. */
@@ -209,7 +246,7 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
     }
     switch (r->res.status) {
     case OBJLOG_STATUS_FAILED:
-        http_reply_error_rid(&r->c, 503, "SlowDown", r->res.request_id_hex,
+        gw_reply_error(r, 503, "SlowDown", r->res.request_id_hex,
                              r->res.error_message[0] ? r->res.error_message
                                                      : "the write did not reach the log",
                              NULL);
@@ -219,11 +256,11 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
         break;
     case OBJLOG_STATUS_OK:
         gw_reply_ok(r, r->res.version_id, r->res.etag, r->res.delete_marker,
-                    r->res.upload_id);
+                    r->res.upload_id, 0);
         break;
     case OBJLOG_STATUS_REJECTED:
-        http_reply_error_rid(&r->c, gw_status_of(r->res.error_code), r->res.error_code, r->res.request_id_hex,
-                             r->res.error_message, NULL);
+        gw_reply_error(r, gw_status_of(r->res.error_code), r->res.error_code,
+                       r->res.request_id_hex, r->res.error_message, NULL);
         break;
     case OBJLOG_STATUS_LOGGED:
         if (r->ack_logged)
@@ -233,8 +270,8 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
                                                : "the write is logged but its outcome "
                                                  "did not arrive in time");
         else if (!r->outcome)
-            http_reply_error_rid(&r->c, 500, "InternalError", r->res.request_id_hex,
-                                 r->err[0] ? r->err : "no outcome stored", NULL);
+            gw_reply_error(r, 500, "InternalError", r->res.request_id_hex,
+                           r->err[0] ? r->err : "no outcome stored", NULL);
         else
             gw_reply_outcome(r);
         break;
@@ -403,18 +440,61 @@ static int gw_hex_id(const char *s, uint8_t out[OBJLOG_REQUEST_ID_LEN]) {
     return 0;
 }
 
+/* ack= and timeout_ms= of a write; -1 after replying. */
+static int gw_write_params(http_ctx *c, int *ack_logged, int *timeout_ms) {
+    const char *ack = http_param_get(c, "ack", NULL);
+    if (ack && strcmp(ack, "applied") != 0 && strcmp(ack, "logged") != 0) {
+        http_reply_error(c, 400, "InvalidArgument", "ack must be applied or logged");
+        return -1;
+    }
+    *ack_logged = ack && strcmp(ack, "logged") == 0;
+    return http_timeout_param(c, timeout_ms);
+}
+
+/* A request of c with request id rid, its timer running; NULL out of
+ * memory (nothing answered). */
+static gw_req *gw_req_alloc(http_ctx *c, int ack_logged, int timeout_ms,
+                            const uint8_t rid[OBJLOG_REQUEST_ID_LEN]) {
+    gw_req *r = calloc(1, sizeof(*r));
+    if (!r || !(r->done = event_new(c->w->base, -1, 0, gw_done_cb, r)) ||
+        !(r->timer = evtimer_new(c->w->base, gw_timeout_cb, r))) {
+        if (r && r->done)
+            event_free(r->done);
+        free(r);
+        return NULL;
+    }
+    for (int i = 0; i < OBJLOG_REQUEST_ID_LEN; i++)
+        sprintf(r->rid_hex + 2 * i, "%02x", rid[i]);
+    r->w = c->w;
+    r->c = *c;
+    r->c.params = NULL;
+    r->c.nparams = 0;
+    r->g = c->q->gw;
+    r->ack_logged = ack_logged;
+    r->timeout_ms = timeout_ms;
+    r->res.partition = -1;
+    clock_gettime(CLOCK_MONOTONIC, &r->start);
+    gateway *g = r->g;
+    pthread_mutex_lock(&g->mu);
+    r->lnext = g->live;
+    if (g->live)
+        g->live->lprev = r;
+    g->live = r;
+    pthread_mutex_unlock(&g->mu);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(r->timer, &tv);
+    if (r->w->stopping)
+        event_active(r->timer, EV_TIMEOUT, 0);
+    return r;
+}
+
 /* Common parameters; replies and returns NULL on a bad one. */
 static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
                           uint8_t rid[OBJLOG_REQUEST_ID_LEN]) {
     /* A write is coming: an idle consumer fetches again (materializer.h). */
     objlog_materializer_kick(c->q->m);
-    const char *ack = http_param_get(c, "ack", NULL);
-    int timeout_ms;
-    if (ack && strcmp(ack, "applied") != 0 && strcmp(ack, "logged") != 0) {
-        http_reply_error(c, 400, "InvalidArgument", "ack must be applied or logged");
-        return NULL;
-    }
-    if (http_timeout_param(c, &timeout_ms) < 0)
+    int ack_logged, timeout_ms;
+    if (gw_write_params(c, &ack_logged, &timeout_ms) < 0)
         return NULL;
     struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
     const char *hrid = evhttp_find_header(h, "X-Objlog-Request-Id");
@@ -431,37 +511,9 @@ static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
     }
     /* The id is ours before the producer is called: a timeout names it. */
     opts->request_id = rid;
-    gw_req *r = calloc(1, sizeof(*r));
-    if (!r || !(r->done = event_new(c->w->base, -1, 0, gw_done_cb, r)) ||
-        !(r->timer = evtimer_new(c->w->base, gw_timeout_cb, r))) {
-        if (r && r->done)
-            event_free(r->done);
-        free(r);
+    gw_req *r = gw_req_alloc(c, ack_logged, timeout_ms, rid);
+    if (!r)
         http_reply_error(c, 500, "InternalError", "out of memory");
-        return NULL;
-    }
-    for (int i = 0; i < OBJLOG_REQUEST_ID_LEN; i++)
-        sprintf(r->rid_hex + 2 * i, "%02x", rid[i]);
-    r->w = c->w;
-    r->c = *c;
-    r->c.params = NULL;
-    r->c.nparams = 0;
-    r->g = c->q->gw;
-    r->ack_logged = ack && strcmp(ack, "logged") == 0;
-    r->timeout_ms = timeout_ms;
-    r->res.partition = -1;
-    clock_gettime(CLOCK_MONOTONIC, &r->start);
-    gateway *g = r->g;
-    pthread_mutex_lock(&g->mu);
-    r->lnext = g->live;
-    if (g->live)
-        g->live->lprev = r;
-    g->live = r;
-    pthread_mutex_unlock(&g->mu);
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    evtimer_add(r->timer, &tv);
-    if (r->w->stopping)
-        event_active(r->timer, EV_TIMEOUT, 0);
     return r;
 }
 
@@ -490,6 +542,13 @@ static gw_req *gw_req_new_cond(http_ctx *c, objlog_write_opts *opts,
 static void gw_submitted(http_ctx *c, gw_req *r, int rc, const char *errstr) {
     if (rc == 0)
         return;
+    if (r->sink) {
+        gateway_result res = {.status = 400, .code = "InvalidArgument",
+                              .message = errstr, .version_id = "", .etag = ""};
+        r->sink(r->sink_arg, r->sink_index, &res);
+        gw_req_free(r);
+        return;
+    }
     gw_req_free(r);
     http_reply_error(c, 400, "InvalidArgument", "%s", errstr);
 }
@@ -619,21 +678,27 @@ void gateway_put_versioning(http_ctx *c, const char *bucket) {
     }
     const char *status = NULL;
     objlog_versioning v;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
     if (gw_string_field(c, body, "status", &status) < 0) {
         /* replied */
     } else if (gw_versioning(status, 0, &v) < 0) {
         http_reply_error(c, 400, "InvalidArgument",
                          "field status must be Enabled or Suspended");
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_set_versioning(c->q->producer, bucket, v, &opts,
-                                                gw_on_logged, r, err, sizeof(err));
-        gw_submitted(c, r, rc, err);
+    } else {
+        gateway_set_versioning(c, bucket, v);
     }
     json_decref(body);
+}
+
+void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_set_versioning(c->q->producer, bucket, v, &opts, gw_on_logged,
+                                            r, err, sizeof(err));
+    gw_submitted(c, r, rc, err);
 }
 
 /* PUT /v1/buckets/{b}/quota {"max_bytes":N,"max_objects":N}: a SetQuota
@@ -777,6 +842,47 @@ void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
     gw_submitted(c, r, rc, err);
 }
 
+/* One delete of a batch: its own random request id (the batch's keys are
+ * distinct writes; a shared id would make the state machine deduplicate
+ * them into one), no preconditions, its outcome to sink. */
+static void gw_delete_one(http_ctx *c, const char *bucket, const gateway_delete_item *it,
+                          size_t i, int ack_logged, int timeout_ms, gateway_sink *sink,
+                          void *arg) {
+    uint64_t seq;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    const char *vid = it->version_id;
+    gateway_result res = {.status = 400, .code = "InvalidArgument",
+                          .message = "invalid version id", .version_id = "", .etag = ""};
+    if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
+        sink(arg, i, &res);
+        return;
+    }
+    gw_req *r = gw_random_id(rid) < 0 ? NULL : gw_req_alloc(c, ack_logged, timeout_ms, rid);
+    if (!r) {
+        res.status = 500, res.code = "InternalError", res.message = "out of memory";
+        sink(arg, i, &res);
+        return;
+    }
+    r->sink = sink, r->sink_arg = arg, r->sink_index = i;
+    objlog_write_opts opts = {.request_id = rid};
+    char err[256] = "";
+    int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)it->key,
+                                           it->key_len, vid, &opts, gw_on_logged, r, err,
+                                           sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
+int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
+                            size_t n, gateway_sink *sink, void *arg) {
+    int ack_logged, timeout_ms;
+    objlog_materializer_kick(c->q->m);
+    if (gw_write_params(c, &ack_logged, &timeout_ms) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        gw_delete_one(c, bucket, &items[i], i, ack_logged, timeout_ms, sink, arg);
+    return 0;
+}
+
 /* ------------------------------------------------------------- multipart */
 
 /* The "key" field of a create-upload body, checked as a URL key is. */
@@ -808,30 +914,42 @@ void gateway_create_upload(http_ctx *c, const char *bucket) {
     objlog_user_meta *um = NULL;
     size_t kn = 0;
     const char *key = gw_body_key(c, body, &kn);
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (key && gw_parse_meta(c, body, &meta, &um) == 0 &&
-        (r = gw_req_new(c, &opts, rid))) {
-        r->is_create_upload = 1;
-        r->key = malloc(kn + 1);
-        if (r->key) {
-            memcpy(r->key, key, kn);
-            r->key_len = kn;
-        }
-        char err[256] = "";
-        int rc = r->key ? objlog_producer_create_upload(c->q->producer, bucket, key, kn,
-                                                        &meta, &opts, gw_on_logged, r,
-                                                        err, sizeof(err))
-                        : (snprintf(err, sizeof(err), "out of memory"), -1);
-        gw_submitted(c, r, rc, err);
-    }
+    if (key && gw_parse_meta(c, body, &meta, &um) == 0)
+        gateway_create_upload_meta(c, bucket, (const uint8_t *)key, kn, &meta);
     free(um);
     json_decref(body);
 }
 
-/* Part number from the path: 1..10000. */
-static int gw_part_number(const char *s, uint32_t *out) {
+/* The request's bucket and key, kept for its answer; -1 out of memory. */
+static int gw_req_target(gw_req *r, const char *bucket, const uint8_t *key, size_t kn) {
+    snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+    r->key = malloc(kn + 1);
+    if (!r->key)
+        return -1;
+    memcpy(r->key, key, kn);
+    r->key[kn] = '\0';
+    r->key_len = kn;
+    return 0;
+}
+
+void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                                size_t key_len, const objlog_object_meta *meta) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    r->is_create_upload = 1;
+    char err[256] = "";
+    int rc = gw_req_target(r, bucket, key, key_len) < 0
+                 ? (snprintf(err, sizeof(err), "out of memory"), -1)
+                 : objlog_producer_create_upload(c->q->producer, bucket, (const char *)key,
+                                                 key_len, meta, &opts, gw_on_logged, r, err,
+                                                 sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
+int gateway_part_number(const char *s, uint32_t *out) {
     char *end = NULL;
     if (!s || *s < '1' || *s > '9' || strlen(s) > 5)
         return -1;
@@ -849,7 +967,7 @@ void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
     const char *key = read_upload_key(c, &kn);
     if (!key)
         return;
-    if (gw_part_number(part_number, &pn) < 0) {
+    if (gateway_part_number(part_number, &pn) < 0) {
         http_reply_error(c, 400, "InvalidArgument",
                          "part number must be an integer in 1..10000");
         return;
@@ -864,21 +982,28 @@ void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
     }
     uint64_t size = 0;
     const char *etag = NULL, *blob = NULL;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
     if (gw_uint_field(c, body, "size", 0, &size) == 0 &&
         gw_string_field(c, body, "etag", &etag) == 0 &&
-        gw_string_field(c, body, "blob_id", &blob) == 0 &&
-        (r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_upload_part(c->q->producer, bucket, key, kn, upload_id,
-                                             pn, size, etag ? etag : "",
-                                             blob ? blob : "", &opts, gw_on_logged, r,
-                                             err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
+        gw_string_field(c, body, "blob_id", &blob) == 0)
+        gateway_upload_part_meta(c, bucket, (const uint8_t *)key, kn, upload_id, pn, size,
+                                 etag, blob);
     json_decref(body);
+}
+
+void gateway_upload_part_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const char *upload_id, uint32_t part_number,
+                              uint64_t size, const char *etag, const char *blob_id) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_upload_part(c->q->producer, bucket, (const char *)key, key_len,
+                                         upload_id, part_number, size, etag ? etag : "",
+                                         blob_id ? blob_id : "", &opts, gw_on_logged, r,
+                                         err, sizeof(err));
+    gw_submitted(c, r, rc, err);
 }
 
 /* {"parts":[{"part_number","etag"}]} -> *parts (malloc'd, etags borrowed
@@ -933,33 +1058,47 @@ void gateway_complete_upload(http_ctx *c, const char *bucket,
     }
     objlog_completed_part *parts = NULL;
     size_t n = 0;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (gw_completed_parts(c, body, &parts, &n) == 0 &&
-        (r = gw_req_new_cond(c, &opts, rid, 1))) {
-        char err[256] = "";
-        int rc = objlog_producer_complete_upload(c->q->producer, bucket, key, kn,
-                                                 upload_id, parts, n, &opts,
-                                                 gw_on_logged, r, err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
+    if (gw_completed_parts(c, body, &parts, &n) == 0)
+        gateway_complete_upload_parts(c, bucket, (const uint8_t *)key, kn, upload_id, parts,
+                                      n);
     free(parts);
     json_decref(body);
+}
+
+void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_t *key,
+                                   size_t key_len, const char *upload_id,
+                                   const objlog_completed_part *parts, size_t n) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = gw_req_target(r, bucket, key, key_len) < 0
+                 ? (snprintf(err, sizeof(err), "out of memory"), -1)
+                 : objlog_producer_complete_upload(c->q->producer, bucket, (const char *)key,
+                                                   key_len, upload_id, parts, n, &opts,
+                                                   gw_on_logged, r, err, sizeof(err));
+    gw_submitted(c, r, rc, err);
 }
 
 void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id) {
     size_t kn;
     const char *key = read_upload_key(c, &kn);
-    if (!key)
-        return;
+    if (key)
+        gateway_abort_upload_key(c, bucket, (const uint8_t *)key, kn, upload_id);
+}
+
+void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const char *upload_id) {
     objlog_write_opts opts;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
     gw_req *r = gw_req_new(c, &opts, rid);
     if (!r)
         return;
     char err[256] = "";
-    int rc = objlog_producer_abort_upload(c->q->producer, bucket, key, kn, upload_id,
-                                          &opts, gw_on_logged, r, err, sizeof(err));
+    int rc = objlog_producer_abort_upload(c->q->producer, bucket, (const char *)key, key_len,
+                                          upload_id, &opts, gw_on_logged, r, err,
+                                          sizeof(err));
     gw_submitted(c, r, rc, err);
 }

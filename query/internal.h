@@ -515,6 +515,7 @@ void gateway_delete_object(http_ctx *c, const char *bucket,
                            const uint8_t *key, size_t key_len);
 void gateway_delete_bucket(http_ctx *c, const char *bucket);
 void gateway_put_versioning(http_ctx *c, const char *bucket);
+void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
 void gateway_put_quota(http_ctx *c, const char *bucket);
 void gateway_create_upload(http_ctx *c, const char *bucket);
 void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
@@ -522,6 +523,44 @@ void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
 void gateway_complete_upload(http_ctx *c, const char *bucket,
                              const char *upload_id);
 void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id);
+/* The multipart writes with their values parsed (the JSON routes above
+ * parse their bodies into these; the S3 endpoint, s3write.c, its XML). */
+void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                                size_t key_len, const objlog_object_meta *meta);
+/* A part number "1".."10000" -> *out; -1 otherwise. */
+int gateway_part_number(const char *s, uint32_t *out);
+void gateway_upload_part_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const char *upload_id, uint32_t part_number,
+                              uint64_t size, const char *etag, const char *blob_id);
+void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_t *key,
+                                   size_t key_len, const char *upload_id,
+                                   const objlog_completed_part *parts, size_t n);
+void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const char *upload_id);
+/* What one write of a batch came to: status 200 and its version, or the
+ * status, code and message its own answer would have carried. */
+typedef struct gateway_result {
+    int status;
+    const char *code;            /* "" when ok */
+    const char *message;
+    const char *version_id;
+    const char *etag;
+    int delete_marker;
+} gateway_result;
+/* Called on c's worker thread exactly once per item i (possibly before
+ * gateway_delete_versions returns); res is valid during the call only. */
+typedef void gateway_sink(void *arg, size_t i, const gateway_result *res);
+typedef struct gateway_delete_item {
+    const uint8_t *key;
+    size_t key_len;
+    const char *version_id;      /* NULL: the current version */
+} gateway_delete_item;
+/* One delete per item, each its own write with its own request id; their
+ * outcomes go to sink, nothing is answered on c. 0 when every item was
+ * issued (sink will be called n times), -1 after answering c (bad ack= or
+ * timeout_ms=: nothing issued). */
+int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
+                            size_t n, gateway_sink *sink, void *arg);
 
 /* ---- cluster.c: which node applies which partition (issue 13) ---- */
 
@@ -616,7 +655,8 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
 
 /* What an S3 write's success answers (http_ctx.s3_op). */
 enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
-       S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT };
+       S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT, S3_OP_CREATE_UPLOAD, S3_OP_UPLOAD_PART,
+       S3_OP_COMPLETE_UPLOAD, S3_OP_ABORT_UPLOAD, S3_OP_COPY_OBJECT };
 /* The S3 endpoint's settings from conf (q->s3, q->s3_host, q->s3_port):
  * 0, or -1 with errstr (a bad credentials file, say). */
 int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
@@ -630,10 +670,38 @@ void s3_run(http_ctx *c);
  * RequestId (no body for HEAD). */
 void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
                     const char *message);
+/* What an applied S3 write's answer may name. */
+typedef struct s3_written {
+    const char *bucket;          /* "" unless the write kept it */
+    const char *key;             /* NULL unless the write kept it */
+    size_t key_len;
+    const char *version_id;
+    const char *etag;
+    int delete_marker;
+    const char *upload_id;
+    int64_t log_time_ms;         /* the new version's LastModified; 0 unknown */
+} s3_written;
 /* A gateway write of c applied OK: the answer its S3 operation gives. */
-void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
-                      int delete_marker, const char *upload_id, const char *key,
-                      size_t key_len);
+void s3_reply_written(http_ctx *c, const s3_written *w);
+
+/* ---- s3write.c: S3's writes beyond PutObject / DeleteObject ---- */
+/* What s3.c hands a write handler: the addressed bucket and key and the
+ * body as signed (an aws-chunked one decoded: decoded set). */
+typedef struct s3_request {
+    const char *bucket;
+    const char *key;             /* NULL for a bucket's sub-resource */
+    size_t key_len;
+    const uint8_t *body;
+    size_t body_len;
+    int decoded;
+} s3_request;
+void s3_put_versioning(http_ctx *c, const s3_request *r);  /* PUT ?versioning */
+void s3_create_upload(http_ctx *c, const s3_request *r);   /* POST ?uploads */
+void s3_upload_part(http_ctx *c, const s3_request *r);     /* PUT ?partNumber&uploadId */
+void s3_complete_upload(http_ctx *c, const s3_request *r); /* POST ?uploadId */
+void s3_abort_upload(http_ctx *c, const s3_request *r);    /* DELETE ?uploadId */
+void s3_copy_object(http_ctx *c, const s3_request *r);     /* PUT + x-amz-copy-source */
+void s3_delete_objects(http_ctx *c, const s3_request *r);  /* POST ?delete */
 
 /* ---- s3list.c: S3's listings of versions, uploads and parts ---- */
 /* ListObjectVersions (GET /BUCKET?versions), ListMultipartUploads (GET

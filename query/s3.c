@@ -157,12 +157,18 @@ static void s3_quoted_etag(const char *etag, char *out, size_t n) {
         snprintf(out, n, "\"%s\"", etag ? etag : "");
 }
 
-void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
-                      int delete_marker, const char *upload_id, const char *key,
-                      size_t key_len) {
-    (void)upload_id, (void)key, (void)key_len;
+/* CompleteMultipartUpload's Location: the object's URL as addressed. */
+static void s3_object_location(http_ctx *c, char *out, size_t n) {
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(c->req), "Host");
+    snprintf(out, n, "http://%s%s", host ? host : "localhost", path ? path : "/");
+}
+
+void s3_reply_written(http_ctx *c, const s3_written *w) {
     char quoted[160];
-    int versioned = version_id && *version_id && strcmp(version_id, "null") != 0;
+    int versioned = w->version_id && *w->version_id && strcmp(w->version_id, "null") != 0;
+    xmlw x;
     switch (c->s3_op) {
     case S3_OP_CREATE_BUCKET: {
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
@@ -172,25 +178,63 @@ void s3_reply_written(http_ctx *c, const char *version_id, const char *etag,
         return;
     }
     case S3_OP_PUT_OBJECT:
-        s3_quoted_etag(etag, quoted, sizeof(quoted));
+    case S3_OP_UPLOAD_PART:
+        s3_quoted_etag(w->etag, quoted, sizeof(quoted));
         http_add_header(c, "ETag", quoted);
-        if (versioned)
-            http_add_header(c, "x-amz-version-id", version_id);
+        if (versioned && c->s3_op == S3_OP_PUT_OBJECT)
+            http_add_header(c, "x-amz-version-id", w->version_id);
         s3_reply_empty(c, 200);
         return;
     case S3_OP_DELETE_OBJECT:
-        if (delete_marker)
+        if (w->delete_marker)
             http_add_header(c, "x-amz-delete-marker", "true");
         if (versioned)
-            http_add_header(c, "x-amz-version-id", version_id);
+            http_add_header(c, "x-amz-version-id", w->version_id);
         s3_reply_empty(c, 204);
         return;
     case S3_OP_DELETE_BUCKET:
+    case S3_OP_ABORT_UPLOAD:
         s3_reply_empty(c, 204);
+        return;
+    case S3_OP_CREATE_UPLOAD:
+        if (xmlw_begin(&x, "InitiateMultipartUploadResult") < 0)
+            break;
+        xmlw_str(&x, "Bucket", w->bucket);
+        xmlw_bytes(&x, "Key", w->key ? w->key : "", w->key_len, 0);
+        xmlw_str(&x, "UploadId", w->upload_id);
+        s3_reply_xml(c, 200, &x, "InitiateMultipartUploadResult");
+        return;
+    case S3_OP_COMPLETE_UPLOAD: {
+        char loc[1400];
+        if (xmlw_begin(&x, "CompleteMultipartUploadResult") < 0)
+            break;
+        s3_object_location(c, loc, sizeof(loc));
+        s3_quoted_etag(w->etag, quoted, sizeof(quoted));
+        xmlw_str(&x, "Location", loc);
+        xmlw_str(&x, "Bucket", w->bucket);
+        xmlw_bytes(&x, "Key", w->key ? w->key : "", w->key_len, 0);
+        xmlw_str(&x, "ETag", quoted);
+        if (versioned)
+            http_add_header(c, "x-amz-version-id", w->version_id);
+        s3_reply_xml(c, 200, &x, "CompleteMultipartUploadResult");
+        return;
+    }
+    case S3_OP_COPY_OBJECT:
+        if (xmlw_begin(&x, "CopyObjectResult") < 0)
+            break;
+        s3_quoted_etag(w->etag, quoted, sizeof(quoted));
+        xmlw_time(&x, "LastModified", w->log_time_ms ? w->log_time_ms
+                                                     : (int64_t)time(NULL) * 1000);
+        xmlw_str(&x, "ETag", quoted);
+        if (versioned)
+            http_add_header(c, "x-amz-version-id", w->version_id);
+        s3_reply_xml(c, 200, &x, "CopyObjectResult");
         return;
     default:
         s3_reply_empty(c, 200);
+        return;
     }
+    http_reply_error(c, 500, "InternalError", "out of memory");
 }
 
 /* ------------------------------------------------------------ addressing */
@@ -766,10 +810,6 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
                          "--s3-credentials); send the body whole");
         return;
     }
-    if (s3_header(c, "x-amz-copy-source")) {
-        http_reply_error(c, 501, "NotImplemented", "CopyObject is not built yet");
-        return;
-    }
     struct evbuffer *body = evhttp_request_get_input_buffer(c->req);
     size_t n = t->body ? t->body_len : evbuffer_get_length(body);
     unsigned char md5[16];
@@ -809,6 +849,18 @@ static void s3_delete_object(http_ctx *c, const s3_target *t) {
 
 static int s3_has(http_ctx *c, const char *sub) { return http_param_get(c, sub, NULL) != NULL; }
 
+/* What s3write.c's handlers are given. */
+static s3_request s3_request_of(http_ctx *c, const s3_target *t) {
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    s3_request r = {.bucket = t->bucket, .key = t->key, .key_len = t->key_len,
+                    .body = t->body, .body_len = t->body_len, .decoded = t->body != NULL};
+    if (!t->body) {
+        r.body_len = evbuffer_get_length(in);
+        r.body = r.body_len ? evbuffer_pullup(in, -1) : (const uint8_t *)"";
+    }
+    return r;
+}
+
 static void s3_not_implemented(http_ctx *c, const char *what) {
     http_reply_error(c, 501, "NotImplemented", "%s is not implemented by objlog yet", what);
 }
@@ -828,6 +880,7 @@ static void s3_route_service(http_ctx *c, enum evhttp_cmd_type cmd, const s3_tar
 }
 
 static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
+    s3_request r = s3_request_of(c, t);
     c->endpoint = HTTP_EP_BUCKET;
     switch (cmd) {
     case EVHTTP_REQ_GET:
@@ -853,7 +906,7 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         return;
     case EVHTTP_REQ_PUT:
         if (s3_has(c, "versioning"))
-            s3_not_implemented(c, "PutBucketVersioning");
+            s3_put_versioning(c, &r);
         else
             s3_create_bucket(c, t);
         return;
@@ -861,7 +914,11 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         s3_delete_bucket(c, t);
         return;
     case EVHTTP_REQ_POST:
-        s3_not_implemented(c, s3_has(c, "delete") ? "DeleteObjects" : "this POST");
+        c->endpoint = HTTP_EP_DELETE_OBJECT;
+        if (s3_has(c, "delete"))
+            s3_delete_objects(c, &r);
+        else
+            s3_not_implemented(c, "this POST");
         return;
     default:
         s3_method_not_allowed(c);
@@ -870,6 +927,7 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
 
 static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
     int upload = s3_has(c, "uploadId") || s3_has(c, "uploads");
+    s3_request r = s3_request_of(c, t);
     switch (cmd) {
     case EVHTTP_REQ_GET:
     case EVHTTP_REQ_HEAD:
@@ -881,20 +939,28 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         return;
     case EVHTTP_REQ_PUT:
         c->endpoint = HTTP_EP_PUT_OBJECT;
-        if (upload)
-            s3_not_implemented(c, "UploadPart");
+        if (upload || s3_has(c, "partNumber"))
+            s3_upload_part(c, &r);
+        else if (s3_header(c, "x-amz-copy-source"))
+            s3_copy_object(c, &r);
         else
             s3_put_object(c, t);
         return;
     case EVHTTP_REQ_DELETE:
         c->endpoint = HTTP_EP_DELETE_OBJECT;
         if (upload)
-            s3_not_implemented(c, "AbortMultipartUpload");
+            s3_abort_upload(c, &r);
         else
             s3_delete_object(c, t);
         return;
     case EVHTTP_REQ_POST:
-        s3_not_implemented(c, upload ? "multipart uploads" : "this POST");
+        c->endpoint = HTTP_EP_UPLOADS;
+        if (s3_has(c, "uploads"))
+            s3_create_upload(c, &r);
+        else if (s3_has(c, "uploadId"))
+            s3_complete_upload(c, &r);
+        else
+            s3_not_implemented(c, "this POST");
         return;
     default:
         s3_method_not_allowed(c);

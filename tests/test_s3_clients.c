@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "httpc.h"
 #include "proc.h"
@@ -316,6 +317,19 @@ static void test_boto3_lists(void **state) {
     int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 180000);
     if (rc != 0)
         fail_msg("boto3_list_check.py exited %d:\n%s\n%s", rc, out, err);
+
+/* ---- the write side (issue 14, item 3): s3write.c ---- */
+
+static void test_boto3_writes(void **state) {
+    (void)state;
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/boto3_write_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
+                    "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "/usr/bin/python3", script, g.s3,
+                    g.json, "boto3-writes", NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 300000);
+    if (rc != 0)
+        fail_msg("boto3_write_check.py exited %d:\n%s\n%s", rc, out, err);
     assert_non_null(strstr(out, " checks passed"));
     print_message("%s", out);
 }
@@ -732,6 +746,179 @@ static void test_rclone_s3cmd(void **state) {
     json_decref(jp);
     assert_int_equal(answered_with("501"), not_implemented);
     assert_true(answered_with("200") > 0);
+/* A string member of the JSON text's object (a path of member names). */
+static char *jstr(const char *text, const char *a, const char *b) {
+    static char v[256];
+    json_t *j = json_loads(text, 0, NULL);
+    json_t *o = json_object_get(j, a);
+    if (b)
+        o = json_object_get(o, b);
+    snprintf(v, sizeof(v), "%s", json_is_string(o) ? json_string_value(o) : "(none)");
+    json_decref(j);
+    return v;
+}
+
+static void json_get_ok(const char *path, httpc_resp *r) {
+    assert_int_equal(httpc_do(g.h, "GET", path, NULL, NULL, r), 0);
+    if (r->status != 200)
+        fail_msg("GET %s: HTTP %ld %s", path, r->status, r->body);
+}
+
+/* The hex MD5 of n bytes of byte c, and of the MD5s ("-N" appended). */
+static void md5_of_fill(int c, size_t n, unsigned char out[16]) {
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    unsigned char buf[65536];
+    memset(buf, c, sizeof(buf));
+    EVP_DigestInit_ex(m, EVP_md5(), NULL);
+    for (size_t done = 0; done < n; done += sizeof(buf))
+        EVP_DigestUpdate(m, buf, n - done < sizeof(buf) ? n - done : sizeof(buf));
+    EVP_DigestFinal_ex(m, out, NULL);
+    EVP_MD_CTX_free(m);
+}
+
+static void hex16(const unsigned char md5[16], char out[33]) {
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", md5[i]);
+}
+
+static void write_fill(const char *path, int c, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    char buf[65536];
+    memset(buf, c, sizeof(buf));
+    for (size_t done = 0; done < n; done += sizeof(buf))
+        assert_true(fwrite(buf, 1, n - done < sizeof(buf) ? n - done : sizeof(buf), f) > 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_awscli_writes(void **state) {
+    (void)state;
+    static char out[65536], path[512], body[600];
+    httpc_resp r;
+    assert_int_equal(aws(out, sizeof(out), "s3", "mb", "s3://cli-writes"), 0);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "put-bucket-versioning", "--bucket",
+                         "cli-writes", "--versioning-configuration", "Status=Enabled"), 0);
+    json_get_ok("/v1/buckets/cli-writes", &r);
+    assert_string_equal(jstr(r.body, "versioning", NULL), "Enabled");
+
+    /* aws s3 cp of 20 MB: multipart, 8 MiB parts (8, 8, 4 MB) */
+    const size_t size = 20 * 1000 * 1000, part = 8 * 1024 * 1024;
+    snprintf(path, sizeof(path), "%s/big.bin", g.dir);
+    write_fill(path, 'q', size);
+    snprintf(body, sizeof(body), "s3://cli-writes/big/file.bin");
+    assert_int_equal(aws(out, sizeof(out), "s3", "cp", "--only-show-errors", path, body), 0);
+    unsigned char md5s[48], whole[16];
+    md5_of_fill('q', part, md5s);
+    memcpy(md5s + 16, md5s, 16);
+    md5_of_fill('q', size - 2 * part, md5s + 32);
+    unsigned int wn;
+    assert_true(EVP_Digest(md5s, 48, whole, &wn, EVP_md5(), NULL));
+    char want[40];
+    hex16(whole, want);
+    strcat(want, "-3");
+    json_get_ok("/v1/buckets/cli-writes/objects/big/file.bin", &r);
+    assert_string_equal(jstr(r.body, "etag", NULL), want);
+    assert_non_null(strstr(r.body, "\"size\":20000000"));
+    char big_version[32];
+    snprintf(big_version, sizeof(big_version), "%s", jstr(r.body, "version_id", NULL));
+    assert_int_equal(aws(out, sizeof(out), "s3api", "head-object", "--bucket", "cli-writes",
+                         "--key", "big/file.bin"), 0);
+    char quoted[48];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", want);
+    assert_string_equal(jstr(out, "ETag", NULL), quoted);
+
+    /* s3api multipart by hand: one 5 MiB part and a 1 KiB one */
+    assert_int_equal(aws(out, sizeof(out), "s3api", "create-multipart-upload", "--bucket",
+                         "cli-writes", "--key", "hand/made"), 0);
+    char uid[32], e1[48], e2[48];
+    snprintf(uid, sizeof(uid), "%s", jstr(out, "UploadId", NULL));
+    assert_int_equal(strlen(uid), 16);
+    snprintf(path, sizeof(path), "%s/p1", g.dir);
+    write_fill(path, 'a', 5 * 1024 * 1024);
+    snprintf(body, sizeof(body), "%s", path); /* upload-part's --body is a path */
+    assert_int_equal(aws(out, sizeof(out), "s3api", "upload-part", "--bucket", "cli-writes",
+                         "--key", "hand/made", "--upload-id", uid, "--part-number", "1",
+                         "--body", body), 0);
+    snprintf(e1, sizeof(e1), "%s", jstr(out, "ETag", NULL));
+    snprintf(path, sizeof(path), "%s/p2", g.dir);
+    write_fill(path, 'b', 1024);
+    snprintf(body, sizeof(body), "%s", path); /* upload-part's --body is a path */
+    assert_int_equal(aws(out, sizeof(out), "s3api", "upload-part", "--bucket", "cli-writes",
+                         "--key", "hand/made", "--upload-id", uid, "--part-number", "2",
+                         "--body", body), 0);
+    snprintf(e2, sizeof(e2), "%s", jstr(out, "ETag", NULL));
+    unsigned char pm[32];
+    md5_of_fill('a', 5 * 1024 * 1024, pm);
+    md5_of_fill('b', 1024, pm + 16);
+    char hx[33];
+    hex16(pm, hx);
+    snprintf(quoted, sizeof(quoted), "\"%s\"", hx);
+    assert_string_equal(e1, quoted);
+    /* the parts as aws-cli's JSON: quotes escaped */
+    snprintf(body, sizeof(body),
+             "{\"Parts\":[{\"PartNumber\":1,\"ETag\":\"\\\"%.32s\\\"\"},"
+             "{\"PartNumber\":2,\"ETag\":\"\\\"%.32s\\\"\"}]}", e1 + 1, e2 + 1);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "complete-multipart-upload", "--bucket",
+                         "cli-writes", "--key", "hand/made", "--upload-id", uid,
+                         "--multipart-upload", body), 0);
+    assert_true(EVP_Digest(pm, 32, whole, &wn, EVP_md5(), NULL));
+    hex16(whole, want);
+    strcat(want, "-2");
+    snprintf(quoted, sizeof(quoted), "\"%s\"", want);
+    assert_string_equal(jstr(out, "ETag", NULL), quoted);
+    assert_string_equal(jstr(out, "Key", NULL), "hand/made");
+    char hand_version[32];
+    snprintf(hand_version, sizeof(hand_version), "%s", jstr(out, "VersionId", NULL));
+    json_get_ok("/v1/buckets/cli-writes/objects/hand/made", &r);
+    assert_string_equal(jstr(r.body, "etag", NULL), want);
+    assert_string_equal(jstr(r.body, "version_id", NULL), hand_version);
+    assert_non_null(strstr(r.body, "\"size\":5243904"));
+
+    /* copy-object: the source's metadata, a new version named */
+    assert_int_equal(aws(out, sizeof(out), "s3api", "copy-object", "--bucket", "cli-writes",
+                         "--key", "copied", "--copy-source", "cli-writes/hand/made"), 0);
+    assert_string_equal(jstr(out, "CopyObjectResult", "ETag"), quoted);
+    assert_string_equal(jstr(out, "CopySourceVersionId", NULL), hand_version);
+    char copy_version[32];
+    snprintf(copy_version, sizeof(copy_version), "%s", jstr(out, "VersionId", NULL));
+    json_get_ok("/v1/buckets/cli-writes/objects/copied", &r);
+    assert_string_equal(jstr(r.body, "etag", NULL), want);
+    assert_string_equal(jstr(r.body, "version_id", NULL), copy_version);
+    assert_non_null(strstr(r.body, "\"size\":5243904"));
+
+    /* delete-objects: a version by id and a key (a marker), then quiet */
+    snprintf(body, sizeof(body),
+             "Objects=[{Key=big/file.bin,VersionId=%s},{Key=copied}]", big_version);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "delete-objects", "--bucket", "cli-writes",
+                         "--delete", body), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *del = json_object_get(j, "Deleted");
+    assert_int_equal(json_array_size(del), 2);
+    assert_null(json_object_get(j, "Errors"));
+    json_decref(j);
+    json_get_ok("/v1/buckets/cli-writes/versions?prefix=copied", &r);
+    j = json_loads(r.body, 0, NULL);
+    json_t *vs = json_object_get(j, "versions");
+    assert_int_equal(json_array_size(vs), 2);
+    assert_true(json_is_true(json_object_get(json_array_get(vs, 0), "delete_marker")));
+    char marker[32];
+    snprintf(marker, sizeof(marker), "%s",
+             json_string_value(json_object_get(json_array_get(vs, 0), "version_id")));
+    json_decref(j);
+    assert_non_null(strstr(out, marker)); /* DeleteMarkerVersionId */
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/cli-writes/objects/big/file.bin", NULL,
+                              NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "delete-objects", "--bucket", "cli-writes",
+                         "--delete", "Objects=[{Key=hand/made},{Key=x,VersionId=bad}],Quiet=true"),
+                     0);
+    j = json_loads(out, 0, NULL);
+    assert_null(json_object_get(j, "Deleted"));
+    assert_int_equal(json_array_size(json_object_get(j, "Errors")), 1);
+    json_decref(j);
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/cli-writes/objects/hand/made", NULL,
+                              NULL, &r), 0);
+    assert_int_equal(r.status, 404);
 }
 
 int main(void) {
@@ -743,6 +930,8 @@ int main(void) {
         cmocka_unit_test(test_boto3_lists),
         cmocka_unit_test(test_awscli_lists),
         cmocka_unit_test(test_rclone_s3cmd),
+        cmocka_unit_test(test_boto3_writes),
+        cmocka_unit_test(test_awscli_writes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

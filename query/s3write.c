@@ -1,0 +1,763 @@
+/* s3write.c: the S3 writes beyond PutObject and DeleteObject (issue 14):
+ * PutBucketVersioning, the multipart upload (Create, UploadPart, Complete,
+ * Abort), CopyObject and DeleteObjects. s3.c routes to them; they parse
+ * S3's request (headers, XML bodies with expat) into the values of the
+ * gateway's entry points, which the JSON routes call too.
+ *
+ * Invariant: nothing here decides an outcome. Every write is a gateway
+ * write the state machine judges (NoSuchUpload, InvalidPart,
+ * InvalidPartOrder, EntityTooSmall, preconditions); this file refuses
+ * only what S3 refuses before looking at any state (malformed XML, part
+ * numbers, too many keys, a bad Content-MD5) and a copy whose source does
+ * not hold (read through a fenced view of the source's partition).
+ *
+ * A DeleteObjects request is one gateway delete per key, each its own
+ * write; their outcomes come back one by one on this worker thread
+ * (gateway_delete_versions' sink) into an s3_batch, which answers the
+ * request once, when the last one has reported. */
+#define _GNU_SOURCE /* strptime, timegm */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <expat.h>
+#include <openssl/evp.h>
+
+#define S3W_TEXT_MAX 1024        /* the longest text an element may hold (a key) */
+#define S3W_DELETE_MAX 1000      /* keys per DeleteObjects, as S3 */
+#define S3W_PARTS_MAX 10000
+#define S3W_USER_META_MAX 64
+
+/* --------------------------------------------------------------- helpers */
+
+static const char *s3w_header(http_ctx *c, const char *name) {
+    return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
+}
+
+static void s3w_reply_xml(http_ctx *c, int status, xmlw *x, const char *root) {
+    if (x->failed) {
+        evbuffer_free(x->b);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    xmlw_close(x, root);
+    http_reply_buffer(c, status, "application/xml", x->b);
+}
+
+static void s3w_malformed(http_ctx *c, const char *why) {
+    http_reply_error(c, 400, "MalformedXML",
+                     "The XML you provided was not well-formed or did not validate "
+                     "against our published schema: %s", why);
+}
+
+static void s3w_md5_hex(const uint8_t md5[16], char out[33]) {
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", md5[i]);
+}
+
+/* The body's MD5, checked against Content-MD5 when sent; -1 after replying. */
+static int s3w_body_md5(http_ctx *c, const s3_request *r, uint8_t md5[16]) {
+    unsigned int n = 0;
+    if (!EVP_Digest(r->body_len ? r->body : (const uint8_t *)"", r->body_len, md5, &n,
+                    EVP_md5(), NULL)) {
+        http_reply_error(c, 500, "InternalError", "MD5 failed");
+        return -1;
+    }
+    const char *cm = s3w_header(c, "Content-MD5");
+    if (!cm)
+        return 0;
+    unsigned char want[64];
+    size_t cl = strlen(cm);
+    int wn = cl <= 44 ? EVP_DecodeBlock(want, (const unsigned char *)cm, (int)cl) : -1;
+    /* EVP_DecodeBlock counts the padding's zero bytes: 16 bytes are 24
+     * characters, "==" included, which decode to 18. */
+    if (wn != 18 || cl != 24 || memcmp(want, md5, 16) != 0) {
+        http_reply_error(c, 400, wn != 18 || cl != 24 ? "InvalidDigest" : "BadDigest",
+                         "The Content-MD5 you specified did not match what was received.");
+        return -1;
+    }
+    return 0;
+}
+
+/* An aws-chunked body s3.c could not decode (unsigned): -1 after replying. */
+static int s3w_body_readable(http_ctx *c, const s3_request *r) {
+    const char *sha = s3w_header(c, "x-amz-content-sha256");
+    if (r->decoded || !sha || strncmp(sha, "STREAMING-", 10) != 0)
+        return 0;
+    http_reply_error(c, 501, "NotImplemented",
+                     "aws-chunked uploads need a signed request (objlogd --s3-credentials); "
+                     "send the body whole");
+    return -1;
+}
+
+/* x-amz-meta-* into um (names lowercased into names, as S3 keeps them). */
+static int s3w_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n,
+                         char names[][256]) {
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    *n = 0;
+    for (struct evkeyval *kv = ih->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strncasecmp(kv->key, "x-amz-meta-", 11) != 0)
+            continue;
+        if (*n == S3W_USER_META_MAX || strlen(kv->key + 11) >= 256) {
+            http_reply_error(c, 400, "MetadataTooLarge",
+                             "Your metadata headers exceed the maximum allowed metadata size");
+            return -1;
+        }
+        size_t i = 0;
+        for (; kv->key[11 + i]; i++)
+            names[*n][i] = (char)tolower((unsigned char)kv->key[11 + i]);
+        names[*n][i] = '\0';
+        um[*n].name = names[*n];
+        um[*n].value = kv->value;
+        (*n)++;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ XML bodies */
+
+/* A request body read with expat: elements down to depth 3 by local name
+ * (a namespace prefix dropped), each one's text, and the callback at each
+ * start and end. A DTD stops the parse: S3's bodies have none, and
+ * without one no entity can expand. */
+typedef struct s3w_xml s3w_xml;
+typedef int s3w_elem_cb(s3w_xml *x, int end);
+struct s3w_xml {
+    XML_Parser p;
+    int depth;
+    char path[4][64];            /* path[1] the root ... path[3] */
+    char text[S3W_TEXT_MAX + 1];
+    size_t text_len;
+    int text_long;               /* the element's text exceeded S3W_TEXT_MAX */
+    s3w_elem_cb *cb;
+    void *arg;
+    const char *error;           /* why the body does not validate */
+};
+
+/* Does the element being started or ended have this path? */
+static int s3w_at(const s3w_xml *x, int depth, const char *a, const char *b, const char *c) {
+    const char *want[4] = {NULL, a, b, c};
+    if (x->depth != depth)
+        return 0;
+    for (int i = 1; i <= depth; i++)
+        if (strcmp(x->path[i], want[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static void s3w_stop(s3w_xml *x, const char *why) {
+    if (!x->error)
+        x->error = why;
+    XML_StopParser(x->p, XML_FALSE);
+}
+
+static void XMLCALL s3w_start(void *ud, const XML_Char *name, const XML_Char **attrs) {
+    (void)attrs;
+    s3w_xml *x = ud;
+    const char *local = strrchr(name, ':');
+    local = local ? local + 1 : name;
+    x->depth++;
+    x->text_len = 0;
+    x->text_long = 0;
+    if (x->depth <= 3)
+        snprintf(x->path[x->depth], sizeof(x->path[0]), "%s", local);
+    if (x->depth <= 3 && x->cb(x, 0) < 0)
+        XML_StopParser(x->p, XML_FALSE);
+}
+
+static void XMLCALL s3w_end(void *ud, const XML_Char *name) {
+    (void)name;
+    s3w_xml *x = ud;
+    x->text[x->text_len] = '\0';
+    if (x->depth <= 3 && x->cb(x, 1) < 0)
+        XML_StopParser(x->p, XML_FALSE);
+    x->depth--;
+    x->text_len = 0;
+}
+
+static void XMLCALL s3w_chars(void *ud, const XML_Char *s, int len) {
+    s3w_xml *x = ud;
+    if (x->text_len + (size_t)len > S3W_TEXT_MAX) {
+        x->text_long = 1;
+        return;
+    }
+    memcpy(x->text + x->text_len, s, (size_t)len);
+    x->text_len += (size_t)len;
+}
+
+static void XMLCALL s3w_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
+                                const XML_Char *pubid, int internal) {
+    (void)name, (void)sysid, (void)pubid, (void)internal;
+    s3w_stop(ud, "a DTD is not accepted");
+}
+
+/* Parses the body with cb; 0, or -1 after replying MalformedXML. */
+static int s3w_parse(http_ctx *c, const s3_request *r, s3w_elem_cb *cb, void *arg) {
+    s3w_xml *x = calloc(1, sizeof(*x));
+    if (!x || !(x->p = XML_ParserCreate("UTF-8"))) {
+        free(x);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    x->cb = cb;
+    x->arg = arg;
+    XML_SetUserData(x->p, x);
+    XML_SetElementHandler(x->p, s3w_start, s3w_end);
+    XML_SetCharacterDataHandler(x->p, s3w_chars);
+    XML_SetStartDoctypeDeclHandler(x->p, s3w_doctype);
+    int ok = r->body_len > 0 &&
+             XML_Parse(x->p, (const char *)r->body, (int)r->body_len, XML_TRUE) ==
+                 XML_STATUS_OK;
+    if (!ok) {
+        char why[160];
+        if (x->error)
+            snprintf(why, sizeof(why), "%s", x->error);
+        else if (r->body_len == 0)
+            snprintf(why, sizeof(why), "the body is empty");
+        else
+            snprintf(why, sizeof(why), "line %lu: %s",
+                     (unsigned long)XML_GetCurrentLineNumber(x->p),
+                     XML_ErrorString(XML_GetErrorCode(x->p)));
+        s3w_malformed(c, why);
+    }
+    XML_ParserFree(x->p);
+    free(x);
+    return ok ? 0 : -1;
+}
+
+/* The root must be `root`; -1 stops the parse otherwise. */
+static int s3w_root(s3w_xml *x, const char *root, int end) {
+    if (end || x->depth != 1 || strcmp(x->path[1], root) == 0)
+        return 0;
+    x->error = "unexpected root element";
+    return -1;
+}
+
+/* ------------------------------------------------------ bucket versioning */
+
+typedef struct s3w_versioning {
+    char status[16];
+    int seen;
+} s3w_versioning;
+
+static int s3w_versioning_cb(s3w_xml *x, int end) {
+    s3w_versioning *v = x->arg;
+    if (s3w_root(x, "VersioningConfiguration", end) < 0)
+        return -1;
+    if (end && s3w_at(x, 2, "VersioningConfiguration", "Status", NULL)) {
+        if (!x->text_long && x->text_len < sizeof(v->status))
+            memcpy(v->status, x->text, x->text_len + 1);
+        v->seen = 1;
+    }
+    return 0;
+}
+
+void s3_put_versioning(http_ctx *c, const s3_request *r) {
+    s3w_versioning v = {0};
+    if (s3w_parse(c, r, s3w_versioning_cb, &v) < 0)
+        return;
+    objlog_versioning vs;
+    if (v.seen && strcmp(v.status, "Enabled") == 0) {
+        vs = OBJLOG_VERSIONING_ENABLED;
+    } else if (v.seen && strcmp(v.status, "Suspended") == 0) {
+        vs = OBJLOG_VERSIONING_SUSPENDED;
+    } else {
+        s3w_malformed(c, "Status must be Enabled or Suspended");
+        return;
+    }
+    c->s3_op = S3_OP_PUT_VERSIONING;
+    gateway_set_versioning(c, r->bucket, vs);
+}
+
+/* ------------------------------------------------------------- multipart */
+
+/* ?uploadId=: objlog's are 16 hex digits; any other id names no upload
+ * (S3 answers NoSuchUpload for ids it never gave). NULL after replying. */
+static const char *s3w_upload_id(http_ctx *c) {
+    const char *u = http_param_get(c, "uploadId", NULL);
+    size_t n = u ? strlen(u) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)u[i]))
+            n = 0;
+    if (n == 16)
+        return u;
+    http_reply_error(c, 404, "NoSuchUpload",
+                     "The specified upload does not exist. The upload ID may be invalid, "
+                     "or the upload may have been aborted or completed.");
+    return NULL;
+}
+
+void s3_create_upload(http_ctx *c, const s3_request *r) {
+    objlog_user_meta um[S3W_USER_META_MAX];
+    static __thread char names[S3W_USER_META_MAX][256];
+    size_t nm;
+    if (s3w_user_meta(c, um, &nm, names) < 0)
+        return;
+    objlog_object_meta meta = {.content_type = s3w_header(c, "Content-Type"),
+                               .blob_id = s3w_header(c, "x-objlog-blob-id"),
+                               .storage_class = s3w_header(c, "x-amz-storage-class"),
+                               .user_meta = um, .n_user_meta = nm};
+    c->s3_op = S3_OP_CREATE_UPLOAD;
+    gateway_create_upload_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
+}
+
+void s3_upload_part(http_ctx *c, const s3_request *r) {
+    uint32_t pn;
+    const char *upload_id = s3w_upload_id(c);
+    if (!upload_id)
+        return;
+    if (gateway_part_number(http_param_get(c, "partNumber", NULL), &pn) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Part number must be an integer between 1 and 10000, inclusive");
+        return;
+    }
+    uint8_t md5[16];
+    char etag[33];
+    if (s3w_body_readable(c, r) < 0 || s3w_body_md5(c, r, md5) < 0)
+        return;
+    s3w_md5_hex(md5, etag);
+    c->s3_op = S3_OP_UPLOAD_PART;
+    gateway_upload_part_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
+                             upload_id, pn, r->body_len, etag,
+                             s3w_header(c, "x-objlog-blob-id"));
+}
+
+typedef struct s3w_parts {
+    objlog_completed_part *parts; /* etags point into etags */
+    char (*etags)[S3W_TEXT_MAX + 1];
+    size_t n;
+    int has_number, has_etag;
+} s3w_parts;
+
+static int s3w_parts_cb(s3w_xml *x, int end) {
+    s3w_parts *p = x->arg;
+    if (s3w_root(x, "CompleteMultipartUpload", end) < 0)
+        return -1;
+    if (s3w_at(x, 2, "CompleteMultipartUpload", "Part", NULL)) {
+        if (!end && p->n == S3W_PARTS_MAX) {
+            x->error = "more than 10000 parts";
+            return -1;
+        }
+        if (!end) {
+            p->has_number = p->has_etag = 0;
+            return 0;
+        }
+        if (!p->has_number || !p->has_etag) {
+            x->error = "a Part needs PartNumber and ETag";
+            return -1;
+        }
+        p->parts[p->n].etag = p->etags[p->n];
+        p->n++;
+        return 0;
+    }
+    if (!end)
+        return 0;
+    if (s3w_at(x, 3, "CompleteMultipartUpload", "Part", "PartNumber")) {
+        if (gateway_part_number(x->text, &p->parts[p->n].part_number) < 0) {
+            x->error = "PartNumber must be an integer between 1 and 10000";
+            return -1;
+        }
+        p->has_number = 1;
+    } else if (s3w_at(x, 3, "CompleteMultipartUpload", "Part", "ETag")) {
+        memcpy(p->etags[p->n], x->text, x->text_len + 1);
+        p->has_etag = 1;
+    }
+    return 0;
+}
+
+/* A part ETag is an MD5: 32 hex digits, optionally quoted. */
+static int s3w_etag_valid(const char *e) {
+    size_t n = strlen(e);
+    if (n == 34 && e[0] == '"' && e[33] == '"')
+        e++, n -= 2;
+    if (n != 32)
+        return 0;
+    for (size_t i = 0; i < 32; i++)
+        if (!isxdigit((unsigned char)e[i]))
+            return 0;
+    return 1;
+}
+
+void s3_complete_upload(http_ctx *c, const s3_request *r) {
+    const char *upload_id = s3w_upload_id(c);
+    if (!upload_id)
+        return;
+    s3w_parts p = {0};
+    p.parts = calloc(S3W_PARTS_MAX, sizeof(*p.parts));
+    p.etags = malloc(S3W_PARTS_MAX * sizeof(*p.etags));
+    if (!p.parts || !p.etags) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    } else if (s3w_parse(c, r, s3w_parts_cb, &p) == 0) {
+        size_t bad = p.n;
+        for (size_t i = 0; i < p.n && bad == p.n; i++)
+            if (!s3w_etag_valid(p.parts[i].etag))
+                bad = i;
+        if (p.n == 0) {
+            s3w_malformed(c, "no Part");
+        } else if (bad < p.n) {
+            http_reply_error(c, 400, "InvalidPart",
+                             "One or more of the specified parts could not be found: part "
+                             "%u has no such ETag", p.parts[bad].part_number);
+        } else {
+            c->s3_op = S3_OP_COMPLETE_UPLOAD;
+            gateway_complete_upload_parts(c, r->bucket, (const uint8_t *)r->key, r->key_len,
+                                          upload_id, p.parts, p.n);
+        }
+    }
+    free(p.parts);
+    free(p.etags);
+}
+
+void s3_abort_upload(http_ctx *c, const s3_request *r) {
+    const char *upload_id = s3w_upload_id(c);
+    if (!upload_id)
+        return;
+    c->s3_op = S3_OP_ABORT_UPLOAD;
+    gateway_abort_upload_key(c, r->bucket, (const uint8_t *)r->key, r->key_len, upload_id);
+}
+
+/* ------------------------------------------------------------ CopyObject */
+
+/* x-amz-copy-source: "[/]bucket/key[?versionId=V]", the key percent-
+ * encoded. */
+typedef struct s3w_source {
+    char bucket[64];
+    char *key;                   /* decoded, owned */
+    size_t key_len;
+    char version_id[32];         /* "" for the latest */
+} s3w_source;
+
+static int s3w_parse_source(http_ctx *c, const char *h, s3w_source *s) {
+    const char *p = *h == '/' ? h + 1 : h;
+    const char *q = strstr(p, "?versionId=");
+    size_t pn = q ? (size_t)(q - p) : strlen(p);
+    size_t bl = strcspn(p, "/");
+    if (q && strlen(q + 11) < sizeof(s->version_id))
+        snprintf(s->version_id, sizeof(s->version_id), "%s", q + 11);
+    if (bl == 0 || bl >= sizeof(s->bucket) || bl + 1 >= pn || (q && !s->version_id[0])) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Copy Source must mention the source bucket and key: "
+                         "sourcebucket/sourcekey");
+        return -1;
+    }
+    memcpy(s->bucket, p, bl);
+    s->bucket[bl] = '\0';
+    char *enc = strndup(p + bl + 1, pn - bl - 1);
+    s->key = enc ? evhttp_uridecode(enc, 0, &s->key_len) : NULL;
+    free(enc);
+    if (!s->key) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    if (!http_bucket_valid(s->bucket, bl) || s->key_len == 0 || s->key_len > 1024 ||
+        !http_utf8_valid((const uint8_t *)s->key, s->key_len)) {
+        http_reply_error(c, 400, "InvalidArgument", "Invalid copy source: bucket or key");
+        return -1;
+    }
+    return 0;
+}
+
+/* An HTTP date (RFC 1123) in ms, -1 if not one. */
+static int64_t s3w_http_date(const char *s) {
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = s ? strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm) : NULL;
+    if (!end || *end)
+        return -1;
+    return (int64_t)timegm(&tm) * 1000;
+}
+
+static int s3w_etag_eq(const char *want, const char *etag) {
+    size_t wn = strlen(want);
+    if (strcmp(want, "*") == 0)
+        return 1;
+    if (wn >= 2 && want[0] == '"' && want[wn - 1] == '"')
+        return wn - 2 == strlen(etag) && strncmp(want + 1, etag, wn - 2) == 0;
+    return strcmp(want, etag) == 0;
+}
+
+/* x-amz-copy-source-if-*: 1 when they hold (as S3: if-match true wins
+ * over if-unmodified-since false; if-none-match false over
+ * if-modified-since true). */
+static int s3w_copy_conditions(http_ctx *c, const view_version *v) {
+    const char *im = s3w_header(c, "x-amz-copy-source-if-match");
+    const char *inm = s3w_header(c, "x-amz-copy-source-if-none-match");
+    int64_t ius = s3w_http_date(s3w_header(c, "x-amz-copy-source-if-unmodified-since"));
+    int64_t ims = s3w_http_date(s3w_header(c, "x-amz-copy-source-if-modified-since"));
+    int64_t mod = v->last_modified_ms / 1000 * 1000;
+    if (im && !s3w_etag_eq(im, v->etag))
+        return 0;
+    if (!im && ius >= 0 && mod > ius)
+        return 0;
+    if (inm && s3w_etag_eq(inm, v->etag))
+        return 0;
+    if (!inm && ims >= 0 && mod <= ims)
+        return 0;
+    return 1;
+}
+
+/* The source version through a fenced view of its partition; -1 after
+ * replying (or parking: the fence re-runs the request). */
+static int s3w_read_source(http_ctx *c, const s3w_source *s, view_version *ver) {
+    int32_t part;
+    if (read_key_partition(c, s->bucket, (const uint8_t *)s->key, s->key_len, &part) < 0)
+        return -1;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_get_object(v, s->bucket, (const uint8_t *)s->key, s->key_len,
+                                 s->version_id[0] ? s->version_id : NULL, ver, err,
+                                 sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK) {
+        read_reply_rc(c, rc, s->bucket, err);
+        return -1;
+    }
+    if (!ver->delete_marker)
+        return 0;
+    if (s->version_id[0])
+        http_reply_error(c, 400, "InvalidRequest",
+                         "The source of a copy request may not specifically refer to a "
+                         "delete marker by version id.");
+    else
+        http_reply_error(c, 404, "NoSuchKey", "The specified key does not exist.");
+    view_version_free(ver);
+    return -1;
+}
+
+/* The destination's metadata: the source's, with the request's content
+ * type and user metadata under REPLACE and its storage class if sent. */
+static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
+                         objlog_object_meta *m, objlog_user_meta *um, char names[][256]) {
+    const Objlog__ObjectMeta *sm = ver->record ? ver->record->meta : NULL;
+    const char *sc = s3w_header(c, "x-amz-storage-class");
+    memset(m, 0, sizeof(*m));
+    m->size = ver->size;
+    m->etag = ver->etag;
+    m->blob_id = sm && sm->blob_id && *sm->blob_id ? sm->blob_id : NULL;
+    m->checksum = sm && sm->checksum && *sm->checksum ? sm->checksum : NULL;
+    m->storage_class = sc ? sc : ver->storage_class;
+    m->user_meta = um;
+    if (replace) {
+        m->content_type = s3w_header(c, "Content-Type");
+        return s3w_user_meta(c, um, &m->n_user_meta, names);
+    }
+    m->content_type = sm && sm->content_type && *sm->content_type ? sm->content_type : NULL;
+    for (size_t i = 0; sm && i < sm->n_user_metadata && i < S3W_USER_META_MAX; i++) {
+        um[i].name = sm->user_metadata[i]->name;
+        um[i].value = sm->user_metadata[i]->value;
+        m->n_user_meta++;
+    }
+    return 0;
+}
+
+void s3_copy_object(http_ctx *c, const s3_request *r) {
+    const char *dir = s3w_header(c, "x-amz-metadata-directive");
+    if (dir && strcmp(dir, "COPY") != 0 && strcmp(dir, "REPLACE") != 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Unknown metadata directive: must be COPY or REPLACE");
+        return;
+    }
+    int replace = dir && strcmp(dir, "REPLACE") == 0;
+    s3w_source s = {0};
+    view_version ver;
+    if (s3w_parse_source(c, s3w_header(c, "x-amz-copy-source"), &s) < 0 ||
+        s3w_read_source(c, &s, &ver) < 0) {
+        free(s.key);
+        return;
+    }
+    objlog_object_meta meta;
+    objlog_user_meta um[S3W_USER_META_MAX];
+    static __thread char names[S3W_USER_META_MAX][256];
+    if (strcmp(s.bucket, r->bucket) == 0 && s.key_len == r->key_len &&
+        memcmp(s.key, r->key, s.key_len) == 0 && !replace &&
+        !s3w_header(c, "x-amz-storage-class")) {
+        http_reply_error(c, 400, "InvalidRequest",
+                         "This copy request is illegal because it is trying to copy an "
+                         "object to itself without changing the object's metadata, storage "
+                         "class, website redirect location or encryption attributes.");
+    } else if (!s3w_copy_conditions(c, &ver)) {
+        http_reply_error(c, 412, "PreconditionFailed",
+                         "At least one of the pre-conditions you specified did not hold");
+    } else if (s3w_copy_meta(c, &ver, replace, &meta, um, names) == 0) {
+        /* Set before the write: an error answer names the source too. */
+        if (strcmp(ver.version_id, "null") != 0)
+            http_add_header(c, "x-amz-copy-source-version-id", ver.version_id);
+        c->s3_op = S3_OP_COPY_OBJECT;
+        gateway_put_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
+    }
+    view_version_free(&ver);
+    free(s.key);
+}
+
+/* --------------------------------------------------------- DeleteObjects */
+
+typedef struct s3_batch_item {
+    char *key;                   /* owned */
+    size_t key_len;
+    char *version_id;            /* owned; NULL: the latest */
+    int status;                  /* 0 until its outcome arrives */
+    char code[48];
+    char message[256];
+    char result_version[32];
+    int delete_marker;
+} s3_batch_item;
+
+/* One DeleteObjects request: its keys, then their outcomes. `pending`
+ * counts the outcomes still to come plus one for the issuing loop, so the
+ * answer cannot go out while keys are still being issued, whichever order
+ * the sink is called in. */
+typedef struct s3_batch {
+    http_ctx c;                  /* params are not kept */
+    s3_batch_item *items;
+    size_t n;
+    size_t pending;
+    int quiet;
+    int has_key, has_version;    /* while parsing an Object */
+} s3_batch;
+
+static void s3_batch_free(s3_batch *b) {
+    for (size_t i = 0; b && i < b->n; i++) {
+        free(b->items[i].key);
+        free(b->items[i].version_id);
+    }
+    if (b)
+        free(b->items);
+    free(b);
+}
+
+static int s3w_delete_cb(s3w_xml *x, int end) {
+    s3_batch *b = x->arg;
+    if (s3w_root(x, "Delete", end) < 0)
+        return -1;
+    if (s3w_at(x, 2, "Delete", "Object", NULL)) {
+        if (!end && b->n == S3W_DELETE_MAX) {
+            x->error = "more than 1000 keys";
+            return -1;
+        }
+        if (!end) {
+            memset(&b->items[b->n], 0, sizeof(b->items[0]));
+            return 0;
+        }
+        if (!b->items[b->n].key) {
+            x->error = "an Object needs a Key";
+            return -1;
+        }
+        b->n++;
+        return 0;
+    }
+    if (!end)
+        return 0;
+    s3_batch_item *it = &b->items[b->n];
+    if (s3w_at(x, 2, "Delete", "Quiet", NULL)) {
+        b->quiet = strcasecmp(x->text, "true") == 0;
+    } else if (s3w_at(x, 3, "Delete", "Object", "Key")) {
+        if (x->text_long || x->text_len == 0 || it->key) {
+            x->error = x->text_long ? "a Key is longer than 1024 bytes" : "a bad Key";
+            return -1;
+        }
+        if (!(it->key = malloc(x->text_len + 1)))
+            return -1;
+        memcpy(it->key, x->text, x->text_len + 1);
+        it->key_len = x->text_len;
+    } else if (s3w_at(x, 3, "Delete", "Object", "VersionId")) {
+        free(it->version_id);
+        if (x->text_len && !(it->version_id = strdup(x->text)))
+            return -1;
+    }
+    return 0;
+}
+
+static void s3_batch_reply(s3_batch *b) {
+    xmlw x;
+    if (xmlw_begin(&x, "DeleteResult") < 0) {
+        http_reply_error(&b->c, 500, "InternalError", "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        const s3_batch_item *it = &b->items[i];
+        int ok = it->status == 200;
+        if (ok && b->quiet)
+            continue;
+        xmlw_open(&x, ok ? "Deleted" : "Error");
+        xmlw_bytes(&x, "Key", it->key, it->key_len, 0);
+        if (it->version_id)
+            xmlw_str(&x, "VersionId", it->version_id);
+        if (!ok) {
+            xmlw_str(&x, "Code", it->code);
+            xmlw_str(&x, "Message", it->message);
+        } else if (it->delete_marker) {
+            xmlw_bool(&x, "DeleteMarker", 1);
+            xmlw_str(&x, "DeleteMarkerVersionId", it->result_version);
+        }
+        xmlw_close(&x, ok ? "Deleted" : "Error");
+    }
+    s3w_reply_xml(&b->c, 200, &x, "DeleteResult");
+}
+
+/* One reference of b dropped: the last answers and frees. */
+static void s3_batch_release(s3_batch *b) {
+    if (--b->pending > 0)
+        return;
+    s3_batch_reply(b);
+    s3_batch_free(b);
+}
+
+static void s3_batch_sink(void *arg, size_t i, const gateway_result *res) {
+    s3_batch *b = arg;
+    s3_batch_item *it = &b->items[i];
+    it->status = res->status;
+    snprintf(it->code, sizeof(it->code), "%s", res->code);
+    snprintf(it->message, sizeof(it->message), "%s", res->message);
+    snprintf(it->result_version, sizeof(it->result_version), "%s", res->version_id);
+    it->delete_marker = res->delete_marker;
+    s3_batch_release(b);
+}
+
+void s3_delete_objects(http_ctx *c, const s3_request *r) {
+    uint8_t md5[16];
+    if (s3w_body_md5(c, r, md5) < 0)
+        return;
+    s3_batch *b = calloc(1, sizeof(*b));
+    if (!b || !(b->items = calloc(S3W_DELETE_MAX + 1, sizeof(*b->items)))) {
+        free(b);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    int rc = s3w_parse(c, r, s3w_delete_cb, b);
+    free(b->items[b->n].key); /* an Object the parse stopped in */
+    free(b->items[b->n].version_id);
+    if (rc == 0 && b->n == 0)
+        s3w_malformed(c, "no Object");
+    if (rc < 0 || b->n == 0) {
+        s3_batch_free(b);
+        return;
+    }
+    gateway_delete_item *items = calloc(b->n, sizeof(*items));
+    if (!items) {
+        s3_batch_free(b);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < b->n; i++)
+        items[i] = (gateway_delete_item){(const uint8_t *)b->items[i].key,
+                                         b->items[i].key_len, b->items[i].version_id};
+    b->c = *c;
+    b->c.params = NULL;
+    b->c.nparams = 0;
+    b->pending = b->n + 1;
+    if (gateway_delete_versions(c, r->bucket, items, b->n, s3_batch_sink, b) < 0)
+        s3_batch_free(b); /* answered; no outcome will come */
+    else
+        s3_batch_release(b);
+    free(items);
+}
