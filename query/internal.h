@@ -736,5 +736,8 @@ void xmlw_u64(xmlw *x, const char *tag, uint64_t v);
 void xmlw_bool(xmlw *x, const char *tag, int v);
 /* ISO 8601 with milliseconds, UTC: 2009-10-12T17:50:30.000Z. */
 void xmlw_time(xmlw *x, const char *tag, int64_t ms);
+/* s3.c: closes root and answers the document (no body for HEAD), with
+ * x-amz-request-id; 500 when the writer ran out of memory. */
+void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root);
 
 #endif

@@ -107,7 +107,7 @@ static void s3_add_common(http_ctx *c) {
         evhttp_add_header(oh, "x-amz-request-id", c->request_id);
 }
 
-static void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root) {
+void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root) {
     xmlw_close(x, root);
     if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
         x->buf.len = 0;

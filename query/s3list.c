@@ -26,22 +26,13 @@
 
 /* Closes root and answers 200 (no body for HEAD, as S3). */
 static void s3list_reply(http_ctx *c, xmlw *x, const char *root) {
-    xmlw_close(x, root);
-    if (x->failed) {
-        evbuffer_free(x->b);
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return;
-    }
-    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
-        evbuffer_drain(x->b, evbuffer_get_length(x->b));
-    http_reply_buffer(c, 200, "application/xml", x->b);
+    s3_reply_xml(c, 200, x, root);
 }
 
 static int s3list_begin(http_ctx *c, xmlw *x, const char *root) {
     if (xmlw_begin(x, root) == 0)
         return 0;
-    if (x->b)
-        evbuffer_free(x->b);
+    xmlw_discard(x);
     http_reply_error(c, 500, "InternalError", "out of memory");
     return -1;
 }

@@ -42,16 +42,6 @@ static const char *s3w_header(http_ctx *c, const char *name) {
     return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
 }
 
-static void s3w_reply_xml(http_ctx *c, int status, xmlw *x, const char *root) {
-    if (x->failed) {
-        evbuffer_free(x->b);
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return;
-    }
-    xmlw_close(x, root);
-    http_reply_buffer(c, status, "application/xml", x->b);
-}
-
 static void s3w_malformed(http_ctx *c, const char *why) {
     http_reply_error(c, 400, "MalformedXML",
                      "The XML you provided was not well-formed or did not validate "
@@ -701,7 +691,7 @@ static void s3_batch_reply(s3_batch *b) {
         }
         xmlw_close(&x, ok ? "Deleted" : "Error");
     }
-    s3w_reply_xml(&b->c, 200, &x, "DeleteResult");
+    s3_reply_xml(&b->c, 200, &x, "DeleteResult");
 }
 
 /* One reference of b dropped: the last answers and frees. */

@@ -317,19 +317,6 @@ static void test_boto3_lists(void **state) {
     int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 180000);
     if (rc != 0)
         fail_msg("boto3_list_check.py exited %d:\n%s\n%s", rc, out, err);
-
-/* ---- the write side (issue 14, item 3): s3write.c ---- */
-
-static void test_boto3_writes(void **state) {
-    (void)state;
-    char script[512], out[8192], err[8192];
-    snprintf(script, sizeof(script), "%s/s3/boto3_write_check.py", OBJLOG_TESTS_DIR);
-    char *argv[] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
-                    "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "/usr/bin/python3", script, g.s3,
-                    g.json, "boto3-writes", NULL};
-    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 300000);
-    if (rc != 0)
-        fail_msg("boto3_write_check.py exited %d:\n%s\n%s", rc, out, err);
     assert_non_null(strstr(out, " checks passed"));
     print_message("%s", out);
 }
@@ -746,8 +733,26 @@ static void test_rclone_s3cmd(void **state) {
     json_decref(jp);
     assert_int_equal(answered_with("501"), not_implemented);
     assert_true(answered_with("200") > 0);
+}
+
+/* ---- the write side (issue 14, item 3): s3write.c ---- */
+
+static void test_boto3_writes(void **state) {
+    (void)state;
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/boto3_write_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
+                    "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "/usr/bin/python3", script, g.s3,
+                    g.json, "boto3-writes", NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 300000);
+    if (rc != 0)
+        fail_msg("boto3_write_check.py exited %d:\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(out, " checks passed"));
+    print_message("%s", out);
+}
+
 /* A string member of the JSON text's object (a path of member names). */
-static char *jstr(const char *text, const char *a, const char *b) {
+static char *jstr_at(const char *text, const char *a, const char *b) {
     static char v[256];
     json_t *j = json_loads(text, 0, NULL);
     json_t *o = json_object_get(j, a);
@@ -799,7 +804,7 @@ static void test_awscli_writes(void **state) {
     assert_int_equal(aws(out, sizeof(out), "s3api", "put-bucket-versioning", "--bucket",
                          "cli-writes", "--versioning-configuration", "Status=Enabled"), 0);
     json_get_ok("/v1/buckets/cli-writes", &r);
-    assert_string_equal(jstr(r.body, "versioning", NULL), "Enabled");
+    assert_string_equal(jstr_at(r.body, "versioning", NULL), "Enabled");
 
     /* aws s3 cp of 20 MB: multipart, 8 MiB parts (8, 8, 4 MB) */
     const size_t size = 20 * 1000 * 1000, part = 8 * 1024 * 1024;
@@ -817,21 +822,21 @@ static void test_awscli_writes(void **state) {
     hex16(whole, want);
     strcat(want, "-3");
     json_get_ok("/v1/buckets/cli-writes/objects/big/file.bin", &r);
-    assert_string_equal(jstr(r.body, "etag", NULL), want);
+    assert_string_equal(jstr_at(r.body, "etag", NULL), want);
     assert_non_null(strstr(r.body, "\"size\":20000000"));
     char big_version[32];
-    snprintf(big_version, sizeof(big_version), "%s", jstr(r.body, "version_id", NULL));
+    snprintf(big_version, sizeof(big_version), "%s", jstr_at(r.body, "version_id", NULL));
     assert_int_equal(aws(out, sizeof(out), "s3api", "head-object", "--bucket", "cli-writes",
                          "--key", "big/file.bin"), 0);
     char quoted[48];
     snprintf(quoted, sizeof(quoted), "\"%s\"", want);
-    assert_string_equal(jstr(out, "ETag", NULL), quoted);
+    assert_string_equal(jstr_at(out, "ETag", NULL), quoted);
 
     /* s3api multipart by hand: one 5 MiB part and a 1 KiB one */
     assert_int_equal(aws(out, sizeof(out), "s3api", "create-multipart-upload", "--bucket",
                          "cli-writes", "--key", "hand/made"), 0);
     char uid[32], e1[48], e2[48];
-    snprintf(uid, sizeof(uid), "%s", jstr(out, "UploadId", NULL));
+    snprintf(uid, sizeof(uid), "%s", jstr_at(out, "UploadId", NULL));
     assert_int_equal(strlen(uid), 16);
     snprintf(path, sizeof(path), "%s/p1", g.dir);
     write_fill(path, 'a', 5 * 1024 * 1024);
@@ -839,14 +844,14 @@ static void test_awscli_writes(void **state) {
     assert_int_equal(aws(out, sizeof(out), "s3api", "upload-part", "--bucket", "cli-writes",
                          "--key", "hand/made", "--upload-id", uid, "--part-number", "1",
                          "--body", body), 0);
-    snprintf(e1, sizeof(e1), "%s", jstr(out, "ETag", NULL));
+    snprintf(e1, sizeof(e1), "%s", jstr_at(out, "ETag", NULL));
     snprintf(path, sizeof(path), "%s/p2", g.dir);
     write_fill(path, 'b', 1024);
     snprintf(body, sizeof(body), "%s", path); /* upload-part's --body is a path */
     assert_int_equal(aws(out, sizeof(out), "s3api", "upload-part", "--bucket", "cli-writes",
                          "--key", "hand/made", "--upload-id", uid, "--part-number", "2",
                          "--body", body), 0);
-    snprintf(e2, sizeof(e2), "%s", jstr(out, "ETag", NULL));
+    snprintf(e2, sizeof(e2), "%s", jstr_at(out, "ETag", NULL));
     unsigned char pm[32];
     md5_of_fill('a', 5 * 1024 * 1024, pm);
     md5_of_fill('b', 1024, pm + 16);
@@ -865,25 +870,25 @@ static void test_awscli_writes(void **state) {
     hex16(whole, want);
     strcat(want, "-2");
     snprintf(quoted, sizeof(quoted), "\"%s\"", want);
-    assert_string_equal(jstr(out, "ETag", NULL), quoted);
-    assert_string_equal(jstr(out, "Key", NULL), "hand/made");
+    assert_string_equal(jstr_at(out, "ETag", NULL), quoted);
+    assert_string_equal(jstr_at(out, "Key", NULL), "hand/made");
     char hand_version[32];
-    snprintf(hand_version, sizeof(hand_version), "%s", jstr(out, "VersionId", NULL));
+    snprintf(hand_version, sizeof(hand_version), "%s", jstr_at(out, "VersionId", NULL));
     json_get_ok("/v1/buckets/cli-writes/objects/hand/made", &r);
-    assert_string_equal(jstr(r.body, "etag", NULL), want);
-    assert_string_equal(jstr(r.body, "version_id", NULL), hand_version);
+    assert_string_equal(jstr_at(r.body, "etag", NULL), want);
+    assert_string_equal(jstr_at(r.body, "version_id", NULL), hand_version);
     assert_non_null(strstr(r.body, "\"size\":5243904"));
 
     /* copy-object: the source's metadata, a new version named */
     assert_int_equal(aws(out, sizeof(out), "s3api", "copy-object", "--bucket", "cli-writes",
                          "--key", "copied", "--copy-source", "cli-writes/hand/made"), 0);
-    assert_string_equal(jstr(out, "CopyObjectResult", "ETag"), quoted);
-    assert_string_equal(jstr(out, "CopySourceVersionId", NULL), hand_version);
+    assert_string_equal(jstr_at(out, "CopyObjectResult", "ETag"), quoted);
+    assert_string_equal(jstr_at(out, "CopySourceVersionId", NULL), hand_version);
     char copy_version[32];
-    snprintf(copy_version, sizeof(copy_version), "%s", jstr(out, "VersionId", NULL));
+    snprintf(copy_version, sizeof(copy_version), "%s", jstr_at(out, "VersionId", NULL));
     json_get_ok("/v1/buckets/cli-writes/objects/copied", &r);
-    assert_string_equal(jstr(r.body, "etag", NULL), want);
-    assert_string_equal(jstr(r.body, "version_id", NULL), copy_version);
+    assert_string_equal(jstr_at(r.body, "etag", NULL), want);
+    assert_string_equal(jstr_at(r.body, "version_id", NULL), copy_version);
     assert_non_null(strstr(r.body, "\"size\":5243904"));
 
     /* delete-objects: a version by id and a key (a marker), then quiet */
