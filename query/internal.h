@@ -740,4 +740,16 @@ void xmlw_time(xmlw *x, const char *tag, int64_t ms);
  * x-amz-request-id; 500 when the writer ran out of memory. */
 void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root);
 
+/* ---- s3sum.c: x-amz-checksum-* of a body ---- */
+struct s3auth;
+/* The checksum the client sent (header, or a's aws-chunked trailer; a may
+ * be NULL) checked against body: 0 none sent; 1 it matches, out =
+ * "ALGORITHM:base64" to store, header = the x-amz-checksum-* name to
+ * answer with; -1 after replying 400 BadDigest. */
+int s3_checksum(http_ctx *c, const struct s3auth *a, const uint8_t *body, size_t n,
+                char *out, size_t out_size, char *header, size_t header_size);
+/* A stored "ALGORITHM:base64" as its x-amz-checksum-* header name and
+ * value: 1, or 0 when it is not one of S3's. */
+int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value);
+
 #endif

@@ -657,6 +657,11 @@ static void s3_object_headers(http_ctx *c, const view_version *v) {
         http_add_header(c, "x-amz-storage-class", v->storage_class);
     if (m && m->blob_id && *m->blob_id)
         http_add_header(c, "x-objlog-blob-id", m->blob_id);
+    const char *mode = s3_header(c, "x-amz-checksum-mode"), *sv;
+    char sn[48];
+    if (m && mode && strcasecmp(mode, "ENABLED") == 0 &&
+        s3_checksum_header(m->checksum, sn, sizeof(sn), &sv))
+        http_add_header(c, sn, sv);
     for (size_t i = 0; m && i < m->n_user_metadata; i++) {
         char name[300];
         snprintf(name, sizeof(name), "x-amz-meta-%s", m->user_metadata[i]->name);
@@ -830,7 +835,14 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
     size_t nm;
     if (s3_user_meta(c, um, &nm, names) < 0)
         return;
-    objlog_object_meta meta = {.size = n, .etag = etag,
+    char sum[96], sum_header[48];
+    int has_sum = s3_checksum(c, &t->auth, data, n, sum, sizeof(sum), sum_header,
+                              sizeof(sum_header));
+    if (has_sum < 0)
+        return;
+    if (has_sum) /* S3 echoes it in the PutObject answer */
+        http_add_header(c, sum_header, strchr(sum, ':') + 1);
+    objlog_object_meta meta = {.size = n, .etag = etag, .checksum = has_sum ? sum : NULL,
                                .content_type = s3_header(c, "Content-Type"),
                                .blob_id = s3_header(c, "x-objlog-blob-id"),
                                .storage_class = s3_header(c, "x-amz-storage-class"),

@@ -314,6 +314,15 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
     if (s3w_body_readable(c, r) < 0 || s3w_body_md5(c, r, md5) < 0)
         return;
     s3w_md5_hex(md5, etag);
+    /* A part's x-amz-checksum-* is checked against its bytes (the object's
+     * own checksum is the client's to compose; objlog keeps the MD5s). */
+    char sum[96], sum_header[48];
+    int has_sum = s3_checksum(c, NULL, r->body, r->body_len, sum, sizeof(sum), sum_header,
+                              sizeof(sum_header));
+    if (has_sum < 0)
+        return;
+    if (has_sum)
+        http_add_header(c, sum_header, strchr(sum, ':') + 1);
     c->s3_op = S3_OP_UPLOAD_PART;
     gateway_upload_part_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
                              upload_id, pn, r->body_len, etag,

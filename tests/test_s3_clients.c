@@ -228,6 +228,40 @@ static void test_wire(void **state) {
     assert_int_equal(r.status, 200);
     assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/bad", NULL, NULL, &r), 0);
     assert_int_equal(r.status, 404);
+    /* x-amz-checksum-*: derived from the body, checked, kept, answered
+     * (the CRC-32C check value of "123456789", E3069283, as RFC 3720's
+     * algorithm gives it; CRC32 and SHA-256 of the same) */
+    const char *c32c[] = {"x-amz-checksum-crc32c: 4waSgw==", NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/vh-bucket/sum-crc32c", "123456789", c32c, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.headers, "x-amz-checksum-crc32c: 4waSgw=="));
+    const char *mode[] = {"x-amz-checksum-mode: ENABLED", NULL};
+    assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/sum-crc32c", NULL, mode, &r), 0);
+    assert_non_null(strstr(r.headers, "x-amz-checksum-crc32c: 4waSgw=="));
+    assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/sum-crc32c", NULL, NULL, &r), 0);
+    assert_null(strstr(r.headers, "x-amz-checksum-crc32c"));
+    const char *c32[] = {"x-amz-checksum-crc32: y/Q5Jg==", NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/vh-bucket/sum-crc32", "123456789", c32, &r), 0);
+    assert_int_equal(r.status, 200);
+    const char *sha[] = {"x-amz-checksum-sha256: FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=",
+                         NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/vh-bucket/sum-sha", "123456789", sha, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/sum-sha", NULL, mode, &r), 0);
+    assert_non_null(strstr(r.headers,
+                           "x-amz-checksum-sha256: FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU="));
+    /* the JSON API sees the same checksum */
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/vh-bucket/objects/sum-sha", NULL, NULL,
+                              &r), 0);
+    assert_non_null(strstr(r.body,
+                           "\"checksum\":\"SHA256:FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=\""));
+    /* a wrong one: 400 BadDigest, nothing written */
+    const char *bad[] = {"x-amz-checksum-crc32c: AAAAAA==", NULL};
+    assert_int_equal(httpc_do(s3, "PUT", "/vh-bucket/sum-bad", "123456789", bad, &r), 0);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "<Code>BadDigest</Code>"));
+    assert_int_equal(httpc_do(s3, "HEAD", "/vh-bucket/sum-bad", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
     /* bad names and unknown operations */
     assert_int_equal(httpc_do(s3, "PUT", "/Bad_Bucket", "", NULL, &r), 0);
     assert_int_equal(r.status, 400);

@@ -9,6 +9,7 @@ AssertionError naming what boto3 saw and what the JSON API says."""
 import hashlib
 import json
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -49,7 +50,8 @@ def json_list(bucket, prefix=""):
 s3 = boto3.client(
     "s3", endpoint_url=S3_URL, region_name="us-east-1",
     aws_access_key_id="objlogtest", aws_secret_access_key="objlogtest-secret",
-    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                  signature_version="s3v4"))  # presigned URLs too (else SigV2)
 
 # create, head, location, versioning, list buckets
 s3.create_bucket(Bucket=BUCKET)
@@ -83,6 +85,32 @@ for k in keys:
           "metadata of %s: %r" % (k, h["Metadata"]))
     check(h["Metadata"] == j["user_metadata"], "metadata equals JSON's for %s" % k)
     check(h["ContentType"] == "text/plain", "content type of %s" % k)
+
+# flexible checksums: boto3 computes one, objlog checks and keeps it
+import base64
+body = b"checksummed body"
+for alg, fn in [("SHA256", hashlib.sha256), ("SHA1", hashlib.sha1)]:
+    r = s3.put_object(Bucket=BUCKET, Key="sum/" + alg, Body=body, ChecksumAlgorithm=alg)
+    want = base64.b64encode(fn(body).digest()).decode()
+    check(r.get("Checksum" + alg) == want, "put answers Checksum%s %r" % (alg, r.get("Checksum" + alg)))
+    h = s3.head_object(Bucket=BUCKET, Key="sum/" + alg, ChecksumMode="ENABLED")
+    check(h.get("Checksum" + alg) == want, "head Checksum%s %r" % (alg, h.get("Checksum" + alg)))
+    s3.delete_object(Bucket=BUCKET, Key="sum/" + alg)
+
+# a presigned URL works without credentials, and not once tampered with
+url = s3.generate_presigned_url("head_object", Params={"Bucket": BUCKET, "Key": "a.txt"},
+                                ExpiresIn=300)
+check("X-Amz-Signature=" in url, "presigned: %s" % url)
+with urllib.request.urlopen(urllib.request.Request(url, method="HEAD")) as r:
+    check(r.status == 200 and r.headers["ETag"] == '"%s"' % hashlib.md5(bodies["a.txt"]).hexdigest(),
+          "presigned HEAD")
+bad = url.replace("X-Amz-Signature=", "X-Amz-Signature=0")[:len(url)]
+try:
+    urllib.request.urlopen(urllib.request.Request(bad, method="GET"))
+    check(False, "tampered presigned URL accepted")
+except urllib.error.HTTPError as e:
+    check(e.code == 403 and b"<Code>SignatureDoesNotMatch</Code>" in e.read(),
+          "tampered presigned URL: %d" % e.code)
 
 # list_objects_v2 through the paginator, 7 a page, == the JSON API's listing
 pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, PaginationConfig={"PageSize": 7})
