@@ -823,6 +823,16 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     }
     if (!first[0])
         return 0;
+    if (hc->s3) {
+        /* A peer is known by its JSON URL only; its S3 listener is not
+         * advertised, so an S3 read is answered where its partition is
+         * applied (with --standbys N-1 that is every node). */
+        http_reply_error(hc, 501, "NotImplemented",
+                         "this node does not apply partition %d and the S3 endpoint does "
+                         "not forward across cluster nodes yet; ask %s's S3 listener",
+                         (int)part, first);
+        return 1;
+    }
     return forward_request(hc, first, n == 1 ? part : -1);
 }
 
