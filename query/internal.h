@@ -409,6 +409,10 @@ void read_reply_rc(http_ctx *c, view_rc rc, const char *bucket, const char *errs
  * rows). 0, or -1 after replying. */
 int read_key_partition(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn,
                        int32_t *part);
+/* A listing's prefix, delimiter and markers (either API's spelling) are
+ * UTF-8, as keys are: 0, or -1 after 400 InvalidArgument (neither JSON
+ * nor XML could echo another byte string). */
+int read_listing_text_ok(http_ctx *c);
 /* A view fenced on every partition a listing of bucket under prefix p may
  * touch; NULL after replying (or parking: the read is run again). */
 view *read_prefix_view(http_ctx *c, const char *bucket, const char *p, size_t pn);

@@ -124,6 +124,25 @@ static const char *read_param(http_ctx *c, const char *name, size_t *len) {
     return v ? v : "";
 }
 
+int read_listing_text_ok(http_ctx *c) {
+    static const char *const names[] = {"prefix", "delimiter", "start_after", "start-after",
+                                        "marker", "key_marker", "key-marker"};
+    for (int i = 0; i < c->nparams; i++)
+        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+            const http_param *p = &c->params[i];
+            if (strcmp(p->name, names[k]) != 0)
+                continue;
+            size_t n = strlen(p->value);
+            if (keycodec_utf8_valid_len((const uint8_t *)p->value, n) != n) {
+                http_reply_error(c, 400, "InvalidArgument",
+                                 "%s must be UTF-8, as keys are (an answer echoes it)",
+                                 p->name);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 static int read_max_param(http_ctx *c, const char *name, int *out) {
     long long v;
     if (http_param_int(c, name, 0, VIEW_MAX_KEYS, VIEW_MAX_KEYS, &v) < 0) {
@@ -377,7 +396,7 @@ static void read_list_reply(http_ctx *c, const char *bucket, const view_list_req
 void read_list(http_ctx *c, const char *bucket) {
     view_list_req l = {0};
     uint8_t *last = NULL;
-    if (read_max_param(c, "max_keys", &l.max_keys) < 0)
+    if (read_listing_text_ok(c) < 0 || read_max_param(c, "max_keys", &l.max_keys) < 0)
         return;
     l.prefix = (const uint8_t *)read_param(c, "prefix", &l.prefix_len);
     l.delimiter = (const uint8_t *)read_param(c, "delimiter", &l.delimiter_len);
@@ -404,6 +423,8 @@ void read_list(http_ctx *c, const char *bucket) {
 int read_versions_page(http_ctx *c, const char *bucket, const view_versions_req *r,
                        view_versions *o) {
     memset(o, 0, sizeof(*o));
+    if (read_listing_text_ok(c) < 0)
+        return -1;
     if (r->version_id_marker && *r->version_id_marker && !r->key_marker_len) {
         http_reply_error(c, 400, "InvalidArgument",
                          "a version id marker cannot be given without a key marker");
@@ -473,6 +494,8 @@ void read_versions(http_ctx *c, const char *bucket) {
 int read_uploads_page(http_ctx *c, const char *bucket, const view_uploads_req *r,
                       view_uploads *o) {
     memset(o, 0, sizeof(*o));
+    if (read_listing_text_ok(c) < 0)
+        return -1;
     view *v = read_prefix_view(c, bucket, (const char *)r->prefix, r->prefix_len);
     if (!v)
         return -1;
@@ -775,6 +798,8 @@ void read_usage(http_ctx *c, const char *bucket) {
     view_usage_req q = {0};
     view_usage_resume resume;
     uint8_t *after = NULL;
+    if (read_listing_text_ok(c) < 0)
+        return;
     if (read_limit_param(c, "max_rows", VIEW_USAGE_MAX_ROWS, VIEW_USAGE_DEFAULT_ROWS,
                          &q.max_rows) < 0 ||
         read_limit_param(c, "max_prefixes", VIEW_USAGE_MAX_PREFIXES,

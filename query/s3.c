@@ -548,7 +548,7 @@ static void s3_list_objects(http_ctx *c, const s3_target *t, int v2) {
     view_list_req l = {0};
     uint8_t *last = NULL;
     int url = s3_encoding(c);
-    if (url < 0 || s3_max_keys(c, &l.max_keys) < 0)
+    if (url < 0 || read_listing_text_ok(c) < 0 || s3_max_keys(c, &l.max_keys) < 0)
         return;
     l.prefix = (const uint8_t *)http_param_get(c, "prefix", &l.prefix_len);
     l.delimiter = (const uint8_t *)http_param_get(c, "delimiter", &l.delimiter_len);

@@ -266,8 +266,15 @@ static size_t s3_page(const char *body, item *out, int *truncated, char *token, 
     return n;
 }
 
+/* A prefix of the model's that is UTF-8 (a lone 0xC3 is refused: see
+ * test_lone_byte_prefix_refused). */
+static const char *s3model_utf8_prefix(uint64_t r) {
+    const char *p = s3model_prefixes[r % S3MODEL_N_PREFIXES];
+    return (unsigned char)p[0] >= 0x80 ? "" : p;
+}
+
 static void check_s3_list(const model *m) {
-    const char *prefix = s3model_prefixes[rnd() % S3MODEL_N_PREFIXES];
+    const char *prefix = s3model_utf8_prefix(rnd());
     const char *delim = s3model_delimiters[rnd() % S3MODEL_N_DELIMITERS];
     int page = 1 + (int)(rnd() % 4);
     item want[MAX_ITEMS], got[MAX_ITEMS];
@@ -306,11 +313,7 @@ static void check_s3_list(const model *m) {
 
 /* A JSON listing (objects, or versions) fully paginated, as items. */
 static void check_json_list(const model *m, int versions) {
-    const char *prefix = s3model_prefixes[rnd() % S3MODEL_N_PREFIXES];
-    /* JSON cannot carry the lone byte 0xC3 the answer would echo: the
-     * JSON API is listed with valid UTF-8 prefixes (S3's answer escapes). */
-    if ((unsigned char)prefix[0] >= 0x80)
-        prefix = "";
+    const char *prefix = s3model_utf8_prefix(rnd());
     const char *delim = s3model_delimiters[rnd() % S3MODEL_N_DELIMITERS];
     int page = 1 + (int)(rnd() % 4);
     item want[MAX_ITEMS], got[MAX_ITEMS];
@@ -433,6 +436,27 @@ static void sequences_match_the_model_through_both_apis(void **state) {
     assert_true(g.writes_s3 > 0 && g.writes_json > 0);
 }
 
+/* A prefix that is not UTF-8 cannot be echoed in JSON or XML: both APIs
+ * refuse it, and every other listing parameter likewise. */
+static void test_lone_byte_prefix_refused(void **state) {
+    (void)state;
+    static const char *const paths[][2] = {
+        {"json", "/v1/buckets/wire0000/objects?prefix=%C3"},
+        {"json", "/v1/buckets/wire0000/versions?key_marker=%FF"},
+        {"json", "/v1/buckets/wire0000/objects?delimiter=%C3"},
+        {"s3", "/wire0000?list-type=2&prefix=%C3&encoding-type=url"},
+        {"s3", "/wire0000?versions&key-marker=%C3"},
+        {"s3", "/wire0000?marker=%E2%82"},
+    };
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        httpc_resp r;
+        int s3 = strcmp(paths[i][0], "s3") == 0;
+        assert_int_equal(httpc_do(s3 ? g.s3 : g.json, "GET", paths[i][1], NULL, NULL, &r), 0);
+        if (r.status != 400 || !strstr(r.body, "InvalidArgument") || !strstr(r.body, "UTF-8"))
+            fail_msg("%s %s: %ld %s", paths[i][0], paths[i][1], r.status, r.body);
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     char objlogd[512], data[300], addr[64], ready[8], url[128];
@@ -468,6 +492,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sequences_match_the_model_through_both_apis),
+        cmocka_unit_test(test_lone_byte_prefix_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
