@@ -30,6 +30,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "clusternodes.h"
 #include "httpc.h"
 #include "linload.h"
 #include "proc.h"
@@ -40,108 +41,25 @@
 #define PARTS 4
 #define KEYS 24
 
-typedef struct node {
-    proc *p;
-    char data[300];
-    char url[128];
-    httpc *h;       /* follows redirects */
-    httpc *raw;     /* does not */
-} node;
-
-static struct {
-    char dir[256];
-    testlog *log;
-    node n[MAX_NODES];
-} g;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static int node_start(int i) {
-    node *n = &g.n[i];
-    char data[sizeof(n->data)], secret[300]; /* g.dir and n->data are both in g */
-    snprintf(data, sizeof(data), "%s/node-%d", g.dir, i);
-    memcpy(n->data, data, sizeof(data));
-    snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
-    char *extra[] = {"--cluster", "c1", "--ready-max-lag", "1", "--token-secret-file", secret,
-                     "--eventual-max-lag", "100000", NULL};
-    n->p = testlog_start_view(g.log, n->data, extra, n->url, sizeof(n->url));
-    if (!n->p)
-        return -1;
-    n->h = httpc_new(n->url);
-    n->raw = httpc_new(n->url);
-    httpc_follow(n->h, 1);
-    return 0;
-}
-
-static void node_forget(int i) {
-    node *n = &g.n[i];
-    httpc_destroy(n->h);
-    httpc_destroy(n->raw);
-    n->h = n->raw = NULL;
-    n->p = NULL;
-}
+static cnodes g;
+static char *node_flags[] = {"--ready-max-lag", "1", "--eventual-max-lag", "100000", NULL};
 
 static int group_setup(void **state) {
     (void)state;
-    if (!testlog_is_kafka()) {
-        fprintf(stderr, "test_cluster needs a real Kafka (OBJLOG_TEST_LOG=kafka)\n");
-        return -1;
-    }
-    if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0)
-        return -1;
-    /* one token secret for every node: a LIST token outlives its node */
-    char secret[300];
-    snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
-    FILE *f = fopen(secret, "w");
-    if (!f || fputs("test_cluster shared token secret, 32+ bytes", f) < 0 || fclose(f) != 0)
-        return -1;
-    g.log = testlog_start(PARTS);
-    if (!g.log)
-        return -1;
-    for (int i = 0; i < NODES; i++)
-        if (node_start(i) < 0)
-            return -1;
-    return 0;
+    return cnodes_setup(&g, "c1", PARTS, NODES, MAX_NODES, node_flags);
 }
 
 /* Every node still running must stop cleanly on SIGTERM (exit 0: under
  * the sanitizers also no leak, no error). */
 static int group_teardown(void **state) {
     (void)state;
-    int rc = 0;
-    for (int i = 0; i < MAX_NODES; i++) {
-        if (g.n[i].p && proc_stop(g.n[i].p, 15000) != 0) {
-            fprintf(stderr, "node %d did not exit 0 on SIGTERM\n", i);
-            rc = -1;
-        }
-        node_forget(i);
-    }
-    testlog_stop(g.log);
-    proc_rmtree(g.dir);
-    return rc;
-}
-
-/* GET /v1/cluster of node i, parsed (NULL if it did not answer 200). */
-static json_t *cluster_of(int i) {
-    httpc_resp r;
-    if (httpc_do(g.n[i].raw, "GET", "/v1/cluster", NULL, NULL, &r) < 0 || r.status != 200)
-        return NULL;
-    return json_loads(r.body, 0, NULL);
+    return cnodes_teardown(&g);
 }
 
 /* 1 when node i sees `want` nodes and every partition active on one of
  * them; owner[p] gets the active URL. */
 static int cluster_settled(int i, int want, char owner[PARTS][128]) {
-    json_t *j = cluster_of(i);
+    json_t *j = cnodes_cluster_of(&g, i);
     json_t *parts = json_object_get(j, "partitions");
     int ok = j && (int)json_array_size(json_object_get(j, "nodes")) == want &&
              json_array_size(parts) == PARTS;
@@ -159,7 +77,7 @@ static int cluster_settled(int i, int want, char owner[PARTS][128]) {
  * partition has one owner, and each owner is a running node that applies
  * it by its own account. */
 static void wait_settled(int want, char owner[PARTS][128], int timeout_ms) {
-    int64_t until = mono_ms() + timeout_ms;
+    int64_t until = cnodes_mono_ms() + timeout_ms;
     for (;;) {
         char seen[MAX_NODES][PARTS][128];
         int agree = 1, first = -1;
@@ -178,7 +96,7 @@ static void wait_settled(int want, char owner[PARTS][128], int timeout_ms) {
             for (int i = 0; i < MAX_NODES; i++) {
                 if (!g.n[i].p || strcmp(g.n[i].url, seen[first][p]) != 0)
                     continue;
-                json_t *j = cluster_of(i);
+                json_t *j = cnodes_cluster_of(&g, i);
                 found = json_is_true(json_object_get(
                     json_array_get(json_object_get(j, "partitions"), (size_t)p), "local"));
                 json_decref(j);
@@ -189,9 +107,9 @@ static void wait_settled(int want, char owner[PARTS][128], int timeout_ms) {
             memcpy(owner, seen[first], sizeof(seen[first]));
             return;
         }
-        if (mono_ms() > until)
+        if (cnodes_mono_ms() > until)
             fail_msg("the cluster did not settle on %d nodes in %d ms", want, timeout_ms);
-        sleep_ms(250);
+        cnodes_sleep_ms(250);
     }
 }
 
@@ -206,13 +124,6 @@ static int running(void) {
 static int other_running(int not) {
     for (int i = 0; i < MAX_NODES; i++)
         if (g.n[i].p && i != not)
-            return i;
-    return -1;
-}
-
-static int node_of_url(const char *url) {
-    for (int i = 0; i < MAX_NODES; i++)
-        if (strcmp(g.n[i].url, url) == 0)
             return i;
     return -1;
 }
@@ -275,7 +186,7 @@ static void test_cluster_nodes(void **state) {
     /* exactly once: every partition on one node, every node counted */
     int per_node[MAX_NODES] = {0};
     for (int p = 0; p < PARTS; p++) {
-        int i = node_of_url(owner[p]);
+        int i = cnodes_of_url(&g, owner[p]);
         if (i < 0)
             fail_msg("partition %d is active on %s, not one of our nodes", p, owner[p]);
         per_node[i]++;
@@ -284,7 +195,7 @@ static void test_cluster_nodes(void **state) {
     for (int i = 0; i < NODES; i++)
         total += per_node[i];
     assert_int_equal(total, PARTS);
-    json_t *j = cluster_of(0);
+    json_t *j = cnodes_cluster_of(&g, 0);
     assert_string_equal(json_string_value(json_object_get(j, "cluster")), "c1");
     assert_string_equal(json_string_value(json_object_get(j, "group")), "objlog-cluster-c1");
     assert_string_equal(json_string_value(json_object_get(j, "self")), g.n[0].url);
@@ -349,7 +260,7 @@ static void test_cluster_nodes(void **state) {
             if (httpc_do(g.n[i].raw, "GET", "/readyz", NULL, NULL, &rr) == 0)
                 st = rr.status;
             if (st != 200)
-                sleep_ms(100);
+                cnodes_sleep_ms(100);
         }
         if (st != 200)
             fail_msg("node %d /readyz: HTTP %ld %s", i, st, rr.body);
@@ -426,13 +337,13 @@ static void test_cluster_nodes(void **state) {
     int64_t t[2];
     for (int side = 0; side < 2; side++) {
         int via = side ? other : home;
-        int64_t t0 = mono_ms();
+        int64_t t0 = cnodes_mono_ms();
         for (int i = 0; i < 300; i++) {
             assert_int_equal(httpc_do(g.n[via].raw, "GET", "/v1/buckets/bk-a/objects/k00",
                                       NULL, NULL, &r), 0);
             assert_int_equal(r.status, 200);
         }
-        t[side] = mono_ms() - t0;
+        t[side] = cnodes_mono_ms() - t0;
     }
     print_message("300 strong GETs one at a time: %lld ms on the owner, %lld ms through "
                   "another node (forwarded)\n", (long long)t[0], (long long)t[1]);
@@ -502,20 +413,20 @@ static void test_join_and_leave(void **state) {
     ev_bucket_nodes(ev_before, 1);
     reader rd = {0};
     assert_int_equal(pthread_create(&rd.t, NULL, reader_main, &rd), 0);
-    int64_t t0 = mono_ms();
-    assert_int_equal(node_start(3), 0);
+    int64_t t0 = cnodes_mono_ms();
+    assert_int_equal(cnodes_start(&g, 3), 0);
     /* A cooperative join takes two rebalances: the group is settled on 4
      * members before the new one has anything; wait for its share. */
     for (int has = 0; !has;) {
         wait_settled(4, joined, 90000);
         for (int p = 0; p < PARTS; p++)
             has |= strcmp(joined[p], g.n[3].url) == 0;
-        if (!has && mono_ms() - t0 > 90000)
+        if (!has && cnodes_mono_ms() - t0 > 90000)
             fail_msg("join: the new node got no partition in 90 s");
         if (!has)
-            sleep_ms(250);
+            cnodes_sleep_ms(250);
     }
-    int64_t join_ms = mono_ms() - t0;
+    int64_t join_ms = cnodes_mono_ms() - t0;
     int moved = 0, to_new = 0;
     for (int p = 0; p < PARTS; p++) {
         if (strcmp(before[p], joined[p]) == 0)
@@ -544,13 +455,13 @@ static void test_join_and_leave(void **state) {
     assert_int_equal(httpc_do(g.n[ev_before[b]].raw, "GET", path, NULL, NULL, &er), 0);
     assert_int_equal(er.status, 200);
     assert_non_null(strstr(er.headers, "x-objlog-forwarded-by:"));
-    t0 = mono_ms();
+    t0 = cnodes_mono_ms();
     assert_int_equal(proc_stop(g.n[1].p, 20000), 0);
     char leaver[128];
     snprintf(leaver, sizeof(leaver), "%s", g.n[1].url);
-    node_forget(1);
+    cnodes_forget(&g, 1);
     wait_settled(3, left, 90000);
-    int64_t leave_ms = mono_ms() - t0;
+    int64_t leave_ms = cnodes_mono_ms() - t0;
     for (int p = 0; p < PARTS; p++)
         if (strcmp(joined[p], left[p]) != 0 && strcmp(joined[p], leaver) != 0)
             fail_msg("leave: partition %d moved from %s, which stayed", p, joined[p]);
@@ -608,22 +519,22 @@ static void test_failover(void **state) {
     json_decref(page);
     linload L;
     lin_start(&L, home);
-    sleep_ms(1000); /* histories from before the kill too */
+    cnodes_sleep_ms(1000); /* histories from before the kill too */
     L.kill_ns = linload_now_ns();
-    int64_t t0 = mono_ms();
+    int64_t t0 = cnodes_mono_ms();
     proc_kill(g.n[home].p);
-    node_forget(home);
+    cnodes_forget(&g, home);
     int via = other_running(home);
     char got[64];
     long st = 0;
     int64_t first_read = -1;
-    while (mono_ms() - t0 < 90000) {
+    while (cnodes_mono_ms() - t0 < 90000) {
         st = get_etag(via, "bk-a", "k00", got, sizeof(got));
         if (st == 200) {
-            first_read = mono_ms() - t0;
+            first_read = cnodes_mono_ms() - t0;
             break;
         }
-        sleep_ms(100);
+        cnodes_sleep_ms(100);
     }
     if (first_read < 0)
         fail_msg("bk-a not readable through node %d 90 s after the kill (last HTTP %ld)", via,
@@ -658,9 +569,9 @@ static void test_failover(void **state) {
         }
     }
     /* writes to the moved partition succeed again, through either survivor */
-    int64_t w0 = mono_ms();
+    int64_t w0 = cnodes_mono_ms();
     put_key(via, "bk-a", "after-kill", "ffffffffffffffffffffffffffffffff");
-    int64_t write_ms = mono_ms() - w0;
+    int64_t write_ms = cnodes_mono_ms() - w0;
     for (int v = 0; v < MAX_NODES; v++) {
         if (!g.n[v].p)
             continue;
@@ -668,7 +579,7 @@ static void test_failover(void **state) {
         assert_int_equal(st, 200);
         assert_string_equal(got, "ffffffffffffffffffffffffffffffff");
     }
-    sleep_ms(1500); /* and from after it */
+    cnodes_sleep_ms(1500); /* and from after it */
     lin_finish(&L);
     print_message("failover: kill -> first strong read of the moved partition %lld ms; "
                   "a write to it then took %lld ms\n", (long long)first_read,

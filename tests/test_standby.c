@@ -29,6 +29,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "clusternodes.h"
 #include "httpc.h"
 #include "linload.h"
 #include "proc.h"
@@ -39,95 +40,17 @@
 #define PARTS 4
 #define KEYS 12
 
-typedef struct node {
-    proc *p;
-    char data[300];
-    char url[128];
-    httpc *h;
-} node;
-
-static struct {
-    char dir[256];
-    testlog *log;
-    node n[MAX_NODES];
-} g;
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static int node_start(int i) {
-    node *n = &g.n[i];
-    char data[sizeof(n->data)], secret[300];
-    snprintf(data, sizeof(data), "%s/node-%d", g.dir, i);
-    memcpy(n->data, data, sizeof(data));
-    snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
-    char *extra[] = {"--cluster", "s1", "--standbys", "1", "--token-secret-file", secret, NULL};
-    n->p = testlog_start_view(g.log, n->data, extra, n->url, sizeof(n->url));
-    if (!n->p)
-        return -1;
-    n->h = httpc_new(n->url);
-    return 0;
-}
+static cnodes g;
+static char *node_flags[] = {"--standbys", "1", NULL};
 
 static int group_setup(void **state) {
     (void)state;
-    if (!testlog_is_kafka()) {
-        fprintf(stderr, "test_standby needs a real Kafka (OBJLOG_TEST_LOG=kafka)\n");
-        return -1;
-    }
-    if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0)
-        return -1;
-    char secret[300];
-    snprintf(secret, sizeof(secret), "%s/token-secret", g.dir);
-    FILE *f = fopen(secret, "w");
-    if (!f || fputs("test_standby shared token secret, 32+ bytes", f) < 0 || fclose(f) != 0)
-        return -1;
-    g.log = testlog_start(PARTS);
-    if (!g.log)
-        return -1;
-    for (int i = 0; i < NODES; i++)
-        if (node_start(i) < 0)
-            return -1;
-    return 0;
+    return cnodes_setup(&g, "s1", PARTS, NODES, MAX_NODES, node_flags);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    int rc = 0;
-    for (int i = 0; i < MAX_NODES; i++) {
-        if (g.n[i].p && proc_stop(g.n[i].p, 15000) != 0) {
-            fprintf(stderr, "node %d did not exit 0 on SIGTERM\n", i);
-            rc = -1;
-        }
-        httpc_destroy(g.n[i].h);
-        g.n[i].h = NULL;
-        g.n[i].p = NULL;
-    }
-    testlog_stop(g.log);
-    proc_rmtree(g.dir);
-    return rc;
-}
-
-static json_t *cluster_of(int i) {
-    httpc_resp r;
-    if (httpc_do(g.n[i].h, "GET", "/v1/cluster", NULL, NULL, &r) < 0 || r.status != 200)
-        return NULL;
-    return json_loads(r.body, 0, NULL);
-}
-
-static int node_of_url(const char *url) {
-    for (int i = 0; i < MAX_NODES; i++)
-        if (url && strcmp(g.n[i].url, url) == 0)
-            return i;
-    return -1;
+    return cnodes_teardown(&g);
 }
 
 static int url_cmp(const void *a, const void *b) {
@@ -144,7 +67,7 @@ static int ring_next(int active) {
     qsort(urls, (size_t)n, sizeof(urls[0]), url_cmp);
     while (at < n && strcmp(urls[at], g.n[active].url) != 0)
         at++;
-    return node_of_url(urls[(at + 1) % n]);
+    return cnodes_of_url(&g, urls[(at + 1) % n]);
 }
 
 typedef struct placement {
@@ -155,18 +78,18 @@ typedef struct placement {
 /* Node i's view: 1 when every partition has an active node and exactly
  * one standby, another node. */
 static int placement_of(int i, placement *pl) {
-    json_t *j = cluster_of(i);
+    json_t *j = cnodes_cluster_of(&g, i);
     json_t *parts = json_object_get(j, "partitions");
     int ok = j && json_array_size(parts) == PARTS;
     for (int p = 0; ok && p < PARTS; p++) {
         json_t *e = json_array_get(parts, (size_t)p);
         json_t *sb = json_object_get(e, "standbys");
-        pl->active[p] = node_of_url(json_string_value(json_object_get(e, "active")));
+        pl->active[p] = cnodes_of_url(&g, json_string_value(json_object_get(e, "active")));
         ok = pl->active[p] >= 0 && json_array_size(sb) == 1;
         if (!ok)
             break;
         json_t *s0 = json_array_get(sb, 0);
-        pl->standby[p] = node_of_url(json_string_value(json_object_get(s0, "url")));
+        pl->standby[p] = cnodes_of_url(&g, json_string_value(json_object_get(s0, "url")));
         ok = pl->standby[p] >= 0 && pl->standby[p] != pl->active[p];
     }
     json_decref(j);
@@ -176,7 +99,7 @@ static int placement_of(int i, placement *pl) {
 /* Until every running node reports the same placement: each partition's
  * standby the ring successor of its active node. */
 static void wait_placed(placement *out, int timeout_ms) {
-    int64_t until = mono_ms() + timeout_ms;
+    int64_t until = cnodes_mono_ms() + timeout_ms;
     for (;;) {
         placement pl[MAX_NODES];
         int first = -1, ok = 1;
@@ -196,10 +119,10 @@ static void wait_placed(placement *out, int timeout_ms) {
             *out = pl[first];
             return;
         }
-        if (mono_ms() > until)
+        if (cnodes_mono_ms() > until)
             fail_msg("no agreed placement with one standby per partition in %d ms",
                      timeout_ms);
-        sleep_ms(250);
+        cnodes_sleep_ms(250);
     }
 }
 
@@ -222,7 +145,7 @@ static int lag_row(int i, int p, long long *applied, long long *end, char *role,
 /* Until, for every partition, its active node and its standby (each by its
  * own /v1/lag) have applied exactly up to the log's end. */
 static void wait_caught_up(const placement *pl, int timeout_ms) {
-    int64_t until = mono_ms() + timeout_ms;
+    int64_t until = cnodes_mono_ms() + timeout_ms;
     for (;;) {
         int ok = 1;
         for (int p = 0; ok && p < PARTS; p++) {
@@ -235,9 +158,9 @@ static void wait_caught_up(const placement *pl, int timeout_ms) {
         }
         if (ok)
             return;
-        if (mono_ms() > until)
+        if (cnodes_mono_ms() > until)
             fail_msg("standbys did not catch up in %d ms", timeout_ms);
-        sleep_ms(250);
+        cnodes_sleep_ms(250);
     }
 }
 
@@ -327,29 +250,29 @@ static void test_placement(void **state) {
         if (!g.n[i].p)
             continue;
         httpc_resp r;
-        int64_t until = mono_ms() + 5000;
+        int64_t until = cnodes_mono_ms() + 5000;
         for (;;) {
             assert_int_equal(httpc_do(g.n[i].h, "GET", "/metrics", NULL, NULL, &r), 0);
             if (strstr(r.body, want) && strstr(r.body, want_lag))
                 break;
-            if (mono_ms() > until)
+            if (cnodes_mono_ms() > until)
                 fail_msg("node %d /metrics lacks: %s or %s", i, want, want_lag);
-            sleep_ms(200);
+            cnodes_sleep_ms(200);
         }
     }
     /* objlog cluster: the standby and its lag in the partition's row */
     char bin[512], out[8192], err[2048], cell[256];
     proc_bin("ops/objlog", bin, sizeof(bin));
     char *argv[] = {bin, "cluster", "--url", g.n[act].url, NULL};
-    int64_t until = mono_ms() + 5000;
+    int64_t until = cnodes_mono_ms() + 5000;
     snprintf(cell, sizeof(cell), "%s (0)\n", g.n[sb].url);
     for (;;) {
         assert_int_equal(proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 20000), 0);
         if (strstr(out, "STANDBYS (LAG)") && strstr(out, "STANDBY-FOR") && strstr(out, cell))
             break;
-        if (mono_ms() > until)
+        if (cnodes_mono_ms() > until)
             fail_msg("objlog cluster lacks '%s' in:\n%s", cell, out);
-        sleep_ms(200);
+        cnodes_sleep_ms(200);
     }
     print_message("placement: partition %d active on node %d, standby on node %d, both at "
                   "offset %lld\n", bucket_part, act, sb, applied);
@@ -370,37 +293,37 @@ static void test_standby_failover(void **state) {
             urls[n++] = g.n[i].url;
     linload L;
     assert_int_equal(linload_start(&L, urls, n, "sb-a"), 0);
-    sleep_ms(1500); /* histories from before the kill too */
+    cnodes_sleep_ms(1500); /* histories from before the kill too */
     long reads0 = atomic_load(&L.reads_sent), ok0 = atomic_load(&L.reads_answered);
     L.kill_ns = linload_now_ns();
-    int64_t t0 = mono_ms();
+    int64_t t0 = cnodes_mono_ms();
     proc_kill(g.n[home].p);
-    g.n[home].p = NULL;
+    cnodes_forget(&g, home);
     /* the standby answers at once: no waiting for the group */
     char etag[64];
     int fwd = -1;
     long st = get_key(sb, "sb-a", "k07", etag, sizeof(etag), &fwd);
-    int64_t first_read_ms = mono_ms() - t0;
+    int64_t first_read_ms = cnodes_mono_ms() - t0;
     assert_int_equal(st, 200);
     assert_string_equal(etag, "00000000000000000000000000000007");
     assert_int_equal(fwd, 0);
     /* until the group gives the partition to a survivor */
-    int64_t until = mono_ms() + 90000, moved_ms = -1;
-    while (moved_ms < 0 && mono_ms() < until) {
-        json_t *j = cluster_of(sb);
+    int64_t until = cnodes_mono_ms() + 90000, moved_ms = -1;
+    while (moved_ms < 0 && cnodes_mono_ms() < until) {
+        json_t *j = cnodes_cluster_of(&g, sb);
         json_t *e = json_array_get(json_object_get(j, "partitions"), (size_t)bucket_part);
-        int a = node_of_url(json_string_value(json_object_get(e, "active")));
+        int a = cnodes_of_url(&g, json_string_value(json_object_get(e, "active")));
         if (a >= 0 && a != home)
-            moved_ms = mono_ms() - t0;
+            moved_ms = cnodes_mono_ms() - t0;
         json_decref(j);
         if (moved_ms < 0)
-            sleep_ms(100);
+            cnodes_sleep_ms(100);
     }
     if (moved_ms < 0)
         fail_msg("the group did not move partition %d within 90 s", bucket_part);
     long reads_during = atomic_load(&L.reads_sent) - reads0;
     long ok_during = atomic_load(&L.reads_answered) - ok0;
-    sleep_ms(1500); /* and histories from after the move */
+    cnodes_sleep_ms(1500); /* and histories from after the move */
     char msg[512];
     if (linload_finish(&L, msg, sizeof(msg)) != 1)
         fail_msg("%s", msg);
@@ -478,12 +401,12 @@ static void test_bootstrap(void **state) {
         via = (via + 1) % MAX_NODES;
     }
     assert_int_equal(ncov, PARTS);
-    int64_t t0 = mono_ms();
-    assert_int_equal(node_start(nw), 0);
+    int64_t t0 = cnodes_mono_ms();
+    assert_int_equal(cnodes_start(&g, nw), 0);
     placement pl;
     wait_placed(&pl, 90000);
     wait_caught_up(&pl, 60000);
-    int64_t ready_ms = mono_ms() - t0;
+    int64_t ready_ms = cnodes_mono_ms() - t0;
     /* what the new node applies, and how far the log is */
     int mine = 0;
     long long ends = 0;
