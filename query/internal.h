@@ -668,6 +668,20 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
 void s3_conf_free(objlog_query *q);
 /* Binds the S3 listener of worker w to fd (a dup of the listening socket). */
 int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size);
+/* Helpers of the S3 files (s3.c; s3list.c and s3write.c use them too). */
+const char *s3_header(http_ctx *c, const char *name);     /* NULL absent */
+/* max-keys / max-uploads / max-parts: 0..2^31-1, default and cap 1000
+ * (S3 answers at most 1000); -1 after 400 InvalidArgument. */
+int s3_max_param(http_ctx *c, const char *name, int *out);
+/* encoding-type: 0 absent, 1 "url", -1 after 400 InvalidArgument. */
+int s3_encoding(http_ctx *c);
+/* Content-MD5, when sent, against the body's MD5: 0, or -1 after 400
+ * InvalidDigest (not 16 bytes of base64) / BadDigest (another digest). */
+int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]);
+/* x-amz-meta-* headers into um (at most S3_USER_META_MAX; names
+ * lowercased into names, as S3 keeps them); -1 after 400. */
+#define S3_USER_META_MAX 64
+int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
 /* Runs c (s3 set) again after its fence was parked (fence.c). */
 void s3_run(http_ctx *c);
 /* An error as S3 answers it: XML Error with Code, Message, Resource and

@@ -37,7 +37,6 @@
  * MD5: objlog keeps no bytes, but evhttp holds the body in memory. */
 #define S3_MAX_BODY (64 * 1024 * 1024)
 #define S3_MAX_KEYS_DEFAULT 1000
-#define S3_USER_META_MAX 64
 #define S3_AUTH_HEADERS_MAX 64
 
 struct s3_conf {
@@ -239,7 +238,7 @@ void s3_reply_written(http_ctx *c, const s3_written *w) {
 
 /* ------------------------------------------------------------ addressing */
 
-static const char *s3_header(http_ctx *c, const char *name) {
+const char *s3_header(http_ctx *c, const char *name) {
     return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
 }
 
@@ -457,19 +456,18 @@ static void s3_delete_bucket(http_ctx *c, const s3_target *t) {
 
 /* ------------------------------------------------------------- listing */
 
-/* max-keys: 0..1000, default 1000 (S3 caps a page at 1000). */
-static int s3_max_keys(http_ctx *c, int *out) {
+int s3_max_param(http_ctx *c, const char *name, int *out) {
     long long v;
-    if (http_param_int(c, "max-keys", 0, 2147483647LL, S3_MAX_KEYS_DEFAULT, &v) < 0) {
-        http_reply_error(c, 400, "InvalidArgument", "max-keys must be a non-negative integer");
+    if (http_param_int(c, name, 0, 2147483647LL, VIEW_MAX_KEYS, &v) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Provided %s not an integer or within integer range", name);
         return -1;
     }
     *out = v > VIEW_MAX_KEYS ? VIEW_MAX_KEYS : (int)v;
     return 0;
 }
 
-/* encoding-type: absent or "url"; 1 for url, -1 after replying. */
-static int s3_encoding(http_ctx *c) {
+int s3_encoding(http_ctx *c) {
     const char *e = http_param_get(c, "encoding-type", NULL);
     if (!e)
         return 0;
@@ -548,7 +546,7 @@ static void s3_list_objects(http_ctx *c, const s3_target *t, int v2) {
     view_list_req l = {0};
     uint8_t *last = NULL;
     int url = s3_encoding(c);
-    if (url < 0 || read_listing_text_ok(c) < 0 || s3_max_keys(c, &l.max_keys) < 0)
+    if (url < 0 || read_listing_text_ok(c) < 0 || s3_max_param(c, "max-keys", &l.max_keys) < 0)
         return;
     l.prefix = (const uint8_t *)http_param_get(c, "prefix", &l.prefix_len);
     l.delimiter = (const uint8_t *)http_param_get(c, "delimiter", &l.delimiter_len);
@@ -766,25 +764,24 @@ static void s3_get_object(http_ctx *c, const s3_target *t, int head) {
     view_version_free(&ver);
 }
 
-/* Content-MD5 (base64) against the body's digest: 0 ok or absent. */
-static int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]) {
+int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]) {
     const char *cm = s3_header(c, "Content-MD5");
     if (!cm)
         return 0;
     unsigned char want[64];
-    int n = EVP_DecodeBlock(want, (const unsigned char *)cm, (int)strlen(cm));
-    /* EVP_DecodeBlock counts the padding's zero bytes. */
-    if (n < 16 || memcmp(want, md5, 16) != 0 || (n > 16 && (n != 18 || strlen(cm) != 24))) {
-        http_reply_error(c, 400, n < 16 ? "InvalidDigest" : "BadDigest",
+    size_t cl = strlen(cm);
+    int wn = cl <= 44 ? EVP_DecodeBlock(want, (const unsigned char *)cm, (int)cl) : -1;
+    /* EVP_DecodeBlock counts the padding's zero bytes: 16 bytes are 24
+     * characters, "==" included, which decode to 18. */
+    if (wn != 18 || cl != 24 || memcmp(want, md5, 16) != 0) {
+        http_reply_error(c, 400, wn != 18 || cl != 24 ? "InvalidDigest" : "BadDigest",
                          "The Content-MD5 you specified did not match what was received.");
         return -1;
     }
     return 0;
 }
 
-/* x-amz-meta-* headers into user metadata (names lowercased, as S3
- * keeps them); -1 after replying. */
-static int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]) {
+int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]) {
     struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
     *n = 0;
     for (struct evkeyval *kv = ih->tqh_first; kv; kv = kv->next.tqe_next) {

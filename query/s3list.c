@@ -37,30 +37,6 @@ static int s3list_begin(http_ctx *c, xmlw *x, const char *root) {
     return -1;
 }
 
-/* max-keys / max-uploads / max-parts: a non-negative integer, default
- * and cap 1000 (S3 answers at most 1000 and says MaxKeys 1000). */
-static int s3list_max(http_ctx *c, const char *name, int *out) {
-    long long v;
-    if (http_param_int(c, name, 0, 2147483647LL, VIEW_MAX_KEYS, &v) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "Provided %s not an integer or within integer range", name);
-        return -1;
-    }
-    *out = v > VIEW_MAX_KEYS ? VIEW_MAX_KEYS : (int)v;
-    return 0;
-}
-
-/* encoding-type: absent or "url"; 1 for url, -1 after replying. */
-static int s3list_encoding(http_ctx *c) {
-    const char *e = http_param_get(c, "encoding-type", NULL);
-    if (!e)
-        return 0;
-    if (strcmp(e, "url") == 0)
-        return 1;
-    http_reply_error(c, 400, "InvalidArgument", "Invalid Encoding Method specified in Request");
-    return -1;
-}
-
 /* A string parameter, "" when absent (the views take "" as none). */
 static const char *s3list_param(http_ctx *c, const char *name, size_t *len) {
     const char *v = http_param_get(c, name, len);
@@ -150,8 +126,8 @@ static void s3list_versions_reply(http_ctx *c, const char *bucket, const view_ve
 void s3list_versions(http_ctx *c, const char *bucket) {
     view_versions_req r = {0};
     c->endpoint = HTTP_EP_LIST_VERSIONS;
-    int url = s3list_encoding(c);
-    if (url < 0 || s3list_max(c, "max-keys", &r.max_keys) < 0)
+    int url = s3_encoding(c);
+    if (url < 0 || s3_max_param(c, "max-keys", &r.max_keys) < 0)
         return;
     r.prefix = (const uint8_t *)s3list_param(c, "prefix", &r.prefix_len);
     r.delimiter = (const uint8_t *)s3list_param(c, "delimiter", &r.delimiter_len);
@@ -206,8 +182,8 @@ static void s3list_uploads_reply(http_ctx *c, const char *bucket, const view_upl
 void s3list_uploads(http_ctx *c, const char *bucket) {
     view_uploads_req r = {0};
     c->endpoint = HTTP_EP_UPLOADS;
-    int url = s3list_encoding(c);
-    if (url < 0 || s3list_max(c, "max-uploads", &r.max_uploads) < 0)
+    int url = s3_encoding(c);
+    if (url < 0 || s3_max_param(c, "max-uploads", &r.max_uploads) < 0)
         return;
     r.prefix = (const uint8_t *)s3list_param(c, "prefix", &r.prefix_len);
     r.delimiter = (const uint8_t *)s3list_param(c, "delimiter", &r.delimiter_len);
@@ -260,7 +236,7 @@ void s3list_parts(http_ctx *c, const char *bucket, const uint8_t *key, size_t ke
         http_reply_error(c, 404, "NoSuchUpload", "The specified upload does not exist.");
         return;
     }
-    if (s3list_max(c, "max-parts", &max) < 0)
+    if (s3_max_param(c, "max-parts", &max) < 0)
         return;
     if (http_param_int(c, "part-number-marker", 0, S3LIST_MAX_PARTS_MARKER, 0, &marker) < 0) {
         http_reply_error(c, 400, "InvalidArgument",

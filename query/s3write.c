@@ -34,13 +34,8 @@
 #define S3W_TEXT_MAX 1024        /* the longest text an element may hold (a key) */
 #define S3W_DELETE_MAX 1000      /* keys per DeleteObjects, as S3 */
 #define S3W_PARTS_MAX 10000
-#define S3W_USER_META_MAX 64
 
 /* --------------------------------------------------------------- helpers */
-
-static const char *s3w_header(http_ctx *c, const char *name) {
-    return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
-}
 
 static void s3w_malformed(http_ctx *c, const char *why) {
     http_reply_error(c, 400, "MalformedXML",
@@ -61,55 +56,18 @@ static int s3w_body_md5(http_ctx *c, const s3_request *r, uint8_t md5[16]) {
         http_reply_error(c, 500, "InternalError", "MD5 failed");
         return -1;
     }
-    const char *cm = s3w_header(c, "Content-MD5");
-    if (!cm)
-        return 0;
-    unsigned char want[64];
-    size_t cl = strlen(cm);
-    int wn = cl <= 44 ? EVP_DecodeBlock(want, (const unsigned char *)cm, (int)cl) : -1;
-    /* EVP_DecodeBlock counts the padding's zero bytes: 16 bytes are 24
-     * characters, "==" included, which decode to 18. */
-    if (wn != 18 || cl != 24 || memcmp(want, md5, 16) != 0) {
-        http_reply_error(c, 400, wn != 18 || cl != 24 ? "InvalidDigest" : "BadDigest",
-                         "The Content-MD5 you specified did not match what was received.");
-        return -1;
-    }
-    return 0;
+    return s3_check_content_md5(c, md5);
 }
 
 /* An aws-chunked body s3.c could not decode (unsigned): -1 after replying. */
 static int s3w_body_readable(http_ctx *c, const s3_request *r) {
-    const char *sha = s3w_header(c, "x-amz-content-sha256");
+    const char *sha = s3_header(c, "x-amz-content-sha256");
     if (r->decoded || !sha || strncmp(sha, "STREAMING-", 10) != 0)
         return 0;
     http_reply_error(c, 501, "NotImplemented",
                      "aws-chunked uploads need a signed request (objlogd --s3-credentials); "
                      "send the body whole");
     return -1;
-}
-
-/* x-amz-meta-* into um (names lowercased into names, as S3 keeps them). */
-static int s3w_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n,
-                         char names[][256]) {
-    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
-    *n = 0;
-    for (struct evkeyval *kv = ih->tqh_first; kv; kv = kv->next.tqe_next) {
-        if (strncasecmp(kv->key, "x-amz-meta-", 11) != 0)
-            continue;
-        if (*n == S3W_USER_META_MAX || strlen(kv->key + 11) >= 256) {
-            http_reply_error(c, 400, "MetadataTooLarge",
-                             "Your metadata headers exceed the maximum allowed metadata size");
-            return -1;
-        }
-        size_t i = 0;
-        for (; kv->key[11 + i]; i++)
-            names[*n][i] = (char)tolower((unsigned char)kv->key[11 + i]);
-        names[*n][i] = '\0';
-        um[*n].name = names[*n];
-        um[*n].value = kv->value;
-        (*n)++;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------ XML bodies */
@@ -286,14 +244,14 @@ static const char *s3w_upload_id(http_ctx *c) {
 }
 
 void s3_create_upload(http_ctx *c, const s3_request *r) {
-    objlog_user_meta um[S3W_USER_META_MAX];
-    static __thread char names[S3W_USER_META_MAX][256];
+    objlog_user_meta um[S3_USER_META_MAX];
+    static __thread char names[S3_USER_META_MAX][256];
     size_t nm;
-    if (s3w_user_meta(c, um, &nm, names) < 0)
+    if (s3_user_meta(c, um, &nm, names) < 0)
         return;
-    objlog_object_meta meta = {.content_type = s3w_header(c, "Content-Type"),
-                               .blob_id = s3w_header(c, "x-objlog-blob-id"),
-                               .storage_class = s3w_header(c, "x-amz-storage-class"),
+    objlog_object_meta meta = {.content_type = s3_header(c, "Content-Type"),
+                               .blob_id = s3_header(c, "x-objlog-blob-id"),
+                               .storage_class = s3_header(c, "x-amz-storage-class"),
                                .user_meta = um, .n_user_meta = nm};
     c->s3_op = S3_OP_CREATE_UPLOAD;
     gateway_create_upload_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
@@ -326,7 +284,7 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
     c->s3_op = S3_OP_UPLOAD_PART;
     gateway_upload_part_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
                              upload_id, pn, r->body_len, etag,
-                             s3w_header(c, "x-objlog-blob-id"));
+                             s3_header(c, "x-objlog-blob-id"));
 }
 
 typedef struct s3w_parts {
@@ -487,10 +445,10 @@ static int s3w_etag_eq(const char *want, const char *etag) {
  * over if-unmodified-since false; if-none-match false over
  * if-modified-since true). */
 static int s3w_copy_conditions(http_ctx *c, const view_version *v) {
-    const char *im = s3w_header(c, "x-amz-copy-source-if-match");
-    const char *inm = s3w_header(c, "x-amz-copy-source-if-none-match");
-    int64_t ius = s3w_http_date(s3w_header(c, "x-amz-copy-source-if-unmodified-since"));
-    int64_t ims = s3w_http_date(s3w_header(c, "x-amz-copy-source-if-modified-since"));
+    const char *im = s3_header(c, "x-amz-copy-source-if-match");
+    const char *inm = s3_header(c, "x-amz-copy-source-if-none-match");
+    int64_t ius = s3w_http_date(s3_header(c, "x-amz-copy-source-if-unmodified-since"));
+    int64_t ims = s3w_http_date(s3_header(c, "x-amz-copy-source-if-modified-since"));
     int64_t mod = v->last_modified_ms / 1000 * 1000;
     if (im && !s3w_etag_eq(im, v->etag))
         return 0;
@@ -538,7 +496,7 @@ static int s3w_read_source(http_ctx *c, const s3w_source *s, view_version *ver) 
 static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
                          objlog_object_meta *m, objlog_user_meta *um, char names[][256]) {
     const Objlog__ObjectMeta *sm = ver->record ? ver->record->meta : NULL;
-    const char *sc = s3w_header(c, "x-amz-storage-class");
+    const char *sc = s3_header(c, "x-amz-storage-class");
     memset(m, 0, sizeof(*m));
     m->size = ver->size;
     m->etag = ver->etag;
@@ -547,11 +505,11 @@ static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
     m->storage_class = sc ? sc : ver->storage_class;
     m->user_meta = um;
     if (replace) {
-        m->content_type = s3w_header(c, "Content-Type");
-        return s3w_user_meta(c, um, &m->n_user_meta, names);
+        m->content_type = s3_header(c, "Content-Type");
+        return s3_user_meta(c, um, &m->n_user_meta, names);
     }
     m->content_type = sm && sm->content_type && *sm->content_type ? sm->content_type : NULL;
-    for (size_t i = 0; sm && i < sm->n_user_metadata && i < S3W_USER_META_MAX; i++) {
+    for (size_t i = 0; sm && i < sm->n_user_metadata && i < S3_USER_META_MAX; i++) {
         um[i].name = sm->user_metadata[i]->name;
         um[i].value = sm->user_metadata[i]->value;
         m->n_user_meta++;
@@ -560,7 +518,7 @@ static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
 }
 
 void s3_copy_object(http_ctx *c, const s3_request *r) {
-    const char *dir = s3w_header(c, "x-amz-metadata-directive");
+    const char *dir = s3_header(c, "x-amz-metadata-directive");
     if (dir && strcmp(dir, "COPY") != 0 && strcmp(dir, "REPLACE") != 0) {
         http_reply_error(c, 400, "InvalidArgument",
                          "Unknown metadata directive: must be COPY or REPLACE");
@@ -569,17 +527,17 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
     int replace = dir && strcmp(dir, "REPLACE") == 0;
     s3w_source s = {0};
     view_version ver;
-    if (s3w_parse_source(c, s3w_header(c, "x-amz-copy-source"), &s) < 0 ||
+    if (s3w_parse_source(c, s3_header(c, "x-amz-copy-source"), &s) < 0 ||
         s3w_read_source(c, &s, &ver) < 0) {
         free(s.key);
         return;
     }
     objlog_object_meta meta;
-    objlog_user_meta um[S3W_USER_META_MAX];
-    static __thread char names[S3W_USER_META_MAX][256];
+    objlog_user_meta um[S3_USER_META_MAX];
+    static __thread char names[S3_USER_META_MAX][256];
     if (strcmp(s.bucket, r->bucket) == 0 && s.key_len == r->key_len &&
         memcmp(s.key, r->key, s.key_len) == 0 && !replace &&
-        !s3w_header(c, "x-amz-storage-class")) {
+        !s3_header(c, "x-amz-storage-class")) {
         http_reply_error(c, 400, "InvalidRequest",
                          "This copy request is illegal because it is trying to copy an "
                          "object to itself without changing the object's metadata, storage "
