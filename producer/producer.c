@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "producer_int.h"
+#include "producer_event.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -402,6 +403,7 @@ int producer_resend(write_op *op) {
         RD_KAFKA_V_PARTITION(op->send_partition),
         RD_KAFKA_V_KEY(op->rkey, op->rkey_len),
         RD_KAFKA_V_VALUE(op->payload, op->payload_len),
+        RD_KAFKA_V_TIMESTAMP(op->msg_ts),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
         RD_KAFKA_V_END);
     if (err) {
@@ -455,6 +457,7 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
         err = rd_kafka_producev(
             p->rk, RD_KAFKA_V_TOPIC(p->conf->topic), RD_KAFKA_V_PARTITION(part),
             RD_KAFKA_V_KEY(rk.data, rk.len), RD_KAFKA_V_VALUE(buf, n),
+            RD_KAFKA_V_TIMESTAMP(op->msg_ts),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
             RD_KAFKA_V_END);
         /* Backpressure: the delivery thread drains the queue, so waiting
@@ -483,6 +486,29 @@ static int producer_write(objlog_producer *p, Objlog__Event *ev,
     write_op *op = op_new(p, opts, cb, opaque, errstr, errstr_size);
     if (!op)
         return -1;
+    if (producer_send(p, ev, op, opts, errstr, errstr_size) < 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_common(objlog_producer *p, const char *bucket,
+                        const objlog_write_opts *opts, char *errstr,
+                        size_t errstr_size);
+
+int producer_write_event(objlog_producer *p, Objlog__Event *ev, int64_t msg_ts_ms,
+                         const objlog_write_opts *opts, objlog_write_cb *cb,
+                         void *opaque, char *errstr, size_t errstr_size) {
+    if (check_common(p, ev->bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    if (ev->key.len && validate_key((const char *)ev->key.data, ev->key.len, errstr,
+                                    errstr_size) < 0)
+        return -1;
+    write_op *op = op_new(p, opts, cb, opaque, errstr, errstr_size);
+    if (!op)
+        return -1;
+    op->msg_ts = msg_ts_ms;
     if (producer_send(p, ev, op, opts, errstr, errstr_size) < 0) {
         free(op);
         return -1;

@@ -40,6 +40,7 @@
 
 #include "keycodec.h"
 #include "outcome.h"
+#include "producer_event.h"
 
 typedef struct gw_req gw_req;
 
@@ -1122,5 +1123,17 @@ void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *ke
     int rc = objlog_producer_abort_upload(c->q->producer, bucket, (const char *)key, key_len,
                                           upload_id, &opts, gw_on_logged, r, err,
                                           sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
+void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = producer_write_event(c->q->producer, ev, 0, &opts, gw_on_logged, r, err,
+                                  sizeof(err));
     gw_submitted(c, r, rc, err);
 }

@@ -197,6 +197,7 @@ struct objlog_query {
     atomic_uint_fast64_t ckpt_served, ckpt_bytes; /* answered 200, and their bytes */
     int nworkers;
     http_worker *workers;
+    struct lc_worker *lc;        /* lifecycle.c (issue 15) */
 };
 
 /* One query parameter, percent-decoded; value may hold NUL bytes. */
@@ -565,6 +566,35 @@ typedef struct gateway_delete_item {
  * timeout_ms=: nothing issued). */
 int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
                             size_t n, gateway_sink *sink, void *arg);
+
+/* A prepared event (SetLifecycle: lcapi.c) through the same request
+ * path as every JSON write: ack=, timeout_ms=, request id, the answer. */
+void gateway_write_event(http_ctx *c, Objlog__Event *ev);
+
+/* ---- lifecycle.c (the worker) and lcapi.c (its HTTP API): issue 15 ---- */
+typedef struct lc_worker lc_worker;
+/* What the worker knows of one bucket with rules. */
+typedef struct lc_status {
+    char bucket[64];
+    uint32_t rules;
+    uint64_t due;                /* due at the last scan, less decided since */
+    int64_t oldest_due_ms;       /* worker clock; 0 none */
+    uint64_t expired, skipped;   /* Expire outcomes OK / LifecycleSkipped */
+    int64_t last_scan_ms;        /* worker clock */
+    uint64_t scans;
+    double last_rate;            /* Expire events decided per second, last pass */
+} lc_status;
+/* interval_ms 0: no thread (status answers "no scan yet"). */
+lc_worker *lc_worker_new(objlog_query *q, int interval_ms, int64_t clock_offset_ms,
+                         char *errstr, size_t errstr_size);
+void lc_worker_destroy(lc_worker *w);
+int64_t lc_worker_now_ms(const lc_worker *w); /* wall + the test offset */
+/* 1 with *out when the worker scanned bucket with rules, else 0. */
+int lc_worker_status(lc_worker *w, const char *bucket, lc_status *out);
+void lc_worker_metrics(FILE *f, lc_worker *w);
+/* /v1/buckets/{b}/lifecycle[/status]; rest: "" or "/status". */
+void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                 const char *rest);
 
 /* ---- cluster.c: which node applies which partition (issue 13) ---- */
 
