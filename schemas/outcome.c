@@ -25,6 +25,9 @@ static const outcome_row outcome_table[] = {
     {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART, "InvalidPart", 400},
     {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER, "InvalidPartOrder", 400},
     {OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL, "EntityTooSmall", 400},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_INDEX, "NoSuchIndex", 404},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_INDEX_ALREADY_EXISTS, "IndexAlreadyExists", 409},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_INDEXES, "TooManyIndexes", 400},
 };
 
 static const outcome_row *outcome_find(Objlog__OutcomeCode code) {

@@ -14,3 +14,8 @@ target_include_directories(test_stats PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_checkpoint SOURCES test_checkpoint.c partdump.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_checkpoint PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+# Attribute indexes (issue 15 item 2): rows exact after every kind of key
+# op, backfill steps, brute-force agreement, replay-identical dumps.
+objlog_add_test(test_indexes SOURCES test_indexes.c
+  LIBS objlog_materializer objlog_testkit TIMEOUT 180)
+target_include_directories(test_indexes PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
