@@ -51,3 +51,6 @@ objlog_add_test(test_s3_model_wire SOURCES test_s3_model_wire.c TIMEOUT 300
 if(TARGET test_s3_model_wire)
   add_dependencies(test_s3_model_wire objlogd)
 endif()
+# Attribute indexes over HTTP (issue 15 item 2).
+objlog_add_test(test_http_indexes SOURCES test_http_indexes.c TIMEOUT 180
+  LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
