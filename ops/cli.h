@@ -86,6 +86,7 @@ typedef struct cli_cmd {
 extern const cli_cmd cli_object_cmds[];
 extern const cli_cmd cli_bucket_cmds[];
 extern const cli_cmd cli_mpu_cmds[];
+extern const cli_cmd cli_index_cmds[];   /* index SUBCOMMAND, find (cmd_index.c) */
 extern const cli_cmd cli_stats_cmds[];
 
 /* Options every command takes; a command's table ends with these, then
