@@ -127,12 +127,12 @@ extern "C" {
 /* The release this header belongs to (CMake reads it from here). The
  * shared library's SONAME carries the major: libobjlog_producer.so.0. */
 #define OBJLOG_VERSION_MAJOR 0
-#define OBJLOG_VERSION_MINOR 2
+#define OBJLOG_VERSION_MINOR 3
 #define OBJLOG_VERSION_PATCH 0
-#define OBJLOG_VERSION_STR "0.2.0"
+#define OBJLOG_VERSION_STR "0.3.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
-#define OBJLOG_VERSION 0x000200
-/* The library's version at run time ("0.2.0"), which may be newer than
+#define OBJLOG_VERSION 0x000300
+/* The library's version at run time ("0.3.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
 
@@ -187,6 +187,13 @@ typedef struct objlog_object_meta {
     const char *checksum;
     const objlog_user_meta *user_meta;
     size_t n_user_meta;
+    /* Object tags (since 0.3.0): at most 10, keys 1..128 and values
+     * 0..256 bytes of UTF-8, keys unique, as S3's tag set. Lifecycle rules
+     * and attribute indexes filter on them. The struct grew here: a
+     * program built against an older header must be rebuilt (zeroed
+     * structs, `{0}` or designated initialisers, need no other change). */
+    const objlog_user_meta *tags;
+    size_t n_tags;
 } objlog_object_meta;
 
 typedef struct objlog_write_opts {

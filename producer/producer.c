@@ -591,19 +591,31 @@ int objlog_producer_delete_bucket(objlog_producer *p, const char *bucket,
 static const char *nz(const char *s) { return s ? s : ""; }
 
 /* ObjectMeta view of meta: strings borrowed from the caller, the user
- * metadata arrays owned by mb (freed by meta_build_free). */
+ * metadata and tag arrays owned by mb (freed by meta_build_free). The
+ * tags sit after the user metadata in the same arrays. */
 typedef struct meta_build {
     Objlog__ObjectMeta om;
     Objlog__UserMeta *um;
     Objlog__UserMeta **ump;
 } meta_build;
 
+static void meta_build_pairs(Objlog__UserMeta *um, Objlog__UserMeta **ump,
+                             const objlog_user_meta *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        objlog__user_meta__init(&um[i]);
+        um[i].name = (char *)src[i].name;
+        um[i].value = (char *)src[i].value;
+        ump[i] = &um[i];
+    }
+}
+
 static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
                            char *errstr, size_t errstr_size) {
     objlog__object_meta__init(&mb->om);
     size_t nu = meta ? meta->n_user_meta : 0;
-    mb->um = calloc(nu ? nu : 1, sizeof(*mb->um));
-    mb->ump = calloc(nu ? nu : 1, sizeof(*mb->ump));
+    size_t nt = meta ? meta->n_tags : 0;
+    mb->um = calloc(nu + nt + 1, sizeof(*mb->um));
+    mb->ump = calloc(nu + nt + 1, sizeof(*mb->ump));
     if (!mb->um || !mb->ump) {
         free(mb->um);
         free(mb->ump);
@@ -618,14 +630,14 @@ static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
         mb->om.storage_class = (char *)nz(meta->storage_class);
         mb->om.checksum = (char *)nz(meta->checksum);
     }
-    for (size_t i = 0; i < nu; i++) {
-        objlog__user_meta__init(&mb->um[i]);
-        mb->um[i].name = (char *)meta->user_meta[i].name;
-        mb->um[i].value = (char *)meta->user_meta[i].value;
-        mb->ump[i] = &mb->um[i];
-    }
+    if (nu)
+        meta_build_pairs(mb->um, mb->ump, meta->user_meta, nu);
+    if (nt)
+        meta_build_pairs(mb->um + nu, mb->ump + nu, meta->tags, nt);
     mb->om.n_user_metadata = nu;
     mb->om.user_metadata = nu ? mb->ump : NULL;
+    mb->om.n_tags = nt;
+    mb->om.tags = nt ? mb->ump + nu : NULL;
     return 0;
 }
 

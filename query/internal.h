@@ -685,6 +685,20 @@ int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]);
  * lowercased into names, as S3 keeps them); -1 after 400. */
 #define S3_USER_META_MAX 64
 int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
+/* x-amz-tagging (a URL-encoded query string, "k1=v1&k2=v2", '+' a space)
+ * into m->tags: the decoded pairs live in tags until s3_tags_free (call
+ * it whatever s3_tags_parse returned). Absent: no tags, 0. More than
+ * S3_TAGS_MAX pairs (400 BadRequest, as S3), an empty or repeated key
+ * (400 InvalidTag): -1 after replying. The producer checks lengths and
+ * UTF-8 (400 InvalidArgument). */
+#define S3_TAGS_MAX 10
+typedef struct s3_tags {
+    char *decoded[2 * S3_TAGS_MAX]; /* key, value, ... (evhttp_uridecode) */
+    size_t n;
+    objlog_user_meta pairs[S3_TAGS_MAX];
+} s3_tags;
+int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m);
+void s3_tags_free(s3_tags *tags);
 /* Runs c (s3 set) again after its fence was parked (fence.c). */
 void s3_run(http_ctx *c);
 /* An error as S3 answers it: XML Error with Code, Message, Resource and
