@@ -73,6 +73,11 @@ int objlog_index_field_valid(const char *field, char *why, size_t ws) {
     const char *k = field_key(field, &is_tag);
     if (k && *k && strlen(k) <= OBJLOG_INDEX_FIELD_KEY_MAX)
         return 1;
+    if (!*field) {
+        snprintf(why, ws, "index field is required: content_type, storage_class, "
+                 "user_metadata.KEY or tag.KEY");
+        return 0;
+    }
     snprintf(why, ws,
              "index field %s: must be content_type, storage_class, "
              "user_metadata.KEY or tag.KEY (KEY 1-%d bytes)",
