@@ -440,6 +440,16 @@ static void test_query_pages_and_counts(void **state) {
     req(e, "POST", "/v1/buckets/ixq/indexes/cust", NULL, NULL, &r);
     assert_error(&r, 405, "MethodNotAllowed");
     resp_free(&r);
+    /* object tags (JSON API "tags"): an index declared on a bucket with
+     * data covers them after its backfill */
+    expect(e, "PUT", "/v1/buckets/ixq/objects/t1",
+           "{\"size\":3,\"etag\":\"e\",\"tags\":{\"tier\":\"hot\"}}", 200);
+    expect(e, "PUT", "/v1/buckets/ixq/objects/t2",
+           "{\"size\":4,\"etag\":\"e\",\"tags\":{\"tier\":\"cold\"}}", 200);
+    expect(e, "PUT", "/v1/buckets/ixq/indexes/tier", "{\"field\":\"tag.tier\"}", 200);
+    wait_ready(e, "ixq", "tier");
+    walk(e, "/v1/buckets/ixq/indexes/tier/objects?eq=hot", 10, keys, sizeof(keys));
+    assert_string_equal(keys, "t1,");
     /* drop */
     expect(e, "DELETE", "/v1/buckets/ixq/indexes/cust", NULL, 200);
     req(e, "GET", "/v1/buckets/ixq/indexes/cust", NULL, NULL, &r);
