@@ -397,8 +397,10 @@ static void oracle(fixture *f, const char *b, const Objlog__IndexDef *d, rows *e
         }
         objlog__version_record__free_unpacked(r, NULL);
     }
-    qsort(e->r, e->n, sizeof(row), row_cmp);
-    qsort(counts.r, counts.n, sizeof(row), row_cmp);
+    if (e->n)
+        qsort(e->r, e->n, sizeof(row), row_cmp);
+    if (counts.n)
+        qsort(counts.r, counts.n, sizeof(row), row_cmp);
     for (size_t i = 0; i < counts.n;) {
         uint64_t n = 0, bytes = 0;
         size_t j = i;
