@@ -81,6 +81,11 @@
  *                     (listed or not) are removed
  *      AbortUpload    key/bucket as CreateUpload; no upload row ->
  *                     NoSuchUpload; else OK, upload and parts removed
+ *      PutIndex,      missing bucket -> NoSuchBucket; then indexes.c:
+ *      DropIndex,     bad name/field -> InvalidArgument, NoSuchIndex,
+ *      BuildIndex     IndexAlreadyExists, TooManyIndexes (rules there);
+ *                     every key op keeps the bucket's index rows in the
+ *                     same batch (stats_key_begin/_end call indexes.c)
  *   4. (every event, after its outcome is stored) trim: the partition's 'o'
  *      rows at offsets <= this offset - max ids, or with T - log_time_ms >
  *      window, go, oldest offset first, stopping at the first row that is
@@ -163,6 +168,7 @@
  */
 #include "apply.h"
 
+#include "indexes.h"
 #include "keycodec.h"
 #include "lifecycle.h"
 #include "rowcache.h"
@@ -602,6 +608,7 @@ typedef struct apply_ev {
     int obj_staged, obj_live_after;
     uint64_t obj_size_after;
     char *tenant;            /* the bucket's tenant once loaded (owned) */
+    indexes_key ix;          /* the bucket's indexes, for key ops */
 } apply_ev;
 
 static void reject(apply_ev *a, Objlog__OutcomeCode code, const char *fmt,
@@ -617,6 +624,9 @@ static int is_bucket_op(const Objlog__Event *ev) {
     case OBJLOG__EVENT__OP_SET_VERSIONING:
     case OBJLOG__EVENT__OP_SET_QUOTA:
     case OBJLOG__EVENT__OP_SET_LIFECYCLE:
+    case OBJLOG__EVENT__OP_PUT_INDEX:
+    case OBJLOG__EVENT__OP_DROP_INDEX:
+    case OBJLOG__EVENT__OP_BUILD_INDEX:
         return 1;
     default:
         return 0;
@@ -938,6 +948,7 @@ static int key_gate(apply_ev *a, bucket_state *bs) {
     bs->max_bytes = br->quota ? br->quota->max_bytes : 0;
     bs->max_objects = br->quota ? br->quota->max_objects : 0;
     rc = set_tenant(a, br->tenant);
+    indexes_key_keep(&a->ix, &br);
     objlog__bucket_record__free_unpacked(br, NULL);
     return rc < 0 ? -1 : 1;
 }
@@ -1137,6 +1148,8 @@ static int current_size(apply_ev *a, uint64_t *size) {
 /* Before a key op stages anything: remembers the current live version. */
 static int stats_key_begin(apply_ev *a) {
     a->obj_staged = 0;
+    if (indexes_key_begin(a->b, &a->ix, &a->route, a->errstr, a->es) < 0)
+        return -1;
     if (a->b->no_stats)
         return 0;
     int rc = current_size(a, &a->obj_size_before);
@@ -1150,6 +1163,9 @@ static int stats_key_begin(apply_ev *a) {
  * from the `objects` row's state noted by objects_noted (none:
  * the op left it as it was). */
 static int stats_key_end(apply_ev *a) {
+    if (a->obj_staged && indexes_key_end(a->b, &a->ix, a->ev->bucket, &a->route,
+                                         a->ev->key, a->errstr, a->es) < 0)
+        return -1;
     if (a->b->no_stats)
         return 0;
     int live = a->obj_staged ? a->obj_live_after : a->obj_live_before;
@@ -1972,6 +1988,20 @@ static int op_expire(apply_ev *a) {
     return stats_key_end(a);
 }
 
+/* PutIndex, DropIndex, BuildIndex: decided by indexes.c on the record. */
+static int op_index(apply_ev *a) {
+    Objlog__BucketRecord *br;
+    int rc = require_bucket(a, &br);
+    if (rc <= 0)
+        return rc;
+    rc = indexes_op(a->b, a->ev, a->seq, br, &a->res.code, a->res.message,
+                    sizeof(a->res.message), a->errstr, a->es);
+    if (rc == 1)
+        rc = save_bucket(a, br);
+    objlog__bucket_record__free_unpacked(br, NULL);
+    return rc < 0 ? -1 : 0;
+}
+
 static int apply_op(apply_ev *a) {
     switch (a->ev->op_case) {
     case OBJLOG__EVENT__OP_CREATE_BUCKET:
@@ -1996,6 +2026,10 @@ static int apply_op(apply_ev *a) {
         return op_abort_upload(a);
     case OBJLOG__EVENT__OP_EXPIRE:
         return op_expire(a);
+    case OBJLOG__EVENT__OP_PUT_INDEX:
+    case OBJLOG__EVENT__OP_DROP_INDEX:
+    case OBJLOG__EVENT__OP_BUILD_INDEX:
+        return op_index(a);
     default:
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
                "event has no operation");
@@ -2381,6 +2415,7 @@ out:
     keybuf_free(&a.route);
     keybuf_free(&a.bpart);
     free(a.tenant);
+    indexes_key_done(&a.ix);
     return rc;
 }
 
@@ -2409,6 +2444,24 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
     put_be64(nv, n + 1);
     batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
     return trim_outcomes(b, partition, offset, log_time_ms, errstr, errstr_size);
+}
+
+int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                    char **v, size_t *vn, char *errstr, size_t es) {
+    return batch_get(b, cf, k, kn, v, vn, errstr, es);
+}
+
+void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                     const void *v, size_t vn) {
+    batch_put(b, cf, k, kn, v, vn);
+}
+
+void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
+    batch_del(b, cf, k, kn);
+}
+
+rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf) {
+    return batch_iter(b, cf);
 }
 
 void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset) {

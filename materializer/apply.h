@@ -90,4 +90,13 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
 /* Stages meta "applied" of partition = next_offset. */
 void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset);
 
+/* ---- for the state machine's own modules (indexes.c) ----
+ * Reads and writes through the batch, as apply.c's own ops make them. */
+int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                    char **v, size_t *vn, char *errstr, size_t es);
+void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                     const void *v, size_t vn);
+void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn);
+rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf);
+
 #endif

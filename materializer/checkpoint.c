@@ -83,6 +83,7 @@ static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn
     case OBJLOG_CF_OBJECTS:
     case OBJLOG_CF_BUCKETS:
     case OBJLOG_CF_UPLOADS:
+    case OBJLOG_CF_INDEXES:
         return kn ? rangemap_partition(rm, k, kn) : -1;
     case OBJLOG_CF_STATS:
         return objlog_stats_row_partition(rm, k, kn);
@@ -101,7 +102,8 @@ static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn
 
 static int ckpt_is_route_cf(int cf) {
     return cf == OBJLOG_CF_VERSIONS || cf == OBJLOG_CF_OBJECTS ||
-           cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_UPLOADS;
+           cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_UPLOADS ||
+           cf == OBJLOG_CF_INDEXES;
 }
 
 static int ckpt_iter_error(rocksdb_iterator_t *it, const char *what, char *errstr,

@@ -88,6 +88,20 @@
  *               of this store (OBJLOG_STORE_FORMAT; storefmt.c). Written
  *               into a new store at open; a store that holds rows and no
  *               "format" is format 1. Not local: a replay writes the same.
+ *   indexes   attribute indexes of a bucket (issue 15; materializer/indexes.c),
+ *             all under base = route_key(b, "") (so a row routes, and is
+ *             checkpointed, with its bucket's record):
+ *             base 'e' enc(name) enc(value) [be64(lm ^ 2^63)] enc(key)
+ *               -> the key's `objects` row, byte for byte (a query is a
+ *               covering scan, as fast as LIST); lm = that version's
+ *               log_time_ms, present iff the index is composite
+ *               (IndexDef.with_last_modified). Sparse: a row exists iff the
+ *               key's current live version has the field.
+ *             base 'c' enc(name) enc(value) -> be64 count ‖ be64 bytes of
+ *               the 'e' rows of that value (absent at 0).
+ *             Kept by apply in the same WriteBatch as the `objects` row;
+ *             an index that is building (IndexDef.building) holds exactly
+ *             the keys <= IndexDef.cursor.
  *
  * Dedup window and space bound (DESIGN §5; decided in apply, from the log
  * only, so every replica and replay agrees):
@@ -124,8 +138,31 @@ typedef enum objlog_cf {
     OBJLOG_CF_STATS,
     OBJLOG_CF_OUTCOMES,
     OBJLOG_CF_META,
+    OBJLOG_CF_INDEXES,   /* last: checkpoint streams carry CF numbers */
     OBJLOG_CF_COUNT
 } objlog_cf;
+
+/* ---- attribute indexes (layout above; indexes.c) ---- */
+#define OBJLOG_INDEX_NAME_MAX 64
+#define OBJLOG_INDEX_FIELD_KEY_MAX 128
+#define OBJLOG_INDEXES_MAX 16         /* per bucket */
+#define OBJLOG_INDEX_ENTRY 'e'
+#define OBJLOG_INDEX_COUNT 'c'
+
+/* 1 valid, else 0 with why. Names: 1-64 of A-Z a-z 0-9 - _ . ; fields:
+ * "content_type", "storage_class", "user_metadata.KEY", "tag.KEY" (KEY
+ * 1-128 bytes). */
+int objlog_index_name_valid(const char *name, char *why, size_t why_size);
+int objlog_index_field_valid(const char *field, char *why, size_t why_size);
+/* base ‖ kind ‖ enc(name) into kb (reset first). 0 or -1 (out of memory). */
+int objlog_index_prefix(keybuf *kb, const char *bucket, char kind, const char *name);
+/* The value of field in version r: 1 (*v, *vn point into r), 0 the
+ * version has no such field. storage_class "" reads as "STANDARD" (as
+ * every view shows it); an empty content type is no value. */
+int objlog_index_value(const char *field, const Objlog__VersionRecord *r,
+                       const char **v, size_t *vn);
+/* be64 of a last-modified time that sorts signed values. */
+void objlog_index_lm_put(uint8_t out[8], int64_t ms);
 
 /* ---- store ---- */
 typedef struct objlog_store objlog_store;

@@ -31,6 +31,7 @@ struct objlog_store {
 
 static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
     "versions", "objects", "buckets", "uploads", "stats", "outcomes", "meta",
+    "indexes",
 };
 
 const char *objlog_cf_name(objlog_cf cf) {

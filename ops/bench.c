@@ -525,6 +525,7 @@ const char bench_usage_text[] =
     "       objlog bench --apply [--url URL --brokers LIST [--keep]]\n"
     "                    [--count N (default 200000)] [--buckets B (default 64)]\n"
     "                    [--threads T] [--partitions N]\n"
+    "       objlog bench --indexes [--count N (default 20000)] [--rounds R]\n"
     "       objlog bench --checkpoint [--count N (default 200000)] [--buckets B]\n"
     "                    [--partitions N]\n"
     "       objlog bench --lifecycle [--count N (default 20000)] [--threads T]\n"
@@ -580,7 +581,7 @@ enum {
     O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT, O_S3, O_HEADS
+    O_BUCKETS, O_CKPT, O_S3, O_HEADS, O_INDEXES
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -619,6 +620,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"conditional", no_argument, NULL, O_COND},
         {"apply", no_argument, NULL, O_APPLY},
         {"checkpoint", no_argument, NULL, O_CKPT},
+        {"indexes", no_argument, NULL, O_INDEXES},
         {"s3", no_argument, NULL, O_S3},
         {"heads", required_argument, NULL, O_HEADS},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
@@ -651,6 +653,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_COND: b->conditional = 1; break;
         case O_APPLY: b->apply = 1; break;
         case O_CKPT: b->ckpt = 1; break;
+        case O_INDEXES: b->indexes = 1; break;
         case O_S3: b->s3 = 1; break;
         case O_NO_KEEPALIVE: b->list_fresh = 1; break;
         case O_KEEP: b->keep = 1; break;
@@ -748,9 +751,11 @@ int bench_main(cli *c, int argc, char **argv) {
     /* --apply also stops its rebuild view when interrupted. */
     int caught = ((remote && !b->keep) || (rc == 0 && b->apply)) &&
                  sigaction(SIGINT, &sa, &old_sa) == 0;
-    if (rc == 0 && !b->url && !b->ckpt && daemon_start(b) < 0)
+    if (rc == 0 && !b->url && !b->ckpt && !b->indexes && daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
-    if (rc == 0 && b->ckpt) {
+    if (rc == 0 && b->indexes) {
+        rc = bench_index_run(b);
+    } else if (rc == 0 && b->ckpt) {
         rc = bench_ckpt_run(b);
     } else if (rc == 0 && b->conditional) {
         char bucket[64] = "";

@@ -73,6 +73,7 @@ typedef struct bench {
     int lifecycle;               /* --lifecycle: bench_lifecycle.c */
     /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
     int ckpt;
+    int indexes;                 /* --indexes: bench_index.c */
     /* --s3: bench_s3.c (our objlogd's S3 listener) */
     int s3, s3_heads;
     char s3_url[128];
@@ -176,6 +177,7 @@ int bench_stats_run(bench *b); /* --stats: bench_stats.c */
 int bench_lifecycle_run(bench *b); /* --lifecycle: bench_lifecycle.c */
 int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
+int bench_index_run(bench *b); /* --indexes: bench_index.c */
 /* --apply against our own embedded log: 0 when the run fits in it (~5 MB
  * a partition), else -1 with why. */
 int bench_apply_check(const bench *b, char *why, size_t n);

@@ -87,6 +87,7 @@ typedef struct cli_cmd {
 extern const cli_cmd cli_object_cmds[];
 extern const cli_cmd cli_bucket_cmds[];
 extern const cli_cmd cli_mpu_cmds[];
+extern const cli_cmd cli_index_cmds[];   /* index SUBCOMMAND, find (cmd_index.c) */
 extern const cli_cmd cli_stats_cmds[];
 extern const cli_cmd cli_lifecycle_cmds[]; /* cmd_lifecycle.c */
 

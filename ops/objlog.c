@@ -36,6 +36,8 @@ static const char general_usage[] =
     "  mpu SUBCOMMAND             multipart uploads (create part complete abort ls parts)\n"
     "  stats [BUCKET]             usage counters\n"
     "  usage BUCKET               objects and bytes per common prefix\n"
+    "  index SUBCOMMAND           attribute indexes (put get delete ls values)\n"
+    "  find BUCKET INDEX          objects by an indexed attribute (--eq V)\n"
     "  lag                        how far each partition's view trails the log\n"
     "  cluster                    a cluster's nodes and who applies each partition\n"
     "  topics create|check        objlog's Kafka topics\n"
@@ -80,7 +82,7 @@ static const cli_cmd ops_cmds[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *const cmd_tables[] = {cli_bucket_cmds, cli_object_cmds, mpu_group,
-                                            cli_stats_cmds, ops_cmds, lifecycle_group};
+                                            cli_stats_cmds, ops_cmds, lifecycle_group, cli_index_cmds};
 
 static const cli_cmd *cmd_find(const cli_cmd *t, const char *name) {
     for (; t && t->name; t++)

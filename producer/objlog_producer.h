@@ -418,6 +418,25 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
                                    objlog_write_result *res, char *errstr,
                                    size_t errstr_size);
 
+/* Attribute indexes (issue 15): PutIndex declares index `name` of the
+ * bucket on `field` ("user_metadata.KEY", "tag.KEY", "content_type",
+ * "storage_class"), composite with last-modified if with_last_modified;
+ * DropIndex removes it and its rows; BuildIndex advances a building
+ * index's backfill by up to max_keys objects (0: the state machine's
+ * default). Names and fields are checked by the state machine
+ * (InvalidArgument); errstr here only for a missing name or field. */
+int objlog_producer_put_index(objlog_producer *p, const char *bucket, const char *name,
+                              const char *field, int with_last_modified,
+                              const objlog_write_opts *opts, objlog_write_cb *cb,
+                              void *opaque, char *errstr, size_t errstr_size);
+int objlog_producer_drop_index(objlog_producer *p, const char *bucket, const char *name,
+                               const objlog_write_opts *opts, objlog_write_cb *cb,
+                               void *opaque, char *errstr, size_t errstr_size);
+int objlog_producer_build_index(objlog_producer *p, const char *bucket, const char *name,
+                                uint32_t max_keys, const objlog_write_opts *opts,
+                                objlog_write_cb *cb, void *opaque, char *errstr,
+                                size_t errstr_size);
+
 #ifdef __cplusplus
 }
 #endif

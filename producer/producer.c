@@ -1056,3 +1056,63 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
                                p, bucket, max_bytes, max_objects, opts,
                                sync_cb, &w, errstr, errstr_size));
 }
+
+/* ---- attribute indexes (issue 15): bucket events, routed by route_key(b, "") */
+
+static int index_name_given(const char *what, const char *v, char *errstr, size_t es) {
+    if (v && *v)
+        return 0;
+    snprintf(errstr, es, "index %s is required", what);
+    return -1;
+}
+
+int objlog_producer_put_index(objlog_producer *p, const char *bucket, const char *name,
+                              const char *field, int with_last_modified,
+                              const objlog_write_opts *opts, objlog_write_cb *cb,
+                              void *opaque, char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
+        index_name_given("name", name, errstr, errstr_size) < 0 ||
+        index_name_given("field", field, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__PutIndex pi = OBJLOG__PUT_INDEX__INIT;
+    pi.name = (char *)name;
+    pi.field = (char *)field;
+    pi.with_last_modified = with_last_modified != 0;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_PUT_INDEX;
+    ev.put_index = &pi;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_drop_index(objlog_producer *p, const char *bucket, const char *name,
+                               const objlog_write_opts *opts, objlog_write_cb *cb,
+                               void *opaque, char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
+        index_name_given("name", name, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__DropIndex di = OBJLOG__DROP_INDEX__INIT;
+    di.name = (char *)name;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_DROP_INDEX;
+    ev.drop_index = &di;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_build_index(objlog_producer *p, const char *bucket, const char *name,
+                                uint32_t max_keys, const objlog_write_opts *opts,
+                                objlog_write_cb *cb, void *opaque, char *errstr,
+                                size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
+        index_name_given("name", name, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__BuildIndex bi = OBJLOG__BUILD_INDEX__INIT;
+    bi.name = (char *)name;
+    bi.max_keys = max_keys;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.op_case = OBJLOG__EVENT__OP_BUILD_INDEX;
+    ev.build_index = &bi;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}

@@ -195,12 +195,7 @@ static void gw_reply_outcome(gw_req *r) {
 }
 
 /* HTTP status of an S3 code the producer reported by name. */
-static int gw_status_of(const char *code) {
-    for (int c = 0; c <= OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL; c++)
-        if (strcmp(outcome_code_name((Objlog__OutcomeCode)c), code) == 0)
-            return outcome_http_status((Objlog__OutcomeCode)c);
-    return 500;
-}
+static int gw_status_of(const char *code) { return outcome_http_status_of_name(code); }
 
 /* Moves r from `from` to `to`; 0 when another thread moved it first. */
 static int gw_move(gw_req *r, int from, int to) {
@@ -1135,5 +1130,54 @@ void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
     char err[256] = "";
     int rc = producer_write_event(c->q->producer, ev, 0, &opts, gw_on_logged, r, err,
                                   sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
+/* ---- attribute indexes (issue 15): PUT/DELETE /v1/buckets/{b}/indexes/{name} */
+
+/* Body {"field": "...", "last_modified": bool}; the name and field are
+ * checked here (400 InvalidArgument) as the state machine will. */
+void gateway_put_index(http_ctx *c, const char *bucket, const char *name) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"field\":\"...\",\"last_modified\":bool}");
+        return;
+    }
+    const char *field = NULL;
+    char why[256];
+    json_t *lm = json_object_get(body, "last_modified");
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (!json_is_object(body)) {
+        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
+    } else if (gw_string_field(c, body, "field", &field) < 0) {
+        /* replied */
+    } else if (!objlog_index_field_valid(field, why, sizeof(why))) {
+        http_reply_error(c, 400, "InvalidArgument", "%s", why);
+    } else if (lm && !json_is_boolean(lm)) {
+        http_reply_error(c, 400, "InvalidArgument", "field last_modified must be true or false");
+    } else if ((r = gw_req_new(c, &opts, rid))) {
+        char err[256] = "";
+        int rc = objlog_producer_put_index(c->q->producer, bucket, name, field,
+                                           lm && json_is_true(lm), &opts, gw_on_logged, r,
+                                           err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    json_decref(body);
+}
+
+void gateway_drop_index(http_ctx *c, const char *bucket, const char *name) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_drop_index(c->q->producer, bucket, name, &opts, gw_on_logged, r,
+                                        err, sizeof(err));
     gw_submitted(c, r, rc, err);
 }

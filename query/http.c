@@ -40,7 +40,7 @@ static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
     "other", "get_object", "head_object", "list_objects", "list_versions",
     "put_object", "delete_object", "writes", "outcomes", "lag", "metrics",
     "healthz", "readyz", "bucket", "uploads", "parts", "stats", "usage",
-    "checkpoint"};
+    "checkpoint", "indexes"};
 
 const char *http_endpoint_name(http_endpoint ep) {
     return ep >= 0 && ep < HTTP_EP_COUNT ? http_endpoint_names[ep] : "other";
@@ -408,7 +408,7 @@ int http_bucket_valid(const char *b, size_t n) {
     return 1;
 }
 
-static void http_method_not_allowed(http_ctx *c, const char *allow) {
+void http_method_not_allowed(http_ctx *c, const char *allow) {
     http_add_header(c, "Allow", allow);
     http_reply_error(c, 405, "MethodNotAllowed",
                      "method not allowed on this resource (allowed: %s)", allow);
@@ -560,6 +560,8 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
             http_method_not_allowed(c, "GET");
     } else if (strcmp(slash, "/lifecycle") == 0 || strcmp(slash, "/lifecycle/status") == 0) {
         lcapi_route(c, cmd, bucket, slash + strlen("/lifecycle"));
+    } else if (strcmp(slash, "/indexes") == 0 || strncmp(slash, "/indexes/", 9) == 0) {
+        ixread_route(c, cmd, bucket, slash + 8);
     } else if (strcmp(slash, "/quota") == 0) {
         if (cmd == EVHTTP_REQ_PUT)
             gateway_put_quota(c, bucket);
@@ -1000,7 +1002,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
                          errstr, errstr_size)) ||
         wm_start_refresh(q->wm, HTTP_WM_REFRESH_MS, errstr, errstr_size) < 0 ||
         !(q->producer = http_gateway_producer(q, errstr, errstr_size)) ||
-        !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size))) {
+        !(q->gw = gateway_new(q, q->nworkers, errstr, errstr_size)) ||
+        (!conf->no_index_driver && !(q->ixd = ixdriver_new(q, errstr, errstr_size)))) {
         objlog_query_destroy(q);
         return NULL;
     }
@@ -1063,9 +1066,12 @@ void objlog_query_destroy(objlog_query *q) {
     objlog_materializer_cancel_waits(q->m);
     cluster_destroy(q->cluster);
     q->cluster = NULL;
+    ixdriver_stop(q->ixd);
     if (q->producer)
         objlog_producer_destroy(q->producer);
     q->producer = NULL;
+    ixdriver_destroy(q->ixd);
+    q->ixd = NULL;
     gateway_destroy(q->gw);
     http_free_workers(q);
     wm_destroy(q->wm);

@@ -66,6 +66,7 @@ typedef enum http_endpoint {
     HTTP_EP_STATS,
     HTTP_EP_USAGE,
     HTTP_EP_CHECKPOINT,
+    HTTP_EP_INDEXES,
     HTTP_EP_COUNT
 } http_endpoint;
 const char *http_endpoint_name(http_endpoint ep);
@@ -185,6 +186,7 @@ struct objlog_query {
     atomic_uint_fast64_t request_timeouts;
     atomic_uint_fast64_t answers_cut;
     gateway *gw;
+    struct ixdriver *ixd;        /* index backfill steps (ixdriver.c) */
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
     struct s3_conf *s3;          /* NULL unless --s3-listen (s3.c) */
     char *s3_host;
@@ -474,6 +476,7 @@ void outcomes_get(http_ctx *c);
 /* ---- listtoken.c ---- */
 #define LISTTOKEN_KEY 0
 #define LISTTOKEN_PREFIX 1
+#define LISTTOKEN_INDEX 2   /* attribute index queries (ixread.c) only */
 /* base64url(version, fnv64(bucket), kind, last, HMAC tag under key, the
  * store's token secret); caller frees; NULL out of memory. */
 char *listtoken_encode(const uint8_t *key, const char *bucket, int kind,
@@ -813,5 +816,26 @@ int s3_checksum(http_ctx *c, const struct s3auth *a, const uint8_t *body, size_t
 /* A stored "ALGORITHM:base64" as its x-amz-checksum-* header name and
  * value: 1, or 0 when it is not one of S3's. */
 int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value);
+
+/* ---- attribute indexes (issue 15): ixread.c, gateway.c, ixdriver.c ---- */
+void http_method_not_allowed(http_ctx *c, const char *allow);
+/* One version as a listing shows it (read.c). */
+void read_version_jsonw(jsonw *w, const view_version *v);
+/* rest: what follows "/v1/buckets/{b}/indexes". */
+void ixread_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                  const char *rest);
+void gateway_put_index(http_ctx *c, const char *bucket, const char *name);
+void gateway_drop_index(http_ctx *c, const char *bucket, const char *name);
+/* LIST's token format with kind LISTTOKEN_INDEX: pos is opaque to it. */
+char *indextoken_encode(const uint8_t *key, const char *bucket, const uint8_t *pos,
+                        size_t pos_len);
+int indextoken_decode(const uint8_t *key, const char *bucket, const char *text,
+                      size_t text_len, uint8_t **pos, size_t *pos_len);
+/* The backfill driver: appends BuildIndex events for the building indexes
+ * of the partitions this node applies as active (ixdriver.c). */
+typedef struct ixdriver ixdriver;
+ixdriver *ixdriver_new(objlog_query *q, char *errstr, size_t errstr_size);
+void ixdriver_stop(ixdriver *d);      /* before the producer goes */
+void ixdriver_destroy(ixdriver *d);   /* after it (its callbacks touch d) */
 
 #endif

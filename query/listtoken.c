@@ -162,14 +162,17 @@ char *listtoken_encode(const uint8_t *key, const char *bucket, int kind,
     return s;
 }
 
-int listtoken_decode(const uint8_t *key, const char *bucket, const char *text,
-                     size_t text_len, int *kind, uint8_t **last, size_t *last_len) {
+/* index: accept only LISTTOKEN_INDEX tokens, else only LIST's kinds. */
+static int listtoken_decode_kind(const uint8_t *key, const char *bucket, const char *text,
+                                 size_t text_len, int index, int *kind, uint8_t **last,
+                                 size_t *last_len) {
     size_t n = 0;
     uint8_t *raw = b64url_decode(text, text_len, &n);
     int ok = raw && n >= LISTTOKEN_HEAD + TOKEN_TAG_LEN && raw[0] == LISTTOKEN_VERSION &&
              token_tag_ok(key, raw, n) &&
              get_be64(raw + 1) == fnv64(0xcbf29ce484222325ULL, bucket, strlen(bucket)) &&
-             (raw[9] == LISTTOKEN_KEY || raw[9] == LISTTOKEN_PREFIX);
+             (index ? raw[9] == LISTTOKEN_INDEX
+                    : (raw[9] == LISTTOKEN_KEY || raw[9] == LISTTOKEN_PREFIX));
     if (!ok) {
         free(raw);
         return -1;
@@ -184,6 +187,24 @@ int listtoken_decode(const uint8_t *key, const char *bucket, const char *text,
     memcpy(*last, raw + LISTTOKEN_HEAD, *last_len);
     free(raw);
     return 0;
+}
+
+int listtoken_decode(const uint8_t *key, const char *bucket, const char *text,
+                     size_t text_len, int *kind, uint8_t **last, size_t *last_len) {
+    return listtoken_decode_kind(key, bucket, text, text_len, 0, kind, last, last_len);
+}
+
+/* Attribute index queries: LIST's format, kind LISTTOKEN_INDEX, so neither
+ * API accepts the other's tokens. */
+char *indextoken_encode(const uint8_t *key, const char *bucket, const uint8_t *pos,
+                        size_t pos_len) {
+    return listtoken_encode(key, bucket, LISTTOKEN_INDEX, pos, pos_len);
+}
+
+int indextoken_decode(const uint8_t *key, const char *bucket, const char *text,
+                      size_t text_len, uint8_t **pos, size_t *pos_len) {
+    int kind;
+    return listtoken_decode_kind(key, bucket, text, text_len, 1, &kind, pos, pos_len);
 }
 
 /* ------------------------------------------------------------ usage tokens */

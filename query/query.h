@@ -51,6 +51,8 @@ typedef struct objlog_query_conf {
                                     here when its copy trails the log's end
                                     by at most this many events (0: always
                                     forwarded) */
+    int no_index_driver;         /* tests: no BuildIndex steps appended
+                                    (indexes stay building; ixdriver.c) */
     int standbys;                /* cluster: other nodes that also apply each
                                     partition (placement in cluster.c); the
                                     materializer needs conf standbys > 0 */

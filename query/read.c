@@ -346,7 +346,7 @@ static int read_list_token(http_ctx *c, const char *bucket, view_list_req *l,
 }
 
 /* One version as a listing shows it (the fields of read_version_json). */
-static void read_version_jsonw(jsonw *w, const view_version *v) {
+void read_version_jsonw(jsonw *w, const view_version *v) {
     char ts[40];
     http_format_time(v->last_modified_ms, ts, sizeof(ts));
     jsonw_strn(w, "key", (const char *)v->key.data, v->key.len);

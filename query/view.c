@@ -44,6 +44,10 @@ view *view_open(objlog_store *store) {
     return v;
 }
 
+const rocksdb_snapshot_t *view_snapshot(const view *v) { return v->snap; }
+
+objlog_store *view_store(const view *v) { return v->store; }
+
 void view_close(view *v) {
     if (!v)
         return;
@@ -227,7 +231,7 @@ void view_version_free(view_version *ver) {
 }
 
 /* Fills out from a stored VersionRecord value; -1 if corrupt or OOM. */
-static int view_version_fill(view_version *out, const uint8_t *key, size_t kn,
+int view_version_fill(view_version *out, const uint8_t *key, size_t kn,
                              const char *val, size_t vlen) {
     Objlog__VersionRecord *r =
         objlog__version_record__unpack(NULL, vlen, (const uint8_t *)val);

@@ -385,4 +385,50 @@ view_rc view_prefix_usage(view *v, const char *bucket, const view_usage_req *req
 void view_usage_page_resume(const view_usage_page *page, view_usage_resume *r);
 void view_usage_page_free(view_usage_page *page);
 
+/* ---------------------------------------------- for viewix.c (indexes) */
+
+/* The snapshot every read of v uses, and its store. */
+const rocksdb_snapshot_t *view_snapshot(const view *v);
+objlog_store *view_store(const view *v);
+/* Fills out from a stored VersionRecord value (key: the object key);
+ * -1 if corrupt or out of memory. */
+int view_version_fill(view_version *out, const uint8_t *key, size_t kn,
+                      const char *val, size_t vlen);
+
+/* ------------------------------------------ attribute indexes (viewix.c)
+ *
+ * Queries over a ready index (IndexDef, from the bucket record). Value
+ * filters: eq, or a half-open range [from, to) (either end optional);
+ * last-modified filter [lm_from, lm_to) in ms (a seek for a composite
+ * index with eq, a filter otherwise). Order: value, then (composite)
+ * last-modified, then key. Positions (after) are the row's bytes after
+ * the index's prefix, exclusive, as in LIST. */
+typedef struct view_index_req {
+    int has_eq, has_from, has_to, has_lm_from, has_lm_to;
+    const uint8_t *eq, *from, *to;
+    size_t eq_len, from_len, to_len;
+    int64_t lm_from, lm_to;
+    int max;                     /* 1..VIEW_MAX_KEYS */
+    const uint8_t *after;        /* NULL: from the start */
+    size_t after_len;
+} view_index_req;
+
+typedef struct view_index_page {
+    view_version *objects;       /* index_objects */
+    size_t n_objects;
+    view_bytes *values;          /* index_values: value, count, bytes */
+    uint64_t *counts, *bytes;
+    size_t n_values;
+    int is_truncated;
+    view_bytes next;             /* when truncated: the position to resume after */
+} view_index_page;
+
+view_rc view_index_objects(view *v, const char *bucket, const Objlog__IndexDef *d,
+                           const view_index_req *r, view_index_page *out,
+                           char *errstr, size_t errstr_size);
+view_rc view_index_values(view *v, const char *bucket, const Objlog__IndexDef *d,
+                          const view_index_req *r, view_index_page *out,
+                          char *errstr, size_t errstr_size);
+void view_index_page_free(view_index_page *p);
+
 #endif

@@ -2,6 +2,8 @@
  * InternalError/500 rather than being mistaken for success. */
 #include "outcome.h"
 
+#include <string.h>
+
 typedef struct outcome_row {
     Objlog__OutcomeCode code;
     const char *name;
@@ -28,6 +30,9 @@ static const outcome_row outcome_table[] = {
     /* Lifecycle (issue 15): an Expire the state machine did not carry out. */
     {OBJLOG__OUTCOME_CODE__OUTCOME_NOT_DUE, "NotDue", 409},
     {OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED, "LifecycleSkipped", 409},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_INDEX, "NoSuchIndex", 404},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_INDEX_ALREADY_EXISTS, "IndexAlreadyExists", 409},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_INDEXES, "TooManyIndexes", 400},
 };
 
 static const outcome_row *outcome_find(Objlog__OutcomeCode code) {
@@ -40,6 +45,13 @@ static const outcome_row *outcome_find(Objlog__OutcomeCode code) {
 const char *outcome_code_name(Objlog__OutcomeCode code) {
     const outcome_row *r = outcome_find(code);
     return r ? r->name : "InternalError";
+}
+
+int outcome_http_status_of_name(const char *name) {
+    for (size_t i = 0; i < sizeof(outcome_table) / sizeof(outcome_table[0]); i++)
+        if (strcmp(outcome_table[i].name, name) == 0)
+            return outcome_table[i].http_status;
+    return 500;
 }
 
 int outcome_http_status(Objlog__OutcomeCode code) {

@@ -10,5 +10,8 @@
 const char *outcome_code_name(Objlog__OutcomeCode code);
 /* 200, 404, 412, ... */
 int outcome_http_status(Objlog__OutcomeCode code);
+/* The HTTP status of the outcome named name (outcome_code_name's), 500
+ * for a name no outcome has. */
+int outcome_http_status_of_name(const char *name);
 
 #endif

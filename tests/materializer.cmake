@@ -18,3 +18,8 @@ target_include_directories(test_checkpoint PRIVATE ${CMAKE_SOURCE_DIR}/materiali
 objlog_add_test(test_lifecycle_apply SOURCES test_lifecycle_apply.c stats_recount.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_lifecycle_apply PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+# Attribute indexes (issue 15 item 2): rows exact after every kind of key
+# op, backfill steps, brute-force agreement, replay-identical dumps.
+objlog_add_test(test_indexes SOURCES test_indexes.c
+  LIBS objlog_materializer objlog_testkit TIMEOUT 180)
+target_include_directories(test_indexes PRIVATE ${CMAKE_SOURCE_DIR}/materializer)

@@ -57,3 +57,6 @@ endif()
 objlog_add_test(test_lifecycle_objlogd SOURCES test_lifecycle_objlogd.c TIMEOUT 240
   LIBS objlog_testkit PkgConfig::CURL)
 add_dependencies(test_lifecycle_objlogd objlogd objlog)
+# Attribute indexes over HTTP (issue 15 item 2).
+objlog_add_test(test_http_indexes SOURCES test_http_indexes.c TIMEOUT 180
+  LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
