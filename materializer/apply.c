@@ -43,6 +43,11 @@
  *                     for all buckets: BucketNotEmpty.)
  *      SetVersioning  missing -> NoSuchBucket; Unversioned once Enabled or
  *                     Suspended -> InvalidArgument; else OK
+ *      SetRateLimit   missing -> NoSuchBucket; no limit, a rate or burst
+ *                     over 1,000,000, or a burst without a rate ->
+ *                     InvalidArgument; else OK (ratelimit.c; enforced at
+ *                     the edge, query/admit.c, never by the state machine)
+ *      DeleteRateLimit missing -> NoSuchBucket; else OK (default again)
  *      SetQuota       missing -> NoSuchBucket; else OK (the new quota
  *                     applies from the next event; usage above it stays)
  *      PutObject      empty key -> InvalidArgument; missing bucket ->
@@ -615,6 +620,8 @@ static int is_bucket_op(const Objlog__Event *ev) {
     case OBJLOG__EVENT__OP_DELETE_BUCKET:
     case OBJLOG__EVENT__OP_SET_VERSIONING:
     case OBJLOG__EVENT__OP_SET_QUOTA:
+    case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
+    case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
         return 1;
     default:
         return 0;
@@ -1293,13 +1300,15 @@ static int op_delete_bucket(apply_ev *a) {
     return 0;
 }
 
-/* SetVersioning and SetQuota: read-modify-write of the bucket record. */
+/* SetVersioning, SetQuota and the rate limit (ratelimit.c): read-modify-
+ * write of the bucket record. */
 static int op_bucket_settings(apply_ev *a) {
     Objlog__BucketRecord *r;
     int rc = require_bucket(a, &r);
     if (rc <= 0)
         return rc;
     Objlog__Quota *old_quota = r->quota;
+    Objlog__RateLimit *old_limit = r->rate_limit;
     if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
         Objlog__Versioning to = a->ev->set_versioning->status;
         if (to == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED &&
@@ -1311,11 +1320,17 @@ static int op_bucket_settings(apply_ev *a) {
             return 0;
         }
         r->versioning = to;
-    } else {
+    } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_QUOTA) {
         r->quota = a->ev->set_quota->quota;
+    } else if (ratelimit_settle(a->ev, &r->rate_limit, a->res.message,
+                                sizeof(a->res.message)) < 0) {
+        objlog__bucket_record__free_unpacked(r, NULL);
+        a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
+        return 0;
     }
     rc = save_bucket(a, r);
     r->quota = old_quota; /* free only what unpack allocated */
+    r->rate_limit = old_limit;
     objlog__bucket_record__free_unpacked(r, NULL);
     return rc;
 }
@@ -1843,6 +1858,8 @@ static int apply_op(apply_ev *a) {
         return op_delete_bucket(a);
     case OBJLOG__EVENT__OP_SET_VERSIONING:
     case OBJLOG__EVENT__OP_SET_QUOTA:
+    case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
+    case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
         return op_bucket_settings(a);
     case OBJLOG__EVENT__OP_PUT_OBJECT:
         return op_put_object(a);

@@ -127,12 +127,14 @@ extern "C" {
 /* The release this header belongs to (CMake reads it from here). The
  * shared library's SONAME carries the major: libobjlog_producer.so.0. */
 #define OBJLOG_VERSION_MAJOR 0
-#define OBJLOG_VERSION_MINOR 2
+#define OBJLOG_VERSION_MINOR 3
 #define OBJLOG_VERSION_PATCH 0
-#define OBJLOG_VERSION_STR "0.2.0"
+#define OBJLOG_VERSION_STR "0.3.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
-#define OBJLOG_VERSION 0x000200
-/* The library's version at run time ("0.2.0"), which may be newer than
+#define OBJLOG_VERSION 0x000300
+/* 0.3: OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit, the
+ * admission.* keys. No struct grew. */
+/* The library's version at run time ("0.3.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
 
@@ -144,7 +146,11 @@ typedef enum objlog_status {
     OBJLOG_STATUS_LOGGED,        /* ack=logged: in the log, outcome not awaited */
     OBJLOG_STATUS_REJECTED,      /* applied with an error outcome (error_code) */
     OBJLOG_STATUS_UNKNOWN,       /* no outcome in time; retry with request_id */
-    OBJLOG_STATUS_FAILED         /* never reached the log (Kafka error) */
+    OBJLOG_STATUS_FAILED,        /* never reached the log (Kafka error) */
+    OBJLOG_STATUS_SLOW_DOWN      /* admission (admission=on): not sent, over
+                                    the bucket's rate limit or its partition
+                                    lags; retry after error_message's
+                                    "retry after N s" (error_code SlowDown) */
 } objlog_status;
 
 typedef enum objlog_versioning {
@@ -410,6 +416,33 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
                                    const objlog_write_opts *opts,
                                    objlog_write_result *res, char *errstr,
                                    size_t errstr_size);
+
+/* A bucket's request-rate limit (issue 15 item 3), enforced before the
+ * log by objlogd's JSON API and S3 endpoint (503 SlowDown, Retry-After)
+ * and, with admission=on, by this library for its own writes. rps: every
+ * request of the bucket per second; write_rps: writes, on top of it; 0 =
+ * no limit for that class (even when objlogd has a default). burst: the
+ * token bucket's depth, 0 = max(rps, 1). Each figure at most 1,000,000; a
+ * burst without its rate is refused (InvalidArgument). */
+typedef struct objlog_rate_limit {
+    uint32_t rps;
+    uint32_t burst;
+    uint32_t write_rps;
+    uint32_t write_burst;
+} objlog_rate_limit;
+
+/* SetRateLimit event, or with limit NULL DeleteRateLimit (the bucket
+ * returns to objlogd's --rate-limit-bucket default). */
+int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
+                                   const objlog_rate_limit *limit,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_cb *cb, void *opaque,
+                                   char *errstr, size_t errstr_size);
+int objlog_producer_set_rate_limit_sync(objlog_producer *p, const char *bucket,
+                                        const objlog_rate_limit *limit,
+                                        const objlog_write_opts *opts,
+                                        objlog_write_result *res, char *errstr,
+                                        size_t errstr_size);
 
 #ifdef __cplusplus
 }

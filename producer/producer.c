@@ -65,6 +65,7 @@ const char *objlog_status_name(objlog_status s) {
     case OBJLOG_STATUS_REJECTED: return "REJECTED";
     case OBJLOG_STATUS_UNKNOWN: return "UNKNOWN";
     case OBJLOG_STATUS_FAILED: return "FAILED";
+    case OBJLOG_STATUS_SLOW_DOWN: return "SLOW_DOWN";
     }
     return "INVALID";
 }
@@ -1017,4 +1018,46 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
     return sync_finish(&w, objlog_producer_set_quota(
                                p, bucket, max_bytes, max_objects, opts,
                                sync_cb, &w, errstr, errstr_size));
+}
+
+/* SetRateLimit / DeleteRateLimit (issue 15 item 3): stored by the state
+ * machine, enforced at the edge (objlogd, and this library's admission). */
+int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
+                                   const objlog_rate_limit *limit,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_cb *cb, void *opaque,
+                                   char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__RateLimit rl = OBJLOG__RATE_LIMIT__INIT;
+    Objlog__SetRateLimit set = OBJLOG__SET_RATE_LIMIT__INIT;
+    Objlog__DeleteRateLimit del = OBJLOG__DELETE_RATE_LIMIT__INIT;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    if (!limit) {
+        ev.op_case = OBJLOG__EVENT__OP_DELETE_RATE_LIMIT;
+        ev.delete_rate_limit = &del;
+        return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+    }
+    rl.rps = limit->rps;
+    rl.burst = limit->burst;
+    rl.write_rps = limit->write_rps;
+    rl.write_burst = limit->write_burst;
+    set.limit = &rl;
+    ev.op_case = OBJLOG__EVENT__OP_SET_RATE_LIMIT;
+    ev.set_rate_limit = &set;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_set_rate_limit_sync(objlog_producer *p, const char *bucket,
+                                        const objlog_rate_limit *limit,
+                                        const objlog_write_opts *opts,
+                                        objlog_write_result *res, char *errstr,
+                                        size_t errstr_size) {
+    sync_wait w;
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
+    return sync_finish(&w, objlog_producer_set_rate_limit(
+                               p, bucket, limit, opts, sync_cb, &w, errstr,
+                               errstr_size));
 }

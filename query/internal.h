@@ -37,6 +37,7 @@ typedef struct gateway gateway;
 typedef struct wm_cache wm_cache;
 typedef struct cluster cluster;
 typedef struct ckpt_job ckpt_job;
+typedef struct admit admit;
 /* How a forward ended (forward.c; objlog_cluster_forwards_total). */
 typedef enum forward_result {
     FORWARD_ANSWERED,            /* the peer's answer was relayed */
@@ -197,6 +198,7 @@ struct objlog_query {
     atomic_uint_fast64_t ckpt_served, ckpt_bytes; /* answered 200, and their bytes */
     int nworkers;
     http_worker *workers;
+    admit *admit;                /* admission control (admit.c); NULL: off */
 };
 
 /* One query parameter, percent-decoded; value may hold NUL bytes. */
@@ -521,6 +523,8 @@ void gateway_delete_bucket(http_ctx *c, const char *bucket);
 void gateway_put_versioning(http_ctx *c, const char *bucket);
 void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
 void gateway_put_quota(http_ctx *c, const char *bucket);
+void gateway_put_rate_limit(http_ctx *c, const char *bucket);
+void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
 void gateway_create_upload(http_ctx *c, const char *bucket);
 void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
                          const char *part_number);
@@ -565,6 +569,39 @@ typedef struct gateway_delete_item {
  * timeout_ms=: nothing issued). */
 int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
                             size_t n, gateway_sink *sink, void *arg);
+
+/* ---- admit.c: admission control (issue 15 item 3) ---- */
+typedef struct admit_conf {
+    uint32_t bucket_rps, bucket_burst;  /* default per bucket; 0: none */
+    uint32_t tenant_rps, tenant_burst;  /* per tenant; 0: none */
+    int64_t slowdown_lag;               /* writes slow down past it; 0: off */
+} admit_conf;
+typedef enum admit_reason {
+    ADMIT_OK = 0, ADMIT_BUCKET, ADMIT_TENANT, ADMIT_HOT_PARTITION, ADMIT_REASONS
+} admit_reason;
+/* One request as the decision sees it. */
+typedef struct admit_target {
+    const char *bucket;
+    const char *tenant;                 /* "" or NULL: no tenant limit */
+    const Objlog__RateLimit *limit;     /* the bucket's own; NULL: default */
+    int write;
+    int64_t lag;                        /* writes: their partition's lag */
+} admit_target;
+admit *admit_new(const admit_conf *conf);   /* NULL out of memory */
+void admit_destroy(admit *a);
+/* The decision on a clock of microseconds (tests pass a fake one): OK, or
+ * the reason with *retry_s (Retry-After, whole seconds, at least 1). */
+admit_reason admit_decide(admit *a, const admit_target *t, int64_t now_us,
+                          int64_t *retry_s);
+const char *admit_reason_name(admit_reason r);
+uint64_t admit_rejected(admit *a, const char *bucket, admit_reason why);
+void admit_metrics(FILE *f, admit *a);
+/* Before a bucket-scoped request is read or logged (key: its object key,
+ * "" for the bucket): 0 admitted, -1 after answering 503 SlowDown. */
+int admit_request(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn);
+int64_t admit_partition_lag(objlog_query *q, int32_t p);
+void admit_get_rate_limit(http_ctx *c, const char *bucket); /* GET .../ratelimit */
+void admit_get_status(http_ctx *c);                         /* GET /v1/admission */
 
 /* ---- cluster.c: which node applies which partition (issue 13) ---- */
 

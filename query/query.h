@@ -71,6 +71,11 @@ typedef struct objlog_query_conf {
                                     own secret. Nodes of a cluster share one
                                     (objlogd --token-secret-file), so a
                                     token outlives its partition's move */
+    /* Admission control (issue 15 item 3; query/admit.c); 0: off. */
+    unsigned rate_limit_bucket_rps, rate_limit_bucket_burst; /* default */
+    unsigned rate_limit_tenant_rps, rate_limit_tenant_burst;
+    long long slowdown_lag;      /* writes to a partition lagging more
+                                    events than this: 503 SlowDown */
 } objlog_query_conf;
 
 #define QUERY_READY_MAX_LAG_DEFAULT 10000
