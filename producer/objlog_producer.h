@@ -49,6 +49,25 @@
  *     (fail-open). The bucket quota (objlog_bucket_conf.quota_*) is decided
  *     by the state machine when it applies the event: exact, never
  *     overshot, deterministic under replay (QuotaExceeded, 403).
+ *   admission          off (default) | on (needs query.url): the library
+ *                      applies objlogd's admission control to its own
+ *                      writes (issue 15; producer/admit.c). A write routed
+ *                      to a partition objlogd reports slow (apply lag over
+ *                      its --slowdown-lag, GET /v1/admission), or over the
+ *                      bucket's rate limit (GET /v1/buckets/{b}/ratelimit:
+ *                      rps and write_rps, a token bucket per bucket in this
+ *                      producer), is not sent: its callback runs (from a
+ *                      library thread) with OBJLOG_STATUS_SLOW_DOWN,
+ *                      error_code "SlowDown", partition/offset -1, and
+ *                      error_message ending "retry after N s". Nothing was
+ *                      logged: retrying (same or new request id) is safe.
+ *                      Each producer enforces a bucket's limit on its own
+ *                      writes (N producers may reach N times it); the limit
+ *                      and the slow partitions are those of the last poll
+ *                      (a bucket's first writes pass until a poll read its
+ *                      limit; an unreachable objlogd refuses nothing).
+ *                      set_rate_limit itself is never refused.
+ *   admission.refresh.ms 10..3600000 (default 1000): the poll's period.
  *   kafka.<prop>       passed to librdkafka as <prop>; defaults that differ
  *                      from librdkafka's: linger.ms 5, socket.nagle.disable
  *                      true (a write waits for the linger, never for Nagle)
@@ -61,7 +80,8 @@
  *   status     OK (applied), LOGGED (ack=logged: in the log, not awaited),
  *              REJECTED (applied with an error outcome), UNKNOWN (no
  *              outcome in time: retry with request_id), FAILED (never
- *              reached the log).
+ *              reached the log), SLOW_DOWN (admission=on: not sent;
+ *              retry after the seconds error_message names).
  *   error_code with REJECTED, the state machine's S3 code: NoSuchBucket,
  *              NoSuchKey, NoSuchVersion, NoSuchUpload, BucketAlreadyExists,
  *              BucketNotEmpty, PreconditionFailed, QuotaExceeded,

@@ -36,6 +36,7 @@ struct objlog_producer {
     rangemap *rm;
     fetcher *fetch;              /* NULL with ack=logged */
     quota *quota;                /* tenant pre-check (quota.c), or NULL */
+    padmit *admit;               /* admission=on (admit.c), or NULL */
     pthread_t dr_thread;
     int dr_started;
     atomic_int stop;
@@ -242,7 +243,8 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
         if (!p->fetch)
             goto fail;
     }
-    if (quota_new(conf, &p->quota, errstr, errstr_size) < 0)
+    if (quota_new(conf, &p->quota, errstr, errstr_size) < 0 ||
+        padmit_new(conf, &p->admit, errstr, errstr_size) < 0)
         goto fail;
     if (pthread_create(&p->dr_thread, NULL, producer_dr_main, p) != 0) {
         snprintf(errstr, errstr_size, "delivery thread: %s", strerror(errno));
@@ -305,6 +307,7 @@ void objlog_producer_destroy(objlog_producer *p) {
     }
     fetcher_destroy(p->fetch);
     quota_destroy(p->quota);
+    padmit_destroy(p->admit);
     if (p->rk)
         rd_kafka_destroy(p->rk);
     rangemap_destroy(p->rm);
@@ -443,6 +446,17 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
     }
     objlog__event__pack(ev, buf);
     int32_t part = rangemap_partition(p->rm, rk.data, rk.len);
+    /* Admission (admit.c); a rate-limit change itself is never refused, so
+     * a limit can always be lifted. */
+    if (ev->op_case != OBJLOG__EVENT__OP_SET_RATE_LIMIT &&
+        ev->op_case != OBJLOG__EVENT__OP_DELETE_RATE_LIMIT &&
+        padmit_refuse(p->admit, ev->bucket, part, &op->res)) {
+        free(buf);
+        keybuf_free(&rk);
+        outstanding_add(p, 1);
+        padmit_defer(p->admit, op);
+        return 0;
+    }
     if (producer_keep_bytes(p, op, buf, n, &rk, part) < 0) {
         snprintf(errstr, errstr_size, "out of memory");
         free(buf);
