@@ -51,3 +51,13 @@ objlog_add_test(test_s3_model_wire SOURCES test_s3_model_wire.c TIMEOUT 300
 if(TARGET test_s3_model_wire)
   add_dependencies(test_s3_model_wire objlogd)
 endif()
+# Admission control (issue 15 item 3): the token bucket and the decision on a
+# fake clock, SetRateLimit in the state machine, and `objlogd` processes for
+# 503 SlowDown on the JSON API and the S3 endpoint, replay, the tenant flag,
+# the hot-partition guard and the producer's OBJLOG_STATUS_SLOW_DOWN.
+objlog_add_test(test_admit SOURCES test_admit.c TIMEOUT 300
+  LIBS objlog_query objlog_testkit objlog_producer_static)
+if(TARGET test_admit)
+  target_include_directories(test_admit PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+  add_dependencies(test_admit objlogd)
+endif()
