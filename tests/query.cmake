@@ -59,5 +59,5 @@ objlog_add_test(test_admit SOURCES test_admit.c TIMEOUT 300
   LIBS objlog_query objlog_testkit objlog_producer_static)
 if(TARGET test_admit)
   target_include_directories(test_admit PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
-  add_dependencies(test_admit objlogd)
+  add_dependencies(test_admit objlogd objlog)
 endif()

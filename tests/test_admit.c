@@ -555,6 +555,21 @@ static void test_tenant_limit_by_flag(void **state) {
         assert_int_equal(req(h, "GET", "/v1/buckets/ten-c", NULL, &r), 200);
     for (int i = 0; i < 20; i++)
         assert_int_equal(req(h, "GET", "/v1/buckets/ten-none", NULL, &r), 200);
+    /* the CLI: objlog ratelimit sets, shows and refuses nonsense */
+    char objlog[1024], out[4096], err[4096];
+    proc_bin("ops/objlog", objlog, sizeof(objlog));
+    char *set[] = {objlog, "--url", d.url, "ratelimit", "ten-c", "--rps", "40", "--write-rps",
+                   "4", NULL};
+    assert_int_equal(proc_run(set, NULL, out, sizeof(out), err, sizeof(err), 30000), 0);
+    assert_string_equal(out, "ratelimit: ten-c {\"rps\":40,\"write_rps\":4}\n");
+    char *show[] = {objlog, "--url", d.url, "ratelimit", "ten-c", NULL};
+    assert_int_equal(proc_run(show, NULL, out, sizeof(out), err, sizeof(err), 30000), 0);
+    assert_non_null(strstr(out, "source: bucket\nall.rps: 40\nall.burst: 40\nwrite.rps: 4\n"));
+    char *bad[] = {objlog, "--url", d.url, "ratelimit", "ten-c", "--burst", "3", NULL};
+    assert_int_equal(proc_run(bad, NULL, out, sizeof(out), err, sizeof(err), 30000), 2);
+    assert_non_null(strstr(err, "give --rps and/or --write-rps"));
+    char *del[] = {objlog, "--url", d.url, "ratelimit", "ten-c", "--delete", NULL};
+    assert_int_equal(proc_run(del, NULL, out, sizeof(out), err, sizeof(err), 30000), 0);
     unsigned long long n = metric(h, "objlog_admission_rejected_total{bucket=\"ten-a\",reason=\"tenant\"} ") +
                            metric(h, "objlog_admission_rejected_total{bucket=\"ten-b\",reason=\"tenant\"} ");
     assert_int_equal(n, 1);
