@@ -169,6 +169,7 @@
 #include "apply.h"
 
 #include "keycodec.h"
+#include "lifecycle.h"
 #include "rowcache.h"
 #include "statrows.h"
 
@@ -622,6 +623,7 @@ static int is_bucket_op(const Objlog__Event *ev) {
     case OBJLOG__EVENT__OP_SET_QUOTA:
     case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
     case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
+    case OBJLOG__EVENT__OP_SET_LIFECYCLE:
         return 1;
     default:
         return 0;
@@ -1201,6 +1203,8 @@ static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
 
 /* ---- operations ---- */
 
+static int lc_set_rules(apply_ev *a, Objlog__BucketRecord *r);
+
 static int op_create_bucket(apply_ev *a) {
     Objlog__BucketRecord *old;
     int rc = load_bucket(a, &old);
@@ -1300,8 +1304,8 @@ static int op_delete_bucket(apply_ev *a) {
     return 0;
 }
 
-/* SetVersioning, SetQuota and the rate limit (ratelimit.c): read-modify-
- * write of the bucket record. */
+/* SetVersioning, SetQuota, SetLifecycle and the rate limit (ratelimit.c):
+ * read-modify-write of the bucket record. */
 static int op_bucket_settings(apply_ev *a) {
     Objlog__BucketRecord *r;
     int rc = require_bucket(a, &r);
@@ -1309,6 +1313,8 @@ static int op_bucket_settings(apply_ev *a) {
         return rc;
     Objlog__Quota *old_quota = r->quota;
     Objlog__RateLimit *old_limit = r->rate_limit;
+    size_t old_nlc = r->n_lifecycle;
+    Objlog__LifecycleRule **old_lc = r->lifecycle;
     if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
         Objlog__Versioning to = a->ev->set_versioning->status;
         if (to == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED &&
@@ -1320,6 +1326,11 @@ static int op_bucket_settings(apply_ev *a) {
             return 0;
         }
         r->versioning = to;
+    } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_LIFECYCLE) {
+        if (lc_set_rules(a, r) == 0) {
+            objlog__bucket_record__free_unpacked(r, NULL);
+            return 0;
+        }
     } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_QUOTA) {
         r->quota = a->ev->set_quota->quota;
     } else if (ratelimit_settle(a->ev, &r->rate_limit, a->res.message,
@@ -1331,6 +1342,8 @@ static int op_bucket_settings(apply_ev *a) {
     rc = save_bucket(a, r);
     r->quota = old_quota; /* free only what unpack allocated */
     r->rate_limit = old_limit;
+    r->n_lifecycle = old_nlc;
+    r->lifecycle = old_lc;
     objlog__bucket_record__free_unpacked(r, NULL);
     return rc;
 }
@@ -1850,6 +1863,129 @@ static int op_abort_upload(apply_ev *a) {
     return remove_upload(a, uid);
 }
 
+/* ---- lifecycle (the rules themselves: lifecycle.c) ---- */
+
+/* SetLifecycle: the event's rules, checked as the API edge checks them
+ * (a producer that skipped the edge gets InvalidArgument), become r's.
+ * 1 set (r borrows the event's rules), 0 rejected. */
+static int lc_set_rules(apply_ev *a, Objlog__BucketRecord *r) {
+    const Objlog__SetLifecycle *sl = a->ev->set_lifecycle;
+    char why[200];
+    if (objlog_lc_validate(sl->rules, sl->n_rules, why, sizeof(why)) < 0) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s", why);
+        return 0;
+    }
+    r->n_lifecycle = sl->n_rules;
+    r->lifecycle = sl->rules;
+    return 1;
+}
+
+/* What the walk of the Expire's key found at the pinned version. */
+typedef struct lc_pin {
+    uint64_t seq;
+    const Objlog__LifecycleRule *rule;
+    int action;                  /* the rule's action on it now, -1 none */
+    int64_t due_ms;
+    char version_id[KEYCODEC_VERSION_ID_LEN];
+} lc_pin;
+
+static int lc_pin_fn(void *arg, const objlog_lc_version *v) {
+    lc_pin *p = arg;
+    if (v->rec->seq != p->seq)
+        return 0;
+    p->action = objlog_lc_version_action(p->rule, v, &p->due_ms);
+    snprintf(p->version_id, sizeof(p->version_id), "%s",
+             v->rec->version_id ? v->rec->version_id : "");
+    return 1;
+}
+
+/* The action rule takes now on what the Expire pinned (-1: none, or the
+ * item is gone), and from when. 0 or -1 (storage error). */
+static int lc_pinned_action(apply_ev *a, const Objlog__LifecycleRule *rule,
+                            int *action, int64_t *due_ms, lc_pin *pin) {
+    const Objlog__Expire *ex = a->ev->expire;
+    *action = -1;
+    if (ex->action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD) {
+        Objlog__UploadRecord *ur;
+        int rc = require_upload(a, ex->upload_id, &ur);
+        if (rc <= 0) {
+            a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_OK; /* decided below */
+            return rc;
+        }
+        if (objlog_lc_upload_action(rule, a->ev->key.data, a->ev->key.len,
+                                    ur->initiated_ms, due_ms))
+            *action = OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD;
+        objlog__upload_record__free_unpacked(ur, NULL);
+        return 0;
+    }
+    memset(pin, 0, sizeof(*pin));
+    pin->seq = ex->version_seq;
+    pin->rule = rule;
+    pin->action = -1;
+    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    int rc = objlog_lc_walk_key(it, a->route.data, a->route.len, a->ev->key.data,
+                                a->ev->key.len, lc_pin_fn, pin, a->errstr, a->es);
+    rocksdb_iter_destroy(it);
+    if (rc < 0)
+        return -1;
+    *action = pin->action;
+    *due_ms = pin->due_ms;
+    return 0;
+}
+
+/* Expire (rule list in lifecycle.h): the rule must still exist, be
+ * enabled and take the event's action on the pinned item at this log
+ * time; then exactly what a client's DELETE / DELETE ?versionId / abort
+ * would do, with the same counters. */
+static int op_expire(apply_ev *a) {
+    bucket_state bs;
+    int rc = key_gate(a, &bs);
+    if (rc <= 0)
+        return rc;
+    Objlog__BucketRecord *br;
+    if (load_bucket(a, &br) < 0)
+        return -1;
+    const Objlog__Expire *ex = a->ev->expire;
+    const Objlog__LifecycleRule *rule = objlog_lc_rule(br, ex->rule_id);
+    int action = -1;
+    int64_t due_ms = 0;
+    lc_pin pin;
+    int live = rule && rule->enabled;
+    rc = live ? lc_pinned_action(a, rule, &action, &due_ms, &pin) : 0;
+    objlog__bucket_record__free_unpacked(br, NULL);
+    if (rc < 0)
+        return -1;
+    if (!live) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED,
+               "lifecycle rule %s no longer exists or is disabled", ex->rule_id);
+        return 0;
+    }
+    if (action != (int)ex->action) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED,
+               "the item is no longer what rule %s expires (overwritten, "
+               "removed, or the rule changed)", ex->rule_id);
+        return 0;
+    }
+    if (a->log_time_ms < due_ms) {
+        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NOT_DUE,
+               "rule %s: not due yet at this event's log time", ex->rule_id);
+        return 0;
+    }
+    if (stats_key_begin(a) < 0)
+        return -1;
+    if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_CURRENT)
+        rc = delete_current(a, &bs);
+    else if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD)
+        rc = remove_upload(a, ex->upload_id);
+    else
+        rc = delete_version_id(a, pin.version_id);
+    if (rc < 0 || a->res.code != OBJLOG__OUTCOME_CODE__OUTCOME_OK)
+        return rc;
+    if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD)
+        snprintf(a->res.upload_id, sizeof(a->res.upload_id), "%s", ex->upload_id);
+    return stats_key_end(a);
+}
+
 static int apply_op(apply_ev *a) {
     switch (a->ev->op_case) {
     case OBJLOG__EVENT__OP_CREATE_BUCKET:
@@ -1860,6 +1996,7 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_SET_QUOTA:
     case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
     case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
+    case OBJLOG__EVENT__OP_SET_LIFECYCLE:
         return op_bucket_settings(a);
     case OBJLOG__EVENT__OP_PUT_OBJECT:
         return op_put_object(a);
@@ -1873,6 +2010,8 @@ static int apply_op(apply_ev *a) {
         return op_complete_upload(a);
     case OBJLOG__EVENT__OP_ABORT_UPLOAD:
         return op_abort_upload(a);
+    case OBJLOG__EVENT__OP_EXPIRE:
+        return op_expire(a);
     default:
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
                "event has no operation");

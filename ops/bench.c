@@ -527,6 +527,8 @@ const char bench_usage_text[] =
     "                    [--threads T] [--partitions N]\n"
     "       objlog bench --checkpoint [--count N (default 200000)] [--buckets B]\n"
     "                    [--partitions N]\n"
+    "       objlog bench --lifecycle [--count N (default 20000)] [--threads T]\n"
+    "                    [--partitions N]\n"
     "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
     "                    [--heads N (default 4000)]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
@@ -575,7 +577,7 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 }
 
 enum {
-    O_LIST = CLI_OPT_OWN, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
+    O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
     O_BUCKETS, O_CKPT, O_S3, O_HEADS
@@ -613,6 +615,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"list", no_argument, NULL, O_LIST},
         {"consistency-modes", no_argument, NULL, O_MODES},
         {"stats", no_argument, NULL, O_STATS},
+        {"lifecycle", no_argument, NULL, O_LIFECYCLE},
         {"conditional", no_argument, NULL, O_COND},
         {"apply", no_argument, NULL, O_APPLY},
         {"checkpoint", no_argument, NULL, O_CKPT},
@@ -644,6 +647,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_LIST: b->list = 1; break;
         case O_MODES: b->modes = 1; break;
         case O_STATS: b->stats = 1; break;
+        case O_LIFECYCLE: b->lifecycle = 1; break;
         case O_COND: b->conditional = 1; break;
         case O_APPLY: b->apply = 1; break;
         case O_CKPT: b->ckpt = 1; break;
@@ -721,6 +725,14 @@ int bench_main(cli *c, int argc, char **argv) {
                  STATS_PER_BUCKET * nparts, nparts);
         rc = bench_usage(why, NULL);
     }
+    if (rc == 0 && b->lifecycle && b->url)
+        rc = bench_usage("--lifecycle runs its own objlogd (its lifecycle clock runs "
+                         "two days ahead): drop --url", NULL);
+    if (rc == 0 && b->lifecycle) {
+        /* The daemon we start inherits these (objlogd's env flags). */
+        setenv("OBJLOG_LIFECYCLE_INTERVAL_MS", "100", 1);
+        setenv("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS", "172800000", 1);
+    }
     if (rc == 0 && b->s3 && b->url) /* it needs the S3 listener it starts */
         rc = bench_usage("--s3 runs its own objlogd: drop --url", NULL);
     if (rc == 0 && b->apply && !b->url) {
@@ -755,6 +767,7 @@ int bench_main(cli *c, int argc, char **argv) {
              : b->list  ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)
              : b->stats ? bench_stats_run(b)
+             : b->lifecycle ? bench_lifecycle_run(b)
                         : bench_run(b);
     }
     /* No write of ours may still be on its way while the buckets go. */

@@ -70,6 +70,7 @@ typedef struct bench {
     void *sread;                 /* the stats_read the GET threads share */
     /* --apply */
     int apply, apply_buckets;
+    int lifecycle;               /* --lifecycle: bench_lifecycle.c */
     /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
     int ckpt;
     /* --s3: bench_s3.c (our objlogd's S3 listener) */
@@ -172,6 +173,7 @@ double bench_rate(long n, double s);
 int bench_modes_run(bench *b); /* --consistency-modes: bench_modes.c */
 int bench_list_run(bench *b);  /* --list: bench_list.c */
 int bench_stats_run(bench *b); /* --stats: bench_stats.c */
+int bench_lifecycle_run(bench *b); /* --lifecycle: bench_lifecycle.c */
 int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 /* --apply against our own embedded log: 0 when the run fits in it (~5 MB

@@ -8,6 +8,7 @@
  *   cmd_bucket.c  mb rb bucket versioning, and `ls` without a bucket
  *   cmd_mpu.c     mpu create|part|complete|abort|ls|parts
  *   cmd_stats.c   stats usage
+ *   cmd_lifecycle.c lifecycle set|get|delete|status
  *   lag.c topics.c bench*.c (bench_int.h, bench_cond.h)
  *
  * Exit codes, process-wide: 0 ok, 1 the request failed, 2 usage error.
@@ -87,6 +88,7 @@ extern const cli_cmd cli_object_cmds[];
 extern const cli_cmd cli_bucket_cmds[];
 extern const cli_cmd cli_mpu_cmds[];
 extern const cli_cmd cli_stats_cmds[];
+extern const cli_cmd cli_lifecycle_cmds[]; /* cmd_lifecycle.c */
 
 /* Options every command takes; a command's table ends with these, then
  * {0}. Own options use values from CLI_OPT_OWN on (or a letter). */

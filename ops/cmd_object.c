@@ -13,9 +13,10 @@
 #include <string.h>
 
 #define MAX_META 64
+#define MAX_TAGS 10
 
 enum {
-    O_SIZE = CLI_OPT_OWN, O_ETAG, O_CTYPE, O_BLOB, O_SCLASS, O_CHECKSUM, O_META,
+    O_SIZE = CLI_OPT_OWN, O_ETAG, O_CTYPE, O_BLOB, O_SCLASS, O_CHECKSUM, O_META, O_TAG,
     O_IF_NONE_MATCH, O_IF_MATCH, O_VERSION_ID, O_CONSISTENCY, O_TOKEN, O_PREFIX,
     O_DELIMITER, O_START_AFTER, O_MAX_KEYS, O_ALL, O_KEY_MARKER, O_VID_MARKER,
     O_TENANT, O_MAX_BUCKETS
@@ -43,8 +44,35 @@ static void size_line(cli *c, const char *name, unsigned long long n) {
 typedef struct put_args {
     const char *size, *etag, *ctype, *blob, *sclass, *checksum, *if_match;
     const char *meta[MAX_META];
-    int nmeta, if_none_match;
+    const char *tags[MAX_TAGS];
+    int nmeta, ntags, if_none_match;
 } put_args;
+
+/* NAME=VALUE arguments of flag into a new JSON object set as b.field;
+ * -1 after a usage error. */
+static int put_pairs(cli *c, json_t *b, const char *field, const char *flag,
+                     const char *const *args, int n, int *rc) {
+    json_t *o = json_object();
+    json_object_set_new(b, field, o);
+    for (int i = 0; i < n; i++) {
+        const char *eq = strchr(args[i], '=');
+        if (!eq || eq == args[i]) {
+            *rc = cli_usage_error(c, "--%s takes name=value, not \"%s\"", flag, args[i]);
+            return -1;
+        }
+        /* jansson refuses a name or value that is not UTF-8: say so
+         * rather than drop the pair. */
+        char *name = strndup(args[i], (size_t)(eq - args[i]));
+        int bad = !name || json_object_set_new(o, name, json_string(eq + 1)) < 0;
+        free(name);
+        if (bad) {
+            *rc = cli_usage_error(c, "--%s \"%s\": name and value must be UTF-8", flag,
+                                  args[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static json_t *put_body(cli *c, const put_args *a, int *rc) {
     unsigned long long n = 0;
@@ -59,18 +87,10 @@ static json_t *put_body(cli *c, const put_args *a, int *rc) {
     for (int i = 0; i < 5; i++)
         if (vals[i])
             json_object_set_new(b, names[i], json_string(vals[i]));
-    json_t *um = json_object();
-    json_object_set_new(b, "user_metadata", um);
-    for (int i = 0; i < a->nmeta; i++) {
-        const char *eq = strchr(a->meta[i], '=');
-        if (!eq || eq == a->meta[i]) {
-            json_decref(b);
-            *rc = cli_usage_error(c, "--meta takes name=value, not \"%s\"", a->meta[i]);
-            return NULL;
-        }
-        char *name = strndup(a->meta[i], (size_t)(eq - a->meta[i]));
-        json_object_set_new(um, name, json_string(eq + 1));
-        free(name);
+    if (put_pairs(c, b, "user_metadata", "meta", a->meta, a->nmeta, rc) < 0 ||
+        put_pairs(c, b, "tags", "tag", a->tags, a->ntags, rc) < 0) {
+        json_decref(b);
+        return NULL;
     }
     return b;
 }
@@ -81,6 +101,7 @@ static const char put_usage[] =
     "  --size N            bytes (default 0)\n"
     "  --etag E  --content-type T  --blob-id ID  --storage-class C  --checksum C\n"
     "  --meta NAME=VALUE   user metadata (repeatable)\n"
+    "  --tag NAME=VALUE    object tag (repeatable, at most 10)\n"
     "  --if-none-match     only if the key does not exist\n"
     "  --if-match ETAG     only if the current version has this ETag\n"
     "Prints key, version_id, etag and token (for --token on a later read).\n";
@@ -94,6 +115,7 @@ static int cmd_put(cli *c, int argc, char **argv) {
         {"storage-class", required_argument, NULL, O_SCLASS},
         {"checksum", required_argument, NULL, O_CHECKSUM},
         {"meta", required_argument, NULL, O_META},
+        {"tag", required_argument, NULL, O_TAG},
         {"if-none-match", no_argument, NULL, O_IF_NONE_MATCH},
         {"if-match", required_argument, NULL, O_IF_MATCH},
         CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
@@ -113,6 +135,11 @@ static int cmd_put(cli *c, int argc, char **argv) {
             if (a.nmeta >= MAX_META)
                 return cli_usage_error(c, "at most %d --meta", MAX_META);
             a.meta[a.nmeta++] = optarg;
+            break;
+        case O_TAG:
+            if (a.ntags >= MAX_TAGS)
+                return cli_usage_error(c, "at most %d --tag (S3's limit)", MAX_TAGS);
+            a.tags[a.ntags++] = optarg;
             break;
         }
     }
@@ -194,6 +221,8 @@ static void print_object(cli *c, json_t *j) {
     json_t *v;
     json_object_foreach(json_object_get(j, "user_metadata"), name, v)
         printf("meta.%s: %s\n", name, json_string_value(v) ? json_string_value(v) : "");
+    json_object_foreach(json_object_get(j, "tags"), name, v)
+        printf("tag.%s: %s\n", name, json_string_value(v) ? json_string_value(v) : "");
 }
 
 /* The fields of a GET answer that mean something (a GET never answers a
@@ -207,6 +236,9 @@ static json_t *object_json(json_t *j) {
     json_t *um = json_object_get(j, "user_metadata");
     if (json_object_size(um))
         json_object_set(o, "user_metadata", um);
+    json_t *tags = json_object_get(j, "tags");
+    if (json_object_size(tags))
+        json_object_set(o, "tags", tags);
     return o;
 }
 

@@ -41,6 +41,7 @@ static const char general_usage[] =
     "  cluster                    a cluster's nodes and who applies each partition\n"
     "  topics create|check        objlog's Kafka topics\n"
     "  bench                      benchmarks\n"
+    "  lifecycle set|get|delete|status  a bucket's lifecycle rules\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"
     "--json and --help. Options may follow arguments; \"--\" ends the options\n"
     "(objlog get b -- -key). Times are ISO 8601 UTC; sizes have units unless\n"
@@ -61,6 +62,17 @@ static const cli_cmd mpu_group[] = {
      cli_mpu_cmds},
     {NULL, NULL, NULL, NULL, NULL}};
 
+static const cli_cmd lifecycle_group[] = {
+    {"lifecycle", "lifecycle", NULL,
+     "usage: objlog lifecycle SUBCOMMAND ...\n"
+     "  set BUCKET FILE.json        replace the bucket's lifecycle rules\n"
+     "  get BUCKET                  the rules, as JSON\n"
+     "  delete BUCKET               remove them\n"
+     "  status BUCKET               the expiration backlog\n"
+     "objlog help lifecycle SUBCOMMAND shows one.\n",
+     cli_lifecycle_cmds},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static const cli_cmd ops_cmds[] = {
     {"lag", "lag", lag_main, lag_usage_text, NULL},
     {"cluster", "cluster", cluster_main, cluster_usage_text, NULL},
@@ -69,7 +81,7 @@ static const cli_cmd ops_cmds[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *const cmd_tables[] = {cli_bucket_cmds, cli_object_cmds, mpu_group,
-                                            cli_stats_cmds, ops_cmds};
+                                            cli_stats_cmds, ops_cmds, lifecycle_group};
 
 static const cli_cmd *cmd_find(const cli_cmd *t, const char *name) {
     for (; t && t->name; t++)

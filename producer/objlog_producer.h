@@ -152,8 +152,8 @@ extern "C" {
 #define OBJLOG_VERSION_STR "0.3.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
 #define OBJLOG_VERSION 0x000300
-/* 0.3: OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit, the
- * admission.* keys. No struct grew. */
+/* 0.3 also adds OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit and
+ * the admission.* keys (admission control, issue 15). */
 /* The library's version at run time ("0.3.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
@@ -213,6 +213,13 @@ typedef struct objlog_object_meta {
     const char *checksum;
     const objlog_user_meta *user_meta;
     size_t n_user_meta;
+    /* Object tags (since 0.3.0): at most 10, keys 1..128 and values
+     * 0..256 bytes of UTF-8, keys unique, as S3's tag set. Lifecycle rules
+     * and attribute indexes filter on them. The struct grew here: a
+     * program built against an older header must be rebuilt (zeroed
+     * structs, `{0}` or designated initialisers, need no other change). */
+    const objlog_user_meta *tags;
+    size_t n_tags;
 } objlog_object_meta;
 
 typedef struct objlog_write_opts {

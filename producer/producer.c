@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "producer_int.h"
+#include "producer_event.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -406,6 +407,7 @@ int producer_resend(write_op *op) {
         RD_KAFKA_V_PARTITION(op->send_partition),
         RD_KAFKA_V_KEY(op->rkey, op->rkey_len),
         RD_KAFKA_V_VALUE(op->payload, op->payload_len),
+        RD_KAFKA_V_TIMESTAMP(op->msg_ts),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
         RD_KAFKA_V_END);
     if (err) {
@@ -470,6 +472,7 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
         err = rd_kafka_producev(
             p->rk, RD_KAFKA_V_TOPIC(p->conf->topic), RD_KAFKA_V_PARTITION(part),
             RD_KAFKA_V_KEY(rk.data, rk.len), RD_KAFKA_V_VALUE(buf, n),
+            RD_KAFKA_V_TIMESTAMP(op->msg_ts),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
             RD_KAFKA_V_END);
         /* Backpressure: the delivery thread drains the queue, so waiting
@@ -498,6 +501,29 @@ static int producer_write(objlog_producer *p, Objlog__Event *ev,
     write_op *op = op_new(p, opts, cb, opaque, errstr, errstr_size);
     if (!op)
         return -1;
+    if (producer_send(p, ev, op, opts, errstr, errstr_size) < 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_common(objlog_producer *p, const char *bucket,
+                        const objlog_write_opts *opts, char *errstr,
+                        size_t errstr_size);
+
+int producer_write_event(objlog_producer *p, Objlog__Event *ev, int64_t msg_ts_ms,
+                         const objlog_write_opts *opts, objlog_write_cb *cb,
+                         void *opaque, char *errstr, size_t errstr_size) {
+    if (check_common(p, ev->bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    if (ev->key.len && validate_key((const char *)ev->key.data, ev->key.len, errstr,
+                                    errstr_size) < 0)
+        return -1;
+    write_op *op = op_new(p, opts, cb, opaque, errstr, errstr_size);
+    if (!op)
+        return -1;
+    op->msg_ts = msg_ts_ms;
     if (producer_send(p, ev, op, opts, errstr, errstr_size) < 0) {
         free(op);
         return -1;
@@ -606,19 +632,31 @@ int objlog_producer_delete_bucket(objlog_producer *p, const char *bucket,
 static const char *nz(const char *s) { return s ? s : ""; }
 
 /* ObjectMeta view of meta: strings borrowed from the caller, the user
- * metadata arrays owned by mb (freed by meta_build_free). */
+ * metadata and tag arrays owned by mb (freed by meta_build_free). The
+ * tags sit after the user metadata in the same arrays. */
 typedef struct meta_build {
     Objlog__ObjectMeta om;
     Objlog__UserMeta *um;
     Objlog__UserMeta **ump;
 } meta_build;
 
+static void meta_build_pairs(Objlog__UserMeta *um, Objlog__UserMeta **ump,
+                             const objlog_user_meta *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        objlog__user_meta__init(&um[i]);
+        um[i].name = (char *)src[i].name;
+        um[i].value = (char *)src[i].value;
+        ump[i] = &um[i];
+    }
+}
+
 static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
                            char *errstr, size_t errstr_size) {
     objlog__object_meta__init(&mb->om);
     size_t nu = meta ? meta->n_user_meta : 0;
-    mb->um = calloc(nu ? nu : 1, sizeof(*mb->um));
-    mb->ump = calloc(nu ? nu : 1, sizeof(*mb->ump));
+    size_t nt = meta ? meta->n_tags : 0;
+    mb->um = calloc(nu + nt + 1, sizeof(*mb->um));
+    mb->ump = calloc(nu + nt + 1, sizeof(*mb->ump));
     if (!mb->um || !mb->ump) {
         free(mb->um);
         free(mb->ump);
@@ -633,14 +671,14 @@ static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
         mb->om.storage_class = (char *)nz(meta->storage_class);
         mb->om.checksum = (char *)nz(meta->checksum);
     }
-    for (size_t i = 0; i < nu; i++) {
-        objlog__user_meta__init(&mb->um[i]);
-        mb->um[i].name = (char *)meta->user_meta[i].name;
-        mb->um[i].value = (char *)meta->user_meta[i].value;
-        mb->ump[i] = &mb->um[i];
-    }
+    if (nu)
+        meta_build_pairs(mb->um, mb->ump, meta->user_meta, nu);
+    if (nt)
+        meta_build_pairs(mb->um + nu, mb->ump + nu, meta->tags, nt);
     mb->om.n_user_metadata = nu;
     mb->om.user_metadata = nu ? mb->ump : NULL;
+    mb->om.n_tags = nt;
+    mb->om.tags = nt ? mb->ump + nu : NULL;
     return 0;
 }
 

@@ -59,6 +59,7 @@ struct write_op {
     uint8_t *rkey;
     size_t rkey_len;
     int32_t send_partition;
+    int64_t msg_ts;             /* Kafka timestamp; 0 = now (producer_event.h) */
 };
 
 int64_t producer_now_ms(void); /* CLOCK_MONOTONIC */

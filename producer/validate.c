@@ -9,7 +9,8 @@
  * bytes (an MD5, quoted, or "md5-N" fit; so does any frontend's own
  * scheme), content type 1024, blob id 1024, storage class 32 of
  * [A-Z0-9_] (S3's names: STANDARD, GLACIER_IR, ...), checksum 128 (S3's
- * base64 CRC and SHA digests are at most 44). */
+ * base64 CRC and SHA digests are at most 44). Tags as S3's tag set: at
+ * most 10, keys 1..128 and values 0..256 bytes of UTF-8, keys unique. */
 #include "producer_int.h"
 
 #include <ctype.h>
@@ -26,6 +27,9 @@
 #define FIELD_BLOB_ID_MAX 1024
 #define FIELD_STORAGE_CLASS_MAX 32
 #define FIELD_CHECKSUM_MAX 128
+#define TAGS_MAX 10
+#define TAG_KEY_MAX 128
+#define TAG_VALUE_MAX 256
 
 /* NULL or at most max bytes; the error names the field and both sizes. */
 static int validate_len(const char *what, const char *v, size_t max, char *errstr,
@@ -105,6 +109,50 @@ int validate_key(const char *key, size_t key_len, char *errstr,
     return 0;
 }
 
+static int validate_tag(const objlog_user_meta *tags, size_t i, char *errstr,
+                        size_t errstr_size) {
+    const objlog_user_meta *t = &tags[i];
+    if (!t->name || !*t->name || !t->value) {
+        snprintf(errstr, errstr_size, "invalid tag %zu: key and value required", i);
+        return -1;
+    }
+    size_t kn = strlen(t->name), vn = strlen(t->value);
+    if (kn > TAG_KEY_MAX || vn > TAG_VALUE_MAX) {
+        snprintf(errstr, errstr_size,
+                 "invalid tag \"%.64s\": key %zu bytes (limit %d), value %zu bytes (limit %d)",
+                 t->name, kn, TAG_KEY_MAX, vn, TAG_VALUE_MAX);
+        return -1;
+    }
+    if (keycodec_utf8_valid_len((const uint8_t *)t->name, kn) < kn ||
+        keycodec_utf8_valid_len((const uint8_t *)t->value, vn) < vn) {
+        snprintf(errstr, errstr_size, "invalid tag %zu: not valid UTF-8", i);
+        return -1;
+    }
+    for (size_t j = 0; j < i; j++) {
+        if (!strcmp(tags[j].name, t->name)) {
+            snprintf(errstr, errstr_size, "invalid tags: key \"%.128s\" given twice", t->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int validate_tags(const objlog_object_meta *meta, char *errstr, size_t errstr_size) {
+    if (meta->n_tags && !meta->tags) {
+        snprintf(errstr, errstr_size, "invalid tags: NULL list");
+        return -1;
+    }
+    if (meta->n_tags > TAGS_MAX) {
+        snprintf(errstr, errstr_size, "invalid tags: %zu tags, the limit is %d",
+                 meta->n_tags, TAGS_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < meta->n_tags; i++)
+        if (validate_tag(meta->tags, i, errstr, errstr_size) < 0)
+            return -1;
+    return 0;
+}
+
 int validate_meta(const objlog_object_meta *meta, char *errstr,
                   size_t errstr_size) {
     if (!meta)
@@ -137,7 +185,7 @@ int validate_meta(const objlog_object_meta *meta, char *errstr,
                  USER_META_MAX);
         return -1;
     }
-    return 0;
+    return validate_tags(meta, errstr, errstr_size);
 }
 
 int validate_version_id(const char *v, char *errstr, size_t errstr_size) {

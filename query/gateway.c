@@ -40,6 +40,7 @@
 
 #include "keycodec.h"
 #include "outcome.h"
+#include "producer_event.h"
 
 typedef struct gw_req gw_req;
 
@@ -839,7 +840,39 @@ void gateway_delete_bucket(http_ctx *c, const char *bucket) {
     gw_submitted(c, r, rc, err);
 }
 
-/* Fills meta from the body; -1 after replying. user_meta is malloc'd. */
+/* The string map o.field (absent or null: none) appended to pairs at *n;
+ * -1 after replying. The strings stay o's. */
+static int gw_parse_pairs(http_ctx *c, json_t *o, const char *field,
+                          objlog_user_meta *pairs, size_t *n) {
+    json_t *u = json_object_get(o, field);
+    if (!u || json_is_null(u))
+        return 0;
+    if (!json_is_object(u)) {
+        http_reply_error(c, 400, "InvalidArgument", "field %s must be an object", field);
+        return -1;
+    }
+    const char *name;
+    json_t *val;
+    json_object_foreach(u, name, val) {
+        if (!json_is_string(val)) {
+            http_reply_error(c, 400, "InvalidArgument", "field %s.%s must be a string",
+                             field, name);
+            return -1;
+        }
+        pairs[*n].name = name;
+        pairs[*n].value = json_string_value(val);
+        (*n)++;
+    }
+    return 0;
+}
+
+static size_t gw_map_size(json_t *o, const char *field) {
+    json_t *u = json_object_get(o, field);
+    return json_is_object(u) ? json_object_size(u) : 0;
+}
+
+/* Fills meta from the body; -1 after replying. *um (malloc'd) holds the
+ * user metadata, then the tags. */
 static int gw_parse_meta(http_ctx *c, json_t *o, objlog_object_meta *m,
                          objlog_user_meta **um) {
     json_t *size = json_object_get(o, "size");
@@ -859,27 +892,17 @@ static int gw_parse_meta(http_ctx *c, json_t *o, objlog_object_meta *m,
         gw_string_field(c, o, "storage_class", &m->storage_class) < 0 ||
         gw_string_field(c, o, "checksum", &m->checksum) < 0)
         return -1;
-    json_t *u = json_object_get(o, "user_metadata");
-    if (!u || json_is_null(u))
-        return 0;
-    if (!json_is_object(u)) {
-        http_reply_error(c, 400, "InvalidArgument", "field user_metadata must be an object");
+    *um = calloc(gw_map_size(o, "user_metadata") + gw_map_size(o, "tags") + 1,
+                 sizeof(**um));
+    if (!*um) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
         return -1;
     }
-    *um = calloc(json_object_size(u) + 1, sizeof(**um));
-    const char *name;
-    json_t *val;
-    json_object_foreach(u, name, val) {
-        if (!json_is_string(val)) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "field user_metadata.%s must be a string", name);
-            return -1;
-        }
-        (*um)[m->n_user_meta].name = name;
-        (*um)[m->n_user_meta].value = json_string_value(val);
-        m->n_user_meta++;
-    }
-    m->user_meta = *um;
+    if (gw_parse_pairs(c, o, "user_metadata", *um, &m->n_user_meta) < 0 ||
+        gw_parse_pairs(c, o, "tags", *um + m->n_user_meta, &m->n_tags) < 0)
+        return -1;
+    m->user_meta = m->n_user_meta ? *um : NULL;
+    m->tags = m->n_tags ? *um + m->n_user_meta : NULL;
     return 0;
 }
 
@@ -1196,5 +1219,17 @@ void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *ke
     int rc = objlog_producer_abort_upload(c->q->producer, bucket, (const char *)key, key_len,
                                           upload_id, &opts, gw_on_logged, r, err,
                                           sizeof(err));
+    gw_submitted(c, r, rc, err);
+}
+
+void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = producer_write_event(c->q->producer, ev, 0, &opts, gw_on_logged, r, err,
+                                  sizeof(err));
     gw_submitted(c, r, rc, err);
 }

@@ -593,6 +593,8 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
             read_usage(c, bucket);
         else
             http_method_not_allowed(c, "GET");
+    } else if (strcmp(slash, "/lifecycle") == 0 || strcmp(slash, "/lifecycle/status") == 0) {
+        lcapi_route(c, cmd, bucket, slash + strlen("/lifecycle"));
     } else if (strcmp(slash, "/quota") == 0) {
         if (cmd == EVHTTP_REQ_PUT)
             gateway_put_quota(c, bucket);
@@ -1068,7 +1070,9 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         objlog_query_destroy(q);
         return NULL;
     }
-    if (http_start_workers(q, conf->listen_fd_set ? conf->listen_fd : -1, errstr,
+    if (!(q->lc = lc_worker_new(q, conf->lifecycle_interval_ms,
+                                conf->lifecycle_clock_offset_ms, errstr, errstr_size)) ||
+        http_start_workers(q, conf->listen_fd_set ? conf->listen_fd : -1, errstr,
                            errstr_size) < 0) {
         objlog_query_destroy(q);
         return NULL;
@@ -1103,6 +1107,8 @@ void objlog_query_destroy(objlog_query *q) {
     /* Every request is answered; waiters blocked on the view return now,
      * and the producer's callbacks (which free expired requests) end
      * before the gateway does. */
+    lc_worker_destroy(q->lc); /* its waits are short: it sees stopping soon */
+    q->lc = NULL;
     objlog_materializer_cancel_waits(q->m);
     cluster_destroy(q->cluster);
     q->cluster = NULL;

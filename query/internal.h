@@ -198,6 +198,7 @@ struct objlog_query {
     atomic_uint_fast64_t ckpt_served, ckpt_bytes; /* answered 200, and their bytes */
     int nworkers;
     http_worker *workers;
+    struct lc_worker *lc;        /* lifecycle.c (issue 15) */
     admit *admit;                /* admission control (admit.c); NULL: off */
 };
 
@@ -570,6 +571,34 @@ typedef struct gateway_delete_item {
 int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
                             size_t n, gateway_sink *sink, void *arg);
 
+/* A prepared event (SetLifecycle: lcapi.c) through the same request
+ * path as every JSON write: ack=, timeout_ms=, request id, the answer. */
+void gateway_write_event(http_ctx *c, Objlog__Event *ev);
+
+/* ---- lifecycle.c (the worker) and lcapi.c (its HTTP API): issue 15 ---- */
+typedef struct lc_worker lc_worker;
+/* What the worker knows of one bucket with rules. */
+typedef struct lc_status {
+    char bucket[64];
+    uint32_t rules;
+    uint64_t due;                /* due at the last scan, less decided since */
+    int64_t oldest_due_ms;       /* worker clock; 0 none */
+    uint64_t expired, skipped;   /* Expire outcomes OK / LifecycleSkipped */
+    int64_t last_scan_ms;        /* worker clock */
+    uint64_t scans;
+    double last_rate;            /* Expire events decided per second, last pass */
+} lc_status;
+/* interval_ms 0: no thread (status answers "no scan yet"). */
+lc_worker *lc_worker_new(objlog_query *q, int interval_ms, int64_t clock_offset_ms,
+                         char *errstr, size_t errstr_size);
+void lc_worker_destroy(lc_worker *w);
+int64_t lc_worker_now_ms(const lc_worker *w); /* wall + the test offset */
+/* 1 with *out when the worker scanned bucket with rules, else 0. */
+int lc_worker_status(lc_worker *w, const char *bucket, lc_status *out);
+void lc_worker_metrics(FILE *f, lc_worker *w);
+/* /v1/buckets/{b}/lifecycle[/status]; rest: "" or "/status". */
+void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                 const char *rest);
 /* ---- admit.c: admission control (issue 15 item 3) ---- */
 typedef struct admit_conf {
     uint32_t bucket_rps, bucket_burst;  /* default per bucket; 0: none */
@@ -719,6 +748,20 @@ int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]);
  * lowercased into names, as S3 keeps them); -1 after 400. */
 #define S3_USER_META_MAX 64
 int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
+/* x-amz-tagging (a URL-encoded query string, "k1=v1&k2=v2", '+' a space)
+ * into m->tags: the decoded pairs live in tags until s3_tags_free (call
+ * it whatever s3_tags_parse returned). Absent: no tags, 0. More than
+ * S3_TAGS_MAX pairs (400 BadRequest, as S3), an empty or repeated key
+ * (400 InvalidTag): -1 after replying. The producer checks lengths and
+ * UTF-8 (400 InvalidArgument). */
+#define S3_TAGS_MAX 10
+typedef struct s3_tags {
+    char *decoded[2 * S3_TAGS_MAX]; /* key, value, ... (evhttp_uridecode) */
+    size_t n;
+    objlog_user_meta pairs[S3_TAGS_MAX];
+} s3_tags;
+int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m);
+void s3_tags_free(s3_tags *tags);
 /* Runs c (s3 set) again after its fence was parked (fence.c). */
 void s3_run(http_ctx *c);
 /* An error as S3 answers it: XML Error with Code, Message, Resource and

@@ -526,6 +526,7 @@ void metrics_get(http_ctx *c) {
     if (c->q->cluster)
         cluster_metrics(f, c->q->cluster);
     metrics_kafka(f, c->q);
+    lc_worker_metrics(f, c->q->lc);
     metrics_process(f);
     fclose(f);
     free(rows);

@@ -43,6 +43,8 @@ typedef struct objlogd_conf {
     int fetch_wait_ms;           /* -1: 2 embedded, 100 with --brokers */
     int ready_max_lag;           /* /readyz: max lag in messages */
     int test_apply_delay_ms;     /* test only: sleep per applied batch */
+    int lifecycle_interval_ms;   /* lifecycle worker period; 0 off (issue 15) */
+    long long test_lc_offset_ms; /* test only: the worker's clock offset */
     int test_no_stats;           /* bench only: no stats view */
     int max_timeout_ms;          /* largest per-request timeout_ms */
     const char *group;           /* consumer group; NULL: objlogd_group() */
@@ -103,11 +105,16 @@ static void usage(FILE *f) {
             "               [--slowdown-lag N] (writes to a partition lagging more than N\n"
             "                events get 503 SlowDown; 0 = off, the default)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
+            "               [--lifecycle-interval-ms N] (lifecycle scan period, default\n"
+            "                60000; 0: no lifecycle worker)\n"
+            "               [--test-lifecycle-clock-offset-ms N (tests only: the lifecycle\n"
+            "                worker's clock runs N ms ahead, and so do its Expire events)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
             "                needs an empty --data, which it marks as unusable with stats)]\n"
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA OBJLOG_GROUP\n"
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
+            "     OBJLOG_LIFECYCLE_INTERVAL_MS OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
@@ -115,6 +122,19 @@ static void usage(FILE *f) {
             "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
             "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
+}
+
+/* A clock offset in ms: 0 .. 100 years. */
+static int parse_offset(const char *flag, const char *v, long long *out) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || end == v || *end || n < 0 || n > 36500LL * 86400000LL) {
+        fprintf(stderr, "objlogd: %s must be 0..3153600000000 (ms), not %s\n", flag, v);
+        return -1;
+    }
+    *out = n;
+    return 0;
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -258,6 +278,12 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_TEST_APPLY_DELAY_MS")) && *v &&
         parse_int("OBJLOG_TEST_APPLY_DELAY_MS", v, 0, 60000, &c->test_apply_delay_ms) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_LIFECYCLE_INTERVAL_MS")) && *v &&
+        parse_int("OBJLOG_LIFECYCLE_INTERVAL_MS", v, 0, 86400000, &c->lifecycle_interval_ms) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS")) && *v &&
+        parse_offset("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS", v, &c->test_lc_offset_ms) < 0)
+        return -1;
     return 0;
 }
 
@@ -269,7 +295,8 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
-    OPT_S3_BLOB_URL, OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
+    OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS,
+    OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
 
 static const struct option objlogd_options[] = {
@@ -290,6 +317,8 @@ static const struct option objlogd_options[] = {
     {"max-timeout-ms", required_argument, NULL, OPT_MAX_TIMEOUT_MS},
     {"test-apply-delay-ms", required_argument, NULL, OPT_TEST_APPLY_DELAY_MS},
     {"test-no-stats", no_argument, NULL, OPT_TEST_NO_STATS},
+    {"lifecycle-interval-ms", required_argument, NULL, OPT_LIFECYCLE_INTERVAL_MS},
+    {"test-lifecycle-clock-offset-ms", required_argument, NULL, OPT_TEST_LC_OFFSET_MS},
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
@@ -346,6 +375,9 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_MAX_TIMEOUT_MS: return parse_int(flag, v, 1, 3600000, &c->max_timeout_ms);
     case OPT_TEST_APPLY_DELAY_MS:
         return parse_int(flag, v, 0, 60000, &c->test_apply_delay_ms);
+    case OPT_LIFECYCLE_INTERVAL_MS:
+        return parse_int(flag, v, 0, 86400000, &c->lifecycle_interval_ms);
+    case OPT_TEST_LC_OFFSET_MS: return parse_offset(flag, v, &c->test_lc_offset_ms);
     case OPT_LISTEN: return parse_listen(flag, v, c);
     case OPT_MAX_CONNECTIONS: return parse_int(flag, v, 1, 1000000, &c->max_connections);
     case OPT_REQUEST_TIMEOUT_MS:
@@ -780,6 +812,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_credentials = c->s3_credentials,
                             .s3_anonymous = c->s3_anonymous,
                             .s3_blob_url = c->s3_blob_url,
+                            .lifecycle_interval_ms = c->lifecycle_interval_ms,
+                            .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
                             .rate_limit_bucket_rps = (unsigned)c->rl_bucket[0],
                             .rate_limit_bucket_burst = (unsigned)c->rl_bucket[1],
                             .rate_limit_tenant_rps = (unsigned)c->rl_tenant[0],
@@ -815,6 +849,7 @@ int main(int argc, char **argv) {
     objlogd_conf c = {.topic = "objlog.events", .partitions = 8,
                       .data = "./objlog-data", .host = "127.0.0.1", .port = 8080,
                       .threads = 4, .fetch_wait_ms = -1,
+                      .lifecycle_interval_ms = 60000,
                       .ready_max_lag = QUERY_READY_MAX_LAG_DEFAULT,
                       .max_timeout_ms = 30000};
     int rc = conf_from_env(&c);

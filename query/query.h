@@ -71,6 +71,10 @@ typedef struct objlog_query_conf {
                                     own secret. Nodes of a cluster share one
                                     (objlogd --token-secret-file), so a
                                     token outlives its partition's move */
+    int lifecycle_interval_ms;   /* lifecycle worker scan period (issue 15);
+                                    0: no worker */
+    long long lifecycle_clock_offset_ms; /* tests only: the worker's clock is
+                                    wall + this (objects look days old) */
     /* Admission control (issue 15 item 3; query/admit.c); 0: off. */
     unsigned rate_limit_bucket_rps, rate_limit_bucket_burst; /* default */
     unsigned rate_limit_tenant_rps, rate_limit_tenant_burst;

@@ -183,7 +183,7 @@ static json_t *read_version_json(const view_version *v) {
 
 /* GET's body, written straight (jsonw.c) rather than built with jansson:
  * the fields of a listing's version (read_version_json), then bucket,
- * content_type, blob_id, checksum, user_metadata and delete_marker. */
+ * content_type, blob_id, checksum, user_metadata, tags and delete_marker. */
 static void read_object_body(http_ctx *c, const char *bucket, const view_version *v) {
     const Objlog__ObjectMeta *m = v->record->meta;
     char ts[40];
@@ -203,6 +203,10 @@ static void read_object_body(http_ctx *c, const char *bucket, const view_version
     jsonw_object_begin(&w, "user_metadata");
     for (size_t i = 0; m && i < m->n_user_metadata; i++)
         jsonw_str(&w, m->user_metadata[i]->name, m->user_metadata[i]->value);
+    jsonw_object_end(&w);
+    jsonw_object_begin(&w, "tags");
+    for (size_t i = 0; m && i < m->n_tags; i++)
+        jsonw_str(&w, m->tags[i]->name, m->tags[i]->value);
     jsonw_object_end(&w);
     jsonw_bool(&w, "delete_marker", v->delete_marker);
     if (jsonw_finish(&w) < 0)

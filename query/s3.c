@@ -665,6 +665,11 @@ static void s3_object_headers(http_ctx *c, const view_version *v) {
         snprintf(name, sizeof(name), "x-amz-meta-%s", m->user_metadata[i]->name);
         http_add_header(c, name, m->user_metadata[i]->value);
     }
+    if (m && m->n_tags) {
+        char count[24];
+        snprintf(count, sizeof(count), "%zu", m->n_tags);
+        http_add_header(c, "x-amz-tagging-count", count);
+    }
 }
 
 /* {bucket}, {key}, {version_id} and {blob_id} of the template, each
@@ -803,6 +808,75 @@ int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]
     return 0;
 }
 
+static int s3_tag_dup(http_ctx *c, s3_tags *tags, const char *s, size_t n) {
+    char *raw = strndup(s, n);
+    char *d = raw ? evhttp_uridecode(raw, 1, NULL) : NULL;
+    free(raw);
+    if (!d) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    tags->decoded[2 * tags->n + (tags->pairs[tags->n].name ? 1 : 0)] = d;
+    return 0;
+}
+
+/* One "key=value" of x-amz-tagging into tags->pairs[tags->n]. */
+static int s3_tag_one(http_ctx *c, s3_tags *tags, const char *s, size_t n) {
+    const char *eq = memchr(s, '=', n);
+    size_t kn = eq ? (size_t)(eq - s) : n;
+    if (s3_tag_dup(c, tags, s, kn) < 0)
+        return -1;
+    objlog_user_meta *t = &tags->pairs[tags->n];
+    t->name = tags->decoded[2 * tags->n];
+    if (s3_tag_dup(c, tags, eq ? eq + 1 : s + n, eq ? n - kn - 1 : 0) < 0)
+        return -1;
+    t->value = tags->decoded[2 * tags->n + 1];
+    if (!*t->name) {
+        http_reply_error(c, 400, "InvalidTag", "The TagKey you have provided is invalid");
+        return -1;
+    }
+    for (size_t j = 0; j < tags->n; j++) {
+        if (!strcmp(tags->pairs[j].name, t->name)) {
+            http_reply_error(c, 400, "InvalidTag",
+                             "Cannot provide multiple Tags with the same key");
+            return -1;
+        }
+    }
+    tags->n++;
+    return 0;
+}
+
+int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m) {
+    memset(tags, 0, sizeof(*tags));
+    m->tags = NULL;
+    m->n_tags = 0;
+    const char *h = s3_header(c, "x-amz-tagging");
+    if (!h || !*h)
+        return 0;
+    for (const char *p = h;;) {
+        const char *amp = strchr(p, '&');
+        size_t n = amp ? (size_t)(amp - p) : strlen(p);
+        if (tags->n == S3_TAGS_MAX) {
+            http_reply_error(c, 400, "BadRequest", "Object tags cannot be greater than %d",
+                             S3_TAGS_MAX);
+            return -1;
+        }
+        if (s3_tag_one(c, tags, p, n) < 0)
+            return -1;
+        if (!amp)
+            break;
+        p = amp + 1;
+    }
+    m->tags = tags->pairs;
+    m->n_tags = tags->n;
+    return 0;
+}
+
+void s3_tags_free(s3_tags *tags) {
+    for (size_t i = 0; i < 2 * S3_TAGS_MAX; i++)
+        free(tags->decoded[i]);
+}
+
 static void s3_put_object(http_ctx *c, const s3_target *t) {
     const char *sha = s3_header(c, "x-amz-content-sha256");
     if (!t->body && sha && strncmp(sha, "STREAMING-", 10) == 0) {
@@ -844,8 +918,12 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
                                .blob_id = s3_header(c, "x-objlog-blob-id"),
                                .storage_class = s3_header(c, "x-amz-storage-class"),
                                .user_meta = um, .n_user_meta = nm};
-    c->s3_op = S3_OP_PUT_OBJECT;
-    gateway_put_object_meta(c, t->bucket, (const uint8_t *)t->key, t->key_len, &meta);
+    s3_tags tags;
+    if (s3_tags_parse(c, &tags, &meta) == 0) {
+        c->s3_op = S3_OP_PUT_OBJECT;
+        gateway_put_object_meta(c, t->bucket, (const uint8_t *)t->key, t->key_len, &meta);
+    }
+    s3_tags_free(&tags);
 }
 
 static void s3_delete_object(http_ctx *c, const s3_target *t) {

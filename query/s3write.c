@@ -253,8 +253,13 @@ void s3_create_upload(http_ctx *c, const s3_request *r) {
                                .blob_id = s3_header(c, "x-objlog-blob-id"),
                                .storage_class = s3_header(c, "x-amz-storage-class"),
                                .user_meta = um, .n_user_meta = nm};
-    c->s3_op = S3_OP_CREATE_UPLOAD;
-    gateway_create_upload_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
+    s3_tags tags;
+    if (s3_tags_parse(c, &tags, &meta) == 0) {
+        c->s3_op = S3_OP_CREATE_UPLOAD;
+        gateway_create_upload_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
+                                   &meta);
+    }
+    s3_tags_free(&tags);
 }
 
 void s3_upload_part(http_ctx *c, const s3_request *r) {
@@ -517,11 +522,37 @@ static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
     return 0;
 }
 
+/* The tags of the copy: the source's (x-amz-tagging-directive COPY, the
+ * default) or x-amz-tagging's (REPLACE). -1 after replying. */
+static int s3w_copy_tags(http_ctx *c, const view_version *ver, s3_tags *tags,
+                         objlog_object_meta *m) {
+    const char *dir = s3_header(c, "x-amz-tagging-directive");
+    if (dir && strcmp(dir, "REPLACE") == 0)
+        return s3_tags_parse(c, tags, m);
+    if (s3_tags_parse(c, tags, m) < 0) /* initialises tags; a header is ignored */
+        return -1;
+    const Objlog__ObjectMeta *sm = ver->record ? ver->record->meta : NULL;
+    size_t n = 0;
+    for (; sm && n < sm->n_tags && n < S3_TAGS_MAX; n++) {
+        tags->pairs[n].name = sm->tags[n]->name;
+        tags->pairs[n].value = sm->tags[n]->value;
+    }
+    m->tags = n ? tags->pairs : NULL;
+    m->n_tags = n;
+    return 0;
+}
+
 void s3_copy_object(http_ctx *c, const s3_request *r) {
     const char *dir = s3_header(c, "x-amz-metadata-directive");
     if (dir && strcmp(dir, "COPY") != 0 && strcmp(dir, "REPLACE") != 0) {
         http_reply_error(c, 400, "InvalidArgument",
                          "Unknown metadata directive: must be COPY or REPLACE");
+        return;
+    }
+    const char *tdir = s3_header(c, "x-amz-tagging-directive");
+    if (tdir && strcmp(tdir, "COPY") != 0 && strcmp(tdir, "REPLACE") != 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "Unknown tagging directive: must be COPY or REPLACE");
         return;
     }
     int replace = dir && strcmp(dir, "REPLACE") == 0;
@@ -535,6 +566,8 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
     objlog_object_meta meta;
     objlog_user_meta um[S3_USER_META_MAX];
     static __thread char names[S3_USER_META_MAX][256];
+    s3_tags tags;
+    memset(&tags, 0, sizeof(tags));
     if (strcmp(s.bucket, r->bucket) == 0 && s.key_len == r->key_len &&
         memcmp(s.key, r->key, s.key_len) == 0 && !replace &&
         !s3_header(c, "x-amz-storage-class")) {
@@ -545,13 +578,15 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
     } else if (!s3w_copy_conditions(c, &ver)) {
         http_reply_error(c, 412, "PreconditionFailed",
                          "At least one of the pre-conditions you specified did not hold");
-    } else if (s3w_copy_meta(c, &ver, replace, &meta, um, names) == 0) {
+    } else if (s3w_copy_meta(c, &ver, replace, &meta, um, names) == 0 &&
+               s3w_copy_tags(c, &ver, &tags, &meta) == 0) {
         /* Set before the write: an error answer names the source too. */
         if (strcmp(ver.version_id, "null") != 0)
             http_add_header(c, "x-amz-copy-source-version-id", ver.version_id);
         c->s3_op = S3_OP_COPY_OBJECT;
         gateway_put_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
     }
+    s3_tags_free(&tags);
     view_version_free(&ver);
     free(s.key);
 }

@@ -14,3 +14,7 @@ target_include_directories(test_stats PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_checkpoint SOURCES test_checkpoint.c partdump.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_checkpoint PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+# Lifecycle rules decided by the state machine (issue 15, item 1).
+objlog_add_test(test_lifecycle_apply SOURCES test_lifecycle_apply.c stats_recount.c
+  LIBS objlog_materializer objlog_testkit TIMEOUT 120)
+target_include_directories(test_lifecycle_apply PRIVATE ${CMAKE_SOURCE_DIR}/materializer)

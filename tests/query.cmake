@@ -51,6 +51,12 @@ objlog_add_test(test_s3_model_wire SOURCES test_s3_model_wire.c TIMEOUT 300
 if(TARGET test_s3_model_wire)
   add_dependencies(test_s3_model_wire objlogd)
 endif()
+# Lifecycle end to end (issue 15, item 1): objlogd processes on a
+# --kafka-only log, the worker with its test clock offset, a SIGKILL while
+# the backlog drains, the CLI.
+objlog_add_test(test_lifecycle_objlogd SOURCES test_lifecycle_objlogd.c TIMEOUT 240
+  LIBS objlog_testkit PkgConfig::CURL)
+add_dependencies(test_lifecycle_objlogd objlogd objlog)
 # Admission control (issue 15 item 3): the token bucket and the decision on a
 # fake clock, SetRateLimit in the state machine, and `objlogd` processes for
 # 503 SlowDown on the JSON API and the S3 endpoint, replay, the tenant flag,

@@ -159,7 +159,8 @@ static void test_mb_put_get_head(void **state) {
 
     assert_ok(objlog("put", "photos", "2026/a b.jpg", "--size", "123", "--etag", "abc",
                      "--content-type", "image/jpeg", "--blob-id", "blob-1",
-                     "--meta", "owner=alice", "--meta", "camera=x100", NULL));
+                     "--meta", "owner=alice", "--meta", "camera=x100", "--tag",
+                     "team=blue sky", NULL));
     line_value(g_out, "version_id", vid, sizeof(vid));
     line_value(g_out, "token", tok, sizeof(tok));
     token_part tp[4];
@@ -172,6 +173,8 @@ static void test_mb_put_get_head(void **state) {
     json_t *j = json_out();
     assert_string_equal(js(j, "version_id"), vid);
     assert_string_equal(js(j, "key"), "2026/a b.jpg");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "tags"), "team")),
+                        "blue sky");
     char lm[64];
     snprintf(lm, sizeof(lm), "%s", js(j, "last_modified"));
     json_decref(j);
@@ -180,14 +183,14 @@ static void test_mb_put_get_head(void **state) {
     snprintf(want, sizeof(want),
              "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123 B\netag: abc\n"
              "content_type: image/jpeg\nblob_id: blob-1\nstorage_class: STANDARD\n"
-             "last_modified: %s\nmeta.owner: alice\nmeta.camera: x100\n",
+             "last_modified: %s\nmeta.owner: alice\nmeta.camera: x100\ntag.team: blue sky\n",
              vid, lm);
     /* user metadata order is the server's; accept either order */
     if (strcmp(g_out, want) != 0)
         snprintf(want, sizeof(want),
                  "bucket: photos\nkey: 2026/a b.jpg\nversion_id: %s\nsize: 123 B\netag: abc\n"
                  "content_type: image/jpeg\nblob_id: blob-1\nstorage_class: STANDARD\n"
-                 "last_modified: %s\nmeta.camera: x100\nmeta.owner: alice\n",
+                 "last_modified: %s\nmeta.camera: x100\nmeta.owner: alice\ntag.team: blue sky\n",
                  vid, lm);
     assert_string_equal(g_out, want);
 
@@ -348,6 +351,17 @@ static void test_errors_name_the_problem(void **state) {
     assert_int_equal(objlog("put", "errs", "k", "--size", "lots", NULL), 2);
     assert_int_equal(objlog("ls", "errs", "--bogus", NULL), 2);
     assert_int_equal(objlog("mb", "errs2", "--versioning", "Sometimes", NULL), 2);
+    assert_int_equal(objlog("put", "errs", "k", "--tag", "=v", NULL), 2);
+    assert_non_null(strstr(g_err, "--tag takes name=value, not \"=v\""));
+    assert_int_equal(objlog("put", "errs", "k", "--tag", "a=\xc0", NULL), 2);
+    assert_non_null(strstr(g_err, "--tag \"a=\xc0\": name and value must be UTF-8"));
+    assert_int_equal(objlog("put", "errs", "k", "--meta", "\xc0=v", NULL), 2);
+    /* a tag the server refuses: exit 1 with its reason */
+    char long_tag[200];
+    memset(long_tag, 'k', 129);
+    snprintf(long_tag + 129, sizeof(long_tag) - 129, "=v");
+    assert_int_equal(objlog("put", "errs", "k", "--tag", long_tag, NULL), 1);
+    assert_err_prefix("objlog: put errs/k: InvalidArgument: invalid tag \"kkkk");
 
     /* nothing listening: exit 1 and the URL in the message */
     char *argv[] = {g_srv.objlog, "--url", "http://127.0.0.1:1", "get", "b", "k", NULL};

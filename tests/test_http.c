@@ -277,7 +277,8 @@ static void test_put_get_head(void **state) {
     req(e, "PUT", "/v1/buckets/photos/objects/cat.jpg",
         "{\"size\":1234,\"etag\":\"abc\",\"content_type\":\"image/jpeg\","
         "\"blob_id\":\"blob-1\",\"storage_class\":\"GLACIER\",\"checksum\":\"crc\","
-        "\"user_metadata\":{\"color\":\"black\"}}", NULL, &r);
+        "\"user_metadata\":{\"color\":\"black\"},\"tags\":{\"team\":\"a b\",\"x\":\"\"}}",
+        NULL, &r);
     assert_int_equal(r.status, 200);
     assert_string_equal(jstr(&r, "version_id", NULL), "null");
     assert_string_equal(jstr(&r, "etag", NULL), "abc");
@@ -299,6 +300,9 @@ static void test_put_get_head(void **state) {
     assert_string_equal(jstr(&r, "storage_class", NULL), "GLACIER");
     assert_string_equal(jstr(&r, "checksum", NULL), "crc");
     assert_string_equal(jstr(&r, "user_metadata", "color"), "black");
+    assert_int_equal(json_object_size(json_object_get(r.json, "tags")), 2);
+    assert_string_equal(jstr(&r, "tags", "team"), "a b");
+    assert_string_equal(jstr(&r, "tags", "x"), "");
     assert_false(json_is_true(json_object_get(r.json, "delete_marker")));
     assert_int_equal(strlen(jstr(&r, "last_modified", NULL)), 24);
     assert_non_null(header(&r, "X-Objlog-Applied", h, sizeof(h)));
@@ -756,6 +760,13 @@ static void test_bad_inputs(void **state) {
         {"PUT", "/v1/buckets/bad/objects/k", "{\"etag\":5}", 400, "InvalidArgument"},
         {"PUT", "/v1/buckets/bad/objects/k", "{\"user_metadata\":{\"a\":1}}", 400,
          "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad/objects/k", "{\"tags\":[\"a\"]}", 400, "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad/objects/k", "{\"tags\":{\"a\":true}}", 400,
+         "InvalidArgument"},
+        {"PUT", "/v1/buckets/bad/objects/k",
+         "{\"tags\":{\"1\":\"\",\"2\":\"\",\"3\":\"\",\"4\":\"\",\"5\":\"\",\"6\":\"\",\"7\":\"\","
+         "\"8\":\"\",\"9\":\"\",\"10\":\"\",\"11\":\"\"}}",
+         400, "InvalidArgument"},
         {"PUT", "/v1/buckets/bad", "{\"versioning\":\"Sometimes\"}", 400, "InvalidArgument"},
         {"PUT", "/v1/buckets/bad", "{", 400, "MalformedJSON"},
         {"PUT", "/v1/buckets/bad", NULL, 409, "BucketAlreadyExists"},

@@ -647,6 +647,43 @@ static void test_bad_arguments_rejected_up_front(void **state) {
     assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &meta, NULL,
                                                 count_cb, NULL, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "metadata"));
+    /* Tags as S3's tag set: at most 10, keys 1..128 and values 0..256
+     * bytes of UTF-8, keys unique; each refusal names the problem. */
+    objlog_user_meta tags[11];
+    char tk[11][8];
+    for (int i = 0; i < 11; i++) {
+        snprintf(tk[i], sizeof(tk[i]), "t%d", i);
+        tags[i].name = tk[i];
+        tags[i].value = "v";
+    }
+    objlog_object_meta tm = {.tags = tags, .n_tags = 11};
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &tm, NULL, count_cb,
+                                                NULL, err, sizeof(err)), -1);
+    assert_string_equal(err, "invalid tags: 11 tags, the limit is 10");
+    tags[1].name = "t0";
+    tm.n_tags = 2;
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &tm, NULL, count_cb,
+                                                NULL, err, sizeof(err)), -1);
+    assert_string_equal(err, "invalid tags: key \"t0\" given twice");
+    tags[1].name = "";
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &tm, NULL, count_cb,
+                                                NULL, err, sizeof(err)), -1);
+    assert_string_equal(err, "invalid tag 1: key and value required");
+    name[129] = '\0';
+    tags[1].name = name;
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &tm, NULL, count_cb,
+                                                NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "key 129 bytes (limit 128)"));
+    tags[1].name = "t1";
+    tags[1].value = "\xc0\xaf";
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &tm, NULL, count_cb,
+                                                NULL, err, sizeof(err)), -1);
+    assert_string_equal(err, "invalid tag 1: not valid UTF-8");
+    tm.tags = NULL;
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &tm, NULL, count_cb,
+                                                NULL, err, sizeof(err)), -1);
+    assert_string_equal(err, "invalid tags: NULL list");
+    name[129] = 'n';
     /* The edges of the limits are accepted: 1024-byte key, 2 KiB metadata,
      * 3- and 63-char buckets, a "null" version id, multi-byte UTF-8. */
     name[2047] = '\0';
@@ -693,8 +730,9 @@ static void test_issue3_events(void **state) {
     assert_int_equal(objlog_producer_delete_bucket_sync(p, "photos", NULL, &r[2], err,
                                                         sizeof(err)), 0);
     objlog_user_meta um[2] = {{"color", "red"}, {"owner", "ann"}};
+    objlog_user_meta tg[2] = {{"project", "x1"}, {"empty", ""}};
     objlog_object_meta meta = {.content_type = "video/mp4", .storage_class = "GLACIER",
-                               .user_meta = um, .n_user_meta = 2};
+                               .user_meta = um, .n_user_meta = 2, .tags = tg, .n_tags = 2};
     assert_int_equal(objlog_producer_create_upload_sync(p, "photos", "big/f\0x", 7,
                                                         &meta, NULL, &r[3], err,
                                                         sizeof(err)), 0);
@@ -767,6 +805,11 @@ static void test_issue3_events(void **state) {
     assert_string_equal(om->user_metadata[0]->value, "red");
     assert_string_equal(om->user_metadata[1]->name, "owner");
     assert_string_equal(om->user_metadata[1]->value, "ann");
+    assert_int_equal(om->n_tags, 2);
+    assert_string_equal(om->tags[0]->name, "project");
+    assert_string_equal(om->tags[0]->value, "x1");
+    assert_string_equal(om->tags[1]->name, "empty");
+    assert_string_equal(om->tags[1]->value, "");
 
     e = event_of(7, evs, OBJLOG__EVENT__OP_UPLOAD_PART);
     assert_memory_equal(e->request_id.data, r[4].request_id, 16);

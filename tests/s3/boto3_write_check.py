@@ -229,6 +229,30 @@ check(error_code(lambda: s3.copy_object(Bucket=BUCKET, Key="dst/one",
                                         CopySource={"Bucket": BUCKET, "Key": "dst/one"})) == "InvalidRequest",
       "copy onto itself without a change")
 
+# --- Object tags (x-amz-tagging): PutObject, CopyObject (COPY and REPLACE),
+# CreateMultipartUpload; GetObject's TagCount; the JSON API shows them
+s3.put_object(Bucket=BUCKET, Key="tag/a", Body=b"t", Tagging="team=blue%20sky&cost=&x%2By=1")
+check(json_object("tag/a")["tags"] == {"team": "blue sky", "cost": "", "x+y": "1"},
+      "tags through x-amz-tagging %r" % json_object("tag/a")["tags"])
+with urllib.request.urlopen(urllib.request.Request(S3_URL + "/%s/tag/a" % BUCKET, method="HEAD")) as r:
+    check(r.headers["x-amz-tagging-count"] == "3", "x-amz-tagging-count %r" % r.headers)
+s3.copy_object(Bucket=BUCKET, Key="tag/b", CopySource={"Bucket": BUCKET, "Key": "tag/a"})
+check(json_object("tag/b")["tags"] == {"team": "blue sky", "cost": "", "x+y": "1"}, "COPY keeps tags")
+s3.copy_object(Bucket=BUCKET, Key="tag/c", CopySource={"Bucket": BUCKET, "Key": "tag/a"},
+               TaggingDirective="REPLACE", Tagging="only=one")
+check(json_object("tag/c")["tags"] == {"only": "one"}, "REPLACE sets tags")
+up = s3.create_multipart_upload(Bucket=BUCKET, Key="tag/mp", Tagging="m=1")["UploadId"]
+part = s3.upload_part(Bucket=BUCKET, Key="tag/mp", UploadId=up, PartNumber=1, Body=b"p")
+s3.complete_multipart_upload(Bucket=BUCKET, Key="tag/mp", UploadId=up, MultipartUpload={
+    "Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+check(json_object("tag/mp")["tags"] == {"m": "1"}, "multipart keeps the upload's tags")
+too_many = "&".join("k%d=v" % i for i in range(11))
+for tagging, code in [(too_many, "BadRequest"), ("a=1&a=2", "InvalidTag"), ("=v", "InvalidTag"),
+                      ("k" * 129 + "=v", "InvalidArgument")]:
+    st, text = raw("PUT", "/%s/tag/bad" % BUCKET, b"x", {"x-amz-tagging": tagging})
+    check(st == 400 and "<Code>%s</Code>" % code in text, "tagging %r: %d %s" % (tagging[:20], st, text))
+check(error_code(lambda: s3.get_object(Bucket=BUCKET, Key="tag/bad")) == "NoSuchKey", "bad tags write nothing")
+
 # --- DeleteObjects
 for k in ["del/a", "del/b", "del/c"]:
     s3.put_object(Bucket=BUCKET, Key=k, Body=b"d")

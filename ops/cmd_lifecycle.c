@@ -1,0 +1,168 @@
+/* cmd_lifecycle.c: objlog lifecycle set|get|delete|status (issue 15): a
+ * bucket's lifecycle rules over /v1/buckets/{b}/lifecycle and the
+ * worker's backlog over /v1/buckets/{b}/lifecycle/status. The rules file
+ * is the API's JSON, sent as is: the server is the one place that checks
+ * it, so the CLI can never accept what objlogd refuses. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names_b[] = {"BUCKET", "FILE"};
+
+/* The whole file (or stdin for "-"), NUL-terminated; NULL with why. */
+static char *lc_read_file(const char *path, char *why, size_t wn) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        snprintf(why, wn, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    if (f != stdin)
+        fclose(f);
+    if (!buf) {
+        snprintf(why, wn, "out of memory");
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Options and exactly `npos` positionals; -1 with *rc when done. */
+static int lc_args(cli *c, int argc, char **argv, const char **pos, int npos, int *rc) {
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = cli_getopt(c, argc, argv, opts, rc)) >= 0)
+        ;
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, npos, npos, names_b, rc) < 0)
+        return -1;
+    return 0;
+}
+
+static int lc_write(cli *c, const char *bucket, const char *method, const char *body) {
+    char *url = cli_bucket_url(c, bucket, "/lifecycle");
+    if (!url)
+        return cli_fail(c, bucket, "InternalError", "out of memory", 0, NULL);
+    static const char *const hdrs[] = {"Content-Type: application/json", NULL};
+    cli_resp r;
+    int rc = cli_request(c, bucket, method, url, body, hdrs, &r);
+    free(url);
+    if (rc)
+        return rc;
+    json_t *j = cli_parse_json(c, bucket, &r, &rc);
+    cli_resp_free(&r);
+    if (!j)
+        return rc;
+    if (c->json)
+        cli_print_json(j);
+    else {
+        printf("lifecycle %s: %s\n", strcmp(method, "PUT") == 0 ? "set" : "deleted", bucket);
+        json_decref(j);
+    }
+    return 0;
+}
+
+static int cmd_set(cli *c, int argc, char **argv) {
+    const char *pos[2];
+    int rc = 0;
+    if (lc_args(c, argc, argv, pos, 2, &rc) < 0)
+        return rc;
+    char why[512];
+    char *body = lc_read_file(pos[1], why, sizeof(why));
+    if (!body)
+        return cli_usage_error(c, "cannot read the rules: %s", why);
+    json_error_t jerr;
+    json_t *j = json_loads(body, 0, &jerr);
+    if (!j) {
+        free(body);
+        return cli_usage_error(c, "%s is not JSON: line %d: %s", pos[1], jerr.line,
+                               jerr.text);
+    }
+    json_decref(j);
+    rc = lc_write(c, pos[0], "PUT", body);
+    free(body);
+    return rc;
+}
+
+static int cmd_delete(cli *c, int argc, char **argv) {
+    const char *pos[1];
+    int rc = 0;
+    if (lc_args(c, argc, argv, pos, 1, &rc) < 0)
+        return rc;
+    return lc_write(c, pos[0], "DELETE", NULL);
+}
+
+static int cmd_get(cli *c, int argc, char **argv) {
+    const char *pos[1];
+    int rc = 0;
+    if (lc_args(c, argc, argv, pos, 1, &rc) < 0)
+        return rc;
+    json_t *j = cli_get_json(c, pos[0], cli_bucket_url(c, pos[0], "/lifecycle"), &rc);
+    if (!j)
+        return rc;
+    /* Either way JSON: it is what `set` takes back. */
+    char *s = json_dumps(j, c->json ? JSON_COMPACT : JSON_INDENT(2));
+    json_decref(j);
+    if (s)
+        puts(s);
+    free(s);
+    return 0;
+}
+
+static int cmd_status(cli *c, int argc, char **argv) {
+    const char *pos[1];
+    int rc = 0;
+    if (lc_args(c, argc, argv, pos, 1, &rc) < 0)
+        return rc;
+    json_t *j = cli_get_json(c, pos[0], cli_bucket_url(c, pos[0], "/lifecycle/status"), &rc);
+    if (!j)
+        return rc;
+    if (c->json) {
+        cli_print_json(j);
+        return 0;
+    }
+    cli_print_flat("", j);
+    json_decref(j);
+    return 0;
+}
+
+const cli_cmd cli_lifecycle_cmds[] = {
+    {"set", "lifecycle set", cmd_set,
+     "usage: objlog lifecycle set BUCKET FILE.json   (FILE - : stdin)\n"
+     "Replaces the bucket's lifecycle rules with FILE's {\"rules\":[...]}, e.g.\n"
+     "  {\"rules\":[{\"id\":\"logs\",\"status\":\"Enabled\",\"filter\":{\"prefix\":\"logs/\"},\n"
+     "             \"expiration\":{\"days\":30},\n"
+     "             \"noncurrent_version_expiration\":{\"noncurrent_days\":7}}]}\n"
+     "Filter: prefix, tags {K:V}, user_metadata {K:V}, size_greater_than,\n"
+     "size_less_than. Actions: expiration {days|date|expired_object_delete_marker},\n"
+     "noncurrent_version_expiration {noncurrent_days, newer_noncurrent_versions},\n"
+     "abort_incomplete_multipart_upload {days_after_initiation}.\n",
+     NULL},
+    {"get", "lifecycle get", cmd_get,
+     "usage: objlog lifecycle get BUCKET\nPrints the rules as JSON (what set takes).\n",
+     NULL},
+    {"delete", "lifecycle delete", cmd_delete,
+     "usage: objlog lifecycle delete BUCKET\nRemoves the bucket's lifecycle rules.\n",
+     NULL},
+    {"status", "lifecycle status", cmd_status,
+     "usage: objlog lifecycle status BUCKET\n"
+     "The lifecycle backlog: items due and not yet expired, the oldest due age,\n"
+     "expirations so far and per second (as the lifecycle worker last saw them).\n",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
