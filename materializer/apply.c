@@ -43,6 +43,11 @@
  *                     for all buckets: BucketNotEmpty.)
  *      SetVersioning  missing -> NoSuchBucket; Unversioned once Enabled or
  *                     Suspended -> InvalidArgument; else OK
+ *      SetRateLimit   missing -> NoSuchBucket; no limit, a rate or burst
+ *                     over 1,000,000, or a burst without a rate ->
+ *                     InvalidArgument; else OK (ratelimit.c; enforced at
+ *                     the edge, query/admit.c, never by the state machine)
+ *      DeleteRateLimit missing -> NoSuchBucket; else OK (default again)
  *      SetQuota       missing -> NoSuchBucket; else OK (the new quota
  *                     applies from the next event; usage above it stays)
  *      PutObject      empty key -> InvalidArgument; missing bucket ->
@@ -623,6 +628,8 @@ static int is_bucket_op(const Objlog__Event *ev) {
     case OBJLOG__EVENT__OP_DELETE_BUCKET:
     case OBJLOG__EVENT__OP_SET_VERSIONING:
     case OBJLOG__EVENT__OP_SET_QUOTA:
+    case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
+    case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
     case OBJLOG__EVENT__OP_SET_LIFECYCLE:
     case OBJLOG__EVENT__OP_PUT_INDEX:
     case OBJLOG__EVENT__OP_DROP_INDEX:
@@ -1313,14 +1320,15 @@ static int op_delete_bucket(apply_ev *a) {
     return 0;
 }
 
-/* SetVersioning, SetQuota and SetLifecycle: read-modify-write of the
- * bucket record. */
+/* SetVersioning, SetQuota, SetLifecycle and the rate limit (ratelimit.c):
+ * read-modify-write of the bucket record. */
 static int op_bucket_settings(apply_ev *a) {
     Objlog__BucketRecord *r;
     int rc = require_bucket(a, &r);
     if (rc <= 0)
         return rc;
     Objlog__Quota *old_quota = r->quota;
+    Objlog__RateLimit *old_limit = r->rate_limit;
     size_t old_nlc = r->n_lifecycle;
     Objlog__LifecycleRule **old_lc = r->lifecycle;
     if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
@@ -1339,11 +1347,17 @@ static int op_bucket_settings(apply_ev *a) {
             objlog__bucket_record__free_unpacked(r, NULL);
             return 0;
         }
-    } else {
+    } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_QUOTA) {
         r->quota = a->ev->set_quota->quota;
+    } else if (ratelimit_settle(a->ev, &r->rate_limit, a->res.message,
+                                sizeof(a->res.message)) < 0) {
+        objlog__bucket_record__free_unpacked(r, NULL);
+        a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
+        return 0;
     }
     rc = save_bucket(a, r);
     r->quota = old_quota; /* free only what unpack allocated */
+    r->rate_limit = old_limit;
     r->n_lifecycle = old_nlc;
     r->lifecycle = old_lc;
     objlog__bucket_record__free_unpacked(r, NULL);
@@ -2010,6 +2024,8 @@ static int apply_op(apply_ev *a) {
         return op_delete_bucket(a);
     case OBJLOG__EVENT__OP_SET_VERSIONING:
     case OBJLOG__EVENT__OP_SET_QUOTA:
+    case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
+    case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
     case OBJLOG__EVENT__OP_SET_LIFECYCLE:
         return op_bucket_settings(a);
     case OBJLOG__EVENT__OP_PUT_OBJECT:

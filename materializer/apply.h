@@ -38,6 +38,15 @@ int apply_row_is_header(const void *row, size_t n);
  * another format is refused (errstr). 0 or -1. */
 int storefmt_open(objlog_store *s, char *errstr, size_t errstr_size);
 
+/* ---- admission settings (ratelimit.c) ---- */
+
+/* 1 when l is a storable RateLimit, else 0 with why. */
+int ratelimit_valid(const Objlog__RateLimit *l, char *why, size_t why_size);
+/* SetRateLimit / DeleteRateLimit: points *slot at the event's limit (which
+ * the event keeps owning) or NULL. 0, or -1 with why (InvalidArgument). */
+int ratelimit_settle(const Objlog__Event *ev, Objlog__RateLimit **slot, char *why,
+                     size_t why_size);
+
 /* ---- the state machine ---- */
 
 /* One batch in progress: reads see the store plus every earlier write of

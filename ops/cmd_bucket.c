@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { O_TENANT = CLI_OPT_OWN, O_VERSIONING, O_MAX_VERSIONS };
+enum { O_TENANT = CLI_OPT_OWN, O_VERSIONING, O_MAX_VERSIONS, O_RPS, O_BURST, O_WRITE_RPS,
+       O_WRITE_BURST, O_DELETE };
 
 static const char *const names_bucket[] = {"BUCKET", "STATUS"};
 
@@ -158,6 +159,79 @@ static int cmd_bucket(cli *c, int argc, char **argv) {
     return 0;
 }
 
+/* ---- ratelimit (issue 15: admission control) ---- */
+
+static const char ratelimit_usage[] =
+    "usage: objlog ratelimit BUCKET [--rps N] [--burst N] [--write-rps N]\n"
+    "                        [--write-burst N] | [--delete]\n"
+    "Without options prints the bucket's request-rate limit in force (its own,\n"
+    "objlogd's --rate-limit-bucket default, or none) and its tenant's. --rps:\n"
+    "every request per second; --write-rps: writes, on top; 0 = no limit, even\n"
+    "over the default; --burst/--write-burst: the token bucket's depth (default\n"
+    "the rate). Over it objlogd answers 503 SlowDown with Retry-After. --delete\n"
+    "returns the bucket to the default. The setting is an event in the log.\n";
+
+static int cmd_ratelimit(cli *c, int argc, char **argv) {
+    static const struct option opts[] = {
+        {"rps", required_argument, NULL, O_RPS},
+        {"burst", required_argument, NULL, O_BURST},
+        {"write-rps", required_argument, NULL, O_WRITE_RPS},
+        {"write-burst", required_argument, NULL, O_WRITE_BURST},
+        {"delete", no_argument, NULL, O_DELETE},
+        CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    static const char *const fields[] = {"rps", "burst", "write_rps", "write_burst"};
+    const char *val[4] = {NULL, NULL, NULL, NULL};
+    int del = 0, rc = 0, o;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
+        if (o >= O_RPS && o <= O_WRITE_BURST)
+            val[o - O_RPS] = optarg;
+        else if (o == O_DELETE)
+            del = 1;
+    }
+    const char *pos[1];
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names_bucket, &rc) < 0)
+        return rc;
+    int any = val[0] || val[1] || val[2] || val[3];
+    if (del && any)
+        return cli_usage_error(c, "--delete takes no other option");
+    if (del)
+        return bucket_write(c, pos[0], "DELETE", cli_bucket_url(c, pos[0], "/ratelimit"),
+                            NULL, "ratelimit: deleted (the default applies)\n", NULL, NULL);
+    if (!any) {
+        json_t *j = cli_get_json(c, pos[0], cli_bucket_url(c, pos[0], "/ratelimit"), &rc);
+        if (!j)
+            return rc;
+        if (c->json)
+            cli_print_json(j);
+        else
+            cli_print_flat("", j);
+        json_decref(j);
+        return 0;
+    }
+    if (!val[0] && !val[2])
+        return cli_usage_error(c, "give --rps and/or --write-rps (0 = no limit)");
+    json_t *b = json_object();
+    for (int i = 0; i < 4; i++) {
+        unsigned long long v;
+        if (!val[i])
+            continue;
+        if (cli_parse_u64(val[i], &v) < 0 || v > 1000000) {
+            json_decref(b);
+            return cli_usage_error(c, "--%s must be 0 to 1000000, not \"%s\"",
+                                   opts[i].name, val[i]);
+        }
+        json_object_set_new(b, fields[i], json_integer((json_int_t)v));
+    }
+    char *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    char line[300];
+    snprintf(line, sizeof(line), "ratelimit: %.100s %s\n", pos[0], body);
+    rc = bucket_write(c, pos[0], "PUT", cli_bucket_url(c, pos[0], "/ratelimit"), body, line,
+                      NULL, NULL);
+    free(body);
+    return rc;
+}
+
 /* ---- ls without a bucket ---- */
 
 static void buckets_print(cli *c, json_t *j) {
@@ -211,4 +285,5 @@ const cli_cmd cli_bucket_cmds[] = {
     {"rb", "rb", cmd_rb, rb_usage, NULL},
     {"bucket", "bucket", cmd_bucket, bucket_usage, NULL},
     {"versioning", "versioning", cmd_versioning, versioning_usage, NULL},
+    {"ratelimit", "ratelimit", cmd_ratelimit, ratelimit_usage, NULL},
     {NULL, NULL, NULL, NULL, NULL}};

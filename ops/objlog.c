@@ -27,6 +27,7 @@ static const char general_usage[] =
     "  rb BUCKET                  remove an empty bucket\n"
     "  bucket BUCKET              a bucket's settings\n"
     "  versioning BUCKET STATUS   Enabled or Suspended\n"
+    "  ratelimit BUCKET           a bucket's request-rate limit (show, set, --delete)\n"
     "  put BUCKET KEY             write an object's metadata\n"
     "  get BUCKET KEY             an object's metadata\n"
     "  head BUCKET KEY            an object's headers\n"

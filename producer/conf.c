@@ -19,6 +19,7 @@ objlog_producer_conf *objlog_producer_conf_new(void) {
     c->ack_applied = 1;
     c->outcome_timeout_ms = PRODUCER_DEFAULT_OUTCOME_TIMEOUT_MS;
     c->quota_refresh_ms = PRODUCER_DEFAULT_QUOTA_REFRESH_MS;
+    c->admission_refresh_ms = PRODUCER_DEFAULT_QUOTA_REFRESH_MS;
     c->kconf = rd_kafka_conf_new();
     char tmp[256];
     /* A small linger batches concurrent writers without adding visible
@@ -132,8 +133,7 @@ static objlog_conf_res conf_set_u64(uint64_t *slot, const char *name,
     return OBJLOG_CONF_OK;
 }
 
-static objlog_conf_res conf_set_refresh(objlog_producer_conf *c,
-                                        const char *name, const char *value,
+static objlog_conf_res conf_set_refresh(int *slot, const char *name, const char *value,
                                         char *errstr, size_t errstr_size) {
     char *end = NULL;
     errno = 0;
@@ -141,7 +141,7 @@ static objlog_conf_res conf_set_refresh(objlog_producer_conf *c,
     if (errno || end == value || *end || v < 10 || v > 3600 * 1000)
         return conf_invalid(name, value, "expected milliseconds 10..3600000",
                             errstr, errstr_size);
-    c->quota_refresh_ms = (int)v;
+    *slot = (int)v;
     return OBJLOG_CONF_OK;
 }
 
@@ -214,7 +214,16 @@ objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *c,
         return conf_set_u64(&c->quota_max_objects, name, value, errstr,
                             errstr_size);
     if (!strcmp(name, "tenant.quota.refresh.ms"))
-        return conf_set_refresh(c, name, value, errstr, errstr_size);
+        return conf_set_refresh(&c->quota_refresh_ms, name, value, errstr, errstr_size);
+    if (!strcmp(name, "admission.refresh.ms"))
+        return conf_set_refresh(&c->admission_refresh_ms, name, value, errstr,
+                                errstr_size);
+    if (!strcmp(name, "admission")) {
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0)
+            return conf_invalid(name, value, "expected on or off", errstr, errstr_size);
+        c->admission = !strcmp(value, "on");
+        return OBJLOG_CONF_OK;
+    }
     if (!strncmp(name, "kafka.", 6) && name[6])
         return conf_set_kafka(c, name, name + 6, value, errstr, errstr_size);
     snprintf(errstr, errstr_size, "unknown configuration key \"%s\"", name);

@@ -49,6 +49,25 @@
  *     (fail-open). The bucket quota (objlog_bucket_conf.quota_*) is decided
  *     by the state machine when it applies the event: exact, never
  *     overshot, deterministic under replay (QuotaExceeded, 403).
+ *   admission          off (default) | on (needs query.url): the library
+ *                      applies objlogd's admission control to its own
+ *                      writes (issue 15; producer/admit.c). A write routed
+ *                      to a partition objlogd reports slow (apply lag over
+ *                      its --slowdown-lag, GET /v1/admission), or over the
+ *                      bucket's rate limit (GET /v1/buckets/{b}/ratelimit:
+ *                      rps and write_rps, a token bucket per bucket in this
+ *                      producer), is not sent: its callback runs (from a
+ *                      library thread) with OBJLOG_STATUS_SLOW_DOWN,
+ *                      error_code "SlowDown", partition/offset -1, and
+ *                      error_message ending "retry after N s". Nothing was
+ *                      logged: retrying (same or new request id) is safe.
+ *                      Each producer enforces a bucket's limit on its own
+ *                      writes (N producers may reach N times it); the limit
+ *                      and the slow partitions are those of the last poll
+ *                      (a bucket's first writes pass until a poll read its
+ *                      limit; an unreachable objlogd refuses nothing).
+ *                      set_rate_limit itself is never refused.
+ *   admission.refresh.ms 10..3600000 (default 1000): the poll's period.
  *   kafka.<prop>       passed to librdkafka as <prop>; defaults that differ
  *                      from librdkafka's: linger.ms 5, socket.nagle.disable
  *                      true (a write waits for the linger, never for Nagle)
@@ -61,7 +80,8 @@
  *   status     OK (applied), LOGGED (ack=logged: in the log, not awaited),
  *              REJECTED (applied with an error outcome), UNKNOWN (no
  *              outcome in time: retry with request_id), FAILED (never
- *              reached the log).
+ *              reached the log), SLOW_DOWN (admission=on: not sent;
+ *              retry after the seconds error_message names).
  *   error_code with REJECTED, the state machine's S3 code: NoSuchBucket,
  *              NoSuchKey, NoSuchVersion, NoSuchUpload, BucketAlreadyExists,
  *              BucketNotEmpty, PreconditionFailed, QuotaExceeded,
@@ -132,6 +152,8 @@ extern "C" {
 #define OBJLOG_VERSION_STR "0.3.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
 #define OBJLOG_VERSION 0x000300
+/* 0.3 also adds OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit and
+ * the admission.* keys (admission control, issue 15). */
 /* The library's version at run time ("0.3.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
@@ -144,7 +166,11 @@ typedef enum objlog_status {
     OBJLOG_STATUS_LOGGED,        /* ack=logged: in the log, outcome not awaited */
     OBJLOG_STATUS_REJECTED,      /* applied with an error outcome (error_code) */
     OBJLOG_STATUS_UNKNOWN,       /* no outcome in time; retry with request_id */
-    OBJLOG_STATUS_FAILED         /* never reached the log (Kafka error) */
+    OBJLOG_STATUS_FAILED,        /* never reached the log (Kafka error) */
+    OBJLOG_STATUS_SLOW_DOWN      /* admission (admission=on): not sent, over
+                                    the bucket's rate limit or its partition
+                                    lags; retry after error_message's
+                                    "retry after N s" (error_code SlowDown) */
 } objlog_status;
 
 typedef enum objlog_versioning {
@@ -436,6 +462,33 @@ int objlog_producer_build_index(objlog_producer *p, const char *bucket, const ch
                                 uint32_t max_keys, const objlog_write_opts *opts,
                                 objlog_write_cb *cb, void *opaque, char *errstr,
                                 size_t errstr_size);
+
+/* A bucket's request-rate limit (issue 15 item 3), enforced before the
+ * log by objlogd's JSON API and S3 endpoint (503 SlowDown, Retry-After)
+ * and, with admission=on, by this library for its own writes. rps: every
+ * request of the bucket per second; write_rps: writes, on top of it; 0 =
+ * no limit for that class (even when objlogd has a default). burst: the
+ * token bucket's depth, 0 = max(rps, 1). Each figure at most 1,000,000; a
+ * burst without its rate is refused (InvalidArgument). */
+typedef struct objlog_rate_limit {
+    uint32_t rps;
+    uint32_t burst;
+    uint32_t write_rps;
+    uint32_t write_burst;
+} objlog_rate_limit;
+
+/* SetRateLimit event, or with limit NULL DeleteRateLimit (the bucket
+ * returns to objlogd's --rate-limit-bucket default). */
+int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
+                                   const objlog_rate_limit *limit,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_cb *cb, void *opaque,
+                                   char *errstr, size_t errstr_size);
+int objlog_producer_set_rate_limit_sync(objlog_producer *p, const char *bucket,
+                                        const objlog_rate_limit *limit,
+                                        const objlog_write_opts *opts,
+                                        objlog_write_result *res, char *errstr,
+                                        size_t errstr_size);
 
 #ifdef __cplusplus
 }

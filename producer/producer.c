@@ -37,6 +37,7 @@ struct objlog_producer {
     rangemap *rm;
     fetcher *fetch;              /* NULL with ack=logged */
     quota *quota;                /* tenant pre-check (quota.c), or NULL */
+    padmit *admit;               /* admission=on (admit.c), or NULL */
     pthread_t dr_thread;
     int dr_started;
     atomic_int stop;
@@ -66,6 +67,7 @@ const char *objlog_status_name(objlog_status s) {
     case OBJLOG_STATUS_REJECTED: return "REJECTED";
     case OBJLOG_STATUS_UNKNOWN: return "UNKNOWN";
     case OBJLOG_STATUS_FAILED: return "FAILED";
+    case OBJLOG_STATUS_SLOW_DOWN: return "SLOW_DOWN";
     }
     return "INVALID";
 }
@@ -242,7 +244,8 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
         if (!p->fetch)
             goto fail;
     }
-    if (quota_new(conf, &p->quota, errstr, errstr_size) < 0)
+    if (quota_new(conf, &p->quota, errstr, errstr_size) < 0 ||
+        padmit_new(conf, &p->admit, errstr, errstr_size) < 0)
         goto fail;
     if (pthread_create(&p->dr_thread, NULL, producer_dr_main, p) != 0) {
         snprintf(errstr, errstr_size, "delivery thread: %s", strerror(errno));
@@ -305,6 +308,7 @@ void objlog_producer_destroy(objlog_producer *p) {
     }
     fetcher_destroy(p->fetch);
     quota_destroy(p->quota);
+    padmit_destroy(p->admit);
     if (p->rk)
         rd_kafka_destroy(p->rk);
     rangemap_destroy(p->rm);
@@ -444,6 +448,17 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
     }
     objlog__event__pack(ev, buf);
     int32_t part = rangemap_partition(p->rm, rk.data, rk.len);
+    /* Admission (admit.c); a rate-limit change itself is never refused, so
+     * a limit can always be lifted. */
+    if (ev->op_case != OBJLOG__EVENT__OP_SET_RATE_LIMIT &&
+        ev->op_case != OBJLOG__EVENT__OP_DELETE_RATE_LIMIT &&
+        padmit_refuse(p->admit, ev->bucket, part, &op->res)) {
+        free(buf);
+        keybuf_free(&rk);
+        outstanding_add(p, 1);
+        padmit_defer(p->admit, op);
+        return 0;
+    }
     if (producer_keep_bytes(p, op, buf, n, &rk, part) < 0) {
         snprintf(errstr, errstr_size, "out of memory");
         free(buf);
@@ -1115,4 +1130,46 @@ int objlog_producer_build_index(objlog_producer *p, const char *bucket, const ch
     ev.op_case = OBJLOG__EVENT__OP_BUILD_INDEX;
     ev.build_index = &bi;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+/* SetRateLimit / DeleteRateLimit (issue 15 item 3): stored by the state
+ * machine, enforced at the edge (objlogd, and this library's admission). */
+int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
+                                   const objlog_rate_limit *limit,
+                                   const objlog_write_opts *opts,
+                                   objlog_write_cb *cb, void *opaque,
+                                   char *errstr, size_t errstr_size) {
+    if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__RateLimit rl = OBJLOG__RATE_LIMIT__INIT;
+    Objlog__SetRateLimit set = OBJLOG__SET_RATE_LIMIT__INIT;
+    Objlog__DeleteRateLimit del = OBJLOG__DELETE_RATE_LIMIT__INIT;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    if (!limit) {
+        ev.op_case = OBJLOG__EVENT__OP_DELETE_RATE_LIMIT;
+        ev.delete_rate_limit = &del;
+        return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+    }
+    rl.rps = limit->rps;
+    rl.burst = limit->burst;
+    rl.write_rps = limit->write_rps;
+    rl.write_burst = limit->write_burst;
+    set.limit = &rl;
+    ev.op_case = OBJLOG__EVENT__OP_SET_RATE_LIMIT;
+    ev.set_rate_limit = &set;
+    return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+}
+
+int objlog_producer_set_rate_limit_sync(objlog_producer *p, const char *bucket,
+                                        const objlog_rate_limit *limit,
+                                        const objlog_write_opts *opts,
+                                        objlog_write_result *res, char *errstr,
+                                        size_t errstr_size) {
+    sync_wait w;
+    if (sync_init(&w, res, errstr, errstr_size) < 0)
+        return -1;
+    return sync_finish(&w, objlog_producer_set_rate_limit(
+                               p, bucket, limit, opts, sync_cb, &w, errstr,
+                               errstr_size));
 }

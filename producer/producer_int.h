@@ -35,6 +35,8 @@ struct objlog_producer_conf {
     uint64_t quota_max_bytes;   /* tenant.quota.max_bytes; 0 = none */
     uint64_t quota_max_objects; /* tenant.quota.max_objects; 0 = none */
     int quota_refresh_ms;       /* tenant.quota.refresh.ms */
+    int admission;              /* admission=on */
+    int admission_refresh_ms;   /* admission.refresh.ms */
     rd_kafka_conf_t *kconf;     /* kafka.* properties (and bootstrap) */
     objlog_log_cb *log_cb;      /* NULL: stderr */
     void *log_opaque;
@@ -115,4 +117,21 @@ int quota_new(const objlog_producer_conf *conf, quota **out, char *errstr,
 int quota_check(quota *q, char *errstr, size_t errstr_size);
 void quota_destroy(quota *q);
 
+/* Admission (admit.c, issue 15 item 3): with admission=on, a library
+ * thread polls the query service for the partitions whose writes slow
+ * down and the rate limits of the buckets this producer writes; a write
+ * over them is not sent. padmit_new sets *out to NULL when admission is
+ * off; padmit_refuse(NULL, ...) never refuses. */
+typedef struct padmit padmit;
+int padmit_new(const objlog_producer_conf *conf, padmit **out, char *errstr,
+               size_t errstr_size);
+/* 1 when a write of bucket to partition must not be sent: res gets status
+ * SLOW_DOWN, error_code "SlowDown" and "... retry after N s". Else 0. */
+int padmit_refuse(padmit *a, const char *bucket, int32_t partition,
+                  objlog_write_result *res);
+/* Takes op (refused, counted outstanding): its callback runs on the
+ * admission thread, never on the caller's. */
+void padmit_defer(padmit *a, write_op *op);
+/* After every deferred op completed (flush). */
+void padmit_destroy(padmit *a);
 #endif

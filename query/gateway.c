@@ -250,6 +250,10 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
     case OBJLOG_STATUS_UNKNOWN:
         gw_reply_unknown(r, "no outcome in time; retry with the same request id");
         break;
+    case OBJLOG_STATUS_SLOW_DOWN: /* not with this producer (admission off) */
+        gw_reply_error(r, 503, "SlowDown", r->res.request_id_hex,
+                       r->res.error_message, NULL);
+        break;
     case OBJLOG_STATUS_OK:
         gw_reply_ok(r, r->res.version_id, r->res.etag, r->res.delete_marker,
                     r->res.upload_id, 0);
@@ -725,6 +729,98 @@ void gateway_put_quota(http_ctx *c, const char *bucket) {
         gw_submitted(c, r, rc, err);
     }
     json_decref(body);
+}
+
+/* One rate-limit figure of a PUT .../ratelimit body: 0..1,000,000. 1 set,
+ * 0 absent, -1 replied. */
+static int gw_limit_field(http_ctx *c, json_t *o, const char *name, uint32_t *out) {
+    json_t *v = json_object_get(o, name);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > 1000000) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "field %s must be an integer in 0..1000000", name);
+        return -1;
+    }
+    *out = (uint32_t)json_integer_value(v);
+    return 1;
+}
+
+/* The body of PUT .../ratelimit; -1 replied. The state machine checks
+ * the same rules again (ratelimit.c): the log is the authority. */
+static int gw_rate_limit_body(http_ctx *c, json_t *body, objlog_rate_limit *l) {
+    static const char *const names[] = {"rps", "burst", "write_rps", "write_burst"};
+    uint32_t *fields[] = {&l->rps, &l->burst, &l->write_rps, &l->write_burst};
+    int got[4];
+    memset(l, 0, sizeof(*l));
+    for (int i = 0; i < 4; i++)
+        if ((got[i] = gw_limit_field(c, body, names[i], fields[i])) < 0)
+            return -1;
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) {
+        int known = 0;
+        for (int i = 0; i < 4; i++)
+            known |= strcmp(key, names[i]) == 0;
+        if (!known) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "unknown field %s (rps, burst, write_rps, write_burst)", key);
+            return -1;
+        }
+    }
+    if (!got[0] && !got[2]) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "give rps and/or write_rps (0 = no limit for that class)");
+        return -1;
+    }
+    if ((l->burst && !l->rps) || (l->write_burst && !l->write_rps)) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "a burst needs its rate (rps / write_rps)");
+        return -1;
+    }
+    return 0;
+}
+
+/* PUT /v1/buckets/{b}/ratelimit {"rps":N,"burst":N,"write_rps":N,
+ * "write_burst":N} (SetRateLimit) and DELETE (DeleteRateLimit). */
+void gateway_put_rate_limit(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"rps\":N,\"burst\":N,"
+                             "\"write_rps\":N,\"write_burst\":N}");
+        return;
+    }
+    objlog_rate_limit l;
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r;
+    if (!json_is_object(body)) {
+        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
+    } else if (gw_rate_limit_body(c, body, &l) < 0) {
+        /* replied */
+    } else if ((r = gw_req_new(c, &opts, rid))) {
+        char err[256] = "";
+        int rc = objlog_producer_set_rate_limit(c->q->producer, bucket, &l, &opts,
+                                                gw_on_logged, r, err, sizeof(err));
+        gw_submitted(c, r, rc, err);
+    }
+    json_decref(body);
+}
+
+void gateway_delete_rate_limit(http_ctx *c, const char *bucket) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = gw_req_new(c, &opts, rid);
+    if (!r)
+        return;
+    char err[256] = "";
+    int rc = objlog_producer_set_rate_limit(c->q->producer, bucket, NULL, &opts,
+                                            gw_on_logged, r, err, sizeof(err));
+    gw_submitted(c, r, rc, err);
 }
 
 void gateway_delete_bucket(http_ctx *c, const char *bucket) {

@@ -376,7 +376,8 @@ void http_reply_error_rid(http_ctx *c, int status, const char *code,
     if (!evhttp_find_header(evhttp_request_get_output_headers(c->req),
                             "X-Objlog-Request-Id"))
         http_add_header(c, "X-Objlog-Request-Id", request_id);
-    if (status == 503)
+    if (status == 503 && !evhttp_find_header(evhttp_request_get_output_headers(c->req),
+                                             "Retry-After"))
         http_add_header(c, "Retry-After", "1");
     http_reply_json(c, status, err ? json_pack("{s:o}", "error", err) : NULL);
 }
@@ -485,6 +486,23 @@ static void http_route_upload(http_ctx *c, enum evhttp_cmd_type cmd,
     }
 }
 
+/* Admission (admit.c) of a bucket route; sub is what follows the bucket
+ * ("/objects/KEY", "/uploads/..." with key=, NULL). The key picks the
+ * partition whose lag the hot-partition guard weighs. 0 or -1 replied. */
+static int http_admit(http_ctx *c, const char *bucket, const char *sub) {
+    if (!c->q->admit || c->fenced)
+        return 0;
+    size_t kn = 0;
+    if (sub && strncmp(sub, "/objects/", 9) == 0 && sub[9]) {
+        char *key = evhttp_uridecode(sub + 9, 0, &kn);
+        int rc = admit_request(c, bucket, (const uint8_t *)(key ? key : ""), key ? kn : 0);
+        free(key);
+        return rc;
+    }
+    const char *key = http_param_get(c, "key", &kn);
+    return admit_request(c, bucket, (const uint8_t *)(key ? key : ""), key ? kn : 0);
+}
+
 /* rest = what follows "/v1/buckets/". */
 static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                               const char *rest) {
@@ -510,6 +528,23 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
         http_reply_error(c, 400, "InvalidBucketName",
                          "bucket names are 3-63 characters of a-z, 0-9, '.', "
                          "'-', starting and ending with a letter or digit");
+        free(bucket);
+        return;
+    }
+    if (slash && strcmp(slash, "/ratelimit") == 0) {
+        /* never refused by admission: an operator can always lift a limit */
+        if (cmd == EVHTTP_REQ_PUT)
+            gateway_put_rate_limit(c, bucket);
+        else if (cmd == EVHTTP_REQ_GET)
+            admit_get_rate_limit(c, bucket);
+        else if (cmd == EVHTTP_REQ_DELETE)
+            gateway_delete_rate_limit(c, bucket);
+        else
+            http_method_not_allowed(c, "GET, PUT, DELETE");
+        free(bucket);
+        return;
+    }
+    if (http_admit(c, bucket, slash) < 0) {
         free(bucket);
         return;
     }
@@ -631,6 +666,9 @@ static int http_route_ops(http_ctx *c, enum evhttp_cmd_type cmd, const char *pat
     } else if (strcmp(path, "/v1/cluster") == 0) {
         c->endpoint = HTTP_EP_LAG;
         fn = cluster_get;
+    } else if (strcmp(path, "/v1/admission") == 0) {
+        c->endpoint = HTTP_EP_LAG;
+        fn = admit_get_status;
     } else {
         return 0;
     }
@@ -995,6 +1033,17 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     if (conf->token_key)
         memcpy(q->token_key, conf->token_key, OBJLOG_TOKEN_SECRET_LEN);
     q->eventual_max_lag = conf->eventual_max_lag > 0 ? conf->eventual_max_lag : 0;
+    /* Always on: a bucket's own limit (a log event) needs no flag. */
+    admit_conf ac = {.bucket_rps = conf->rate_limit_bucket_rps,
+                     .bucket_burst = conf->rate_limit_bucket_burst,
+                     .tenant_rps = conf->rate_limit_tenant_rps,
+                     .tenant_burst = conf->rate_limit_tenant_burst,
+                     .slowdown_lag = conf->slowdown_lag > 0 ? conf->slowdown_lag : 0};
+    if (!(q->admit = admit_new(&ac))) {
+        snprintf(errstr, errstr_size, "query: out of memory");
+        objlog_query_destroy(q);
+        return NULL;
+    }
     q->standbys = conf->standbys > 0 ? conf->standbys : 0;
     if ((!conf->token_key &&
          objlog_store_token_secret(q->store, q->token_key, errstr, errstr_size) < 0) ||
@@ -1076,6 +1125,7 @@ void objlog_query_destroy(objlog_query *q) {
     http_free_workers(q);
     wm_destroy(q->wm);
     s3_conf_free(q);
+    admit_destroy(q->admit);
     if (q->s3_listen_fd >= 0)
         close(q->s3_listen_fd);
     free(q->host);

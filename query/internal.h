@@ -37,6 +37,7 @@ typedef struct gateway gateway;
 typedef struct wm_cache wm_cache;
 typedef struct cluster cluster;
 typedef struct ckpt_job ckpt_job;
+typedef struct admit admit;
 /* How a forward ended (forward.c; objlog_cluster_forwards_total). */
 typedef enum forward_result {
     FORWARD_ANSWERED,            /* the peer's answer was relayed */
@@ -200,6 +201,7 @@ struct objlog_query {
     int nworkers;
     http_worker *workers;
     struct lc_worker *lc;        /* lifecycle.c (issue 15) */
+    admit *admit;                /* admission control (admit.c); NULL: off */
 };
 
 /* One query parameter, percent-decoded; value may hold NUL bytes. */
@@ -525,6 +527,8 @@ void gateway_delete_bucket(http_ctx *c, const char *bucket);
 void gateway_put_versioning(http_ctx *c, const char *bucket);
 void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
 void gateway_put_quota(http_ctx *c, const char *bucket);
+void gateway_put_rate_limit(http_ctx *c, const char *bucket);
+void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
 void gateway_create_upload(http_ctx *c, const char *bucket);
 void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
                          const char *part_number);
@@ -598,6 +602,38 @@ void lc_worker_metrics(FILE *f, lc_worker *w);
 /* /v1/buckets/{b}/lifecycle[/status]; rest: "" or "/status". */
 void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                  const char *rest);
+/* ---- admit.c: admission control (issue 15 item 3) ---- */
+typedef struct admit_conf {
+    uint32_t bucket_rps, bucket_burst;  /* default per bucket; 0: none */
+    uint32_t tenant_rps, tenant_burst;  /* per tenant; 0: none */
+    int64_t slowdown_lag;               /* writes slow down past it; 0: off */
+} admit_conf;
+typedef enum admit_reason {
+    ADMIT_OK = 0, ADMIT_BUCKET, ADMIT_TENANT, ADMIT_HOT_PARTITION, ADMIT_REASONS
+} admit_reason;
+/* One request as the decision sees it. */
+typedef struct admit_target {
+    const char *bucket;
+    const char *tenant;                 /* "" or NULL: no tenant limit */
+    const Objlog__RateLimit *limit;     /* the bucket's own; NULL: default */
+    int write;
+    int64_t lag;                        /* writes: their partition's lag */
+} admit_target;
+admit *admit_new(const admit_conf *conf);   /* NULL out of memory */
+void admit_destroy(admit *a);
+/* The decision on a clock of microseconds (tests pass a fake one): OK, or
+ * the reason with *retry_s (Retry-After, whole seconds, at least 1). */
+admit_reason admit_decide(admit *a, const admit_target *t, int64_t now_us,
+                          int64_t *retry_s);
+const char *admit_reason_name(admit_reason r);
+uint64_t admit_rejected(admit *a, const char *bucket, admit_reason why);
+void admit_metrics(FILE *f, admit *a);
+/* Before a bucket-scoped request is read or logged (key: its object key,
+ * "" for the bucket): 0 admitted, -1 after answering 503 SlowDown. */
+int admit_request(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn);
+int64_t admit_partition_lag(objlog_query *q, int32_t p);
+void admit_get_rate_limit(http_ctx *c, const char *bucket); /* GET .../ratelimit */
+void admit_get_status(http_ctx *c);                         /* GET /v1/admission */
 
 /* ---- cluster.c: which node applies which partition (issue 13) ---- */
 

@@ -520,6 +520,7 @@ void metrics_get(http_ctx *c) {
     metrics_requests(f, c->q);
     metrics_connections(f, c->q);
     metrics_checkpoints(f, c->q);
+    admit_metrics(f, c->q->admit);
     metrics_latency(f, c->q);
     metrics_rocksdb(f, c->q);
     if (c->q->cluster)

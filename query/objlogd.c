@@ -67,6 +67,8 @@ typedef struct objlogd_conf {
     int s3_port;
     const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url;
     int s3_anonymous;
+    int rl_bucket[2], rl_tenant[2]; /* admission: RPS, BURST; 0 none */
+    int slowdown_lag;            /* admission: hot-partition bound; 0 off */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -97,6 +99,11 @@ static void usage(FILE *f) {
             "                {key} {version_id} {blob_id})\n"
             "               [--token-secret-file FILE] (signs continuation tokens; the\n"
             "                nodes of a cluster share one; default: the store's own)\n"
+            "               [--rate-limit-bucket RPS[:BURST]] (requests per second of a\n"
+            "                bucket without its own limit; 0 = none, the default)\n"
+            "               [--rate-limit-tenant RPS[:BURST]] (of all buckets of a tenant)\n"
+            "               [--slowdown-lag N] (writes to a partition lagging more than N\n"
+            "                events get 503 SlowDown; 0 = off, the default)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--lifecycle-interval-ms N] (lifecycle scan period, default\n"
             "                60000; 0: no lifecycle worker)\n"
@@ -112,7 +119,8 @@ static void usage(FILE *f) {
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
-            "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n",
+            "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
+            "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
 }
 
@@ -161,6 +169,28 @@ static int parse_listen(const char *flag, const char *v, objlogd_conf *c) {
 static int parse_s3_listen(const char *flag, const char *v, objlogd_conf *c) {
     c->s3 = 1;
     return parse_hostport(flag, v, c->s3_host, sizeof(c->s3_host), &c->s3_port);
+}
+
+/* RPS[:BURST], each 0..1000000; a burst needs a rate. */
+static int parse_rate(const char *flag, const char *v, int out[2]) {
+    char rps[32];
+    const char *colon = strchr(v, ':');
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    if (n >= sizeof(rps)) {
+        fprintf(stderr, "objlogd: %s needs RPS[:BURST] (got '%s')\n", flag, v);
+        return -1;
+    }
+    memcpy(rps, v, n);
+    rps[n] = '\0';
+    out[1] = 0;
+    if (parse_int(flag, rps, 0, 1000000, &out[0]) < 0 ||
+        (colon && parse_int(flag, colon + 1, 0, 1000000, &out[1]) < 0))
+        return -1;
+    if (out[1] && !out[0]) {
+        fprintf(stderr, "objlogd: %s: a burst needs a rate (got '%s')\n", flag, v);
+        return -1;
+    }
+    return 0;
 }
 
 static int parse_log_format(const char *flag, const char *v, objlogd_conf *c) {
@@ -236,6 +266,15 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_MAX_TIMEOUT_MS")) && *v &&
         parse_int("OBJLOG_MAX_TIMEOUT_MS", v, 1, 3600000, &c->max_timeout_ms) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_RATE_LIMIT_BUCKET")) && *v &&
+        parse_rate("OBJLOG_RATE_LIMIT_BUCKET", v, c->rl_bucket) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_RATE_LIMIT_TENANT")) && *v &&
+        parse_rate("OBJLOG_RATE_LIMIT_TENANT", v, c->rl_tenant) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_SLOWDOWN_LAG")) && *v &&
+        parse_int("OBJLOG_SLOWDOWN_LAG", v, 0, INT_MAX, &c->slowdown_lag) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_TEST_APPLY_DELAY_MS")) && *v &&
         parse_int("OBJLOG_TEST_APPLY_DELAY_MS", v, 0, 60000, &c->test_apply_delay_ms) < 0)
         return -1;
@@ -256,7 +295,8 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
-    OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS
+    OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS,
+    OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
 
 static const struct option objlogd_options[] = {
@@ -297,6 +337,9 @@ static const struct option objlogd_options[] = {
     {"s3-credentials", required_argument, NULL, OPT_S3_CREDENTIALS},
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANONYMOUS},
     {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
+    {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
+    {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
+    {"slowdown-lag", required_argument, NULL, OPT_SLOWDOWN_LAG},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -354,6 +397,9 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_S3_CREDENTIALS: c->s3_credentials = v; return 0;
     case OPT_S3_ANONYMOUS: c->s3_anonymous = 1; return 0;
     case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
+    case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
+    case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
+    case OPT_SLOWDOWN_LAG: return parse_int(flag, v, 0, INT_MAX, &c->slowdown_lag);
     default: return -1;
     }
 }
@@ -768,6 +814,11 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_blob_url = c->s3_blob_url,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
+                            .rate_limit_bucket_rps = (unsigned)c->rl_bucket[0],
+                            .rate_limit_bucket_burst = (unsigned)c->rl_bucket[1],
+                            .rate_limit_tenant_rps = (unsigned)c->rl_tenant[0],
+                            .rate_limit_tenant_burst = (unsigned)c->rl_tenant[1],
+                            .slowdown_lag = c->slowdown_lag,
                             .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {

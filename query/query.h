@@ -77,6 +77,11 @@ typedef struct objlog_query_conf {
                                     0: no worker */
     long long lifecycle_clock_offset_ms; /* tests only: the worker's clock is
                                     wall + this (objects look days old) */
+    /* Admission control (issue 15 item 3; query/admit.c); 0: off. */
+    unsigned rate_limit_bucket_rps, rate_limit_bucket_burst; /* default */
+    unsigned rate_limit_tenant_rps, rate_limit_tenant_burst;
+    long long slowdown_lag;      /* writes to a partition lagging more
+                                    events than this: 503 SlowDown */
 } objlog_query_conf;
 
 #define QUERY_READY_MAX_LAG_DEFAULT 10000

@@ -1067,6 +1067,9 @@ void s3_run(http_ctx *c) {
         enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
         if (!t.bucket[0])
             s3_route_service(c, cmd, &t);
+        else if (admit_request(c, t.bucket, (const uint8_t *)(t.key ? t.key : ""),
+                               t.key ? t.key_len : 0) < 0)
+            ; /* 503 SlowDown answered (admit.c) */
         else if (!t.key)
             s3_route_bucket(c, cmd, &t);
         else

@@ -60,3 +60,13 @@ add_dependencies(test_lifecycle_objlogd objlogd objlog)
 # Attribute indexes over HTTP (issue 15 item 2).
 objlog_add_test(test_http_indexes SOURCES test_http_indexes.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
+# Admission control (issue 15 item 3): the token bucket and the decision on a
+# fake clock, SetRateLimit in the state machine, and `objlogd` processes for
+# 503 SlowDown on the JSON API and the S3 endpoint, replay, the tenant flag,
+# the hot-partition guard and the producer's OBJLOG_STATUS_SLOW_DOWN.
+objlog_add_test(test_admit SOURCES test_admit.c TIMEOUT 300
+  LIBS objlog_query objlog_testkit objlog_producer_static)
+if(TARGET test_admit)
+  target_include_directories(test_admit PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+  add_dependencies(test_admit objlogd objlog)
+endif()
