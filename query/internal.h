@@ -602,6 +602,10 @@ void lc_worker_metrics(FILE *f, lc_worker *w);
 /* /v1/buckets/{b}/lifecycle[/status]; rest: "" or "/status". */
 void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                  const char *rest);
+/* The bucket record with its rules, through a fenced view: 1 with *b
+ * (caller frees), 0 after replying (404 NoSuchLifecycleConfiguration when
+ * it has none; S3's XML when c->s3) or parking. */
+int lcapi_bucket(http_ctx *c, const char *bucket, view_bucket *b);
 /* ---- admit.c: admission control (issue 15 item 3) ---- */
 typedef struct admit_conf {
     uint32_t bucket_rps, bucket_burst;  /* default per bucket; 0: none */
@@ -729,7 +733,8 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
 /* What an S3 write's success answers (http_ctx.s3_op). */
 enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
        S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT, S3_OP_CREATE_UPLOAD, S3_OP_UPLOAD_PART,
-       S3_OP_COMPLETE_UPLOAD, S3_OP_ABORT_UPLOAD, S3_OP_COPY_OBJECT };
+       S3_OP_COMPLETE_UPLOAD, S3_OP_ABORT_UPLOAD, S3_OP_COPY_OBJECT,
+       S3_OP_DELETE_LIFECYCLE };
 /* The S3 endpoint's settings from conf (q->s3, q->s3_host, q->s3_port):
  * 0, or -1 with errstr (a bad credentials file, say). */
 int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
@@ -803,6 +808,10 @@ void s3_complete_upload(http_ctx *c, const s3_request *r); /* POST ?uploadId */
 void s3_abort_upload(http_ctx *c, const s3_request *r);    /* DELETE ?uploadId */
 void s3_copy_object(http_ctx *c, const s3_request *r);     /* PUT + x-amz-copy-source */
 void s3_delete_objects(http_ctx *c, const s3_request *r);  /* POST ?delete */
+/* ---- s3lc.c: S3's ?lifecycle bucket subresource (issue 15 item 1) ---- */
+void s3_put_lifecycle(http_ctx *c, const s3_request *r);    /* PUT ?lifecycle */
+void s3_get_lifecycle(http_ctx *c, const char *bucket);     /* GET ?lifecycle */
+void s3_delete_lifecycle(http_ctx *c, const char *bucket);  /* DELETE ?lifecycle */
 
 /* ---- s3list.c: S3's listings of versions, uploads and parts ---- */
 /* ListObjectVersions (GET /BUCKET?versions), ListMultipartUploads (GET

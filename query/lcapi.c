@@ -285,9 +285,7 @@ static void lc_delete(http_ctx *c, const char *bucket) {
     gateway_write_event(c, &ev);
 }
 
-/* The bucket record through a fenced view; 1 with *b (caller frees), 0
- * after replying (or parking). */
-static int lc_bucket(http_ctx *c, const char *bucket, view_bucket *b) {
+int lcapi_bucket(http_ctx *c, const char *bucket, view_bucket *b) {
     int32_t part;
     if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
         return 0;
@@ -312,7 +310,7 @@ static int lc_bucket(http_ctx *c, const char *bucket, view_bucket *b) {
 
 static void lc_get(http_ctx *c, const char *bucket) {
     view_bucket b;
-    if (!lc_bucket(c, bucket, &b))
+    if (!lcapi_bucket(c, bucket, &b))
         return;
     json_t *rules = json_array();
     for (size_t i = 0; i < b.record->n_lifecycle; i++)
@@ -323,7 +321,7 @@ static void lc_get(http_ctx *c, const char *bucket) {
 
 static void lc_status_get(http_ctx *c, const char *bucket) {
     view_bucket b;
-    if (!lc_bucket(c, bucket, &b))
+    if (!lcapi_bucket(c, bucket, &b))
         return;
     size_t nrules = b.record->n_lifecycle;
     view_bucket_free(&b);

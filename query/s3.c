@@ -193,6 +193,7 @@ void s3_reply_written(http_ctx *c, const s3_written *w) {
         return;
     case S3_OP_DELETE_BUCKET:
     case S3_OP_ABORT_UPLOAD:
+    case S3_OP_DELETE_LIFECYCLE:
         s3_reply_empty(c, 204);
         return;
     case S3_OP_CREATE_UPLOAD:
@@ -975,6 +976,8 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
             s3_get_location(c, t);
         else if (s3_has(c, "versioning"))
             s3_get_versioning(c, t);
+        else if (s3_has(c, "lifecycle"))
+            s3_get_lifecycle(c, t->bucket);
         else if (s3_has(c, "versions"))
             s3list_versions(c, t->bucket);
         else if (s3_has(c, "uploads"))
@@ -994,11 +997,16 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
     case EVHTTP_REQ_PUT:
         if (s3_has(c, "versioning"))
             s3_put_versioning(c, &r);
+        else if (s3_has(c, "lifecycle"))
+            s3_put_lifecycle(c, &r);
         else
             s3_create_bucket(c, t);
         return;
     case EVHTTP_REQ_DELETE:
-        s3_delete_bucket(c, t);
+        if (s3_has(c, "lifecycle"))
+            s3_delete_lifecycle(c, t->bucket);
+        else
+            s3_delete_bucket(c, t);
         return;
     case EVHTTP_REQ_POST:
         c->endpoint = HTTP_EP_DELETE_OBJECT;

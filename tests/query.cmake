@@ -57,6 +57,15 @@ endif()
 objlog_add_test(test_lifecycle_objlogd SOURCES test_lifecycle_objlogd.c TIMEOUT 240
   LIBS objlog_testkit PkgConfig::CURL)
 add_dependencies(test_lifecycle_objlogd objlogd objlog)
+# S3's ?lifecycle subresource (issue 15 item 1, query/s3lc.c) with boto3
+# and aws-cli against objlogd --embedded, compared with the JSON API.
+objlog_add_test(test_s3_lifecycle SOURCES test_s3_lifecycle.c TIMEOUT 300
+  LIBS objlog_testkit PkgConfig::JANSSON)
+if(TARGET test_s3_lifecycle)
+  target_compile_definitions(test_s3_lifecycle PRIVATE
+    OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+  add_dependencies(test_s3_lifecycle objlogd)
+endif()
 # Attribute indexes over HTTP (issue 15 item 2).
 objlog_add_test(test_http_indexes SOURCES test_http_indexes.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
