@@ -17,7 +17,14 @@
  * backlog of millions costs bounded memory and a bounded share of the log.
  * Its clock is wall + a test-only offset; the Expire's Kafka timestamp is
  * that clock, so the state machine judges the age at the time the worker
- * judged it (or later).
+ * judged it (or later). Unless the events topic stamps messages itself
+ * (LogAppendTime, what objlogd creates): then the log's clock is the
+ * broker's, and an Expire the worker judged due by a clock running ahead
+ * of it is NotDue. Each outcome tells how far behind the log's clock was
+ * (the Expire's own log time against the worker's clock when it sent it);
+ * the worker judges by its clock less that, and stops a pass at the first
+ * NotDue, so a skewed clock costs one batch of NotDue events, not one per
+ * due item per pass.
  */
 #include "internal.h"
 
@@ -44,6 +51,7 @@ typedef struct lc_item {
     uint64_t seq;
     char upload_id[KEYCODEC_VERSION_ID_LEN];
     int64_t due_ms;
+    int64_t sent_ms;             /* the worker's uncorrected clock at send */
     /* filled by the producer callback */
     int status;
     int32_t partition;
@@ -63,13 +71,34 @@ struct lc_worker {
     lc_status *st;               /* per bucket (under mu) */
     size_t nst;
     atomic_uint_fast64_t expired, skipped, not_due, failed, scans;
+    /* How far the log's clock ran behind ours at the last outcome (>= 0). */
+    atomic_int_fast64_t log_behind_ms;
 };
 
-int64_t lc_worker_now_ms(const lc_worker *w) {
+/* Below this, the difference is the log's latency, not a clock skew. */
+#define LC_SKEW_MIN_MS 1000
+
+/* Wall + the test offset, as the Expire's Kafka timestamp. */
+static int64_t lc_clock_ms(const lc_worker *w) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
            (w ? w->clock_offset_ms : 0);
+}
+
+int64_t lc_worker_now_ms(const lc_worker *w) {
+    return lc_clock_ms(w) - (w ? atomic_load(&w->log_behind_ms) : 0);
+}
+
+/* Learns the log's clock from one outcome of an Expire sent at sent_ms. */
+static void lc_learn_clock(lc_worker *w, int64_t sent_ms, int64_t log_time_ms) {
+    int64_t behind = sent_ms - log_time_ms;
+    int64_t was = atomic_exchange(&w->log_behind_ms, behind > LC_SKEW_MIN_MS ? behind : 0);
+    if (behind > LC_SKEW_MIN_MS && was <= LC_SKEW_MIN_MS)
+        objlog_logf(OBJLOG_LEVEL_WARNING, "lifecycle",
+                    "the log's clock runs %lld ms behind this node's lifecycle clock "
+                    "(a LogAppendTime topic stamps with the broker's): judging due "
+                    "times by the log's", (long long)behind);
 }
 
 /* ------------------------------------------------------------- status */
@@ -357,6 +386,7 @@ static void lc_count(lc_worker *w, lc_item *it, const char *bucket) {
                                                 &o, err, sizeof(err)) == 1) {
             code = o->code;
             known = 1;
+            lc_learn_clock(w, it->sent_ms, o->log_time_ms);
             objlog__outcome__free_unpacked(o, NULL);
         }
     }
@@ -381,21 +411,28 @@ static void lc_count(lc_worker *w, lc_item *it, const char *bucket) {
 }
 
 /* Issues the pass's items LC_INFLIGHT at a time, each batch logged then
- * awaited. */
+ * awaited. A batch with a NotDue outcome ends the pass for the bucket: the
+ * log's clock is behind ours (lc_learn_clock), and the next scan judges
+ * the rest by it. */
 static void lc_issue(lc_worker *w, const char *bucket, lc_scan *s) {
     lc_cb cbs[LC_INFLIGHT];
     for (size_t from = 0; from < s->n && !w->stopping; from += LC_INFLIGHT) {
         size_t to = from + LC_INFLIGHT < s->n ? from + LC_INFLIGHT : s->n;
-        int64_t ts = lc_worker_now_ms(w);
-        for (size_t i = from; i < to; i++)
+        int64_t ts = lc_clock_ms(w);
+        for (size_t i = from; i < to; i++) {
+            s->items[i].sent_ms = ts;
             if (lc_send(w, bucket, &s->items[i], &cbs[i - from], ts) < 0)
                 s->items[i].status = OBJLOG_STATUS_UNKNOWN;
+        }
         pthread_mutex_lock(&w->mu);
         while (w->pending > 0)
             pthread_cond_wait(&w->cv, &w->mu);
         pthread_mutex_unlock(&w->mu);
+        uint64_t not_due = atomic_load(&w->not_due);
         for (size_t i = from; i < to; i++)
             lc_count(w, &s->items[i], bucket);
+        if (atomic_load(&w->not_due) != not_due)
+            break;
     }
 }
 

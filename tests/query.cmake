@@ -57,6 +57,14 @@ endif()
 objlog_add_test(test_lifecycle_objlogd SOURCES test_lifecycle_objlogd.c TIMEOUT 240
   LIBS objlog_testkit PkgConfig::CURL)
 add_dependencies(test_lifecycle_objlogd objlogd objlog)
+# The lifecycle worker on a LogAppendTime log whose clock is not its own:
+# it learns the log's clock from its outcomes instead of re-proposing every
+# object on every scan. Real Kafka only (the mock keeps producer stamps).
+objlog_add_test(test_lifecycle_logclock KAFKA_ONLY SOURCES test_lifecycle_logclock.c
+  TIMEOUT 180 LIBS objlog_testkit)
+if(TARGET test_lifecycle_logclock)
+  add_dependencies(test_lifecycle_logclock objlogd)
+endif()
 # S3's ?lifecycle subresource (issue 15 item 1, query/s3lc.c) with boto3
 # and aws-cli against objlogd --embedded, compared with the JSON API.
 objlog_add_test(test_s3_lifecycle SOURCES test_s3_lifecycle.c TIMEOUT 300
