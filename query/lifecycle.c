@@ -71,6 +71,7 @@ struct lc_worker {
     lc_status *st;               /* per bucket (under mu) */
     size_t nst;
     atomic_uint_fast64_t expired, skipped, not_due, failed, scans;
+    char error[300];             /* the batch's first failure (under mu) */
     /* How far the log's clock ran behind ours at the last outcome (>= 0). */
     atomic_int_fast64_t log_behind_ms;
 };
@@ -336,6 +337,9 @@ static void lc_logged_cb(const objlog_write_result *res, void *opaque) {
     cb->it->partition = res->partition;
     cb->it->offset = res->offset;
     pthread_mutex_lock(&cb->w->mu);
+    if (res->status != OBJLOG_STATUS_LOGGED && !cb->w->error[0])
+        snprintf(cb->w->error, sizeof(cb->w->error), "%s: %.256s",
+                 objlog_status_name(res->status), res->error_message);
     cb->w->pending--;
     pthread_cond_broadcast(&cb->w->cv);
     pthread_mutex_unlock(&cb->w->mu);
@@ -366,7 +370,10 @@ static int lc_send(lc_worker *w, const char *bucket, lc_item *it, lc_cb *cb, int
     pthread_mutex_lock(&w->mu);
     w->pending--;
     pthread_mutex_unlock(&w->mu);
-    objlog_logf(OBJLOG_LEVEL_WARNING, "lifecycle", "Expire in %s: %s", bucket, err);
+    pthread_mutex_lock(&w->mu);
+    if (!w->error[0])
+        snprintf(w->error, sizeof(w->error), "%.256s", err);
+    pthread_mutex_unlock(&w->mu);
     return -1;
 }
 
@@ -413,12 +420,17 @@ static void lc_count(lc_worker *w, lc_item *it, const char *bucket) {
 /* Issues the pass's items LC_INFLIGHT at a time, each batch logged then
  * awaited. A batch with a NotDue outcome ends the pass for the bucket: the
  * log's clock is behind ours (lc_learn_clock), and the next scan judges
- * the rest by it. */
+ * the rest by it. So does a batch with an Expire the log refused (brokers
+ * down, a timestamp the topic rejects): the next scan tries again, and one
+ * warning per pass says why. */
 static void lc_issue(lc_worker *w, const char *bucket, lc_scan *s) {
     lc_cb cbs[LC_INFLIGHT];
     for (size_t from = 0; from < s->n && !w->stopping; from += LC_INFLIGHT) {
         size_t to = from + LC_INFLIGHT < s->n ? from + LC_INFLIGHT : s->n;
         int64_t ts = lc_clock_ms(w);
+        pthread_mutex_lock(&w->mu);
+        w->error[0] = '\0';
+        pthread_mutex_unlock(&w->mu);
         for (size_t i = from; i < to; i++) {
             s->items[i].sent_ms = ts;
             if (lc_send(w, bucket, &s->items[i], &cbs[i - from], ts) < 0)
@@ -428,9 +440,17 @@ static void lc_issue(lc_worker *w, const char *bucket, lc_scan *s) {
         while (w->pending > 0)
             pthread_cond_wait(&w->cv, &w->mu);
         pthread_mutex_unlock(&w->mu);
-        uint64_t not_due = atomic_load(&w->not_due);
+        uint64_t not_due = atomic_load(&w->not_due), failed = atomic_load(&w->failed);
         for (size_t i = from; i < to; i++)
             lc_count(w, &s->items[i], bucket);
+        if (atomic_load(&w->failed) != failed) {
+            pthread_mutex_lock(&w->mu);
+            objlog_logf(OBJLOG_LEVEL_WARNING, "lifecycle",
+                        "Expire events of %s failed (%s): retried at the next scan", bucket,
+                        w->error[0] ? w->error : "no outcome");
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
         if (atomic_load(&w->not_due) != not_due)
             break;
     }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# ops/bench_lifecycle_kafka.sh: `objlog bench --lifecycle` with a backlog too
+# big for the embedded log (issue 15, item 1: 1M objects). Starts a real
+# single-node Kafka (ops/kafka.sh) in a temp dir and an `objlogd --brokers`
+# whose lifecycle worker scans every 100 ms with its clock two days ahead
+# (the test-only offset `bench --lifecycle` gives its own objlogd), runs the
+# bench against them and stops everything, also on failure. The events
+# topic is made here with message.timestamp.type=CreateTime (objlogd then
+# needs --allow-unsafe-topics): objlogd's own LogAppendTime topic stamps
+# with the broker's clock, so a worker two days ahead would find nothing
+# due by the log's clock (test_lifecycle_logclock), and a broker refuses
+# CreateTime stamps more than an hour ahead unless the topic says otherwise
+# (message.timestamp.after.max.ms, KIP-937).
+#
+#   ops/bench_lifecycle_kafka.sh [--count N (default 1000000)] [--threads T]
+#
+# Needs a build (ops/setup.sh build) and the Kafka jars (ops/kafka.sh fetch).
+# Every process binds 127.0.0.1. The run writes 3N PUTs and N Expire events
+# into the temp dir's log: about 1 GB per million.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${OBJLOG_BUILD_DIR:-$root/build}
+count=1000000 threads=4
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --count) count=${2:?--count needs a value}; shift 2 ;;
+    --threads) threads=${2:?--threads needs a value}; shift 2 ;;
+    *) echo "usage: ops/bench_lifecycle_kafka.sh [--count N] [--threads T]" >&2; exit 2 ;;
+  esac
+done
+[ -x "$bin/query/objlogd" ] && [ -x "$bin/ops/objlog" ] ||
+  { echo "bench_lifecycle_kafka: no build in $bin (ops/setup.sh build)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/objlog-bench-lc.XXXXXX)
+daemon=""
+cleanup() {
+  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  [ -d "$work/kafka" ] && "$root/ops/kafka.sh" stop --dir "$work/kafka" --timeout 20 >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "bench_lifecycle_kafka: starting a 1-node Kafka in $work" >&2
+boot=$(KAFKA_HEAP_OPTS="-Xms256m -Xmx1g" "$root/ops/kafka.sh" start --dir "$work/kafka" --nodes 1 |
+         sed -n 's/^KAFKA_BOOTSTRAP=//p')
+"$root/ops/kafka.sh" topics --dir "$work/kafka" --create \
+  --topic objlog.events --partitions 8 --replication-factor 1 \
+  --config message.timestamp.type=CreateTime --config retention.ms=-1 \
+  --config retention.bytes=-1 --config message.timestamp.after.max.ms=9223372036854775807 \
+  >/dev/null
+OBJLOG_LIFECYCLE_INTERVAL_MS=100 OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS=172800000 \
+  "$bin/query/objlogd" --listen 127.0.0.1:0 --data "$work/view" --brokers "$boot" \
+  --allow-unsafe-topics \
+  >"$work/objlogd.out" 2>"$work/objlogd.err" &
+daemon=$!
+for _ in $(seq 1 600); do
+  grep -q '^OBJLOG_READY' "$work/objlogd.out" 2>/dev/null && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$work/objlogd.err" >&2; exit 1; }
+  sleep 0.1
+done
+url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/objlogd.out")"
+echo "bench_lifecycle_kafka: objlogd at $url on $boot; $count objects" >&2
+"$bin/ops/objlog" bench --lifecycle --url "$url" --brokers "$boot" --keep \
+  --count "$count" --threads "$threads"
