@@ -208,6 +208,8 @@ struct apply_batch {
     int no_stats;       /* bench only (apply_batch_set_stats) */
     /* The `stats` rows this batch changed, staged by apply_batch_wb. */
     statrows stats;
+    /* The `indexes` 'c' rows this batch changed (indexes_stage). */
+    statrows ixcounts;
     /* Hot rows (bucket records, meta) as the batch sees them. */
     rowcache hot;
 };
@@ -439,6 +441,7 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
     b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
     b->max_ids = OBJLOG_DEDUP_MAX_IDS;
     statrows_init(&b->stats);
+    statrows_init(&b->ixcounts);
     rowcache_init(&b->hot);
     return b;
 }
@@ -457,6 +460,7 @@ void apply_batch_destroy(apply_batch *b) {
     keybuf_free(&b->del_lo);
     keybuf_free(&b->del_hi);
     statrows_free(&b->stats);
+    statrows_free(&b->ixcounts);
     rowcache_clear(&b->hot);
     rocksdb_writebatch_wi_destroy(b->wb);
     rocksdb_readoptions_destroy(b->ro);
@@ -467,12 +471,14 @@ static void stats_stage(apply_batch *b);
 
 rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
     stats_stage(b);
+    indexes_stage(b, &b->ixcounts);
     return b->wb;
 }
 
 void apply_batch_clear(apply_batch *b) {
     rocksdb_writebatch_wi_clear(b->wb);
     statrows_clear(&b->stats);
+    statrows_clear(&b->ixcounts);
     rowcache_clear(&b->hot);
     b->deletes = 0;
     keybuf_reset(&b->del_lo);
@@ -551,16 +557,24 @@ static void batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
     rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
 }
 
+/* m packed into a malloc'd buffer (*n bytes), or NULL (errstr). */
+static uint8_t *msg_pack(const ProtobufCMessage *m, size_t *n, char *errstr, size_t es) {
+    *n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(*n ? *n : 1);
+    if (!buf)
+        snprintf(errstr, es, "out of memory");
+    else
+        protobuf_c_message_pack(m, buf);
+    return buf;
+}
+
 static int batch_put_msg(apply_batch *b, objlog_cf cf, const void *k,
                          size_t kn, const ProtobufCMessage *m, char *errstr,
                          size_t es) {
-    size_t n = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        snprintf(errstr, es, "out of memory");
+    size_t n;
+    uint8_t *buf = msg_pack(m, &n, errstr, es);
+    if (!buf)
         return -1;
-    }
-    protobuf_c_message_pack(m, buf);
     batch_put(b, cf, k, kn, buf, n);
     free(buf);
     return 0;
@@ -757,16 +771,18 @@ static int delete_version(apply_ev *a, uint64_t seq) {
 }
 
 /* Every write of the key's `objects` row notes the row's new state here,
- * for stats_key_end. */
-static void objects_noted(apply_ev *a, int live, uint64_t size) {
+ * for stats_key_end; row (malloc'd or NULL, taken) goes to the indexes. */
+static void objects_noted(apply_ev *a, int live, uint64_t size, uint8_t *row,
+                          size_t n) {
     a->obj_staged = 1;
     a->obj_live_after = live;
     a->obj_size_after = size;
+    indexes_key_staged(&a->ix, row, n);
 }
 
 static void objects_del(apply_ev *a) {
     batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
-    objects_noted(a, 0, 0);
+    objects_noted(a, 0, 0, NULL, 0);
 }
 
 /* Writes a new newest version (or marker) at a->seq. A new version always
@@ -799,10 +815,12 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
         objects_del(a);
         return 0;
     }
-    if (batch_put_msg(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, &r.base,
-                      a->errstr, a->es) < 0)
+    size_t n;
+    uint8_t *buf = msg_pack(&r.base, &n, a->errstr, a->es);
+    if (!buf)
         return -1;
-    objects_noted(a, 1, r.meta->size);
+    batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, buf, n);
+    objects_noted(a, 1, r.meta->size, buf, n);
     return 0;
 }
 
@@ -842,8 +860,7 @@ static int refresh_current(apply_ev *a) {
             }
             memcpy(copy, v, vn);
             batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
-            objects_noted(a, 1, r->meta ? r->meta->size : 0);
-            free(copy);
+            objects_noted(a, 1, r->meta ? r->meta->size : 0, (uint8_t *)copy, vn);
             found = 1;
         }
         objlog__version_record__free_unpacked(r, NULL);
@@ -1131,38 +1148,39 @@ static int stats_commit(apply_ev *a) {
     return rc < 0 ? -1 : 0;
 }
 
-/* The key's `objects` row: 1 live (*size set), 0 none, -1 error. */
-static int current_size(apply_ev *a, uint64_t *size) {
-    char *v;
-    size_t vn;
-    *size = 0;
-    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
-                       &v, &vn, a->errstr, a->es);
-    if (rc <= 0)
-        return rc;
+/* The size of the version in `objects` row v. 0 or -1 (corrupt). */
+static int row_size(apply_ev *a, const char *v, size_t vn, uint64_t *size) {
     Objlog__VersionRecord *r =
         objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
     if (!r) {
         snprintf(a->errstr, a->es, "object record in %s: corrupt", a->ev->bucket);
         return -1;
     }
     *size = r->meta ? r->meta->size : 0;
     objlog__version_record__free_unpacked(r, NULL);
-    return 1;
+    return 0;
 }
 
-/* Before a key op stages anything: remembers the current live version. */
+/* Before a key op stages anything: remembers the current live version,
+ * and hands its row to the bucket's indexes (one read for both). */
 static int stats_key_begin(apply_ev *a) {
     a->obj_staged = 0;
-    if (indexes_key_begin(a->b, &a->ix, &a->route, a->errstr, a->es) < 0)
-        return -1;
-    if (a->b->no_stats)
+    a->obj_live_before = 0;
+    a->obj_size_before = 0;
+    if (a->b->no_stats && !indexes_key_wants(&a->ix))
         return 0;
-    int rc = current_size(a, &a->obj_size_before);
+    char *v = NULL;
+    size_t vn = 0;
+    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+                       &v, &vn, a->errstr, a->es);
     if (rc < 0)
         return -1;
+    if (rc == 1 && !a->b->no_stats && row_size(a, v, vn, &a->obj_size_before) < 0) {
+        rocksdb_free(v);
+        return -1;
+    }
     a->obj_live_before = rc;
+    indexes_key_begin(&a->ix, rc == 1 ? v : NULL, vn);
     return 0;
 }
 
@@ -1170,8 +1188,7 @@ static int stats_key_begin(apply_ev *a) {
  * from the `objects` row's state noted by objects_noted (none:
  * the op left it as it was). */
 static int stats_key_end(apply_ev *a) {
-    if (a->obj_staged && indexes_key_end(a->b, &a->ix, a->ev->bucket, &a->route,
-                                         a->ev->key, a->errstr, a->es) < 0)
+    if (indexes_key_end(a->b, &a->ix, a->ev->bucket, a->ev->key, a->errstr, a->es) < 0)
         return -1;
     if (a->b->no_stats)
         return 0;
@@ -2479,6 +2496,8 @@ void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
 rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf) {
     return batch_iter(b, cf);
 }
+
+statrows *apply_batch_index_counts(apply_batch *b) { return &b->ixcounts; }
 
 void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset) {
     uint8_t key[APPLY_META_KEY_MAX];

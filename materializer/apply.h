@@ -107,5 +107,7 @@ void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                      const void *v, size_t vn);
 void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn);
 rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf);
+/* The batch's table of `indexes` 'c' rows (indexes.h, indexes_stage). */
+struct statrows *apply_batch_index_counts(apply_batch *b);
 
 #endif

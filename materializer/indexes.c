@@ -9,6 +9,10 @@
  * building; the 'c' rows are the count and byte sum of the 'e' rows per
  * value. Both change in the same WriteBatch as the `objects` row they
  * follow (indexes_key_end), so they are exact as of the applied offsets.
+ * A 'c' row changes with every key op on its value: within a batch it
+ * lives in the batch's counter table (indexes_stage), loaded on first
+ * touch and staged once before the write, so every read of a 'c' row in
+ * the state machine goes through that table (count_add, op_drop).
  *
  * Backfill is part of the log, not a background job: PutIndex on a bucket
  * that holds objects makes the index "building" with an empty cursor; each
@@ -156,14 +160,17 @@ static void put_be64(uint8_t *p, uint64_t v) {
         p[i] = (uint8_t)v;
 }
 
-/* Adds (dn, dbytes) to the 'c' row at k; removes it at count 0. */
-static int count_add(apply_batch *b, const keybuf *k, int64_t dn, int64_t dbytes,
-                     char *errstr, size_t es) {
+/* The batch's 'c' row at k, loaded on first touch. NULL on error. */
+static statrow *count_row(apply_batch *b, const keybuf *k, char *errstr, size_t es) {
+    statrows *t = apply_batch_index_counts(b);
+    statrow *r = statrows_find(t, k->data, k->len);
+    if (r)
+        return r;
     char *v;
     size_t vn;
     int rc = apply_batch_get(b, OBJLOG_CF_INDEXES, k->data, k->len, &v, &vn, errstr, es);
     if (rc < 0)
-        return -1;
+        return NULL;
     uint64_t n = 0, bytes = 0;
     if (rc == 1 && vn == 16) {
         n = get_be64((const uint8_t *)v);
@@ -171,21 +178,81 @@ static int count_add(apply_batch *b, const keybuf *k, int64_t dn, int64_t dbytes
     }
     if (rc == 1)
         rocksdb_free(v);
-    n += (uint64_t)dn;
-    bytes += (uint64_t)dbytes;
-    if (n == 0) {
-        apply_batch_del(b, OBJLOG_CF_INDEXES, k->data, k->len);
-        return 0;
+    r = statrows_insert(t, k->data, k->len);
+    if (!r) {
+        snprintf(errstr, es, "out of memory");
+        return NULL;
     }
-    uint8_t nv[16];
-    put_be64(nv, n);
-    put_be64(nv + 8, bytes);
-    apply_batch_put(b, OBJLOG_CF_INDEXES, k->data, k->len, nv, sizeof(nv));
+    r->u.objects = n;
+    r->u.bytes = bytes;
+    r->present = n != 0;
+    return r;
+}
+
+/* Adds (dn, dbytes) to the 'c' row at k (unsigned wrap-around: the final
+ * values are exact); the row goes at count 0. */
+static int count_add(apply_batch *b, const keybuf *k, int64_t dn, int64_t dbytes,
+                     char *errstr, size_t es) {
+    statrow *r = count_row(b, k, errstr, es);
+    if (!r)
+        return -1;
+    r->u.objects += (uint64_t)dn;
+    r->u.bytes += (uint64_t)dbytes;
+    r->present = r->u.objects != 0;
+    r->dirty = 1;
+    return 0;
+}
+
+void indexes_stage(apply_batch *b, statrows *t) {
+    for (size_t i = 0; i < t->n; i++) {
+        statrow *r = &t->rows[i];
+        if (!r->dirty)
+            continue;
+        r->dirty = 0;
+        if (!r->present) {
+            apply_batch_del(b, OBJLOG_CF_INDEXES, r->key, r->key_len);
+            continue;
+        }
+        uint8_t nv[16];
+        put_be64(nv, r->u.objects);
+        put_be64(nv + 8, r->u.bytes);
+        apply_batch_put(b, OBJLOG_CF_INDEXES, r->key, r->key_len, nv, sizeof(nv));
+    }
+}
+
+/* Every 'c' row of the table under prefix p becomes absent (DropIndex:
+ * delete_prefix removes what the batch and the store hold). */
+static void counts_forget(apply_batch *b, const keybuf *p) {
+    statrows *t = apply_batch_index_counts(b);
+    for (size_t i = 0; i < t->n; i++) {
+        statrow *r = &t->rows[i];
+        if (r->key_len < p->len || memcmp(r->key, p->data, p->len) != 0)
+            continue;
+        r->u.objects = r->u.bytes = 0;
+        r->present = 0;
+        r->dirty = 1;
+    }
+}
+
+/* kb = the 'c' row key of (bucket, index name, value); *kind_at = where
+ * the kind byte sits, so the caller can turn it into the 'e' prefix. */
+static int count_key(keybuf *kb, const char *bucket, const char *name, const char *val,
+                     size_t vn, size_t *kind_at) {
+    keybuf_reset(kb);
+    if (keycodec_route_key(kb, bucket, strlen(bucket), (const uint8_t *)"", 0) < 0)
+        return -1;
+    *kind_at = kb->len;
+    uint8_t k = OBJLOG_INDEX_COUNT;
+    if (keybuf_append(kb, &k, 1) < 0 ||
+        keycodec_append_enc(kb, (const uint8_t *)name, strlen(name)) < 0 ||
+        keycodec_append_enc(kb, (const uint8_t *)val, vn) < 0)
+        return -1;
     return 0;
 }
 
 /* Adds (sign 1) or removes (sign -1) the entry of version r (raw: its
- * `objects` row) in index d, and its value's counters. */
+ * `objects` row) in index d, and its value's counters. The 'e' key is the
+ * 'c' key with the other kind byte, then last-modified and the key. */
 static int entry_apply(apply_batch *b, const char *bucket, const Objlog__IndexDef *d,
                        const Objlog__VersionRecord *r, const char *raw, size_t rawn,
                        int sign, char *errstr, size_t es) {
@@ -198,13 +265,13 @@ static int entry_apply(apply_batch *b, const char *bucket, const Objlog__IndexDe
     keybuf_init(&ck);
     int rc = -2;
     uint8_t lm[8];
+    size_t kind_at;
     objlog_index_lm_put(lm, r->log_time_ms);
-    if (objlog_index_prefix(&ek, bucket, OBJLOG_INDEX_ENTRY, d->name) == 0 &&
-        keycodec_append_enc(&ek, (const uint8_t *)val, vn) == 0 &&
+    if (count_key(&ck, bucket, d->name, val, vn, &kind_at) == 0 &&
+        keybuf_append(&ek, ck.data, ck.len) == 0 &&
         (!d->with_last_modified || keybuf_append(&ek, lm, 8) == 0) &&
-        keycodec_append_enc(&ek, r->key.data, r->key.len) == 0 &&
-        objlog_index_prefix(&ck, bucket, OBJLOG_INDEX_COUNT, d->name) == 0 &&
-        keycodec_append_enc(&ck, (const uint8_t *)val, vn) == 0) {
+        keycodec_append_enc(&ek, r->key.data, r->key.len) == 0) {
+        ek.data[kind_at] = OBJLOG_INDEX_ENTRY;
         if (sign > 0)
             apply_batch_put(b, OBJLOG_CF_INDEXES, ek.data, ek.len, raw, rawn);
         else
@@ -234,16 +301,34 @@ void indexes_key_keep(indexes_key *ik, Objlog__BucketRecord **br) {
     *br = NULL;
 }
 
-int indexes_key_begin(apply_batch *b, indexes_key *ik, const keybuf *route,
-                      char *errstr, size_t es) {
-    if (!ik->br)
-        return 0;
+int indexes_key_wants(const indexes_key *ik) { return ik->br != NULL; }
+
+void indexes_key_begin(indexes_key *ik, char *old, size_t old_len) {
     if (ik->old)
         rocksdb_free(ik->old);
+    free(ik->now);
     ik->old = NULL;
-    int rc = apply_batch_get(b, OBJLOG_CF_OBJECTS, route->data, route->len, &ik->old,
-                             &ik->old_len, errstr, es);
-    return rc < 0 ? -1 : 0;
+    ik->now = NULL;
+    ik->staged = 0;
+    if (!ik->br) {
+        if (old)
+            rocksdb_free(old);
+        return;
+    }
+    ik->old = old;
+    ik->old_len = old ? old_len : 0;
+}
+
+void indexes_key_staged(indexes_key *ik, uint8_t *row, size_t n) {
+    free(ik->now);
+    ik->now = NULL;
+    if (!ik->br) {
+        free(row);
+        return;
+    }
+    ik->now = row;
+    ik->now_len = row ? n : 0;
+    ik->staged = 1;
 }
 
 static Objlog__VersionRecord *record_of(const char *raw, size_t n, int *bad) {
@@ -256,19 +341,15 @@ static Objlog__VersionRecord *record_of(const char *raw, size_t n, int *bad) {
 }
 
 int indexes_key_end(apply_batch *b, indexes_key *ik, const char *bucket,
-                    const keybuf *route, ProtobufCBinaryData key, char *errstr,
-                    size_t es) {
-    if (!ik->br)
+                    ProtobufCBinaryData key, char *errstr, size_t es) {
+    if (!ik->br || !ik->staged)
         return 0;
-    char *nv = NULL;
-    size_t nn = 0;
-    if (apply_batch_get(b, OBJLOG_CF_OBJECTS, route->data, route->len, &nv, &nn, errstr,
-                        es) < 0)
-        return -1;
-    int rc = 0, bad = 0;
+    const char *nv = (const char *)ik->now;
+    size_t nn = ik->now_len;
     if (!nv == !ik->old && (!nv || bytes_cmp((const uint8_t *)nv, nn,
                                              (const uint8_t *)ik->old, ik->old_len) == 0))
-        goto out; /* unchanged */
+        return 0; /* unchanged */
+    int rc = 0, bad = 0;
     Objlog__VersionRecord *o = record_of(ik->old, ik->old_len, &bad);
     Objlog__VersionRecord *n = record_of(nv, nn, &bad);
     if (bad) {
@@ -285,9 +366,6 @@ int indexes_key_end(apply_batch *b, indexes_key *ik, const char *bucket,
     }
     objlog__version_record__free_unpacked(o, NULL);
     objlog__version_record__free_unpacked(n, NULL);
-out:
-    if (nv)
-        rocksdb_free(nv);
     return rc;
 }
 
@@ -295,6 +373,7 @@ void indexes_key_done(indexes_key *ik) {
     objlog__bucket_record__free_unpacked(ik->br, NULL);
     if (ik->old)
         rocksdb_free(ik->old);
+    free(ik->now);
     memset(ik, 0, sizeof(*ik));
 }
 
@@ -468,6 +547,8 @@ static int op_drop(apply_batch *b, const Objlog__Event *ev, Objlog__BucketRecord
             snprintf(errstr, es, "out of memory");
         else
             rc = delete_prefix(b, &p, errstr, es);
+        if (rc == 0 && kinds[i] == OBJLOG_INDEX_COUNT)
+            counts_forget(b, &p);
     }
     keybuf_free(&p);
     if (rc < 0)

@@ -221,6 +221,8 @@ static int daemon_start(bench *b) {
     return 0;
 }
 
+int bench_daemon_start(bench *b) { return daemon_start(b); }
+
 /* ---- phase 1: produce ---- */
 
 void bench_cb(const objlog_write_result *r, void *opaque) {
@@ -526,6 +528,7 @@ const char bench_usage_text[] =
     "                    [--count N (default 200000)] [--buckets B (default 64)]\n"
     "                    [--threads T] [--partitions N]\n"
     "       objlog bench --indexes [--count N (default 20000)] [--rounds R]\n"
+    "                    [--url URL --brokers LIST [--keep]]\n"
     "       objlog bench --checkpoint [--count N (default 200000)] [--buckets B]\n"
     "                    [--partitions N]\n"
     "       objlog bench --lifecycle [--url URL --brokers LIST [--keep]]\n"
@@ -549,6 +552,9 @@ const char bench_usage_text[] =
     "N PUTs into a fresh store (a rebuild from the log without Kafka), then rows/s and\n"
     "MB/s of exporting every partition's checkpoint and importing them into another\n"
     "store, and how many times faster export+import is than apply.\n"
+    "--indexes: in this process, an index query of 1,000 matches against a LIST of\n"
+    "1,000 keys and the PUT apply cost with 0, 1 and 3 indexes; then the same query\n"
+    "against LIST over HTTP, on its own objlogd started only then (or --url's).\n"
     "--s3: the S3 endpoint's cost against the JSON API's for the same reads in one\n"
     "run of its own objlogd: N keys, then LISTs of all of them (ListObjectsV2 vs GET\n"
     "/v1/buckets/B/objects) and HEADs of one (HeadObject vs HEAD /objects/K), one\n"

@@ -12,6 +12,8 @@
  *  (b) PUT apply cost with 0, 1 and 3 indexes on the bucket: --count PUTs
  *      (each with the three indexed attributes) applied in batches of
  *      1,000, each batch written; ratio of the times to the 0-index run.
+ *  (c) the query end to end over HTTP against LIST, on the bench's own
+ *      objlogd started only then (or --url's): bench_index_http.c.
  * Every store it makes is removed before it returns. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -263,5 +265,8 @@ int bench_index_run(bench *b) {
                nix, nix == 1 ? "" : "es", (long)b->count, s, (double)b->count / s,
                base > 0 ? s / base : 0.0);
     }
+    fflush(stdout);
+    if ((!b->url && bench_daemon_start(b) < 0) || bench_index_http_run(b) < 0)
+        return CLI_EXIT_FAIL;
     return CLI_EXIT_OK;
 }

@@ -178,6 +178,12 @@ int bench_lifecycle_run(bench *b); /* --lifecycle: bench_lifecycle.c */
 int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 int bench_index_run(bench *b); /* --indexes: bench_index.c */
+/* --indexes, part (c): over HTTP against b->url (bench_index_http.c). 0/-1. */
+int bench_index_http_run(bench *b);
+/* Starts the bench's own objlogd (embedded log) for a mode that runs in
+ * this process first (--indexes): b->url and b->brokers point at it;
+ * bench_main stops it. 0, or -1 (said on stderr). */
+int bench_daemon_start(bench *b);
 /* --apply against our own embedded log: 0 when the run fits in it (~5 MB
  * a partition), else -1 with why. */
 int bench_apply_check(const bench *b, char *why, size_t n);

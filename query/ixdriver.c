@@ -2,16 +2,25 @@
  *
  * The backfill itself is decided in the log (materializer/indexes.c): each
  * BuildIndex event indexes the next keys after the index's cursor. This
- * thread only appends those events: every IXDRIVER_IDLE_MS it reads the
- * `buckets` rows, and for each index still building in a partition this
- * node applies as ACTIVE (one node per partition, so steps are not doubled
- * across a cluster) it produces one BuildIndex. It issues the next round
+ * thread only appends those events: it reads the `buckets` rows, and for
+ * each index still building in a partition this node applies as ACTIVE
+ * (one node per partition, so steps are not doubled across a cluster) it
+ * produces one BuildIndex. It issues the next round
  * only once every step of the last one is applied here, so it never runs
  * ahead of the view. Correctness never depends on it: a lost, late or
  * duplicated step changes nothing (a step on a ready index is a no-op, and
  * each step starts from the cursor the log holds at its position), and
  * after a restart the scan finds the building index again, so due work is
- * never lost. */
+ * never lost.
+ *
+ * Reading every bucket record is not free on a node with many buckets, so
+ * an idle node does not repeat it: every IXDRIVER_IDLE_MS the thread
+ * compares each partition's applied offset and role with what they were
+ * when it last scanned, and scans again only if one moved (or the last
+ * round issued or lost a step, or the thread just started). That loses
+ * nothing: an index becomes building, or a partition holding one becomes
+ * ours, only through an applied event (the offset moves) or a role change,
+ * and a fresh thread (a restart) always scans once. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -41,6 +50,12 @@ struct ixdriver {
     int stop;
     ix_step steps[IXDRIVER_MAX_STEPS];
     int nsteps, outstanding;      /* callbacks not run yet */
+    /* Driver thread only: each partition's applied offset and role at the
+     * last scan, and whether the next check must scan whatever they say. */
+    int nparts;
+    int64_t *seen_applied;
+    uint8_t *seen_active;
+    int must_scan;
 };
 
 typedef struct ix_cb {
@@ -130,6 +145,23 @@ static int ixd_mine(ixdriver *d, const char *bucket) {
     return p >= 0 && objlog_materializer_role(d->q->m, p) == OBJLOG_ROLE_ACTIVE;
 }
 
+/* 1 if a scan is due: forced, or some partition's applied offset or role
+ * moved since the last one. Records the current ones (taken before the
+ * scan reads, so whatever is applied during it shows as a move next time). */
+static int ixd_scan_due(ixdriver *d) {
+    int due = d->must_scan;
+    d->must_scan = 0;
+    for (int p = 0; p < d->nparts; p++) {
+        int64_t a = objlog_materializer_applied(d->q->m, p);
+        uint8_t act = objlog_materializer_role(d->q->m, p) == OBJLOG_ROLE_ACTIVE;
+        if (a != d->seen_applied[p] || act != d->seen_active[p])
+            due = 1;
+        d->seen_applied[p] = a;
+        d->seen_active[p] = act;
+    }
+    return due;
+}
+
 /* One pass over the `buckets` rows: a step for each building index. */
 static int ixd_scan(ixdriver *d) {
     objlog_store *st = d->q->store;
@@ -144,10 +176,14 @@ static int ixd_scan(ixdriver *d) {
         Objlog__BucketRecord *r = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
         if (!r)
             continue;
-        for (size_t i = 0; i < r->n_indexes && issued < IXDRIVER_MAX_STEPS; i++)
-            if (r->indexes[i]->building && ixd_mine(d, r->name) &&
-                ixd_step(d, r->name, r->indexes[i]->name) == 0)
+        for (size_t i = 0; i < r->n_indexes && issued < IXDRIVER_MAX_STEPS; i++) {
+            if (!r->indexes[i]->building || !ixd_mine(d, r->name))
+                continue;
+            if (ixd_step(d, r->name, r->indexes[i]->name) == 0)
                 issued++;
+            else
+                d->must_scan = 1; /* refused at once: try again next time */
+        }
         objlog__bucket_record__free_unpacked(r, NULL);
     }
     rocksdb_iter_destroy(it);
@@ -165,10 +201,13 @@ static void *ixd_main(void *arg) {
             continue;
         }
         d->nsteps = 0;
-        if (pending == 2 && ixd_sleep(d, IXDRIVER_FAIL_MS))
-            break;
+        if (pending == 2) {
+            d->must_scan = 1; /* the refused step's index is still building */
+            if (ixd_sleep(d, IXDRIVER_FAIL_MS))
+                break;
+        }
         pthread_mutex_unlock(&d->mu);
-        int issued = ixd_scan(d);
+        int issued = ixd_scan_due(d) ? ixd_scan(d) : 0;
         pthread_mutex_lock(&d->mu);
         if (!issued)
             ixd_sleep(d, IXDRIVER_IDLE_MS);
@@ -184,6 +223,18 @@ ixdriver *ixdriver_new(objlog_query *q, char *errstr, size_t errstr_size) {
         return NULL;
     }
     d->q = q;
+    d->nparts = objlog_materializer_partitions(q->m);
+    d->must_scan = 1; /* a restart finds the indexes still building */
+    size_t np = (size_t)(d->nparts > 0 ? d->nparts : 1);
+    d->seen_applied = calloc(np, sizeof(*d->seen_applied));
+    d->seen_active = calloc(np, sizeof(*d->seen_active));
+    if (!d->seen_applied || !d->seen_active) {
+        free(d->seen_applied);
+        free(d->seen_active);
+        free(d);
+        snprintf(errstr, errstr_size, "out of memory");
+        return NULL;
+    }
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     if (pthread_create(&d->thread, NULL, ixd_main, d) != 0) {
@@ -213,5 +264,7 @@ void ixdriver_destroy(ixdriver *d) {
     ixdriver_stop(d);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
+    free(d->seen_applied);
+    free(d->seen_active);
     free(d);
 }
