@@ -13,6 +13,7 @@
 # (message.timestamp.after.max.ms, KIP-937).
 #
 #   ops/bench_lifecycle_kafka.sh [--count N (default 1000000)] [--threads T]
+#                                [--max-rate R (objlogd --lifecycle-max-rate)]
 #
 # Needs a build (ops/setup.sh build) and the Kafka jars (ops/kafka.sh fetch).
 # Every process binds 127.0.0.1. The run writes 3N PUTs and N Expire events
@@ -21,12 +22,14 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${OBJLOG_BUILD_DIR:-$root/build}
-count=1000000 threads=4
+count=1000000 threads=4 max_rate=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --count) count=${2:?--count needs a value}; shift 2 ;;
     --threads) threads=${2:?--threads needs a value}; shift 2 ;;
-    *) echo "usage: ops/bench_lifecycle_kafka.sh [--count N] [--threads T]" >&2; exit 2 ;;
+    --max-rate) max_rate=${2:?--max-rate needs a value}; shift 2 ;;
+    *) echo "usage: ops/bench_lifecycle_kafka.sh [--count N] [--threads T] [--max-rate R]" >&2
+       exit 2 ;;
   esac
 done
 [ -x "$bin/query/objlogd" ] && [ -x "$bin/ops/objlog" ] ||
@@ -50,6 +53,7 @@ boot=$(KAFKA_HEAP_OPTS="-Xms256m -Xmx1g" "$root/ops/kafka.sh" start --dir "$work
   --config retention.bytes=-1 --config message.timestamp.after.max.ms=9223372036854775807 \
   >/dev/null
 OBJLOG_LIFECYCLE_INTERVAL_MS=100 OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS=172800000 \
+  OBJLOG_LIFECYCLE_MAX_RATE=$max_rate \
   "$bin/query/objlogd" --listen 127.0.0.1:0 --data "$work/view" --brokers "$boot" \
   --allow-unsafe-topics \
   >"$work/objlogd.out" 2>"$work/objlogd.err" &
@@ -60,6 +64,6 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/objlogd.out")"
-echo "bench_lifecycle_kafka: objlogd at $url on $boot; $count objects" >&2
+echo "bench_lifecycle_kafka: objlogd at $url on $boot; $count objects, max rate $max_rate" >&2
 "$bin/ops/objlog" bench --lifecycle --url "$url" --brokers "$boot" --keep \
   --count "$count" --threads "$threads"

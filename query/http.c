@@ -1074,7 +1074,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         return NULL;
     }
     if (!(q->lc = lc_worker_new(q, conf->lifecycle_interval_ms,
-                                conf->lifecycle_clock_offset_ms, errstr, errstr_size)) ||
+                                conf->lifecycle_clock_offset_ms, conf->lifecycle_max_rate,
+                                errstr, errstr_size)) ||
         http_start_workers(q, conf->listen_fd_set ? conf->listen_fd : -1, errstr,
                            errstr_size) < 0) {
         objlog_query_destroy(q);

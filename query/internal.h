@@ -593,7 +593,7 @@ typedef struct lc_status {
 } lc_status;
 /* interval_ms 0: no thread (status answers "no scan yet"). */
 lc_worker *lc_worker_new(objlog_query *q, int interval_ms, int64_t clock_offset_ms,
-                         char *errstr, size_t errstr_size);
+                         int max_rate, char *errstr, size_t errstr_size);
 void lc_worker_destroy(lc_worker *w);
 int64_t lc_worker_now_ms(const lc_worker *w); /* wall + the test offset */
 /* 1 with *out when the worker scanned bucket with rules, else 0. */

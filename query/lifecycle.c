@@ -62,6 +62,8 @@ struct lc_worker {
     objlog_query *q;
     int interval_ms;
     int64_t clock_offset_ms;
+    int max_rate;                /* Expire events per second; 0: unbounded */
+    int64_t paced_until_us;      /* max_rate: when the next batch may go */
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -417,6 +419,39 @@ static void lc_count(lc_worker *w, lc_item *it, const char *bucket) {
     pthread_mutex_unlock(&w->mu);
 }
 
+static int64_t lc_mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* --lifecycle-max-rate: waits (woken early by a stop) until a batch of n
+ * may go, so the worker's Expire events never pass max_rate a second and
+ * a backlog leaves the log and the state machine to foreground writes. */
+static void lc_pace(lc_worker *w, size_t n) {
+    if (w->max_rate <= 0)
+        return;
+    int64_t now = lc_mono_us();
+    if (w->paced_until_us < now)
+        w->paced_until_us = now;
+    int64_t wait_us = w->paced_until_us - now;
+    w->paced_until_us += (int64_t)n * 1000000 / w->max_rate;
+    if (wait_us <= 0)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_us / 1000000;
+    until.tv_nsec += (long)(wait_us % 1000000) * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* Issues the pass's items LC_INFLIGHT at a time, each batch logged then
  * awaited. A batch with a NotDue outcome ends the pass for the bucket: the
  * log's clock is behind ours (lc_learn_clock), and the next scan judges
@@ -427,6 +462,9 @@ static void lc_issue(lc_worker *w, const char *bucket, lc_scan *s) {
     lc_cb cbs[LC_INFLIGHT];
     for (size_t from = 0; from < s->n && !w->stopping; from += LC_INFLIGHT) {
         size_t to = from + LC_INFLIGHT < s->n ? from + LC_INFLIGHT : s->n;
+        lc_pace(w, to - from);
+        if (w->stopping)
+            break;
         int64_t ts = lc_clock_ms(w);
         pthread_mutex_lock(&w->mu);
         w->error[0] = '\0';
@@ -576,7 +614,7 @@ static void *lc_main(void *arg) {
 }
 
 lc_worker *lc_worker_new(objlog_query *q, int interval_ms, int64_t clock_offset_ms,
-                         char *errstr, size_t errstr_size) {
+                         int max_rate, char *errstr, size_t errstr_size) {
     lc_worker *w = calloc(1, sizeof(*w));
     if (!w || !(w->st = calloc(LC_BUCKETS_MAX, sizeof(*w->st)))) {
         free(w);
@@ -586,6 +624,7 @@ lc_worker *lc_worker_new(objlog_query *q, int interval_ms, int64_t clock_offset_
     w->q = q;
     w->interval_ms = interval_ms;
     w->clock_offset_ms = clock_offset_ms;
+    w->max_rate = max_rate;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (interval_ms > 0) {

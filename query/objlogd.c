@@ -44,6 +44,7 @@ typedef struct objlogd_conf {
     int ready_max_lag;           /* /readyz: max lag in messages */
     int test_apply_delay_ms;     /* test only: sleep per applied batch */
     int lifecycle_interval_ms;   /* lifecycle worker period; 0 off (issue 15) */
+    int lifecycle_max_rate;      /* Expire events per second; 0 unbounded */
     long long test_lc_offset_ms; /* test only: the worker's clock offset */
     int test_no_stats;           /* bench only: no stats view */
     int max_timeout_ms;          /* largest per-request timeout_ms */
@@ -107,6 +108,8 @@ static void usage(FILE *f) {
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--lifecycle-interval-ms N] (lifecycle scan period, default\n"
             "                60000; 0: no lifecycle worker)\n"
+            "               [--lifecycle-max-rate N] (Expire events per second at most,\n"
+            "                so a backlog leaves foreground writes room; 0: unbounded)\n"
             "               [--test-lifecycle-clock-offset-ms N (tests only: the lifecycle\n"
             "                worker's clock runs N ms ahead, and so do its Expire events)]\n"
             "               [--test-no-stats (benches only: no usage counters or quotas;\n"
@@ -114,7 +117,8 @@ static void usage(FILE *f) {
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA OBJLOG_GROUP\n"
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
-            "     OBJLOG_LIFECYCLE_INTERVAL_MS OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS\n"
+            "     OBJLOG_LIFECYCLE_INTERVAL_MS OBJLOG_LIFECYCLE_MAX_RATE\n"
+            "     OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
@@ -281,6 +285,9 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_LIFECYCLE_INTERVAL_MS")) && *v &&
         parse_int("OBJLOG_LIFECYCLE_INTERVAL_MS", v, 0, 86400000, &c->lifecycle_interval_ms) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_LIFECYCLE_MAX_RATE")) && *v &&
+        parse_int("OBJLOG_LIFECYCLE_MAX_RATE", v, 0, 10000000, &c->lifecycle_max_rate) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS")) && *v &&
         parse_offset("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS", v, &c->test_lc_offset_ms) < 0)
         return -1;
@@ -295,7 +302,7 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
-    OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS,
+    OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
 
@@ -318,6 +325,7 @@ static const struct option objlogd_options[] = {
     {"test-apply-delay-ms", required_argument, NULL, OPT_TEST_APPLY_DELAY_MS},
     {"test-no-stats", no_argument, NULL, OPT_TEST_NO_STATS},
     {"lifecycle-interval-ms", required_argument, NULL, OPT_LIFECYCLE_INTERVAL_MS},
+    {"lifecycle-max-rate", required_argument, NULL, OPT_LIFECYCLE_MAX_RATE},
     {"test-lifecycle-clock-offset-ms", required_argument, NULL, OPT_TEST_LC_OFFSET_MS},
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
@@ -378,6 +386,8 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_LIFECYCLE_INTERVAL_MS:
         return parse_int(flag, v, 0, 86400000, &c->lifecycle_interval_ms);
     case OPT_TEST_LC_OFFSET_MS: return parse_offset(flag, v, &c->test_lc_offset_ms);
+    case OPT_LIFECYCLE_MAX_RATE:
+        return parse_int(flag, v, 0, 10000000, &c->lifecycle_max_rate);
     case OPT_LISTEN: return parse_listen(flag, v, c);
     case OPT_MAX_CONNECTIONS: return parse_int(flag, v, 1, 1000000, &c->max_connections);
     case OPT_REQUEST_TIMEOUT_MS:
@@ -814,6 +824,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_blob_url = c->s3_blob_url,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
+                            .lifecycle_max_rate = c->lifecycle_max_rate,
                             .rate_limit_bucket_rps = (unsigned)c->rl_bucket[0],
                             .rate_limit_bucket_burst = (unsigned)c->rl_bucket[1],
                             .rate_limit_tenant_rps = (unsigned)c->rl_tenant[0],

@@ -77,6 +77,8 @@ typedef struct objlog_query_conf {
                                     0: no worker */
     long long lifecycle_clock_offset_ms; /* tests only: the worker's clock is
                                     wall + this (objects look days old) */
+    int lifecycle_max_rate;      /* Expire events per second at most; 0:
+                                    as fast as their outcomes come back */
     /* Admission control (issue 15 item 3; query/admit.c); 0: off. */
     unsigned rate_limit_bucket_rps, rate_limit_bucket_burst; /* default */
     unsigned rate_limit_tenant_rps, rate_limit_tenant_burst;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -213,11 +214,64 @@ static void test_lifecycle_end_to_end(void **state) {
     proc_rmtree(dir);
 }
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --lifecycle-max-rate 200: the worker never runs ahead of 200 Expire
+ * events a second (one batch of 256 may go at once). Checked as an upper
+ * bound at every poll, so a slow machine cannot fail it; without the pace
+ * the 600 expire in a fraction of a second and it fails. */
+static void test_lifecycle_max_rate(void **state) {
+    (void)state;
+    char dir[256], boot[512], listen[64], url[128];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    char *kargs[] = {"--kafka-only", "--partitions", "2", NULL};
+    proc *k = start(kargs, boot, NULL);
+    char *args[] = {"--brokers", boot, "--listen", "127.0.0.1:0", "--data", dir,
+                    "--lifecycle-interval-ms", "100", "--lifecycle-max-rate", "200",
+                    "--test-lifecycle-clock-offset-ms", TWO_DAYS, NULL};
+    proc *d = start(args, NULL, listen);
+    snprintf(url, sizeof(url), "http://%s", listen);
+    httpc *h = httpc_new(url);
+    httpc_resp r;
+    assert_int_equal(req(h, "PUT", "/v1/buckets/lcr", "{}", &r), 200);
+    for (int i = 0; i < NEXPIRE; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/buckets/lcr/objects/k%04d", i);
+        assert_int_equal(req(h, "PUT", path, "{\"size\":1}", &r), 200);
+    }
+    double t0 = mono_s();
+    assert_int_equal(req(h, "PUT", "/v1/buckets/lcr/lifecycle",
+                         "{\"rules\":[{\"id\":\"all\",\"status\":\"Enabled\","
+                         "\"expiration\":{\"days\":1}}]}", &r), 200);
+    long long expired = 0;
+    for (int i = 0; i < 2400 && expired < NEXPIRE; i++) {
+        assert_int_equal(req(h, "GET", "/v1/buckets/lcr/lifecycle/status", NULL, &r), 200);
+        expired = jint(r.body, "expired_total");
+        double bound = 256 + 200 * (mono_s() - t0);
+        if ((double)expired > bound)
+            fail_msg("%lld expired %.2f s after the rule, more than %.0f", expired,
+                     mono_s() - t0, bound);
+        usleep(20 * 1000);
+    }
+    print_message("%lld expired in %.2f s at --lifecycle-max-rate 200\n", expired,
+                  mono_s() - t0);
+    assert_int_equal(expired, NEXPIRE);
+    httpc_destroy(h);
+    assert_int_equal(proc_stop(d, 20000), 0);
+    assert_int_equal(proc_stop(k, 20000), 0);
+    proc_rmtree(dir);
+}
+
 int main(void) {
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     proc_bin("ops/objlog", objlog_bin, sizeof(objlog_bin));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lifecycle_end_to_end),
+        cmocka_unit_test(test_lifecycle_max_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
