@@ -24,7 +24,8 @@ static int be32(const uint8_t *p) {
 static int row_of(const rangemap *rm, const char *cf, size_t cn, const uint8_t *k, size_t kn,
                   const uint8_t *v, size_t vn) {
     if (!strncmp(cf, "versions", cn) || !strncmp(cf, "objects", cn) ||
-        !strncmp(cf, "buckets", cn) || !strncmp(cf, "uploads", cn))
+        !strncmp(cf, "buckets", cn) || !strncmp(cf, "uploads", cn) ||
+        !strncmp(cf, "indexes", cn))
         return rangemap_partition(rm, k, kn);
     if (!strncmp(cf, "stats", cn)) /* each row names its partition */
         return objlog_stats_row_partition(rm, k, kn);

@@ -199,6 +199,25 @@ static void step(world *w) {
         ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
         ev.upload_part = &up;
         emit(w, &ev, 0);
+    } else if (r < 86) {
+        /* An attribute index: its rows (indexes CF) go with the partition. */
+        Objlog__PutIndex pi = OBJLOG__PUT_INDEX__INIT;
+        ev_init(&ev, b, -1);
+        ev.bucket = w->buckets[b];
+        pi.name = "sc";
+        pi.field = "storage_class";
+        ev.op_case = OBJLOG__EVENT__OP_PUT_INDEX;
+        ev.put_index = &pi;
+        emit(w, &ev, 0);
+    } else if (r < 88) {
+        /* ... and the backfill steps that index what the bucket holds */
+        Objlog__BuildIndex bi = OBJLOG__BUILD_INDEX__INIT;
+        ev_init(&ev, b, -1);
+        ev.bucket = w->buckets[b];
+        bi.name = "sc";
+        ev.op_case = OBJLOG__EVENT__OP_BUILD_INDEX;
+        ev.build_index = &bi;
+        emit(w, &ev, 0);
     } else if (r < 90) {
         Objlog__SetVersioning sv = OBJLOG__SET_VERSIONING__INIT;
         ev_init(&ev, b, -1);
@@ -317,6 +336,7 @@ static void test_roundtrip(void **state) {
     world_build(&src, &log_a, 0x9e3779b97f4a7c15ULL, 4000);
     world_build(&dst, &log_a, 0x1234567ULL, 2000);
     world_build(&empty, &log_a, 1, 0);
+    int with_indexes = 0; /* partitions whose checkpoint carries index rows */
     for (int p = 0; p < NPARTS; p++) {
         membuf m;
         objlog_ckpt_info info;
@@ -324,6 +344,7 @@ static void test_roundtrip(void **state) {
         size_t nsrc = 0;
         char *want = partdump(src.store, src.rm, p, 1, &nsrc);
         assert_true(nsrc > 100);
+        with_indexes += strstr(want, "\nindexes ") != NULL;
         assert_int_equal(info.rows, nsrc);
         assert_int_equal(info.applied, objlog_store_applied(src.store, p));
         assert_int_equal(info.applied, src.off[p]);
@@ -364,6 +385,7 @@ static void test_roundtrip(void **state) {
     assert_string_equal(a, b);
     free(a);
     free(b);
+    assert_int_equal(with_indexes, NPARTS);
     world_free(&src);
     world_free(&dst);
     world_free(&empty);
