@@ -1,6 +1,6 @@
 # query tests: the HTTP service and gateway over real HTTP (libcurl) against
 # the in-process stack (mock Kafka over TCP, RocksDB in a temp dir).
-objlog_add_test(test_http SOURCES test_http.c TIMEOUT 180
+objlog_add_test(test_http SOURCES test_http.c httpenv.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
 # objlogd as a process: stdout lines, flags, SIGTERM, --kafka-only/--brokers.
 # The cases about views run on the mock cluster and, as
@@ -75,7 +75,7 @@ if(TARGET test_s3_lifecycle)
   add_dependencies(test_s3_lifecycle objlogd)
 endif()
 # Attribute indexes over HTTP (issue 15 item 2).
-objlog_add_test(test_http_indexes SOURCES test_http_indexes.c TIMEOUT 180
+objlog_add_test(test_http_indexes SOURCES test_http_indexes.c httpenv.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
 # Admission control (issue 15 item 3): the token bucket and the decision on a
 # fake clock, SetRateLimit in the state machine, and `objlogd` processes for
