@@ -502,13 +502,19 @@ static void lc_scan_free(lc_scan *s) {
     free(s->items);
 }
 
-static void lc_bucket_pass(lc_worker *w, rocksdb_readoptions_t *ro,
-                           const Objlog__BucketRecord *br) {
+/* Scans bucket br on a snapshot of its own, released before the Expire
+ * events go: a snapshot held while they apply would keep every version
+ * and tombstone they make from compaction until the pass ends. */
+static void lc_bucket_pass(lc_worker *w, const Objlog__BucketRecord *br) {
     lc_scan s;
     memset(&s, 0, sizeof(s));
     s.w = w;
     s.br = br;
     s.now = lc_worker_now_ms(w);
+    rocksdb_t *db = objlog_store_db(w->q->store);
+    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(db);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(ro, snap);
     keybuf pre;
     keybuf_init(&pre);
     int rc = keycodec_bucket_part(&pre, br->name, strlen(br->name));
@@ -517,6 +523,8 @@ static void lc_bucket_pass(lc_worker *w, rocksdb_readoptions_t *ro,
     if (rc == 0)
         rc = lc_scan_uploads(&s, ro, &pre);
     keybuf_free(&pre);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_release_snapshot(db, snap);
     if (rc < 0)
         objlog_logf(OBJLOG_LEVEL_WARNING, "lifecycle", "scan of %s: %s", br->name, s.err);
     pthread_mutex_lock(&w->mu);
@@ -556,37 +564,65 @@ static void lc_status_keep(lc_worker *w, char **names, size_t n) {
     pthread_mutex_unlock(&w->mu);
 }
 
-static void lc_pass(lc_worker *w) {
+/* The records of the buckets that have rules into *out (malloc'd), read
+ * from one iterator that is gone before any bucket is scanned. How many,
+ * or -1 out of memory (nothing kept). */
+static long lc_rule_buckets(lc_worker *w, Objlog__BucketRecord ***out) {
     objlog_store *st = w->q->store;
-    rocksdb_t *db = objlog_store_db(st);
-    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(db);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_snapshot(ro, snap);
-    rocksdb_iterator_t *it =
-        rocksdb_create_iterator_cf(db, ro, objlog_store_cf(st, OBJLOG_CF_BUCKETS));
-    char *names[LC_BUCKETS_MAX];
-    size_t nn = 0;
-    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !w->stopping;
-         rocksdb_iter_next(it)) {
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(st), ro,
+                                                        objlog_store_cf(st, OBJLOG_CF_BUCKETS));
+    Objlog__BucketRecord **v = NULL;
+    size_t n = 0, cap = 0;
+    long rc = 0;
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t vn;
-        const char *v = rocksdb_iter_value(it, &vn);
-        Objlog__BucketRecord *br = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
-        if (!br)
+        const char *val = rocksdb_iter_value(it, &vn);
+        Objlog__BucketRecord *br = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)val);
+        if (!br || !br->n_lifecycle || !br->name) {
+            objlog__bucket_record__free_unpacked(br, NULL);
             continue;
-        if (br->n_lifecycle && br->name && nn < LC_BUCKETS_MAX &&
-            (names[nn] = strdup(br->name)))
-            nn++;
-        if (br->n_lifecycle && br->name)
-            lc_bucket_pass(w, ro, br);
-        objlog__bucket_record__free_unpacked(br, NULL);
+        }
+        if (n == cap) {
+            Objlog__BucketRecord **g = realloc(v, (cap ? 2 * cap : 16) * sizeof(*v));
+            if (!g) {
+                objlog__bucket_record__free_unpacked(br, NULL);
+                rc = -1;
+                break;
+            }
+            v = g;
+            cap = cap ? 2 * cap : 16;
+        }
+        v[n++] = br;
     }
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
-    rocksdb_release_snapshot(db, snap);
-    if (!w->stopping)
-        lc_status_keep(w, names, nn);
-    for (size_t i = 0; i < nn; i++)
-        free(names[i]);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++)
+            objlog__bucket_record__free_unpacked(v[i], NULL);
+        free(v);
+        return -1;
+    }
+    *out = v;
+    return (long)n;
+}
+
+static void lc_pass(lc_worker *w) {
+    Objlog__BucketRecord **brs = NULL;
+    long n = lc_rule_buckets(w, &brs);
+    char **names = n > 0 ? calloc((size_t)n, sizeof(*names)) : NULL;
+    for (long i = 0; i < n; i++) {
+        if (names)
+            names[i] = brs[i]->name;
+        if (!w->stopping)
+            lc_bucket_pass(w, brs[i]);
+    }
+    if (!w->stopping && n >= 0 && (names || n == 0))
+        lc_status_keep(w, names, (size_t)n);
+    for (long i = 0; i < n; i++)
+        objlog__bucket_record__free_unpacked(brs[i], NULL);
+    free(brs);
+    free(names);
     atomic_fetch_add(&w->scans, 1);
 }
 
