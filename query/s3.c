@@ -953,6 +953,30 @@ static void s3_not_implemented(http_ctx *c, const char *what) {
     http_reply_error(c, 501, "NotImplemented", "%s is not implemented by objlog yet", what);
 }
 
+/* S3's subresources objlog does not serve. Without this a request for one
+ * would run the plain operation of its method: DeleteBucketPolicy would
+ * delete the bucket, PutObjectTagging overwrite the object with an empty
+ * one, GetBucketTagging answer a listing. */
+static const char *const s3_unserved[] = {
+    "accelerate", "acl", "analytics", "attributes", "cors", "encryption",
+    "intelligent-tiering", "inventory", "legal-hold", "logging", "metadataTable",
+    "metrics", "notification", "object-lock", "ownershipControls", "policy",
+    "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore",
+    "retention", "select", "tagging", "torrent", "website", NULL};
+
+/* 1 after 501 NotImplemented naming the first unserved subresource. */
+static int s3_refuse_unserved(http_ctx *c) {
+    for (int i = 0; s3_unserved[i]; i++) {
+        if (http_param_get(c, s3_unserved[i], NULL)) {
+            http_reply_error(c, 501, "NotImplemented",
+                             "the ?%s subresource is not implemented by objlog",
+                             s3_unserved[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void s3_method_not_allowed(http_ctx *c) {
     http_reply_error(c, 405, "MethodNotAllowed",
                      "The specified method is not allowed against this resource.");
@@ -968,8 +992,10 @@ static void s3_route_service(http_ctx *c, enum evhttp_cmd_type cmd, const s3_tar
 }
 
 static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
-    s3_request r = s3_request_of(c, t);
     c->endpoint = HTTP_EP_BUCKET;
+    if (s3_refuse_unserved(c))
+        return;
+    s3_request r = s3_request_of(c, t);
     switch (cmd) {
     case EVHTTP_REQ_GET:
         if (s3_has(c, "location"))
@@ -1021,6 +1047,8 @@ static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
 }
 
 static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
+    if (s3_refuse_unserved(c))
+        return;
     int upload = s3_has(c, "uploadId") || s3_has(c, "uploads");
     s3_request r = s3_request_of(c, t);
     switch (cmd) {
