@@ -22,51 +22,21 @@
 
 #include "httpc.h"
 #include "proc.h"
+#include "s3daemon.h"
 #include "s3auth.h"
 
-static struct {
-    char dir[256];
-    proc *p;
-    char s3[128];    /* http://127.0.0.1:PORT of the S3 listener */
-    char json[128];  /* the JSON API's */
-    httpc *h;
-} g;
+static s3daemon g;
 
 static int group_setup(void **state) {
     (void)state;
-    char objlogd[512], data[300], addr[64], creds[300];
-    if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0)
-        return -1;
-    proc_bin("query/objlogd", objlogd, sizeof(objlogd));
-    snprintf(data, sizeof(data), "%s/data", g.dir);
     /* the clients' key (signatures checked) and another tenant's */
-    snprintf(creds, sizeof(creds), "%s/s3-credentials", g.dir);
-    FILE *f = fopen(creds, "w");
-    if (!f || fputs("# test keys\nobjlogtest objlogtest-secret tenant-a\n"
-                    "otherkey other-secret tenant-b\n", f) < 0 || fclose(f) != 0)
-        return -1;
-    char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
-                    "--s3-listen", "127.0.0.1:0", "--s3-credentials", creds,
-                    "--s3-anonymous", NULL};
-    g.p = proc_spawn(argv, NULL);
-    if (!g.p || proc_wait_line(g.p, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000) < 0)
-        return -1;
-    snprintf(g.json, sizeof(g.json), "http://%s", addr);
-    char ready[8];
-    if (proc_wait_line(g.p, "OBJLOG_S3_LISTEN=", addr, sizeof(addr), 10000) < 0 ||
-        proc_wait_line(g.p, "OBJLOG_READY", ready, sizeof(ready), 10000) < 0)
-        return -1;
-    snprintf(g.s3, sizeof(g.s3), "http://%s", addr);
-    g.h = httpc_new(g.json);
-    return 0;
+    return s3daemon_start(&g, "# test keys\nobjlogtest objlogtest-secret tenant-a\n"
+                              "otherkey other-secret tenant-b\n", NULL);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    int rc = g.p && proc_stop(g.p, 15000) == 0 ? 0 : -1;
-    httpc_destroy(g.h);
-    proc_rmtree(g.dir);
-    return rc;
+    return s3daemon_stop(&g);
 }
 
 static void test_boto3(void **state) {
