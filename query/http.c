@@ -1096,6 +1096,11 @@ int objlog_query_port(const objlog_query *q) { return q->port; }
 
 int objlog_query_s3_port(const objlog_query *q) { return q->s3 ? q->s3_port : -1; }
 
+int objlog_query_reload(objlog_query *q, char *errstr, size_t errstr_size) {
+    snprintf(errstr, errstr_size, "no credentials files");
+    return s3_conf_reload(q, errstr, errstr_size);
+}
+
 void objlog_query_destroy(objlog_query *q) {
     if (!q)
         return;

@@ -224,7 +224,22 @@ typedef struct http_ctx {
     int s3;                      /* came through the S3 listener (s3.c): errors
                                     are S3 XML, successes s3.c's */
     int s3_op;                   /* S3_OP_*: what a write's success answers */
+    /* Who asks (authz.c): set by the API that authenticated the request. */
+    int authz;                   /* 1: only owners (or admins) pass */
+    const char *tenant;          /* the caller's tenant, "" anonymous */
+    int admin;                   /* the admin role: every tenant's buckets */
 } http_ctx;
+
+/* ---- authz.c: a bucket's owner is the tenant in its record ---- */
+/* 1 when the caller may act on a bucket whose record names owner. */
+int authz_owner_ok(const http_ctx *c, const char *owner);
+/* 403 AccessDenied, as S3 answers. */
+void authz_deny(http_ctx *c);
+/* 0 when the caller may act on bucket (or it does not exist: the handler
+ * answers NoSuchBucket); -1 after answering 403, an error, or parking the
+ * request on a fence (it runs again, as a parked read does). write: a
+ * request that changes state (see authz.c for which view decides). */
+int authz_bucket(http_ctx *c, const char *bucket, int write);
 
 /* ---- conn.c: connection limits, request deadline, whole answers ---- */
 int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size);
@@ -740,6 +755,8 @@ enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONIN
 int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
                 size_t errstr_size);
 void s3_conf_free(objlog_query *q);
+/* Reads --s3-credentials again (objlog_query_reload). */
+int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size);
 /* Binds the S3 listener of worker w to fd (a dup of the listening socket). */
 int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size);
 /* Helpers of the S3 files (s3.c; s3list.c and s3write.c use them too). */
@@ -752,9 +769,14 @@ int s3_encoding(http_ctx *c);
 /* Content-MD5, when sent, against the body's MD5: 0, or -1 after 400
  * InvalidDigest (not 16 bytes of base64) / BadDigest (another digest). */
 int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]);
+/* More headers than this is refused before anything reads them (s3.c):
+ * every header a handler reads must have been under the signature check. */
+#define S3_MAX_HEADERS 200
 /* x-amz-meta-* headers into um (at most S3_USER_META_MAX; names
- * lowercased into names, as S3 keeps them); -1 after 400. */
-#define S3_USER_META_MAX 64
+ * lowercased into names, as S3 keeps them); -1 after 400. S3 bounds user
+ * metadata by size (2 KiB, checked by the producer library), not count: as
+ * many as a request may have headers at all. */
+#define S3_USER_META_MAX S3_MAX_HEADERS
 int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
 /* x-amz-tagging (a URL-encoded query string, "k1=v1&k2=v2", '+' a space)
  * into m->tags: the decoded pairs live in tags until s3_tags_free (call

@@ -68,6 +68,7 @@ typedef struct objlogd_conf {
     int s3_port;
     const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url;
     int s3_anonymous;
+    int insecure;                /* credentials files others may read: warn */
     int rl_bucket[2], rl_tenant[2]; /* admission: RPS, BURST; 0 none */
     int slowdown_lag;            /* admission: hot-partition bound; 0 off */
 } objlogd_conf;
@@ -92,8 +93,12 @@ static void usage(FILE *f) {
             "                other nodes, 0..%d; 0)\n"
             "               [--s3-listen HOST:PORT] (S3's REST API; off unless given)\n"
             "               [--s3-anonymous] (accept unsigned requests, tenant \"\")\n"
-            "               [--s3-credentials FILE] (\"KEY_ID SECRET TENANT\" lines:\n"
-            "                Signature V4 is checked, a key's buckets are its tenant's)\n"
+            "               [--s3-credentials FILE] (\"KEY_ID SECRET TENANT [admin]\" lines,\n"
+            "                mode 0600: Signature V4 is checked; a key acts only on its\n"
+            "                tenant's buckets, an admin key on every bucket; SIGHUP\n"
+            "                reads the file again)\n"
+            "               [--insecure] (load credentials files that group or others\n"
+            "                may read, with a warning)\n"
             "               [--s3-region R (us-east-1)] [--s3-domain D (localhost:\n"
             "                Host BUCKET.D is virtual-hosted style)]\n"
             "               [--s3-blob-url TEMPLATE] (GetObject redirects there; {bucket}\n"
@@ -302,6 +307,7 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
+    OPT_INSECURE,
     OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
@@ -344,6 +350,7 @@ static const struct option objlogd_options[] = {
     {"s3-domain", required_argument, NULL, OPT_S3_DOMAIN},
     {"s3-credentials", required_argument, NULL, OPT_S3_CREDENTIALS},
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANONYMOUS},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
     {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
@@ -406,6 +413,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_S3_DOMAIN: c->s3_domain = v; return 0;
     case OPT_S3_CREDENTIALS: c->s3_credentials = v; return 0;
     case OPT_S3_ANONYMOUS: c->s3_anonymous = 1; return 0;
+    case OPT_INSECURE: c->insecure = 1; return 0;
     case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
@@ -547,9 +555,29 @@ static int fetch_wait_ms(const objlogd_conf *c) {
     return c->brokers ? 100 : 2;
 }
 
-static void wait_for_signal(const sigset_t *set) {
+/* Until SIGTERM or SIGINT; each SIGHUP reads the credentials files of q
+ * (when serving) again. */
+static void wait_for_signal(const sigset_t *set, objlog_query *q) {
     int sig = 0;
-    sigwait(set, &sig);
+    for (;;) {
+        sigwait(set, &sig);
+        if (sig != SIGHUP)
+            break;
+        char err[512];
+        if (!q) {
+            objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "SIGHUP: nothing to reload");
+            continue;
+        }
+        /* stdout says how it went, for scripts (and tests) that wait */
+        int rc = objlog_query_reload(q, err, sizeof(err));
+        if (rc == 0)
+            objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "SIGHUP: reloaded %s", err);
+        else
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd",
+                        "SIGHUP: %s; the credentials in force stay", err);
+        printf(rc == 0 ? "OBJLOG_RELOADED\n" : "OBJLOG_RELOAD_FAILED\n");
+        fflush(stdout);
+    }
     objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "%s, shutting down", strsignal(sig));
 }
 
@@ -821,6 +849,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_domain = c->s3_domain,
                             .s3_credentials = c->s3_credentials,
                             .s3_anonymous = c->s3_anonymous,
+                            .insecure = c->insecure,
                             .s3_blob_url = c->s3_blob_url,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
@@ -840,7 +869,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
             printf("OBJLOG_S3_LISTEN=%s:%d\n", c->s3_host, objlog_query_s3_port(q));
         printf("OBJLOG_READY\n");
         fflush(stdout);
-        wait_for_signal(set);
+        wait_for_signal(set, q);
     }
     /* Each stage's time on stderr: a stop that takes long says where. */
     long long t0 = mono_ms();
@@ -879,6 +908,7 @@ int main(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread */
     signal(SIGPIPE, SIG_IGN);
     objlog_logger_set_format(c.log_format ? c.log_format : "text");
@@ -899,7 +929,7 @@ int main(int argc, char **argv) {
     if (c.kafka_only) {
         printf("OBJLOG_READY\n");
         fflush(stdout);
-        wait_for_signal(&set);
+        wait_for_signal(&set, NULL);
         rc = 0;
     } else {
         objlog_log_identity log;

@@ -63,8 +63,11 @@ typedef struct objlog_query_conf {
     const char *s3_region;       /* NULL: us-east-1 */
     const char *s3_domain;       /* virtual-hosted style: Host BUCKET.DOMAIN;
                                     NULL: "localhost" */
-    const char *s3_credentials;  /* file of "KEY_ID SECRET TENANT" lines */
+    const char *s3_credentials;  /* file of "KEY_ID SECRET TENANT [admin]"
+                                    lines, mode 0600 (see insecure) */
     int s3_anonymous;            /* unsigned requests allowed (tenant "") */
+    int insecure;                /* credentials files group or others may
+                                    read are loaded (with a warning) */
     const char *s3_blob_url;     /* GetObject: 307 to this template ({bucket},
                                     {key}, {blob_id}, {version_id}); NULL:
                                     GetObject answers the headers and 501 */
@@ -99,6 +102,9 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
 int objlog_query_port(const objlog_query *q);
 /* The S3 listener's bound port, -1 without one. */
 int objlog_query_s3_port(const objlog_query *q);
+/* Reads the credentials files again (SIGHUP); the keys in force stay when
+ * a file is bad. 0 with what was loaded in errstr, or -1 with why. */
+int objlog_query_reload(objlog_query *q, char *errstr, size_t errstr_size);
 /* A listening socket on host:port (0: any free port, *bound_port says
  * which), for objlog_query_conf.listen_fd: objlogd binds before the
  * materializer starts so that a cluster node can name its own URL. The fd,

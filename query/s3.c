@@ -37,14 +37,19 @@
  * MD5: objlog keeps no bytes, but evhttp holds the body in memory. */
 #define S3_MAX_BODY (64 * 1024 * 1024)
 #define S3_MAX_KEYS_DEFAULT 1000
-#define S3_AUTH_HEADERS_MAX 64
 
 struct s3_conf {
     char region[64];
     char domain[256];            /* virtual-hosted style: BUCKET.domain */
     int anonymous;
     char *blob_url;              /* GetObject redirect template, NULL none */
-    s3creds *creds;              /* --s3-credentials; NULL: nothing verified */
+    /* --s3-credentials; NULL: nothing verified. Swapped whole by
+     * s3_conf_reload (SIGHUP) under the write lock; a request holds the
+     * read lock only while it checks its signature. */
+    s3creds *creds;
+    char *creds_path;
+    int creds_allow_open;
+    pthread_rwlock_t creds_lock;
 };
 
 /* What a request addresses. */
@@ -53,13 +58,16 @@ typedef struct s3_target {
     char *key;                   /* decoded bytes, NUL-terminated; NULL none */
     size_t key_len;
     char resource[1100];         /* /bucket/key as sent, for error XML */
-    const char *tenant;          /* the signer's tenant ("" anonymous) */
+    char tenant[S3CREDS_MAX_TENANT_LEN + 1]; /* the signer's ("" anonymous) */
+    int admin;                   /* the signer's key has the admin role */
     s3auth auth;                 /* how it was signed (creds only) */
     uint8_t *body;               /* an aws-chunked body, decoded; else NULL */
     size_t body_len;
 } s3_target;
 
 /* ------------------------------------------------------------- settings */
+
+static void s3_creds_warn(const struct s3_conf *s);
 
 int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
                 size_t errstr_size) {
@@ -77,20 +85,52 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
     snprintf(s->domain, sizeof(s->domain), "%s",
              conf->s3_domain && *conf->s3_domain ? conf->s3_domain : "localhost");
     s->anonymous = conf->s3_anonymous;
-    if (conf->s3_blob_url && !(s->blob_url = strdup(conf->s3_blob_url))) {
+    pthread_rwlock_init(&s->creds_lock, NULL);
+    if ((conf->s3_blob_url && !(s->blob_url = strdup(conf->s3_blob_url))) ||
+        (conf->s3_credentials && !(s->creds_path = strdup(conf->s3_credentials)))) {
         snprintf(errstr, errstr_size, "s3: out of memory");
         return -1;
     }
+    s->creds_allow_open = conf->insecure;
     if (conf->s3_credentials &&
-        !(s->creds = s3creds_load(conf->s3_credentials, errstr, errstr_size)))
+        !(s->creds = s3creds_load(conf->s3_credentials, conf->insecure, errstr, errstr_size)))
         return -1;
+    s3_creds_warn(s);
+    return 0;
+}
+
+static void s3_creds_warn(const struct s3_conf *s) {
+    unsigned mode = s3creds_open_mode(s->creds);
+    if (mode)
+        objlog_logf(OBJLOG_LEVEL_WARNING, "s3",
+                    "%s: group or others may read it (mode bits %03o) and it holds secrets; "
+                    "loaded because of --insecure: chmod 600 it",
+                    s->creds_path, mode);
+}
+
+int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size) {
+    struct s3_conf *s = q->s3;
+    if (!s || !s->creds_path)
+        return 0;
+    s3creds *n = s3creds_load(s->creds_path, s->creds_allow_open, errstr, errstr_size);
+    if (!n)
+        return -1; /* the keys in force stay */
+    pthread_rwlock_wrlock(&s->creds_lock);
+    s3creds *old = s->creds;
+    s->creds = n;
+    pthread_rwlock_unlock(&s->creds_lock);
+    s3creds_free(old);
+    s3_creds_warn(s);
+    snprintf(errstr, errstr_size, "%s: %zu keys", s->creds_path, s3creds_count(n));
     return 0;
 }
 
 void s3_conf_free(objlog_query *q) {
     if (q->s3) {
         free(q->s3->blob_url);
+        free(q->s3->creds_path);
         s3creds_free(q->s3->creds);
+        pthread_rwlock_destroy(&q->s3->creds_lock);
     }
     free(q->s3);
     q->s3 = NULL;
@@ -339,18 +379,18 @@ static int s3_auth_body(http_ctx *c, s3_target *t) {
  * Without --s3-credentials nothing is verified and every request is
  * anonymous (tenant ""): the endpoint must allow that (--s3-anonymous).
  * With them, Signature V4 (header or presigned query) is checked against
- * the key's secret and the key's tenant is the caller's; an unsigned
- * request is anonymous only with --s3-anonymous. */
-static int s3_authenticate(http_ctx *c, s3_target *t) {
-    const struct s3_conf *s = c->q->s3;
-    t->tenant = "";
+ * the key's secret over every header received (s3_run refused more than
+ * S3_MAX_HEADERS), and the key's tenant and role are the caller's; an
+ * unsigned request is anonymous only with --s3-anonymous. */
+static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
+    struct s3_conf *s = c->q->s3;
+    t->tenant[0] = '\0';
     if (!s->creds)
         return 0; /* objlogd refuses --s3-listen without one or the other */
     struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
-    s3_kv hs[S3_AUTH_HEADERS_MAX];
+    s3_kv hs[S3_MAX_HEADERS];
     size_t nh = 0;
-    for (struct evkeyval *kv = ih->tqh_first; kv && nh < S3_AUTH_HEADERS_MAX;
-         kv = kv->next.tqe_next)
+    for (struct evkeyval *kv = ih->tqh_first; kv && nh < nheaders; kv = kv->next.tqe_next)
         hs[nh++] = (s3_kv){kv->key, kv->value};
     const char *uri = evhttp_request_get_uri(c->req);
     char *path = strdup(uri ? uri : "/");
@@ -364,15 +404,39 @@ static int s3_authenticate(http_ctx *c, s3_target *t) {
     s3auth_req r = {.method = s3_method_name(evhttp_request_get_command(c->req)),
                     .path = path, .query = q, .headers = hs, .nheaders = nh,
                     .now_s = (int64_t)time(NULL)};
+    pthread_rwlock_rdlock(&s->creds_lock);
     s3auth_check(s->creds, s->region, s->anonymous, &r, &t->auth);
+    if (t->auth.cred) { /* copied: a reload may free the keys */
+        snprintf(t->tenant, sizeof(t->tenant), "%s", t->auth.cred->tenant);
+        t->admin = t->auth.cred->admin;
+        t->auth.cred = NULL;
+    }
+    pthread_rwlock_unlock(&s->creds_lock);
     free(path);
     if (t->auth.status) {
         http_reply_error(c, t->auth.status, t->auth.code, "%s", t->auth.message);
         return -1;
     }
-    if (t->auth.cred)
-        t->tenant = t->auth.cred->tenant;
+    c->authz = 1;
+    c->tenant = t->tenant;
+    c->admin = t->admin;
     return s3_auth_body(c, t);
+}
+
+/* How many headers the request has; more than S3_MAX_HEADERS is answered
+ * 400 (-1): no header may escape the signature check. */
+static int s3_header_count(http_ctx *c, size_t *n) {
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    *n = 0;
+    for (struct evkeyval *kv = ih->tqh_first; kv; kv = kv->next.tqe_next)
+        (*n)++;
+    if (*n <= S3_MAX_HEADERS)
+        return 0;
+    http_reply_error(c, 400, "RequestHeaderSectionTooLarge",
+                     "Your request header section exceeds the maximum allowed size: %zu "
+                     "headers, at most %d",
+                     *n, S3_MAX_HEADERS);
+    return -1;
 }
 
 /* ------------------------------------------------------------- buckets */
@@ -445,7 +509,7 @@ static void s3_get_versioning(http_ctx *c, const s3_target *t) {
 }
 
 static void s3_create_bucket(http_ctx *c, const s3_target *t) {
-    objlog_bucket_conf bc = {.tenant = t->tenant && *t->tenant ? t->tenant : NULL};
+    objlog_bucket_conf bc = {.tenant = *t->tenant ? t->tenant : NULL};
     c->s3_op = S3_OP_CREATE_BUCKET;
     gateway_create_bucket(c, t->bucket, &bc);
 }
@@ -988,7 +1052,13 @@ static void s3_route_service(http_ctx *c, enum evhttp_cmd_type cmd, const s3_tar
         return;
     }
     c->endpoint = HTTP_EP_BUCKET;
-    buckets_s3_list(c, t->tenant);
+    if (c->authz && !c->admin && !*t->tenant) {
+        authz_deny(c); /* S3: ListBuckets needs a signed request */
+        return;
+    }
+    /* a key lists its tenant's buckets; an admin or an endpoint without
+     * credentials, every bucket */
+    buckets_s3_list(c, c->authz && !c->admin ? t->tenant : NULL);
 }
 
 static void s3_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
@@ -1062,7 +1132,9 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         return;
     case EVHTTP_REQ_PUT:
         c->endpoint = HTTP_EP_PUT_OBJECT;
-        if (upload || s3_has(c, "partNumber"))
+        if ((upload || s3_has(c, "partNumber")) && s3_header(c, "x-amz-copy-source"))
+            s3_not_implemented(c, "UploadPartCopy");
+        else if (upload || s3_has(c, "partNumber"))
             s3_upload_part(c, &r);
         else if (s3_header(c, "x-amz-copy-source"))
             s3_copy_object(c, &r);
@@ -1090,19 +1162,40 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
     }
 }
 
+/* CreateBucket is the one bucket operation any key may ask: the state
+ * machine answers BucketAlreadyExists for a name that is taken. */
+static int s3_is_create_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
+    return cmd == EVHTTP_REQ_PUT && !t->key && !s3_has(c, "versioning") &&
+           !s3_has(c, "lifecycle");
+}
+
+/* Only the bucket's owner (or an admin) gets past: 0, or -1 after
+ * answering 403 (or parking on the fence that reads the owner). */
+static int s3_authorize(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
+    if (s3_is_create_bucket(c, cmd, t))
+        return 0;
+    return authz_bucket(c, t->bucket, cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD);
+}
+
 void s3_run(http_ctx *c) {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     s3_target t;
     memset(&t, 0, sizeof(t));
+    size_t nheaders;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
     c->s3 = 1;
     s3_add_common(c);
-    if (!path || http_params_parse(c, evhttp_uri_get_query(uri)) < 0) {
+    if (s3_header_count(c, &nheaders) < 0) {
+        ; /* 400 answered */
+    } else if (!path || http_params_parse(c, evhttp_uri_get_query(uri)) < 0) {
         http_reply_error(c, 400, "InvalidURI", "Couldn't parse the specified URI.");
-    } else if (s3_address(c, *path ? path : "/", &t) == 0 && s3_authenticate(c, &t) == 0) {
-        enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
+    } else if (s3_address(c, *path ? path : "/", &t) == 0 &&
+               s3_authenticate(c, &t, nheaders) == 0) {
         if (!t.bucket[0])
             s3_route_service(c, cmd, &t);
+        else if (s3_authorize(c, cmd, &t) < 0)
+            ; /* 403 answered, or parked on the owner's fence */
         else if (admit_request(c, t.bucket, (const uint8_t *)(t.key ? t.key : ""),
                                t.key ? t.key_len : 0) < 0)
             ; /* 503 SlowDown answered (admit.c) */

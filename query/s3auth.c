@@ -536,7 +536,7 @@ static void fail_oom(s3auth *a) {
 typedef struct sigparts {
     char access_key[S3CREDS_MAX_KEY_LEN + 1];
     char date8[9], region[64], service[32], terminal[32];
-    char signed_headers[1024];
+    char signed_headers[16384]; /* every header a request may have (s3.c takes 200) */
     char signature[65];
 } sigparts;
 
@@ -723,7 +723,10 @@ static int list_has(const char *list, const char *name) {
     return 0;
 }
 
-/* Host must be signed, and every x-amz-* header present (S3's rule). */
+/* Host must be signed, and every x-amz-* header present (S3's rule); so
+ * must every x-objlog-* header, objlog's own (x-objlog-blob-id names the
+ * bytes an object points at: whoever holds a presigned URL must not be
+ * able to choose them). */
 static int signed_set_ok(s3auth *a, const s3auth_req *r, const char *sh, int presigned) {
     if (!list_has(sh, "host")) {
         if (presigned)
@@ -736,7 +739,8 @@ static int signed_set_ok(s3auth *a, const s3auth_req *r, const char *sh, int pre
     }
     for (size_t i = 0; i < r->nheaders; i++) {
         const char *n = r->headers[i].name;
-        if (n && strncasecmp(n, "x-amz-", 6) == 0 && !list_has(sh, n)) {
+        int must = n && (strncasecmp(n, "x-amz-", 6) == 0 || strncasecmp(n, "x-objlog-", 9) == 0);
+        if (must && !list_has(sh, n)) {
             fail(a, 403, "AccessDenied",
                  "There were headers present in the request which were not signed: %s", n);
             return -1;
@@ -969,6 +973,11 @@ void s3auth_check(const s3creds *creds, const char *region, int anonymous_ok,
         check_header_auth(creds, region, req, authz, out);
     } else if (query_auth) {
         check_presigned(creds, region, req, &q, out);
+    } else if (qlist_get(&q, "Signature") || qlist_get(&q, "AWSAccessKeyId")) {
+        /* Signature V2, which objlog does not check: never anonymous. */
+        fail(out, 400, "InvalidRequest",
+             "The authorization mechanism you have provided is not supported. Please use "
+             "AWS4-HMAC-SHA256.");
     } else if (anonymous_ok) {
         out->anonymous = 1;
         out->payload = S3AUTH_PAYLOAD_UNSIGNED;

@@ -51,6 +51,7 @@ typedef struct s3auth_req {
 
 typedef struct s3cred {
     char *access_key, *secret, *tenant;
+    int admin;                  /* role admin: every tenant's buckets */
 } s3cred;
 typedef struct s3creds s3creds;
 
@@ -58,13 +59,17 @@ typedef struct s3creds s3creds;
 #define S3CREDS_MAX_SECRET_LEN 128  /* secret: printable ASCII, no space */
 #define S3CREDS_MAX_TENANT_LEN 256  /* tenant: UTF-8 without '/' */
 
-/* Credentials file: one "ACCESS_KEY_ID SECRET_KEY TENANT" per line
- * (whitespace separated), '#' comments and blank lines ignored. NULL on
- * error with "FILE:LINE: problem" in errstr (missing field, extra field,
- * duplicate key id, bad characters, too long, unreadable). */
-s3creds *s3creds_load(const char *path, char *errstr, size_t errstr_size);
+/* Credentials file: one "ACCESS_KEY_ID SECRET_KEY TENANT [admin]" per
+ * line (whitespace separated), '#' comments and blank lines ignored. NULL
+ * on error with "FILE:LINE: problem" in errstr (missing field, extra
+ * field, unknown role, duplicate key id, bad characters, too long,
+ * unreadable, or readable by group or others unless allow_open). */
+s3creds *s3creds_load(const char *path, int allow_open, char *errstr, size_t errstr_size);
 const s3cred *s3creds_find(const s3creds *c, const char *access_key);
 size_t s3creds_count(const s3creds *c);
+/* The group and other permission bits of the file it was loaded from
+ * (non-zero only when allow_open let it load): the caller warns. */
+unsigned s3creds_open_mode(const s3creds *c);
 void s3creds_free(s3creds *c); /* wipes the secrets */
 
 /* ---- checking ---- */
@@ -119,11 +124,12 @@ typedef struct s3auth {
  * (the presigned counterparts, X-Amz-Expires outside 1..604800), 400
  * InvalidArgument (both header and query auth; x-amz-content-sha256 not a
  * hash or known keyword), 400 InvalidRequest (an algorithm other than
- * AWS4-HMAC-SHA256), 400 MissingSecurityHeader (header auth without
+ * AWS4-HMAC-SHA256, or a Signature V2 query string), 400 MissingSecurityHeader (header auth without
  * x-amz-content-sha256), 411 MissingContentLength (streaming without
  * x-amz-decoded-content-length), 501 NotImplemented (ECDSA streaming), 403
  * AccessDenied (anonymous without anonymous_ok; no valid date; presigned
- * expired / not yet valid; host or an x-amz-* header present but unsigned),
+ * expired / not yet valid; host or an x-amz-* or x-objlog-* header present but
+ * unsigned),
  * 403 RequestTimeTooSkewed (more than 15 minutes off now_s), 403
  * InvalidAccessKeyId, 403 SignatureDoesNotMatch. */
 void s3auth_check(const s3creds *creds, const char *region, int anonymous_ok,

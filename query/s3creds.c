@@ -1,12 +1,16 @@
 /* s3creds.c: the S3 credentials file (s3auth.h). One
  *
- *     ACCESS_KEY_ID SECRET_KEY TENANT
+ *     ACCESS_KEY_ID SECRET_KEY TENANT [admin]
  *
  * per line, fields separated by spaces or tabs; '#' starts a comment line,
  * blank lines are skipped. Access key ids are 1..128 of [A-Za-z0-9._-]
  * (they travel inside "Credential=AK/date/..."), secrets 1..128 printable
  * ASCII characters, tenants 1..256 bytes of UTF-8 without '/' (the rule of
- * the JSON API's tenant names).
+ * the JSON API's tenant names). The optional fourth field is the key's
+ * role: `admin` may act on every tenant's buckets.
+ *
+ * The file holds secrets: one that group or others may read is refused
+ * unless the caller allows it (objlogd --insecure, which then warns).
  *
  * Invariant: a loaded s3creds holds every line of the file, key ids unique,
  * sorted by key id for s3creds_find; a file with any bad line loads
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <openssl/crypto.h>
 
@@ -25,6 +30,7 @@
 struct s3creds {
     s3cred *v;
     size_t n;
+    unsigned open_mode;          /* the file's group/other bits, when allowed */
 };
 
 typedef struct entry {
@@ -88,18 +94,18 @@ static int cred_cmp(const void *key, const void *elem) {
 /* Parses one line into e; 0, 1 for a blank or comment line, -1 with why. */
 static int parse_line(char *line, entry *e, char *why, size_t wn) {
     static const char *const names[] = {"access key id", "secret key", "tenant"};
+    static const char usage[] = "expected ACCESS_KEY_ID SECRET_KEY TENANT [admin]";
     static const size_t max[] = {S3CREDS_MAX_KEY_LEN, S3CREDS_MAX_SECRET_LEN,
                                  S3CREDS_MAX_TENANT_LEN};
     int (*const ok[])(const char *) = {key_chars_ok, secret_chars_ok, tenant_ok};
-    char *f[3], *save = NULL, *tok;
+    char *f[4], *save = NULL, *tok;
     int k = 0;
     line[strcspn(line, "\r\n")] = '\0';
     for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         if (k == 0 && tok[0] == '#')
             return 1;
-        if (k == 3) {
-            snprintf(why, wn, "extra field '%.32s' (expected ACCESS_KEY_ID SECRET_KEY TENANT)",
-                     tok);
+        if (k == 4) {
+            snprintf(why, wn, "extra field '%.32s' (%s)", tok, usage);
             return -1;
         }
         f[k++] = tok;
@@ -107,9 +113,14 @@ static int parse_line(char *line, entry *e, char *why, size_t wn) {
     if (k == 0)
         return 1;
     if (k < 3) {
-        snprintf(why, wn, "missing %s (expected ACCESS_KEY_ID SECRET_KEY TENANT)", names[k]);
+        snprintf(why, wn, "missing %s (%s)", names[k], usage);
         return -1;
     }
+    if (k == 4 && strcmp(f[3], "admin") != 0) {
+        snprintf(why, wn, "unknown role '%.32s' (the only role is admin; %s)", f[3], usage);
+        return -1;
+    }
+    e->c.admin = k == 4;
     for (int i = 0; i < 3; i++) {
         const char *p = field_problem(names[i], f[i], max[i], ok[i], why, wn);
         if (p)
@@ -133,16 +144,38 @@ static void entries_free(entry *v, size_t n) {
     free(v);
 }
 
-s3creds *s3creds_load(const char *path, char *errstr, size_t errstr_size) {
+/* 0 when the file's mode is acceptable; *open_mode gets its group and
+ * other bits. */
+static int creds_mode_ok(FILE *f, const char *path, int allow_open, unsigned *open_mode,
+                         char *errstr, size_t errstr_size) {
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    *open_mode = (unsigned)(st.st_mode & 077);
+    if (!*open_mode || allow_open)
+        return 0;
+    snprintf(errstr, errstr_size,
+             "%s: group or others may read it (mode %04o) and it holds secrets: "
+             "chmod 600 it (or pass --insecure)",
+             path, (unsigned)(st.st_mode & 07777));
+    return -1;
+}
+
+s3creds *s3creds_load(const char *path, int allow_open, char *errstr, size_t errstr_size) {
     FILE *f = fopen(path, "r");
     char line[1024], why[160];
     entry *v = NULL;
     size_t n = 0;
     int lineno = 0;
+    unsigned open_mode = 0;
     if (!f) {
         snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
         return NULL;
     }
+    if (creds_mode_ok(f, path, allow_open, &open_mode, errstr, errstr_size) < 0)
+        goto bad;
     while (fgets(line, sizeof(line), f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
@@ -193,6 +226,7 @@ s3creds *s3creds_load(const char *path, char *errstr, size_t errstr_size) {
     for (size_t i = 0; i < n; i++)
         c->v[i] = v[i].c;
     c->n = n;
+    c->open_mode = open_mode;
     free(v);
     return c;
 bad:
@@ -209,6 +243,8 @@ const s3cred *s3creds_find(const s3creds *c, const char *access_key) {
 }
 
 size_t s3creds_count(const s3creds *c) { return c ? c->n : 0; }
+
+unsigned s3creds_open_mode(const s3creds *c) { return c ? c->open_mode : 0; }
 
 void s3creds_free(s3creds *c) {
     if (!c)

@@ -475,10 +475,22 @@ static int s3w_read_source(http_ctx *c, const s3w_source *s, view_version *ver) 
     view *v = read_fenced_view(c, &part, 1);
     if (!v)
         return -1;
+    /* The source is read: only its bucket's owner may (authz.c). */
     char err[256];
-    view_rc rc = view_get_object(v, s->bucket, (const uint8_t *)s->key, s->key_len,
-                                 s->version_id[0] ? s->version_id : NULL, ver, err,
-                                 sizeof(err));
+    view_bucket b;
+    view_rc rc = c->authz && !c->admin ? view_get_bucket(v, s->bucket, &b, err, sizeof(err))
+                                       : VIEW_NO_SUCH_BUCKET;
+    if (rc == VIEW_OK) {
+        int ok = authz_owner_ok(c, b.record->tenant);
+        view_bucket_free(&b);
+        if (!ok) {
+            view_close(v);
+            authz_deny(c);
+            return -1;
+        }
+    }
+    rc = view_get_object(v, s->bucket, (const uint8_t *)s->key, s->key_len,
+                         s->version_id[0] ? s->version_id : NULL, ver, err, sizeof(err));
     view_close(v);
     if (rc != VIEW_OK) {
         read_reply_rc(c, rc, s->bucket, err);

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]) {
     char objlogd[512], data[300], addr[64], path[300], ready[8];
@@ -13,7 +14,7 @@ int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]) {
     snprintf(data, sizeof(data), "%s/data", d->dir);
     snprintf(path, sizeof(path), "%s/s3-credentials", d->dir);
     FILE *f = fopen(path, "w");
-    if (!f || fputs(creds, f) < 0 || fclose(f) != 0)
+    if (!f || fputs(creds, f) < 0 || fclose(f) != 0 || chmod(path, 0600) != 0)
         return -1;
     char *argv[32] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
                       "--s3-listen", "127.0.0.1:0", "--s3-credentials", path,

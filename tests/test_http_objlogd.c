@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -418,6 +419,30 @@ static void test_bad_flags_exit_2(void **state) {
         assert_non_null(strstr(err, why[i]));
         assert_null(strstr(out, "OBJLOG_READY"));
     }
+    /* an S3 credentials file group or others may read: refused, naming the
+     * mode and the fix; --insecure loads it with a warning */
+    snprintf(path, sizeof(path), "%s/creds", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("ak secret tenant\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, 0640), 0);
+    char out[1024], err[4096];
+    char *cargv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
+                     "--s3-listen", "127.0.0.1:0", "--s3-credentials", path, NULL};
+    int rc = proc_run(cargv, NULL, out, sizeof(out), err, sizeof(err), 30000);
+    if (rc != 1 || !strstr(err, "group or others may read it (mode 0640)"))
+        print_error("open credentials: rc %d: %s\n", rc, err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "chmod 600 it (or pass --insecure)"));
+    assert_null(strstr(out, "OBJLOG_READY"));
+    char *iargv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
+                     "--s3-listen", "127.0.0.1:0", "--s3-credentials", path, "--insecure",
+                     NULL};
+    proc *p = proc_spawn(iargv, NULL);
+    assert_non_null(p);
+    assert_int_equal(proc_wait_line(p, "OBJLOG_READY", NULL, 0, 30000), 0);
+    assert_int_equal(proc_stop(p, 15000), 0);
     proc_rmtree(dir);
 }
 

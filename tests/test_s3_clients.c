@@ -8,6 +8,7 @@
  * python3 and aws, whatever else PATH has). objlogd --embedded is a child of the test,
  * killed with it even when it fails (proc.h). */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -31,7 +33,8 @@ static int group_setup(void **state) {
     (void)state;
     /* the clients' key (signatures checked) and another tenant's */
     return s3daemon_start(&g, "# test keys\nobjlogtest objlogtest-secret tenant-a\n"
-                              "otherkey other-secret tenant-b\n", NULL);
+                              "otherkey other-secret tenant-b\n"
+                              "adminkey admin-secret ops admin\n", NULL);
 }
 
 static int group_teardown(void **state) {
@@ -53,25 +56,74 @@ static void test_boto3(void **state) {
     print_message("%s", out);
 }
 
+/* tests/s3/NAME with the S3 and JSON URLs; fails with its output unless it
+ * exits 0 saying "checks passed". */
+static void run_check_script(const char *name) {
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/%s", OBJLOG_TESTS_DIR, name);
+    char *argv[] = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "HOME=/nonexistent",
+                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    "/usr/bin/python3", script, g.s3, g.json, NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 120000);
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s\n%s", name, rc, out, err);
+    assert_non_null(strstr(out, " checks passed"));
+    print_message("%s", out);
+}
+
+/* A bucket belongs to the tenant that created it: every S3 operation by
+ * another tenant's key is 403 AccessDenied and changes nothing; the owner's
+ * succeed; the admin role crosses tenants (tests/s3/boto3_tenants_check.py). */
+static void test_tenants_boto3(void **state) {
+    (void)state;
+    run_check_script("boto3_tenants_check.py");
+}
+
+/* SigV4 covers every header: no filler count lets an unsigned x-amz-* or
+ * x-objlog-* header through; 70 signed metadata headers pass; too many
+ * headers is 400 (tests/s3/boto3_headers_check.py). */
+static void test_headers_signed(void **state) {
+    (void)state;
+    run_check_script("boto3_headers_check.py");
+}
+
 /* aws ARGS (NULL-ended) with the test's key (its signatures are checked)
  * and no user config; stdout into out. */
-static int aws_v(char *out, size_t on, const char *const *args) {
-    char err[4096];
+static int aws_key_v(const char *key, const char *secret, char *out, size_t on, char *err,
+                     size_t en, const char *const *args) {
+    char ak[160], sk[160];
+    snprintf(ak, sizeof(ak), "AWS_ACCESS_KEY_ID=%s", key);
+    snprintf(sk, sizeof(sk), "AWS_SECRET_ACCESS_KEY=%s", secret);
     char *argv[32] = {"/usr/bin/env", "HOME=/nonexistent", "AWS_CONFIG_FILE=/dev/null",
-                      "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_ACCESS_KEY_ID=objlogtest",
-                      "AWS_SECRET_ACCESS_KEY=objlogtest-secret",
+                      "AWS_SHARED_CREDENTIALS_FILE=/dev/null", ak, sk,
                       "AWS_DEFAULT_REGION=us-east-1", "AWS_PAGER=", "/usr/bin/aws", "--endpoint-url",
                       g.s3, "--output", "json"};
     int n = 13;
     for (int i = 0; args[i] && n < 31; i++)
         argv[n++] = (char *)args[i];
     argv[n] = NULL;
-    int rc = proc_run(argv, NULL, out, on, err, sizeof(err), 60000);
+    return proc_run(argv, NULL, out, on, err, en, 60000);
+}
+
+static int aws_v(char *out, size_t on, const char *const *args) {
+    char err[4096];
+    int rc = aws_key_v("objlogtest", "objlogtest-secret", out, on, err, sizeof(err), args);
     if (rc != 0)
         print_message("aws %s %s: exit %d: %s\n", args[0], args[1], rc, err);
     return rc;
 }
 #define aws(out, on, ...) aws_v(out, on, (const char *const[]){__VA_ARGS__, NULL})
+/* aws as tenant-a, expected to be refused with AccessDenied (a HEAD's 403
+ * has no body to name it: aws says "(403)"). */
+#define aws_denied(...)                                                                     \
+    do {                                                                                    \
+        char o_[4096], e_[4096];                                                            \
+        const char *const a_[] = {__VA_ARGS__, NULL};                                       \
+        int rc_ = aws_key_v("objlogtest", "objlogtest-secret", o_, sizeof(o_), e_,          \
+                            sizeof(e_), a_);                                                \
+        if (rc_ == 0 || (!strstr(e_, "AccessDenied") && !strstr(e_, "(403)")))              \
+            fail_msg("aws %s %s: exit %d, wanted AccessDenied: %s", a_[0], a_[1], rc_, e_); \
+    } while (0)
 
 static void json_put(const char *path, const char *body) {
     httpc_resp r;
@@ -80,11 +132,47 @@ static void json_put(const char *path, const char *body) {
         fail_msg("PUT %s: HTTP %ld %s", path, r.status, r.body);
 }
 
+/* The reproduction as aws-cli users meet it: tenant-b's bucket and object,
+ * tenant-a's key refused at each step, the object and bucket still there. */
+static void test_tenants_awscli(void **state) {
+    (void)state;
+    char out[8192], err[4096], lc[400], del[400];
+    const char *const mb[] = {"s3api", "create-bucket", "--bucket", "beta-cli", NULL};
+    assert_int_equal(aws_key_v("otherkey", "other-secret", out, sizeof(out), err, sizeof(err), mb), 0);
+    snprintf(lc, sizeof(lc), "%s/secret.txt", g.dir);
+    FILE *f = fopen(lc, "w");
+    assert_non_null(f);
+    fputs("tenant-b's secret\n", f);
+    fclose(f);
+    const char *const put[] = {"s3api", "put-object", "--bucket", "beta-cli", "--key",
+                               "secret.txt", "--body", lc, NULL};
+    assert_int_equal(aws_key_v("otherkey", "other-secret", out, sizeof(out), err, sizeof(err), put), 0);
+    aws_denied("s3api", "list-objects-v2", "--bucket", "beta-cli");
+    aws_denied("s3api", "put-object", "--bucket", "beta-cli", "--key", "secret.txt", "--body", lc);
+    snprintf(del, sizeof(del), "Objects=[{Key=secret.txt}]");
+    aws_denied("s3api", "delete-objects", "--bucket", "beta-cli", "--delete", del);
+    aws_denied("s3api", "put-bucket-lifecycle-configuration", "--bucket", "beta-cli",
+               "--lifecycle-configuration",
+               "{\"Rules\":[{\"ID\":\"x\",\"Filter\":{\"Prefix\":\"\"},\"Status\":\"Enabled\","
+               "\"Expiration\":{\"Days\":1}}]}");
+    aws_denied("s3", "cp", "s3://beta-cli/secret.txt", "-");
+    aws_denied("s3api", "delete-object", "--bucket", "beta-cli", "--key", "secret.txt");
+    aws_denied("s3api", "delete-bucket", "--bucket", "beta-cli");
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/beta-cli/objects/secret.txt", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"size\":18"));
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/beta-cli/lifecycle", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/beta-cli", NULL, NULL, &r), 0);
+    assert_non_null(strstr(r.body, "\"tenant\":\"tenant-b\""));
+}
+
 static void test_awscli(void **state) {
     (void)state;
     static char out[65536];
     /* data written through the JSON API, read with aws-cli */
-    json_put("/v1/buckets/cli-bucket", "{}");
+    json_put("/v1/buckets/cli-bucket", "{\"tenant\":\"tenant-a\"}"); /* the key's */
     for (int i = 0; i < 12; i++) {
         char path[128], body[128];
         snprintf(path, sizeof(path), "/v1/buckets/cli-bucket/objects/logs/%02d.txt", i);
@@ -269,8 +357,8 @@ static long signed_get(httpc *h, const char *key, const char *secret, const char
 
 /* Signature V4 against the credentials file: a key's tenant owns what it
  * creates and is what it lists; wrong secrets, unknown keys and old
- * signatures are refused with S3's codes; unsigned requests are anonymous
- * (--s3-anonymous) and see every bucket. */
+ * signatures are refused with S3's codes; an admin key lists every
+ * bucket; an unsigned request (--s3-anonymous) may not list buckets. */
 static void test_auth(void **state) {
     (void)state;
     httpc *s3 = httpc_new(g.s3);
@@ -282,14 +370,18 @@ static void test_auth(void **state) {
     json_put("/v1/buckets/tb-bucket", "{\"tenant\":\"tenant-b\"}");
     assert_int_equal(signed_get(s3, "otherkey", "other-secret", "/", now, &r), 200);
     assert_non_null(strstr(r.body, "<Name>tb-bucket</Name>"));
-    assert_null(strstr(r.body, "<Name>cli-bucket</Name>")); /* tenant "" */
+    assert_null(strstr(r.body, "<Name>cli-bucket</Name>")); /* tenant-a's */
     assert_int_equal(signed_get(s3, "objlogtest", "objlogtest-secret", "/", now, &r), 200);
     assert_null(strstr(r.body, "<Name>tb-bucket</Name>"));
-    /* anonymous: every bucket */
-    assert_int_equal(httpc_do(s3, "GET", "/", NULL, NULL, &r), 0);
-    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "<Name>cli-bucket</Name>"));
+    /* the admin role: every bucket */
+    assert_int_equal(signed_get(s3, "adminkey", "admin-secret", "/", now, &r), 200);
     assert_non_null(strstr(r.body, "<Name>tb-bucket</Name>"));
     assert_non_null(strstr(r.body, "<Name>cli-bucket</Name>"));
+    /* anonymous, where keys are checked: S3's AccessDenied */
+    assert_int_equal(httpc_do(s3, "GET", "/", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 403);
+    assert_non_null(strstr(r.body, "<Code>AccessDenied</Code>"));
     /* refusals */
     assert_int_equal(signed_get(s3, "otherkey", "wrong-secret", "/", now, &r), 403);
     assert_non_null(strstr(r.body, "<Code>SignatureDoesNotMatch</Code>"));
@@ -303,6 +395,39 @@ static void test_auth(void **state) {
     assert_int_equal(aws(out, sizeof(out), "s3", "mb", "s3://ta-made"), 0);
     assert_int_equal(httpc_do(g.h, "GET", "/v1/buckets/ta-made", NULL, NULL, &r), 0);
     assert_non_null(strstr(r.body, "\"tenant\":\"tenant-a\""));
+    httpc_destroy(s3);
+}
+
+/* SIGHUP reads the credentials file again while serving: a key added works,
+ * a key removed is refused; a file that no longer loads (others may read
+ * it) leaves the keys in force. Last: it changes the keys. */
+static void test_creds_reload(void **state) {
+    (void)state;
+    httpc *s3 = httpc_new(g.s3);
+    httpc_resp r;
+    int64_t now = (int64_t)time(NULL);
+    char path[300], line[64];
+    snprintf(path, sizeof(path), "%s/s3-credentials", g.dir);
+    assert_int_equal(signed_get(s3, "newkey", "new-secret", "/", now, &r), 403);
+    assert_non_null(strstr(r.body, "<Code>InvalidAccessKeyId</Code>"));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("objlogtest objlogtest-secret tenant-a\nadminkey admin-secret ops admin\n"
+          "newkey new-secret tenant-b\n", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(kill(g.p->pid, SIGHUP), 0);
+    assert_int_equal(proc_wait_line(g.p, "OBJLOG_RELOAD", line, sizeof(line), 10000), 0);
+    assert_string_equal(line, "ED");
+    assert_int_equal(signed_get(s3, "newkey", "new-secret", "/", now, &r), 200);
+    assert_non_null(strstr(r.body, "<Name>tb-bucket</Name>")); /* tenant-b's */
+    assert_int_equal(signed_get(s3, "otherkey", "other-secret", "/", now, &r), 403);
+    assert_non_null(strstr(r.body, "<Code>InvalidAccessKeyId</Code>"));
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_int_equal(kill(g.p->pid, SIGHUP), 0);
+    assert_int_equal(proc_wait_line(g.p, "OBJLOG_RELOAD", line, sizeof(line), 10000), 0);
+    assert_string_equal(line, "_FAILED");
+    assert_int_equal(signed_get(s3, "newkey", "new-secret", "/", now, &r), 200);
+    assert_int_equal(chmod(path, 0600), 0);
     httpc_destroy(s3);
 }
 
@@ -373,7 +498,8 @@ static void test_awscli_lists(void **state) {
     (void)state;
     static char out[131072];
     char path[256], body[256];
-    json_decref(json_call("PUT", "/v1/buckets/cli-ver", "{\"versioning\":\"Enabled\"}"));
+    json_decref(json_call("PUT", "/v1/buckets/cli-ver",
+                          "{\"tenant\":\"tenant-a\",\"versioning\":\"Enabled\"}"));
     int nver = 0;
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < 5; i++) {
@@ -936,11 +1062,15 @@ int main(void) {
         cmocka_unit_test(test_awscli),
         cmocka_unit_test(test_wire),
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_tenants_boto3),
+        cmocka_unit_test(test_tenants_awscli),
+        cmocka_unit_test(test_headers_signed),
         cmocka_unit_test(test_boto3_lists),
         cmocka_unit_test(test_awscli_lists),
         cmocka_unit_test(test_rclone_s3cmd),
         cmocka_unit_test(test_boto3_writes),
         cmocka_unit_test(test_awscli_writes),
+        cmocka_unit_test(test_creds_reload),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -42,6 +43,7 @@ static void write_file(const char *path, const char *text) {
     assert_non_null(f);
     assert_int_equal(fputs(text, f) >= 0, 1);
     assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, 0600), 0); /* secrets: a wider mode is refused */
 }
 
 static void temp_path(char *buf, size_t n, const char *tag) {
@@ -53,7 +55,7 @@ static s3creds *load_text(const char *text, char *err, size_t en) {
     char path[256];
     temp_path(path, sizeof(path), "creds");
     write_file(path, text);
-    s3creds *c = s3creds_load(path, err, en);
+    s3creds *c = s3creds_load(path, 0, err, en);
     unlink(path);
     return c;
 }
@@ -623,6 +625,13 @@ static void unsigned_headers_may_change_but_x_amz_must_be_signed(void **state) {
     expect_refused(c, &r, 403, "AccessDenied");
     s3auth_check(c, "us-east-1", 0, &r, &a);
     assert_non_null(strstr(a.message, "x-amz-acl"));
+    /* objlog's own headers too: x-objlog-blob-id chooses the bytes */
+    rt_init(&t, NULL, NULL, RT_T);
+    t.h[t.nh++] = (s3_kv){"X-Objlog-Blob-Id", "someone-elses"};
+    r = rt_req(&t, RT_T);
+    expect_refused(c, &r, 403, "AccessDenied");
+    s3auth_check(c, "us-east-1", 0, &r, &a);
+    assert_non_null(strstr(a.message, "X-Objlog-Blob-Id"));
     /* A signed header dropped from the request no longer matches. */
     rt_init(&t, NULL, NULL, RT_T);
     t.h[3] = t.h[5]; /* Content-Type replaced by Authorization */
@@ -667,6 +676,13 @@ static void refusals_carry_s3_codes(void **state) {
     assert_int_equal(a.anonymous, 1);
     assert_null(a.cred);
     expect_refused(c, &r, 403, "AccessDenied");
+    /* A Signature V2 query string is not anonymous, even where that is
+     * allowed: objlog does not check V2, so it refuses it. */
+    r = req_of("PUT", "/bucket/k", "AWSAccessKeyId=AKIDRT&Signature=abc%3D&Expires=1", h, 1, RT_T);
+    s3auth_check(c, "us-east-1", 1, &r, &a);
+    assert_int_equal(a.status, 400);
+    assert_string_equal(a.code, "InvalidRequest");
+    assert_int_equal(a.anonymous, 0);
 
     /* x-amz-content-sha256 missing, then malformed. */
     rt_init(&t, NULL, NULL, RT_T);
@@ -948,7 +964,8 @@ static void creds_file_errors_name_file_and_line(void **state) {
     } cases[] = {
         {"# c\nAKIA1 secret\n", 2, "missing tenant"},
         {"AKIA1\n", 1, "missing secret key"},
-        {"\n\nAKIA1 s t extra\n", 3, "extra field"},
+        {"\n\nAKIA1 s t admin extra\n", 3, "extra field"},
+        {"AKIA1 s t root\n", 1, "unknown role 'root' (the only role is admin"},
         {"AKIA1 s t\nAKIA2 s t\nAKIA1 s2 t2\n", 3, "duplicate access key id 'AKIA1' (first on line 1)"},
         {"AKIA/1 s t\n", 1, "bad characters in access key id"},
         {"AKIA1 s\x01x t\n", 1, "bad characters in secret key"},
@@ -957,13 +974,13 @@ static void creds_file_errors_name_file_and_line(void **state) {
         {"", 1, "access key id too long"},
         {"", 2, "line too long"},
     };
-    snprintf(cases[8].text, sizeof(cases[8].text), "%s s t\n", long_key);
-    snprintf(cases[9].text, sizeof(cases[9].text), "# ok\n%s s t\n", long_line);
+    snprintf(cases[9].text, sizeof(cases[9].text), "%s s t\n", long_key);
+    snprintf(cases[10].text, sizeof(cases[10].text), "# ok\n%s s t\n", long_line);
     for (size_t i = 0; i < NELEM(cases); i++) {
         char path[256], want[400], err[512] = "";
         temp_path(path, sizeof(path), "badcreds");
         write_file(path, cases[i].text);
-        s3creds *c = s3creds_load(path, err, sizeof(err));
+        s3creds *c = s3creds_load(path, 0, err, sizeof(err));
         unlink(path);
         if (c)
             fail_msg("case %zu loaded", i);
@@ -972,8 +989,47 @@ static void creds_file_errors_name_file_and_line(void **state) {
             fail_msg("case %zu:\n got %s\nwant %s...", i, err, want);
     }
     char err[256];
-    assert_null(s3creds_load("/nonexistent/objlog-creds", err, sizeof(err)));
+    assert_null(s3creds_load("/nonexistent/objlog-creds", 0, err, sizeof(err)));
     assert_non_null(strstr(err, "/nonexistent/objlog-creds: "));
+}
+
+/* The fourth field is the role: admin, or nothing. */
+static void creds_admin_role(void **state) {
+    (void)state;
+    char err[256] = "";
+    s3creds *c = load_text("AKADMIN s1 ops admin\nAKUSER s2 tenant-u\n", err, sizeof(err));
+    if (!c)
+        fail_msg("creds: %s", err);
+    assert_int_equal(s3creds_find(c, "AKADMIN")->admin, 1);
+    assert_string_equal(s3creds_find(c, "AKADMIN")->tenant, "ops");
+    assert_int_equal(s3creds_find(c, "AKUSER")->admin, 0);
+    s3creds_free(c);
+}
+
+/* A credentials file group or others may read holds secrets in the open:
+ * refused, naming the mode and the fix; loaded when the caller allows it
+ * (--insecure), which then knows the mode to warn about. */
+static void creds_open_mode_refused(void **state) {
+    (void)state;
+    char path[256], err[512] = "", want[400];
+    temp_path(path, sizeof(path), "opencreds");
+    write_file(path, "AK1 s1 t1\n");
+    assert_int_equal(chmod(path, 0644), 0);
+    assert_null(s3creds_load(path, 0, err, sizeof(err)));
+    snprintf(want, sizeof(want),
+             "%s: group or others may read it (mode 0644) and it holds secrets: chmod 600 it "
+             "(or pass --insecure)", path);
+    assert_string_equal(err, want);
+    s3creds *c = s3creds_load(path, 1, err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(s3creds_open_mode(c), 044);
+    s3creds_free(c);
+    assert_int_equal(chmod(path, 0600), 0);
+    c = s3creds_load(path, 0, err, sizeof(err));
+    assert_non_null(c);
+    assert_int_equal(s3creds_open_mode(c), 0);
+    s3creds_free(c);
+    unlink(path);
 }
 
 /* ---- botocore, when python3 has it ---- */
@@ -1048,6 +1104,8 @@ int main(void) {
         cmocka_unit_test(unsigned_payload_with_trailer),
         cmocka_unit_test(creds_file_good),
         cmocka_unit_test(creds_file_errors_name_file_and_line),
+        cmocka_unit_test(creds_admin_role),
+        cmocka_unit_test(creds_open_mode_refused),
         cmocka_unit_test(botocore_signed_requests_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,8 +4,8 @@ item 1) through boto3: PutBucketLifecycleConfiguration with every filter
 form and every action, GetBucketLifecycleConfiguration giving back what was
 put, the JSON API showing the same rules (the ones the lifecycle worker
 uses), an S3-configured rule expiring an object, DeleteBucketLifecycle; and
-S3's refusals of bad input sent raw (anonymous: the test's objlogd has
---s3-anonymous), each with its exact code. Run by test_s3_lifecycle:
+S3's refusals of bad input sent raw (signed with the bucket owner's key,
+tests/s3/s3raw.py), each with its exact code. Run by test_s3_lifecycle:
 
     boto3_lifecycle_check.py S3_URL JSON_URL BUCKET
 
@@ -16,6 +16,7 @@ import base64
 import datetime
 import hashlib
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -24,6 +25,9 @@ import urllib.request
 import boto3
 import botocore
 from botocore.config import Config
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import s3raw  # noqa: E402
 
 S3_URL, JSON_URL, BUCKET = sys.argv[1], sys.argv[2], sys.argv[3]
 UTC = datetime.timezone.utc
@@ -48,13 +52,11 @@ def json_call(method, path, body=None):
 
 
 def raw(method, path, body=b"", headers=None):
-    """An unsigned request: (status, body text)."""
-    req = urllib.request.Request(S3_URL + path, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    """A request boto3 would not send, signed with the bucket owner's key:
+    (status, body text)."""
+    st, text, _ = s3raw.signed(S3_URL, method, path, body, headers, "objlogtest",
+                               "objlogtest-secret")
+    return st, text
 
 
 def error_code(fn):

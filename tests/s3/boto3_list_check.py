@@ -12,6 +12,7 @@ passed" on stdout; any difference is an AssertionError naming what boto3
 saw and what the JSON API says."""
 import hashlib
 import json
+import os
 import sys
 import urllib.parse
 import urllib.request
@@ -20,6 +21,9 @@ import xml.etree.ElementTree as ET
 import boto3
 import botocore
 from botocore.config import Config
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import s3raw  # noqa: E402
 
 S3_URL, JSON_URL, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 VER, MP = NAME + "-ver", NAME + "-mp"
@@ -60,12 +64,9 @@ def md5(s):
 
 
 def raw_s3(path):
-    """An unsigned GET (the endpoint allows anonymous): status, root element."""
-    try:
-        with urllib.request.urlopen(S3_URL + path) as r:
-            return r.status, ET.fromstring(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, ET.fromstring(e.read())
+    """A GET signed with the bucket owner's key: status, root element."""
+    st, text, _ = s3raw.signed(S3_URL, "GET", path, b"", None, "objlogtest", "objlogtest-secret")
+    return st, ET.fromstring(text)
 
 
 def client_error(call):
@@ -84,7 +85,7 @@ s3 = boto3.client(
 # ------------------------------------------------------------ the data
 # A versioned bucket: overwrites, deletes (markers), a marker overwritten,
 # a version deleted by id, then null versions once versioning is suspended.
-json_call("PUT", "/v1/buckets/" + VER, {"versioning": "Enabled"})
+json_call("PUT", "/v1/buckets/" + VER, {"tenant": "tenant-a", "versioning": "Enabled"})
 keys = ["a.txt", "dir/b c.txt", "dir/sub/plus+sign", "dir/ünï.bin", "dir/pct%20x", "z/last"]
 writes = 0
 for rnd in range(3):
@@ -220,7 +221,7 @@ status, root = raw_s3("/%s?versions&max-keys=5000" % VER)
 check(root.find(NS + "MaxKeys").text == "1000", "max-keys capped at 1000")
 
 # ------------------------------------------------------------ uploads
-json_call("PUT", "/v1/buckets/" + MP, {})
+json_call("PUT", "/v1/buckets/" + MP, {"tenant": "tenant-a"})
 up_keys = ["a/one", "a/one", "a/two", "b c/three", "top", "z/ü", "a/one", "dir/x/y"]
 ups = []
 for i, k in enumerate(up_keys):

@@ -2,13 +2,14 @@
 """boto3_write_check.py: S3's writes beyond PutObject/DeleteObject through
 boto3 (PutBucketVersioning, multipart, CopyObject, DeleteObjects), each
 result compared with the JSON API, and S3's refusals of bad input sent raw
-(anonymous: the test's objlogd has --s3-anonymous). Run by test_s3_clients:
+(signed with the bucket owner's key, tests/s3/s3raw.py). Run by test_s3_clients:
 
     boto3_write_check.py S3_URL JSON_URL BUCKET
 
 Exit 0 with "boto3 writes: N checks passed" on stdout."""
 import hashlib
 import json
+import os
 import sys
 import urllib.error
 import urllib.parse
@@ -17,6 +18,9 @@ import urllib.request
 import boto3
 import botocore
 from botocore.config import Config
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import s3raw  # noqa: E402
 
 S3_URL, JSON_URL, BUCKET = sys.argv[1], sys.argv[2], sys.argv[3]
 MIB = 1024 * 1024
@@ -46,13 +50,11 @@ def json_versions(key):
 
 
 def raw(method, path, body=b"", headers=None):
-    """An unsigned request: (status, body text)."""
-    req = urllib.request.Request(S3_URL + path, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    """A request boto3 would not send, signed with the bucket owner's key:
+    (status, body text)."""
+    st, text, _ = s3raw.signed(S3_URL, method, path, body, headers, "objlogtest",
+                               "objlogtest-secret")
+    return st, text
 
 
 def error_code(fn):
@@ -234,8 +236,9 @@ check(error_code(lambda: s3.copy_object(Bucket=BUCKET, Key="dst/one",
 s3.put_object(Bucket=BUCKET, Key="tag/a", Body=b"t", Tagging="team=blue%20sky&cost=&x%2By=1")
 check(json_object("tag/a")["tags"] == {"team": "blue sky", "cost": "", "x+y": "1"},
       "tags through x-amz-tagging %r" % json_object("tag/a")["tags"])
-with urllib.request.urlopen(urllib.request.Request(S3_URL + "/%s/tag/a" % BUCKET, method="HEAD")) as r:
-    check(r.headers["x-amz-tagging-count"] == "3", "x-amz-tagging-count %r" % r.headers)
+st, _, hdrs = s3raw.signed(S3_URL, "HEAD", "/%s/tag/a" % BUCKET, b"", None, "objlogtest",
+                           "objlogtest-secret")
+check(st == 200 and hdrs.get("x-amz-tagging-count") == "3", "x-amz-tagging-count %r" % hdrs)
 s3.copy_object(Bucket=BUCKET, Key="tag/b", CopySource={"Bucket": BUCKET, "Key": "tag/a"})
 check(json_object("tag/b")["tags"] == {"team": "blue sky", "cost": "", "x+y": "1"}, "COPY keeps tags")
 s3.copy_object(Bucket=BUCKET, Key="tag/c", CopySource={"Bucket": BUCKET, "Key": "tag/a"},
