@@ -151,9 +151,12 @@ int objlog_ckpt_importing(objlog_store *s, int32_t p);
  * accepted (no answer, an error answer, another log's checkpoint), else p
  * holds no rows and no marker. cancel (may be NULL): once it is nonzero
  * the transfer stops within about a second and the fetch fails
- * ("cancelled"), so a stopping objlogd does not wait for a big copy. */
+ * ("cancelled"), so a stopping objlogd does not wait for a big copy.
+ * headers (may be NULL): sent with the request (a peer's signature). */
+struct curl_slist;
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
-                      int32_t p, int timeout_ms, objlog_ckpt_progress_fn progress,
+                      const struct curl_slist *headers, int32_t p, int timeout_ms,
+                      objlog_ckpt_progress_fn progress,
                       void *opaque, const atomic_int *cancel, int64_t *applied,
                       char *errstr, size_t errstr_size);
 

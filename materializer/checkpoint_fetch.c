@@ -81,7 +81,8 @@ static void fetch_peer_error(const fetch_ctx *f, char *out, size_t n) {
 }
 
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
-                      int32_t p, int timeout_ms, objlog_ckpt_progress_fn progress,
+                      const struct curl_slist *headers, int32_t p, int timeout_ms,
+                      objlog_ckpt_progress_fn progress,
                       void *opaque, const atomic_int *cancel, int64_t *applied,
                       char *errstr, size_t errstr_size) {
     char url[1024];
@@ -105,6 +106,7 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
     objlog_ckpt_import_set_progress(f.im, progress, opaque);
     char cerr[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(f.h, CURLOPT_URL, url);
+    curl_easy_setopt(f.h, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(f.h, CURLOPT_WRITEFUNCTION, fetch_write);
     curl_easy_setopt(f.h, CURLOPT_WRITEDATA, &f);
     curl_easy_setopt(f.h, CURLOPT_ERRORBUFFER, cerr);

@@ -53,6 +53,14 @@ int cli_http(CURL *h, const char *method, const char *url, const char *body,
              const char *const *headers, cli_resp *r, char *errstr,
              size_t errstr_size);
 
+/* hdrs (NULL-ended, may be NULL) and, when c has a token, its
+ * "Authorization: Bearer" header into out[n] (auth holds that line);
+ * returns out, NULL-ended. */
+struct cli;
+const char *const *cli_auth_headers(const struct cli *c, const char *const *hdrs,
+                                    const char **out, size_t n, char *auth,
+                                    size_t auth_size);
+
 /* Percent-encodes s (every byte but unreserved ones); caller frees. */
 char *cli_escape(CURL *h, const char *s);
 
@@ -65,6 +73,8 @@ void cli_error_of(const cli_resp *r, char *code, size_t code_size,
 typedef struct cli {
     const char *url;             /* resolved: --url, $OBJLOG_URL or default */
     const char *url_flag;        /* --url only (bench: NULL = start objlogd) */
+    const char *token;           /* --token or $OBJLOG_TOKEN: the JSON API's
+                                    Bearer token; NULL none */
     int json;
     int bytes;                   /* --bytes: sizes as exact byte counts */
     CURL *h;
@@ -97,11 +107,13 @@ enum {
     CLI_OPT_JSON = 0x1000,
     CLI_OPT_URL,
     CLI_OPT_BYTES,
+    CLI_OPT_TOKEN,
     CLI_OPT_OWN = 0x1100
 };
 #define CLI_COMMON_OPTIONS                                   \
     {"json", no_argument, NULL, CLI_OPT_JSON},               \
     {"url", required_argument, NULL, CLI_OPT_URL},           \
+    {"token", required_argument, NULL, CLI_OPT_TOKEN},       \
     {"help", no_argument, NULL, 'h'}
 #define CLI_BYTES_OPTION {"bytes", no_argument, NULL, CLI_OPT_BYTES}
 

@@ -216,12 +216,29 @@ int cli_query_add(cli *c, char **url, const char *name, const char *value) {
 
 /* ---- requests ---- */
 
+/* hdrs and, with a token, its Authorization header into out[n]: the
+ * NULL-ended list to send. */
+const char *const *cli_auth_headers(const cli *c, const char *const *hdrs, const char **out,
+                                    size_t n, char *auth, size_t auth_size) {
+    size_t k = 0;
+    for (int i = 0; hdrs && hdrs[i] && k + 2 < n; i++)
+        out[k++] = hdrs[i];
+    if (c->token && *c->token) {
+        snprintf(auth, auth_size, "Authorization: Bearer %s", c->token);
+        out[k++] = auth;
+    }
+    out[k] = NULL;
+    return out;
+}
+
 int cli_request(cli *c, const char *target, const char *method, const char *url,
                 const char *body, const char *const *hdrs, cli_resp *r) {
-    char err[256];
+    char err[256], auth[600];
+    const char *all[16];
     if (!url)
         return cli_fail(c, target, "InternalError", "out of memory", 0, NULL);
-    if (cli_http(c->h, method, url, body, hdrs, r, err, sizeof(err)) < 0) {
+    cli_auth_headers(c, hdrs, all, sizeof(all) / sizeof(all[0]), auth, sizeof(auth));
+    if (cli_http(c->h, method, url, body, all, r, err, sizeof(err)) < 0) {
         char msg[512];
         snprintf(msg, sizeof(msg), "cannot reach %s: %s", c->url, err);
         return cli_fail(c, target, "ConnectionError", msg, 0, NULL);

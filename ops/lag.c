@@ -88,9 +88,11 @@ static int lag_parse(cli *c, lag_args *a, int argc, char **argv) {
 /* Fetches /v1/lag. 0 with *out (object) and the raw body in *r, or an exit
  * code after one error line on stderr. */
 static int lag_fetch(CURL *h, const lag_args *a, cli_resp *r, json_t **out) {
-    char url[1024], err[256];
+    char url[1024], err[256], auth[600];
+    const char *hdrs[2];
     snprintf(url, sizeof(url), "%s/v1/lag", a->url);
-    if (cli_http(h, "GET", url, NULL, NULL, r, err, sizeof(err)) < 0) {
+    if (cli_http(h, "GET", url, NULL, cli_auth_headers(a->c, NULL, hdrs, 2, auth, sizeof(auth)),
+                 r, err, sizeof(err)) < 0) {
         char msg[512];
         snprintf(msg, sizeof(msg), "cannot reach %s: %s", a->url, err);
         return cli_fail(a->c, a->url, "ConnectionError", msg, 0, NULL);

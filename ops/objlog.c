@@ -45,6 +45,7 @@ static const char general_usage[] =
     "  bench                      benchmarks\n"
     "  lifecycle set|get|delete|status  a bucket's lifecycle rules\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"
+    "--token TOKEN (default $OBJLOG_TOKEN: objlogd --api-credentials' Bearer token),\n"
     "--json and --help. Options may follow arguments; \"--\" ends the options\n"
     "(objlog get b -- -key). Times are ISO 8601 UTC; sizes have units unless\n"
     "--bytes. With --json results are JSON on stdout and every error is one\n"
@@ -168,6 +169,9 @@ int cli_getopt(cli *c, int argc, char **argv, const struct option *opts, int *rc
             continue;
         case CLI_OPT_URL:
             c->url = c->url_flag = optarg;
+            continue;
+        case CLI_OPT_TOKEN:
+            c->token = optarg;
             continue;
         case 'h':
             c->parsing = 0;
@@ -294,6 +298,7 @@ int main(int argc, char **argv) {
         case CLI_OPT_JSON: c.json = 1; break;
         case CLI_OPT_BYTES: c.bytes = 1; break;
         case CLI_OPT_URL: c.url_flag = optarg; break;
+        case CLI_OPT_TOKEN: c.token = optarg; break;
         case 'h': fputs(general_usage, stdout); return CLI_EXIT_OK;
         case OPT_VERSION:
             printf("objlog %s (libobjlog_producer %s, librdkafka %s)\n", OBJLOG_VERSION_STR,
@@ -319,6 +324,8 @@ int main(int argc, char **argv) {
     if (!cmd)
         return cli_usage_error(&c, "unknown command \"%s\"", rest[0]);
     c.url = c.url_flag ? c.url_flag : getenv("OBJLOG_URL");
+    if (!c.token)
+        c.token = getenv("OBJLOG_TOKEN");
     if (!c.url || !*c.url)
         c.url = CLI_DEFAULT_URL;
     curl_global_init(CURL_GLOBAL_DEFAULT);

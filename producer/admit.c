@@ -49,6 +49,7 @@ typedef struct padmit_bucket {
 
 struct padmit {
     char *base;                  /* query.url */
+    struct curl_slist *auth;     /* query.token's header, NULL none */
     int refresh_ms;
     pthread_t thread;
     int started;
@@ -82,11 +83,12 @@ static size_t padmit_body_cb(char *d, size_t size, size_t nmemb, void *arg) {
 }
 
 /* GET base+path as JSON; NULL on any failure (*status gets the code). */
-static json_t *padmit_get(CURL *h, const char *url, long *status) {
+static json_t *padmit_get(const padmit *a, CURL *h, const char *url, long *status) {
     padmit_body body = {0};
     *status = 0;
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, a->auth);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, padmit_body_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)PADMIT_HTTP_TIMEOUT_MS);
@@ -111,7 +113,7 @@ static void padmit_poll_partitions(padmit *a, CURL *h) {
     char url[1100];
     long status;
     snprintf(url, sizeof(url), "%s/v1/admission", a->base);
-    json_t *j = padmit_get(h, url, &status);
+    json_t *j = padmit_get(a, h, url, &status);
     json_t *parts = json_object_get(j, "partitions"), *e;
     size_t i;
     if (!json_is_array(parts)) {
@@ -138,7 +140,7 @@ static void padmit_poll_bucket(padmit *a, CURL *h, size_t i) {
     snprintf(name, sizeof(name), "%s", a->buckets[i].name);
     pthread_mutex_unlock(&a->lock);
     snprintf(url, sizeof(url), "%s/v1/buckets/%s/ratelimit", a->base, name);
-    json_t *j = padmit_get(h, url, &status);
+    json_t *j = padmit_get(a, h, url, &status);
     if (!j && status != 404)
         return;
     pthread_mutex_lock(&a->lock);
@@ -232,9 +234,13 @@ int padmit_new(const objlog_producer_conf *conf, padmit **out, char *errstr,
     }
     padmit *a = calloc(1, sizeof(*a));
     if (!a || !(a->base = strdup(conf->query_url)) ||
-        !(a->buckets = calloc(PADMIT_MAX_BUCKETS, sizeof(*a->buckets)))) {
-        if (a)
-            free(a->base);
+        !(a->buckets = calloc(PADMIT_MAX_BUCKETS, sizeof(*a->buckets))) ||
+        (conf->query_token && !(a->auth = producer_auth_header(conf->query_token, NULL)))) {
+        if (a) {
+            curl_slist_free_all(a->auth);
+    free(a->base);
+            free(a->buckets);
+        }
         free(a);
         snprintf(errstr, errstr_size, "out of memory");
         return -1;
@@ -273,6 +279,7 @@ void padmit_destroy(padmit *a) {
     free(a->buckets);
     pthread_cond_destroy(&a->wake);
     pthread_mutex_destroy(&a->lock);
+    curl_slist_free_all(a->auth);
     free(a->base);
     free(a);
 }

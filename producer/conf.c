@@ -44,6 +44,13 @@ void objlog_producer_conf_set_log_cb(objlog_producer_conf *c, objlog_log_cb *cb,
     c->log_opaque = opaque;
 }
 
+/* A secret's bytes zeroed before its memory goes back (volatile: the
+ * stores are not optimized away as dead). */
+static void conf_wipe(char *s) {
+    for (volatile char *p = s; p && *p; p++)
+        *p = 0;
+}
+
 void objlog_producer_conf_destroy(objlog_producer_conf *c) {
     if (!c)
         return;
@@ -51,6 +58,8 @@ void objlog_producer_conf_destroy(objlog_producer_conf *c) {
     free(c->topic);
     free(c->control_topic);
     free(c->query_url);
+    conf_wipe(c->query_token);
+    free(c->query_token);
     free(c->quota_tenant);
     if (c->kconf)
         rd_kafka_conf_destroy(c->kconf);
@@ -77,6 +86,24 @@ static objlog_conf_res conf_set_str(char **slot, const char *name,
     free(*slot);
     *slot = s;
     return OBJLOG_CONF_OK;
+}
+
+/* A Bearer token (RFC 6750's token68): what an HTTP header can carry. */
+static objlog_conf_res conf_set_token(objlog_producer_conf *c, const char *name,
+                                      const char *value, char *errstr, size_t errstr_size) {
+    size_t n = strlen(value);
+    for (size_t i = 0; i < n; i++) {
+        char ch = value[i];
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+              strchr("-._~+/=", ch)))
+            return conf_invalid(name, "(hidden)",
+                                "a token is A-Z a-z 0-9 - . _ ~ + / = characters", errstr,
+                                errstr_size);
+    }
+    if (n == 0 || n > 256)
+        return conf_invalid(name, "(hidden)", "a token is 1..256 characters", errstr,
+                            errstr_size);
+    return conf_set_str(&c->query_token, name, value, errstr, errstr_size);
 }
 
 static objlog_conf_res conf_set_url(objlog_producer_conf *c, const char *name,
@@ -194,6 +221,8 @@ objlog_conf_res objlog_producer_conf_set(objlog_producer_conf *c,
                             errstr_size);
     if (!strcmp(name, "query.url"))
         return conf_set_url(c, name, value, errstr, errstr_size);
+    if (!strcmp(name, "query.token"))
+        return conf_set_token(c, name, value, errstr, errstr_size);
     if (!strcmp(name, "outcome.timeout.ms"))
         return conf_set_timeout(c, name, value, errstr, errstr_size);
     if (!strcmp(name, "unknown.retries"))

@@ -50,6 +50,7 @@ typedef struct fpart {
 
 struct fetcher {
     char *url;
+    struct curl_slist *auth;     /* query.token's header, NULL none */
     CURLM *multi;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -208,6 +209,7 @@ static int fetch_start(fetcher *f, fpart *fp, int64_t now) {
     fp->body = NULL;
     fp->body_len = 0;
     curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->auth);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, wait + 2000);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_body_cb);
@@ -430,7 +432,19 @@ static void *fetch_main(void *arg) {
 
 /* ------------------------------------------------------------ lifecycle */
 
-fetcher *fetcher_new(const char *query_url, char *errstr, size_t errstr_size) {
+struct curl_slist *producer_auth_header(const char *token, struct curl_slist *hl) {
+    if (!token)
+        return hl;
+    char line[300];
+    snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
+    struct curl_slist *r = curl_slist_append(hl, line);
+    for (volatile char *p = line; *p; p++)
+        *p = 0;
+    return r;
+}
+
+fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
+                     size_t errstr_size) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(errstr, errstr_size, "curl_global_init failed");
         return NULL;
@@ -440,7 +454,9 @@ fetcher *fetcher_new(const char *query_url, char *errstr, size_t errstr_size) {
         f->url = strdup(query_url);
     if (f)
         f->multi = curl_multi_init();
-    if (!f || !f->url || !f->multi) {
+    if (f && token)
+        f->auth = producer_auth_header(token, NULL);
+    if (!f || !f->url || !f->multi || (token && !f->auth)) {
         snprintf(errstr, errstr_size, "outcome fetcher: out of memory");
         goto fail;
     }
@@ -455,8 +471,10 @@ fetcher *fetcher_new(const char *query_url, char *errstr, size_t errstr_size) {
 fail:
     if (f && f->multi)
         curl_multi_cleanup(f->multi);
-    if (f)
+    if (f) {
+        curl_slist_free_all(f->auth);
         free(f->url);
+    }
     free(f);
     curl_global_cleanup();
     return NULL;

@@ -20,6 +20,9 @@
  *   control.topic      range-map topic (default objlog.control)
  *   query.url          objlogd base URL, e.g. http://127.0.0.1:8080; needed
  *                      for ack=applied
+ *   query.token        the Bearer token the library sends to query.url
+ *                      (objlogd --api-credentials; a tenant's token reads its
+ *                      own buckets and tenant stats, outcomes and lag)
  *   ack                applied (default) | logged
  *   outcome.timeout.ms how long ack=applied waits for the outcome before the
  *                      write completes as OBJLOG_STATUS_UNKNOWN (default 10000)

@@ -240,7 +240,7 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
     if (!p->rm)
         goto fail;
     if (conf->ack_applied) {
-        p->fetch = fetcher_new(conf->query_url, errstr, errstr_size);
+        p->fetch = fetcher_new(conf->query_url, conf->query_token, errstr, errstr_size);
         if (!p->fetch)
             goto fail;
     }

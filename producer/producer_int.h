@@ -28,6 +28,7 @@ struct objlog_producer_conf {
     char *topic;
     char *control_topic;
     char *query_url;
+    char *query_token;           /* query.token: Bearer token, NULL none */
     int ack_applied;            /* 1: ack=applied, 0: ack=logged */
     int outcome_timeout_ms;
     int unknown_retries;        /* re-produces before UNKNOWN (0..100) */
@@ -99,7 +100,12 @@ int validate_completed_parts(const objlog_completed_part *parts,
 /* The outcome fetcher: one thread with a curl multi handle that asks the
  * query service for the outcome of each logged write (ack=applied). */
 typedef struct fetcher fetcher;
-fetcher *fetcher_new(const char *query_url, char *errstr, size_t errstr_size);
+fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
+                     size_t errstr_size);
+/* "Authorization: Bearer TOKEN" appended to hl for the query service's
+ * requests (hl unchanged without a token; NULL out of memory). */
+struct curl_slist;
+struct curl_slist *producer_auth_header(const char *token, struct curl_slist *hl);
 /* Takes op; its callback runs later from the fetcher thread. */
 void fetcher_submit(fetcher *f, write_op *op);
 /* Stops the thread; the caller has already waited for every op. */

@@ -28,6 +28,7 @@
 
 struct quota {
     char *url;                   /* .../v1/tenants/{escaped}/stats */
+    struct curl_slist *auth;     /* query.token's header, NULL none */
     char *tenant;
     uint64_t max_bytes, max_objects;
     int refresh_ms;
@@ -85,6 +86,7 @@ static void quota_refresh(quota *q, CURL *h) {
     uint64_t objects = 0, bytes = 0;
     long status = 0;
     curl_easy_setopt(h, CURLOPT_URL, q->url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->auth);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, quota_body_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)QUOTA_HTTP_TIMEOUT_MS);
@@ -190,6 +192,11 @@ int quota_new(const objlog_producer_conf *conf, quota **out, char *errstr,
     q->refresh_ms = conf->quota_refresh_ms;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->wake, NULL);
+    if (conf->query_token && !(q->auth = producer_auth_header(conf->query_token, NULL))) {
+        snprintf(errstr, errstr_size, "out of memory");
+        quota_destroy(q);
+        return -1;
+    }
     if (quota_build_url(q, conf->query_url, errstr, errstr_size) < 0) {
         quota_destroy(q);
         return -1;
@@ -216,6 +223,7 @@ void quota_destroy(quota *q) {
     }
     pthread_cond_destroy(&q->wake);
     pthread_mutex_destroy(&q->lock);
+    curl_slist_free_all(q->auth);
     free(q->url);
     free(q->tenant);
     free(q);

@@ -27,7 +27,7 @@
 int authz_owner_ok(const http_ctx *c, const char *owner) {
     if (!c->authz || c->admin)
         return 1;
-    return strcmp(owner ? owner : "", c->tenant ? c->tenant : "") == 0;
+    return strcmp(owner ? owner : "", c->tenant) == 0;
 }
 
 void authz_deny(http_ctx *c) {
@@ -86,4 +86,21 @@ int authz_bucket(http_ctx *c, const char *bucket, int write) {
         return 0;
     authz_deny(c);
     return -1;
+}
+
+int authz_create_bucket(http_ctx *c, objlog_bucket_conf *bc) {
+    if (!c->authz || c->admin)
+        return 0;
+    if (bc->tenant && strcmp(bc->tenant, c->tenant) != 0) {
+        http_reply_error(c, 403, "AccessDenied",
+                         "a bucket belongs to its creator's tenant: leave tenant out, or "
+                         "name your own");
+        return -1;
+    }
+    if (bc->quota_max_bytes || bc->quota_max_objects) {
+        http_reply_error(c, 403, "AccessDenied", "quotas are set by the admin role");
+        return -1;
+    }
+    bc->tenant = *c->tenant ? c->tenant : NULL;
+    return 0;
 }

@@ -18,14 +18,16 @@
  * ("never applied"), and the next refresh offers it again. */
 #include "internal.h"
 
-#include "checkpoint.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <curl/curl.h>
+
+#include "checkpoint.h"
 
 /* How long a hold may take: the batch in hand ends first. */
 #define BOOT_HOLD_MS 10000
@@ -104,8 +106,12 @@ static void boot_run(bootstrap *b, int32_t p, const char *url) {
         objlog_logf(OBJLOG_LEVEL_INFO, "bootstrap",
                     "partition %d: copying the checkpoint of %s (applied here: %" PRId64 ")",
                     (int)p, url, objlog_store_applied(q->store, p));
-        rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, p, 0,
+        char ckpt_url[1100];
+        snprintf(ckpt_url, sizeof(ckpt_url), "%s/v1/partitions/%d/checkpoint", url, (int)p);
+        struct curl_slist *hl = api_sign_curl(q, "GET", ckpt_url, NULL);
+        rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, hl, p, 0,
                                boot_progress, b, &b->stop, &applied, err, sizeof(err));
+        curl_slist_free_all(hl);
         objlog_materializer_release(q->m, p);
     }
     int64_t took = boot_mono_ms() - t0;

@@ -194,6 +194,14 @@ static int buckets_params(http_ctx *c, bucket_query *q, long long *max, char **a
                          "tenant must be 1..256 bytes without NUL");
         return -1;
     }
+    /* a tenant's caller lists its own buckets, whatever it asks */
+    if (c->authz && !c->admin) {
+        if (q->tenant && strcmp(q->tenant, c->tenant) != 0) {
+            authz_deny(c);
+            return -1;
+        }
+        q->tenant = c->tenant;
+    }
     const char *tok = http_param_get(c, "continuation_token", &n);
     size_t an_len;
     const char *an = http_param_get(c, "after_name", &an_len);

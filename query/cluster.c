@@ -232,12 +232,14 @@ static int cluster_role_of(const char *r, int active) {
 
 /* What a peer applies (active or standby) and how far, from its
  * GET /v1/lag. 0, or -1 (unreachable: left unknown). */
-static int cluster_peer_lag(CURL *h, snapshot *s, int nparts, int ni) {
+static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni) {
     char url[CLUSTER_URL_MAX + 16];
     snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
     curl_buf b = {0};
+    struct curl_slist *hl = api_sign_curl(c->q, "GET", url, NULL);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_PEER_TIMEOUT_MS);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);
@@ -245,6 +247,7 @@ static int cluster_peer_lag(CURL *h, snapshot *s, int nparts, int ni) {
     long status = 0;
     int rc = curl_easy_perform(h) == CURLE_OK ? 0 : -1;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hl);
     json_t *j = rc == 0 && status == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
     free(b.data);
     json_t *arr = json_object_get(j, "partitions");
@@ -403,7 +406,7 @@ static void cluster_refresh(cluster *c, CURL *h) {
             s.nodes[i].reachable = 1;
             cluster_self_note(c, &s, i);
         } else if (h) {
-            cluster_peer_lag(h, &s, c->nparts, i);
+            cluster_peer_lag(c, h, &s, c->nparts, i);
         }
     }
     if (rc == 0 && c->standbys > 0)
@@ -908,13 +911,14 @@ static int64_t cluster_left_ms(int64_t until) {
 
 /* One ask of url for the outcome at p.off: 0 got it, 1 not yet (or the
  * node moved on), -1 a final error (err). */
-static int cluster_ask_outcome(CURL *h, const char *url, int32_t p, int64_t off, int64_t ms,
-                               Objlog__Outcome **out, char *err, size_t en) {
+static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, int64_t off,
+                               int64_t ms, Objlog__Outcome **out, char *err, size_t en) {
     char u[CLUSTER_URL_MAX + 96];
     snprintf(u, sizeof(u), "%s/v1/writes/%d.%lld?timeout_ms=%lld", url, (int)p,
              (long long)off, (long long)ms);
     curl_buf b = {0};
-    struct curl_slist *hl = curl_slist_append(NULL, "Accept: application/x-protobuf");
+    struct curl_slist *hl = api_sign_curl(
+        c->q, "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, u);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -959,7 +963,7 @@ int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_
         int64_t ms = cluster_left_ms(until);
         int asked = cluster_pick(c, p, 0, url, sizeof(url)) == CLUSTER_OWNER_PEER;
         if (asked)
-            rc = cluster_ask_outcome(h, url, p, off, ms < 1000 ? ms : 1000, out, err, en);
+            rc = cluster_ask_outcome(c, h, url, p, off, ms < 1000 ? ms : 1000, out, err, en);
         if (asked && rc == 1 && cluster_refused(h))
             cluster_mark_down(c, url); /* dead: ask a standby of p next */
         if (rc == 1) {

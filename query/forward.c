@@ -115,11 +115,13 @@ static void fwd_unlink(http_worker *w, fwd_req *r) {
     w->fwd->inflight--;
 }
 
-/* Headers that describe one connection, not the message. */
+/* Headers that describe one connection, not the message; and the
+ * client's credentials, which the peer never sees: it learns who asks
+ * from this node's signature (apiguard.c). */
 static int fwd_hop_by_hop(const char *k) {
     static const char *const names[] = {"Connection", "Keep-Alive", "Transfer-Encoding",
                                         "Content-Length", "Date", "Host", "TE", "Trailer",
-                                        "Upgrade", "Proxy-Connection", NULL};
+                                        "Upgrade", "Proxy-Connection", "Authorization", NULL};
     for (int i = 0; names[i]; i++)
         if (evutil_ascii_strcasecmp(k, names[i]) == 0)
             return 1;
@@ -228,8 +230,12 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
         r->next->prev = r;
     w->fwd->live = r;
     w->fwd->inflight++;
-    /* On failure evhttp_make_request frees r->out without calling back. */
-    if (evhttp_make_request(conn, r->out, evhttp_request_get_command(c->req),
+    /* The peer learns who asks from this node's signature, not from the
+     * client's headers. On failure evhttp_make_request frees r->out
+     * without calling back. */
+    if (api_sign_request(w->q, r->out, evhttp_request_get_command(c->req),
+                         evhttp_request_get_uri(c->req), c) < 0 ||
+        evhttp_make_request(conn, r->out, evhttp_request_get_command(c->req),
                             evhttp_request_get_uri(c->req)) != 0) {
         fwd_count(w, FORWARD_UNREACHABLE);
         fwd_unlink(w, r);
@@ -350,8 +356,12 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
             evhttp_add_header(oh, "Host", nodes[i] + (strncmp(nodes[i], "http://", 7) ? 0 : 7));
             evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
             evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
-            if (evhttp_make_request(conn, s->out, EVHTTP_REQ_GET, paths[i]) != 0)
+            if (api_sign_request(w->q, s->out, EVHTTP_REQ_GET, paths[i], c) < 0) {
+                evhttp_request_free(s->out);
+                s->out = NULL;
+            } else if (evhttp_make_request(conn, s->out, EVHTTP_REQ_GET, paths[i]) != 0) {
                 s->out = NULL; /* freed by evhttp */
+            }
         }
         if (!s->out) {
             /* counted as no answer; the last one to end finishes */

@@ -662,7 +662,7 @@ void gateway_put_bucket(http_ctx *c, const char *bucket) {
     if (!body && !empty)
         return;
     objlog_bucket_conf bc;
-    if (gw_bucket_conf(c, body, &bc) == 0)
+    if (gw_bucket_conf(c, body, &bc) == 0 && authz_create_bucket(c, &bc) == 0)
         gateway_create_bucket(c, bucket, &bc);
     json_decref(body);
 }

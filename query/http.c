@@ -293,7 +293,11 @@ static void http_send(http_ctx *c, int status, struct evbuffer *buf) {
 }
 
 int http_hop(http_ctx *c) {
-    return evhttp_find_header(evhttp_request_get_input_headers(c->req), "X-Objlog-Hop") != NULL;
+    /* believed from a signature when the nodes share a secret */
+    if (c->node_signed)
+        return 1;
+    return api_open(c->q) &&
+           evhttp_find_header(evhttp_request_get_input_headers(c->req), "X-Objlog-Hop") != NULL;
 }
 
 void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body) {
@@ -503,6 +507,22 @@ static int http_admit(http_ctx *c, const char *bucket, const char *sub) {
     return admit_request(c, bucket, (const uint8_t *)(key ? key : ""), key ? kn : 0);
 }
 
+/* Who may use a bucket route (authz.c): rate limits and quotas are the
+ * operator's (admin); creating a bucket is checked against its body
+ * (gateway_put_bucket); everything else, the bucket's owner. 0, or -1
+ * after answering (403, or parked on the owner's fence). */
+static int http_authorize_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                                 const char *sub) {
+    int read = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
+    if (!c->authz || c->admin)
+        return 0;
+    if (!read && sub && (strcmp(sub, "/ratelimit") == 0 || strcmp(sub, "/quota") == 0))
+        return api_need_admin(c);
+    if (!sub && cmd == EVHTTP_REQ_PUT)
+        return 0;
+    return authz_bucket(c, bucket, !read);
+}
+
 /* rest = what follows "/v1/buckets/". */
 static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                               const char *rest) {
@@ -528,6 +548,10 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
         http_reply_error(c, 400, "InvalidBucketName",
                          "bucket names are 3-63 characters of a-z, 0-9, '.', "
                          "'-', starting and ending with a letter or digit");
+        free(bucket);
+        return;
+    }
+    if (http_authorize_bucket(c, cmd, bucket, slash) < 0) {
         free(bucket);
         return;
     }
@@ -629,6 +653,8 @@ static void http_route_tenant_stats(http_ctx *c, const char *rest) {
         strchr(tenant, '/') || !http_utf8_valid((const uint8_t *)tenant, tn))
         http_reply_error(c, 400, "InvalidArgument",
                          "a tenant name is 1..256 bytes of UTF-8 without NUL or '/'");
+    else if (c->authz && !c->admin && strcmp(tenant, c->tenant) != 0)
+        authz_deny(c); /* a tenant's usage is its own */
     else
         read_tenant_stats(c, tenant);
     free(tenant);
@@ -642,6 +668,8 @@ static int http_route_stats(http_ctx *c, enum evhttp_cmd_type cmd, const char *p
     c->endpoint = HTTP_EP_STATS;
     if (cmd != EVHTTP_REQ_GET)
         http_method_not_allowed(c, "GET");
+    else if (!tenant && api_need_admin(c) < 0)
+        ; /* every tenant's usage: the operator's */
     else if (tenant)
         http_route_tenant_stats(c, path + 12);
     else if (strcmp(path, "/v1/stats") == 0)
@@ -651,15 +679,20 @@ static int http_route_stats(http_ctx *c, enum evhttp_cmd_type cmd, const char *p
     return 1;
 }
 
-/* GET-only operator routes; 1 if path was one of them (answered). */
+/* GET-only operator routes; 1 if path was one of them (answered). The
+ * lag and admission's state are every client's (tools and producers read
+ * them); the metrics and the cluster's membership are the operator's. */
 static int http_route_ops(http_ctx *c, enum evhttp_cmd_type cmd, const char *path) {
     void (*fn)(http_ctx *) = NULL;
+    int admin = 1;
     if (strcmp(path, "/v1/lag") == 0) {
         c->endpoint = HTTP_EP_LAG;
         fn = metrics_lag;
+        admin = 0;
     } else if (strcmp(path, "/readyz") == 0) {
         c->endpoint = HTTP_EP_READYZ;
         fn = metrics_readyz;
+        admin = 0;
     } else if (strcmp(path, "/metrics") == 0) {
         c->endpoint = HTTP_EP_METRICS;
         fn = metrics_get;
@@ -669,12 +702,13 @@ static int http_route_ops(http_ctx *c, enum evhttp_cmd_type cmd, const char *pat
     } else if (strcmp(path, "/v1/admission") == 0) {
         c->endpoint = HTTP_EP_LAG;
         fn = admit_get_status;
+        admin = 0; /* producers with admission=on poll it */
     } else {
         return 0;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
         http_method_not_allowed(c, "GET");
-    else
+    else if (!admin || api_need_admin(c) == 0)
         fn(c);
     return 1;
 }
@@ -713,7 +747,8 @@ static void http_route(http_ctx *c, const char *path) {
     } else if (strncmp(path, "/v1/buckets/", 12) == 0 && path[12]) {
         http_route_bucket(c, cmd, path + 12);
     } else if (strncmp(path, "/v1/partitions/", 15) == 0) {
-        ckpt_serve(c, path + 15);
+        if (api_need_admin(c) == 0) /* a whole partition, every tenant's */
+            ckpt_serve(c, path + 15);
     } else if (http_route_stats(c, cmd, path)) {
         return;
     } else {
@@ -726,7 +761,7 @@ static void http_run(http_ctx *c) {
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || http_params_parse(c, evhttp_uri_get_query(uri)) < 0) {
         http_reply_error(c, 400, "InvalidArgument", "malformed request URI");
-    } else {
+    } else if (api_authenticate(c, path) == 0) {
         http_route(c, path);
     }
     http_params_free(c);
@@ -1069,7 +1104,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         return NULL;
     }
     q->s3_listen_fd = conf->s3_listen_fd_set ? conf->s3_listen_fd : -1;
-    if (conf->s3_host && s3_conf_new(q, conf, errstr, errstr_size) < 0) {
+    if (api_conf_new(q, conf, errstr, errstr_size) < 0 ||
+        (conf->s3_host && s3_conf_new(q, conf, errstr, errstr_size) < 0)) {
         objlog_query_destroy(q);
         return NULL;
     }
@@ -1097,8 +1133,18 @@ int objlog_query_port(const objlog_query *q) { return q->port; }
 int objlog_query_s3_port(const objlog_query *q) { return q->s3 ? q->s3_port : -1; }
 
 int objlog_query_reload(objlog_query *q, char *errstr, size_t errstr_size) {
-    snprintf(errstr, errstr_size, "no credentials files");
-    return s3_conf_reload(q, errstr, errstr_size);
+    char s3[256] = "", api[256] = "";
+    if (s3_conf_reload(q, s3, sizeof(s3)) < 0) {
+        snprintf(errstr, errstr_size, "%s", s3);
+        return -1;
+    }
+    if (api_conf_reload(q, api, sizeof(api)) < 0) {
+        snprintf(errstr, errstr_size, "%s", api);
+        return -1;
+    }
+    snprintf(errstr, errstr_size, "%s%s%s", s3, *s3 && *api ? "; " : "",
+             *s3 || *api ? api : "no credentials files");
+    return 0;
 }
 
 void objlog_query_destroy(objlog_query *q) {
@@ -1131,6 +1177,7 @@ void objlog_query_destroy(objlog_query *q) {
     http_free_workers(q);
     wm_destroy(q->wm);
     s3_conf_free(q);
+    api_conf_free(q);
     admit_destroy(q->admit);
     if (q->s3_listen_fd >= 0)
         close(q->s3_listen_fd);

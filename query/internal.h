@@ -190,6 +190,7 @@ struct objlog_query {
     struct ixdriver *ixd;        /* index backfill steps (ixdriver.c) */
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
     struct s3_conf *s3;          /* NULL unless --s3-listen (s3.c) */
+    struct api_conf *api;        /* the JSON API's tokens (apiguard.c) */
     char *s3_host;
     int s3_port;                 /* the bound port once listening */
     int s3_listen_fd;            /* until the workers take it, else -1 */
@@ -224,11 +225,42 @@ typedef struct http_ctx {
     int s3;                      /* came through the S3 listener (s3.c): errors
                                     are S3 XML, successes s3.c's */
     int s3_op;                   /* S3_OP_*: what a write's success answers */
-    /* Who asks (authz.c): set by the API that authenticated the request. */
+    /* Who asks (authz.c): set by the API that authenticated the request
+     * (apiguard.c, s3.c), never from a header a client chose. */
     int authz;                   /* 1: only owners (or admins) pass */
-    const char *tenant;          /* the caller's tenant, "" anonymous */
+    char tenant[257];            /* the caller's tenant, "" anonymous */
     int admin;                   /* the admin role: every tenant's buckets */
+    int node_signed;             /* a peer node signed it (apiauth.h) */
 } http_ctx;
+
+/* ---- apiguard.c: the JSON API's door (tokens, peers' signatures) ---- */
+int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
+                 size_t errstr_size);
+int api_conf_reload(objlog_query *q, char *errstr, size_t errstr_size); /* SIGHUP */
+void api_conf_free(objlog_query *q);
+/* 1 when the JSON API takes requests without a token. */
+int api_open(const objlog_query *q);
+/* Sets c->authz/tenant/admin for a JSON request to path: 0, or -1 after
+ * answering 401. */
+int api_authenticate(http_ctx *c, const char *path);
+/* 0 when the caller has the admin role (or the API is open); -1 after
+ * answering 403. */
+int api_need_admin(http_ctx *c);
+/* A request this node makes of a peer: the subject (c's, or the node's
+ * own when c is NULL) and its signature into the two header values. 0,
+ * 1 when this node has no cluster secret (nothing to add), -1 error. */
+int api_sign_headers(objlog_query *q, const char *method, const char *target,
+                     const void *body, size_t n, const http_ctx *c, char *subject,
+                     size_t subject_size, char *auth, size_t auth_size);
+/* The same added to an outgoing evhttp request (its body already in its
+ * output buffer). 0, or -1. */
+int api_sign_request(objlog_query *q, struct evhttp_request *out, enum evhttp_cmd_type cmd,
+                     const char *target, const http_ctx *c);
+/* The node's own bodiless request of url: the two headers appended to hl
+ * (returned; hl unchanged without a cluster secret, NULL out of memory). */
+struct curl_slist;
+struct curl_slist *api_sign_curl(objlog_query *q, const char *method, const char *url,
+                                 struct curl_slist *hl);
 
 /* ---- authz.c: a bucket's owner is the tenant in its record ---- */
 /* 1 when the caller may act on a bucket whose record names owner. */
@@ -240,6 +272,10 @@ void authz_deny(http_ctx *c);
  * request on a fence (it runs again, as a parked read does). write: a
  * request that changes state (see authz.c for which view decides). */
 int authz_bucket(http_ctx *c, const char *bucket, int write);
+/* A bucket created by a tenant's caller is that tenant's: bc->tenant set
+ * to it (naming another is 403), and no quota (the admin's). 0, or -1
+ * after answering 403. */
+int authz_create_bucket(http_ctx *c, objlog_bucket_conf *bc);
 
 /* ---- conn.c: connection limits, request deadline, whole answers ---- */
 int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size);

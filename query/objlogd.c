@@ -7,9 +7,11 @@
  * stderr. Bad flags exit 2 with a message naming the flag. Signals are
  * blocked in every thread and taken synchronously with sigwait in main, so
  * no work happens in a signal handler. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,9 @@ typedef struct objlogd_conf {
     int s3_port;
     const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url;
     int s3_anonymous;
-    int insecure;                /* credentials files others may read: warn */
+    int insecure;                /* credentials files others may read, or an
+                                    open JSON API off loopback: allowed */
+    const char *api_credentials; /* the JSON API's tokens; NULL: open */
     int rl_bucket[2], rl_tenant[2]; /* admission: RPS, BURST; 0 none */
     int slowdown_lag;            /* admission: hot-partition bound; 0 off */
 } objlogd_conf;
@@ -97,8 +101,14 @@ static void usage(FILE *f) {
             "                mode 0600: Signature V4 is checked; a key acts only on its\n"
             "                tenant's buckets, an admin key on every bucket; SIGHUP\n"
             "                reads the file again)\n"
+            "               [--api-credentials FILE] (\"TOKEN SUBJECT\" lines, mode 0600;\n"
+            "                SUBJECT a tenant or admin: the JSON API then needs\n"
+            "                Authorization: Bearer TOKEN, and a tenant's token acts only on\n"
+            "                its buckets; without it the API is open, which objlogd allows\n"
+            "                only on a loopback --listen; SIGHUP reads the file again)\n"
             "               [--insecure] (load credentials files that group or others\n"
-            "                may read, with a warning)\n"
+            "                may read, with a warning; serve an open JSON API on a\n"
+            "                non-loopback address)\n"
             "               [--s3-region R (us-east-1)] [--s3-domain D (localhost:\n"
             "                Host BUCKET.D is virtual-hosted style)]\n"
             "               [--s3-blob-url TEMPLATE] (GetObject redirects there; {bucket}\n"
@@ -129,6 +139,7 @@ static void usage(FILE *f) {
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
             "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
+            "     OBJLOG_API_CREDENTIALS\n"
             "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
 }
@@ -253,6 +264,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->s3_region = v;
     if ((v = getenv("OBJLOG_S3_DOMAIN")) && *v)
         c->s3_domain = v;
+    if ((v = getenv("OBJLOG_API_CREDENTIALS")) && *v)
+        c->api_credentials = v;
     if ((v = getenv("OBJLOG_S3_BLOB_URL")) && *v)
         c->s3_blob_url = v;
     if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
@@ -307,7 +320,7 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
-    OPT_INSECURE,
+    OPT_INSECURE, OPT_API_CREDENTIALS,
     OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
@@ -351,6 +364,7 @@ static const struct option objlogd_options[] = {
     {"s3-credentials", required_argument, NULL, OPT_S3_CREDENTIALS},
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANONYMOUS},
     {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"api-credentials", required_argument, NULL, OPT_API_CREDENTIALS},
     {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
@@ -414,12 +428,36 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_S3_CREDENTIALS: c->s3_credentials = v; return 0;
     case OPT_S3_ANONYMOUS: c->s3_anonymous = 1; return 0;
     case OPT_INSECURE: c->insecure = 1; return 0;
+    case OPT_API_CREDENTIALS: c->api_credentials = v; return 0;
     case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
     case OPT_SLOWDOWN_LAG: return parse_int(flag, v, 0, INT_MAX, &c->slowdown_lag);
     default: return -1;
     }
+}
+
+/* 1 when host is a loopback address (what only this machine reaches). */
+static int host_is_loopback(const char *host) {
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (strcmp(host, "localhost") == 0)
+        return 1;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* An open JSON API (no tokens) anyone on the network could reach is
+ * refused: it reads, writes and deletes every tenant's objects. */
+static int check_api(const objlogd_conf *c) {
+    if (c->api_credentials || c->insecure || c->kafka_only || host_is_loopback(c->host))
+        return 0;
+    fprintf(stderr, "objlogd: --listen %s is not a loopback address, and without "
+                    "--api-credentials FILE the JSON API would let anyone who reaches it read "
+                    "and delete every bucket; give --api-credentials (or --insecure)\n",
+            c->host);
+    return -1;
 }
 
 /* The S3 endpoint's settings mean nothing without its listener. */
@@ -522,7 +560,7 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         fprintf(stderr, "objlogd: --kafka-only runs the embedded cluster; drop --brokers\n");
         return -1;
     }
-    return check_s3(c) < 0 ? -1 : check_cluster(c);
+    return check_s3(c) < 0 || check_api(c) < 0 ? -1 : check_cluster(c);
 }
 
 /* The token key from --token-secret-file: SHA-256 of the file's bytes
@@ -850,6 +888,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_credentials = c->s3_credentials,
                             .s3_anonymous = c->s3_anonymous,
                             .insecure = c->insecure,
+                            .api_credentials = c->api_credentials,
                             .s3_blob_url = c->s3_blob_url,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
@@ -864,6 +903,16 @@ static int serve(const objlogd_conf *c, const char *brokers,
     if (!q) {
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "http: %s", err);
     } else {
+        if (c->api_credentials)
+            objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "JSON API on %s:%d: every request but "
+                        "/healthz and /readyz needs a token of %s", c->host,
+                        objlog_query_port(q), c->api_credentials);
+        else
+            objlog_logf(host_is_loopback(c->host) ? OBJLOG_LEVEL_INFO : OBJLOG_LEVEL_WARNING,
+                        "objlogd", "JSON API on %s:%d is open (no --api-credentials): whoever "
+                        "reaches it may read and change every bucket%s", c->host,
+                        objlog_query_port(q),
+                        host_is_loopback(c->host) ? "; it listens on loopback only" : "");
         printf("OBJLOG_LISTEN=%s:%d\n", c->host, objlog_query_port(q));
         if (c->s3)
             printf("OBJLOG_S3_LISTEN=%s:%d\n", c->s3_host, objlog_query_s3_port(q));

@@ -68,6 +68,8 @@ typedef struct objlog_query_conf {
     int s3_anonymous;            /* unsigned requests allowed (tenant "") */
     int insecure;                /* credentials files group or others may
                                     read are loaded (with a warning) */
+    const char *api_credentials; /* the JSON API's "TOKEN SUBJECT" lines,
+                                    mode 0600; NULL: the API is open */
     const char *s3_blob_url;     /* GetObject: 307 to this template ({bucket},
                                     {key}, {blob_id}, {version_id}); NULL:
                                     GetObject answers the headers and 501 */

@@ -418,7 +418,7 @@ static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
         return -1;
     }
     c->authz = 1;
-    c->tenant = t->tenant;
+    snprintf(c->tenant, sizeof(c->tenant), "%s", t->tenant);
     c->admin = t->admin;
     return s3_auth_body(c, t);
 }

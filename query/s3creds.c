@@ -21,11 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <openssl/crypto.h>
 
 #include "keycodec.h"
+#include "secretfile.h"
 
 struct s3creds {
     s3cred *v;
@@ -144,38 +144,15 @@ static void entries_free(entry *v, size_t n) {
     free(v);
 }
 
-/* 0 when the file's mode is acceptable; *open_mode gets its group and
- * other bits. */
-static int creds_mode_ok(FILE *f, const char *path, int allow_open, unsigned *open_mode,
-                         char *errstr, size_t errstr_size) {
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    *open_mode = (unsigned)(st.st_mode & 077);
-    if (!*open_mode || allow_open)
-        return 0;
-    snprintf(errstr, errstr_size,
-             "%s: group or others may read it (mode %04o) and it holds secrets: "
-             "chmod 600 it (or pass --insecure)",
-             path, (unsigned)(st.st_mode & 07777));
-    return -1;
-}
-
 s3creds *s3creds_load(const char *path, int allow_open, char *errstr, size_t errstr_size) {
-    FILE *f = fopen(path, "r");
     char line[1024], why[160];
     entry *v = NULL;
     size_t n = 0;
     int lineno = 0;
     unsigned open_mode = 0;
-    if (!f) {
-        snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+    FILE *f = secretfile_open(path, allow_open, &open_mode, errstr, errstr_size);
+    if (!f)
         return NULL;
-    }
-    if (creds_mode_ok(f, path, allow_open, &open_mode, errstr, errstr_size) < 0)
-        goto bad;
     while (fgets(line, sizeof(line), f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {

@@ -16,3 +16,12 @@ objlog_add_test(test_standby KAFKA_ONLY SOURCES test_standby.c TIMEOUT 300
 if(TARGET test_standby)
   add_dependencies(test_standby objlogd)
 endif()
+
+# The JSON API's tokens across nodes: two nodes with --api-credentials; a
+# forwarded request carries the caller's subject signed with the cluster's
+# secret, the peer enforces it; a client cannot sign.
+objlog_add_test(test_cluster_auth KAFKA_ONLY SOURCES test_cluster_auth.c TIMEOUT 300
+  LIBS objlog_testkit PkgConfig::JANSSON)
+if(TARGET test_cluster_auth)
+  add_dependencies(test_cluster_auth objlogd)
+endif()

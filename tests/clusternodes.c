@@ -94,7 +94,11 @@ int cnodes_teardown(cnodes *g) {
 
 json_t *cnodes_cluster_of(cnodes *g, int i) {
     httpc_resp r;
-    if (httpc_do(g->n[i].raw, "GET", "/v1/cluster", NULL, NULL, &r) < 0 || r.status != 200)
+    char auth[300];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", g->admin_token ? g->admin_token : "");
+    const char *hdrs[] = {auth, NULL};
+    if (httpc_do(g->n[i].raw, "GET", "/v1/cluster", NULL, g->admin_token ? hdrs : NULL, &r) < 0 ||
+        r.status != 200)
         return NULL;
     return json_loads(r.body, 0, NULL);
 }

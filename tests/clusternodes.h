@@ -31,6 +31,7 @@ typedef struct cnodes {
     int max;                     /* nodes the test may start */
     const char *cluster;
     char *const *extra;          /* more objlogd flags, NULL-ended */
+    const char *admin_token;     /* sent by cnodes_cluster_of; NULL none */
 } cnodes;
 
 /* The log of `partitions` partitions, the shared secret and nodes

@@ -38,6 +38,13 @@ if(TARGET test_s3_clients)
     OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_dependencies(test_s3_clients objlogd)
 endif()
+# The JSON API with --api-credentials: tokens, bucket ownership, admin
+# routes, the CLI's and the producer library's tokens, SIGHUP, loopback.
+objlog_add_test(test_http_auth SOURCES test_http_auth.c TIMEOUT 180
+  LIBS objlog_testkit objlog_producer_static)
+add_dependencies(test_http_auth objlogd objlog)
+# query/apiauth.h without HTTP: the tokens file, the nodes' signatures.
+objlog_add_test(test_apiauth SOURCES test_apiauth.c TIMEOUT 60 LIBS objlog_query)
 # query/s3auth.h (SigV4 for the S3 endpoint, the credentials file) without
 # HTTP: AWS's published vectors, one rule per case, and requests botocore
 # signs when python3 has it.

@@ -1,0 +1,277 @@
+/* apiguard.c: the JSON API's door. Who a request is (an API token, a
+ * peer node's signature, or nobody), and the few routes that need more
+ * than a bucket's ownership (authz.c).
+ *
+ * Without --api-credentials the API is open: every request may do
+ * anything (objlogd allows that only on a loopback address, or with
+ * --insecure). With them, every request but the probes (/healthz,
+ * /readyz) names its subject: "Authorization: Bearer TOKEN" from the
+ * tokens file, or a peer's signed subject (apiauth.h) when this node is a
+ * cluster node with the cluster's shared secret. A missing or unknown
+ * token is 401 Unauthorized; a known one that may not act is 403.
+ *
+ * Invariant: a request reaches a route only with c->authz, c->tenant and
+ * c->admin set from one of those, never from a header a client chose; a
+ * signed subject is believed only when its signature over the request's
+ * method, target, body and time checks out. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
+
+#include "apiauth.h"
+
+struct api_conf {
+    /* Swapped whole by api_conf_reload (SIGHUP) under the write lock; a
+     * request holds the read lock only while it looks its token up. */
+    apicreds *creds;             /* NULL: the API is open */
+    char *creds_path;
+    int creds_allow_open;
+    pthread_rwlock_t lock;
+    int has_node_key;            /* cluster node with the shared secret */
+    uint8_t node_key[NODEAUTH_KEY_LEN];
+};
+
+static void api_creds_warn(const struct api_conf *a) {
+    unsigned mode = apicreds_open_mode(a->creds);
+    if (mode)
+        objlog_logf(OBJLOG_LEVEL_WARNING, "http",
+                    "%s: group or others may read it (mode bits %03o) and it holds secrets; "
+                    "loaded because of --insecure: chmod 600 it",
+                    a->creds_path, mode);
+}
+
+int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
+                 size_t errstr_size) {
+    struct api_conf *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(errstr, errstr_size, "http: out of memory");
+        return -1;
+    }
+    q->api = a;
+    pthread_rwlock_init(&a->lock, NULL);
+    a->creds_allow_open = conf->insecure;
+    if (conf->cluster && conf->token_key) {
+        if (nodeauth_key(conf->token_key, OBJLOG_TOKEN_SECRET_LEN, a->node_key) < 0) {
+            snprintf(errstr, errstr_size, "http: cannot derive the node key");
+            return -1;
+        }
+        a->has_node_key = 1;
+    }
+    if (!conf->api_credentials)
+        return 0;
+    if (conf->cluster && !a->has_node_key) {
+        snprintf(errstr, errstr_size,
+                 "--api-credentials on a cluster node needs --token-secret-file: the nodes "
+                 "sign their requests to each other with that shared secret");
+        return -1;
+    }
+    if (!(a->creds_path = strdup(conf->api_credentials))) {
+        snprintf(errstr, errstr_size, "http: out of memory");
+        return -1;
+    }
+    if (!(a->creds = apicreds_load(conf->api_credentials, conf->insecure, errstr, errstr_size)))
+        return -1;
+    api_creds_warn(a);
+    return 0;
+}
+
+int api_conf_reload(objlog_query *q, char *errstr, size_t errstr_size) {
+    struct api_conf *a = q->api;
+    if (!a || !a->creds_path)
+        return 0;
+    apicreds *n = apicreds_load(a->creds_path, a->creds_allow_open, errstr, errstr_size);
+    if (!n)
+        return -1;
+    pthread_rwlock_wrlock(&a->lock);
+    apicreds *old = a->creds;
+    a->creds = n;
+    pthread_rwlock_unlock(&a->lock);
+    apicreds_free(old);
+    api_creds_warn(a);
+    snprintf(errstr, errstr_size, "%s: %zu tokens", a->creds_path, apicreds_count(n));
+    return 0;
+}
+
+void api_conf_free(objlog_query *q) {
+    struct api_conf *a = q->api;
+    if (!a)
+        return;
+    apicreds_free(a->creds);
+    free(a->creds_path);
+    OPENSSL_cleanse(a->node_key, sizeof(a->node_key));
+    pthread_rwlock_destroy(&a->lock);
+    free(a);
+    q->api = NULL;
+}
+
+int api_open(const objlog_query *q) { return !q->api || !q->api->creds; }
+
+/* ------------------------------------------------------------ signing */
+
+static const char *api_method_name(enum evhttp_cmd_type cmd) {
+    switch (cmd) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    default: return "OTHER";
+    }
+}
+
+int api_sign_headers(objlog_query *q, const char *method, const char *target,
+                     const void *body, size_t n, const http_ctx *c, char *subject,
+                     size_t subject_size, char *auth, size_t auth_size) {
+    struct api_conf *a = q->api;
+    if (!a || !a->has_node_key)
+        return 1;
+    /* c NULL: the node's own request; an open API forwards "open" */
+    int w = 0;
+    if (!c)
+        w = snprintf(subject, subject_size, "node");
+    else if (!c->authz)
+        w = snprintf(subject, subject_size, "open");
+    else {
+        apisubject s = {.admin = c->admin};
+        snprintf(s.tenant, sizeof(s.tenant), "%s", c->admin ? "" : c->tenant);
+        if (nodeauth_subject_format(&s, subject, subject_size) < 0)
+            return -1;
+    }
+    if (w < 0 || (size_t)w >= subject_size)
+        return -1;
+    return nodeauth_sign(a->node_key, method, target, body, n, subject, (int64_t)time(NULL),
+                         auth, auth_size);
+}
+
+int api_sign_request(objlog_query *q, struct evhttp_request *out, enum evhttp_cmd_type cmd,
+                     const char *target, const http_ctx *c) {
+    char subject[3 * APICREDS_MAX_TENANT_LEN + 8], auth[NODEAUTH_VALUE_MAX];
+    struct evbuffer *b = evhttp_request_get_output_buffer(out);
+    size_t n = evbuffer_get_length(b);
+    const void *body = n ? (const void *)evbuffer_pullup(b, -1) : (const void *)"";
+    int rc = api_sign_headers(q, api_method_name(cmd), target, body, n, c, subject,
+                              sizeof(subject), auth, sizeof(auth));
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(out);
+    evhttp_remove_header(oh, NODEAUTH_SUBJECT_HEADER);
+    evhttp_remove_header(oh, NODEAUTH_HEADER);
+    evhttp_add_header(oh, NODEAUTH_SUBJECT_HEADER, subject);
+    evhttp_add_header(oh, NODEAUTH_HEADER, auth);
+    return 0;
+}
+
+struct curl_slist *api_sign_curl(objlog_query *q, const char *method, const char *url,
+                                 struct curl_slist *hl) {
+    const char *scheme = strstr(url, "://");
+    const char *target = scheme ? strchr(scheme + 3, '/') : NULL;
+    char subject[16], auth[NODEAUTH_VALUE_MAX], line[NODEAUTH_VALUE_MAX + 64];
+    if (api_sign_headers(q, method, target ? target : "/", "", 0, NULL, subject,
+                         sizeof(subject), auth, sizeof(auth)) != 0)
+        return hl;
+    snprintf(line, sizeof(line), "%s: %s", NODEAUTH_SUBJECT_HEADER, subject);
+    hl = curl_slist_append(hl, line);
+    snprintf(line, sizeof(line), "%s: %s", NODEAUTH_HEADER, auth);
+    return hl ? curl_slist_append(hl, line) : NULL;
+}
+
+/* ------------------------------------------------------- authenticating */
+
+static void api_unauthorized(http_ctx *c, const char *why) {
+    http_add_header(c, "WWW-Authenticate", "Bearer realm=\"objlog\"");
+    http_reply_error(c, 401, "Unauthorized", "%s", why);
+}
+
+/* A peer node's signed subject: 0 set, -1 after 401. */
+static int api_node_subject(http_ctx *c, const char *value) {
+    struct api_conf *a = c->q->api;
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    const char *subject = evhttp_find_header(ih, NODEAUTH_SUBJECT_HEADER);
+    char why[200];
+    if (!a->has_node_key) {
+        api_unauthorized(c, "this node has no cluster secret to check a node signature with");
+        return -1;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(in);
+    const void *body = n ? (const void *)evbuffer_pullup(in, -1) : (const void *)"";
+    if (!subject || nodeauth_verify(a->node_key, api_method_name(evhttp_request_get_command(c->req)),
+                                    evhttp_request_get_uri(c->req),
+                                    body, n, subject, value, (int64_t)time(NULL), why,
+                                    sizeof(why)) < 0) {
+        api_unauthorized(c, subject ? why : "a node signature without " NODEAUTH_SUBJECT_HEADER);
+        return -1;
+    }
+    apisubject s;
+    int rc = nodeauth_subject_parse(subject, &s);
+    if (rc < 0 || (rc == 1 && a->creds)) {
+        api_unauthorized(c, rc < 0 ? "malformed " NODEAUTH_SUBJECT_HEADER
+                                   : "a node that serves without --api-credentials forwarded "
+                                     "this; this node has them (configure every node alike)");
+        return -1;
+    }
+    c->node_signed = 1;
+    c->authz = rc == 0;
+    c->admin = s.admin;
+    snprintf(c->tenant, sizeof(c->tenant), "%s", s.tenant);
+    return 0;
+}
+
+/* "Bearer TOKEN": 0 with the subject set, -1 after 401. */
+static int api_bearer_subject(http_ctx *c, const char *authz) {
+    struct api_conf *a = c->q->api;
+    if (!authz || strncasecmp(authz, "Bearer ", 7) != 0) {
+        api_unauthorized(c, authz ? "the Authorization header must be \"Bearer TOKEN\""
+                                  : "this API needs a token: Authorization: Bearer TOKEN "
+                                    "(objlog --token, OBJLOG_TOKEN)");
+        return -1;
+    }
+    const char *tok = authz + 7;
+    while (*tok == ' ')
+        tok++;
+    apisubject s;
+    pthread_rwlock_rdlock(&a->lock);
+    int rc = apicreds_find(a->creds, tok, &s);
+    pthread_rwlock_unlock(&a->lock);
+    if (rc < 0) {
+        api_unauthorized(c, "unknown token");
+        return -1;
+    }
+    c->authz = 1;
+    c->admin = s.admin;
+    snprintf(c->tenant, sizeof(c->tenant), "%s", s.tenant);
+    return 0;
+}
+
+/* Health probes answer whoever asks: a load balancer has no token. */
+static int api_is_probe(const char *path) {
+    return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
+}
+
+int api_authenticate(http_ctx *c, const char *path) {
+    struct api_conf *a = c->q->api;
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    const char *node = evhttp_find_header(ih, NODEAUTH_HEADER);
+    c->authz = 0;
+    if (node && a)
+        return api_node_subject(c, node);
+    if (api_open(c->q) || api_is_probe(path))
+        return 0;
+    return api_bearer_subject(c, evhttp_find_header(ih, "Authorization"));
+}
+
+int api_need_admin(http_ctx *c) {
+    if (!c->authz || c->admin)
+        return 0;
+    http_reply_error(c, 403, "AccessDenied", "this route needs the admin role");
+    return -1;
+}

@@ -1,0 +1,28 @@
+/* secretfile.c: see secretfile.h. The mode is read from the open file
+ * (fstat), not the path, so what is checked is what is read. */
+#include "secretfile.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+FILE *secretfile_open(const char *path, int allow_open, unsigned *open_mode, char *errstr,
+                      size_t errstr_size) {
+    FILE *f = fopen(path, "r");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    *open_mode = (unsigned)(st.st_mode & 077);
+    if (!*open_mode || allow_open)
+        return f;
+    snprintf(errstr, errstr_size,
+             "%s: group or others may read it (mode %04o) and it holds secrets: "
+             "chmod 600 it (or pass --insecure)",
+             path, (unsigned)(st.st_mode & 07777));
+    fclose(f);
+    return NULL;
+}
