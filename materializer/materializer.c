@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "janitor.h"
 #include "control.h"
+#include "kafkaconf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -455,7 +456,9 @@ static int mat_cluster_conf(rd_kafka_conf_t *c, const objlog_materializer_conf *
 static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
                                     const objlog_materializer_conf *conf,
                                     char *errstr, size_t es) {
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_t *c = objlog_kafka_conf_new(conf->brokers, errstr, es);
+    if (!c)
+        return NULL;
     rd_kafka_conf_set_log_cb(c, objlog_logger_rdkafka); /* our logger's lines */
     const char *group = conf->group_id && conf->group_id[0]
                             ? conf->group_id : "objlog-materializer";
@@ -468,8 +471,7 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
         rd_kafka_conf_destroy(c);
         return NULL;
     }
-    if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
-        conf_set(c, "group.id", group, errstr, es) ||
+    if (conf_set(c, "group.id", group, errstr, es) ||
         conf_set(c, "enable.auto.commit", "false", errstr, es) ||
         conf_set(c, "enable.auto.offset.store", "false", errstr, es) ||
         conf_set(c, "auto.offset.reset", "error", errstr, es) ||
@@ -514,10 +516,11 @@ static void mat_dlq_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque
 static rd_kafka_t *mat_dlq_new(objlog_materializer *m,
                                const objlog_materializer_conf *conf,
                                char *errstr, size_t es) {
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_t *c = objlog_kafka_conf_new(conf->brokers, errstr, es);
+    if (!c)
+        return NULL;
     rd_kafka_conf_set_log_cb(c, objlog_logger_rdkafka); /* our logger's lines */
-    if (conf_set(c, "bootstrap.servers", conf->brokers, errstr, es) ||
-        conf_set(c, "acks", "all", errstr, es) ||
+    if (conf_set(c, "acks", "all", errstr, es) ||
         conf_set(c, "enable.idempotence", "true", errstr, es) ||
         conf_set(c, "linger.ms", "0", errstr, es)) {
         rd_kafka_conf_destroy(c);

@@ -10,13 +10,17 @@
 #                         kept, so a restart serves the same bootstrap list
 #   DIR/node-I/           server.properties, data/ (the log), server.log,
 #                         pid (while started by `start`)
+#   DIR/sasl, DIR/sasl_ports  with --sasl: the one SASL/PLAIN user
+#                         ("USER:PASSWORD", mode 0600) and each node's
+#                         SASL_PLAINTEXT port, beside its PLAINTEXT one
 #
 # Invariant: every node binds only 127.0.0.1; `stop` (or the test that owns
 # the nodes) ends every JVM it started, by process group.
 #
 #   ops/kafka.sh fetch                          jars into the cache; prints the dir
 #   ops/kafka.sh init  --dir D [--nodes N] [--ports P,..] [--set K=V]...
-#                                               configs + format (once)
+#                      [--sasl USER:PASSWORD]   configs + format (once); --sasl
+#                                               adds a SASL/PLAIN listener per node
 #   ops/kafka.sh node  --dir D --id I           one node in the foreground (exec java)
 #   ops/kafka.sh start --dir D [--nodes N] [--set K=V]...
 #                                               init if needed, start every node in
@@ -24,6 +28,7 @@
 #   ops/kafka.sh wait  --dir D [--timeout S]    until every node serves metadata
 #   ops/kafka.sh stop  --dir D [--timeout S]    SIGTERM, then SIGKILL after S (30)
 #   ops/kafka.sh bootstrap --dir D              prints the bootstrap list
+#   ops/kafka.sh sasl-bootstrap --dir D         prints the SASL listeners' list
 #   ops/kafka.sh groups --dir D ARGS...         Kafka's consumer-group tool
 #   ops/kafka.sh topics --dir D ARGS...         Kafka's topics tool
 #
@@ -78,7 +83,7 @@ free_port() {
   die "no free port found in 20000..31999"
 }
 
-dir= nodes= ports= id= timeout=
+dir= nodes= ports= id= timeout= sasl=
 sets=()
 parse() {
   while [ $# -gt 0 ]; do
@@ -93,6 +98,8 @@ parse() {
       --id=*) id=${1#--id=}; shift ;;
       --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
       --timeout=*) timeout=${1#--timeout=}; shift ;;
+      --sasl) sasl=${2:?--sasl needs USER:PASSWORD}; shift 2 ;;
+      --sasl=*) sasl=${1#--sasl=}; shift ;;
       --set) sets+=("${2:?--set needs KEY=VALUE}"); shift 2 ;;
       --set=*) sets+=("${1#--set=}"); shift ;;
       --) shift; rest=("$@"); return 0 ;;
@@ -110,6 +117,28 @@ need_dir() {
 
 node_count() { wc -l < "$dir/ports" | tr -d ' '; }
 bootstrap() { awk '{printf "%s127.0.0.1:%s", (NR>1?",":""), $1} END {print ""}' "$dir/ports"; }
+sasl_bootstrap() {
+  [ -f "$dir/sasl_ports" ] || die "$dir has no SASL listener (init --sasl USER:PASSWORD)"
+  awk '{printf "%s127.0.0.1:%s", (NR>1?",":""), $1} END {print ""}' "$dir/sasl_ports"
+}
+
+# --sasl USER:PASSWORD: the user file and one more port per node.
+write_sasl() { # node count
+  [ -n "$sasl" ] || return 0
+  [[ "$sasl" == ?*:?* && "$sasl" != *[[:space:]\\\"]* ]] ||
+    die "--sasl needs USER:PASSWORD without spaces, quotes or backslashes"
+  (umask 077; echo "$sasl" > "$dir/sasl")
+  local taken p
+  # shellcheck disable=SC2046 # the ports taken, as words
+  taken=$(cat "$dir/ports")
+  : > "$dir/sasl_ports"
+  for _ in $(seq 1 "$1"); do
+    # shellcheck disable=SC2086
+    p=$(free_port $taken)
+    taken="$taken $p"
+    echo "$p" >> "$dir/sasl_ports"
+  done
+}
 
 write_ports() {
   local n=$1 list=() p all=()
@@ -166,17 +195,23 @@ write_config() { # node number (1-based), node count
   local voters bport cport
   voters=$(awk '{printf "%s%d@127.0.0.1:%s", (NR>1?",":""), NR, $2}' "$dir/ports")
   read -r bport cport < <(sed -n "${i}p" "$dir/ports")
+  local sasl_listener="" sasl_map="" user pass
+  if [ -f "$dir/sasl" ]; then
+    sasl_listener=",SASL_PLAINTEXT://127.0.0.1:$(sed -n "${i}p" "$dir/sasl_ports")"
+    sasl_map=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+    IFS=: read -r user pass < "$dir/sasl"
+  fi
   mkdir -p "$dir/node-$i/data"
   cat > "$dir/node-$i/server.properties" <<EOF
 # Written by ops/kafka.sh init; node $i of $n.
 process.roles=broker,controller
 node.id=$i
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport$sasl_listener
+advertised.listeners=PLAINTEXT://127.0.0.1:$bport$sasl_listener
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$sasl_map
 log.dirs=$dir/node-$i/data
 # objlog creates its topics itself, with the configs it needs.
 auto.create.topics.enable=false
@@ -189,6 +224,13 @@ transaction.state.log.replication.factor=$rf
 transaction.state.log.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 EOF
+  if [ -f "$dir/sasl" ]; then
+    chmod 600 "$dir/node-$i/server.properties"
+    cat >> "$dir/node-$i/server.properties" <<EOF
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$user="$pass";
+EOF
+  fi
   local kv
   for kv in "${sets[@]}"; do
     [[ "$kv" == *=* ]] || die "--set needs KEY=VALUE (got '$kv')"
@@ -207,6 +249,7 @@ init() {
   case "$n" in 1|3) ;; *) die "--nodes must be 1 or 3 (got '$n')" ;; esac
   fetch
   write_ports "$n"
+  write_sasl "$n"
   write_log4j
   for i in $(seq 1 "$n"); do write_config "$i" "$n"; done
   local cid
@@ -311,6 +354,7 @@ case "$cmd" in
   wait) need_dir; wait_ready "${timeout:-120}"; echo "KAFKA_BOOTSTRAP=$(bootstrap)" ;;
   stop) stop ;;
   bootstrap) need_dir; bootstrap ;;
+  sasl-bootstrap) need_dir; sasl_bootstrap ;;
   groups) tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "${rest[@]}" ;;
   topics) tool org.apache.kafka.tools.TopicCommand "${rest[@]}" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2 ;;

@@ -24,6 +24,8 @@
  * applies a partition answers a read of it only after its own fence. */
 #include "internal.h"
 
+#include "kafkaconf.h"
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -536,13 +538,14 @@ cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
         return NULL;
     }
     objlog_cluster_group(name, c->group, gn);
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka);
     char tmp[256];
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", q->brokers, tmp, sizeof(tmp)) ||
-        !(c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
+    rd_kafka_conf_t *conf = objlog_kafka_conf_new(q->brokers, tmp, sizeof(tmp));
+    if (conf)
+        rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka);
+    if (!conf || !(c->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp)))) {
         snprintf(errstr, errstr_size, "cluster admin handle: %s", tmp);
-        rd_kafka_conf_destroy(conf);
+        if (conf)
+            rd_kafka_conf_destroy(conf);
         cluster_destroy(c);
         return NULL;
     }

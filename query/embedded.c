@@ -14,6 +14,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
+#include "kafkaconf.h"
 #include "objlog_logger.h"
 #include "control.h"
 #include "query.h"
@@ -26,12 +27,14 @@ struct objlog_embedded_kafka {
 
 static rd_kafka_t *embedded_producer(const char *brokers, char *errstr,
                                      size_t errstr_size) {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    /* --kafka-config's properties apply when this checks a real Kafka's
+     * topics; objlogd refuses them with the embedded log */
+    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
+    if (!conf)
+        return NULL;
     rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka); /* our logger's lines */
     char tmp[256];
-    if ((brokers && rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp,
-                                      sizeof(tmp))) ||
-        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
+    if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
                           sizeof(tmp))) {
         snprintf(errstr, errstr_size, "embedded kafka: %s", tmp);

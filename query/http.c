@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include "kafkaconf.h"
+
 #include "keycodec.h"
 
 #include <arpa/inet.h>
@@ -992,6 +994,23 @@ static void http_producer_log(void *opaque, int level, const char *facility,
     objlog_logf(level, "kafka", "gateway producer: %s: %s", facility, message);
 }
 
+/* --kafka-config's properties, handed to the gateway's producer as its
+ * kafka.* settings (the library takes no process configuration). */
+typedef struct http_kafka_props {
+    objlog_producer_conf *pc;
+    int failed;
+    char err[300];
+} http_kafka_props;
+
+static void http_kafka_prop(const char *key, const char *value, void *arg) {
+    http_kafka_props *hp = arg;
+    char name[300];
+    snprintf(name, sizeof(name), "kafka.%s", key);
+    if (!hp->failed &&
+        objlog_producer_conf_set(hp->pc, name, value, hp->err, sizeof(hp->err)) != OBJLOG_CONF_OK)
+        hp->failed = 1;
+}
+
 static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
                                               size_t errstr_size) {
     objlog_producer_conf *pc = objlog_producer_conf_new();
@@ -1018,6 +1037,13 @@ static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
          * p50 6.5 ms at 5 ms, 9.5k/s p50 3.0 ms at 1 ms; 0 ms sends a
          * request per write and falls to 1.5k/s (issue 12). */
         objlog_producer_conf_set(pc, "kafka.linger.ms", "1", errstr, errstr_size)) {
+        objlog_producer_conf_destroy(pc);
+        return NULL;
+    }
+    http_kafka_props hp = {.pc = pc};
+    objlog_kafka_config_each(http_kafka_prop, &hp);
+    if (hp.failed) {
+        snprintf(errstr, errstr_size, "%s", hp.err);
         objlog_producer_conf_destroy(pc);
         return NULL;
     }

@@ -24,6 +24,7 @@
 #include <librdkafka/rdkafka.h>
 #include <openssl/evp.h>
 
+#include "kafkaconf.h"
 #include "topics.h"
 
 #include "objlog_logger.h"
@@ -73,6 +74,7 @@ typedef struct objlogd_conf {
     int insecure;                /* credentials files others may read, or an
                                     open JSON API off loopback: allowed */
     const char *api_credentials; /* the JSON API's tokens; NULL: open */
+    const char *kafka_config;    /* librdkafka properties of every client */
     int rl_bucket[2], rl_tenant[2]; /* admission: RPS, BURST; 0 none */
     int slowdown_lag;            /* admission: hot-partition bound; 0 off */
 } objlogd_conf;
@@ -106,6 +108,10 @@ static void usage(FILE *f) {
             "                Authorization: Bearer TOKEN, and a tenant's token acts only on\n"
             "                its buckets; without it the API is open, which objlogd allows\n"
             "                only on a loopback --listen; SIGHUP reads the file again)\n"
+            "               [--kafka-config FILE] (with --brokers: \"key=value\" librdkafka\n"
+            "                properties every Kafka client of objlogd takes, such as\n"
+            "                security.protocol, sasl.mechanisms, sasl.username,\n"
+            "                sasl.password, ssl.ca.location; mode 0600)\n"
             "               [--insecure] (load credentials files that group or others\n"
             "                may read, with a warning; serve an open JSON API on a\n"
             "                non-loopback address)\n"
@@ -139,7 +145,7 @@ static void usage(FILE *f) {
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
             "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
-            "     OBJLOG_API_CREDENTIALS\n"
+            "     OBJLOG_API_CREDENTIALS OBJLOG_KAFKA_CONFIG\n"
             "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
 }
@@ -266,6 +272,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->s3_domain = v;
     if ((v = getenv("OBJLOG_API_CREDENTIALS")) && *v)
         c->api_credentials = v;
+    if ((v = getenv("OBJLOG_KAFKA_CONFIG")) && *v)
+        c->kafka_config = v;
     if ((v = getenv("OBJLOG_S3_BLOB_URL")) && *v)
         c->s3_blob_url = v;
     if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
@@ -320,7 +328,7 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
-    OPT_INSECURE, OPT_API_CREDENTIALS,
+    OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG,
     OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
@@ -365,6 +373,7 @@ static const struct option objlogd_options[] = {
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANONYMOUS},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"api-credentials", required_argument, NULL, OPT_API_CREDENTIALS},
+    {"kafka-config", required_argument, NULL, OPT_KAFKA_CONFIG},
     {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
@@ -429,6 +438,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_S3_ANONYMOUS: c->s3_anonymous = 1; return 0;
     case OPT_INSECURE: c->insecure = 1; return 0;
     case OPT_API_CREDENTIALS: c->api_credentials = v; return 0;
+    case OPT_KAFKA_CONFIG: c->kafka_config = v; return 0;
     case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
@@ -450,7 +460,12 @@ static int host_is_loopback(const char *host) {
 
 /* An open JSON API (no tokens) anyone on the network could reach is
  * refused: it reads, writes and deletes every tenant's objects. */
-static int check_api(const objlogd_conf *c) {
+static int check_security(const objlogd_conf *c) {
+    if (c->kafka_config && !c->brokers) {
+        fprintf(stderr, "objlogd: --kafka-config configures the clients of a real Kafka; it "
+                        "needs --brokers (the embedded log takes no security settings)\n");
+        return -1;
+    }
     if (c->api_credentials || c->insecure || c->kafka_only || host_is_loopback(c->host))
         return 0;
     fprintf(stderr, "objlogd: --listen %s is not a loopback address, and without "
@@ -560,7 +575,7 @@ static int conf_from_args(objlogd_conf *c, int argc, char **argv) {
         fprintf(stderr, "objlogd: --kafka-only runs the embedded cluster; drop --brokers\n");
         return -1;
     }
-    return check_s3(c) < 0 || check_api(c) < 0 ? -1 : check_cluster(c);
+    return check_s3(c) < 0 || check_security(c) < 0 ? -1 : check_cluster(c);
 }
 
 /* The token key from --token-secret-file: SHA-256 of the file's bytes
@@ -968,6 +983,14 @@ int main(int argc, char **argv) {
     }
     c.nofile = raise_fd_limit();
 
+    if (c.kafka_config) {
+        if (objlog_kafka_config_load(c.kafka_config, c.insecure, err, sizeof(err)) < 0) {
+            objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--kafka-config %s", err);
+            return 1;
+        }
+        objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "--kafka-config %s: %zu properties for "
+                    "every Kafka client", c.kafka_config, objlog_kafka_config_count());
+    }
     objlog_embedded_kafka *k = NULL;
     const char *brokers = c.brokers;
     if (!brokers) {
@@ -986,6 +1009,7 @@ int main(int argc, char **argv) {
                  ? 1 : serve(&c, brokers, &log, k != NULL, &set);
     }
     objlog_embedded_kafka_destroy(k);
+    objlog_kafka_config_free();
     objlog_logger_close();
     return rc;
 }

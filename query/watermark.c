@@ -19,6 +19,8 @@
 #include "objlog_logger.h"
 #include "internal.h"
 
+#include "kafkaconf.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -110,15 +112,19 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
     pthread_mutex_init(&w->notify_mu, NULL);
     pthread_cond_init(&w->stop_cv, &ca);
     pthread_condattr_destroy(&ca);
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka); /* our logger's lines */
     char tmp[256];
+    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, tmp, sizeof(tmp));
+    if (!conf) {
+        snprintf(errstr, errstr_size, "watermark handle: %s", tmp);
+        wm_destroy(w);
+        return NULL;
+    }
+    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka); /* our logger's lines */
     /* librdkafka 2.0.2 keeps a moved partition's old leader after a
      * NOT_LEADER answer to ListOffsets until the periodic metadata refresh
      * (5 min by default): strong reads of that partition would fail that
      * long after a broker failover. Refresh every 2 s instead. */
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "2000", tmp,
+    if (rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "2000", tmp,
                           sizeof(tmp)) ||
         /* As the gateway's producer (http.c): back within a second. */
         rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", tmp, sizeof(tmp)) ||

@@ -10,12 +10,15 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "kafkaconf.h"
+
 rd_kafka_t *control_client_new(const char *brokers, char *errstr,
                                size_t errstr_size) {
     char tmp[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
+    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
+    if (!conf)
+        return NULL;
+    if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
                           sizeof(tmp))) {
         snprintf(errstr, errstr_size, "kafka client: %s", tmp);
@@ -93,9 +96,10 @@ static int control_scan(const char *brokers, const char *topic, int timeout_ms,
                         control_visit visit, void *arg, char *errstr,
                         size_t errstr_size) {
     char tmp[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "group.id", "objlog-control-reader", tmp, sizeof(tmp)) ||
+    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
+    if (!conf)
+        return -1;
+    if (rd_kafka_conf_set(conf, "group.id", "objlog-control-reader", tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "enable.auto.commit", "false", tmp, sizeof(tmp))) {
         snprintf(errstr, errstr_size, "control reader config: %s", tmp);
         rd_kafka_conf_destroy(conf);

@@ -14,6 +14,9 @@
 # cluster.
 set -euo pipefail
 kafka=$(cd "$(dirname "$0")/.." && pwd)/ops/kafka.sh
+# Each node also has a SASL/PLAIN listener with this one user (kafka.sh
+# --sasl): test_kafka_sasl authenticates objlogd's clients to it.
+sasl=objlog:objlog-test-sasl-password
 cmd=${1:?usage: kafka_fixture.sh start|stop DIR}
 dir=${2:?usage: kafka_fixture.sh start|stop DIR}
 
@@ -37,7 +40,7 @@ case "$cmd" in
     # Faster failure detection than Kafka's defaults, as testlog's own
     # clusters; C1 only, for a quick start.
     if ! KAFKA_JVM_OPTS=-XX:TieredStopAtLevel=1 KAFKA_HEAP_OPTS="-Xms64m -Xmx512m" \
-        "$kafka" start --dir "$dir" --nodes 3 --timeout 180 \
+        "$kafka" start --dir "$dir" --nodes 3 --timeout 180 --sasl "$sasl" \
         --set replica.lag.time.max.ms=10000 --set broker.session.timeout.ms=6000; then
       tail -n 40 "$dir"/node-*/server.log >&2 2>/dev/null || true
       stop

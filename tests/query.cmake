@@ -94,3 +94,10 @@ if(TARGET test_admit)
   target_include_directories(test_admit PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
   add_dependencies(test_admit objlogd objlog)
 endif()
+# objlogd on a Kafka that wants SASL/PLAIN (the fixture's SASL listeners)
+# with --kafka-config; a wrong password; config files refused.
+objlog_add_test(test_kafka_sasl KAFKA_ONLY SOURCES test_kafka_sasl.c TIMEOUT 300
+  LIBS objlog_testkit)
+if(TARGET test_kafka_sasl)
+  add_dependencies(test_kafka_sasl objlogd objlog)
+endif()

@@ -1,10 +1,10 @@
 /* secretfile.h: opening a file that holds secrets (the S3 credentials,
- * the JSON API's tokens). Such a file must be readable by its owner only:
- * one that group or others may read is refused unless the caller allows
- * it (objlogd --insecure), and then the caller learns the open bits so it
- * can warn. Internal to the query service. */
-#ifndef OBJLOG_QUERY_SECRETFILE_H
-#define OBJLOG_QUERY_SECRETFILE_H
+ * the JSON API's tokens, Kafka's SASL passwords). Such a file must be
+ * readable by its owner only: one that group or others may read is refused
+ * unless the caller allows it (objlogd --insecure), and then the caller
+ * learns the open bits so it can warn. */
+#ifndef OBJLOG_SCHEMAS_SECRETFILE_H
+#define OBJLOG_SCHEMAS_SECRETFILE_H
 
 #include <stddef.h>
 #include <stdio.h>
