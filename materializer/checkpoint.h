@@ -152,10 +152,13 @@ int objlog_ckpt_importing(objlog_store *s, int32_t p);
  * holds no rows and no marker. cancel (may be NULL): once it is nonzero
  * the transfer stops within about a second and the fetch fails
  * ("cancelled"), so a stopping objlogd does not wait for a big copy.
- * headers (may be NULL): sent with the request (a peer's signature). */
+ * headers (may be NULL): sent with the request (a peer's signature);
+ * ca_file (may be NULL): the CAs an https:// peer's certificate is
+ * checked against (NULL: the system's). */
 struct curl_slist;
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
-                      const struct curl_slist *headers, int32_t p, int timeout_ms,
+                      const struct curl_slist *headers, const char *ca_file, int32_t p,
+                      int timeout_ms,
                       objlog_ckpt_progress_fn progress,
                       void *opaque, const atomic_int *cancel, int64_t *applied,
                       char *errstr, size_t errstr_size);

@@ -81,7 +81,8 @@ static void fetch_peer_error(const fetch_ctx *f, char *out, size_t n) {
 }
 
 int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
-                      const struct curl_slist *headers, int32_t p, int timeout_ms,
+                      const struct curl_slist *headers, const char *ca_file, int32_t p,
+                      int timeout_ms,
                       objlog_ckpt_progress_fn progress,
                       void *opaque, const atomic_int *cancel, int64_t *applied,
                       char *errstr, size_t errstr_size) {
@@ -107,6 +108,8 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
     char cerr[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(f.h, CURLOPT_URL, url);
     curl_easy_setopt(f.h, CURLOPT_HTTPHEADER, headers);
+    if (ca_file)
+        curl_easy_setopt(f.h, CURLOPT_CAINFO, ca_file);
     curl_easy_setopt(f.h, CURLOPT_WRITEFUNCTION, fetch_write);
     curl_easy_setopt(f.h, CURLOPT_WRITEDATA, &f);
     curl_easy_setopt(f.h, CURLOPT_ERRORBUFFER, cerr);

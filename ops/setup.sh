@@ -24,7 +24,7 @@ packages=(
   librdkafka-dev librocksdb-dev libprotobuf-c-dev protobuf-c-compiler
   libcurl4-openssl-dev libcmocka-dev libevent-dev libjansson-dev libssl-dev
   libexpat1-dev zlib1g-dev
-  kcat protobuf-compiler
+  kcat protobuf-compiler openssl curl
   openjdk-17-jre-headless maven
   python3-boto3 awscli rclone s3cmd
 )

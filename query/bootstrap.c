@@ -28,6 +28,7 @@
 #include <curl/curl.h>
 
 #include "checkpoint.h"
+#include "tls.h"
 
 /* How long a hold may take: the batch in hand ends first. */
 #define BOOT_HOLD_MS 10000
@@ -109,7 +110,8 @@ static void boot_run(bootstrap *b, int32_t p, const char *url) {
         char ckpt_url[1100];
         snprintf(ckpt_url, sizeof(ckpt_url), "%s/v1/partitions/%d/checkpoint", url, (int)p);
         struct curl_slist *hl = api_sign_curl(q, "GET", ckpt_url, NULL);
-        rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, hl, p, 0,
+        rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, hl,
+                               tls_ca_file(q->tls), p, 0,
                                boot_progress, b, &b->stop, &applied, err, sizeof(err));
         curl_slist_free_all(hl);
         objlog_materializer_release(q->m, p);

@@ -25,6 +25,7 @@
 #include "internal.h"
 
 #include "kafkaconf.h"
+#include "tls.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -242,6 +243,8 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    if (tls_ca_file(c->q->tls))
+        curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_PEER_TIMEOUT_MS);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);
@@ -925,6 +928,8 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, u);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    if (tls_ca_file(c->q->tls))
+        curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(ms + 1000));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);

@@ -22,6 +22,7 @@
  * Everything here runs on the worker's thread. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -223,7 +224,8 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
 static struct bufferevent *conn_new_bev(struct event_base *base, void *arg) {
     http_worker *w = arg;
     http_conn *cn = calloc(1, sizeof(*cn));
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = tls_serves(w->q->tls) ? tls_server_bev(w->q->tls, base)
+                              : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     struct event *deadline = cn ? evtimer_new(base, conn_deadline_cb, cn) : NULL;
     struct evbuffer_cb_entry *in =
         bev && deadline ? evbuffer_add_cb(bufferevent_get_input(bev), conn_input_cb, cn)

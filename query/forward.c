@@ -17,11 +17,13 @@
  * be reached, or at worker stop (forward_expire_worker), after its peer
  * request is cancelled. */
 #include "internal.h"
+#include "tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/bufferevent.h>
 #include <event2/buffer.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
@@ -78,9 +80,38 @@ void forward_worker_free(http_worker *w) {
     w->fwd = NULL;
 }
 
+/* A connection of its own to an https:// peer, freed when its request
+ * completes: evhttp would reuse an SSL bufferevent for a reconnection,
+ * which an SSL session cannot survive, so TLS connections are not kept. */
+static struct evhttp_connection *fwd_tls_conn(http_worker *w, const char *url) {
+    if (!w->q->tls)
+        return NULL; /* an https:// peer and no TLS here: objlogd refuses that */
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    int port = u ? evhttp_uri_get_port(u) : -1;
+    struct bufferevent *bev = host ? tls_client_bev(w->q->tls, w->base, host) : NULL;
+    struct evhttp_connection *conn =
+        bev ? evhttp_connection_base_bufferevent_new(w->base, NULL, bev, host,
+                                                     (ev_uint16_t)(port > 0 ? port : 443))
+            : NULL;
+    if (u)
+        evhttp_uri_free(u);
+    if (!conn) {
+        if (bev)
+            bufferevent_free(bev);
+        return NULL;
+    }
+    evhttp_connection_set_timeout(conn, w->q->max_timeout_ms / 1000 + FWD_TIMEOUT_SLACK_S);
+    evhttp_connection_set_retries(conn, 0);
+    evhttp_connection_free_on_completion(conn);
+    return conn;
+}
+
 /* This worker's connection to the node at url, made on first use. */
 static struct evhttp_connection *fwd_conn(http_worker *w, const char *url) {
     struct fwd_state *s = w->fwd;
+    if (strncmp(url, "https://", 8) == 0)
+        return fwd_tls_conn(w, url);
     for (int i = 0; i < s->npeers; i++)
         if (strcmp(s->peers[i].url, url) == 0)
             return s->peers[i].conn;
@@ -103,6 +134,12 @@ static struct evhttp_connection *fwd_conn(http_worker *w, const char *url) {
     snprintf(p->url, sizeof(p->url), "%s", url);
     p->conn = conn;
     return conn;
+}
+
+/* What follows the scheme of a node's URL: its Host header. */
+static const char *fwd_host_of(const char *url) {
+    const char *s = strstr(url, "://");
+    return s ? s + 3 : url;
 }
 
 static void fwd_unlink(http_worker *w, fwd_req *r) {
@@ -218,7 +255,7 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
     r->retried = retried;
     struct evkeyvalq *oh = evhttp_request_get_output_headers(r->out);
     fwd_copy_headers(oh, ih);
-    evhttp_add_header(oh, "Host", node + (strncmp(node, "http://", 7) == 0 ? 7 : 0));
+    evhttp_add_header(oh, "Host", fwd_host_of(node));
     evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
     evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
     struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
@@ -353,7 +390,7 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
         s->out = conn ? evhttp_request_new(gather_sub_cb, s) : NULL;
         if (s->out) {
             struct evkeyvalq *oh = evhttp_request_get_output_headers(s->out);
-            evhttp_add_header(oh, "Host", nodes[i] + (strncmp(nodes[i], "http://", 7) ? 0 : 7));
+            evhttp_add_header(oh, "Host", fwd_host_of(nodes[i]));
             evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
             evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
             if (api_sign_request(w->q, s->out, EVHTTP_REQ_GET, paths[i], c) < 0) {

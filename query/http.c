@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #include "kafkaconf.h"
+#include "tls.h"
 
 #include "keycodec.h"
 
@@ -1130,6 +1131,12 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         return NULL;
     }
     q->s3_listen_fd = conf->s3_listen_fd_set ? conf->s3_listen_fd : -1;
+    if ((conf->tls_cert || conf->tls_ca) &&
+        !(q->tls = tls_conf_new(conf->tls_cert, conf->tls_key, conf->tls_ca, errstr,
+                                errstr_size))) {
+        objlog_query_destroy(q);
+        return NULL;
+    }
     if (api_conf_new(q, conf, errstr, errstr_size) < 0 ||
         (conf->s3_host && s3_conf_new(q, conf, errstr, errstr_size) < 0)) {
         objlog_query_destroy(q);
@@ -1204,6 +1211,7 @@ void objlog_query_destroy(objlog_query *q) {
     wm_destroy(q->wm);
     s3_conf_free(q);
     api_conf_free(q);
+    tls_conf_free(q->tls);
     admit_destroy(q->admit);
     if (q->s3_listen_fd >= 0)
         close(q->s3_listen_fd);

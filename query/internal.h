@@ -191,6 +191,7 @@ struct objlog_query {
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
     struct s3_conf *s3;          /* NULL unless --s3-listen (s3.c) */
     struct api_conf *api;        /* the JSON API's tokens (apiguard.c) */
+    struct tls_conf *tls;        /* TLS of listeners and peers (tls.h); NULL none */
     char *s3_host;
     int s3_port;                 /* the bound port once listening */
     int s3_listen_fd;            /* until the workers take it, else -1 */

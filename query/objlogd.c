@@ -75,6 +75,7 @@ typedef struct objlogd_conf {
                                     open JSON API off loopback: allowed */
     const char *api_credentials; /* the JSON API's tokens; NULL: open */
     const char *kafka_config;    /* librdkafka properties of every client */
+    const char *tls_cert, *tls_key, *tls_ca; /* TLS of listeners and peers */
     int rl_bucket[2], rl_tenant[2]; /* admission: RPS, BURST; 0 none */
     int slowdown_lag;            /* admission: hot-partition bound; 0 off */
 } objlogd_conf;
@@ -112,6 +113,10 @@ static void usage(FILE *f) {
             "                properties every Kafka client of objlogd takes, such as\n"
             "                security.protocol, sasl.mechanisms, sasl.username,\n"
             "                sasl.password, ssl.ca.location; mode 0600)\n"
+            "               [--tls-cert FILE --tls-key FILE] (PEM: both listeners serve\n"
+            "                HTTPS only; a cluster node advertises https://)\n"
+            "               [--tls-ca FILE] (PEM CAs that peer nodes' certificates are\n"
+            "                checked against; default: the system's)\n"
             "               [--insecure] (load credentials files that group or others\n"
             "                may read, with a warning; serve an open JSON API on a\n"
             "                non-loopback address)\n"
@@ -145,7 +150,8 @@ static void usage(FILE *f) {
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
             "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
-            "     OBJLOG_API_CREDENTIALS OBJLOG_KAFKA_CONFIG\n"
+            "     OBJLOG_API_CREDENTIALS OBJLOG_KAFKA_CONFIG OBJLOG_TLS_CERT\n"
+            "     OBJLOG_TLS_KEY OBJLOG_TLS_CA\n"
             "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
 }
@@ -274,6 +280,12 @@ static int conf_from_env(objlogd_conf *c) {
         c->api_credentials = v;
     if ((v = getenv("OBJLOG_KAFKA_CONFIG")) && *v)
         c->kafka_config = v;
+    if ((v = getenv("OBJLOG_TLS_CERT")) && *v)
+        c->tls_cert = v;
+    if ((v = getenv("OBJLOG_TLS_KEY")) && *v)
+        c->tls_key = v;
+    if ((v = getenv("OBJLOG_TLS_CA")) && *v)
+        c->tls_ca = v;
     if ((v = getenv("OBJLOG_S3_BLOB_URL")) && *v)
         c->s3_blob_url = v;
     if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
@@ -328,7 +340,8 @@ enum {
     OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
-    OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG,
+    OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY,
+    OPT_TLS_CA,
     OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
@@ -374,6 +387,9 @@ static const struct option objlogd_options[] = {
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"api-credentials", required_argument, NULL, OPT_API_CREDENTIALS},
     {"kafka-config", required_argument, NULL, OPT_KAFKA_CONFIG},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
@@ -439,6 +455,9 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_INSECURE: c->insecure = 1; return 0;
     case OPT_API_CREDENTIALS: c->api_credentials = v; return 0;
     case OPT_KAFKA_CONFIG: c->kafka_config = v; return 0;
+    case OPT_TLS_CERT: c->tls_cert = v; return 0;
+    case OPT_TLS_KEY: c->tls_key = v; return 0;
+    case OPT_TLS_CA: c->tls_ca = v; return 0;
     case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
@@ -461,6 +480,10 @@ static int host_is_loopback(const char *host) {
 /* An open JSON API (no tokens) anyone on the network could reach is
  * refused: it reads, writes and deletes every tenant's objects. */
 static int check_security(const objlogd_conf *c) {
+    if (!c->tls_cert != !c->tls_key) {
+        fprintf(stderr, "objlogd: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
     if (c->kafka_config && !c->brokers) {
         fprintf(stderr, "objlogd: --kafka-config configures the clients of a real Kafka; it "
                         "needs --brokers (the embedded log takes no security settings)\n");
@@ -535,10 +558,12 @@ static int check_cluster(const objlogd_conf *c) {
         return -1;
     }
     const char *u = c->advertise;
-    if (u && (strncmp(u, "http://", 7) != 0 || strlen(u) > 200 || strlen(u) < 8 ||
+    const char *scheme = c->tls_cert ? "https://" : "http://";
+    if (u && (strncmp(u, scheme, strlen(scheme)) != 0 || strlen(u) > 200 || strlen(u) < 9 ||
               strpbrk(u, "\"\\ \t\r\n") || u[strlen(u) - 1] == '/')) {
-        fprintf(stderr, "objlogd: --advertise '%s': an http:// URL (scheme, host, port; "
-                        "no path, no trailing '/', at most 200 characters)\n", u);
+        fprintf(stderr, "objlogd: --advertise '%s': an %s URL (scheme, host, port; "
+                        "no path, no trailing '/', at most 200 characters)%s\n", u, scheme,
+                c->tls_cert ? "; the listeners serve TLS" : "");
         return -1;
     }
     return 0;
@@ -839,7 +864,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
         if (c->advertise)
             snprintf(advertise, sizeof(advertise), "%s", c->advertise);
         else
-            snprintf(advertise, sizeof(advertise), "http://%s:%d", c->host, port);
+            snprintf(advertise, sizeof(advertise), "%s://%s:%d", c->tls_cert ? "https" : "http",
+                     c->host, port);
         objlog_cluster_group(c->cluster, group, sizeof(group));
         objlog_cluster_client_id(advertise, client_id, sizeof(client_id));
         objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "cluster %s: this node is %s",
@@ -904,6 +930,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_anonymous = c->s3_anonymous,
                             .insecure = c->insecure,
                             .api_credentials = c->api_credentials,
+                            .tls_cert = c->tls_cert, .tls_key = c->tls_key,
+                            .tls_ca = c->tls_ca,
                             .s3_blob_url = c->s3_blob_url,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
@@ -928,6 +956,10 @@ static int serve(const objlogd_conf *c, const char *brokers,
                         "reaches it may read and change every bucket%s", c->host,
                         objlog_query_port(q),
                         host_is_loopback(c->host) ? "; it listens on loopback only" : "");
+        if (!c->tls_cert && !host_is_loopback(c->host))
+            objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "%s:%d serves plain HTTP off "
+                        "loopback: tokens, keys and data cross the network in the clear; "
+                        "give --tls-cert and --tls-key", c->host, objlog_query_port(q));
         printf("OBJLOG_LISTEN=%s:%d\n", c->host, objlog_query_port(q));
         if (c->s3)
             printf("OBJLOG_S3_LISTEN=%s:%d\n", c->s3_host, objlog_query_s3_port(q));

@@ -70,6 +70,9 @@ typedef struct objlog_query_conf {
                                     read are loaded (with a warning) */
     const char *api_credentials; /* the JSON API's "TOKEN SUBJECT" lines,
                                     mode 0600; NULL: the API is open */
+    const char *tls_cert, *tls_key; /* PEM: both listeners serve TLS */
+    const char *tls_ca;          /* PEM CAs for peers' certificates; NULL:
+                                    the system's */
     const char *s3_blob_url;     /* GetObject: 307 to this template ({bucket},
                                     {key}, {blob_id}, {version_id}); NULL:
                                     GetObject answers the headers and 501 */

@@ -81,6 +81,10 @@ httpc *httpc_new(const char *base_url) {
         return NULL;
     c->curl = curl_easy_init();
     strncpy(c->base, base_url, sizeof(c->base) - 1);
+    /* https: the test's own CA (tests/tlscerts.h) */
+    const char *ca = getenv("OBJLOG_TEST_CA");
+    if (c->curl && ca && strncmp(base_url, "https://", 8) == 0)
+        curl_easy_setopt(c->curl, CURLOPT_CAINFO, ca);
     return c;
 }
 

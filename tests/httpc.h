@@ -16,6 +16,7 @@ typedef struct httpc_resp {
     char headers[4096]; /* every response header line, lower-cased names */
 } httpc_resp;
 
+/* An https:// base_url is checked against $OBJLOG_TEST_CA when set. */
 httpc *httpc_new(const char *base_url);
 void httpc_destroy(httpc *c);
 /* method "GET", "PUT", "DELETE", "HEAD", "POST"; path is appended to the

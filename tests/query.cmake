@@ -43,6 +43,10 @@ endif()
 objlog_add_test(test_http_auth SOURCES test_http_auth.c TIMEOUT 180
   LIBS objlog_testkit objlog_producer_static)
 add_dependencies(test_http_auth objlogd objlog)
+# TLS on both listeners (--tls-cert, --tls-key): curl, aws-cli with
+# --ca-bundle and libcurl over https; plain HTTP gets no answer.
+objlog_add_test(test_tls SOURCES test_tls.c TIMEOUT 180 LIBS objlog_testkit)
+add_dependencies(test_tls objlogd)
 # query/apiauth.h without HTTP: the tokens file, the nodes' signatures.
 objlog_add_test(test_apiauth SOURCES test_apiauth.c TIMEOUT 60 LIBS objlog_query)
 # query/s3auth.h (SigV4 for the S3 endpoint, the credentials file) without

@@ -1,5 +1,8 @@
 /* test_cluster_auth.c: two objlogd nodes of one cluster on a real Kafka,
- * both with --api-credentials and the cluster's shared secret. What it
+ * both with --api-credentials and the cluster's shared secret, and both
+ * serving TLS only (a test CA, tlscerts.h): every request between them
+ * (forwarded reads and writes, outcomes, lag polls) goes over TLS with the
+ * peer's certificate checked against --tls-ca. What it
  * pins: a request a node sends on to its peer is signed with that secret
  * and carries the caller's subject, so the peer enforces the caller's
  * ownership (a tenant's token reads its own bucket through the node that
@@ -22,6 +25,7 @@
 #include "clusternodes.h"
 #include "httpc.h"
 #include "proc.h"
+#include "tlscerts.h"
 
 #define PARTS 4
 #define TOK_A "tok-alpha-0123456789"
@@ -30,11 +34,14 @@
 
 static cnodes g;
 static char creds_dir[256], creds[300];
-static char *node_flags[] = {"--api-credentials", creds, "--ready-max-lag", "1", NULL};
+static tlscerts certs;
+static char *node_flags[] = {"--api-credentials", creds, "--ready-max-lag", "1",
+                             "--tls-cert", certs.cert, "--tls-key", certs.key,
+                             "--tls-ca", certs.ca, NULL};
 
 static int group_setup(void **state) {
     (void)state;
-    if (proc_tmpdir(creds_dir, sizeof(creds_dir)) < 0)
+    if (proc_tmpdir(creds_dir, sizeof(creds_dir)) < 0 || tlscerts_make(&certs, creds_dir) < 0)
         return -1;
     snprintf(creds, sizeof(creds), "%s/tokens", creds_dir);
     FILE *f = fopen(creds, "w");
@@ -105,6 +112,7 @@ static int bucket_node(const char *bucket) {
 
 static void test_forwarded_with_subject(void **state) {
     (void)state;
+    assert_int_equal(strncmp(g.n[0].url, "https://", 8), 0);
     wait_settled();
     /* tenant-a's buckets until one is applied by each node; every write
      * goes through node 0, so half of them learn their outcome from node 1

@@ -144,7 +144,7 @@ static void test_checkpoint_over_http(void **state) {
     assert_int_equal(objlog_store_bind_log(t, &id, 0, err, sizeof(err)), OBJLOG_BIND_RECORDED);
 
     int64_t applied = -1;
-    assert_int_equal(objlog_ckpt_fetch(t, rm, url, NULL, 3, 10000, NULL, NULL, NULL, &applied, err,
+    assert_int_equal(objlog_ckpt_fetch(t, rm, url, NULL, NULL, 3, 10000, NULL, NULL, NULL, &applied, err,
                                        sizeof(err)), -1);
     char want[512];
     snprintf(want, sizeof(want), "checkpoint from %s/v1/partitions/3/checkpoint: HTTP 404: "
@@ -155,7 +155,7 @@ static void test_checkpoint_over_http(void **state) {
     int64_t want_applied[NPARTS] = {0};
     for (int p = 0; p < 3; p++) {
         fetch_seen seen = {0};
-        if (objlog_ckpt_fetch(t, rm, url, NULL, p, 10000, on_progress, &seen, NULL, &applied, err,
+        if (objlog_ckpt_fetch(t, rm, url, NULL, NULL, p, 10000, on_progress, &seen, NULL, &applied, err,
                               sizeof(err)) != 0)
             fail_msg("fetch %d: %s", p, err);
         /* Events per partition: of each of its 2 buckets CreateBucket,
@@ -175,7 +175,7 @@ static void test_checkpoint_over_http(void **state) {
     /* Nobody listens: a clear error, soon. */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    assert_int_equal(objlog_ckpt_fetch(t, rm, "http://127.0.0.1:1", NULL, 0, 3000, NULL, NULL, NULL,
+    assert_int_equal(objlog_ckpt_fetch(t, rm, "http://127.0.0.1:1", NULL, NULL, 0, 3000, NULL, NULL, NULL,
                                        &applied, err, sizeof(err)), -1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_true(t1.tv_sec - t0.tv_sec < 5);
@@ -183,7 +183,7 @@ static void test_checkpoint_over_http(void **state) {
                                 "checkpoint: transfer failed after 0 of 0 bytes: "));
     /* ... and, failing before any header was accepted, touched nothing. */
     assert_int_equal(objlog_store_applied(t, 0), want_applied[0]);
-    if (objlog_ckpt_fetch(t, rm, url, NULL, 0, 10000, NULL, NULL, NULL, &applied, err, sizeof(err)))
+    if (objlog_ckpt_fetch(t, rm, url, NULL, NULL, 0, 10000, NULL, NULL, NULL, &applied, err, sizeof(err)))
         fail_msg("fetch 0 again: %s", err);
     httpc_destroy(h);
 

@@ -350,7 +350,10 @@ proc *testlog_start_view(const testlog *l, const char *data, char *const extra[]
             proc_kill(p);
         return NULL;
     }
-    snprintf(url, url_size, "http://%s", listen);
+    int tls = 0; /* a view with a certificate serves https only */
+    for (int i = 0; extra && extra[i]; i++)
+        tls |= strcmp(extra[i], "--tls-cert") == 0;
+    snprintf(url, url_size, "%s://%s", tls ? "https" : "http", listen);
     return p;
 }
 

@@ -44,7 +44,8 @@ int testlog_leader(testlog *l, const char *topic, int partition, int timeout_ms)
 
 /* A view of this log: `objlogd --brokers <l> --listen 127.0.0.1:0 --data
  * data [extra...]` (extra NULL-ended, may be NULL) as a child of the test;
- * waits for OBJLOG_READY and fills url ("http://127.0.0.1:port"). NULL
+ * waits for OBJLOG_READY and fills url ("http://127.0.0.1:port", https://
+ * when extra has --tls-cert). NULL
  * with a message on stderr. The one start_view of the process tests. */
 struct proc;
 struct proc *testlog_start_view(const testlog *l, const char *data, char *const extra[],
