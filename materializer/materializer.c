@@ -9,7 +9,10 @@
  * write are the offsets published to waiters and committed (async) to the
  * consumer group, which is informative only (lag tools): restart, and a
  * partition the group assigns, always resume from the store. An undecodable message is acked by the DLQ
- * before the batch that records it is written, so it is never lost. */
+ * before the batch that records it is written, so it is never lost. A
+ * batch the store cannot write (a full disk) is abandoned whole and
+ * stalls every partition until a retry writes (stall.h): never a loop of
+ * failing writes, never a write past the failure. */
 #include "objlog_logger.h"
 #include "materializer.h"
 
@@ -17,6 +20,7 @@
 #include "janitor.h"
 #include "control.h"
 #include "kafkaconf.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +131,7 @@ struct objlog_materializer {
     apply_batch *batch;
     rd_kafka_message_t **msgs;
     janitor *janitor;     /* compacts away tombstones of mass deletes */
+    stall *stall;         /* the store's failed writes and their retries */
 };
 
 /* ---- setup ---- */
@@ -584,6 +589,7 @@ static void mat_free(objlog_materializer *m) {
         rd_kafka_destroy(m->dlq);
     }
     janitor_destroy(m->janitor);
+    stall_destroy(m->stall);
     rangemap_destroy(m->rm);
     apply_batch_destroy(m->batch);
     if (m->perr)
@@ -733,6 +739,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->janitor = janitor_new(store, conf->compact_after_deletes > 0
                                         ? (uint64_t)conf->compact_after_deletes
                                         : 10000);
+    m->stall = stall_new();
     const char *control = conf->control_topic && conf->control_topic[0]
                               ? conf->control_topic : "objlog.control";
 
@@ -776,7 +783,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->batch = apply_batch_new(store, m->rm);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
         !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
-        !m->held || !m->hold_want || !m->batch) {
+        !m->held || !m->hold_want || !m->batch || !m->stall) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
@@ -1116,9 +1123,20 @@ static void mat_rewind(objlog_materializer *m) {
     atomic_store(&m->paused, 0); /* a new assignment fetches */
 }
 
+static void mat_fetch(objlog_materializer *m, int on);
+
+/* The store refused a write: nothing of the batch was applied (one
+ * WriteBatch), so every partition goes back to its stored offset and
+ * stops fetching until a retry writes (mat_stall_retry). */
+static void mat_stall(objlog_materializer *m, const char *err) {
+    stall_failed(m->stall, err, mat_mono_ms());
+    mat_rewind(m);
+    mat_fetch(m, 0);
+}
+
 static void mat_process(objlog_materializer *m, int n) {
     char errstr[512];
-    int dlq_n = 0, rc = 0;
+    int dlq_n = 0, rc = 0, store_failed = 0;
     apply_batch_clear(m->batch);
     memset(m->batch_outcomes, 0, sizeof(m->batch_outcomes));
     for (int p = 0; p < m->nparts; p++)
@@ -1143,9 +1161,10 @@ static void mat_process(objlog_materializer *m, int n) {
                                     apply_batch_wb(m->batch), &err);
         rocksdb_writeoptions_destroy(wo);
         if (err) {
-            snprintf(errstr, sizeof(errstr), "write batch: %s", err);
+            snprintf(errstr, sizeof(errstr), "%s", err);
             rocksdb_free(err);
             rc = -1;
+            store_failed = 1;
         }
     }
     for (int i = 0; i < n; i++)
@@ -1156,22 +1175,28 @@ static void mat_process(objlog_materializer *m, int n) {
         janitor_note(m->janitor, dels, lo, hi);
     }
     apply_batch_clear(m->batch);
+    if (store_failed) {
+        mat_stall(m, errstr);
+        return;
+    }
     if (rc < 0) {
         objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "batch abandoned: %s", errstr);
         mat_rewind(m);
         return;
     }
+    stall_written(m->stall, 1, mat_mono_ms());
     mat_publish(m, n, dlq_n);
     mat_commit_async(m);
 }
 
 /* ---- idle pause ---- */
 
-/* Pauses fetching every running partition, or fetches again from where it
- * stopped. Resuming also seeks to that position: librdkafka 2.0.2's broker
- * thread starts fetching a merely resumed partition only at its next
- * wake-up, up to a second later; a seek wakes it. */
-static void mat_set_paused(objlog_materializer *m, int pause) {
+/* Stops fetching every running partition, or fetches again from where it
+ * stopped (m->next). Resuming also seeks to that position: librdkafka
+ * 2.0.2's broker thread starts fetching a merely resumed partition only at
+ * its next wake-up, up to a second later; a seek wakes it. */
+static void mat_fetch(objlog_materializer *m, int on) {
+    int pause = !on;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(m->nparts);
     for (int p = 0; p < m->nparts; p++)
         if (mat_runs(m, p) && atomic_load(&m->owned[p]))
@@ -1194,6 +1219,10 @@ static void mat_set_paused(objlog_materializer *m, int pause) {
         rd_kafka_topic_partition_list_destroy(st);
     if (!pause)
         mat_standby_seek(m);
+}
+
+static void mat_set_paused(objlog_materializer *m, int pause) {
+    mat_fetch(m, !pause);
     atomic_store(&m->paused, pause);
 }
 
@@ -1213,12 +1242,88 @@ void objlog_materializer_kick(objlog_materializer *m) {
 
 int objlog_materializer_idle(objlog_materializer *m) { return atomic_load(&m->paused); }
 
+/* ---- a stalled store ---- */
+
+/* An empty write: RocksDB answers it with its background error while it
+ * stops writes (its own recovery from a full disk clears that error once
+ * there is space again: its SstFileManager looks every 5 s, flushes and
+ * resumes); otherwise it costs one empty WAL record. */
+static int mat_store_probe(objlog_materializer *m, char *errstr, size_t es) {
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *err = NULL;
+    rocksdb_write(objlog_store_db(m->store), wo, wb, &err);
+    rocksdb_writeoptions_destroy(wo);
+    rocksdb_writebatch_destroy(wb);
+    if (!err)
+        return 0;
+    snprintf(errstr, es, "%s", err);
+    rocksdb_free(err);
+    return -1;
+}
+
+/* A message taken while stalled is dropped and its partition paused:
+ * it started fetching meanwhile (a rebalance, a release) and is sought
+ * back to m->next with every other partition when the stall ends. */
+static void mat_stall_drop(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_message_t *msg) {
+    if (msg->err) {
+        mat_consumer_error(m, msg);
+    } else if (msg->rkt) {
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(tp, rd_kafka_topic_name(msg->rkt), msg->partition);
+        rd_kafka_pause_partitions(rk, tp);
+        rd_kafka_topic_partition_list_destroy(tp);
+    }
+    rd_kafka_message_destroy(msg);
+}
+
+/* Polls both consumers for up to ms without applying: callbacks still
+ * run, so a cluster node's rebalances never wait on its disk. */
+static void mat_stall_poll(objlog_materializer *m, int ms) {
+    rd_kafka_t *rks[2] = {m->consumer, m->standby_rk};
+    for (int c = 0; c < 2 && rks[c]; c++) {
+        int wait = c == 0 ? ms : 0;
+        for (int i = 0; i < m->batch_max; i++, wait = 0) {
+            rd_kafka_message_t *msg = rd_kafka_consumer_poll(rks[c], wait);
+            if (!msg)
+                break;
+            mat_stall_drop(m, rks[c], msg);
+        }
+    }
+}
+
+/* While stalled: waits for the retry in short steps (a stop is never kept
+ * waiting), then probes; a write that goes through ends the stall and
+ * every partition fetches again from its stored offset. */
+static void mat_stall_retry(objlog_materializer *m) {
+    int64_t wait = stall_wait_ms(m->stall, mat_mono_ms());
+    if (wait > 0) {
+        mat_stall_poll(m, wait < MAT_POLL_MS ? (int)wait : MAT_POLL_MS);
+        return;
+    }
+    char err[512];
+    if (mat_store_probe(m, err, sizeof(err)) < 0) {
+        stall_failed(m->stall, err, mat_mono_ms());
+        return;
+    }
+    stall_written(m->stall, 0, mat_mono_ms());
+    mat_fetch(m, 1);
+    pthread_mutex_lock(&m->mu);
+    mat_broadcast(m);
+    pthread_mutex_unlock(&m->mu);
+}
+
 static void *mat_run(void *arg) {
     objlog_materializer *m = arg;
     int64_t quiet_since = mat_mono_ms();
     while (atomic_load(&m->running)) {
         mat_holds_sync(m);
         mat_standby_sync(m);
+        if (stall_wait_ms(m->stall, mat_mono_ms()) >= 0) {
+            mat_stall_retry(m);
+            quiet_since = mat_mono_ms();
+            continue;
+        }
         int n = mat_gather(m);
         int64_t now = mat_mono_ms();
         if (n > 0) {
@@ -1457,6 +1562,14 @@ const char *objlog_materializer_partition_error(objlog_materializer *m,
     }
     pthread_mutex_unlock(&m->mu);
     return r;
+}
+
+int objlog_materializer_store_stalled(objlog_materializer *m, char *why, size_t why_size) {
+    return stall_active(m->stall, why, why_size);
+}
+
+uint64_t objlog_materializer_store_write_errors(objlog_materializer *m) {
+    return stall_errors(m->stall);
 }
 
 uint64_t objlog_materializer_dlq_count(objlog_materializer *m) {

@@ -469,6 +469,14 @@ void objlog_materializer_set_progress_cb(objlog_materializer *m,
 const char *objlog_materializer_partition_error(objlog_materializer *m,
                                                 int32_t partition, char *buf,
                                                 size_t buf_size);
+/* 1 while applying is paused on every partition because the store cannot
+ * write (a full disk, an I/O error): the last batch or retry failed; why,
+ * when given, gets RocksDB's error. The materializer retries with a capped
+ * exponential backoff and resumes by itself, from the stored offsets, once
+ * a write goes through (stall.h). Any thread, cheap when not stalled. */
+int objlog_materializer_store_stalled(objlog_materializer *m, char *why, size_t why_size);
+/* Store writes that failed since start (batches and retries). */
+uint64_t objlog_materializer_store_write_errors(objlog_materializer *m);
 /* Events sent to the DLQ, all partitions. */
 uint64_t objlog_materializer_dlq_count(objlog_materializer *m);
 uint64_t objlog_materializer_events_applied(objlog_materializer *m);

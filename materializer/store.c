@@ -8,7 +8,12 @@
  * Durability: the WAL is on (RocksDB default) and batches are written with
  * sync=false, so a process crash loses nothing and a machine crash can lose
  * the newest batches, effects and applied offsets together: the view then
- * simply re-applies them from the log, which is exact (DESIGN §5). */
+ * simply re-applies them from the log, which is exact (DESIGN §5).
+ *
+ * A full disk: a failed write leaves RocksDB's background error standing
+ * and writes stopped until its own recovery clears it (stall.h says how
+ * the materializer waits for that); RocksDB's info log is kept to FATAL
+ * lines so that it never writes to the full disk (see store_set_logging). */
 #include "materializer.h"
 
 #include "apply.h"
@@ -78,6 +83,17 @@ static void store_set_memory(objlog_store *s, const objlog_store_conf *conf) {
     rocksdb_options_set_max_write_buffer_number(s->opts, 2);
 }
 
+/* RocksDB's info log (LOG in the data dir) kills the process on a full
+ * disk: once one line fails to append, the next one trips an assert in
+ * RocksDB 7.8's file writer (`sync_without_flush_called_`, compiled into
+ * Debian's librocksdb), and a stalled store logs its recovery attempts
+ * every 5 s. Only FATAL lines are logged (and the header at open): the
+ * store's errors reach objlog's own log instead (stall.c). */
+#define STORE_INFO_LOG_FATAL 4 /* rocksdb::InfoLogLevel::FATAL_LEVEL */
+static void store_set_logging(objlog_store *s) {
+    rocksdb_options_set_info_log_level(s->opts, STORE_INFO_LOG_FATAL);
+}
+
 objlog_store *objlog_store_open(const char *dir, char *errstr, size_t errstr_size) {
     return objlog_store_open_conf(dir, NULL, errstr, errstr_size);
 }
@@ -93,6 +109,7 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
     rocksdb_options_set_create_if_missing(s->opts, 1);
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
     store_set_memory(s, conf);
+    store_set_logging(s);
     s->ro = rocksdb_readoptions_create();
 
     const char *names[OBJLOG_CF_COUNT + 1];

@@ -25,7 +25,13 @@
  * A write issued for a batch (gateway_delete_versions: S3 DeleteObjects)
  * has a sink instead of an answer: every place that would answer it calls
  * the sink, on the same worker thread, under the same exactly-once rule;
- * the batch answers the HTTP request once its last write has reported. */
+ * the batch answers the HTTP request once its last write has reported.
+ *
+ * While the store cannot write (a full disk: objlog_materializer_store_
+ * stalled), a new write is refused before it reaches the log, 507
+ * InsufficientStorage naming the store's error, and a logged write whose
+ * outcome did not come in time is answered the same way with its request
+ * id: the log is fine, the view's disk is not. */
 #include "internal.h"
 
 #include <errno.h>
@@ -194,6 +200,22 @@ static void gw_reply_outcome(gw_req *r) {
                          json_pack("{s:s}", "token", r->res.token));
 }
 
+/* The store cannot write: a logged write awaiting its outcome will be
+ * applied once the disk takes writes again, not before; its outcome is
+ * unknown meanwhile. 1 after answering, 0 when the store writes. */
+static int gw_reply_stalled(gw_req *r) {
+    char why[384], msg[768];
+    if (!objlog_materializer_store_stalled(r->c.q->m, why, sizeof(why)))
+        return 0;
+    snprintf(msg, sizeof(msg),
+             "the write is in the log, but the disk under %s cannot take the view's "
+             "writes (%s): its outcome is unknown until it can; retry with the same "
+             "request id", objlog_store_dir(r->c.q->store), why);
+    gw_reply_error(r, 507, "InsufficientStorage", r->rid_hex, msg,
+                   json_pack("{s:s}", "token", r->res.token));
+    return 1;
+}
+
 /* HTTP status of an S3 code the producer reported by name. */
 static int gw_status_of(const char *code) { return outcome_http_status_of_name(code); }
 
@@ -222,6 +244,8 @@ static void gw_timeout_cb(evutil_socket_t fd, short what, void *arg) {
             return; /* WAITED: gw_done_cb answers */
         logged = 1;
     }
+    if (logged && !r->w->stopping && gw_reply_stalled(r))
+        return;
     const char *why = r->w->stopping
         ? "objlogd is shutting down; the write's outcome is unknown: retry with "
           "the same request id"
@@ -265,10 +289,11 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
     case OBJLOG_STATUS_LOGGED:
         if (r->ack_logged)
             gw_reply_logged(r);
-        else if (r->wait_rc != 0)
-            gw_reply_unknown(r, r->wait_rc < 0 ? "the partition is stopped"
-                                               : "the write is logged but its outcome "
-                                                 "did not arrive in time");
+        else if (r->wait_rc < 0)
+            gw_reply_unknown(r, "the partition is stopped");
+        else if (r->wait_rc > 0 && !gw_reply_stalled(r))
+            gw_reply_unknown(r, "the write is logged but its outcome did not arrive in "
+                                "time");
         else if (!r->outcome)
             gw_reply_error(r, 500, "InternalError", r->res.request_id_hex,
                            r->err[0] ? r->err : "no outcome stored", NULL);
@@ -488,6 +513,22 @@ static gw_req *gw_req_alloc(http_ctx *c, int ack_logged, int timeout_ms,
     return r;
 }
 
+/* While the store cannot write, whatever is written now would sit in the
+ * log unapplied and its writer would wait out its timeout: the write is
+ * refused before it reaches the log (nothing acknowledged, nothing to
+ * retry by id), naming the store's error; S3 answers it as SlowDown
+ * (s3.c). 1 after answering c, 0 when the store writes. */
+static int gw_refuse_stalled(http_ctx *c) {
+    char why[384];
+    if (!objlog_materializer_store_stalled(c->q->m, why, sizeof(why)))
+        return 0;
+    http_reply_error(c, 507, "InsufficientStorage",
+                     "the disk under %s cannot take the view's writes (%s); writes are "
+                     "refused until it can: this one was not written",
+                     objlog_store_dir(c->q->store), why);
+    return 1;
+}
+
 /* Common parameters; replies and returns NULL on a bad one. */
 static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
                           uint8_t rid[OBJLOG_REQUEST_ID_LEN]) {
@@ -509,6 +550,8 @@ static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
         http_reply_error(c, 500, "InternalError", "getrandom: %s", strerror(errno));
         return NULL;
     }
+    if (gw_refuse_stalled(c))
+        return NULL;
     /* The id is ours before the producer is called: a timeout names it. */
     opts->request_id = rid;
     gw_req *r = gw_req_alloc(c, ack_logged, timeout_ms, rid);
@@ -990,7 +1033,7 @@ int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delet
                             size_t n, gateway_sink *sink, void *arg) {
     int ack_logged, timeout_ms;
     objlog_materializer_kick(c->q->m);
-    if (gw_write_params(c, &ack_logged, &timeout_ms) < 0)
+    if (gw_write_params(c, &ack_logged, &timeout_ms) < 0 || gw_refuse_stalled(c))
         return -1;
     for (size_t i = 0; i < n; i++)
         gw_delete_one(c, bucket, &items[i], i, ack_logged, timeout_ms, sink, arg);

@@ -74,7 +74,8 @@ static http_method http_method_of(enum evhttp_cmd_type cmd) {
 }
 
 const int http_code_values[HTTP_CODE_SLOTS - 1] = {200, 204, 206, 304, 400, 403, 404, 405,
-                                                   409, 411, 412, 413, 416, 500, 501, 503};
+                                                   409, 411, 412, 413, 416, 500, 501, 503,
+                                                   507};
 
 static int http_code_slot(int status) {
     for (int i = 0; i < HTTP_CODE_SLOTS - 1; i++)

@@ -90,7 +90,7 @@ const char *http_method_name(http_method m);
 
 /* Status codes counted apart (the code label): the ones objlogd answers
  * with; anything else is counted as code="other". */
-#define HTTP_CODE_SLOTS 17
+#define HTTP_CODE_SLOTS 18
 extern const int http_code_values[HTTP_CODE_SLOTS - 1];
 
 /* Request counters of one worker. Only its own thread writes them (every
@@ -832,9 +832,11 @@ void s3_tags_free(s3_tags *tags);
 /* Runs c (s3 set) again after its fence was parked (fence.c). */
 void s3_run(http_ctx *c);
 /* An error as S3 answers it: XML Error with Code, Message, Resource and
- * RequestId (no body for HEAD). */
+ * RequestId (no body for HEAD), in S3's words (s3_error_code). */
 void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
                     const char *message);
+/* An objlog status and code S3 has no word for, turned into S3's. */
+void s3_error_code(int *status, const char **code);
 /* What an applied S3 write's answer may name. */
 typedef struct s3_written {
     const char *bucket;          /* "" unless the write kept it */

@@ -145,7 +145,11 @@ void metrics_readyz(http_ctx *c) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
-    char reason[512] = "";
+    char reason[768] = "", why[512];
+    if (objlog_materializer_store_stalled(c->q->m, why, sizeof(why)))
+        snprintf(reason, sizeof(reason),
+                 "the store under %s cannot write: %s; applying is paused on every "
+                 "partition and retried until it can", objlog_store_dir(c->q->store), why);
     for (int p = 0; p < n && !reason[0]; p++) {
         rd_kafka_resp_err_t last_err;
         int64_t age = wm_health(c->q->wm, p, &last_err);
@@ -233,6 +237,15 @@ static void metrics_apply(FILE *f, objlog_query *q) {
                    "Undecodable events sent to the dead-letter topic.");
     fprintf(f, "objlog_dlq_events_total %llu\n",
             (unsigned long long)objlog_materializer_dlq_count(q->m));
+    metrics_family(f, "objlog_store_write_errors_total", "counter",
+                   "Writes of the view's store that failed (batches and their retries).");
+    fprintf(f, "objlog_store_write_errors_total %llu\n",
+            (unsigned long long)objlog_materializer_store_write_errors(q->m));
+    metrics_family(f, "objlog_store_stalled", "gauge",
+                   "1 while the store cannot write (a full disk): nothing is applied and "
+                   "writes are refused; /readyz says why.");
+    fprintf(f, "objlog_store_stalled %d\n",
+            objlog_materializer_store_stalled(q->m, NULL, 0));
 }
 
 static void metrics_fences(FILE *f, objlog_query *q) {

@@ -165,8 +165,19 @@ static void s3_reply_empty(http_ctx *c, int status) {
     http_reply_buffer(c, status, "application/xml", NULL);
 }
 
+/* A store that cannot write is 507 InsufficientStorage on the JSON API;
+ * S3 has no such code, its clients know 503 SlowDown and retry it with
+ * backoff, and the message still names the disk. */
+void s3_error_code(int *status, const char **code) {
+    if (strcmp(*code, "InsufficientStorage") == 0) {
+        *status = 503;
+        *code = "SlowDown";
+    }
+}
+
 void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
                     const char *message) {
+    s3_error_code(&status, &code);
     struct evkeyvalq *oh = evhttp_request_get_output_headers(c->req);
     if (!evhttp_find_header(oh, "x-amz-request-id"))
         evhttp_add_header(oh, "x-amz-request-id", request_id);

@@ -719,8 +719,10 @@ static void s3_batch_release(s3_batch *b) {
 static void s3_batch_sink(void *arg, size_t i, const gateway_result *res) {
     s3_batch *b = arg;
     s3_batch_item *it = &b->items[i];
+    const char *code = res->code;
     it->status = res->status;
-    snprintf(it->code, sizeof(it->code), "%s", res->code);
+    s3_error_code(&it->status, &code);
+    snprintf(it->code, sizeof(it->code), "%s", code);
     snprintf(it->message, sizeof(it->message), "%s", res->message);
     snprintf(it->result_version, sizeof(it->result_version), "%s", res->version_id);
     it->delete_marker = res->delete_marker;

@@ -165,6 +165,23 @@ void proc_kill(proc *p) {
     free(p);
 }
 
+int proc_alive(proc *p, char *why, size_t why_size) {
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    /* WNOWAIT: look without reaping, so proc_stop's waitpid still finds it. */
+    if (waitid(P_PID, p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+        snprintf(why, why_size, "waitid: %s", strerror(errno));
+        return 0;
+    }
+    if (si.si_pid == 0)
+        return 1;
+    if (si.si_code == CLD_EXITED)
+        snprintf(why, why_size, "exit %d", si.si_status);
+    else
+        snprintf(why, why_size, "signal %d (%s)", si.si_status, strsignal(si.si_status));
+    return 0;
+}
+
 /* Appends what fd has to buf (kept NUL-terminated, excess dropped);
  * returns 0 at EOF, 1 otherwise. */
 static int proc_drain(int fd, char *buf, size_t size, size_t *len) {

@@ -28,6 +28,9 @@ int proc_wait_line(proc *p, const char *prefix, char *out, size_t out_size,
 int proc_stop(proc *p, int timeout_ms);
 /* SIGKILL now and reap; frees p. */
 void proc_kill(proc *p);
+/* 1 while p runs; 0 once it has ended, with how in why ("exit 1",
+ * "signal 6"). It is not reaped: proc_stop still frees it. */
+int proc_alive(proc *p, char *why, size_t why_size);
 
 /* Runs argv to completion, capturing stdout and stderr (each truncated to
  * size-1, NUL-terminated). Returns the exit code, or -1. */

@@ -9,6 +9,12 @@ objlog_add_test(test_http SOURCES test_http.c httpenv.c TIMEOUT 180
 objlog_add_test(test_http_objlogd BOTH_LOGS SOURCES test_http_objlogd.c TIMEOUT 180
   LIBS objlog_testkit PkgConfig::CURL PkgConfig::RDKAFKA)
 add_dependencies(test_http_objlogd objlogd)
+# A full disk under --data (a small tmpfs the test mounts; skipped where
+# mounting is not allowed): objlogd stays up and stalls applying, answers
+# 507 and not ready, and resumes by itself once space returns.
+objlog_add_test(test_disk_full SOURCES test_disk_full.c TIMEOUT 300
+  LIBS objlog_testkit)
+add_dependencies(test_disk_full objlogd)
 # view.h (the transport-free reads) straight over a store the state machine
 # filled: no Kafka, no HTTP.
 objlog_add_test(test_view SOURCES test_view.c TIMEOUT 60

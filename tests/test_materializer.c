@@ -5,8 +5,10 @@
  * the high watermarks; restart resumes without applying anything twice; an
  * undecodable message goes to objlog.dlq with its origin and the partition
  * goes on; wait_applied; a log whose start moved past the applied
- * offset stops that partition only, with a clear error; and the
- * bench-only switch that applies without the stats view. */
+ * offset stops that partition only, with a clear error; the
+ * bench-only switch that applies without the stats view; and the backoff
+ * of a store that cannot write (stall.h, on a fake clock; test_disk_full
+ * runs a real full disk). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,7 @@
 #include "keycodec.h"
 #include "materializer.h"
 #include "proc.h"
+#include "stall.h"
 
 #define NPARTS 4
 #define EVENTS_TOPIC "objlog.events"
@@ -792,8 +795,45 @@ static void test_no_stats_switch(void **state) {
     proc_rmtree(dir2);
 }
 
+/* A stall's retries back off from STALL_FIRST_MS, doubling, to at most
+ * STALL_MAX_MS; a probe that goes through ends the stall but not the
+ * backoff, a batch written ends both; every failure is counted. */
+static void test_stall_backoff(void **state) {
+    (void)state;
+    stall *s = stall_new();
+    assert_non_null(s);
+    char why[64] = "";
+    assert_int_equal(stall_active(s, why, sizeof(why)), 0);
+    assert_int_equal(stall_wait_ms(s, 0), -1);
+    static const int64_t waits[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
+    int64_t now = 1000;
+    for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+        stall_failed(s, i ? "again" : "No space left on device", now);
+        assert_int_equal(stall_wait_ms(s, now), waits[i]);
+        assert_int_equal(stall_wait_ms(s, now + waits[i] - 1), 1);
+        now += waits[i];
+        assert_int_equal(stall_wait_ms(s, now), 0);
+    }
+    assert_int_equal(stall_active(s, why, sizeof(why)), 1);
+    assert_string_equal(why, "again");
+    assert_int_equal(stall_errors(s), 8);
+    /* The probe went through: no longer stalled, still backing off. */
+    stall_written(s, 0, now);
+    assert_int_equal(stall_active(s, NULL, 0), 0);
+    assert_int_equal(stall_wait_ms(s, now), -1);
+    stall_failed(s, "edge", now);
+    assert_int_equal(stall_wait_ms(s, now), 5000);
+    /* A batch was written: the next stall starts over. */
+    stall_written(s, 1, now);
+    stall_failed(s, "new", now);
+    assert_int_equal(stall_wait_ms(s, now), 100);
+    assert_int_equal(stall_errors(s), 10);
+    stall_destroy(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stall_backoff),
         cmocka_unit_test_setup_teardown(test_consume_apply_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dlq, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_dump_identical, setup, teardown),

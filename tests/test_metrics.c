@@ -199,7 +199,8 @@ static void test_metrics_promtool_and_values(void **state) {
         "objlog_partition_applied_offset gauge", "objlog_partition_end_offset gauge",
         "objlog_partition_lag_messages gauge", "objlog_partition_lag_seconds gauge",
         "objlog_partition_stopped gauge", "objlog_events_applied_total counter",
-        "objlog_dlq_events_total counter", "objlog_fence_waits_total counter",
+        "objlog_dlq_events_total counter", "objlog_store_write_errors_total counter",
+        "objlog_store_stalled gauge", "objlog_fence_waits_total counter",
         "objlog_fence_timeouts_total counter", "objlog_list_offsets_requests_total counter",
         "objlog_http_requests_total counter",
         "objlog_http_request_duration_seconds histogram",
@@ -233,6 +234,9 @@ static void test_metrics_promtool_and_values(void **state) {
     assert_true(sample(body, "objlog_events_applied_total",
                        L("outcome=\"BucketAlreadyExists\"")) == 1);
     assert_true(sample(body, "objlog_dlq_events_total", NULL) == 0);
+    /* the store took every write */
+    assert_true(sample(body, "objlog_store_write_errors_total", NULL) == 0);
+    assert_true(sample(body, "objlog_store_stalled", NULL) == 0);
     assert_true(sample(body, "objlog_list_offsets_requests_total", NULL) >= 1);
     assert_true(sample(body, "objlog_http_requests_total",
                        L("endpoint=\"get_object\"", "method=\"GET\"", "code=\"200\"")) == 4);
