@@ -512,6 +512,7 @@ void fetcher_destroy(fetcher *f) {
     free(f->parts);
     curl_multi_cleanup(f->multi);
     pthread_mutex_destroy(&f->lock);
+    curl_slist_free_all(f->auth);
     free(f->url);
     free(f);
     curl_global_cleanup();
