@@ -28,6 +28,7 @@
 #include <openssl/crypto.h>
 
 #include "apiauth.h"
+#include "secretfile.h"
 
 struct api_conf {
     /* Swapped whole by api_conf_reload (SIGHUP) under the write lock; a
@@ -41,12 +42,9 @@ struct api_conf {
 };
 
 static void api_creds_warn(const struct api_conf *a) {
-    unsigned mode = apicreds_open_mode(a->creds);
-    if (mode)
-        objlog_logf(OBJLOG_LEVEL_WARNING, "http",
-                    "%s: group or others may read it (mode bits %03o) and it holds secrets; "
-                    "loaded because of --insecure: chmod 600 it",
-                    a->creds_path, mode);
+    char msg[600];
+    if (secretfile_open_warning(a->creds_path, apicreds_open_mode(a->creds), msg, sizeof(msg)))
+        objlog_logf(OBJLOG_LEVEL_WARNING, "http", "%s", msg);
 }
 
 int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,

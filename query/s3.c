@@ -32,6 +32,7 @@
 
 #include "keycodec.h"
 #include "s3auth.h"
+#include "secretfile.h"
 
 /* A PutObject or UploadPart body is read whole to derive its size and
  * MD5: objlog keeps no bytes, but evhttp holds the body in memory. */
@@ -100,12 +101,9 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
 }
 
 static void s3_creds_warn(const struct s3_conf *s) {
-    unsigned mode = s3creds_open_mode(s->creds);
-    if (mode)
-        objlog_logf(OBJLOG_LEVEL_WARNING, "s3",
-                    "%s: group or others may read it (mode bits %03o) and it holds secrets; "
-                    "loaded because of --insecure: chmod 600 it",
-                    s->creds_path, mode);
+    char msg[600];
+    if (secretfile_open_warning(s->creds_path, s3creds_open_mode(s->creds), msg, sizeof(msg)))
+        objlog_logf(OBJLOG_LEVEL_WARNING, "s3", "%s", msg);
 }
 
 int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size) {

@@ -6,6 +6,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+int secretfile_open_warning(const char *path, unsigned open_mode, char *buf, size_t n) {
+    if (!open_mode)
+        return 0;
+    snprintf(buf, n, "%s: group or others may read it (mode bits %03o) and it holds secrets; "
+                     "loaded because of --insecure: chmod 600 it", path, open_mode);
+    return 1;
+}
+
 FILE *secretfile_open(const char *path, int allow_open, unsigned *open_mode, char *errstr,
                       size_t errstr_size) {
     FILE *f = fopen(path, "r");

@@ -14,5 +14,8 @@
  * (unreadable; readable by group or others and !allow_open). */
 FILE *secretfile_open(const char *path, int allow_open, unsigned *open_mode, char *errstr,
                       size_t errstr_size);
+/* The warning to log for a file loaded with open_mode bits under
+ * allow_open, into buf[n]: 1, or 0 when there is nothing to say. */
+int secretfile_open_warning(const char *path, unsigned open_mode, char *buf, size_t n);
 
 #endif
