@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 
 #include "kafkaconf.h"
+#include "secretfile.h"
 #include "topics.h"
 
 #include "objlog_logger.h"
@@ -1016,10 +1017,14 @@ int main(int argc, char **argv) {
     c.nofile = raise_fd_limit();
 
     if (c.kafka_config) {
-        if (objlog_kafka_config_load(c.kafka_config, c.insecure, err, sizeof(err)) < 0) {
+        unsigned open_mode = 0;
+        if (objlog_kafka_config_load(c.kafka_config, c.insecure, &open_mode, err,
+                                     sizeof(err)) < 0) {
             objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--kafka-config %s", err);
             return 1;
         }
+        if (secretfile_open_warning(c.kafka_config, open_mode, err, sizeof(err)))
+            objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "%s", err);
         objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "--kafka-config %s: %zu properties for "
                     "every Kafka client", c.kafka_config, objlog_kafka_config_count());
     }

@@ -81,10 +81,9 @@ static int kafkaconf_line(char *line, rd_kafka_conf_t *check, kprop **v, size_t 
     return 0;
 }
 
-int objlog_kafka_config_load(const char *path, int allow_open, char *errstr,
-                             size_t errstr_size) {
-    unsigned open_mode;
-    FILE *f = secretfile_open(path, allow_open, &open_mode, errstr, errstr_size);
+int objlog_kafka_config_load(const char *path, int allow_open, unsigned *open_mode,
+                             char *errstr, size_t errstr_size) {
+    FILE *f = secretfile_open(path, allow_open, open_mode, errstr, errstr_size);
     if (!f)
         return -1;
     rd_kafka_conf_t *check = rd_kafka_conf_new();

@@ -22,9 +22,9 @@
 #include <librdkafka/rdkafka.h>
 
 /* 0, or -1 with "FILE:LINE: problem" (or "FILE: problem") in errstr; on
- * -1 nothing is loaded. allow_open: as secretfile_open. */
-int objlog_kafka_config_load(const char *path, int allow_open, char *errstr,
-                             size_t errstr_size);
+ * -1 nothing is loaded. allow_open and *open_mode: as secretfile_open. */
+int objlog_kafka_config_load(const char *path, int allow_open, unsigned *open_mode,
+                             char *errstr, size_t errstr_size);
 /* How many properties are loaded. */
 size_t objlog_kafka_config_count(void);
 /* A new client configuration with the loaded properties and, when brokers
