@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include "bucketname.h"
 #include "keycodec.h"
 
 #include <arpa/inet.h>
@@ -394,19 +395,13 @@ void http_reply_error(http_ctx *c, int status, const char *code,
 
 /* --------------------------------------------------------------- routing */
 
-/* S3 bucket naming: 3..63 of [a-z0-9.-], starting and ending alphanumeric. */
-int http_bucket_valid(const char *b, size_t n) {
-    if (n < 3 || n > 63 || strlen(b) != n)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = b[i];
-        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-        if (!alnum && ch != '.' && ch != '-')
-            return 0;
-        if (!alnum && (i == 0 || i == n - 1))
-            return 0;
-    }
-    return 1;
+int http_bucket_name_ok(http_ctx *c, const char *b, size_t n) {
+    const char *why = bucketname_error(b, n);
+    if (!why)
+        return 1;
+    http_reply_error(c, 400, "InvalidBucketName", "The specified bucket is not valid: it %s",
+                     why);
+    return 0;
 }
 
 void http_method_not_allowed(http_ctx *c, const char *allow) {
@@ -517,17 +512,18 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                   : strcmp(slash, "/usage") == 0              ? HTTP_EP_USAGE
                                                               : HTTP_EP_OTHER;
     if (seg >= sizeof(raw)) {
-        http_reply_error(c, 400, "InvalidBucketName", "bucket name too long");
+        http_bucket_name_ok(c, rest, seg);
         return;
     }
     memcpy(raw, rest, seg);
     raw[seg] = '\0';
     size_t bn = 0;
     char *bucket = evhttp_uridecode(raw, 0, &bn);
-    if (!bucket || !http_bucket_valid(bucket, bn)) {
-        http_reply_error(c, 400, "InvalidBucketName",
-                         "bucket names are 3-63 characters of a-z, 0-9, '.', "
-                         "'-', starting and ending with a letter or digit");
+    if (!bucket) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (!http_bucket_name_ok(c, bucket, bn)) {
         free(bucket);
         return;
     }

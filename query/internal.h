@@ -312,8 +312,10 @@ void http_request_id(http_worker *w, char out[33]); /* 32 hex digits */
 /* The query string into c->params (percent-decoded); -1 malformed. */
 int http_params_parse(http_ctx *c, const char *query);
 void http_params_free(http_ctx *c);
-/* S3 bucket naming: 3..63 of [a-z0-9.-], alphanumeric at both ends. */
-int http_bucket_valid(const char *b, size_t n);
+/* S3's bucket naming rules (schemas/bucketname.h): 1 when b[0..n) is a
+ * bucket name, else 0 after answering 400 InvalidBucketName naming the
+ * rule it breaks. */
+int http_bucket_name_ok(http_ctx *c, const char *b, size_t n);
 int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
 /* Runs req's route again on its worker, after its fence ended with res
  * (fence.c); same request id and start time; s3: through the S3 routes. */
