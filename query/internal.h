@@ -156,7 +156,7 @@ typedef struct http_worker {
     int conns_size;
     int conn_cap;
     atomic_int nconns;
-    objlog_logger_limit log_accept, log_timeout, log_cut;
+    objlog_logger_limit log_accept, log_timeout, log_cut, log_framing;
     struct fwd_state *fwd;       /* forward.c: reads sent on to a peer node */
     /* The S3 listener (s3.c), when --s3-listen: its own evhttp on this
      * worker's loop; connections counted with the others (conn.c). */
@@ -186,6 +186,7 @@ struct objlog_query {
     atomic_uint_fast64_t conn_pauses[2]; /* listener paused: full, out of fds */
     atomic_uint_fast64_t request_timeouts;
     atomic_uint_fast64_t answers_cut;
+    atomic_uint_fast64_t framing_errors;   /* answered 400 by conn.c, closed */
     gateway *gw;
     struct ixdriver *ixd;        /* index backfill steps (ixdriver.c) */
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
@@ -241,7 +242,8 @@ void authz_deny(http_ctx *c);
  * request that changes state (see authz.c for which view decides). */
 int authz_bucket(http_ctx *c, const char *bucket, int write);
 
-/* ---- conn.c: connection limits, request deadline, whole answers ---- */
+/* ---- conn.c: connection limits, request deadline, framing, whole
+ * answers ---- */
 int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size);
 void conn_worker_thread(http_worker *w);   /* first thing on the worker's thread */
 void conn_worker_stop(http_worker *w);     /* before the listener goes */

@@ -295,6 +295,11 @@ static void metrics_connections(FILE *f, objlog_query *q) {
                    "--request-timeout-ms of its first byte.");
     fprintf(f, "objlog_http_request_timeouts_total %llu\n",
             metrics_load(&q->request_timeouts));
+    metrics_family(f, "objlog_http_framing_errors_total", "counter",
+                   "Requests whose framing was malformed or ambiguous (repeated "
+                   "Content-Length, a bad chunk, ...): answered 400, connection closed.");
+    fprintf(f, "objlog_http_framing_errors_total %llu\n",
+            metrics_load(&q->framing_errors));
     metrics_family(f, "objlog_http_answers_cut_total", "counter",
                    "Answers whose connection closed before they were written whole.");
     fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->answers_cut));
