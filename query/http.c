@@ -728,14 +728,31 @@ static void http_run(http_ctx *c) {
     http_params_free(c);
 }
 
+int http_probe_path(const char *path) {
+    return path && (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
+                    strcmp(path, "/metrics") == 0);
+}
+
+/* A connection conn.c took past the cap serves probes only: clients that
+ * fill every slot must not take the probes' too. */
+static void http_reserve_refuse(http_ctx *c) {
+    atomic_fetch_add(&c->q->reserve_refusals, 1);
+    http_reply_error(c, 503, "SlowDown",
+                     "objlogd is at its connection limit (--max-connections); a connection "
+                     "taken past it may ask only /healthz, /readyz or /metrics");
+}
+
 static void http_dispatch(struct evhttp_request *req, void *arg) {
     http_worker *w = arg;
     http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER};
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_request_id(w, c.request_id);
     w->inflight++;
-    conn_request_dispatched(w, req);
-    http_run(&c);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    if (conn_request_dispatched(w, req) && !http_probe_path(uri ? evhttp_uri_get_path(uri) : NULL))
+        http_reserve_refuse(&c);
+    else
+        http_run(&c);
 }
 
 /* Parsing again is cheaper than keeping every request's parameters while
@@ -786,6 +803,13 @@ static int http_socket_port(int fd) {
     if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
         return -1;
     return ntohs(sa.sin_port);
+}
+
+int http_socket_timeout_s(const objlog_query *q) {
+    int ms = q->idle_timeout_ms > q->request_timeout_ms ? q->idle_timeout_ms
+                                                        : q->request_timeout_ms;
+    int s = ms / 1000 + 2;
+    return s > 60 ? s : 60;
 }
 
 /* Runs on the worker thread: no new connections; finish what is in flight. */
@@ -849,7 +873,7 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd, int s3fd,
                                             EVHTTP_REQ_PATCH);
     evhttp_set_max_body_size(w->http, HTTP_MAX_BODY);
     evhttp_set_max_headers_size(w->http, 64 * 1024);
-    evhttp_set_timeout(w->http, 60);
+    evhttp_set_timeout(w->http, http_socket_timeout_s(q));
     evhttp_set_gencb(w->http, http_dispatch, w);
     w->bound = evhttp_accept_socket_with_handle(w->http, fd);
     if (!w->bound) {
@@ -1020,6 +1044,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     q->request_timeout_ms = conf->request_timeout_ms > 0
                                 ? conf->request_timeout_ms
                                 : QUERY_REQUEST_TIMEOUT_MS_DEFAULT;
+    q->idle_timeout_ms = conf->idle_timeout_ms > 0 ? conf->idle_timeout_ms
+                                                   : QUERY_IDLE_TIMEOUT_MS_DEFAULT;
     q->workers = calloc((size_t)q->nworkers, sizeof(*q->workers));
     if (!q->host || !q->brokers || !q->topic || !q->control_topic || !q->workers) {
         snprintf(errstr, errstr_size, "query: out of memory");

@@ -1213,7 +1213,7 @@ static void s3_dispatch(struct evhttp_request *req, void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_request_id(w, c.request_id);
     w->inflight++;
-    conn_request_dispatched(w, req);
+    conn_request_dispatched(w, req); /* never past the cap: no probes here */
     s3_run(&c);
 }
 
@@ -1229,7 +1229,7 @@ int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size) {
                                               EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(w->s3http, S3_MAX_BODY);
     evhttp_set_max_headers_size(w->s3http, 64 * 1024);
-    evhttp_set_timeout(w->s3http, 60);
+    evhttp_set_timeout(w->s3http, http_socket_timeout_s(w->q));
     evhttp_set_gencb(w->s3http, s3_dispatch, w);
     w->s3bound = evhttp_accept_socket_with_handle(w->s3http, fd);
     if (!w->s3bound) {
