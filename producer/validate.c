@@ -1,8 +1,8 @@
 /* validate.c: the up-front checks of write arguments. A write that passes
  * them is accepted and gets exactly one callback; one that fails is refused
  * with an errstr and never reaches the log, so the state machine only sees
- * events an S3 frontend could have sent. Limits follow S3: bucket names
- * 3..63 of [a-z0-9.-] with alphanumeric ends, keys 1..1024 bytes of UTF-8,
+ * events an S3 frontend could have sent. Limits follow S3: bucket names by
+ * S3's naming rules (schemas/bucketname.h), keys 1..1024 bytes of UTF-8,
  * user metadata <= 2 KiB (names plus values), part numbers 1..10000, part
  * etags an MD5. Where S3 sets no limit, a field still has one (FIELD_*),
  * so that one write cannot carry a huge event into the log: etags 128
@@ -10,13 +10,20 @@
  * scheme), content type 1024, blob id 1024, storage class 32 of
  * [A-Z0-9_] (S3's names: STANDARD, GLACIER_IR, ...), checksum 128 (S3's
  * base64 CRC and SHA digests are at most 44). Tags as S3's tag set: at
- * most 10, keys 1..128 and values 0..256 bytes of UTF-8, keys unique. */
+ * most 10, keys 1..128 and values 0..256 bytes of UTF-8, keys unique.
+ *
+ * No control character (0x00-0x1f, 0x7f; CR, LF and TAB too) in a value S3
+ * gives back as a header value (etag, content type, blob id, checksum, user
+ * metadata names and values) or in a tag: a frontend that copies one into
+ * an answer would split its header section. Errors never quote a value
+ * that holds one (they end up in JSON and XML answers). */
 #include "producer_int.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bucketname.h"
 #include "keycodec.h"
 
 #define KEY_MAX 1024
@@ -31,14 +38,52 @@
 #define TAG_KEY_MAX 128
 #define TAG_VALUE_MAX 256
 
-/* NULL or at most max bytes; the error names the field and both sizes. */
+/* The offset of the first control character in v, or -1. */
+static long validate_ctl_at(const char *v) {
+    for (const char *c = v; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return (long)(c - v);
+    return -1;
+}
+
+/* NULL or at most max bytes without a control character; the error names
+ * the field and the size or the byte. */
 static int validate_len(const char *what, const char *v, size_t max, char *errstr,
                         size_t errstr_size) {
     size_t n = v ? strlen(v) : 0;
-    if (n <= max)
-        return 0;
-    snprintf(errstr, errstr_size, "invalid %s: %zu bytes, the limit is %zu", what, n, max);
-    return -1;
+    long at = validate_ctl_at(v);
+    if (n > max) {
+        snprintf(errstr, errstr_size, "invalid %s: %zu bytes, the limit is %zu", what, n,
+                 max);
+        return -1;
+    }
+    if (at >= 0) {
+        snprintf(errstr, errstr_size, "invalid %s: control character 0x%02x at byte %ld",
+                 what, (unsigned char)v[at], at);
+        return -1;
+    }
+    return 0;
+}
+
+/* A user metadata entry's or a tag's name and value (what: "user
+ * metadata", "tag"): no control character in either. */
+static int validate_pair_text(const char *what, const objlog_user_meta *u, char *errstr,
+                              size_t errstr_size) {
+    long at = validate_ctl_at(u->name);
+    if (at >= 0) {
+        snprintf(errstr, errstr_size,
+                 "invalid %s name: control character 0x%02x at byte %ld", what,
+                 (unsigned char)u->name[at], at);
+        return -1;
+    }
+    at = validate_ctl_at(u->value);
+    if (at >= 0) {
+        snprintf(errstr, errstr_size,
+                 "invalid %s \"%.64s\": control character 0x%02x at byte %ld of its value",
+                 what, u->name, (unsigned char)u->value[at], at);
+        return -1;
+    }
+    return 0;
 }
 
 int validate_etag(const char *what, const char *etag, char *errstr, size_t errstr_size) {
@@ -62,32 +107,17 @@ static int validate_storage_class(const char *v, char *errstr, size_t errstr_siz
     return 0;
 }
 
-static int is_alnum_lower(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
 int validate_bucket(const char *b, char *errstr, size_t errstr_size) {
     size_t n = b ? strlen(b) : 0;
-    if (n < 3 || n > 63) {
-        snprintf(errstr, errstr_size,
-                 "invalid bucket name \"%s\": must be 3 to 63 characters",
-                 b ? b : "");
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (is_alnum_lower(b[i]) || b[i] == '.' || b[i] == '-')
-            continue;
-        snprintf(errstr, errstr_size,
-                 "invalid bucket name \"%s\": only a-z, 0-9, '.' and '-'", b);
-        return -1;
-    }
-    if (!is_alnum_lower(b[0]) || !is_alnum_lower(b[n - 1])) {
-        snprintf(errstr, errstr_size,
-                 "invalid bucket name \"%s\": must start and end with a "
-                 "letter or digit", b);
-        return -1;
-    }
-    return 0;
+    const char *why = bucketname_error(b, n);
+    if (!why)
+        return 0;
+    /* a name with a control character is not quoted (see the top) */
+    if (validate_ctl_at(b) >= 0)
+        snprintf(errstr, errstr_size, "invalid bucket name: %s", why);
+    else
+        snprintf(errstr, errstr_size, "invalid bucket name \"%.64s\": %s", b ? b : "", why);
+    return -1;
 }
 
 int validate_key(const char *key, size_t key_len, char *errstr,
@@ -116,6 +146,8 @@ static int validate_tag(const objlog_user_meta *tags, size_t i, char *errstr,
         snprintf(errstr, errstr_size, "invalid tag %zu: key and value required", i);
         return -1;
     }
+    if (validate_pair_text("tag", t, errstr, errstr_size) < 0)
+        return -1;
     size_t kn = strlen(t->name), vn = strlen(t->value);
     if (kn > TAG_KEY_MAX || vn > TAG_VALUE_MAX) {
         snprintf(errstr, errstr_size,
@@ -177,6 +209,8 @@ int validate_meta(const objlog_object_meta *meta, char *errstr,
                      i);
             return -1;
         }
+        if (validate_pair_text("user metadata", u, errstr, errstr_size) < 0)
+            return -1;
         total += strlen(u->name) + strlen(u->value);
     }
     if (total > USER_META_MAX) {

@@ -1,18 +1,29 @@
 /* conn.c: objlogd's connections, the limits evhttp 2.1 cannot keep by
- * itself (issue 11 item 12). evhttp creates each accepted connection's
- * bufferevent through our hook (conn_new_bev); from it we learn the
- * connection's evhttp_connection and register a close callback, so every
- * worker knows its open connections exactly. With that a worker keeps:
+ * itself. evhttp creates each accepted connection's bufferevent through
+ * our hook (conn_new_bev); from it we learn the connection's
+ * evhttp_connection and register a close callback, so every worker knows
+ * its open connections exactly, and an input-buffer callback sees every
+ * byte before evhttp parses it. With that a worker keeps:
  *
- *  - at most conn_cap connections: its listener is off while it is full,
- *    and for CONN_NOFD_PAUSE_MS after accept() ran out of descriptors
- *    (evconnlistener would retry at once, forever: a busy loop that once
- *    wrote 552 MB of the same warning in a minute);
+ *  - at most conn_cap connections: its S3 listener is off at the cap, its
+ *    JSON listener CONN_RESERVE connections later; a connection taken past
+ *    the cap may ask /healthz, /readyz or /metrics only (else 503) and is
+ *    closed after its answer, so probes are answered while clients hold
+ *    every slot. Both listeners are off for CONN_NOFD_PAUSE_MS after
+ *    accept() ran out of descriptors (evconnlistener would retry at once,
+ *    forever: a busy loop that once wrote 552 MB of the same warning in a
+ *    minute);
+ *  - a connection with no request in progress (before its first byte,
+ *    between an answer and the next request) is closed after
+ *    idle_timeout_ms;
  *  - a request arrives whole (headers, and a body of at most
  *    HTTP_MAX_BODY) within request_timeout_ms of its first byte, or it is
  *    answered 408 and the socket shut down (evhttp's own timeout restarts
  *    on every byte, so a client sending a header line every 2 s kept its
  *    connection forever);
+ *  - a request whose framing is not exact (framing.h) is answered 400 and
+ *    the connection closed before evhttp acts on it: evhttp's lenient
+ *    reading of body lengths is a request-smuggling vector behind a proxy;
  *  - an answer handed to evhttp is written whole: reading is off from
  *    dispatch until the answer is out, so a client that half-closes after
  *    its request is not taken for a failure (evhttp reads during a write to
@@ -34,19 +45,40 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "framing.h"
+
 #define CONN_NOFD_PAUSE_MS 100
 #define CONN_LOG_INTERVAL_MS 10000
+/* Connections each worker takes past its cap, for probes only: a liveness
+ * and a readiness probe and a scrape at once. */
+#define CONN_RESERVE 2
+/* A reserve connection's wait for its request: short, so that idle
+ * connections offered past the cap cannot hold the reserve for long. */
+#define CONN_RESERVE_IDLE_MS 1000
+/* After a framing refusal, what the client still sends is read and
+ * dropped this long, so that closing does not reset the connection
+ * before the client has read the 400. */
+#define CONN_LINGER_MS 2000
 
 struct http_conn {
     http_worker *w;
     struct bufferevent *bev;     /* evhttp's; alive until conn_closed */
     struct evbuffer_cb_entry *input_cb;
     struct event *deadline;      /* the request's, armed at its first byte */
+    struct event *idle;          /* no request in progress: idle_timeout_ms */
     http_conn *next_new;         /* on w->conn_new until settled */
     int fd;                      /* -1 until settled */
+    framing fr;                  /* the framing of the bytes read so far */
+    uint64_t added;              /* bytes read from the socket so far */
+    uint64_t refuse_at;          /* where a request breaking framing begins;
+                                    UINT64_MAX: none */
     unsigned settled : 1;        /* close callback registered */
     unsigned receiving : 1;      /* a request's bytes arrived, not dispatched */
+    unsigned dispatched : 1;     /* a request reached its route, not answered */
     unsigned answering : 1;      /* an answer handed to evhttp, not written */
+    unsigned s3 : 1;             /* accepted by the S3 listener */
+    unsigned reserve : 1;        /* accepted past the cap: probes only */
+    unsigned refused : 1;        /* answered 400 for its framing, lingering */
 };
 
 /* The worker running on this thread. evconnlistener's error callback gets
@@ -54,30 +86,46 @@ struct http_conn {
  * each worker has a thread of its own, so the thread says which it is. */
 static __thread http_worker *conn_this_worker;
 
-static void conn_pause(http_worker *w, unsigned reason) {
-    if (!w->accept_paused && w->lev)
-        evconnlistener_disable(w->lev);
-    if (!w->accept_paused && w->s3lev)
-        evconnlistener_disable(w->s3lev);
-    if (!(w->accept_paused & reason))
-        atomic_fetch_add(&w->q->conn_pauses[reason == CONN_PAUSE_FULL ? 0 : 1], 1);
-    w->accept_paused |= reason;
+static void conn_listener_set(struct evconnlistener *lev, int *on, int want) {
+    if (!lev || *on == want)
+        return;
+    if (want)
+        evconnlistener_enable(lev);
+    else
+        evconnlistener_disable(lev);
+    *on = want;
 }
 
-static void conn_resume(http_worker *w, unsigned reason) {
-    if (!(w->accept_paused & reason))
-        return;
-    w->accept_paused &= ~reason;
-    if (!w->accept_paused && w->lev && !w->stopping)
-        evconnlistener_enable(w->lev);
-    if (!w->accept_paused && w->s3lev && !w->stopping)
-        evconnlistener_enable(w->s3lev);
+/* Each listener on or off as the worker's state says: both off while out
+ * of descriptors (or stopping); the S3 listener off at the cap, the JSON
+ * listener CONN_RESERVE connections later. */
+static void conn_listeners_update(http_worker *w) {
+    int n = atomic_load(&w->nconns);
+    int full = n >= w->conn_cap;
+    if (full && !w->conn_full)
+        atomic_fetch_add(&w->q->conn_pauses[0], 1);
+    w->conn_full = full;
+    int open = !w->stopping && !w->nofd_paused;
+    conn_listener_set(w->lev, &w->lev_on, open && n < w->conn_cap + CONN_RESERVE);
+    conn_listener_set(w->s3lev, &w->s3lev_on, open && !full);
+}
+
+static void conn_nofd_pause(http_worker *w) {
+    if (!w->nofd_paused)
+        atomic_fetch_add(&w->q->conn_pauses[1], 1);
+    w->nofd_paused = 1;
+    conn_listeners_update(w);
+}
+
+static void conn_nofd_resume(http_worker *w) {
+    w->nofd_paused = 0;
+    conn_listeners_update(w);
 }
 
 static void conn_resume_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
-    conn_resume(arg, CONN_PAUSE_NOFD);
+    conn_nofd_resume(arg);
 }
 
 /* Out of descriptors (ours or the system's): stop accepting for a while
@@ -95,7 +143,7 @@ static void conn_accept_error(struct evconnlistener *lev, void *http) {
                        atomic_load(&w->nconns));
     if (!nofd)
         return; /* other errors are the peer's (evconnlistener retries those) */
-    conn_pause(w, CONN_PAUSE_NOFD);
+    conn_nofd_pause(w);
     struct timeval tv = {0, CONN_NOFD_PAUSE_MS * 1000};
     evtimer_add(w->accept_resume_ev, &tv);
 }
@@ -110,10 +158,11 @@ static void conn_forget(http_conn *cn) {
         evbuffer_remove_cb_entry(bufferevent_get_input(cn->bev), cn->input_cb);
     if (cn->deadline)
         event_free(cn->deadline);
+    if (cn->idle)
+        event_free(cn->idle);
     atomic_fetch_sub(&w->nconns, 1);
     free(cn);
-    conn_resume(w, CONN_PAUSE_FULL);
-    conn_resume(w, CONN_PAUSE_NOFD); /* one descriptor just came back */
+    conn_nofd_resume(w); /* one descriptor just came back */
 }
 
 /* evhttp calls this once, as the connection goes (free or reset). */
@@ -150,6 +199,32 @@ static int conn_register_fd(http_worker *w, http_conn *cn, int fd) {
     return 0;
 }
 
+/* ------------------------------------------------------------ idle */
+
+static void conn_arm(struct event *ev, int ms) {
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(ev, &tv);
+}
+
+/* No request in progress: the connection may wait this long for one. */
+static void conn_idle_arm(http_conn *cn) {
+    int ms = cn->w->q->idle_timeout_ms;
+    if (cn->reserve && ms > CONN_RESERVE_IDLE_MS)
+        ms = CONN_RESERVE_IDLE_MS;
+    conn_arm(cn->idle, ms);
+}
+
+/* Nothing of a request was read, so there is nothing to answer: the
+ * socket is shut down and evhttp, reading EOF, frees the connection in
+ * its own flow (conn_closed). */
+static void conn_idle_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    http_conn *cn = arg;
+    atomic_fetch_add(&cn->w->q->idle_closes, 1);
+    shutdown(cn->fd, SHUT_RDWR);
+}
+
 /* Runs before any I/O callback of the connections it settles (priority 0,
  * activated from conn_new_bev): by now evhttp has set the bufferevent's
  * callbacks, whose argument is the evhttp_connection. A bufferevent whose
@@ -172,68 +247,169 @@ static void conn_settle_cb(evutil_socket_t fd, short what, void *arg) {
         } else {
             cn->settled = 1;
             evhttp_connection_set_closecb(evcon, conn_closed, cn);
+            conn_idle_arm(cn);
         }
         bufferevent_decref(bev);
     }
 }
 
-/* ------------------------------------------------------------ deadline */
+/* ------------------------------------------------------------ refusals */
+
+/* An answer written straight to the socket, for a request evhttp will
+ * never dispatch; in the port's error format. evhttp writes nothing while
+ * it reads a request (the last answer was written whole before reading
+ * resumed), so these bytes go out alone. message: no quote, '<' or '&'. */
+static void conn_send_error(http_conn *cn, int status, const char *reason, const char *code,
+                            const char *message) {
+    char rid[33], body[512], answer[1024];
+    http_request_id(cn->w, rid);
+    int bn = cn->s3 ? snprintf(body, sizeof(body),
+                               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s"
+                               "</Code><Message>%s</Message><RequestId>%s</RequestId></Error>",
+                               code, message, rid)
+                    : snprintf(body, sizeof(body),
+                               "{\"error\":{\"code\":\"%s\",\"message\":\"%s\","
+                               "\"request_id\":\"%s\"}}\n",
+                               code, message, rid);
+    if (bn < 0 || (size_t)bn >= sizeof(body))
+        bn = 0;
+    if (cn->fr.method == FRAMING_M_HEAD)
+        bn = 0; /* an answer to HEAD has no body */
+    int n = snprintf(answer, sizeof(answer),
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%s: %s\r\nConnection: close\r\n"
+                     "Content-Length: %d\r\n\r\n%.*s",
+                     status, reason, cn->s3 ? "application/xml" : "application/json",
+                     cn->s3 ? "x-amz-request-id" : "X-Objlog-Request-Id", rid, bn, bn, body);
+    if (n > 0 && send(cn->fd, answer, (size_t)n < sizeof(answer) ? (size_t)n : sizeof(answer),
+                      MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* the peer is gone already: the shutdown that follows ends it */
+    }
+}
 
 static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
     http_conn *cn = arg;
     http_worker *w = cn->w;
+    if (cn->refused) { /* the linger after a refusal is over */
+        shutdown(cn->fd, SHUT_RDWR);
+        return;
+    }
     atomic_fetch_add(&w->q->request_timeouts, 1);
     objlog_logf_limited(&w->log_timeout, OBJLOG_LEVEL_NOTICE, "http",
                        "closing a connection: its request was not complete within "
                        "%d ms", w->q->request_timeout_ms);
-    /* evhttp writes nothing while it reads a request (the last answer was
-     * written whole before reading resumed), so these bytes go out alone. */
-    static const char body[] = "{\"error\":{\"code\":\"RequestTimeout\",\"message\":"
-                               "\"the request was not complete in time\"}}\n";
-    char answer[256];
-    int n = snprintf(answer, sizeof(answer),
-                     "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
-                     "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                     sizeof(body) - 1, body);
-    if (send(cn->fd, answer, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-        /* the peer is gone already: the shutdown below ends it */
-    }
+    conn_send_error(cn, 408, "Request Timeout", "RequestTimeout",
+                    "the request was not complete in time");
     /* evhttp reads EOF, fails the request and frees the connection in its
      * own flow (conn_closed). */
     shutdown(cn->fd, SHUT_RDWR);
 }
 
+/* A request broke the framing rules: 400, and the connection closes
+ * before evhttp reads any of it (its bytes, and all that follows, are
+ * dropped: evhttp waits for more until it reads EOF and frees the
+ * connection). Only the sending side is shut at once; reading goes on,
+ * dropping everything, for CONN_LINGER_MS or until the client closes. */
+static void conn_refuse(http_conn *cn) {
+    http_worker *w = cn->w;
+    struct evbuffer *in = bufferevent_get_input(cn->bev);
+    cn->refused = 1;
+    cn->refuse_at = UINT64_MAX;
+    cn->receiving = 0;
+    evbuffer_drain(in, evbuffer_get_length(in));
+    evtimer_del(cn->idle);
+    atomic_fetch_add(&w->q->framing_errors, 1);
+    objlog_logf_limited(&w->log_framing, OBJLOG_LEVEL_NOTICE, "http",
+                       "refusing a request (400) and closing its connection: %s",
+                       cn->fr.error);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "the request's framing is malformed or ambiguous: %s",
+             cn->fr.error);
+    conn_send_error(cn, 400, "Bad Request", "BadRequest", msg);
+    shutdown(cn->fd, SHUT_WR);
+    conn_arm(cn->deadline, CONN_LINGER_MS);
+}
+
+/* The refused request is evhttp's next once it took every byte before it
+ * and no earlier request of the connection waits for its answer; until
+ * then evhttp parses and answers those earlier ones. */
+static void conn_refuse_when_due(http_conn *cn) {
+    if (cn->refuse_at == UINT64_MAX || cn->dispatched)
+        return;
+    uint64_t consumed = cn->added - evbuffer_get_length(bufferevent_get_input(cn->bev));
+    if (consumed >= cn->refuse_at)
+        conn_refuse(cn);
+}
+
+/* The n bytes just read (the input's last n) through the framing check;
+ * -1 once a request broke it. */
+static int conn_frame(http_conn *cn, struct evbuffer *buf, size_t n) {
+    struct evbuffer_ptr pos;
+    if (evbuffer_ptr_set(buf, &pos, evbuffer_get_length(buf) - n, EVBUFFER_PTR_SET) < 0)
+        return 0;
+    while (n > 0) {
+        struct evbuffer_iovec v[8];
+        int nv = evbuffer_peek(buf, (ev_ssize_t)n, &pos, v, 8);
+        if (nv <= 0)
+            return 0;
+        for (int i = 0; i < nv && i < 8 && n > 0; i++) {
+            size_t take = v[i].iov_len < n ? v[i].iov_len : n;
+            if (framing_feed(&cn->fr, v[i].iov_base, take) < 0)
+                return -1;
+            n -= take;
+            evbuffer_ptr_set(buf, &pos, take, EVBUFFER_PTR_ADD);
+        }
+    }
+    return 0;
+}
+
+/* Runs as bytes are added to the input, before evhttp's read callback
+ * parses them. */
 static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
                           void *arg) {
-    (void)buf;
     http_conn *cn = arg;
-    if (info->n_added == 0 || cn->receiving || !cn->settled)
+    if (info->n_added == 0 || !cn->settled)
+        return;
+    cn->added += info->n_added;
+    if (cn->refused) { /* lingering: nothing more is served */
+        evbuffer_drain(buf, evbuffer_get_length(buf));
+        return;
+    }
+    if (cn->refuse_at == UINT64_MAX && conn_frame(cn, buf, info->n_added) < 0) {
+        cn->refuse_at = cn->fr.msg_start;
+        conn_refuse_when_due(cn);
+        if (cn->refused)
+            return;
+    }
+    if (cn->receiving)
         return;
     cn->receiving = 1;
-    int ms = cn->w->q->request_timeout_ms;
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(cn->deadline, &tv);
+    evtimer_del(cn->idle);
+    conn_arm(cn->deadline, cn->w->q->request_timeout_ms);
 }
 
 /* ------------------------------------------------------------ new connections */
 
 /* evhttp_set_bevcb: evhttp sets the socket and its callbacks right after;
  * conn_settle_cb picks the connection up before any of its I/O. */
-static struct bufferevent *conn_new_bev(struct event_base *base, void *arg) {
-    http_worker *w = arg;
+static struct bufferevent *conn_new(http_worker *w, int s3) {
+    struct event_base *base = w->base;
     http_conn *cn = calloc(1, sizeof(*cn));
     struct bufferevent *bev = tls_serves(w->q->tls) ? tls_server_bev(w->q->tls, base)
                               : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     struct event *deadline = cn ? evtimer_new(base, conn_deadline_cb, cn) : NULL;
+    struct event *idle = cn ? evtimer_new(base, conn_idle_cb, cn) : NULL;
     struct evbuffer_cb_entry *in =
-        bev && deadline ? evbuffer_add_cb(bufferevent_get_input(bev), conn_input_cb, cn)
-                        : NULL;
+        bev && deadline && idle
+            ? evbuffer_add_cb(bufferevent_get_input(bev), conn_input_cb, cn)
+            : NULL;
     if (!in) {
         /* evhttp makes a bufferevent of its own: served, not counted */
         if (deadline)
             event_free(deadline);
+        if (idle)
+            event_free(idle);
         if (bev)
             bufferevent_free(bev);
         free(cn);
@@ -243,14 +419,29 @@ static struct bufferevent *conn_new_bev(struct event_base *base, void *arg) {
     cn->bev = bev;
     cn->fd = -1;
     cn->deadline = deadline;
+    cn->idle = idle;
     cn->input_cb = in;
+    cn->s3 = s3 != 0;
+    cn->refuse_at = UINT64_MAX;
+    framing_init(&cn->fr);
     bufferevent_incref(bev);
     cn->next_new = w->conn_new;
     w->conn_new = cn;
     event_active(w->conn_settle_ev, 0, 0);
-    if (atomic_fetch_add(&w->nconns, 1) + 1 >= w->conn_cap)
-        conn_pause(w, CONN_PAUSE_FULL);
+    /* only the JSON listener accepts past the cap */
+    cn->reserve = atomic_fetch_add(&w->nconns, 1) >= w->conn_cap && !s3;
+    conn_listeners_update(w);
     return bev;
+}
+
+static struct bufferevent *conn_new_bev(struct event_base *base, void *arg) {
+    (void)base;
+    return conn_new(arg, 0);
+}
+
+static struct bufferevent *conn_new_s3_bev(struct event_base *base, void *arg) {
+    (void)base;
+    return conn_new(arg, 1);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -266,19 +457,34 @@ static http_conn *conn_of(http_worker *w, struct evhttp_request *req) {
     return w->conns[fd];
 }
 
-void conn_request_dispatched(http_worker *w, struct evhttp_request *req) {
+int conn_request_dispatched(http_worker *w, struct evhttp_request *req) {
     http_conn *cn = conn_of(w, req);
     if (!cn)
-        return;
+        return 0;
     cn->receiving = 0;
+    cn->dispatched = 1;
     evtimer_del(cn->deadline);
     bufferevent_disable(cn->bev, EV_READ);
+    return cn->reserve;
 }
 
+/* evhttp_send_done, before evhttp reads the next request: a refused one
+ * may be due now; a pipelined one is under its deadline from here; else
+ * the connection is idle. */
 static void conn_answer_written(struct evhttp_request *req, void *arg) {
     (void)req;
     http_conn *cn = arg;
     cn->answering = 0;
+    cn->dispatched = 0;
+    conn_refuse_when_due(cn);
+    if (cn->refused)
+        return;
+    if (evbuffer_get_length(bufferevent_get_input(cn->bev)) > 0) {
+        cn->receiving = 1;
+        conn_arm(cn->deadline, cn->w->q->request_timeout_ms);
+    } else {
+        conn_idle_arm(cn);
+    }
 }
 
 http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req) {
@@ -286,6 +492,8 @@ http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req) {
     if (!cn)
         return NULL;
     cn->answering = 1;
+    if (cn->reserve) /* one request each, so the reserve is soon free again */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
     evhttp_request_set_on_complete_cb(req, conn_answer_written, cn);
     return cn;
 }
@@ -306,6 +514,8 @@ int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
     w->log_accept.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_timeout.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_cut.interval_ms = CONN_LOG_INTERVAL_MS;
+    w->log_framing.interval_ms = CONN_LOG_INTERVAL_MS;
+    w->lev_on = w->s3lev_on = 1; /* evhttp enables its listeners */
     w->conn_settle_ev = event_new(w->base, -1, 0, conn_settle_cb, w);
     w->accept_resume_ev = evtimer_new(w->base, conn_resume_cb, w);
     w->lev = evhttp_bound_socket_get_listener(w->bound);
@@ -323,7 +533,7 @@ int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
             return -1;
         }
         evconnlistener_set_error_cb(w->s3lev, conn_accept_error);
-        evhttp_set_bevcb(w->s3http, conn_new_bev, w);
+        evhttp_set_bevcb(w->s3http, conn_new_s3_bev, w);
     }
     return 0;
 }

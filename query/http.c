@@ -11,9 +11,9 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include "bucketname.h"
 #include "kafkaconf.h"
 #include "tls.h"
-
 #include "keycodec.h"
 
 #include <arpa/inet.h>
@@ -402,19 +402,13 @@ void http_reply_error(http_ctx *c, int status, const char *code,
 
 /* --------------------------------------------------------------- routing */
 
-/* S3 bucket naming: 3..63 of [a-z0-9.-], starting and ending alphanumeric. */
-int http_bucket_valid(const char *b, size_t n) {
-    if (n < 3 || n > 63 || strlen(b) != n)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = b[i];
-        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-        if (!alnum && ch != '.' && ch != '-')
-            return 0;
-        if (!alnum && (i == 0 || i == n - 1))
-            return 0;
-    }
-    return 1;
+int http_bucket_name_ok(http_ctx *c, const char *b, size_t n) {
+    const char *why = bucketname_error(b, n);
+    if (!why)
+        return 1;
+    http_reply_error(c, 400, "InvalidBucketName", "The specified bucket is not valid: it %s",
+                     why);
+    return 0;
 }
 
 void http_method_not_allowed(http_ctx *c, const char *allow) {
@@ -541,17 +535,18 @@ static void http_route_bucket(http_ctx *c, enum evhttp_cmd_type cmd,
                   : strcmp(slash, "/usage") == 0              ? HTTP_EP_USAGE
                                                               : HTTP_EP_OTHER;
     if (seg >= sizeof(raw)) {
-        http_reply_error(c, 400, "InvalidBucketName", "bucket name too long");
+        http_bucket_name_ok(c, rest, seg);
         return;
     }
     memcpy(raw, rest, seg);
     raw[seg] = '\0';
     size_t bn = 0;
     char *bucket = evhttp_uridecode(raw, 0, &bn);
-    if (!bucket || !http_bucket_valid(bucket, bn)) {
-        http_reply_error(c, 400, "InvalidBucketName",
-                         "bucket names are 3-63 characters of a-z, 0-9, '.', "
-                         "'-', starting and ending with a letter or digit");
+    if (!bucket) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (!http_bucket_name_ok(c, bucket, bn)) {
         free(bucket);
         return;
     }
@@ -771,14 +766,31 @@ static void http_run(http_ctx *c) {
     http_params_free(c);
 }
 
+int http_probe_path(const char *path) {
+    return path && (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
+                    strcmp(path, "/metrics") == 0);
+}
+
+/* A connection conn.c took past the cap serves probes only: clients that
+ * fill every slot must not take the probes' too. */
+static void http_reserve_refuse(http_ctx *c) {
+    atomic_fetch_add(&c->q->reserve_refusals, 1);
+    http_reply_error(c, 503, "SlowDown",
+                     "objlogd is at its connection limit (--max-connections); a connection "
+                     "taken past it may ask only /healthz, /readyz or /metrics");
+}
+
 static void http_dispatch(struct evhttp_request *req, void *arg) {
     http_worker *w = arg;
     http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER};
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_request_id(w, c.request_id);
     w->inflight++;
-    conn_request_dispatched(w, req);
-    http_run(&c);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    if (conn_request_dispatched(w, req) && !http_probe_path(uri ? evhttp_uri_get_path(uri) : NULL))
+        http_reserve_refuse(&c);
+    else
+        http_run(&c);
 }
 
 /* Parsing again is cheaper than keeping every request's parameters while
@@ -829,6 +841,13 @@ static int http_socket_port(int fd) {
     if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
         return -1;
     return ntohs(sa.sin_port);
+}
+
+int http_socket_timeout_s(const objlog_query *q) {
+    int ms = q->idle_timeout_ms > q->request_timeout_ms ? q->idle_timeout_ms
+                                                        : q->request_timeout_ms;
+    int s = ms / 1000 + 2;
+    return s > 60 ? s : 60;
 }
 
 /* Runs on the worker thread: no new connections; finish what is in flight. */
@@ -892,7 +911,7 @@ static int http_worker_init(http_worker *w, objlog_query *q, int fd, int s3fd,
                                             EVHTTP_REQ_PATCH);
     evhttp_set_max_body_size(w->http, HTTP_MAX_BODY);
     evhttp_set_max_headers_size(w->http, 64 * 1024);
-    evhttp_set_timeout(w->http, 60);
+    evhttp_set_timeout(w->http, http_socket_timeout_s(q));
     evhttp_set_gencb(w->http, http_dispatch, w);
     w->bound = evhttp_accept_socket_with_handle(w->http, fd);
     if (!w->bound) {
@@ -1087,6 +1106,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     q->request_timeout_ms = conf->request_timeout_ms > 0
                                 ? conf->request_timeout_ms
                                 : QUERY_REQUEST_TIMEOUT_MS_DEFAULT;
+    q->idle_timeout_ms = conf->idle_timeout_ms > 0 ? conf->idle_timeout_ms
+                                                   : QUERY_IDLE_TIMEOUT_MS_DEFAULT;
     q->workers = calloc((size_t)q->nworkers, sizeof(*q->workers));
     if (!q->host || !q->brokers || !q->topic || !q->control_topic || !q->workers) {
         snprintf(errstr, errstr_size, "query: out of memory");

@@ -125,9 +125,6 @@ typedef struct fence_result {
 typedef struct fence_req fence_req;
 typedef struct http_conn http_conn;
 
-/* Why a worker's listener is off (conn.c). */
-enum { CONN_PAUSE_FULL = 1, CONN_PAUSE_NOFD = 2 };
-
 typedef struct http_worker {
     struct objlog_query *q;
     struct event_base *base;
@@ -148,7 +145,9 @@ typedef struct http_worker {
     /* Connections (conn.c), all worker-thread state but nconns, which
      * /metrics reads. */
     struct evconnlistener *lev;  /* evhttp's, paused when full or out of fds */
-    unsigned accept_paused;      /* CONN_PAUSE_* bits */
+    int lev_on, s3lev_on;        /* whether each listener is enabled */
+    int conn_full;               /* nconns reached conn_cap (counted once) */
+    int nofd_paused;             /* accept() ran out of descriptors */
     struct event *accept_resume_ev;
     struct event *conn_settle_ev; /* priority 0: before any connection's I/O */
     http_conn *conn_new;         /* accepted, not yet settled */
@@ -156,7 +155,7 @@ typedef struct http_worker {
     int conns_size;
     int conn_cap;
     atomic_int nconns;
-    objlog_logger_limit log_accept, log_timeout, log_cut;
+    objlog_logger_limit log_accept, log_timeout, log_cut, log_framing;
     struct fwd_state *fwd;       /* forward.c: reads sent on to a peer node */
     /* The S3 listener (s3.c), when --s3-listen: its own evhttp on this
      * worker's loop; connections counted with the others (conn.c). */
@@ -183,9 +182,13 @@ struct objlog_query {
     atomic_uint_fast64_t fence_timeouts[FENCE_MODES];
     int max_connections;         /* over all workers (conn.c) */
     int request_timeout_ms;      /* first byte of a request to its dispatch */
+    int idle_timeout_ms;         /* a connection with no request in progress */
     atomic_uint_fast64_t conn_pauses[2]; /* listener paused: full, out of fds */
     atomic_uint_fast64_t request_timeouts;
     atomic_uint_fast64_t answers_cut;
+    atomic_uint_fast64_t idle_closes;      /* closed by idle_timeout_ms */
+    atomic_uint_fast64_t framing_errors;   /* answered 400 by conn.c, closed */
+    atomic_uint_fast64_t reserve_refusals; /* past the cap, not a probe: 503 */
     gateway *gw;
     struct ixdriver *ixd;        /* index backfill steps (ixdriver.c) */
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
@@ -278,13 +281,16 @@ int authz_bucket(http_ctx *c, const char *bucket, int write);
  * after answering 403. */
 int authz_create_bucket(http_ctx *c, objlog_bucket_conf *bc);
 
-/* ---- conn.c: connection limits, request deadline, whole answers ---- */
+/* ---- conn.c: connection limits, idle and request deadlines, framing,
+ * whole answers ---- */
 int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size);
 void conn_worker_thread(http_worker *w);   /* first thing on the worker's thread */
 void conn_worker_stop(http_worker *w);     /* before the listener goes */
 void conn_worker_free(http_worker *w);     /* after evhttp_free */
-/* A request reached its handler: its deadline ends, reading stops. */
-void conn_request_dispatched(http_worker *w, struct evhttp_request *req);
+/* A request reached its handler: its deadline ends, reading stops. 1 when
+ * its connection was taken past the cap: only a probe may be served there
+ * (http_probe_path), anything else answered 503. */
+int conn_request_dispatched(http_worker *w, struct evhttp_request *req);
 /* Around evhttp_send_reply: begin (NULL for an untracked connection),
  * then sent once evhttp has the answer. */
 http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req);
@@ -349,9 +355,17 @@ void http_request_id(http_worker *w, char out[33]); /* 32 hex digits */
 /* The query string into c->params (percent-decoded); -1 malformed. */
 int http_params_parse(http_ctx *c, const char *query);
 void http_params_free(http_ctx *c);
-/* S3 bucket naming: 3..63 of [a-z0-9.-], alphanumeric at both ends. */
-int http_bucket_valid(const char *b, size_t n);
+/* S3's bucket naming rules (schemas/bucketname.h): 1 when b[0..n) is a
+ * bucket name, else 0 after answering 400 InvalidBucketName naming the
+ * rule it breaks. */
+int http_bucket_name_ok(http_ctx *c, const char *b, size_t n);
 int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
+/* /healthz, /readyz, /metrics: what a connection past the cap may ask. */
+int http_probe_path(const char *path);
+/* evhttp's own socket timeout (seconds): it restarts on every byte, so it
+ * only ends a peer that stops reading an answer; conn.c keeps the idle
+ * and request deadlines, which it must not cut short. */
+int http_socket_timeout_s(const objlog_query *q);
 /* Runs req's route again on its worker, after its fence ended with res
  * (fence.c); same request id and start time; s3: through the S3 routes. */
 void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,

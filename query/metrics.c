@@ -294,7 +294,8 @@ static void metrics_connections(FILE *f, objlog_query *q) {
     fprintf(f, "objlog_http_connections %d\n", open);
     metrics_family(f, "objlog_http_connections_max", "gauge",
                    "The connection cap (--max-connections); past it new connections "
-                   "wait in the listen backlog.");
+                   "wait in the listen backlog, but for 2 a worker kept for /healthz, "
+                   "/readyz and /metrics on the JSON port.");
     fprintf(f, "objlog_http_connections_max %d\n", q->max_connections);
     metrics_family(f, "objlog_http_accept_pauses_total", "counter",
                    "Times a worker stopped accepting: at the connection cap (limit) or "
@@ -308,6 +309,20 @@ static void metrics_connections(FILE *f, objlog_query *q) {
                    "--request-timeout-ms of its first byte.");
     fprintf(f, "objlog_http_request_timeouts_total %llu\n",
             metrics_load(&q->request_timeouts));
+    metrics_family(f, "objlog_http_idle_closes_total", "counter",
+                   "Connections closed after --idle-timeout-ms without a request in "
+                   "progress.");
+    fprintf(f, "objlog_http_idle_closes_total %llu\n", metrics_load(&q->idle_closes));
+    metrics_family(f, "objlog_http_framing_errors_total", "counter",
+                   "Requests whose framing was malformed or ambiguous (repeated "
+                   "Content-Length, a bad chunk, ...): answered 400, connection closed.");
+    fprintf(f, "objlog_http_framing_errors_total %llu\n",
+            metrics_load(&q->framing_errors));
+    metrics_family(f, "objlog_http_reserve_refusals_total", "counter",
+                   "Requests other than /healthz, /readyz and /metrics on a connection "
+                   "taken past the cap: answered 503.");
+    fprintf(f, "objlog_http_reserve_refusals_total %llu\n",
+            metrics_load(&q->reserve_refusals));
     metrics_family(f, "objlog_http_answers_cut_total", "counter",
                    "Answers whose connection closed before they were written whole.");
     fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->answers_cut));

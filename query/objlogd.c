@@ -57,6 +57,7 @@ typedef struct objlogd_conf {
     int allow_unsafe_topics;     /* --brokers: start despite unsafe configs */
     int max_connections;         /* 0: from the open-file limit */
     int request_timeout_ms;
+    int idle_timeout_ms;         /* no request in progress: closed after it */
     const char *log_format;      /* text | json */
     const char *access_log;      /* NULL: none; "-": stderr */
     long long nofile;            /* the open-file limit in force */
@@ -89,7 +90,14 @@ static void usage(FILE *f) {
             "               [--listen HOST:PORT] [--threads N] [--fetch-wait-ms N]\n"
             "               [--ready-max-lag N] [--max-timeout-ms N] [--group NAME]\n"
             "               [--no-create-topics] [--allow-unsafe-topics]\n"
-            "               [--max-connections N] [--request-timeout-ms N]\n"
+            "               [--max-connections N] (open connections; past it new\n"
+            "                ones wait, but for 2 a thread kept for /healthz, /readyz\n"
+            "                and /metrics)\n"
+            "               [--request-timeout-ms N] (a request's first byte to its\n"
+            "                last, default 10000; else 408 and closed)\n"
+            "               [--idle-timeout-ms N] (a connection with no request in\n"
+            "                progress, before its first or between two, is closed\n"
+            "                after N ms; default 5000)\n"
             "               [--log-format text|json] [--access-log FILE|-]\n"
             "               [--block-cache-mb N] [--memtable-mb N]\n"
             "               [--cluster NAME [--advertise URL]] (with --brokers: a node\n"
@@ -146,7 +154,8 @@ static void usage(FILE *f) {
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
             "     OBJLOG_LIFECYCLE_INTERVAL_MS OBJLOG_LIFECYCLE_MAX_RATE\n"
             "     OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS\n"
-            "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_LOG_FORMAT\n"
+            "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_IDLE_TIMEOUT_MS\n"
+            "     OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
@@ -254,6 +263,9 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_REQUEST_TIMEOUT_MS")) && *v &&
         parse_int("OBJLOG_REQUEST_TIMEOUT_MS", v, 100, 3600000, &c->request_timeout_ms) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_IDLE_TIMEOUT_MS")) && *v &&
+        parse_int("OBJLOG_IDLE_TIMEOUT_MS", v, 100, 3600000, &c->idle_timeout_ms) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_BROKERS")) && *v)
         c->brokers = v;
     if ((v = getenv("OBJLOG_TOPIC")) && *v)
@@ -338,7 +350,7 @@ enum {
     OPT_NO_CREATE_TOPICS, OPT_ALLOW_UNSAFE_TOPICS, OPT_PARTITIONS, OPT_THREADS,
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
-    OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
+    OPT_IDLE_TIMEOUT_MS, OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
     OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY,
@@ -371,6 +383,7 @@ static const struct option objlogd_options[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
+    {"idle-timeout-ms", required_argument, NULL, OPT_IDLE_TIMEOUT_MS},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {"block-cache-mb", required_argument, NULL, OPT_BLOCK_CACHE_MB},
@@ -439,6 +452,8 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_MAX_CONNECTIONS: return parse_int(flag, v, 1, 1000000, &c->max_connections);
     case OPT_REQUEST_TIMEOUT_MS:
         return parse_int(flag, v, 100, 3600000, &c->request_timeout_ms);
+    case OPT_IDLE_TIMEOUT_MS:
+        return parse_int(flag, v, 100, 3600000, &c->idle_timeout_ms);
     case OPT_LOG_FORMAT: return parse_log_format(flag, v, c);
     case OPT_ACCESS_LOG: c->access_log = v; return 0;
     case OPT_BLOCK_CACHE_MB: return parse_int(flag, v, 1, 1 << 20, &c->block_cache_mb);
@@ -918,6 +933,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .ready_max_lag = c->ready_max_lag,
                             .max_connections = max_connections(c, c->nofile),
                             .request_timeout_ms = c->request_timeout_ms,
+                            .idle_timeout_ms = c->idle_timeout_ms,
                             .listen_fd = lfd, .listen_fd_set = lfd >= 0,
                             .cluster = c->cluster,
                             .token_key = c->token_secret_file ? token_key : NULL,

@@ -33,10 +33,16 @@ typedef struct objlog_query_conf {
     long long ready_max_lag;     /* /readyz fails while a partition lags
                                     more messages (default 10000) */
     int max_connections;         /* open connections over all workers; past
-                                    it new ones wait in the listen backlog
-                                    (default 1024) */
+                                    it new ones wait in the listen backlog,
+                                    but for a few per worker on the JSON
+                                    listener for /healthz, /readyz and
+                                    /metrics (default 1024) */
     int request_timeout_ms;      /* a request's first byte to its last
                                     (default 10000); else 408, closed */
+    int idle_timeout_ms;         /* a connection with no request in
+                                    progress (before its first, between
+                                    two) is closed after this (default
+                                    5000) */
     int listen_fd;               /* with listen_fd_set: a socket bound and
                                     listening already (objlog_query_listen);
                                     host/port then only name it */
@@ -99,6 +105,7 @@ typedef struct objlog_query_conf {
 #define OBJLOG_CLUSTER_STANDBYS_MAX 4
 #define QUERY_MAX_CONNECTIONS_DEFAULT 1024
 #define QUERY_REQUEST_TIMEOUT_MS_DEFAULT 10000
+#define QUERY_IDLE_TIMEOUT_MS_DEFAULT 5000
 
 /* Binds, creates the producer and starts serving. NULL with errstr. */
 objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,

@@ -292,49 +292,46 @@ const char *s3_header(http_ctx *c, const char *name) {
     return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
 }
 
-/* The bucket of a virtual-hosted-style Host (BUCKET.DOMAIN[:port]) into
- * out; 0 when Host names no bucket (path style). */
-static int s3_host_bucket(const struct s3_conf *s, const char *host, char *out, size_t n) {
+/* The bucket label of a virtual-hosted-style Host (BUCKET.DOMAIN[:port]):
+ * where it starts in host and its length, whatever that is (the caller
+ * judges it: cutting it to a bucket's 63 characters addressed another
+ * bucket); 0 when Host names no bucket (path style). */
+static int s3_host_bucket(const struct s3_conf *s, const char *host, const char **label,
+                          size_t *n) {
     if (!host)
         return 0;
     size_t hl = strcspn(host, ":"), dl = strlen(s->domain);
     if (hl <= dl + 1 || host[hl - dl - 1] != '.' ||
         strncasecmp(host + hl - dl, s->domain, dl) != 0)
         return 0;
-    size_t bl = hl - dl - 1;
-    if (bl >= n)
-        bl = n - 1;
-    for (size_t i = 0; i < bl; i++)
-        out[i] = (char)tolower((unsigned char)host[i]);
-    out[bl] = '\0';
+    *label = host;
+    *n = hl - dl - 1;
     return 1;
 }
 
 /* Bucket and key of the request; -1 after replying. */
 static int s3_address(http_ctx *c, const char *path, s3_target *t) {
-    char hb[64];
     const char *rest = path[0] == '/' ? path + 1 : path;
+    const char *label;
+    size_t bl;
     snprintf(t->resource, sizeof(t->resource), "%s", path);
-    if (s3_host_bucket(c->q->s3, s3_header(c, "Host"), hb, sizeof(hb))) {
-        snprintf(t->bucket, sizeof(t->bucket), "%s", hb);
-    } else {
-        size_t bl = strcspn(rest, "/");
-        if (bl >= sizeof(t->bucket)) {
-            http_reply_error(c, 400, "InvalidBucketName", "the bucket name is too long");
-            return -1;
-        }
-        memcpy(t->bucket, rest, bl);
-        t->bucket[bl] = '\0';
+    int hosted = s3_host_bucket(c->q->s3, s3_header(c, "Host"), &label, &bl);
+    if (!hosted) {
+        label = rest;
+        bl = strcspn(rest, "/");
         rest += bl;
         if (*rest == '/')
             rest++;
     }
-    if (t->bucket[0] && !http_bucket_valid(t->bucket, strlen(t->bucket))) {
-        http_reply_error(c, 400, "InvalidBucketName",
-                         "bucket names are 3..63 of a-z, 0-9, '.' and '-', alphanumeric "
-                         "at both ends");
+    if (bl >= sizeof(t->bucket)) {
+        http_bucket_name_ok(c, label, bl); /* 400: longer than 63 */
         return -1;
     }
+    for (size_t i = 0; i < bl; i++) /* a host name's case is not its own */
+        t->bucket[i] = hosted ? (char)tolower((unsigned char)label[i]) : label[i];
+    t->bucket[bl] = '\0';
+    if (t->bucket[0] && !http_bucket_name_ok(c, t->bucket, bl))
+        return -1;
     if (!*rest)
         return 0;
     t->key = evhttp_uridecode(rest, 0, &t->key_len);
@@ -1225,7 +1222,7 @@ static void s3_dispatch(struct evhttp_request *req, void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     http_request_id(w, c.request_id);
     w->inflight++;
-    conn_request_dispatched(w, req);
+    conn_request_dispatched(w, req); /* never past the cap: no probes here */
     s3_run(&c);
 }
 
@@ -1241,7 +1238,7 @@ int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size) {
                                               EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(w->s3http, S3_MAX_BODY);
     evhttp_set_max_headers_size(w->s3http, 64 * 1024);
-    evhttp_set_timeout(w->s3http, 60);
+    evhttp_set_timeout(w->s3http, http_socket_timeout_s(w->q));
     evhttp_set_gencb(w->s3http, s3_dispatch, w);
     w->s3bound = evhttp_accept_socket_with_handle(w->s3http, fd);
     if (!w->s3bound) {

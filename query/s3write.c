@@ -419,9 +419,11 @@ static int s3w_parse_source(http_ctx *c, const char *h, s3w_source *s) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return -1;
     }
-    if (!http_bucket_valid(s->bucket, bl) || s->key_len == 0 || s->key_len > 1024 ||
+    if (!http_bucket_name_ok(c, s->bucket, bl))
+        return -1;
+    if (s->key_len == 0 || s->key_len > 1024 ||
         !http_utf8_valid((const uint8_t *)s->key, s->key_len)) {
-        http_reply_error(c, 400, "InvalidArgument", "Invalid copy source: bucket or key");
+        http_reply_error(c, 400, "InvalidArgument", "Invalid copy source: the key is 1..1024 bytes of UTF-8");
         return -1;
     }
     return 0;

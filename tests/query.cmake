@@ -30,6 +30,18 @@ objlog_add_test(test_http_watermark SOURCES test_http_watermark.c TIMEOUT 60
 objlog_add_test(test_conn SOURCES test_conn.c TIMEOUT 180
   LIBS objlog_testkit PkgConfig::JANSSON)
 add_dependencies(test_conn objlogd)
+# HTTP/1.1 framing on the JSON port and the S3 port (request smuggling):
+# every ambiguous or malformed body length answered 400 and closed, one
+# rule per row, over raw loopback sockets against `objlogd --embedded`;
+# and query/framing.c alone, each row split at every byte.
+objlog_add_test(test_framing SOURCES test_framing.c TIMEOUT 120
+  LIBS objlog_query objlog_testkit)
+add_dependencies(test_framing objlogd)
+# S3's rules for bucket names (and a virtual-hosted label's length) and
+# control characters in etags, content types, blob ids and user metadata:
+# one rule per row, through the JSON API and the S3 endpoint.
+objlog_add_test(test_names SOURCES test_names.c TIMEOUT 120 LIBS objlog_testkit)
+add_dependencies(test_names objlogd)
 # GET /v1/partitions/{p}/checkpoint on `objlogd --embedded`, fetched with
 # objlog_ckpt_fetch into a second store: equal rows, exact errors.
 objlog_add_test(test_http_checkpoint SOURCES test_http_checkpoint.c partdump.c TIMEOUT 120

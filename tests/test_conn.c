@@ -42,6 +42,7 @@ static char objlogd[1024];
 typedef struct daemon_ {
     proc *p;
     int port;
+    int s3port;                  /* with --s3-listen, else 0 */
     char dir[256];
     char err_path[300];
 } daemon_;
@@ -52,9 +53,10 @@ static long long now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* objlogd --embedded with extra args (NULL-ended); nofile > 0 sets its
- * open-file limit (soft and hard, so objlogd cannot raise it). */
-static void daemon_start(daemon_ *d, int nofile, char *const *args) {
+/* objlogd --embedded with extra args (NULL-ended) and extra environment
+ * ("K=V", NULL-ended, may be NULL); nofile > 0 sets its open-file limit
+ * (soft and hard, so objlogd cannot raise it). */
+static void daemon_start_env(daemon_ *d, int nofile, char *const *args, char *const *env) {
     assert_int_equal(proc_tmpdir(d->dir, sizeof(d->dir)), 0);
     snprintf(d->err_path, sizeof(d->err_path), "%s/stderr", d->dir);
     char script[512], data[300];
@@ -66,19 +68,31 @@ static void daemon_start(daemon_ *d, int nofile, char *const *args) {
         snprintf(script, sizeof(script), "exec \"$0\" \"$@\" 2>%s", d->err_path);
     char *argv[40] = {"/bin/sh", "-c", script, objlogd, "--embedded", "--partitions", "2",
                       "--listen", "127.0.0.1:0", "--data", data};
-    int n = 11;
-    for (int i = 0; args && args[i]; i++)
+    int n = 11, s3 = 0;
+    for (int i = 0; args && args[i]; i++) {
+        s3 |= strcmp(args[i], "--s3-listen") == 0;
         argv[n++] = args[i];
+    }
     argv[n] = NULL;
-    d->p = proc_spawn(argv, NULL);
+    d->p = proc_spawn(argv, env);
     assert_non_null(d->p);
     char listen[64];
     assert_int_equal(proc_wait_line(d->p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000), 0);
     char *colon = strrchr(listen, ':');
     assert_non_null(colon);
     d->port = atoi(colon + 1);
+    d->s3port = 0;
+    if (s3) {
+        assert_int_equal(
+            proc_wait_line(d->p, "OBJLOG_S3_LISTEN=", listen, sizeof(listen), 10000), 0);
+        d->s3port = atoi(strrchr(listen, ':') + 1);
+    }
     char rest[16];
     assert_int_equal(proc_wait_line(d->p, "OBJLOG_READY", rest, sizeof(rest), 60000), 0);
+}
+
+static void daemon_start(daemon_ *d, int nofile, char *const *args) {
+    daemon_start_env(d, nofile, args, NULL);
 }
 
 /* The stderr objlogd wrote (malloc'd). */
@@ -289,8 +303,25 @@ static void test_half_close_gets_whole_answer(void **state) {
     daemon_stop(&d);
 }
 
-/* --max-connections 4 (one worker): a fifth connection waits in the
- * backlog, unanswered, until one of the four closes. */
+/* One request on a new connection: its status (read_answer's), and
+ * whether objlogd then closed the connection (within 2 s). */
+static int ask_once(int port, const char *path, int *closed) {
+    int fd = sock_connect(port);
+    char req[512];
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path);
+    sock_send(fd, req);
+    static char buf[1 << 20];
+    size_t len = 0, body = 0;
+    int status = read_answer(fd, buf, sizeof(buf), &len, &body);
+    *closed = sock_read(fd, buf, sizeof(buf), &len, 2000);
+    close(fd);
+    return status;
+}
+
+/* --max-connections 4 (one worker): past the four, the worker takes two
+ * more for /healthz, /readyz and /metrics only (each answers one request
+ * and closes; any other path is 503 SlowDown); with those two busy, a
+ * seventh connection waits in the backlog, unanswered, until one closes. */
 static void test_connection_cap(void **state) {
     (void)state;
     daemon_ d;
@@ -302,20 +333,125 @@ static void test_connection_cap(void **state) {
     /* The first connection answers: all four are objlogd's. */
     assert_int_equal(metric_on(fds[0], "objlog_http_connections"), 4);
     assert_int_equal(metric_on(fds[0], "objlog_http_connections_max"), 4);
-    int fifth = sock_connect(d.port); /* the kernel completes it: backlog */
-    sock_send(fifth, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    int closed = 0;
+    assert_int_equal(ask_once(d.port, "/v1/buckets", &closed), 503);
+    assert_true(closed);
+    assert_int_equal(ask_once(d.port, "/healthz", &closed), 200);
+    assert_true(closed);
+    /* both reserve slots held by requests in progress (an idle one would
+     * be dropped after a second) */
+    int reserve[2] = {sock_connect(d.port), sock_connect(d.port)};
+    sock_send(reserve[0], "GET /healthz HTTP/1.1\r\n");
+    sock_send(reserve[1], "GET /healthz HTTP/1.1\r\n");
+    int seventh = sock_connect(d.port); /* the kernel completes it: backlog */
+    sock_send(seventh, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
     char buf[4096] = "";
     size_t len = 0;
-    assert_int_equal(sock_read(fifth, buf, sizeof(buf), &len, 1500), 0);
+    assert_int_equal(sock_read(seventh, buf, sizeof(buf), &len, 1500), 0);
     assert_int_equal(len, 0);
     close(fds[3]);
     size_t body = 0;
-    assert_int_equal(read_answer(fifth, buf, sizeof(buf), &len, &body), 200);
-    assert_int_equal(metric_on(fds[0], "objlog_http_connections"), 4);
+    assert_int_equal(read_answer(seventh, buf, sizeof(buf), &len, &body), 200);
+    assert_true(metric_on(fds[0], "objlog_http_connections") >= 5);
     assert_true(metric_on(fds[0], "objlog_http_accept_pauses_total{reason=\"limit\"}") >= 1);
+    assert_true(metric_on(fds[0], "objlog_http_reserve_refusals_total") == 1);
     for (int i = 0; i < 3; i++)
         close(fds[i]);
-    close(fifth);
+    close(reserve[0]);
+    close(reserve[1]);
+    close(seventh);
+    daemon_stop(&d);
+}
+
+/* More idle connections than --max-connections on the S3 port (the cap
+ * counts both ports) and one more on the JSON port, all holding their
+ * slots for the default 5 s idle timeout: /healthz, /readyz and /metrics
+ * on the JSON port are still answered at once, well inside 2 s (before,
+ * a probe waited in the backlog until idle connections were dropped after
+ * evhttp's 60 s). */
+static void test_probes_at_the_cap(void **state) {
+    (void)state;
+    daemon_ d;
+    char *args[] = {"--max-connections", "4", "--threads", "1", "--s3-listen",
+                    "127.0.0.1:0", "--s3-anonymous", NULL};
+    daemon_start(&d, 0, args);
+    enum { IDLE = 12 };
+    int idle[IDLE + 1];
+    for (int i = 0; i < IDLE; i++)
+        idle[i] = sock_connect(d.s3port);
+    idle[IDLE] = sock_connect(d.port);
+    usleep(200 * 1000); /* objlogd takes what it will take */
+    const char *probes[] = {"/healthz", "/readyz", "/metrics"};
+    for (int i = 0; i < 3; i++) {
+        long long t0 = now_ms();
+        int closed = 0;
+        assert_int_equal(ask_once(d.port, probes[i], &closed), 200);
+        long long took = now_ms() - t0;
+        print_message("%s at the cap: %lld ms\n", probes[i], took);
+        if (took > 2000)
+            fail_msg("%s took %lld ms at the connection cap", probes[i], took);
+    }
+    for (int i = 0; i <= IDLE; i++)
+        close(idle[i]);
+    daemon_stop(&d);
+}
+
+/* --idle-timeout-ms (here through OBJLOG_IDLE_TIMEOUT_MS) closes a
+ * connection that sends nothing, and one idle between requests, on both
+ * ports; a request being received is under the request deadline instead.
+ * With the cap at 4 and 12 idle connections offered, the backlog drains:
+ * every one of them is taken and closed in turn. */
+static void test_idle_timeout(void **state) {
+    (void)state;
+    daemon_ d;
+    char *args[] = {"--max-connections", "4", "--threads", "1", "--s3-listen",
+                    "127.0.0.1:0", "--s3-anonymous", NULL};
+    char *env[] = {"OBJLOG_IDLE_TIMEOUT_MS=400", NULL};
+    daemon_start_env(&d, 0, args, env);
+    char buf[4096];
+    size_t len = 0, body = 0;
+    /* never a byte, on either port */
+    int silent = sock_connect(d.port), s3silent = sock_connect(d.s3port);
+    long long t0 = now_ms();
+    assert_int_equal(sock_read(silent, buf, sizeof(buf), &len, 3000), 1);
+    assert_int_equal(sock_read(s3silent, buf, sizeof(buf), &len, 3000), 1);
+    assert_int_equal(len, 0); /* closed without a word */
+    long long took = now_ms() - t0;
+    print_message("a silent connection closed after %lld ms\n", took);
+    assert_true(took >= 300 && took < 3000);
+    close(silent);
+    close(s3silent);
+    /* idle after an answer */
+    int fd = sock_connect(d.port);
+    sock_send(fd, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_int_equal(read_answer(fd, buf, sizeof(buf), &len, &body), 200);
+    t0 = now_ms();
+    len = 0;
+    assert_int_equal(sock_read(fd, buf, sizeof(buf), &len, 3000), 1);
+    assert_true(now_ms() - t0 >= 200);
+    close(fd);
+    /* a request arriving slowly is not idle: 900 ms between its halves */
+    fd = sock_connect(d.port);
+    sock_send(fd, "GET /healthz HTTP/1.1\r\n");
+    usleep(900 * 1000);
+    sock_send(fd, "Host: t\r\n\r\n");
+    assert_int_equal(read_answer(fd, buf, sizeof(buf), &len, &body), 200);
+    close(fd);
+    /* the backlog drains */
+    enum { IDLE = 12 };
+    int idle[IDLE];
+    for (int i = 0; i < IDLE; i++)
+        idle[i] = sock_connect(d.s3port);
+    t0 = now_ms();
+    for (int i = 0; i < IDLE; i++) {
+        len = 0;
+        if (sock_read(idle[i], buf, sizeof(buf), &len, 8000) != 1)
+            fail_msg("idle connection %d still open after %lld ms", i, now_ms() - t0);
+        close(idle[i]);
+    }
+    print_message("%d idle connections at a cap of 4 closed in %lld ms\n", IDLE,
+                  now_ms() - t0);
+    assert_true(metric(d.port, "objlog_http_idle_closes_total") >= IDLE + 3);
     daemon_stop(&d);
 }
 
@@ -522,6 +658,8 @@ int main(void) {
         cmocka_unit_test(test_request_deadline),
         cmocka_unit_test(test_half_close_gets_whole_answer),
         cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test(test_probes_at_the_cap),
+        cmocka_unit_test(test_idle_timeout),
         cmocka_unit_test(test_out_of_descriptors),
         cmocka_unit_test(test_text_log_lines),
         cmocka_unit_test(test_json_logs_and_access_log),

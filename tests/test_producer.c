@@ -699,6 +699,91 @@ static void test_bad_arguments_rejected_up_front(void **state) {
 }
 
 
+/* S3's bucket naming rules, one row each: every write refuses the name
+ * before anything reaches the log. */
+static void test_bucket_name_rules(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    char err[256];
+    static const struct {
+        const char *name, *why;
+    } bad[] = {
+        {"ab..cd", "adjacent periods"},   {"ab.-cd", "period next to a hyphen"},
+        {"ab-.cd", "period next to a hyphen"}, {"192.168.5.4", "IP address"},
+        {"xn--abc", "prefix xn--"},        {"sthree-abc", "prefix sthree-"},
+        {"amzn-s3-demo-abc", "prefix amzn-s3-demo-"}, {"abc-s3alias", "suffix -s3alias"},
+        {"abc--ol-s3", "suffix --ol-s3"},  {"abc.mrap", "suffix .mrap"},
+        {"abc--x-s3", "suffix --x-s3"},    {"abc--table-s3", "suffix --table-s3"},
+    };
+    g_bad_calls = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(objlog_producer_create_bucket(p, bad[i].name, NULL, 0, NULL,
+                                                       count_cb, NULL, err, sizeof(err)), -1);
+        if (!strstr(err, "bucket name") || !strstr(err, bad[i].why))
+            fail_msg("%s: \"%s\" does not say \"%s\"", bad[i].name, err, bad[i].why);
+        assert_int_equal(objlog_producer_put_object(p, bad[i].name, "k", 1, NULL, NULL,
+                                                    count_cb, NULL, err, sizeof(err)), -1);
+    }
+    assert_int_equal(objlog_producer_create_bucket(p, "x-sthree-abc.s3alias-1", NULL, 0, NULL,
+                                                   count_cb, NULL, err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_flush(p, 10000), 0);
+    assert_int_equal(g_bad_calls, 1);
+    objlog_producer_destroy(p);
+}
+
+/* CR, LF and every other control character (0x00-0x1f, 0x7f) are refused
+ * in the values S3 gives back as header values (etag, content type, blob
+ * id, checksum, user metadata names and values) and in tags; the error
+ * names the field. Bytes from 0x80 (UTF-8) and spaces pass. */
+static void test_control_characters_refused(void **state) {
+    cluster *c = *state;
+    objlog_producer *p = producer_start(c, "logged", NULL, NULL);
+    char err[256];
+    static const char *const ctl[] = {"a\rb", "a\nb", "a\tb", "\x01", "a\x1f", "a\x7f"};
+    g_bad_calls = 0;
+    for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++) {
+        objlog_object_meta fields[7];
+        const char *what[7] = {"etag", "content type", "blob id", "checksum",
+                               "user metadata", "user metadata", "tag"};
+        objlog_user_meta ums[2] = {{.name = ctl[i], .value = "red"},
+                                   {.name = "color", .value = ctl[i]}};
+        objlog_user_meta tags[1] = {{.name = "t", .value = ctl[i]}};
+        memset(fields, 0, sizeof(fields));
+        fields[0].etag = ctl[i];
+        fields[1].content_type = ctl[i];
+        fields[2].blob_id = ctl[i];
+        fields[3].checksum = ctl[i];
+        fields[4].user_meta = &ums[0], fields[4].n_user_meta = 1;
+        fields[5].user_meta = &ums[1], fields[5].n_user_meta = 1;
+        fields[6].tags = tags, fields[6].n_tags = 1;
+        for (int f = 0; f < 7; f++) {
+            err[0] = '\0';
+            assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &fields[f], NULL,
+                                                        count_cb, NULL, err, sizeof(err)), -1);
+            if (!strstr(err, what[f]) || !strstr(err, "control character"))
+                fail_msg("%s with byte 0x%02x: \"%s\"", what[f],
+                         (unsigned char)ctl[i][strcspn(ctl[i], "ab")], err);
+            assert_int_equal(objlog_producer_create_upload(p, "photos", "k", 1, &fields[f],
+                                                           NULL, count_cb, NULL, err,
+                                                           sizeof(err)), -1);
+        }
+        objlog_completed_part part = {1, ctl[i]};
+        assert_int_equal(objlog_producer_complete_upload(p, "photos", "k", 1,
+                                                         "00000000000000aa", &part, 1, NULL,
+                                                         count_cb, NULL, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "part etag"));
+    }
+    objlog_user_meta ok_um = {.name = "city", .value = "K\xc3\xb6ln, a b"};
+    objlog_object_meta ok = {.etag = "\"e1\"", .content_type = "text/plain; charset=utf-8",
+                             .user_meta = &ok_um, .n_user_meta = 1};
+    assert_int_equal(objlog_producer_put_object(p, "photos", "k", 1, &ok, NULL, count_cb, NULL,
+                                                err, sizeof(err)), 0);
+    assert_int_equal(objlog_producer_flush(p, 10000), 0);
+    assert_int_equal(g_bad_calls, 1);
+    objlog_producer_destroy(p);
+}
+
 /* ---- issue 3: bucket settings, versioning, multipart ---- */
 
 static Objlog__Event *event_of(int n, Objlog__Event *evs[],
@@ -1558,6 +1643,10 @@ int main(void) {
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments_rejected_up_front,
                                         cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_bucket_name_rules, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_control_characters_refused, cluster_setup,
+                                        cluster_teardown),
         cmocka_unit_test_setup_teardown(test_issue3_events, cluster_setup,
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_create_bucket_wraps_ex, cluster_setup,
