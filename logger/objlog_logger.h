@@ -1,4 +1,4 @@
-/* objlog_logger.h: the logger of objlogd and its components (issue 11 item 5).
+/* objlog_logger.h: the logger of objlogd and its components.
  *
  * Every line carries a UTC timestamp (ISO 8601, milliseconds), a level and
  * the component that wrote it, as text or as one JSON object per line:

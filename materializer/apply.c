@@ -1,6 +1,7 @@
-/* apply.c: the deterministic state machine of DESIGN §5. It owns deciding
- * the outcome of one event and staging all of its effects in the batch's
- * WriteBatchWithIndex, so that later events of the same batch read them.
+/* apply.c: the deterministic state machine (docs/ARCHITECTURE.md, "The
+ * state machine's rules"). It owns deciding the outcome of one event and
+ * staging all of its effects in the batch's WriteBatchWithIndex, so that
+ * later events of the same batch read them.
  *
  * Contract (what keeps replay exact):
  *   - input is only the event's fields, its Kafka partition, offset and

@@ -64,7 +64,8 @@ uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
                              const keybuf **hi);
 /* Test only: the dedup window (log time, ms) and bound (request ids, i.e.
  * outcome offsets, per partition) instead of OBJLOG_DEDUP_WINDOW_MS and
- * OBJLOG_DEDUP_MAX_IDS. Production never calls it: DESIGN §5 forbids local
+ * OBJLOG_DEDUP_MAX_IDS. Production never calls it: the state machine's
+ * rules (docs/ARCHITECTURE.md, "The state machine's rules") forbid local
  * configuration in apply, every replica and replay must use the defaults. */
 void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
                                   int64_t max_ids);

@@ -1,5 +1,5 @@
 /* checkpoint.h: a copy of one partition's rows, from one store to another
- * (issue 13 item 4, "fast bootstrap"). A node given a partition it has
+ * (a cluster node's "fast bootstrap"). A node given a partition it has
  * never applied imports a peer's checkpoint of it and replays only the
  * log's tail from the checkpoint's applied offset, never from offset 0.
  *

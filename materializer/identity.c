@@ -1,7 +1,8 @@
-/* identity.c: which log a view was built from (DESIGN §9). A view is a
- * function of one log's prefix; served against another log its rows,
- * applied offsets and stored outcomes would answer for events that log
- * never held (a write acknowledged with another request's outcome).
+/* identity.c: which log a view was built from (docs/ARCHITECTURE.md,
+ * "Processes"). A view is a function of one log's prefix; served against
+ * another log its rows, applied offsets and stored outcomes would answer
+ * for events that log never held (a write acknowledged with another
+ * request's outcome).
  *
  * A log is named by the Kafka cluster id and the log id in objlog.control
  * (control.h), drawn when the topics were created. The store keeps the pair

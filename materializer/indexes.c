@@ -1,4 +1,4 @@
-/* indexes.c: attribute indexes of a bucket (issue 15 item 2): their
+/* indexes.c: attribute indexes of a bucket: their
  * definitions in the bucket record (BucketRecord.indexes), their rows in the
  * `indexes` column family (layout in materializer.h), and the three events
  * that change them.

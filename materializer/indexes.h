@@ -1,4 +1,4 @@
-/* indexes.h: attribute indexes inside the state machine (issue 15 item 2).
+/* indexes.h: attribute indexes inside the state machine.
  * Internal to the materializer; the row layout is in materializer.h.
  *
  * apply.c calls these:

@@ -1,4 +1,4 @@
-/* lifecycle.h: the pure rules of S3-style bucket lifecycle (issue 15):
+/* lifecycle.h: the pure rules of S3-style bucket lifecycle:
  * which rule applies to a version, an upload or a delete marker, and from
  * which log time it is due. One copy of these rules serves both sides: the
  * lifecycle worker (query/lifecycle.c) uses them to find due work in a

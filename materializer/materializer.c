@@ -1,8 +1,9 @@
 /* materializer.c: the consumer thread that keeps the views equal to the
- * applied log prefix (DESIGN §5). Owns the Kafka consumer (assign every
- * partition; in cluster mode subscribe, cooperative, and apply what the
- * group assigns; auto.offset.reset=error either way), the DLQ producer and
- * the published applied offsets that waiters block on.
+ * applied log prefix (docs/ARCHITECTURE.md, "The state machine's rules").
+ * Owns the Kafka consumer (assign every partition; in cluster mode
+ * subscribe, cooperative, and apply what the group assigns;
+ * auto.offset.reset=error either way), the DLQ producer and the published
+ * applied offsets that waiters block on.
  *
  * Invariant: a batch's effects, its outcomes and the new applied offset of
  * every partition in it reach RocksDB in ONE WriteBatch; only after that
@@ -490,7 +491,7 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
         conf_set(c, "statistics.interval.ms", MAT_STATS_MS, errstr, es) ||
         /* librdkafka prefetches up to 64 MB while the view trails the log;
          * 16 MB keeps ~50,000 events ahead of apply (batches are 1,000)
-         * and bounds the view's memory (issue 12). */
+         * and bounds the view's memory. */
         conf_set(c, "queued.max.messages.kbytes", "16384", errstr, es)) {
         rd_kafka_conf_destroy(c);
         return NULL;
@@ -848,7 +849,7 @@ static int mat_partition_stopped(objlog_materializer *m, int32_t p) {
 }
 
 /* The log no longer holds the applied position: say exactly why and how to
- * recover, never skip (DESIGN §5). */
+ * recover, never skip (docs/ARCHITECTURE.md, "The state machine's rules"). */
 static void mat_offset_lost(objlog_materializer *m, int32_t p) {
     int64_t lo = -1, hi = -1, at = m->next[p];
     char why[512];

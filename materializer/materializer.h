@@ -1,5 +1,6 @@
 /* materializer.h: the views (RocksDB) and the consumer that keeps them equal
- * to a pure function of the applied log prefix (DESIGN §5).
+ * to a pure function of the applied log prefix (docs/ARCHITECTURE.md, "The
+ * state machine's rules").
  *
  * Two objects:
  *  - objlog_store: one RocksDB instance with the column families below. The
@@ -88,7 +89,7 @@
  *               of this store (OBJLOG_STORE_FORMAT; storefmt.c). Written
  *               into a new store at open; a store that holds rows and no
  *               "format" is format 1. Not local: a replay writes the same.
- *   indexes   attribute indexes of a bucket (issue 15; materializer/indexes.c),
+ *   indexes   attribute indexes of a bucket (materializer/indexes.c),
  *             all under base = route_key(b, "") (so a row routes, and is
  *             checkpointed, with its bucket's record):
  *             base 'e' enc(name) enc(value) [be64(lm ^ 2^63)] enc(key)
@@ -103,8 +104,9 @@
  *             an index that is building (IndexDef.building) holds exactly
  *             the keys <= IndexDef.cursor.
  *
- * Dedup window and space bound (DESIGN §5; decided in apply, from the log
- * only, so every replica and replay agrees):
+ * Dedup window and space bound (docs/ARCHITECTURE.md, "The state machine's
+ * rules"; decided in apply, from the log only, so every replica and replay
+ * agrees):
  *   - the event at offset X with Kafka timestamp T is a retry of request id
  *     R iff R's first outcome sits at an offset in [X - OBJLOG_DEDUP_MAX_IDS,
  *     X) of the same partition and T - its log_time_ms <=
@@ -167,7 +169,7 @@ void objlog_index_lm_put(uint8_t out[8], int64_t ms);
 /* ---- store ---- */
 typedef struct objlog_store objlog_store;
 
-/* Memory the store may take (issue 12): one LRU block cache shared by
+/* Memory the store may take: one LRU block cache shared by
  * every column family, and one memtable budget across all of them (RocksDB
  * flushes the largest memtable when the total passes it). Without these
  * each of the eight column families kept up to 2 x 64 MB of memtables and
@@ -229,7 +231,7 @@ int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition);
 int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
                       size_t errstr_size);
 
-/* ---- log identity (identity.c; DESIGN §9) ---- */
+/* ---- log identity (identity.c) ---- */
 typedef struct objlog_log_identity {
     char cluster_id[128];  /* Kafka's cluster id */
     char log_id[33];       /* objlog.control "logid" (control.h) */

@@ -1,5 +1,5 @@
-/* ratelimit.c: the state machine's part of admission control (issue 15
- * item 3): SetRateLimit and DeleteRateLimit change a bucket's RateLimit
+/* ratelimit.c: the state machine's part of admission control:
+ * SetRateLimit and DeleteRateLimit change a bucket's RateLimit
  * (BucketRecord.rate_limit). apply.c calls this from its bucket-settings
  * read-modify-write; nothing here reads anything but the event.
  *

@@ -8,7 +8,8 @@
  * Durability: the WAL is on (RocksDB default) and batches are written with
  * sync=false, so a process crash loses nothing and a machine crash can lose
  * the newest batches, effects and applied offsets together: the view then
- * simply re-applies them from the log, which is exact (DESIGN §5).
+ * simply re-applies them from the log, which is exact (docs/ARCHITECTURE.md,
+ * "The state machine's rules").
  *
  * A full disk: a failed write leaves RocksDB's background error standing
  * and writes stopped until its own recovery clears it (stall.h says how

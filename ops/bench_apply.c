@@ -1,5 +1,5 @@
 /* bench_apply.c: `objlog bench --apply`, how fast the view applies PUT
- * events (issue 12): live, while they are produced, and when a new view
+ * events: live, while they are produced, and when a new view
  * rebuilds itself from the log, both with the usage counters on, each also
  * as a ratio to RocksDB alone writing the same rows with objlogd's store
  * options. One run, one table, four phases:

@@ -1,6 +1,6 @@
 /* bench_ckpt.c: `objlog bench --checkpoint`, what a new node gains by
- * copying a peer's checkpoint of a partition instead of replaying the log
- * (issue 13 item 4). In this process, no Kafka, no objlogd:
+ * copying a peer's checkpoint of a partition instead of replaying the log.
+ * In this process, no Kafka, no objlogd:
  *   apply         N PUTs of new keys into B unversioned buckets placed
  *                 evenly on P partitions, applied by the state machine
  *                 (apply.c, decoding included) into a fresh store in

@@ -1,5 +1,5 @@
-/* bench_clean.c: with --url, remove what the bench run wrote (issue 11
- * item 11): bench_clean, which bench_main calls when the run ends, also
+/* bench_clean.c: with --url, remove what the bench run wrote:
+ * bench_clean, which bench_main calls when the run ends, also
  * after a failure or SIGINT, unless --keep.
  *
  * A bucket goes only when empty (BucketNotEmpty otherwise), and empty

@@ -1,6 +1,6 @@
 /* bench_cond.c: `objlog bench --conditional`, the round trip of a
- * conditional PUT through libobjlog_producer with ack=applied (issue 4
- * item 7): produce, Kafka ack, apply with the precondition decided at the
+ * conditional PUT through libobjlog_producer with ack=applied:
+ * produce, Kafka ack, apply with the precondition decided at the
  * event's log position, outcome back to the producer.
  *
  * Open loop: one pacing thread issues write i at t0 + i/rate whatever the
@@ -131,7 +131,7 @@ static double pct(const double *sorted, long n, double q) {
 }
 
 /* Outcome delivery cost: HTTP requests the producer made for outcomes per
- * completed write during this rate's run (DESIGN §6: batched, not one
+ * completed write during this rate's run (batched, not one
  * round trip per write). */
 static double cond_requests_per_write(const objlog_producer_stats *before,
                                       const objlog_producer_stats *after) {

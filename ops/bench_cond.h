@@ -1,5 +1,5 @@
 /* bench_cond.h: `objlog bench --conditional` (ops/bench_cond.c), the
- * conditional PUT round-trip latency scenario of issue 4. Internal to the
+ * conditional PUT round-trip latency scenario. Internal to the
  * objlog CLI; bench.c parses the shared options and starts the objlogd. */
 #ifndef OBJLOG_BENCH_COND_H
 #define OBJLOG_BENCH_COND_H

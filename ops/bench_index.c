@@ -1,4 +1,4 @@
-/* bench_index.c: `objlog bench --indexes` (issue 15 item 2), in-process on a
+/* bench_index.c: `objlog bench --indexes`, in-process on a
  * temporary RocksDB store, no Kafka: events go straight through the state
  * machine (materializer/apply.c) as the materializer applies them, so the
  * figures are the store's and apply's, without the network or HTTP (which

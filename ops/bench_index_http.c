@@ -1,5 +1,5 @@
-/* bench_index_http.c: part (c) of `objlog bench --indexes` (issue 15 item
- * 2), the index query end to end: the bench's own `objlogd --embedded`,
+/* bench_index_http.c: part (c) of `objlog bench --indexes`, the index
+ * query end to end: the bench's own `objlogd --embedded`,
  * one bucket of IXH_OBJECTS objects, 1 in 10 with user_metadata.cust =
  * "hit" (IXH_MATCHES of them) and an index on that field, then
  * `GET /v1/buckets/B/indexes/cust/objects?eq=hit&max_keys=1000` (the

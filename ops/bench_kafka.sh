@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ops/bench_kafka.sh: objlog on the mock cluster beside a real single-node
-# and a real 3-node Kafka, in one run (issue 10, item 10). For each log it
+# and a real 3-node Kafka, in one run. For each log it
 # starts an objlogd view (the mock: `--embedded`; real: ops/kafka.sh
 # cluster in a temp dir + `objlogd --brokers`), runs `objlog bench` (produce
 # and apply rates, strong-GET latency) and `objlog bench --conditional`

@@ -1,4 +1,4 @@
-/* bench_lifecycle.c: objlog bench --lifecycle (issue 15, item 1): how fast
+/* bench_lifecycle.c: objlog bench --lifecycle: how fast
  * the lifecycle worker expires a backlog, and what that backlog costs
  * foreground writes. Against our own objlogd (embedded log), started with
  * the worker every 100 ms and its clock two days ahead (the test-only

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ops/bench_lifecycle_kafka.sh: `objlog bench --lifecycle` with a backlog too
-# big for the embedded log (issue 15, item 1: 1M objects). Starts a real
+# big for the embedded log (1M objects). Starts a real
 # single-node Kafka (ops/kafka.sh) in a temp dir and an `objlogd --brokers`
 # whose lifecycle worker scans every 100 ms with its clock two days ahead
 # (the test-only offset `bench --lifecycle` gives its own objlogd), runs the

@@ -1,5 +1,5 @@
 /* bench_list.c: `objlog bench --list`, LIST latency where other stores
- * choke (issue 3 item 7): a plain bucket next to (a) a prefix with few live
+ * choke: a plain bucket next to (a) a prefix with few live
  * keys among many deleted ones (tombstones, or delete markers in a
  * versioned bucket) and (b) one key with many versions among the others,
  * each case in a bucket of its own, then b->list_requests sequential LISTs

@@ -1,5 +1,5 @@
 /* bench_modes.c: `objlog bench --consistency-modes`, what each consistency
- * costs a GET (issue 5 item 6). The same keys, threads and GET count for
+ * costs a GET. The same keys, threads and GET count for
  * eventual, token and strong, while a background writer produces at a
  * fixed rate into the same bucket (so the same partition), so strong and
  * token fences have something to wait for. Token reads name the token of

@@ -1,5 +1,5 @@
 /* bench_s3.c: `objlog bench --s3`, what the S3 endpoint costs against the
- * JSON API for the same reads (issue 14, item 6), in one run of the
+ * JSON API for the same reads, in one run of the
  * bench's own objlogd: N keys in one bucket, then LISTs of all of them
  * (ListObjectsV2 vs GET /v1/buckets/B/objects, both max 1000 keys) and
  * HEADs of one key (HeadObject vs HEAD /v1/buckets/B/objects/K), each

@@ -1,5 +1,4 @@
-/* bench_stats.c: `objlog bench --stats`, what the usage counters cost
- * (issue 6 item 6).
+/* bench_stats.c: `objlog bench --stats`, what the usage counters cost.
  *
  * Apply throughput with and without the stats view, on the same log: our
  * `objlogd --embedded` takes N puts (new keys, one bucket) and applies

@@ -1,5 +1,5 @@
 /* cluster.c: `objlog cluster`, a cluster's nodes and who applies each
- * partition (issue 13): GET /v1/cluster of the node --url names, as two
+ * partition: GET /v1/cluster of the node --url names, as two
  * tables (NODE SELF REACHABLE PARTITIONS STANDBY-FOR, then PARTITION
  * ACTIVE APPLIED END LAG STANDBYS) or, with --json, the server's JSON. A node that is not in a
  * cluster answers 404 NotACluster, which is the command's error. */

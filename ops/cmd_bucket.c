@@ -1,5 +1,5 @@
 /* cmd_bucket.c: the bucket commands of objlog: mb, rb, bucket (settings),
- * versioning, and `ls` without a bucket (GET /v1/buckets, issue 11).
+ * versioning, and `ls` without a bucket (GET /v1/buckets).
  * Invariant: a bucket write's --json result names the bucket and carries
  * the write's token and request id, nothing that is empty for a bucket
  * (a bucket has no version id or ETag). */
@@ -159,7 +159,7 @@ static int cmd_bucket(cli *c, int argc, char **argv) {
     return 0;
 }
 
-/* ---- ratelimit (issue 15: admission control) ---- */
+/* ---- ratelimit (admission control) ---- */
 
 static const char ratelimit_usage[] =
     "usage: objlog ratelimit BUCKET [--rps N] [--burst N] [--write-rps N]\n"

@@ -1,4 +1,4 @@
-/* cmd_index.c: attribute index commands of the objlog CLI (issue 15 item 2):
+/* cmd_index.c: attribute index commands of the objlog CLI:
  * `objlog index put|get|delete|ls|values` and `objlog find`. Each is one
  * request (or, with --all, every page) to the query service's
  * /v1/buckets/{b}/indexes routes; errors are the service's, reported as

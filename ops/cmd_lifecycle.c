@@ -1,4 +1,4 @@
-/* cmd_lifecycle.c: objlog lifecycle set|get|delete|status (issue 15): a
+/* cmd_lifecycle.c: objlog lifecycle set|get|delete|status: a
  * bucket's lifecycle rules over /v1/buckets/{b}/lifecycle and the
  * worker's backlog over /v1/buckets/{b}/lifecycle/status. The rules file
  * is the API's JSON, sent as is: the server is the one place that checks

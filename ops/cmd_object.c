@@ -1,6 +1,7 @@
 /* cmd_object.c: the object commands of objlog: put, get, head, rm, ls and
- * versions (DESIGN §8). Reads take --consistency strong|eventual|token and
- * --token (DESIGN §7: the server's consistency= and token= parameters).
+ * versions (docs/ARCHITECTURE.md, "HTTP routes as built"). Reads take
+ * --consistency strong|eventual|token and --token (the server's
+ * consistency= and token= parameters: docs/ARCHITECTURE.md, "Reads").
  * Invariant: --json prints only the fields that mean something for the
  * command (no empty strings, no flags that are always false there); the
  * readable form prints the same facts, sizes with units, times as the

@@ -1,4 +1,4 @@
-/* cmd_stats.c: the usage commands of objlog (issue 6): stats (the usage
+/* cmd_stats.c: the usage commands of objlog: stats (the usage
  * counters of a bucket, a tenant, everything, or the top buckets) and usage
  * (objects and bytes per common prefix one level down, every page walked).
  * Invariant: arguments are checked before any request; the readable sizes

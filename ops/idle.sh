@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ops/idle.sh: what an idle objlogd costs (issue 11, item 9), measured from
+# ops/idle.sh: what an idle objlogd costs, measured from
 # /proc/PID/stat (user + system CPU time) over SECONDS (default 5) after a
 # 6 s settle, for `objlogd --embedded` and for a view `objlogd --brokers`
 # of a real 1-node Kafka (ops/kafka.sh; skipped without Java). Prints one

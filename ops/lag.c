@@ -1,6 +1,7 @@
 /* lag.c: `objlog lag`, the operator's view of how far each partition's
- * materialized view trails the log (DESIGN §7): GET /v1/lag as a table
- * (PARTITION APPLIED END LAG LAG_S STATE) and a summary line; --json prints
+ * materialized view trails the log (docs/ARCHITECTURE.md, "Reads"):
+ * GET /v1/lag as a table (PARTITION APPLIED END LAG LAG_S STATE) and a
+ * summary line; --json prints
  * the server's JSON; --watch redraws every --interval seconds until SIGINT
  * or SIGTERM (exit 0), adding each partition's apply rate (events/s)
  * measured between two refreshes. Invariant: the screen is cleared with

@@ -1,6 +1,7 @@
 /* objlog.c: main of the `objlog` command-line client of the objlogd HTTP
- * API (DESIGN §8): the global options, the command table, `help` and the
- * option parsing every command shares (getopt_long: --opt=value, "--"
+ * API (docs/ARCHITECTURE.md, "HTTP routes as built"): the global
+ * options, the command table, `help` and the option parsing every command
+ * shares (getopt_long: --opt=value, "--"
  * ends options, permuted positionals). The commands themselves live in
  * cmd_*.c, lag.c, topics.c and bench.c (cli.h lists them).
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ops/soak.sh: the full kill -9 soak of the view on a real Kafka (issue 10,
-# item 8). Owns one command: build what the soak needs (if needed), then run
+# ops/soak.sh: the full kill -9 soak of the view on a real Kafka.
+# Owns one command: build what the soak needs (if needed), then run
 # tests/test_soak with OBJLOG_SOAK_CYCLES (default 50) against a fresh
 # 3-node KRaft cluster the test starts and removes itself (ops/kafka.sh).
 # It checks that no acknowledged write is lost or applied twice and that the

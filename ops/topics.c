@@ -1,4 +1,4 @@
-/* topics.c: `objlog topics create|check` (issue 10, item 3): objlog's three
+/* topics.c: `objlog topics create|check`: objlog's three
  * Kafka topics made with the configs schemas/topics.h documents, and an
  * existing cluster's topics checked against them. Talks to Kafka directly
  * (--brokers or $OBJLOG_BROKERS), not to objlogd. Exit 0 when the topics

@@ -1,4 +1,4 @@
-/* admit.c: the producer's admission control (issue 15 item 3). A frontend
+/* admit.c: the producer's admission control. A frontend
  * that writes through this library never passes objlogd's edge, so with
  * admission=on the library applies the same two rules to its own writes:
  *   - hot partition: a write routed to a partition that objlogd reports

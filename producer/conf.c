@@ -172,7 +172,7 @@ static objlog_conf_res conf_set_refresh(int *slot, const char *name, const char 
     return OBJLOG_CONF_OK;
 }
 
-/* librdkafka settings the library fixes (DESIGN §6: every write is
+/* librdkafka settings the library fixes (every write is
  * idempotent and acknowledged by all in-sync replicas, or the log could
  * reorder or lose a write the caller saw acknowledged). Refused at set
  * time rather than silently overridden at producer_new. */

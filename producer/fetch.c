@@ -1,5 +1,6 @@
-/* fetch.c: the outcome fetcher for ack=applied (DESIGN §6, issue 4). One
- * thread drives a curl multi handle. Per partition it keeps the logged
+/* fetch.c: the outcome fetcher for ack=applied (docs/ARCHITECTURE.md,
+ * "How a write flows"). One thread drives a curl multi handle. Per
+ * partition it keeps the logged
  * writes still awaiting an outcome, ordered by offset, and has at most one
  * long-poll in flight:
  *   GET {query.url}/v1/outcomes?partition=P&from=<lowest pending offset>

@@ -1,5 +1,6 @@
 /* objlog_producer.h: libobjlog_producer, the library upload frontends embed
- * to append metadata events to objlog.events (DESIGN §4, §6).
+ * to append metadata events to objlog.events (docs/ARCHITECTURE.md,
+ * "How a write flows").
  *
  * Shaped like librdkafka: configuration is string key/value pairs checked at
  * set time (the error names the bad key); every call that can fail returns
@@ -54,7 +55,7 @@
  *     overshot, deterministic under replay (QuotaExceeded, 403).
  *   admission          off (default) | on (needs query.url): the library
  *                      applies objlogd's admission control to its own
- *                      writes (issue 15; producer/admit.c). A write routed
+ *                      writes (producer/admit.c). A write routed
  *                      to a partition objlogd reports slow (apply lag over
  *                      its --slowdown-lag, GET /v1/admission), or over the
  *                      bucket's rate limit (GET /v1/buckets/{b}/ratelimit:
@@ -156,7 +157,7 @@ extern "C" {
 /* (major << 16) | (minor << 8) | patch, for #if */
 #define OBJLOG_VERSION 0x000300
 /* 0.3 also adds OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit and
- * the admission.* keys (admission control, issue 15). */
+ * the admission.* keys (admission control). */
 /* The library's version at run time ("0.3.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
@@ -447,7 +448,7 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
                                    objlog_write_result *res, char *errstr,
                                    size_t errstr_size);
 
-/* Attribute indexes (issue 15): PutIndex declares index `name` of the
+/* Attribute indexes: PutIndex declares index `name` of the
  * bucket on `field` ("user_metadata.KEY", "tag.KEY", "content_type",
  * "storage_class"), composite with last-modified if with_last_modified;
  * DropIndex removes it and its rows; BuildIndex advances a building
@@ -466,7 +467,7 @@ int objlog_producer_build_index(objlog_producer *p, const char *bucket, const ch
                                 objlog_write_cb *cb, void *opaque, char *errstr,
                                 size_t errstr_size);
 
-/* A bucket's request-rate limit (issue 15 item 3), enforced before the
+/* A bucket's request-rate limit, enforced before the
  * log by objlogd's JSON API and S3 endpoint (503 SlowDown, Retry-After)
  * and, with admission=on, by this library for its own writes. rps: every
  * request of the bucket per second; write_rps: writes, on top of it; 0 =

@@ -1,5 +1,6 @@
 /* producer.c: objlog_producer, the write path of libobjlog_producer
- * (DESIGN §4, §6). Owns the librdkafka producer (idempotent, acks=all), the
+ * (docs/ARCHITECTURE.md, "How a write flows"). Owns the librdkafka
+ * producer (idempotent, acks=all), the
  * range map it routes with, the delivery-report thread and the count of
  * outstanding writes.
  *
@@ -1038,7 +1039,7 @@ int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
                                sync_cb, &w, errstr, errstr_size));
 }
 
-/* SetQuota (issue 6): the bucket's quota; 0 = no limit. Enforced by the
+/* SetQuota: the bucket's quota; 0 = no limit. Enforced by the
  * state machine on later PUTs and CompleteUploads (QuotaExceeded). */
 int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
                               uint64_t max_bytes, uint64_t max_objects,
@@ -1072,7 +1073,7 @@ int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
                                sync_cb, &w, errstr, errstr_size));
 }
 
-/* ---- attribute indexes (issue 15): bucket events, routed by route_key(b, "") */
+/* ---- attribute indexes: bucket events, routed by route_key(b, "") */
 
 static int index_name_given(const char *what, const char *v, char *errstr, size_t es) {
     if (v && *v)
@@ -1132,7 +1133,7 @@ int objlog_producer_build_index(objlog_producer *p, const char *bucket, const ch
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
 
-/* SetRateLimit / DeleteRateLimit (issue 15 item 3): stored by the state
+/* SetRateLimit / DeleteRateLimit: stored by the state
  * machine, enforced at the edge (objlogd, and this library's admission). */
 int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
                                    const objlog_rate_limit *limit,

@@ -123,7 +123,7 @@ int quota_new(const objlog_producer_conf *conf, quota **out, char *errstr,
 int quota_check(quota *q, char *errstr, size_t errstr_size);
 void quota_destroy(quota *q);
 
-/* Admission (admit.c, issue 15 item 3): with admission=on, a library
+/* Admission (admit.c): with admission=on, a library
  * thread polls the query service for the partitions whose writes slow
  * down and the rate limits of the buckets this producer writes; a write
  * over them is not sent. padmit_new sets *out to NULL when admission is

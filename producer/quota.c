@@ -1,4 +1,4 @@
-/* quota.c: the producer's tenant-quota pre-check (issue 6 item 4). When
+/* quota.c: the producer's tenant-quota pre-check. When
  * tenant.quota.tenant and a max are configured, one small thread reads
  * GET {query.url}/v1/tenants/{t}/stats every tenant.quota.refresh.ms and
  * keeps the last answer; put_object and complete_upload compare that

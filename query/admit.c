@@ -1,4 +1,4 @@
-/* admit.c: admission control at objlogd's edge (issue 15 item 3). Every
+/* admit.c: admission control at objlogd's edge. Every
  * bucket-scoped request of the JSON API and of the S3 endpoint passes
  * admit_request before it is read or logged: per-bucket and per-tenant
  * token buckets (tokenbucket.h) and, for writes, the hot-partition guard.

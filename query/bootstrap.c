@@ -1,5 +1,5 @@
 /* bootstrap.c: a cluster node copying a partition from a peer instead of
- * replaying the log from offset 0 (issue 13, item 4).
+ * replaying the log from offset 0.
  *
  * The materializer holds every partition it is given (by the group or the
  * standby placement) that its store never applied (conf hold_new). The

@@ -1,6 +1,6 @@
-/* buckets.c: GET /v1/buckets, the store's buckets by name (S3 ListBuckets,
- * issue 11), paginated: max_buckets (1..1000, default 1000), prefix,
- * tenant and continuation_token.
+/* buckets.c: GET /v1/buckets, the store's buckets by name (S3 ListBuckets),
+ * paginated: max_buckets (1..1000, default 1000), prefix, tenant and
+ * continuation_token.
  *
  * The `buckets` CF is keyed by bucket_part(b) = hash ‖ enc(b), so name
  * order is not key order and a name range is no key range. Every page

@@ -1,5 +1,5 @@
 /* cluster.c: who holds which partition when objlogd runs as a node of a
- * cluster (`objlogd --cluster NAME --advertise URL`, issue 13).
+ * cluster (`objlogd --cluster NAME --advertise URL`).
  *
  * The nodes of one cluster are the members of one Kafka consumer group
  * ("objlog-cluster-NAME"); the group's cooperative assignor decides which

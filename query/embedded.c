@@ -1,7 +1,8 @@
 /* embedded.c: the in-process Kafka of `objlogd --embedded` / --kafka-only
- * (DESIGN §9): librdkafka's mock cluster with 3 brokers, the three objlog
- * topics and the default range map. It lives in memory and keeps about 5 MB
- * per partition: for trying objlog and for tests, never for data you keep.
+ * (docs/ARCHITECTURE.md, "Processes"): librdkafka's mock cluster with 3
+ * brokers, the three objlog topics and the default range map. It lives in
+ * memory and keeps about 5 MB per partition: for trying objlog and for
+ * tests, never for data you keep.
  *
  * The mock cluster is owned by a dedicated producer handle (`host`); the
  * range map and a fresh log id (kind "embedded", control.h) are published

@@ -1,8 +1,9 @@
-/* fence.c: read consistency (DESIGN §7). A read under `strong` must not be
- * served before the view has applied everything the partition leader had
- * when the read arrived; under `token`, everything up to the write the
- * token names; `eventual` answers at once. Waits are bounded by timeout_ms
- * and end in 503 SlowDown with the lag, never in a stale answer.
+/* fence.c: read consistency (docs/ARCHITECTURE.md, "Reads"). A read under
+ * `strong` must not be served before the view has applied everything the
+ * partition leader had when the read arrived; under `token`, everything up
+ * to the write the token names; `eventual` answers at once. Waits are
+ * bounded by timeout_ms and end in 503 SlowDown with the lag, never in a
+ * stale answer.
  *
  * End offsets come from watermark.c, which shares one ListOffsets request
  * per partition among concurrent strong reads (never one that started

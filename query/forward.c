@@ -1,5 +1,5 @@
 /* forward.c: a cluster node answering a read for a partition another node
- * applies (issue 13, item 2). The request goes as it came (method, path
+ * applies. The request goes as it came (method, path
  * and query, headers, body) to that node over a kept-alive connection of
  * this worker (evhttp's client on the worker's own event_base), and its
  * answer comes back as it went, with X-Objlog-Node (the node that

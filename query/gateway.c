@@ -1,4 +1,5 @@
-/* gateway.c: the HTTP write gateway (DESIGN §6, §8), a thin frontend over
+/* gateway.c: the HTTP write gateway (docs/ARCHITECTURE.md, "How a write
+ * flows" and "HTTP routes as built"), a thin frontend over
  * libobjlog_producer.
  *
  * The producer runs with ack=logged: its callback (a library thread) says
@@ -315,7 +316,7 @@ static int gw_remaining_ms(const gw_req *r) {
 }
 
 /* A cluster node that does not apply the write's partition takes its
- * outcome from the node that does (issue 13). 1 handled, 0 wait here. */
+ * outcome from the node that does. 1 handled, 0 wait here. */
 static int gw_await_remote(gw_req *r) {
     objlog_query *q = r->c.q;
     if (!q->cluster || objlog_materializer_applies(q->m, r->res.partition))
@@ -560,9 +561,10 @@ static gw_req *gw_req_new(http_ctx *c, objlog_write_opts *opts,
     return r;
 }
 
-/* gw_req_new for writes that take preconditions (DESIGN §6): If-Match (an
- * etag) and, where S3 allows it, If-None-Match (only "*"). The header
- * strings stay owned by the request, which outlives the producer call. */
+/* gw_req_new for writes that take preconditions (docs/ARCHITECTURE.md,
+ * "How a write flows"): If-Match (an etag) and, where S3 allows it,
+ * If-None-Match (only "*"). The header strings stay owned by the request,
+ * which outlives the producer call. */
 static gw_req *gw_req_new_cond(http_ctx *c, objlog_write_opts *opts,
                                uint8_t rid[OBJLOG_REQUEST_ID_LEN], int allow_inm) {
     struct evkeyvalq *h = evhttp_request_get_input_headers(c->req);
@@ -1272,7 +1274,7 @@ void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
     gw_submitted(c, r, rc, err);
 }
 
-/* ---- attribute indexes (issue 15): PUT/DELETE /v1/buckets/{b}/indexes/{name} */
+/* ---- attribute indexes: PUT/DELETE /v1/buckets/{b}/indexes/{name} */
 
 /* Body {"field": "...", "last_modified": bool}; the name and field are
  * checked here (400 InvalidArgument) as the state machine will. */

@@ -1,5 +1,6 @@
-/* http.c: the HTTP server of objlogd (DESIGN §8): worker threads, sockets,
- * routing, edge validation and the reply helpers every handler uses.
+/* http.c: the HTTP server of objlogd (docs/ARCHITECTURE.md, "HTTP routes
+ * as built"): worker threads, sockets, routing, edge validation and the
+ * reply helpers every handler uses.
  *
  * Each of the N workers has its own event_base and evhttp and accepts on its
  * own duplicate of one listening socket (never SO_REUSEPORT, which would let
@@ -1040,7 +1041,8 @@ static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
         return NULL;
     }
     /* ack=logged: the gateway waits for the outcome on the materializer in
-     * this process rather than asking itself over HTTP (DESIGN §6). */
+     * this process rather than asking itself over HTTP (docs/ARCHITECTURE.md,
+     * "How a write flows"). */
     if (objlog_producer_conf_set(pc, "bootstrap.servers", q->brokers, errstr, errstr_size) ||
         objlog_producer_conf_set(pc, "topic", q->topic, errstr, errstr_size) ||
         objlog_producer_conf_set(pc, "control.topic", q->control_topic, errstr, errstr_size) ||
@@ -1056,7 +1058,7 @@ static objlog_producer *http_gateway_producer(objlog_query *q, char *errstr,
         /* The library's 5 ms linger made every gateway write wait for it:
          * 32 writers already fill batches. wrk -c32, ack=logged: 4.8k/s
          * p50 6.5 ms at 5 ms, 9.5k/s p50 3.0 ms at 1 ms; 0 ms sends a
-         * request per write and falls to 1.5k/s (issue 12). */
+         * request per write and falls to 1.5k/s. */
         objlog_producer_conf_set(pc, "kafka.linger.ms", "1", errstr, errstr_size)) {
         objlog_producer_conf_destroy(pc);
         return NULL;

@@ -205,7 +205,7 @@ struct objlog_query {
     atomic_uint_fast64_t ckpt_served, ckpt_bytes; /* answered 200, and their bytes */
     int nworkers;
     http_worker *workers;
-    struct lc_worker *lc;        /* lifecycle.c (issue 15) */
+    struct lc_worker *lc;        /* the lifecycle worker (lifecycle.c) */
     admit *admit;                /* admission control (admit.c); NULL: off */
 };
 
@@ -519,7 +519,7 @@ void ckpt_serve(http_ctx *c, const char *rest);
 void ckpt_expire_worker(http_worker *w);
 
 /* ---- stats.c ---- */
-/* Usage (issue 6): GET /v1/buckets/{b}/stats (fenced on its bucket's
+/* Usage: GET /v1/buckets/{b}/stats (fenced on its bucket's
  * partition), /v1/tenants/{t}/stats, /v1/stats, /v1/stats/top (the sums
  * over every partition: fenced on all of them, or gathered from every
  * node of a cluster). */
@@ -644,7 +644,7 @@ int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delet
  * path as every JSON write: ack=, timeout_ms=, request id, the answer. */
 void gateway_write_event(http_ctx *c, Objlog__Event *ev);
 
-/* ---- lifecycle.c (the worker) and lcapi.c (its HTTP API): issue 15 ---- */
+/* ---- lifecycle.c (the worker) and lcapi.c (its HTTP API) ---- */
 typedef struct lc_worker lc_worker;
 /* What the worker knows of one bucket with rules. */
 typedef struct lc_status {
@@ -672,7 +672,7 @@ void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
  * (caller frees), 0 after replying (404 NoSuchLifecycleConfiguration when
  * it has none; S3's XML when c->s3) or parking. */
 int lcapi_bucket(http_ctx *c, const char *bucket, view_bucket *b);
-/* ---- admit.c: admission control (issue 15 item 3) ---- */
+/* ---- admit.c: admission control ---- */
 typedef struct admit_conf {
     uint32_t bucket_rps, bucket_burst;  /* default per bucket; 0: none */
     uint32_t tenant_rps, tenant_burst;  /* per tenant; 0: none */
@@ -705,7 +705,7 @@ int64_t admit_partition_lag(objlog_query *q, int32_t p);
 void admit_get_rate_limit(http_ctx *c, const char *bucket); /* GET .../ratelimit */
 void admit_get_status(http_ctx *c);                         /* GET /v1/admission */
 
-/* ---- cluster.c: which node applies which partition (issue 13) ---- */
+/* ---- cluster.c: which node applies which partition ---- */
 
 /* ---- bootstrap.c: copying a partition from a peer's checkpoint ---- */
 
@@ -794,7 +794,7 @@ typedef void (*gather_done_fn)(http_ctx *c, const gather_reply *r, int n, void *
 int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
                    gather_done_fn done, void *arg);
 
-/* ---- s3.c: the S3 REST endpoint (issue 14) ---- */
+/* ---- s3.c: the S3 REST endpoint ---- */
 
 /* What an S3 write's success answers (http_ctx.s3_op). */
 enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
@@ -883,7 +883,7 @@ void s3_complete_upload(http_ctx *c, const s3_request *r); /* POST ?uploadId */
 void s3_abort_upload(http_ctx *c, const s3_request *r);    /* DELETE ?uploadId */
 void s3_copy_object(http_ctx *c, const s3_request *r);     /* PUT + x-amz-copy-source */
 void s3_delete_objects(http_ctx *c, const s3_request *r);  /* POST ?delete */
-/* ---- s3lc.c: S3's ?lifecycle bucket subresource (issue 15 item 1) ---- */
+/* ---- s3lc.c: S3's ?lifecycle bucket subresource ---- */
 void s3_put_lifecycle(http_ctx *c, const s3_request *r);    /* PUT ?lifecycle */
 void s3_get_lifecycle(http_ctx *c, const char *bucket);     /* GET ?lifecycle */
 void s3_delete_lifecycle(http_ctx *c, const char *bucket);  /* DELETE ?lifecycle */
@@ -937,7 +937,7 @@ int s3_checksum(http_ctx *c, const struct s3auth *a, const uint8_t *body, size_t
  * value: 1, or 0 when it is not one of S3's. */
 int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value);
 
-/* ---- attribute indexes (issue 15): ixread.c, gateway.c, ixdriver.c ---- */
+/* ---- attribute indexes: ixread.c, gateway.c, ixdriver.c ---- */
 void http_method_not_allowed(http_ctx *c, const char *allow);
 /* One version as a listing shows it (read.c). */
 void read_version_jsonw(jsonw *w, const view_version *v);

@@ -1,4 +1,4 @@
-/* ixdriver.c: drives the backfill of attribute indexes (issue 15 item 2).
+/* ixdriver.c: drives the backfill of attribute indexes.
  *
  * The backfill itself is decided in the log (materializer/indexes.c): each
  * BuildIndex event indexes the next keys after the index's cursor. This

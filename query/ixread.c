@@ -1,4 +1,4 @@
-/* ixread.c: the HTTP/JSON routes of attribute indexes (issue 15 item 2):
+/* ixread.c: the HTTP/JSON routes of attribute indexes:
  *
  *   PUT    /v1/buckets/{b}/indexes/{name}   {"field":..,"last_modified":bool}
  *   DELETE /v1/buckets/{b}/indexes/{name}   (both: gateway.c, events)

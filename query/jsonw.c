@@ -2,8 +2,9 @@
  * LIST page). With
  * jansson a GET built a json_t tree (a hash table, an allocation per
  * field) and dumped it through a callback per token: about 33,000
- * instructions of the 139,000 an eventual GET cost (callgrind, issue 12).
- * This appends the same compact JSON to a keybuf in one pass.
+ * instructions of the 139,000 an eventual GET cost (callgrind,
+ * ops/compare/icount.sh). This appends the same compact JSON to a keybuf
+ * in one pass.
  *
  * Invariant: the text is what json_dumps(JSON_COMPACT) gives for the same
  * fields in the same order: '"', '\\' and bytes below 0x20 escaped, other

@@ -1,4 +1,4 @@
-/* lcapi.c: the JSON API of bucket lifecycle (issue 15, item 1):
+/* lcapi.c: the JSON API of bucket lifecycle:
  *   PUT    /v1/buckets/{b}/lifecycle  {"rules":[...]}  -> a SetLifecycle event
  *   GET    /v1/buckets/{b}/lifecycle  the rules (404 NoSuchLifecycleConfiguration)
  *   DELETE /v1/buckets/{b}/lifecycle  a SetLifecycle event without rules

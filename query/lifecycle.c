@@ -1,4 +1,4 @@
-/* lifecycle.c: the lifecycle worker (issue 15, item 1). One thread per
+/* lifecycle.c: the lifecycle worker. One thread per
  * objlogd that, every interval, scans a snapshot of the views for buckets
  * with lifecycle rules, finds what is due (current and noncurrent
  * versions, lone delete markers, incomplete uploads: the rules of

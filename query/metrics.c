@@ -1,5 +1,6 @@
-/* metrics.c: the operator routes (DESIGN §7): GET /v1/lag (JSON), GET
- * /readyz and GET /metrics (Prometheus text format 0.0.4).
+/* metrics.c: the operator routes (docs/ARCHITECTURE.md, "Reads"): GET
+ * /v1/lag (JSON), GET /readyz and GET /metrics (Prometheus text format
+ * 0.0.4).
  *
  * Owns nothing: every figure is read at request time from the materializer,
  * the watermark cache (watermark.c), the per-worker request counters
@@ -39,9 +40,10 @@ static int64_t metrics_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Lag in seconds is measured in log time (Kafka timestamps), as the issue
- * defines it: the log time of the newest event known for the partition
- * minus that of the newest applied one, 0 when caught up.
+/* Lag in seconds is measured in log time (Kafka timestamps), as
+ * docs/ARCHITECTURE.md, "Reads", defines it: the log time of the newest
+ * event known for the partition minus that of the newest applied one, 0
+ * when caught up.
  *  - "newest known" is the newest event the consumer has taken from the
  *    log; when it is not newer than the applied one although the end
  *    offset says more events exist (not fetched yet, e.g. a stalled or

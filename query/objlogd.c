@@ -1,6 +1,6 @@
-/* objlogd.c: the daemon (DESIGN §9): optional embedded Kafka, the store,
- * the materializer and the HTTP service, in that order; torn down in the
- * reverse order on SIGTERM/SIGINT.
+/* objlogd.c: the daemon (docs/ARCHITECTURE.md, "Processes"): optional
+ * embedded Kafka, the store, the materializer and the HTTP service, in that
+ * order; torn down in the reverse order on SIGTERM/SIGINT.
  *
  * Machine-readable lines on stdout (flushed at once; tests parse them):
  * OBJLOG_BOOTSTRAP=, OBJLOG_LISTEN=, OBJLOG_READY. Everything else goes to
@@ -47,7 +47,7 @@ typedef struct objlogd_conf {
     int fetch_wait_ms;           /* -1: 2 embedded, 100 with --brokers */
     int ready_max_lag;           /* /readyz: max lag in messages */
     int test_apply_delay_ms;     /* test only: sleep per applied batch */
-    int lifecycle_interval_ms;   /* lifecycle worker period; 0 off (issue 15) */
+    int lifecycle_interval_ms;   /* lifecycle worker period; 0 off */
     int lifecycle_max_rate;      /* Expire events per second; 0 unbounded */
     long long test_lc_offset_ms; /* test only: the worker's clock offset */
     int test_no_stats;           /* bench only: no stats view */
@@ -63,7 +63,7 @@ typedef struct objlogd_conf {
     long long nofile;            /* the open-file limit in force */
     int block_cache_mb;          /* the store's shared block cache */
     int memtable_mb;             /* the store's memtable budget, all CFs */
-    const char *cluster;         /* cluster name: a node of it (issue 13) */
+    const char *cluster;         /* cluster name: a node of it */
     const char *advertise;       /* this node's URL; NULL: http://listen */
     const char *token_secret_file; /* signs tokens; cluster nodes share it */
     int eventual_max_lag;        /* cluster: local eventual reads within it */

@@ -1,5 +1,5 @@
-/* outcomes.c: GET /v1/outcomes, the batched outcome feed for producers
- * (issue 4): ?partition=P&from=OFFSET&max=N&timeout_ms=T long-polls until
+/* outcomes.c: GET /v1/outcomes, the batched outcome feed for producers:
+ * ?partition=P&from=OFFSET&max=N&timeout_ms=T long-polls until
  * the event at OFFSET is applied (or T passes), then answers every stored
  * outcome of partition P with offset >= OFFSET that is applied, up to N:
  * {"partition","applied","low","outcomes":[{"offset","status","code",

@@ -1,6 +1,7 @@
 /* query.h: the query service and HTTP write gateway hosted by objlogd
- * (DESIGN §7, §8), plus the embedded Kafka cluster objlogd and the tests
- * start (DESIGN §9).
+ * (docs/ARCHITECTURE.md, "Reads" and "HTTP routes as built"), plus the
+ * embedded Kafka cluster objlogd and the tests start (docs/ARCHITECTURE.md,
+ * "Processes").
  *
  * objlog_query owns: N HTTP worker threads (one event_base + evhttp each,
  * all accepting from one listening socket that no other process can share),
@@ -62,7 +63,7 @@ typedef struct objlog_query_conf {
     int standbys;                /* cluster: other nodes that also apply each
                                     partition (placement in cluster.c); the
                                     materializer needs conf standbys > 0 */
-    const char *s3_host;         /* the S3 endpoint (issue 14): NULL off */
+    const char *s3_host;         /* the S3 endpoint: NULL off */
     int s3_port;                 /* 0: any free port (objlog_query_s3_port) */
     int s3_listen_fd;            /* with s3_listen_fd_set: bound already */
     int s3_listen_fd_set;
@@ -87,13 +88,13 @@ typedef struct objlog_query_conf {
                                     own secret. Nodes of a cluster share one
                                     (objlogd --token-secret-file), so a
                                     token outlives its partition's move */
-    int lifecycle_interval_ms;   /* lifecycle worker scan period (issue 15);
+    int lifecycle_interval_ms;   /* lifecycle worker scan period;
                                     0: no worker */
     long long lifecycle_clock_offset_ms; /* tests only: the worker's clock is
                                     wall + this (objects look days old) */
     int lifecycle_max_rate;      /* Expire events per second at most; 0:
                                     as fast as their outcomes come back */
-    /* Admission control (issue 15 item 3; query/admit.c); 0: off. */
+    /* Admission control (query/admit.c); 0: off. */
     unsigned rate_limit_bucket_rps, rate_limit_bucket_burst; /* default */
     unsigned rate_limit_tenant_rps, rate_limit_tenant_burst;
     long long slowdown_lag;      /* writes to a partition lagging more
@@ -123,7 +124,7 @@ int objlog_query_reload(objlog_query *q, char *errstr, size_t errstr_size);
  * or -1 with errstr. */
 int objlog_query_listen(const char *host, int port, int *bound_port, char *errstr,
                         size_t errstr_size);
-/* Cluster nodes (issue 13): the consumer group of cluster name, and the
+/* Cluster nodes: the consumer group of cluster name, and the
  * client.id that names a node's URL to its peers. */
 void objlog_cluster_group(const char *name, char *out, size_t n);
 void objlog_cluster_client_id(const char *url, char *out, size_t n);

@@ -1,7 +1,9 @@
-/* read.c: the HTTP/JSON layer of the reads (DESIGN §7, §8): GET/HEAD of an
- * object, bucket settings, LIST, ListObjectVersions, multipart uploads and
- * parts, the outcome of a write by its token and prefix usage (issue 6;
- * the usage counters are stats.c). The reading itself is view.c; this file owns parameters, fences, status codes and JSON shapes.
+/* read.c: the HTTP/JSON layer of the reads (docs/ARCHITECTURE.md, "Reads"
+ * and "HTTP routes as built"): GET/HEAD of an object, bucket settings,
+ * LIST, ListObjectVersions, multipart uploads and parts, the outcome of a
+ * write by its token and prefix usage (the usage counters are stats.c).
+ * The reading itself is view.c; this file owns parameters, fences, status
+ * codes and JSON shapes.
  *
  * Every read first passes its fence (fence.c), then reads from ONE view
  * (one RocksDB snapshot) opened after the fence, so the answer reflects at

@@ -1,4 +1,4 @@
-/* s3.c: the S3 REST endpoint (`objlogd --s3-listen HOST:PORT`, issue 14):
+/* s3.c: the S3 REST endpoint (`objlogd --s3-listen HOST:PORT`):
  * S3's wire format over the same views and gateway as the JSON API.
  *
  * Each HTTP worker runs a second evhttp on its own loop for the S3

@@ -1,4 +1,4 @@
-/* s3lc.c: S3's bucket lifecycle subresource (issue 15, item 1):
+/* s3lc.c: S3's bucket lifecycle subresource:
  *   PUT    /BUCKET?lifecycle  PutBucketLifecycleConfiguration -> SetLifecycle
  *   GET    /BUCKET?lifecycle  GetBucketLifecycleConfiguration
  *   DELETE /BUCKET?lifecycle  DeleteBucketLifecycle -> SetLifecycle without rules

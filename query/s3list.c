@@ -1,5 +1,5 @@
 /* s3list.c: the S3 endpoint's listings of versions, uploads and parts
- * (issue 14, items 3-4, the read side): ListObjectVersions (GET
+ * (the read side of versioning and multipart uploads): ListObjectVersions (GET
  * /BUCKET?versions), ListMultipartUploads (GET /BUCKET?uploads) and
  * ListParts (GET|HEAD /BUCKET/KEY?uploadId=ID), routed here by s3.c.
  *

@@ -1,5 +1,5 @@
 /* s3sum.c: S3's additional checksums (x-amz-checksum-crc32, -crc32c,
- * -sha1, -sha256) of a PutObject or UploadPart body (issue 14, item 3).
+ * -sha1, -sha256) of a PutObject or UploadPart body.
  * objlog keeps no bytes, so the checksum is derived from the body as it
  * arrives, checked against the one the client sent (a header, or the
  * trailer of an aws-chunked body) and kept in the object's metadata as

@@ -1,4 +1,4 @@
-/* s3write.c: the S3 writes beyond PutObject and DeleteObject (issue 14):
+/* s3write.c: the S3 writes beyond PutObject and DeleteObject:
  * PutBucketVersioning, the multipart upload (Create, UploadPart, Complete,
  * Abort), CopyObject and DeleteObjects. s3.c routes to them; they parse
  * S3's request (headers, XML bodies with expat) into the values of the

@@ -1,4 +1,4 @@
-/* stats.c: the usage counters over HTTP (issue 6): GET /v1/buckets/{b}/stats,
+/* stats.c: the usage counters over HTTP: GET /v1/buckets/{b}/stats,
  * /v1/tenants/{t}/stats, /v1/stats and /v1/stats/top. The counting is
  * apply.c's (the `stats` CF), the reading view.c's; this file owns the
  * parameters, the fences, the JSON shapes, and gathering the sums of a

@@ -1,7 +1,7 @@
-/* view.h: the read side of objlog without HTTP (DESIGN §7): GET, LIST,
- * ListObjectVersions, ListMultipartUploads, ListParts, the usage counters
- * and prefix usage over one RocksDB snapshot of the materialized views,
- * returning plain C structs.
+/* view.h: the read side of objlog without HTTP (docs/ARCHITECTURE.md,
+ * "Reads"): GET, LIST, ListObjectVersions, ListMultipartUploads,
+ * ListParts, the usage counters and prefix usage over one RocksDB snapshot
+ * of the materialized views, returning plain C structs.
  *
  * read.c is the HTTP/JSON layer over it; tests call it directly (apply
  * events into a store, compare with a reference model). It has no fence:

@@ -1,5 +1,6 @@
 /* watermark.c: coalesced end offsets (high watermarks) of the events topic
- * for strong-read fences, /v1/lag, /readyz and /metrics (DESIGN §7).
+ * for strong-read fences, /v1/lag, /readyz and /metrics (docs/ARCHITECTURE.md,
+ * "Reads").
  *
  * Owns one rd_kafka handle and, per partition, the state of its ListOffsets
  * requests. Invariant: per partition at most one request is in flight; any
@@ -303,11 +304,11 @@ static rd_kafka_resp_err_t wm_await(wm_cache *w, int32_t p, uint64_t need,
      * below that write, and a read fenced on it could miss its own
      * acknowledged write (not linearizable). The first request that starts
      * after the read arrived returns an end offset covering every write
-     * acked until then (DESIGN §7, read index). Every reader that arrives
-     * while request N is in flight waits for N+1, so however many readers
-     * there are, each partition sees one round trip at a time; whoever
-     * finds none in flight starts it. A later request than `need` is as
-     * good (it started later still). */
+     * acked until then (a read index; docs/ARCHITECTURE.md, "Reads"). Every
+     * reader that arrives while request N is in flight waits for N+1, so
+     * however many readers there are, each partition sees one round trip
+     * at a time; whoever finds none in flight starts it. A later request
+     * than `need` is as good (it started later still). */
     (void)w;
     (void)p;
     while (wp->done < need) {

@@ -1,4 +1,5 @@
-/* control.h: what the compacted topic objlog.control holds (DESIGN §3, §9).
+/* control.h: what the compacted topic objlog.control holds
+ * (docs/ARCHITECTURE.md, "Keys and column families" and "Processes").
  *  - key "rangemap": the range map as data. The newest wins. When the topic
  *    holds none, callers fall back to the default map for the events
  *    topic's partition count (epoch 1), which is also what objlogd

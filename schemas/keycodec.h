@@ -1,6 +1,7 @@
 /* keycodec.h: the byte layout of every RocksDB key and Kafka message key
- * (DESIGN §3). Owns enc()/escape(), route keys, version rows, prefix ranges,
- * sequence numbers, version ids and read-after-write tokens.
+ * (docs/ARCHITECTURE.md, "Keys and column families"). Owns enc()/escape(),
+ * route keys, version rows, prefix ranges, sequence numbers, version ids
+ * and read-after-write tokens.
  *
  * Layout, byte by byte:
  *

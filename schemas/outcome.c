@@ -27,7 +27,7 @@ static const outcome_row outcome_table[] = {
     {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART, "InvalidPart", 400},
     {OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER, "InvalidPartOrder", 400},
     {OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL, "EntityTooSmall", 400},
-    /* Lifecycle (issue 15): an Expire the state machine did not carry out. */
+    /* Lifecycle: an Expire the state machine did not carry out. */
     {OBJLOG__OUTCOME_CODE__OUTCOME_NOT_DUE, "NotDue", 409},
     {OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED, "LifecycleSkipped", 409},
     {OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_INDEX, "NoSuchIndex", 404},

@@ -1,6 +1,7 @@
 /* outcome.h: the one table from a state-machine outcome to its S3 error code
- * and HTTP status (DESIGN §8), shared by the query service, the gateway and
- * the producer library so that every edge names an outcome the same way. */
+ * and HTTP status (docs/ARCHITECTURE.md, "HTTP routes as built"), shared
+ * by the query service, the gateway and the producer library so that
+ * every edge names an outcome the same way. */
 #ifndef OBJLOG_OUTCOME_H
 #define OBJLOG_OUTCOME_H
 

@@ -1,4 +1,5 @@
-/* rangemap.h: which partition owns a route key (DESIGN §3).
+/* rangemap.h: which partition owns a route key (docs/ARCHITECTURE.md,
+ * "Keys and column families").
  *
  * A range map is a sorted list of (start route key -> partition) with an
  * epoch. Range i covers [start_i, start_{i+1}); the first start is the empty

@@ -1,4 +1,5 @@
-/* token.h: read-after-write tokens (DESIGN §6). A token is opaque text that
+/* token.h: read-after-write tokens (docs/ARCHITECTURE.md,
+ * "How a write flows"). A token is opaque text that
  * names, for each partition a write touched, the offset the reader must see
  * applied: "<partition>.<offset>" items joined by '_' (URL-safe, so it can
  * sit in a path or header). Parsing is strict: anything else is rejected, so

@@ -1,6 +1,7 @@
-/* topics.h: objlog's three Kafka topics as an operator needs them (DESIGN
- * §4, §5, §9): which configs each is created with, and which settings of an
- * existing topic would lose data or break the state machine.
+/* topics.h: objlog's three Kafka topics as an operator needs them
+ * (docs/ARCHITECTURE.md, "How a write flows", "The state machine's rules"
+ * and "Processes"): which configs each is created with, and which settings
+ * of an existing topic would lose data or break the state machine.
  *
  *   objlog.events  partitions = --partitions, replication min(3, brokers)
  *     cleanup.policy=delete, retention.ms=-1, retention.bytes=-1

@@ -1,4 +1,4 @@
-# cluster.cmake: objlogd nodes of one cluster (issue 13) on the shared real
+# cluster.cmake: objlogd nodes of one cluster on the shared real
 # 3-node Kafka: membership (each partition on exactly one node, every node's
 # GET /v1/cluster agreeing), writes and reads through every node, SIGKILL of
 # a partition's node and the survivors taking over. Real Kafka only: the
@@ -9,7 +9,7 @@ if(TARGET test_cluster)
   add_dependencies(test_cluster objlogd objlog)
 endif()
 
-# Standby replicas (issue 13, item 3): three nodes with --standbys 1; the
+# Standby replicas: three nodes with --standbys 1; the
 # active node of a busy partition is SIGKILLed while its standby answers.
 objlog_add_test(test_standby KAFKA_ONLY SOURCES test_standby.c TIMEOUT 300
   LIBS objlog_testkit PkgConfig::JANSSON)

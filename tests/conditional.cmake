@@ -1,5 +1,5 @@
-# Conditional writes, retries and replay determinism as processes (issue 4
-# items 5 and 6): races If-None-Match from two processes (the test binary
+# Conditional writes, retries and replay determinism as processes: races
+# If-None-Match from two processes (the test binary
 # re-executed with --racer), a CAS counter, and a replayed view compared
 # with the live one in every column family; on the mock cluster and, as
 # test_conditional_kafka, on a real 3-node Kafka (testlog.h).

@@ -1,4 +1,4 @@
-# faults.cmake: broker faults on a real 3-node Kafka (issue 10, item 6):
+# faults.cmake: broker faults on a real 3-node Kafka:
 # test_faults kills, restarts, SIGSTOPs and cleanly stops brokers under the
 # mixed writers of mixload.c and checks that no acknowledged write is lost
 # or applied twice and that the view equals a rebuild from the topic.

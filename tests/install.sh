@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/install.sh BUILD_DIR: what `cmake --install` gives a frontend
-# developer (issue 11, item 3). Installs BUILD_DIR into a fresh prefix,
+# developer. Installs BUILD_DIR into a fresh prefix,
 # checks every installed file, the shared library's SONAME, the static
 # archive's self-containment, `objlogd --version` and `objlog --version`,
 # then builds ops/examples/frontend.c against the prefix with pkg-config,

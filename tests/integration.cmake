@@ -5,14 +5,14 @@ objlog_add_test(test_integration BOTH_LOGS SOURCES test_integration.c TIMEOUT 60
 add_dependencies(test_integration objlogd)
 
 # Usage counters exact after SIGKILLs of a real view and after a replay
-# rebuild (issue 6, item 5); shares the recount with test_stats. Mock
+# rebuild; shares the recount with test_stats. Mock
 # cluster and real 3-node Kafka (test_stats_kill_kafka).
 objlog_add_test(test_stats_kill BOTH_LOGS SOURCES test_stats_kill.c stats_recount.c TIMEOUT 180
   LIBS objlog_testkit objlog_producer_static objlog_materializer PkgConfig::JANSSON)
 add_dependencies(test_stats_kill objlogd)
 
-# kcat and protoc read the log, kcat's garbage goes to the DLQ (issue 2,
-# items 7 and 9); mock cluster and real 3-node Kafka (test_interop_kafka).
+# kcat and protoc read the log, kcat's garbage goes to the DLQ;
+# mock cluster and real 3-node Kafka (test_interop_kafka).
 objlog_add_test(test_interop BOTH_LOGS SOURCES test_interop.c TIMEOUT 300
   LIBS objlog_testkit objlog_schemas PkgConfig::JANSSON)
 add_dependencies(test_interop objlogd)

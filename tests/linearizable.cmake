@@ -1,4 +1,4 @@
-# Linearizability of strong and token reads (issue 5 item 5): writers
+# Linearizability of strong and token reads: writers
 # through libobjlog_producer and HTTP readers against real objlogd
 # processes, checked by a WGL search in the test itself; on the mock
 # cluster and, as test_linearizable_kafka, on a real 3-node Kafka.

@@ -1,4 +1,4 @@
-# logdown.cmake: the log goes away and comes back (issue 10, item 7):
+# logdown.cmake: the log goes away and comes back:
 # test_logdown SIGKILLs every broker of a real Kafka cluster under gateway
 # writers and readers, checks that the view stays bounded and honest while
 # the log is down (writes and strong reads answer 503 in time, eventual

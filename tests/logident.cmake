@@ -1,5 +1,5 @@
-# Log identity, topic settings and operator tools as processes (issue 10,
-# items 3, 4 and 9): objlogd against two logs (A: the program's testlog, B:
+# Log identity, topic settings and operator tools as processes:
+# objlogd against two logs (A: the program's testlog, B:
 # a second mock or 1-node KRaft log), --embedded restarts, topics created and
 # checked, consumer groups read by Kafka's own tool and kcat. Cases that need
 # a real 3-node cluster skip on the mock log.

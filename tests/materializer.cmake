@@ -14,11 +14,11 @@ target_include_directories(test_stats PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_checkpoint SOURCES test_checkpoint.c partdump.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_checkpoint PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
-# Lifecycle rules decided by the state machine (issue 15, item 1).
+# Lifecycle rules decided by the state machine.
 objlog_add_test(test_lifecycle_apply SOURCES test_lifecycle_apply.c stats_recount.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_lifecycle_apply PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
-# Attribute indexes (issue 15 item 2): rows exact after every kind of key
+# Attribute indexes: rows exact after every kind of key
 # op, backfill steps, brute-force agreement, replay-identical dumps.
 objlog_add_test(test_indexes SOURCES test_indexes.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 180)

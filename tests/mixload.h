@@ -1,5 +1,5 @@
 /* mixload.h: the mixed write workload of the fault tests (test_faults,
- * test_soak; issue 10 items 6 and 8) and its exact end check.
+ * test_soak) and its exact end check.
  *
  * Writer threads, each of one kind and one channel, run until stopped:
  *   plain   PUT of a fresh key (lib: async calls, a window in flight)
@@ -18,9 +18,10 @@
  * Every write carries a request id the writer draws; a write that ends
  * UNKNOWN/FAILED (lib), 503 / 5xx / no answer (gw) is retried with the
  * SAME request id and arguments until it has a definite outcome, which is
- * how the contract says a client resolves it (DESIGN §6). A resolved write
- * is classified: definite at once; retry answered with the original
- * outcome (the version id names an earlier event than the retry's);
+ * how the contract says a client resolves it (docs/ARCHITECTURE.md,
+ * "How a write flows"). A resolved write is classified: definite at once;
+ * retry answered with the original outcome (the version id names an
+ * earlier event than the retry's);
  * applied by the retry (the first attempt never applied); 412 on retry.
  *
  * mixload_check lists every version of every bucket and matches them to

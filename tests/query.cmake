@@ -47,7 +47,7 @@ add_dependencies(test_names objlogd)
 objlog_add_test(test_http_checkpoint SOURCES test_http_checkpoint.c partdump.c TIMEOUT 120
   LIBS objlog_materializer objlog_testkit PkgConfig::CURL)
 add_dependencies(test_http_checkpoint objlogd)
-# The S3 endpoint with real clients (issue 14): boto3 and aws-cli against
+# The S3 endpoint with real clients: boto3 and aws-cli against
 # objlogd --embedded --s3-listen, compared with the JSON API.
 objlog_add_test(test_s3_clients SOURCES test_s3_clients.c TIMEOUT 300
   LIBS objlog_query objlog_testkit PkgConfig::JANSSON)
@@ -74,13 +74,13 @@ objlog_add_test(test_s3auth SOURCES test_s3auth.c TIMEOUT 60
   LIBS objlog_query PkgConfig::JANSSON)
 # The S3 reference model (tests/s3model.c) through both wire formats:
 # random sequences written through the JSON API and the S3 endpoint at
-# random, every answer of both compared with the model (issue 14, item 5).
+# random, every answer of both compared with the model.
 objlog_add_test(test_s3_model_wire SOURCES test_s3_model_wire.c TIMEOUT 300
   LIBS objlog_testkit PkgConfig::JANSSON PkgConfig::CRYPTO)
 if(TARGET test_s3_model_wire)
   add_dependencies(test_s3_model_wire objlogd)
 endif()
-# Lifecycle end to end (issue 15, item 1): objlogd processes on a
+# Lifecycle end to end: objlogd processes on a
 # --kafka-only log, the worker with its test clock offset, a SIGKILL while
 # the backlog drains, the CLI.
 objlog_add_test(test_lifecycle_objlogd SOURCES test_lifecycle_objlogd.c TIMEOUT 240
@@ -94,7 +94,7 @@ objlog_add_test(test_lifecycle_logclock KAFKA_ONLY SOURCES test_lifecycle_logclo
 if(TARGET test_lifecycle_logclock)
   add_dependencies(test_lifecycle_logclock objlogd)
 endif()
-# S3's ?lifecycle subresource (issue 15 item 1, query/s3lc.c) with boto3
+# S3's ?lifecycle subresource (query/s3lc.c) with boto3
 # and aws-cli against objlogd --embedded, compared with the JSON API.
 objlog_add_test(test_s3_lifecycle SOURCES test_s3_lifecycle.c TIMEOUT 300
   LIBS objlog_testkit PkgConfig::JANSSON)
@@ -103,10 +103,10 @@ if(TARGET test_s3_lifecycle)
     OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_dependencies(test_s3_lifecycle objlogd)
 endif()
-# Attribute indexes over HTTP (issue 15 item 2).
+# Attribute indexes over HTTP.
 objlog_add_test(test_http_indexes SOURCES test_http_indexes.c httpenv.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
-# Admission control (issue 15 item 3): the token bucket and the decision on a
+# Admission control: the token bucket and the decision on a
 # fake clock, SetRateLimit in the state machine, and `objlogd` processes for
 # 503 SlowDown on the JSON API and the S3 endpoint, replay, the tenant flag,
 # the hot-partition guard and the producer's OBJLOG_STATUS_SLOW_DOWN.

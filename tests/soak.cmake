@@ -1,5 +1,5 @@
-# soak.cmake: kill -9 soak of the view on a real 3-node Kafka (issue 10,
-# item 8): test_soak SIGKILLs and restarts `objlogd --brokers` under the
+# soak.cmake: kill -9 soak of the view on a real 3-node Kafka:
+# test_soak SIGKILLs and restarts `objlogd --brokers` under the
 # mixed writers of mixload.c and checks that no acknowledged write is lost
 # or applied twice and that the view equals a rebuild from the topic.
 # CI runs the short version (OBJLOG_SOAK_CYCLES unset: 5 cycles); the full

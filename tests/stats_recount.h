@@ -1,5 +1,5 @@
-/* stats_recount.h: the exactness check of the usage counters (issue 6,
- * item 5), shared by test_stats (apply.c driven directly) and
+/* stats_recount.h: the exactness check of the usage counters,
+ * shared by test_stats (apply.c driven directly) and
  * test_stats_kill (real objlogd views, SIGKILLed and replayed).
  *
  * A recount scans the views of a closed or quiescent store (`buckets`,

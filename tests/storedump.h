@@ -1,5 +1,5 @@
 /* storedump.h: the replay-determinism check shared by the process-level
- * fault tests (test_faults, test_soak; issue 10 items 6 and 8). It owns
+ * fault tests (test_faults, test_soak). It owns
  * one question: do two STOPPED views hold the same state? It answers it
  * with the materializer's logical dump (objlog_store_dump: every row of
  * every column family, outcomes and applied offsets included), compared

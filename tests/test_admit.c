@@ -1,4 +1,4 @@
-/* test_admit.c: admission control (issue 15 item 3).
+/* test_admit.c: admission control.
  *
  * Without processes: the token bucket's arithmetic and query/admit.c's
  * decision on a fake clock (exact refill and burst, Retry-After rounding,

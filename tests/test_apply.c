@@ -296,7 +296,7 @@ static const row rows[] = {
      {{'Q', "b", "", NULL, NO_BUCKET, "", 0, NULL, 0, 0, 0}, MKB("b", "E"),
       {'Q', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
      "", "", "b:E", ""},
-    /* ---- bucket quota (issue 6): live usage after the write ---- */
+    /* ---- bucket quota: live usage after the write ---- */
     {"quota_max_objects_refuses_a_new_key_not_an_overwrite",
      {MKB("b", "E"), PUT("a", "e1", "#"), PUT("c", "e2", "#"), QUOTA("o2"),
       PUTX("d", "e3", OVER_QUOTA), PUT("a", "e4", "#"), DEL("a", "#", 1),
@@ -1055,8 +1055,9 @@ typedef struct dedup_row {
 } dedup_row;
 
 static const dedup_row dedup_rows[] = {
-    /* DESIGN §5 / issue 4: a retry within 24 h of log time returns the
-     * first outcome and changes nothing; T - first == window still counts. */
+    /* Dedup (docs/ARCHITECTURE.md, "The state machine's rules"): a retry
+     * within 24 h of log time returns the first outcome and changes nothing;
+     * T - first == window still counts. */
     {"retry_within_the_window_returns_the_first_outcome",
      0, 0,
      {AT(T0, MKB("b", "E")), AT(T0 + 1, PUTR("a", "e1", 1, "#")),

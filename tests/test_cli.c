@@ -1,20 +1,21 @@
 /* test_cli.c: the real `objlog` binary against a real `objlogd --brokers`
  * view of the test's log, the mock cluster of `objlogd --kafka-only` or a
- * real 3-node Kafka (testlog.h) (DESIGN §8, §9): exact stdout and exit
- * codes of mb, put,
+ * real 3-node Kafka (testlog.h)
+ * (docs/ARCHITECTURE.md, "HTTP routes as built" and "Processes"):
+ * exact stdout and exit codes of mb, put,
  * get, head, ls and rm, percent-encoding of odd keys, and the error
  * contract (one line on stderr naming the S3 code, exit 1; usage errors
  * exit 2). One objlogd serves the whole group; each test uses its own
  * buckets. Values the server chooses (version ids, tokens, timestamps) are
  * read back through --json and then asserted exactly in the readable
- * output. Issue 3 adds: versions (table, delimiter, paging inside one
+ * output. Also covered: versions (table, delimiter, paging inside one
  * key's versions), bucket settings, versioning, rb, the version cap, and
- * every mpu subcommand with S3's multipart ETag. Issue 5 adds lag (table
+ * every mpu subcommand with S3's multipart ETag; lag (table
  * with known offsets, --json, --watch stopped by SIGINT) and bench
- * --consistency-modes. Issue 6 adds stats (bucket, tenant, global, top:
+ * --consistency-modes; stats (bucket, tenant, global, top:
  * exact readable output with human sizes; usage errors), bench --stats and
  * usage (prefix usage: exact table, --sort, paging with progress, --json,
- * errors). Issue 12 adds bench --apply. The bench runs that start their
+ * errors); and bench --apply. The bench runs that start their
  * own objlogd (on its own mock cluster) never touch the test's log: they
  * run on the mock variant only. */
 #define _GNU_SOURCE
@@ -515,7 +516,7 @@ static void assert_bench_json(int count, int gets) {
 }
 
 
-/* ---- issue 3: versions, bucket settings, multipart ---- */
+/* ---- versions, bucket settings, multipart ---- */
 
 typedef struct ver_row {
     char key[64], vid[32], lm[64];
@@ -807,7 +808,7 @@ static void test_mpu_commands(void **state) {
     assert_int_equal(objlog("mpu", "part", "mpb", "k", id, "10001", "--size", "1",
                             "--etag", "e", NULL), 2);
     assert_int_equal(objlog("mpu", "part", "mpb", "k", id, "1", NULL), 2);
-    /* a part etag is an MD5 (issue 11): refused here, not at complete */
+    /* a part etag is an MD5: refused here, not at complete */
     assert_int_equal(objlog("mpu", "part", "mpb", "k", id, "1", "--size", "1", "--etag",
                             "e", NULL), 2);
     assert_non_null(strstr(g_err, "32 hex digits"));
@@ -816,7 +817,7 @@ static void test_mpu_commands(void **state) {
     assert_non_null(strstr(g_err, "N:ETAG"));
 }
 
-/* ---- objlog lag (issue 5): runs first in the group, so the log holds
+/* ---- objlog lag: runs first in the group, so the log holds
  * only what this test writes and every offset is known. ---- */
 
 /* Polls lag --json until every partition has end == applied (the end
@@ -1283,7 +1284,7 @@ static void test_bench_consistency_modes(void **state) {
     assert_non_null(strstr(g_out, "\nstrong          40 "));
 }
 
-/* ---- issue 11 item 4: command lines people know ---- */
+/* ---- command lines people know ---- */
 
 /* GET path from the group's objlogd (HTTP/1.0, raw socket): the status,
  * and the body in body. */
@@ -1537,7 +1538,7 @@ static void test_consistency_and_token(void **state) {
     assert_err_prefix("objlog: get cl-cons/k: InvalidArgument: ");
 }
 
-/* ---- issue 11 item 11: bench --url removes what it wrote ---- */
+/* ---- bench --url removes what it wrote ---- */
 
 /* Every bucket name GET /v1/buckets returns, one a line, in order. */
 static void bucket_names(char *out, size_t n) {

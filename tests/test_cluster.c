@@ -1,5 +1,5 @@
 /* test_cluster.c: three objlogd nodes of one cluster on a real 3-broker
- * Kafka (issue 13, items 1, 2 and 6 in part). Every node is a process on
+ * Kafka. Every node is a process on
  * loopback (`objlogd --brokers --cluster c1`), a child of the test, killed
  * with it even when it fails (proc.h); the Kafka nodes are the shared
  * fixture's (testlog.h).
@@ -388,7 +388,7 @@ static void *reader_main(void *arg) {
  * group moves partitions cooperatively (sticky): on the join only the
  * partitions the new node takes change owner, on the leave only the
  * leaver's; reads through a node that stays keep being answered (the
- * share is printed, item 7). */
+ * share is printed). */
 /* Node of each of these buckets (made here if need be). */
 #define EVB 20
 static void ev_bucket_nodes(int *node, int create) {
@@ -474,7 +474,7 @@ static void test_join_and_leave(void **state) {
                   rd.ok + rd.other ? 100.0 * (double)rd.ok / (double)(rd.ok + rd.other) : 0);
 }
 
-/* ---- single-key histories across nodes, through a failover (item 6) ---- */
+/* ---- single-key histories across nodes, through a failover ---- */
 
 /* Starts the linearizability load on bk-a through every node but home. */
 static void lin_start(linload *L, int home) {

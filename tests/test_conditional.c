@@ -1,5 +1,5 @@
 /* test_conditional.c: conditional writes, retries and replay determinism as
- * separate processes (issue 4 items 5 and 6). The log is the mock cluster
+ * separate processes. The log is the mock cluster
  * of `objlogd --kafka-only` or a real 3-node Kafka (testlog.h, one per run
  * of this program), `objlogd --brokers` is the view, and every write goes
  * through libobjlog_producer with ack=applied.
@@ -322,7 +322,7 @@ static void count_versions(httpc *c, const char *bucket, long *versions, long *m
     }
 }
 
-/* ---- item 5: 16 threads in each of 2 processes race If-None-Match ---- */
+/* ---- 16 threads in each of 2 processes race If-None-Match ---- */
 
 static void parse_racer_output(proc *rp, race_slot *theirs, int *won, int *lost, int *other) {
     char line[512];
@@ -403,7 +403,7 @@ static void if_none_match_race_has_one_winner_per_key(void **state) {
     free(r);
 }
 
-/* ---- item 5: CAS counter, 8 writers x 500 If-Match increments ---- */
+/* ---- CAS counter, 8 writers x 500 If-Match increments ---- */
 
 typedef struct cas_writer {
     objlog_producer *p;
@@ -522,7 +522,7 @@ static void cas_counter_reaches_exactly_writers_times_increments(void **state) {
     httpc_destroy(c);
 }
 
-/* ---- item 6: replay determinism after a mixed workload ---- */
+/* ---- replay determinism after a mixed workload ---- */
 
 /* One write of the workload and what it must decide. */
 typedef struct step {

@@ -1,4 +1,4 @@
-/* test_conn.c: objlogd's connections and logs (issue 11 items 5 and 12),
+/* test_conn.c: objlogd's connections and logs,
  * against a real `objlogd --embedded` over loopback sockets.
  *
  * Connections: a request dripped one header line at a time gets 408 and

@@ -1,4 +1,4 @@
-/* test_faults.c: broker faults on a real Kafka (issue 10, item 6). Owns the
+/* test_faults.c: broker faults on a real Kafka. Owns the
  * claim that no broker fault a 3-node cluster survives (topics RF=3,
  * min.insync.replicas=2, as `objlog topics create` makes them) loses an
  * acknowledged write or applies one twice.

@@ -2,7 +2,7 @@
  * whole stack runs in-process: the embedded mock Kafka cluster (TCP on
  * 127.0.0.1), a RocksDB store in a temp dir, the materializer, and the
  * server on 127.0.0.1 port 0, driven by libcurl. Each test pins one S3 rule
- * with exact statuses, error codes and values. Issue 6 adds the usage
+ * with exact statuses, error codes and values. Also covered: the usage
  * counters and quotas, and prefix usage (/usage: exact JSON, pages merged
  * equal to one page, every token misuse and bad parameter). */
 #include <pthread.h>
@@ -439,7 +439,7 @@ static void test_list_pagination(void **state) {
     assert_int_equal(pages, 14);
 }
 
-/* Issue 11, item 12: every field has a length limit, so one write cannot
+/* Every field has a length limit, so one write cannot
  * carry a huge event into the log (a 250 KB etag used to be accepted).
  * Each over-long field is a 400 naming it, nothing reaches the log, and a
  * field at its limit is accepted. */
@@ -1880,7 +1880,7 @@ static void test_parked_fences(void **state) {
     env_stop(e);
 }
 
-/* Issue 11, item 6: continuation tokens are signed with the store's
+/* Continuation tokens are signed with the store's
  * secret (HMAC-SHA256). A token edited in any one character, or issued by
  * another store for the same bucket and keys, is a 400; the genuine one
  * still pages. */
@@ -1949,7 +1949,7 @@ static void test_tokens_signed(void **state) {
     env_stop(b);
 }
 
-/* Issue 11, item 9: an idle view stops fetching (objlog_consumer_idle 1,
+/* An idle view stops fetching (objlog_consumer_idle 1,
  * no CPU spent on empty fetches) and nothing is lost by it: a write the
  * gateway takes is applied, and so is one a library producer writes
  * straight to the log with nobody asking for it (the query service's

@@ -1,4 +1,4 @@
-/* test_http_indexes.c: attribute indexes over real HTTP (issue 15 item 2):
+/* test_http_indexes.c: attribute indexes over real HTTP:
  * the whole stack in-process (embedded mock Kafka on 127.0.0.1, RocksDB in
  * a temp dir, materializer, query service on 127.0.0.1 port 0). Declaring,
  * showing, dropping; the building state (with the backfill driver off) and

@@ -282,8 +282,9 @@ static long readyz_until(const char *listen, long want, int timeout_ms, char *ou
  * until it notices the writes; a batch applied 3 s late outlasts that.
  * It starts ready (caught up with what earlier cases left in the log), so
  * the 503 is this case's writes. The bucket and its key share a partition
- * (DESIGN §3): the three writes are three consecutive offsets there, and
- * the view ends applied up to the last one exactly. */
+ * (docs/ARCHITECTURE.md, "Keys and column families"): the three writes
+ * are three consecutive offsets there, and the view ends applied up to the
+ * last one exactly. */
 static void test_lag_flags(void **state) {
     (void)state;
     char dir[256], listen[64], url[256], out[4096], want[256];
@@ -364,7 +365,7 @@ static void test_bad_flags_exit_2(void **state) {
         assert_non_null(strstr(err, rows[i].named));
         assert_string_equal(out, "");
     }
-    /* cluster flags (issue 13): checked before anything starts */
+    /* cluster flags: checked before anything starts */
     struct { const char *args[7], *named; } cl[] = {
         {{"--cluster", "c1"}, "--cluster needs --brokers"},
         {{"--advertise", "http://127.0.0.1:1"}, "--advertise names a cluster node"},
@@ -446,7 +447,7 @@ static void test_bad_flags_exit_2(void **state) {
     proc_rmtree(dir);
 }
 
-/* Issue 11, item 1: a second objlogd on a port a running one holds must
+/* A second objlogd on a port a running one holds must
  * exit non-zero naming the address (it used to share the port through
  * SO_REUSEPORT, and the kernel spread GETs over both views); so must one
  * on a port anything else holds. The first keeps answering every request. */

@@ -1,5 +1,5 @@
-/* test_integration.c: the whole pipeline as separate processes (issue 2,
- * item 8). The log is the mock cluster of `objlogd --kafka-only` or a real
+/* test_integration.c: the whole pipeline as separate processes.
+ * The log is the mock cluster of `objlogd --kafka-only` or a real
  * 3-node Kafka (testlog.h); `objlogd --brokers` is the view. The test writes through libobjlog_producer from 4 threads, reads
  * every object back over HTTP, checks LIST exactly (with and without a
  * delimiter, paginated), SIGKILLs the view in the middle of a write burst,

@@ -1,6 +1,6 @@
-/* test_interop.c: tools nobody here wrote can read objlog's log (issue 2,
- * item 7), and a message they write that is not an event goes to the DLQ
- * without stopping its partition (item 9). The log is the mock cluster of
+/* test_interop.c: tools nobody here wrote can read objlog's log,
+ * and a message they write that is not an event goes to the DLQ
+ * without stopping its partition. The log is the mock cluster of
  * `objlogd --kafka-only` or a real 3-node Kafka (testlog.h); `objlogd
  * --brokers` is the view, and kcat (Debian's kcat) and `protoc --decode`
  * (Debian's protobuf-compiler) run as separate processes against the same

@@ -1,5 +1,5 @@
-/* test_lifecycle_apply.c: lifecycle rules decided by the state machine
- * (issue 15, item 1). Each table row is one S3 lifecycle rule: events
+/* test_lifecycle_apply.c: lifecycle rules decided by the state machine.
+ * Each table row is one S3 lifecycle rule: events
  * stamped with log times days apart (apply_event's log_time_ms, as the
  * dedup-window test does), the exact outcome of each, and the resulting
  * `versions` rows and upload count. Every row runs against two real

@@ -1,5 +1,5 @@
 /* test_lifecycle_logclock.c: the lifecycle worker against a log whose
- * clock is not its own (issue 15, item 1). On a real Kafka the events topic
+ * clock is not its own. On a real Kafka the events topic
  * stamps messages itself (LogAppendTime, as `objlog topics create` makes
  * it), so the Expire's log time is the broker's clock and the state machine
  * judges ages by that, whatever the worker's clock says. Here the worker's

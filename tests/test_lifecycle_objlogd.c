@@ -1,4 +1,4 @@
-/* test_lifecycle_objlogd.c: lifecycle end to end (issue 15, item 1) with
+/* test_lifecycle_objlogd.c: lifecycle end to end with
  * objlogd processes: `objlogd --kafka-only` holds the log (librdkafka's
  * mock cluster) so that the serving objlogd can be killed and restarted on
  * the same log and view. The worker runs with the test-only clock offset

@@ -1,4 +1,4 @@
-/* test_linearizable.c: linearizability of reads, tested (issue 5 item 5).
+/* test_linearizable.c: linearizability of reads, tested.
  *
  * Writers (libobjlog_producer, ack=applied) PUT unique etags to 3 hot keys
  * while readers GET them over HTTP; every operation is recorded with its

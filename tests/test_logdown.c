@@ -1,4 +1,4 @@
-/* test_logdown.c: the log goes away and comes back (issue 10, item 7).
+/* test_logdown.c: the log goes away and comes back.
  * Owns the claim that a view whose whole Kafka cluster dies stays bounded
  * and honest, and recovers by itself when the cluster returns.
  *

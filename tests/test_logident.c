@@ -1,8 +1,7 @@
-/* test_logident.c: objlogd against real logs as an operator meets them
- * (issue 10, items 3, 4 and 9). Owns these checks, each against real
- * processes:
+/* test_logident.c: objlogd against real logs as an operator meets them.
+ * Owns these checks, each against real processes:
  *
- *  item 3, topics (real Kafka only; skipped on the mock log, whose topic
+ *  topics (real Kafka only; skipped on the mock log, whose topic
  *  settings objlogd does not judge):
  *   - objlogd --brokers creates missing topics with the documented configs
  *     (schemas/topics.h), read back with DescribeConfigs: set on the topic,
@@ -13,7 +12,7 @@
  *     and setting, unless --allow-unsafe-topics (starts, WARNING on stderr);
  *     a CreateTime timestamp is a warning only; `objlog topics create|check`
  *     say the same with exact output and exit codes.
- *  item 4, log identity (both logs):
+ *  log identity (both logs):
  *   - a view built from log A refuses log B (exit 1, says to rebuild into an
  *     empty --data), its store is left as it was (same logical dump), it
  *     serves A again, and an empty --data on B starts fine.
@@ -21,7 +20,7 @@
  *     dead embedded log is discarded; old objects are gone (404); new writes
  *     at the offsets the old log used answer with their own etag, version
  *     and request id, 10 in a row on one partition.
- *  item 9, operator tools:
+ *  operator tools:
  *   - each view's default consumer group (objlogd-<host>-<FNV of its data
  *     dir>) holds committed offsets equal to what the view applied (its
  *     /v1/lag) and to the events written; kcat reads exactly those events;
@@ -570,7 +569,7 @@ static int case_end(void **state) {
     return 0;
 }
 
-/* ---- item 3: topics ---- */
+/* ---- topics ---- */
 
 static const char *const events_documented[] = {
     "cleanup.policy", "delete", "retention.ms", "-1", "retention.bytes", "-1",
@@ -763,7 +762,7 @@ static void unsafe_topics_refused_by_name_unless_allowed(void **state) {
     expect_topic(T.boot_a, "bad.retention", 8, 3, want);
 }
 
-/* ---- item 4: log identity ---- */
+/* ---- log identity ---- */
 
 static char *dump_store(const char *dir) {
     char err[512], *buf = NULL;
@@ -926,7 +925,7 @@ static void embedded_restart_discards_old_view(void **state) {
     free(e);
 }
 
-/* ---- item 9: consumer groups and kcat ---- */
+/* ---- consumer groups and kcat ---- */
 
 /* objlogd's default group for data (query/objlogd.c, default_group). */
 static void expected_group(const char *data, char *out, size_t size) {

@@ -1,12 +1,12 @@
-/* test_metrics.c: GET /metrics of a real `objlogd --brokers` view (issue 5
- * item 4, DESIGN §7) of the test's log: the mock cluster of `objlogd
- * --kafka-only` or a real 3-node Kafka (testlog.h), fresh for this
+/* test_metrics.c: GET /metrics of a real `objlogd --brokers` view
+ * (docs/ARCHITECTURE.md, "Reads") of the test's log: the mock cluster of
+ * `objlogd --kafka-only` or a real 3-node Kafka (testlog.h), fresh for this
  * program, so every offset is known. After known writes and reads, the
  * exposition must
  * pass `promtool check metrics` (exit 0, no "error" in its output; the
  * test fails, never skips, when promtool is missing: it comes from
  * Debian's prometheus package, see ops/setup.sh), declare every metric
- * family of the issue 5 plan with its type, and carry the exact values
+ * family in families[] below with its type, and carry the exact values
  * this test caused: offsets, outcomes by label, request counts and the
  * latency histogram per endpoint. */
 #define _GNU_SOURCE
@@ -190,7 +190,7 @@ static void test_metrics_promtool_and_values(void **state) {
     char out[65536], err[8192];
     char *argv[] = {promtool, "check", "metrics", NULL};
     int rc = proc_run(argv, body, out, sizeof(out), err, sizeof(err), 30000);
-    /* Lint clean: promtool prints nothing at all (issue 11, item 8). */
+    /* Lint clean: promtool prints nothing at all. */
     if (rc != 0 || out[0] || err[0])
         fail_msg("promtool check metrics: exit %d\nstdout: %s\nstderr: %s\nmetrics:\n%s", rc,
                  out, err, body);
@@ -252,7 +252,7 @@ static void test_metrics_promtool_and_values(void **state) {
                        L("endpoint=\"get_object\"", "method=\"GET\"", "le=\"+Inf\"")) == 5);
     assert_true(sample(body, "objlog_http_request_duration_seconds_sum",
                        L("endpoint=\"get_object\"", "method=\"GET\"")) > 0);
-    /* process and store figures (issue 11, item 8): plausible values */
+    /* process and store figures: plausible values */
     double now = (double)time(NULL);
     assert_true(sample(body, "process_cpu_seconds_total", NULL) > 0);
     assert_true(sample(body, "process_resident_memory_bytes", NULL) > 1e6);

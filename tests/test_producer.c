@@ -1,5 +1,6 @@
 /* test_producer.c: libobjlog_producer against librdkafka's mock cluster over
- * real TCP on 127.0.0.1 (DESIGN §4, §6). Each test builds its own cluster
+ * real TCP on 127.0.0.1 (docs/ARCHITECTURE.md, "How a write flows").
+ * Each test builds its own cluster
  * (objlog.events with 4 partitions, rf 3; objlog.control and objlog.dlq with
  * one partition) and tears it down, so tests are independent. What is
  * pinned down: configuration errors name the key; concurrent writes all
@@ -9,7 +10,7 @@
  * bad arguments never reach the log; ack=applied reports UNKNOWN (with the
  * request id) when no outcome arrives, and OK/REJECTED from the outcome
  * the query service returns (with the upload id of a create_upload); a
- * range map in objlog.control is honoured. Issue 3: bucket settings,
+ * range map in objlog.control is honoured. Bucket settings,
  * versioning, delete bucket and the four multipart calls each log exactly
  * their Event (bucket ops route with key "", multipart ones with the
  * object key), create_bucket is create_bucket_ex without settings, and
@@ -221,7 +222,7 @@ static void test_conf_errors_name_the_key(void **state) {
     assert_int_equal(objlog_producer_conf_set(conf, "kafka.linger.ms", "10", err,
                                               sizeof(err)),
                      OBJLOG_CONF_OK);
-    /* Forced settings are refused at set time, naming the key (issue 11). */
+    /* Forced settings are refused at set time, naming the key. */
     const char *forced[][2] = {{"kafka.acks", "1"},
                                {"kafka.request.required.acks", "0"},
                                {"kafka.enable.idempotence", "false"},
@@ -445,7 +446,7 @@ static void test_concurrent_puts_logged(void **state) {
 }
 
 /* Bucket and delete events carry their own fields and preconditions. */
-/* Issue 11, item 2: a completion callback that calls a *_sync write (or
+/* A completion callback that calls a *_sync write (or
  * flush, or destroy) used to hang for ever, and destroy with it. Now each
  * fails at once naming the problem, nothing is sent for it, and the
  * producer goes on working. */
@@ -784,7 +785,7 @@ static void test_control_characters_refused(void **state) {
     objlog_producer_destroy(p);
 }
 
-/* ---- issue 3: bucket settings, versioning, multipart ---- */
+/* ---- bucket settings, versioning, multipart ---- */
 
 static Objlog__Event *event_of(int n, Objlog__Event *evs[],
                                Objlog__Event__OpCase op) {
@@ -1036,7 +1037,7 @@ static void test_issue3_bad_arguments(void **state) {
                                                  "D41D8CD98F00B204E9800998ECF8427E",
                                                  NULL, NULL, count_cb, NULL, err,
                                                  sizeof(err)), 0);
-    /* A part etag is an MD5: 32 hex digits, quoted or not (issue 11). */
+    /* A part etag is an MD5: 32 hex digits, quoted or not. */
     const char *bad_etags[] = {"e", "", "d41d8cd98f00b204e9800998ecf8427", /* 31 */
                                "d41d8cd98f00b204e9800998ecf8427e0", "\"d41d8cd9\"",
                                "g41d8cd98f00b204e9800998ecf8427e", NULL};
@@ -1379,7 +1380,7 @@ static void test_rangemap_from_control_topic(void **state) {
     free_msgs(msgs, 20);
 }
 
-/* ---- tenant quota pre-check (issue 6 item 4) ---- */
+/* ---- tenant quota pre-check ---- */
 
 /* A fake GET /v1/tenants/{t}/stats whose usage the test changes; counts
  * requests and remembers the last path. One connection at a time. */

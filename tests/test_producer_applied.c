@@ -1,13 +1,14 @@
-/* test_producer_applied.c: libobjlog_producer with ack=applied against a
- * real `objlogd --brokers` view (DESIGN §6) of the test's log: the mock
+/* test_producer_applied.c: libobjlog_producer with ack=applied
+ * (docs/ARCHITECTURE.md, "How a write flows") against a real
+ * `objlogd --brokers` view of the test's log: the mock
  * cluster of `objlogd --kafka-only` or a real 3-node Kafka (testlog.h),
  * started once for the program. Outcomes come back through
  * GET /v1/outcomes (batched per partition) as OK (version id, etag, delete marker) or
  * REJECTED (S3 code and message), and a retry with the same request id
- * gets the stored outcome instead of a second write. The issue 3 calls
+ * gets the stored outcome instead of a second write. The other calls
  * (bucket settings, versioning, delete bucket, multipart) get their
  * outcomes the same way, create_upload with the new upload id.
- * Issue 4: outcomes travel batched per partition (GET /v1/outcomes), so
+ * Outcomes travel batched per partition (GET /v1/outcomes), so
  * 2,000 concurrent writes cost far fewer than one request each; the route's
  * bad parameters are 400s; and with a view process held by SIGSTOP a write
  * completes UNKNOWN (unknown.retries=0) and its manual retry after SIGCONT
@@ -252,7 +253,7 @@ static void test_multipart_and_bucket_calls(void **state) {
     assert_string_equal(r.error_code, "NoSuchBucket");
 }
 
-/* ---- issue 4: batched outcomes ---- */
+/* ---- batched outcomes ---- */
 
 #define MANY_THREADS 4
 #define MANY_PER_THREAD 500
@@ -427,7 +428,7 @@ static void test_outcomes_route(void **state) {
     httpc_destroy(h);
 }
 
-/* ---- issue 4: unknown outcomes, with a view held by SIGSTOP ---- */
+/* ---- unknown outcomes, with a view held by SIGSTOP ---- */
 
 /* Each test gets a view of its own on the group's log (a fresh directory
  * each time), so SIGSTOP never touches the group's view. */

@@ -1,5 +1,5 @@
-/* test_s3_clients.c: real S3 clients against objlogd's S3 endpoint
- * (issue 14, item 4): boto3 (tests/s3/boto3_check.py: buckets, PUT/HEAD
+/* test_s3_clients.c: real S3 clients against objlogd's S3 endpoint:
+ * boto3 (tests/s3/boto3_check.py: buckets, PUT/HEAD
  * with metadata, paginated ListObjectsV2 and ListObjects, delimiters and
  * keys that need encoding, S3 errors, conditional HEAD, deletes) and
  * aws-cli (s3 ls --recursive, s3api list-objects-v2 with pagination,
@@ -865,7 +865,7 @@ static void test_rclone_s3cmd(void **state) {
     assert_true(answered_with("200") > 0);
 }
 
-/* ---- the write side (issue 14, item 3): s3write.c ---- */
+/* ---- the write side: s3write.c ---- */
 
 static void test_boto3_writes(void **state) {
     (void)state;

@@ -1,4 +1,4 @@
-/* test_s3_model.c: property test of S3 semantics (issue 3, item 8).
+/* test_s3_model.c: property test of S3 semantics.
  *
  * 10,000 random operation sequences over a few keys, in every versioning
  * state, are applied through the real state machine (apply.c) into a real

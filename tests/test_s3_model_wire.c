@@ -1,5 +1,5 @@
 /* test_s3_model_wire.c: the S3 reference model (s3model.h) through both
- * wire formats (issue 14, item 5). Random operation sequences over a few
+ * wire formats. Random operation sequences over a few
  * keys, in every versioning state, are sent to one `objlogd --embedded`,
  * each write through the JSON API or the S3 endpoint at random, and after
  * EVERY step both APIs are compared with the model: each key's HEAD

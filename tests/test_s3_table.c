@@ -1,4 +1,4 @@
-/* test_s3_table.c: S3 object-metadata semantics, one rule per row (issue 3).
+/* test_s3_table.c: S3 object-metadata semantics, one rule per row.
  *
  * Each row is an operation sequence against a real `objlogd --brokers`
  * view (its own process) of the test's log, the mock cluster of `objlogd
@@ -166,7 +166,7 @@ static const row rows[] = {
       {"GET", OBJ "k", NULL, NULL, 200, NULL, "etag=e2", NULL},
       {"GET", "/v1/buckets/$B", NULL, NULL, 200, NULL, "max_versions=2", NULL}}},
 
-    /* ---- conditional writes (issue 4), decided at the event's log position ---- */
+    /* ---- conditional writes, decided at the event's log position ---- */
     {"conditional: If-None-Match * on an existing key is 412 PreconditionFailed",
      {MB_PLAIN, PUT("k", "e1", NULL),
       {"PUT", OBJ "k", "{\"etag\":\"e2\"}", "If-None-Match: *", 412, "PreconditionFailed", NULL, NULL},

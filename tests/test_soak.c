@@ -1,4 +1,4 @@
-/* test_soak.c: kill -9 soak of the view on a real Kafka (issue 10, item 8).
+/* test_soak.c: kill -9 soak of the view on a real Kafka.
  * Owns the claim that SIGKILLing `objlogd --brokers` over and over, under
  * mixed writes, loses no acknowledged write and applies none twice.
  *

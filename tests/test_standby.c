@@ -1,4 +1,4 @@
-/* test_standby.c: standby replicas (issue 13, item 3) on a real 3-broker
+/* test_standby.c: standby replicas on a real 3-broker
  * Kafka: three objlogd nodes of cluster s1 with `--standbys 1`, processes
  * on loopback, children of the test (proc.h), killed with it even when it
  * fails; the Kafka nodes are the shared fixture's (testlog.h).
@@ -15,7 +15,7 @@
  * key's history is linearizable, every value acknowledged before the kill
  * is read back, and the two survivors settle with a standby again. A
  * 4th node with an empty store then joins: it copies every partition it
- * gets from a peer's checkpoint (issue 13, item 4) and applies only the
+ * gets from a peer's checkpoint and applies only the
  * log's tail. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,4 @@
-/* test_stats.c: the usage counters of the `stats` CF are exact (issue 6,
- * item 5).
+/* test_stats.c: the usage counters of the `stats` CF are exact.
  *
  * Random workloads (4 buckets over 2 tenants, every versioning state, PUTs,
  * deletes, deletes by version id, multipart create/part/complete/abort,

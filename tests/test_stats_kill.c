@@ -1,7 +1,7 @@
 /* test_stats_kill.c: the usage counters stay exact when a real view
  * process is SIGKILLed while it applies, restarted on the same data
  * directory, and when a second view rebuilds them by replaying the log
- * (issue 6, item 5; test_stats.c covers the same in-process).
+ * (test_stats.c covers the same in-process).
  *
  * The log is the mock cluster of `objlogd --kafka-only` or a real 3-node
  * Kafka (testlog.h); `objlogd --brokers ... --data D1

@@ -4,7 +4,7 @@
  * answer is compared exactly. Pins the edges the HTTP tests can't reach
  * cheaply: keys with NUL bytes, a key_marker inside a common prefix,
  * multi-byte delimiters, snapshot isolation, part pagination. Prefix usage
- * (issue 6) is checked against an S3 versioning model over random
+ * is checked against an S3 versioning model over random
  * workloads, for every prefix/delimiter and page shape, and page by page
  * on a small bucket. */
 #define _GNU_SOURCE

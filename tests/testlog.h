@@ -1,4 +1,4 @@
-/* testlog.h: the log a process-level test runs against (issue 10, item 5).
+/* testlog.h: the log a process-level test runs against.
  * OBJLOG_TEST_LOG picks it for the whole test program:
  *   mock  (default) `objlogd --kafka-only`: librdkafka's mock cluster, fast;
  *   kafka           a real Apache Kafka KRaft cluster of OBJLOG_TEST_KAFKA_NODES

@@ -1,5 +1,5 @@
 /* viewproc.h: an `objlogd --brokers` view as a child process of a fault test
- * (test_faults, test_soak; issue 10 items 6 and 8): start it on a fixed or
+ * (test_faults, test_soak): start it on a fixed or
  * a kernel-chosen port (a restart after SIGKILL keeps the port, so clients
  * keep their URL), SIGKILL or stop it, wait until it has applied a
  * partition's log end, and check it against a view rebuilt from the topic

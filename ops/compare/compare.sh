@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ops/compare/compare.sh: one side-by-side benchmark (issue 12 item 1). In
+# ops/compare/compare.sh: one side-by-side benchmark. In
 # one run it drives the same HTTP load (wrk -t2, ops/compare/objlog.lua)
 # against the HTTP ceiling (objlog-ceiling, a constant-body evhttp server),
 # objlogd --embedded and objlogd on a real single-node Kafka, and the same

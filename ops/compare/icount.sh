@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ops/compare/icount.sh: CPU instructions per request (issue 12 item 3),
+# ops/compare/icount.sh: CPU instructions per request,
 # counted by callgrind, so that a regression shows without wall-clock noise
 # (the same binary and inputs give the same count on a busy machine).
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ops/compare/memory.sh: objlogd's resident memory (issue 12 item 4), at its
+# ops/compare/memory.sh: objlogd's resident memory, at its
 # default memory flags (--block-cache-mb 32, --memtable-mb 32). In one run:
 #
 #   kafka     a 1-node Kafka (ops/kafka.sh) in the run's temp dir and one

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """boto3_check.py: boto3 against objlog's S3 endpoint, compared with the
-JSON API for the same data (issue 14, item 4). Run by test_s3_clients:
+JSON API for the same data. Run by test_s3_clients:
 
     boto3_check.py S3_URL JSON_URL BUCKET
 

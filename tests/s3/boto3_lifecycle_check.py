@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""boto3_lifecycle_check.py: S3's bucket lifecycle subresource (issue 15,
-item 1) through boto3: PutBucketLifecycleConfiguration with every filter
+"""boto3_lifecycle_check.py: S3's bucket lifecycle subresource
+through boto3: PutBucketLifecycleConfiguration with every filter
 form and every action, GetBucketLifecycleConfiguration giving back what was
 put, the JSON API showing the same rules (the ones the lifecycle worker
 uses), an S3-configured rule expiring an object, DeleteBucketLifecycle; and

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """boto3_list_check.py: boto3's ListObjectVersions, ListMultipartUploads
 and ListParts against objlog's S3 endpoint, compared field by field with
-the JSON API's /versions, /uploads and /parts for the same data (issue 14,
-items 3-4). The data is written through the JSON API. Run by
+the JSON API's /versions, /uploads and /parts for the same data.
+The data is written through the JSON API. Run by
 test_s3_clients:
 
     boto3_list_check.py S3_URL JSON_URL NAME
