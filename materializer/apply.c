@@ -1687,16 +1687,6 @@ static int remove_upload(apply_ev *a, const char *upload_id) {
     return rc;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* A part ETag (optionally quoted) as the 16 bytes of its MD5. 0 or -1 if
  * it is not exactly 32 hex digits. */
 static int etag_md5(const char *etag, uint8_t out[MD5_LEN]) {
@@ -1706,7 +1696,7 @@ static int etag_md5(const char *etag, uint8_t out[MD5_LEN]) {
     if (n != 2 * MD5_LEN)
         return -1;
     for (int i = 0; i < MD5_LEN; i++) {
-        int hi = hexval(etag[2 * i]), lo = hexval(etag[2 * i + 1]);
+        int hi = keycodec_hex_digit(etag[2 * i]), lo = keycodec_hex_digit(etag[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i] = (uint8_t)(hi << 4 | lo);

@@ -298,12 +298,6 @@ int nodeauth_subject_format(const apisubject *s, char *out, size_t n) {
     return 0;
 }
 
-static int unhex(char c) {
-    return c >= '0' && c <= '9' ? c - '0'
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 int nodeauth_subject_parse(const char *v, apisubject *out) {
     memset(out, 0, sizeof(*out));
     if (!v)
@@ -320,7 +314,8 @@ int nodeauth_subject_parse(const char *v, apisubject *out) {
     for (const char *p = v + 2; *p; p++) {
         int c = (unsigned char)*p;
         if (*p == '%') {
-            int hi = unhex(p[1]), lo = hi < 0 ? -1 : unhex(p[2]);
+            int hi = keycodec_hex_digit((unsigned char)p[1]),
+                lo = hi < 0 ? -1 : keycodec_hex_digit((unsigned char)p[2]);
             if (lo < 0)
                 return -1;
             c = hi * 16 + lo;

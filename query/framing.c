@@ -5,6 +5,7 @@
  * one byte at a time. A state that meets a byte the grammar does not allow
  * there sets the rule it breaks as f->error and stops. */
 #include "framing.h"
+#include "keycodec.h"
 
 #include <string.h>
 #include <strings.h>
@@ -68,16 +69,6 @@ static const uint8_t framing_tchars[256] = {
     ['M'] = 'm', ['N'] = 'n', ['O'] = 'o', ['P'] = 'p', ['Q'] = 'q', ['R'] = 'r',
     ['S'] = 's', ['T'] = 't', ['U'] = 'u', ['V'] = 'v', ['W'] = 'w', ['X'] = 'x',
     ['Y'] = 'y', ['Z'] = 'z'};
-
-static int framing_hex(uint8_t c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* As evhttp_parse_request_line and evhttp_method_may_have_body read it:
  * only these upper-case methods have bodies; HEAD, TRACE and anything
@@ -297,7 +288,7 @@ static int framing_header(framing *f, uint8_t c) {
 
 static int framing_chunk_line(framing *f, uint8_t *p) {
     uint8_t c = *p;
-    int v = framing_hex(c);
+    int v = keycodec_hex_digit(c);
     switch (f->state) {
     case FS_SIZE_FIRST:
         if (v < 0)

@@ -21,6 +21,7 @@
  *   Trailer          = HMAC(key, AWS4-HMAC-SHA256-TRAILER \n AmzDate \n Scope \n
  *                           sig(last chunk) \n sha256(name:value \n ...)) */
 #include "s3auth.h"
+#include "keycodec.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -229,16 +230,6 @@ static int unreserved(unsigned char c) {
            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
 }
 
-static int hexval(unsigned char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static void pct(sbuf *b, unsigned char c) {
     static const char hx[] = "0123456789ABCDEF";
     char e[3] = {'%', hx[c >> 4], hx[c & 15]};
@@ -266,8 +257,8 @@ static void canonical_uri(sbuf *b, const char *path) {
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)path[i];
-        if (c == '%' && i + 2 < n && hexval((unsigned char)path[i + 1]) >= 0 &&
-            hexval((unsigned char)path[i + 2]) >= 0) {
+        if (c == '%' && i + 2 < n && keycodec_hex_digit((unsigned char)path[i + 1]) >= 0 &&
+            keycodec_hex_digit((unsigned char)path[i + 2]) >= 0) {
             sb_putn(b, path + i, 3);
             i += 2;
         } else if (unreserved(c) || c == '/') {
@@ -287,8 +278,8 @@ static char *pct_decode(const char *s, size_t n, size_t *len) {
         return NULL;
     for (size_t i = 0; i < n; i++) {
         int hi, lo;
-        if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
-            (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+        if (s[i] == '%' && i + 2 < n && (hi = keycodec_hex_digit((unsigned char)s[i + 1])) >= 0 &&
+            (lo = keycodec_hex_digit((unsigned char)s[i + 2])) >= 0) {
             out[o++] = (char)(hi << 4 | lo);
             i += 2;
         } else {
@@ -578,7 +569,7 @@ static int signature_ok(const char *s) {
     if (strlen(s) != 64)
         return 0;
     for (int i = 0; i < 64; i++)
-        if (hexval((unsigned char)s[i]) < 0)
+        if (keycodec_hex_digit((unsigned char)s[i]) < 0)
             return 0;
     return 1;
 }
@@ -766,7 +757,7 @@ static int payload_kind(s3auth *a, const char *v) {
         return -1;
     } else {
         size_t i = 0;
-        for (; i < 64 && v[i] && hexval((unsigned char)v[i]) >= 0; i++)
+        for (; i < 64 && v[i] && keycodec_hex_digit((unsigned char)v[i]) >= 0; i++)
             ;
         if (i != 64 || v[64]) {
             fail(a, 400, "InvalidArgument",
@@ -1176,10 +1167,10 @@ static int take_trailers(s3auth *a, cursor *c, const char *prev) {
 static int take_chunk_header(s3auth *a, cursor *c, int signed_, uint64_t *size, char sig[65]) {
     size_t start = c->i;
     uint64_t v = 0;
-    while (c->i < c->n && hexval(c->p[c->i]) >= 0) {
+    while (c->i < c->n && keycodec_hex_digit(c->p[c->i]) >= 0) {
         if (c->i - start == 16)
             return chunk_fail(a, 0, "a chunk size too large");
-        v = v << 4 | (uint64_t)hexval(c->p[c->i]);
+        v = v << 4 | (uint64_t)keycodec_hex_digit(c->p[c->i]);
         c->i++;
     }
     if (c->i == c->n)

@@ -227,3 +227,13 @@ size_t keycodec_utf8_valid_len(const uint8_t *s, size_t n) {
     }
     return n;
 }
+
+int keycodec_hex_digit(int c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

@@ -80,4 +80,7 @@ int keycodec_parse_version_id(const char *s, uint64_t *seq); /* -1: invalid */
  * library and the gateway. */
 size_t keycodec_utf8_valid_len(const uint8_t *s, size_t n);
 
+/* The value of hex digit c (0-9, a-f, A-F), or -1 for any other byte. */
+int keycodec_hex_digit(int c);
+
 #endif
