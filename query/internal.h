@@ -26,17 +26,12 @@
 #include "objlog_logger.h"
 #include "objlog_producer.h"
 #include "query.h"
+#include "server.h"
 #include "view.h"
-
-#define HTTP_DEFAULT_TIMEOUT_MS 2000
-#define HTTP_MAX_TIMEOUT_MS 30000
-#define HTTP_MAX_KEY_LEN 1024
-#define HTTP_MAX_BODY (256 * 1024)
 
 typedef struct gateway gateway;
 typedef struct wm_cache wm_cache;
 typedef struct cluster cluster;
-typedef struct ckpt_job ckpt_job;
 typedef struct admit admit;
 /* How a forward ended (forward.c; objlog_cluster_forwards_total). */
 typedef enum forward_result {
@@ -46,149 +41,24 @@ typedef enum forward_result {
     FORWARD_RESULTS
 } forward_result;
 
-/* Route names for request metrics (objlog_http_requests_total{endpoint}). */
-typedef enum http_endpoint {
-    HTTP_EP_OTHER = 0,
-    HTTP_EP_GET_OBJECT,
-    HTTP_EP_HEAD_OBJECT,
-    HTTP_EP_LIST_OBJECTS,
-    HTTP_EP_LIST_VERSIONS,
-    HTTP_EP_PUT_OBJECT,
-    HTTP_EP_DELETE_OBJECT,
-    HTTP_EP_WRITES,
-    HTTP_EP_OUTCOMES,
-    HTTP_EP_LAG,
-    HTTP_EP_METRICS,
-    HTTP_EP_HEALTHZ,
-    HTTP_EP_READYZ,
-    HTTP_EP_BUCKET,
-    HTTP_EP_UPLOADS,
-    HTTP_EP_PARTS,
-    HTTP_EP_STATS,
-    HTTP_EP_USAGE,
-    HTTP_EP_CHECKPOINT,
-    HTTP_EP_INDEXES,
-    HTTP_EP_COUNT
-} http_endpoint;
-const char *http_endpoint_name(http_endpoint ep);
-
-/* Latency histogram upper bounds (seconds), +Inf implied after them. */
-#define HTTP_HIST_BUCKETS 14
-extern const double http_hist_bounds[HTTP_HIST_BUCKETS];
-
-/* Request methods counted apart in metrics (the method label). */
-typedef enum http_method {
-    HTTP_M_GET = 0,
-    HTTP_M_HEAD,
-    HTTP_M_PUT,
-    HTTP_M_POST,
-    HTTP_M_DELETE,
-    HTTP_M_OTHER,
-    HTTP_M_COUNT
-} http_method;
-const char *http_method_name(http_method m);
-
-/* Status codes counted apart (the code label): the ones objlogd answers
- * with; anything else is counted as code="other". */
-#define HTTP_CODE_SLOTS 18
-extern const int http_code_values[HTTP_CODE_SLOTS - 1];
-
-/* Request counters of one worker. Only its own thread writes them (every
- * reply is sent there); /metrics sums all workers from another thread,
- * hence relaxed atomics rather than locks. hist is per bucket, not yet
- * cumulative (the scrape accumulates); slot HTTP_HIST_BUCKETS is +Inf. */
-typedef struct http_stats {
-    atomic_uint_fast64_t status[HTTP_EP_COUNT][HTTP_M_COUNT][HTTP_CODE_SLOTS];
-    atomic_uint_fast64_t hist[HTTP_EP_COUNT][HTTP_M_COUNT][HTTP_HIST_BUCKETS + 1];
-    atomic_uint_fast64_t sum_ns[HTTP_EP_COUNT][HTTP_M_COUNT];
-} http_stats;
-
 /* Fence modes counted in metrics. */
 enum { FENCE_STRONG = 0, FENCE_TOKEN = 1, FENCE_MODES = 2 };
-
-/* How a parked read's fence ended (fence.c), handed to the re-run of its
- * route in http_ctx.fenced. */
-typedef enum fence_rc {
-    FENCE_MET = 0,
-    FENCE_TIMED_OUT,             /* part has not applied need in time */
-    FENCE_FETCH_FAILED,          /* part's end offset: err */
-    FENCE_STOPPED,               /* part is stopped */
-    FENCE_SHUTDOWN,              /* the worker stops */
-    FENCE_MOVED                  /* a cluster node stopped applying part */
-} fence_rc;
-typedef struct fence_result {
-    fence_rc rc;
-    int32_t part;
-    int64_t need;
-    rd_kafka_resp_err_t err;
-} fence_result;
 typedef struct fence_req fence_req;
-typedef struct http_conn http_conn;
-
-typedef struct http_worker {
-    struct objlog_query *q;
-    struct event_base *base;
-    struct evhttp *http;
-    struct evhttp_bound_socket *bound;
-    struct event *stop_ev;       /* activated from any thread to stop */
-    pthread_t thread;
-    int thread_started;
-    int inflight;                /* worker thread only */
-    int stopping;                /* worker thread only */
-    http_stats *stats;
-    /* Reads parked on their fence (fence.c): the list is the worker
-     * thread's; nparked tells other threads whether to wake it. */
-    fence_req *parked;
-    atomic_int nparked;
-    struct event *wake_ev;       /* fence_worker_wake_cb, from any thread */
-    uint64_t rid_state;          /* request ids (http_request_id) */
-    /* Connections (conn.c), all worker-thread state but nconns, which
-     * /metrics reads. */
-    struct evconnlistener *lev;  /* evhttp's, paused when full or out of fds */
-    int lev_on, s3lev_on;        /* whether each listener is enabled */
-    int conn_full;               /* nconns reached conn_cap (counted once) */
-    int nofd_paused;             /* accept() ran out of descriptors */
-    struct event *accept_resume_ev;
-    struct event *conn_settle_ev; /* priority 0: before any connection's I/O */
-    http_conn *conn_new;         /* accepted, not yet settled */
-    http_conn **conns;           /* by socket fd, conns_size slots */
-    int conns_size;
-    int conn_cap;
-    atomic_int nconns;
-    objlog_logger_limit log_accept, log_timeout, log_cut, log_framing;
-    struct fwd_state *fwd;       /* forward.c: reads sent on to a peer node */
-    /* The S3 listener (s3.c), when --s3-listen: its own evhttp on this
-     * worker's loop; connections counted with the others (conn.c). */
-    struct evhttp *s3http;
-    struct evhttp_bound_socket *s3bound;
-    struct evconnlistener *s3lev;
-    ckpt_job *ckpt_jobs;         /* ckptserve.c: exports of this worker's requests */
-} http_worker;
+typedef struct fence_state fence_state;
+typedef struct ckpt_server ckpt_server;
 
 struct objlog_query {
-    char *host;
+    server *srv;                 /* workers, listeners, connections (server.h) */
     char *brokers;
     char *topic;
     char *control_topic;
-    int port;
     objlog_store *store;
     objlog_materializer *m;
     objlog_producer *producer;   /* ack=logged; the gateway awaits outcomes */
     wm_cache *wm;                /* coalesced end offsets (watermark.c) */
-    int max_timeout_ms;          /* largest timeout_ms a request may ask */
     int64_t ready_max_lag;       /* /readyz fails past this lag (messages) */
     uint8_t token_key[OBJLOG_TOKEN_SECRET_LEN]; /* signs continuation tokens */
-    atomic_uint_fast64_t fence_waits[FENCE_MODES];
-    atomic_uint_fast64_t fence_timeouts[FENCE_MODES];
-    int max_connections;         /* over all workers (conn.c) */
-    int request_timeout_ms;      /* first byte of a request to its dispatch */
-    int idle_timeout_ms;         /* a connection with no request in progress */
-    atomic_uint_fast64_t conn_pauses[2]; /* listener paused: full, out of fds */
-    atomic_uint_fast64_t request_timeouts;
-    atomic_uint_fast64_t answers_cut;
-    atomic_uint_fast64_t idle_closes;      /* closed by idle_timeout_ms */
-    atomic_uint_fast64_t framing_errors;   /* answered 400 by conn.c, closed */
-    atomic_uint_fast64_t reserve_refusals; /* past the cap, not a probe: 503 */
+    fence_state *fence;          /* parked reads, fence counters (fence.c) */
     gateway *gw;
     struct ixdriver *ixd;        /* index backfill steps (ixdriver.c) */
     cluster *cluster;            /* NULL unless a cluster node (cluster.c) */
@@ -197,45 +67,13 @@ struct objlog_query {
     struct tls_conf *tls;        /* TLS of listeners and peers (tls.h); NULL none */
     char *s3_host;
     int s3_port;                 /* the bound port once listening */
-    int s3_listen_fd;            /* until the workers take it, else -1 */
-    long long eventual_max_lag;  /* cluster_route: local eventual reads */
-    int standbys;                /* cluster: standbys per partition (cluster.c) */
-    atomic_uint_fast64_t forwards[FORWARD_RESULTS];
-    atomic_int ckpt_running;     /* checkpoint exports in progress (ckptserve.c) */
-    atomic_uint_fast64_t ckpt_served, ckpt_bytes; /* answered 200, and their bytes */
-    int nworkers;
-    http_worker *workers;
+    ckpt_server *ckpt;           /* checkpoint exports (ckptserve.c) */
     struct lc_worker *lc;        /* the lifecycle worker (lifecycle.c) */
     admit *admit;                /* admission control (admit.c); NULL: off */
 };
 
-/* One query parameter, percent-decoded; value may hold NUL bytes. */
-typedef struct http_param {
-    char *name;
-    char *value;
-    size_t value_len;
-} http_param;
-
-typedef struct http_ctx {
-    struct evhttp_request *req;
-    http_worker *w;
-    objlog_query *q;
-    char request_id[33];         /* for edge errors and reads */
-    http_param *params;
-    int nparams;
-    http_endpoint endpoint;      /* for metrics; set while routing */
-    struct timespec start;       /* CLOCK_MONOTONIC at dispatch */
-    const fence_result *fenced;  /* the re-run after a parked fence, else NULL */
-    int s3;                      /* came through the S3 listener (s3.c): errors
-                                    are S3 XML, successes s3.c's */
-    int s3_op;                   /* S3_OP_*: what a write's success answers */
-    /* Who asks (authz.c): set by the API that authenticated the request
-     * (apiguard.c, s3.c), never from a header a client chose. */
-    int authz;                   /* 1: only owners (or admins) pass */
-    char tenant[257];            /* the caller's tenant, "" anonymous */
-    int admin;                   /* the admin role: every tenant's buckets */
-    int node_signed;             /* a peer node signed it (apiauth.h) */
-} http_ctx;
+/* ---- router.c: the JSON API's routes and face ---- */
+extern const http_face api_face;
 
 /* ---- apiguard.c: the JSON API's door (tokens, peers' signatures) ---- */
 int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
@@ -250,21 +88,6 @@ int api_authenticate(http_ctx *c, const char *path);
 /* 0 when the caller has the admin role (or the API is open); -1 after
  * answering 403. */
 int api_need_admin(http_ctx *c);
-/* A request this node makes of a peer: the subject (c's, or the node's
- * own when c is NULL) and its signature into the two header values. 0,
- * 1 when this node has no cluster secret (nothing to add), -1 error. */
-int api_sign_headers(objlog_query *q, const char *method, const char *target,
-                     const void *body, size_t n, const http_ctx *c, char *subject,
-                     size_t subject_size, char *auth, size_t auth_size);
-/* The same added to an outgoing evhttp request (its body already in its
- * output buffer). 0, or -1. */
-int api_sign_request(objlog_query *q, struct evhttp_request *out, enum evhttp_cmd_type cmd,
-                     const char *target, const http_ctx *c);
-/* The node's own bodiless request of url: the two headers appended to hl
- * (returned; hl unchanged without a cluster secret, NULL out of memory). */
-struct curl_slist;
-struct curl_slist *api_sign_curl(objlog_query *q, const char *method, const char *url,
-                                 struct curl_slist *hl);
 
 /* ---- authz.c: a bucket's owner is the tenant in its record ---- */
 /* 1 when the caller may act on a bucket whose record names owner. */
@@ -280,96 +103,6 @@ int authz_bucket(http_ctx *c, const char *bucket, int write);
  * to it (naming another is 403), and no quota (the admin's). 0, or -1
  * after answering 403. */
 int authz_create_bucket(http_ctx *c, objlog_bucket_conf *bc);
-
-/* ---- conn.c: connection limits, idle and request deadlines, framing,
- * whole answers ---- */
-int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size);
-void conn_worker_thread(http_worker *w);   /* first thing on the worker's thread */
-void conn_worker_stop(http_worker *w);     /* before the listener goes */
-void conn_worker_free(http_worker *w);     /* after evhttp_free */
-/* A request reached its handler: its deadline ends, reading stops. 1 when
- * its connection was taken past the cap: only a probe may be served there
- * (http_probe_path), anything else answered 503. */
-int conn_request_dispatched(http_worker *w, struct evhttp_request *req);
-/* Around evhttp_send_reply: begin (NULL for an untracked connection),
- * then sent once evhttp has the answer. */
-http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req);
-void conn_answer_sent(http_conn *cn);
-
-/* ---- jsonw.c: compact JSON for the hottest answers ---- */
-typedef struct jsonw {
-    keybuf buf;                  /* the text; the caller frees it */
-    int need_comma;
-    int failed;                  /* out of memory, at any point */
-} jsonw;
-void jsonw_begin(jsonw *w);      /* "{"; key NULL below: an array element */
-void jsonw_str(jsonw *w, const char *key, const char *s); /* NULL: "" */
-void jsonw_strn(jsonw *w, const char *key, const char *s, size_t n);
-void jsonw_u64(jsonw *w, const char *key, uint64_t v);
-void jsonw_bool(jsonw *w, const char *key, int v);
-void jsonw_object_begin(jsonw *w, const char *key);
-void jsonw_object_end(jsonw *w);
-void jsonw_array_begin(jsonw *w, const char *key);
-void jsonw_array_end(jsonw *w);
-int jsonw_finish(jsonw *w);      /* "}\n"; 0, or -1 out of memory */
-
-/* ---- http.c ---- */
-/* Value of query parameter name (NULL if absent); *len gets its length. */
-const char *http_param_get(const http_ctx *c, const char *name, size_t *len);
-/* Parses an integer parameter in [lo, hi]; absent -> def. 0, or -1 when it
- * is present but not such an integer. */
-int http_param_int(const http_ctx *c, const char *name, long long lo,
-                   long long hi, long long def, long long *out);
-/* Query parameter, else header (e.g. consistency / X-Objlog-Consistency). */
-const char *http_param_or_header(const http_ctx *c, const char *param,
-                                 const char *header);
-void http_add_header(http_ctx *c, const char *name, const char *value);
-/* Sends body (stolen; NULL = no body) as JSON with status. */
-void http_reply_json(http_ctx *c, int status, json_t *body);
-/* A peer's answer, relayed (forward.c): its headers are set already; takes
- * body (may be NULL). */
-void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body);
-/* body (taken; its length is the Content-Length) of content_type. */
-void http_reply_buffer(http_ctx *c, int status, const char *content_type,
-                       struct evbuffer *body);
-/* n bytes of data as the body, of content_type. */
-void http_reply_bytes(http_ctx *c, int status, const char *content_type,
-                      const void *data, size_t n);
-/* The same with a body already rendered (jsonw.c). */
-void http_reply_json_text(http_ctx *c, int status, const char *text, size_t len);
-/* Sends len bytes of text with content_type and status (metrics). */
-void http_reply_text(http_ctx *c, int status, const char *content_type,
-                     const char *text, size_t len);
-void http_reply_error(http_ctx *c, int status, const char *code,
-                      const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* Same, for an error JSON whose request id is not the context's. */
-void http_reply_error_rid(http_ctx *c, int status, const char *code,
-                          const char *request_id, const char *message,
-                          json_t *extra);
-/* A JSON string of n bytes that may hold NUL (keys, prefixes). */
-json_t *http_json_bytes(const void *p, size_t n);
-void http_format_time(int64_t ms, char *out, size_t out_size);
-int http_utf8_valid(const uint8_t *s, size_t n);
-void http_request_id(http_worker *w, char out[33]); /* 32 hex digits */
-/* The query string into c->params (percent-decoded); -1 malformed. */
-int http_params_parse(http_ctx *c, const char *query);
-void http_params_free(http_ctx *c);
-/* S3's bucket naming rules (schemas/bucketname.h): 1 when b[0..n) is a
- * bucket name, else 0 after answering 400 InvalidBucketName naming the
- * rule it breaks. */
-int http_bucket_name_ok(http_ctx *c, const char *b, size_t n);
-int http_timeout_param(http_ctx *c, int *timeout_ms); /* replies on -1 */
-/* /healthz, /readyz, /metrics: what a connection past the cap may ask. */
-int http_probe_path(const char *path);
-/* evhttp's own socket timeout (seconds): it restarts on every byte, so it
- * only ends a peer that stops reading an answer; conn.c keeps the idle
- * and request deadlines, which it must not cut short. */
-int http_socket_timeout_s(const objlog_query *q);
-/* Runs req's route again on its worker, after its fence ended with res
- * (fence.c); same request id and start time; s3: through the S3 routes. */
-void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,
-                const struct timespec *start, const fence_result *res, int s3);
 
 /* ---- watermark.c ---- */
 wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
@@ -441,16 +174,21 @@ int fence_await_applied(http_ctx *c, int32_t p, int64_t offset, int timeout_ms);
  * (or failed), at most timeout_ms. FENCE_PARKED (return at once; the
  * route runs again), else 0: wm_last_end holds the freshest ends known. */
 int fence_await_ends(http_ctx *c, int timeout_ms);
-/* The worker's wake_ev: re-checks its parked reads. */
-void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg);
+/* The fences: their per-worker state (parked reads) in server slot
+ * `slot`, and their counters for /metrics. */
+typedef struct fence_state {
+    int slot;
+    atomic_uint_fast64_t waits[FENCE_MODES];
+    atomic_uint_fast64_t timeouts[FENCE_MODES];
+} fence_state;
+fence_state *fence_new(server *s, char *errstr, size_t errstr_size);
+void fence_free(fence_state *f);
 /* For objlog_materializer_set_progress_cb (arg: the objlog_query): wakes
  * every worker that has parked reads. */
 void fence_notify(void *arg);
 /* For wm_set_notify: the same, and an idle materializer is kicked when the
  * log's end is past what it applied (events it has not fetched). */
 void fence_notify_end(void *arg, int32_t p, int64_t end);
-/* On worker w's thread as it stops: every parked read answers 503 now. */
-void fence_expire_worker(http_worker *w);
 /* The 503 SlowDown of a request that needs partition p to have applied
  * offset `need` when it has not (stopped: the partition is stopped, its
  * error is the message): X-Objlog-Applied, the lag, and "stopped" so that
@@ -514,9 +252,15 @@ int read_parts_page(http_ctx *c, const char *bucket, const uint8_t *key, size_t 
 /* rest: the path after "/v1/partitions/". Answers later, from the export
  * thread's completion (never blocks the worker). */
 void ckpt_serve(http_ctx *c, const char *rest);
-/* On worker w's thread as it stops: its exports end at their next chunk
- * and answer 503. */
-void ckpt_expire_worker(http_worker *w);
+/* The exports: per worker in server slot `slot` (a stopping worker ends
+ * them), and their counters. */
+typedef struct ckpt_server {
+    int slot;
+    atomic_int running;          /* exports in progress */
+    atomic_uint_fast64_t served, bytes; /* answered 200, and their bytes */
+} ckpt_server;
+ckpt_server *ckpt_server_new(server *s, char *errstr, size_t errstr_size);
+void ckpt_server_free(ckpt_server *k);
 
 /* ---- stats.c ---- */
 /* Usage: GET /v1/buckets/{b}/stats (fenced on its bucket's
@@ -710,7 +454,8 @@ void admit_get_status(http_ctx *c);                         /* GET /v1/admission
 /* ---- bootstrap.c: copying a partition from a peer's checkpoint ---- */
 
 typedef struct bootstrap bootstrap;
-bootstrap *bootstrap_new(objlog_query *q, char *errstr, size_t errstr_size);
+bootstrap *bootstrap_new(objlog_query *q, const cluster *cl, char *errstr,
+                         size_t errstr_size);
 /* Cancels a copy in flight (the partition is then empty and released). */
 void bootstrap_destroy(bootstrap *b);
 /* Starts copying p from the node at url unless a copy is under way or
@@ -722,8 +467,22 @@ int bootstrap_busy(bootstrap *b, int32_t p);
 int bootstrap_idle(bootstrap *b);
 void bootstrap_metrics(FILE *f, bootstrap *b);
 
-cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
-                     char *errstr, size_t errstr_size);
+typedef struct cluster_conf {
+    const char *name;            /* --cluster: the group */
+    const char *self_url;        /* --advertise-url */
+    int standbys;                /* --standbys */
+    long long eventual_max_lag;  /* --eventual-max-lag: local eventual reads */
+    const uint8_t *token_key;    /* the shared secret: signs node requests; NULL none */
+} cluster_conf;
+cluster *cluster_new(objlog_query *q, const cluster_conf *cf, char *errstr,
+                     size_t errstr_size);
+/* The key the nodes sign their requests with (nodeauth.h); NULL when the
+ * nodes share no secret, or c is NULL. */
+const uint8_t *cluster_node_key(const cluster *c);
+/* forward.c's reads sent on, by how they ended (cluster_metrics). */
+void cluster_forward_done(cluster *c, forward_result res);
+/* forward.c's server slot; -1 without a cluster. */
+int cluster_forward_slot(const cluster *c);
 void cluster_destroy(cluster *c);
 #define CLUSTER_URL_MAX 256
 enum { CLUSTER_OWNER_UNKNOWN, CLUSTER_OWNER_SELF, CLUSTER_OWNER_PEER,
@@ -759,8 +518,6 @@ void cluster_query_add(char **path, const char *name, const char *value);
  * set for each p < np. 0 none given (only untouched), 1 given, -1 after
  * replying 400 (malformed, or not sent by a node: no X-Objlog-Hop). */
 int cluster_partitions_param(http_ctx *c, int np, unsigned char *only);
-/* 1 when c was forwarded by another node (X-Objlog-Hop). */
-int http_hop(http_ctx *c);
 /* Blocking (gateway waiters): the outcome of the write at p.off from the
  * node that applies p, asked again as the partition moves, within
  * timeout_ms. 0 (*out owned by the caller), 1 not in time, -1 error
@@ -770,17 +527,33 @@ int cluster_remote_outcome(cluster *c, objlog_materializer *m, int32_t p, int64_
                            int timeout_ms, Objlog__Outcome **out, char *err, size_t en);
 void cluster_metrics(FILE *f, cluster *c);
 
+/* ---- nodesign.c: this node's signature on its requests to a peer ---- */
+/* The subject (c's, or the node's own when c is NULL) and its signature
+ * into the two header values. 0, 1 when the nodes share no secret
+ * (nothing to add), -1 error. */
+int nodesign_headers(const cluster *cl, const char *method, const char *target,
+                     const void *body, size_t n, const http_ctx *c, char *subject,
+                     size_t subject_size, char *auth, size_t auth_size);
+/* The same added to an outgoing evhttp request (its body already in its
+ * output buffer). 0, or -1. */
+int nodesign_request(const cluster *cl, struct evhttp_request *out, enum evhttp_cmd_type cmd,
+                     const char *target, const http_ctx *c);
+/* The node's own bodiless request of url: the two headers appended to hl
+ * (returned; hl unchanged without a shared secret, NULL out of memory). */
+struct curl_slist;
+struct curl_slist *nodesign_curl(const cluster *cl, const char *method, const char *url,
+                                 struct curl_slist *hl);
+const char *nodesign_method_name(enum evhttp_cmd_type cmd);
+
 /* ---- forward.c: a read sent on to the node that applies its partition ---- */
 
-int forward_worker_init(http_worker *w);
-void forward_worker_free(http_worker *w);
+/* The forwards' per-worker state as server hooks: the slot, or -1. */
+int forward_register(server *s);
 /* Sends c's request to node (a URL) and answers c with its answer later,
  * on this worker; or answers 503 now. Always 1 (c is answered or will be). */
 /* part: the one partition the read is for (a node that does not answer is
  * then replaced by another replica of it, once), -1 several. */
 int forward_request(http_ctx *c, const char *node, int32_t part);
-/* On worker w's thread as it stops: every forward in flight answers 503. */
-void forward_expire_worker(http_worker *w);
 /* One read asked of several nodes at once (a GET of paths[i] at nodes[i],
  * one hop, X-Objlog-Hop set); when every answer is in (status 0: none),
  * done runs on c's worker and must answer c. Always 1. */
@@ -796,7 +569,7 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
 
 /* ---- s3.c: the S3 REST endpoint ---- */
 
-/* What an S3 write's success answers (http_ctx.s3_op). */
+/* What an S3 write's success answers (http_ctx.op). */
 enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
        S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT, S3_OP_CREATE_UPLOAD, S3_OP_UPLOAD_PART,
        S3_OP_COMPLETE_UPLOAD, S3_OP_ABORT_UPLOAD, S3_OP_COPY_OBJECT,
@@ -808,8 +581,6 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
 void s3_conf_free(objlog_query *q);
 /* Reads --s3-credentials again (objlog_query_reload). */
 int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size);
-/* Binds the S3 listener of worker w to fd (a dup of the listening socket). */
-int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size);
 /* Helpers of the S3 files (s3.c; s3list.c and s3write.c use them too). */
 const char *s3_header(http_ctx *c, const char *name);     /* NULL absent */
 /* max-keys / max-uploads / max-parts: 0..2^31-1, default and cap 1000
@@ -843,8 +614,8 @@ typedef struct s3_tags {
 } s3_tags;
 int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m);
 void s3_tags_free(s3_tags *tags);
-/* Runs c (s3 set) again after its fence was parked (fence.c). */
-void s3_run(http_ctx *c);
+/* The S3 endpoint's face (its router, its XML errors and answers). */
+extern const http_face s3_face;
 /* An error as S3 answers it: XML Error with Code, Message, Resource and
  * RequestId (no body for HEAD), in S3's words (s3_error_code). */
 void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
@@ -852,7 +623,7 @@ void s3_reply_error(http_ctx *c, int status, const char *code, const char *reque
 /* An objlog status and code S3 has no word for, turned into S3's. */
 void s3_error_code(int *status, const char **code);
 /* What an applied S3 write's answer may name. */
-typedef struct s3_written {
+typedef struct write_answer {
     const char *bucket;          /* "" unless the write kept it */
     const char *key;             /* NULL unless the write kept it */
     size_t key_len;

@@ -37,8 +37,6 @@ struct api_conf {
     char *creds_path;
     int creds_allow_open;
     pthread_rwlock_t lock;
-    int has_node_key;            /* cluster node with the shared secret */
-    uint8_t node_key[NODEAUTH_KEY_LEN];
 };
 
 static void api_creds_warn(const struct api_conf *a) {
@@ -57,16 +55,9 @@ int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
     q->api = a;
     pthread_rwlock_init(&a->lock, NULL);
     a->creds_allow_open = conf->insecure;
-    if (conf->cluster && conf->token_key) {
-        if (nodeauth_key(conf->token_key, OBJLOG_TOKEN_SECRET_LEN, a->node_key) < 0) {
-            snprintf(errstr, errstr_size, "http: cannot derive the node key");
-            return -1;
-        }
-        a->has_node_key = 1;
-    }
     if (!conf->api_credentials)
         return 0;
-    if (conf->cluster && !a->has_node_key) {
+    if (conf->cluster && !conf->token_key) {
         snprintf(errstr, errstr_size,
                  "--api-credentials on a cluster node needs --token-secret-file: the nodes "
                  "sign their requests to each other with that shared secret");
@@ -105,82 +96,12 @@ void api_conf_free(objlog_query *q) {
         return;
     apicreds_free(a->creds);
     free(a->creds_path);
-    OPENSSL_cleanse(a->node_key, sizeof(a->node_key));
     pthread_rwlock_destroy(&a->lock);
     free(a);
     q->api = NULL;
 }
 
 int api_open(const objlog_query *q) { return !q->api || !q->api->creds; }
-
-/* ------------------------------------------------------------ signing */
-
-static const char *api_method_name(enum evhttp_cmd_type cmd) {
-    switch (cmd) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    default: return "OTHER";
-    }
-}
-
-int api_sign_headers(objlog_query *q, const char *method, const char *target,
-                     const void *body, size_t n, const http_ctx *c, char *subject,
-                     size_t subject_size, char *auth, size_t auth_size) {
-    struct api_conf *a = q->api;
-    if (!a || !a->has_node_key)
-        return 1;
-    /* c NULL: the node's own request; an open API forwards "open" */
-    int w = 0;
-    if (!c)
-        w = snprintf(subject, subject_size, "node");
-    else if (!c->authz)
-        w = snprintf(subject, subject_size, "open");
-    else {
-        apisubject s = {.admin = c->admin};
-        snprintf(s.tenant, sizeof(s.tenant), "%s", c->admin ? "" : c->tenant);
-        if (nodeauth_subject_format(&s, subject, subject_size) < 0)
-            return -1;
-    }
-    if (w < 0 || (size_t)w >= subject_size)
-        return -1;
-    return nodeauth_sign(a->node_key, method, target, body, n, subject, (int64_t)time(NULL),
-                         auth, auth_size);
-}
-
-int api_sign_request(objlog_query *q, struct evhttp_request *out, enum evhttp_cmd_type cmd,
-                     const char *target, const http_ctx *c) {
-    char subject[3 * APICREDS_MAX_TENANT_LEN + 8], auth[NODEAUTH_VALUE_MAX];
-    struct evbuffer *b = evhttp_request_get_output_buffer(out);
-    size_t n = evbuffer_get_length(b);
-    const void *body = n ? (const void *)evbuffer_pullup(b, -1) : (const void *)"";
-    int rc = api_sign_headers(q, api_method_name(cmd), target, body, n, c, subject,
-                              sizeof(subject), auth, sizeof(auth));
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
-    struct evkeyvalq *oh = evhttp_request_get_output_headers(out);
-    evhttp_remove_header(oh, NODEAUTH_SUBJECT_HEADER);
-    evhttp_remove_header(oh, NODEAUTH_HEADER);
-    evhttp_add_header(oh, NODEAUTH_SUBJECT_HEADER, subject);
-    evhttp_add_header(oh, NODEAUTH_HEADER, auth);
-    return 0;
-}
-
-struct curl_slist *api_sign_curl(objlog_query *q, const char *method, const char *url,
-                                 struct curl_slist *hl) {
-    const char *scheme = strstr(url, "://");
-    const char *target = scheme ? strchr(scheme + 3, '/') : NULL;
-    char subject[16], auth[NODEAUTH_VALUE_MAX], line[NODEAUTH_VALUE_MAX + 64];
-    if (api_sign_headers(q, method, target ? target : "/", "", 0, NULL, subject,
-                         sizeof(subject), auth, sizeof(auth)) != 0)
-        return hl;
-    snprintf(line, sizeof(line), "%s: %s", NODEAUTH_SUBJECT_HEADER, subject);
-    hl = curl_slist_append(hl, line);
-    snprintf(line, sizeof(line), "%s: %s", NODEAUTH_HEADER, auth);
-    return hl ? curl_slist_append(hl, line) : NULL;
-}
 
 /* ------------------------------------------------------- authenticating */
 
@@ -195,14 +116,15 @@ static int api_node_subject(http_ctx *c, const char *value) {
     struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
     const char *subject = evhttp_find_header(ih, NODEAUTH_SUBJECT_HEADER);
     char why[200];
-    if (!a->has_node_key) {
+    const uint8_t *key = cluster_node_key(c->q->cluster);
+    if (!key) {
         api_unauthorized(c, "this node has no cluster secret to check a node signature with");
         return -1;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
     size_t n = evbuffer_get_length(in);
     const void *body = n ? (const void *)evbuffer_pullup(in, -1) : (const void *)"";
-    if (!subject || nodeauth_verify(a->node_key, api_method_name(evhttp_request_get_command(c->req)),
+    if (!subject || nodeauth_verify(key, nodesign_method_name(evhttp_request_get_command(c->req)),
                                     evhttp_request_get_uri(c->req),
                                     body, n, subject, value, (int64_t)time(NULL), why,
                                     sizeof(why)) < 0) {

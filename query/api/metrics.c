@@ -256,13 +256,13 @@ static void metrics_fences(FILE *f, objlog_query *q) {
                    "Reads that had to wait for the view to apply an offset.");
     for (int i = 0; i < FENCE_MODES; i++)
         fprintf(f, "objlog_fence_waits_total{mode=\"%s\"} %llu\n", modes[i],
-                (unsigned long long)atomic_load_explicit(&q->fence_waits[i],
+                (unsigned long long)atomic_load_explicit(&q->fence->waits[i],
                                                          memory_order_relaxed));
     metrics_family(f, "objlog_fence_timeouts_total", "counter",
                    "Reads answered 503 SlowDown because the fence timed out.");
     for (int i = 0; i < FENCE_MODES; i++)
         fprintf(f, "objlog_fence_timeouts_total{mode=\"%s\"} %llu\n", modes[i],
-                (unsigned long long)atomic_load_explicit(&q->fence_timeouts[i],
+                (unsigned long long)atomic_load_explicit(&q->fence->timeouts[i],
                                                          memory_order_relaxed));
     metrics_family(f, "objlog_consumer_idle", "gauge",
                    "1 while the consumer is paused for idleness (no fetches).");
@@ -275,10 +275,10 @@ static void metrics_fences(FILE *f, objlog_query *q) {
 
 static uint64_t metrics_sum(objlog_query *q, size_t off) {
     uint64_t v = 0;
-    for (int i = 0; i < q->nworkers; i++)
-        if (q->workers[i].stats)
+    for (int i = 0; i < q->srv->nworkers; i++)
+        if (q->srv->workers[i].stats)
             v += atomic_load_explicit(
-                (atomic_uint_fast64_t *)((char *)q->workers[i].stats + off),
+                (atomic_uint_fast64_t *)((char *)q->srv->workers[i].stats + off),
                 memory_order_relaxed);
     return v;
 }
@@ -290,54 +290,54 @@ static unsigned long long metrics_load(atomic_uint_fast64_t *v) {
 /* conn.c's limits: how close to the cap, and each time one acted. */
 static void metrics_connections(FILE *f, objlog_query *q) {
     int open = 0;
-    for (int i = 0; i < q->nworkers; i++)
-        open += atomic_load_explicit(&q->workers[i].nconns, memory_order_relaxed);
+    for (int i = 0; i < q->srv->nworkers; i++)
+        open += atomic_load_explicit(&q->srv->workers[i].nconns, memory_order_relaxed);
     metrics_family(f, "objlog_http_connections", "gauge", "Open HTTP connections.");
     fprintf(f, "objlog_http_connections %d\n", open);
     metrics_family(f, "objlog_http_connections_max", "gauge",
                    "The connection cap (--max-connections); past it new connections "
                    "wait in the listen backlog, but for 2 a worker kept for /healthz, "
                    "/readyz and /metrics on the JSON port.");
-    fprintf(f, "objlog_http_connections_max %d\n", q->max_connections);
+    fprintf(f, "objlog_http_connections_max %d\n", q->srv->conf.max_connections);
     metrics_family(f, "objlog_http_accept_pauses_total", "counter",
                    "Times a worker stopped accepting: at the connection cap (limit) or "
                    "out of file descriptors (descriptors).");
     fprintf(f, "objlog_http_accept_pauses_total{reason=\"limit\"} %llu\n",
-            metrics_load(&q->conn_pauses[0]));
+            metrics_load(&q->srv->counters.conn_pauses[0]));
     fprintf(f, "objlog_http_accept_pauses_total{reason=\"descriptors\"} %llu\n",
-            metrics_load(&q->conn_pauses[1]));
+            metrics_load(&q->srv->counters.conn_pauses[1]));
     metrics_family(f, "objlog_http_request_timeouts_total", "counter",
                    "Connections answered 408 and closed: a request not complete within "
                    "--request-timeout-ms of its first byte.");
     fprintf(f, "objlog_http_request_timeouts_total %llu\n",
-            metrics_load(&q->request_timeouts));
+            metrics_load(&q->srv->counters.request_timeouts));
     metrics_family(f, "objlog_http_idle_closes_total", "counter",
                    "Connections closed after --idle-timeout-ms without a request in "
                    "progress.");
-    fprintf(f, "objlog_http_idle_closes_total %llu\n", metrics_load(&q->idle_closes));
+    fprintf(f, "objlog_http_idle_closes_total %llu\n", metrics_load(&q->srv->counters.idle_closes));
     metrics_family(f, "objlog_http_framing_errors_total", "counter",
                    "Requests whose framing was malformed or ambiguous (repeated "
                    "Content-Length, a bad chunk, ...): answered 400, connection closed.");
     fprintf(f, "objlog_http_framing_errors_total %llu\n",
-            metrics_load(&q->framing_errors));
+            metrics_load(&q->srv->counters.framing_errors));
     metrics_family(f, "objlog_http_reserve_refusals_total", "counter",
                    "Requests other than /healthz, /readyz and /metrics on a connection "
                    "taken past the cap: answered 503.");
     fprintf(f, "objlog_http_reserve_refusals_total %llu\n",
-            metrics_load(&q->reserve_refusals));
+            metrics_load(&q->srv->counters.reserve_refusals));
     metrics_family(f, "objlog_http_answers_cut_total", "counter",
                    "Answers whose connection closed before they were written whole.");
-    fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->answers_cut));
+    fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->srv->counters.answers_cut));
 }
 
 /* GET /v1/partitions/{p}/checkpoint (ckptserve.c). */
 static void metrics_checkpoints(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_checkpoint_served_total", "counter",
                    "Partition checkpoints sent whole to another node (answered 200).");
-    fprintf(f, "objlog_checkpoint_served_total %llu\n", metrics_load(&q->ckpt_served));
+    fprintf(f, "objlog_checkpoint_served_total %llu\n", metrics_load(&q->ckpt->served));
     metrics_family(f, "objlog_checkpoint_served_bytes_total", "counter",
                    "Bytes of the checkpoints counted by objlog_checkpoint_served_total.");
-    fprintf(f, "objlog_checkpoint_served_bytes_total %llu\n", metrics_load(&q->ckpt_bytes));
+    fprintf(f, "objlog_checkpoint_served_bytes_total %llu\n", metrics_load(&q->ckpt->bytes));
 }
 
 static void metrics_requests(FILE *f, objlog_query *q) {

@@ -37,6 +37,7 @@
 
 struct bootstrap {
     objlog_query *q;             /* borrowed */
+    const cluster *cl;           /* its node key signs the fetches (nodesign.c) */
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -109,7 +110,7 @@ static void boot_run(bootstrap *b, int32_t p, const char *url) {
                     (int)p, url, objlog_store_applied(q->store, p));
         char ckpt_url[1100];
         snprintf(ckpt_url, sizeof(ckpt_url), "%s/v1/partitions/%d/checkpoint", url, (int)p);
-        struct curl_slist *hl = api_sign_curl(q, "GET", ckpt_url, NULL);
+        struct curl_slist *hl = nodesign_curl(b->cl, "GET", ckpt_url, NULL);
         rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, hl,
                                tls_ca_file(q->tls), p, 0,
                                boot_progress, b, &b->stop, &applied, err, sizeof(err));
@@ -160,13 +161,15 @@ static void *boot_main(void *arg) {
     return NULL;
 }
 
-bootstrap *bootstrap_new(objlog_query *q, char *errstr, size_t errstr_size) {
+bootstrap *bootstrap_new(objlog_query *q, const cluster *cl, char *errstr,
+                         size_t errstr_size) {
     bootstrap *b = calloc(1, sizeof(*b));
     if (!b) {
         snprintf(errstr, errstr_size, "out of memory");
         return NULL;
     }
     b->q = q;
+    b->cl = cl;
     b->next_p = b->cur_p = -1;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);

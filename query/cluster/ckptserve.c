@@ -32,6 +32,7 @@
 
 #define CKPT_SERVE_MAX 2
 
+typedef struct ckpt_job ckpt_job;
 struct ckpt_job {
     http_worker *w;
     struct evhttp_request *req;
@@ -47,8 +48,15 @@ struct ckpt_job {
     int write_errno;
     objlog_ckpt_info info;
     char err[512];
-    struct ckpt_job *next;       /* on w->ckpt_jobs */
+    struct ckpt_job *next;       /* on its worker's ckpt_worker.jobs */
 };
+
+/* A worker's exports (its server slot). */
+typedef struct ckpt_worker {
+    ckpt_job *jobs;
+} ckpt_worker;
+
+static ckpt_worker *ckpt_of(const http_worker *w) { return server_slot(w, w->q->ckpt->slot); }
 
 static int ckpt_write_fd(void *opaque, const void *data, size_t n) {
     ckpt_job *j = opaque;
@@ -87,7 +95,7 @@ static void ckpt_job_free(ckpt_job *j) {
 }
 
 static void ckpt_unlink_job(ckpt_job *j) {
-    for (ckpt_job **pp = &j->w->ckpt_jobs; *pp; pp = &(*pp)->next)
+    for (ckpt_job **pp = &ckpt_of(j->w)->jobs; *pp; pp = &(*pp)->next)
         if (*pp == j) {
             *pp = j->next;
             return;
@@ -102,7 +110,7 @@ static void ckpt_done_cb(evutil_socket_t fd, short what, void *arg) {
     http_worker *w = j->w;
     pthread_join(j->thread, NULL);
     ckpt_unlink_job(j);
-    atomic_fetch_sub(&w->q->ckpt_running, 1);
+    atomic_fetch_sub(&w->q->ckpt->running, 1);
     http_ctx c = {.req = j->req, .w = w, .q = w->q, .endpoint = HTTP_EP_CHECKPOINT,
                   .start = j->start};
     memcpy(c.request_id, j->request_id, sizeof(c.request_id));
@@ -132,8 +140,8 @@ static void ckpt_done_cb(evutil_socket_t fd, short what, void *arg) {
             http_add_header(&c, "X-Objlog-Applied", v);
             snprintf(v, sizeof(v), "%llu", (unsigned long long)j->info.rows);
             http_add_header(&c, "X-Objlog-Checkpoint-Rows", v);
-            atomic_fetch_add(&w->q->ckpt_served, 1);
-            atomic_fetch_add(&w->q->ckpt_bytes, j->info.bytes);
+            atomic_fetch_add(&w->q->ckpt->served, 1);
+            atomic_fetch_add(&w->q->ckpt->bytes, j->info.bytes);
             http_reply_buffer(&c, 200, "application/x-objlog-checkpoint", body);
         }
     }
@@ -193,8 +201,8 @@ void ckpt_serve(http_ctx *c, const char *rest) {
         http_reply_error(c, 503, "SlowDown", "the server is stopping");
         return;
     }
-    if (atomic_fetch_add(&c->q->ckpt_running, 1) >= CKPT_SERVE_MAX) {
-        atomic_fetch_sub(&c->q->ckpt_running, 1);
+    if (atomic_fetch_add(&c->q->ckpt->running, 1) >= CKPT_SERVE_MAX) {
+        atomic_fetch_sub(&c->q->ckpt->running, 1);
         http_reply_error(c, 503, "SlowDown", "%d checkpoints are being exported; retry",
                          CKPT_SERVE_MAX);
         return;
@@ -212,7 +220,7 @@ void ckpt_serve(http_ctx *c, const char *rest) {
     int fd_errno = errno;
     if (!j || j->fd < 0 || !j->done_ev ||
         pthread_create(&j->thread, NULL, ckpt_export_main, j) != 0) {
-        atomic_fetch_sub(&c->q->ckpt_running, 1);
+        atomic_fetch_sub(&c->q->ckpt->running, 1);
         if (j && j->fd < 0)
             http_reply_error(c, 500, "InternalError", "temp file in %s: %s",
                              objlog_store_dir(c->q->store), strerror(fd_errno));
@@ -222,11 +230,46 @@ void ckpt_serve(http_ctx *c, const char *rest) {
             ckpt_job_free(j);
         return;
     }
-    j->next = c->w->ckpt_jobs;
-    c->w->ckpt_jobs = j;
+    j->next = ckpt_of(c->w)->jobs;
+    ckpt_of(c->w)->jobs = j;
 }
 
-void ckpt_expire_worker(http_worker *w) {
-    for (ckpt_job *j = w->ckpt_jobs; j; j = j->next)
+/* As the worker stops: its exports end at their next chunk and answer
+ * 503. */
+static void ckpt_worker_stop(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    for (ckpt_job *j = ((ckpt_worker *)state)->jobs; j; j = j->next)
         atomic_store(&j->cancel, 1);
 }
+
+static int ckpt_worker_init(void *arg, http_worker *w, void **state, char *errstr,
+                            size_t errstr_size) {
+    (void)arg;
+    (void)w;
+    *state = calloc(1, sizeof(ckpt_worker));
+    if (!*state)
+        snprintf(errstr, errstr_size, "checkpoints: out of memory");
+    return *state ? 0 : -1;
+}
+
+static void ckpt_worker_dispose(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    free(state);
+}
+
+ckpt_server *ckpt_server_new(server *s, char *errstr, size_t errstr_size) {
+    ckpt_server *k = calloc(1, sizeof(*k));
+    server_hooks h = {.init = ckpt_worker_init, .stop = ckpt_worker_stop,
+                      .dispose = ckpt_worker_dispose};
+    if (!k || (k->slot = server_hooks_add(s, &h)) < 0) {
+        snprintf(errstr, errstr_size, "checkpoints: %s",
+                 k ? "too many server hooks" : "out of memory");
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void ckpt_server_free(ckpt_server *k) { free(k); }

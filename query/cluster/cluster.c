@@ -25,9 +25,11 @@
 #include "internal.h"
 
 #include "kafkaconf.h"
+#include "nodeauth.h"
 #include "tls.h"
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,11 @@ typedef struct cluster_part {
 struct cluster {
     objlog_query *q;             /* borrowed */
     int standbys;                /* K of --standbys */
+    long long eventual_max_lag;  /* cluster_route: local eventual reads */
+    int has_node_key;            /* the nodes share a secret (nodesign.c) */
+    uint8_t node_key[NODEAUTH_KEY_LEN];
+    atomic_uint_fast64_t forwards[FORWARD_RESULTS]; /* forward.c's, by result */
+    int fwd_slot;                /* forward.c's per-worker state (server_slot) */
     uint8_t *want;               /* standby placement for this node, [nparts]
                                     (refresher thread only) */
     bootstrap *boot;             /* copies partitions from peers (bootstrap.c) */
@@ -239,7 +246,7 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
     char url[CLUSTER_URL_MAX + 16];
     snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
     curl_buf b = {0};
-    struct curl_slist *hl = api_sign_curl(c->q, "GET", url, NULL);
+    struct curl_slist *hl = nodesign_curl(c, "GET", url, NULL);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -510,11 +517,23 @@ void cluster_destroy(cluster *c) {
     free(c->group);
     free(c->self_url);
     free(c->topic);
+    OPENSSL_cleanse(c->node_key, sizeof(c->node_key));
     free(c);
 }
 
-cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
-                     char *errstr, size_t errstr_size) {
+const uint8_t *cluster_node_key(const cluster *c) {
+    return c && c->has_node_key ? c->node_key : NULL;
+}
+
+int cluster_forward_slot(const cluster *c) { return c ? c->fwd_slot : -1; }
+
+void cluster_forward_done(cluster *c, forward_result res) {
+    atomic_fetch_add_explicit(&c->forwards[res], 1, memory_order_relaxed);
+}
+
+cluster *cluster_new(objlog_query *q, const cluster_conf *cf, char *errstr,
+                     size_t errstr_size) {
+    const char *name = cf->name, *self_url = cf->self_url;
     cluster *c = calloc(1, sizeof(*c));
     if (!c) {
         snprintf(errstr, errstr_size, "out of memory");
@@ -528,7 +547,21 @@ cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
     pthread_condattr_destroy(&ca);
     c->q = q;
     c->nparts = objlog_materializer_partitions(q->m);
-    c->standbys = q->standbys;
+    c->standbys = cf->standbys > 0 ? cf->standbys : 0;
+    if ((c->fwd_slot = forward_register(q->srv)) < 0) {
+        snprintf(errstr, errstr_size, "cluster: too many server hooks");
+        cluster_destroy(c);
+        return NULL;
+    }
+    c->eventual_max_lag = cf->eventual_max_lag > 0 ? cf->eventual_max_lag : 0;
+    if (cf->token_key) {
+        if (nodeauth_key(cf->token_key, OBJLOG_TOKEN_SECRET_LEN, c->node_key) < 0) {
+            snprintf(errstr, errstr_size, "http: cannot derive the node key");
+            cluster_destroy(c);
+            return NULL;
+        }
+        c->has_node_key = 1;
+    }
     c->want = calloc((size_t)c->nparts, 1);
     c->name = strdup(name);
     c->self_url = strdup(self_url);
@@ -552,7 +585,7 @@ cluster *cluster_new(objlog_query *q, const char *name, const char *self_url,
         cluster_destroy(c);
         return NULL;
     }
-    if (!(c->boot = bootstrap_new(q, errstr, errstr_size))) {
+    if (!(c->boot = bootstrap_new(q, c, errstr, errstr_size))) {
         cluster_destroy(c);
         return NULL;
     }
@@ -765,7 +798,7 @@ void cluster_metrics(FILE *f, cluster *c) {
                "# TYPE objlog_cluster_forwards_total counter\n");
     for (int i = 0; i < FORWARD_RESULTS; i++)
         fprintf(f, "objlog_cluster_forwards_total{result=\"%s\"} %llu\n", results[i],
-                (unsigned long long)atomic_load_explicit(&c->q->forwards[i],
+                (unsigned long long)atomic_load_explicit(&c->forwards[i],
                                                          memory_order_relaxed));
     bootstrap_metrics(f, c->boot);
     fprintf(f, "# HELP objlog_cluster_refresh_failures_total Membership refreshes that failed.\n"
@@ -781,13 +814,14 @@ void cluster_metrics(FILE *f, cluster *c) {
  * while it trails the log's newest known end by at most the flag's lag. */
 static int cluster_local_enough(http_ctx *hc, int32_t p) {
     objlog_query *q = hc->q;
-    if (q->eventual_max_lag <= 0 || objlog_materializer_held(q->m, p))
+    if (q->cluster->eventual_max_lag <= 0 || objlog_materializer_held(q->m, p))
         return 0; /* never rows an import is replacing */
     const char *mode = http_param_or_header(hc, "consistency", "X-Objlog-Consistency");
     if (!mode || strcmp(mode, "eventual") != 0)
         return 0;
     int64_t end = wm_last_end(q->wm, p);
-    return end >= 0 && end - objlog_materializer_applied(q->m, p) <= q->eventual_max_lag;
+    return end >= 0 &&
+           end - objlog_materializer_applied(q->m, p) <= q->cluster->eventual_max_lag;
 }
 
 int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
@@ -832,7 +866,7 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     }
     if (!first[0])
         return 0;
-    if (hc->s3) {
+    if (!hc->face->forwards) {
         /* A peer is known by its JSON URL only; its S3 listener is not
          * advertised, so an S3 read is answered where its partition is
          * applied (with --standbys N-1 that is every node). */
@@ -923,8 +957,8 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
     snprintf(u, sizeof(u), "%s/v1/writes/%d.%lld?timeout_ms=%lld", url, (int)p,
              (long long)off, (long long)ms);
     curl_buf b = {0};
-    struct curl_slist *hl = api_sign_curl(
-        c->q, "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
+    struct curl_slist *hl = nodesign_curl(
+        c, "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, u);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);

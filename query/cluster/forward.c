@@ -62,22 +62,32 @@ struct fwd_state {
 static void gather_expire_worker(http_worker *w);
 
 static void fwd_count(http_worker *w, forward_result res) {
-    atomic_fetch_add_explicit(&w->q->forwards[res], 1, memory_order_relaxed);
+    cluster_forward_done(w->q->cluster, res);
 }
 
-int forward_worker_init(http_worker *w) {
-    w->fwd = calloc(1, sizeof(*w->fwd));
-    return w->fwd ? 0 : -1;
+/* The worker's forwards (its server slot). */
+static struct fwd_state *fwd_of(const http_worker *w) {
+    return server_slot(w, cluster_forward_slot(w->q->cluster));
 }
 
-void forward_worker_free(http_worker *w) {
-    if (!w->fwd)
-        return;
-    for (int i = 0; i < w->fwd->npeers; i++)
-        if (w->fwd->peers[i].conn)
-            evhttp_connection_free(w->fwd->peers[i].conn);
-    free(w->fwd);
-    w->fwd = NULL;
+static int forward_worker_init(void *arg, http_worker *w, void **state, char *errstr,
+                               size_t errstr_size) {
+    (void)arg;
+    (void)w;
+    *state = calloc(1, sizeof(struct fwd_state));
+    if (!*state)
+        snprintf(errstr, errstr_size, "forward: out of memory");
+    return *state ? 0 : -1;
+}
+
+static void forward_worker_dispose(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    struct fwd_state *f = state;
+    for (int i = 0; f && i < f->npeers; i++)
+        if (f->peers[i].conn)
+            evhttp_connection_free(f->peers[i].conn);
+    free(f);
 }
 
 /* A connection of its own to an https:// peer, freed when its request
@@ -101,7 +111,7 @@ static struct evhttp_connection *fwd_tls_conn(http_worker *w, const char *url) {
             bufferevent_free(bev);
         return NULL;
     }
-    evhttp_connection_set_timeout(conn, w->q->max_timeout_ms / 1000 + FWD_TIMEOUT_SLACK_S);
+    evhttp_connection_set_timeout(conn, w->srv->conf.max_timeout_ms / 1000 + FWD_TIMEOUT_SLACK_S);
     evhttp_connection_set_retries(conn, 0);
     evhttp_connection_free_on_completion(conn);
     return conn;
@@ -109,7 +119,7 @@ static struct evhttp_connection *fwd_tls_conn(http_worker *w, const char *url) {
 
 /* This worker's connection to the node at url, made on first use. */
 static struct evhttp_connection *fwd_conn(http_worker *w, const char *url) {
-    struct fwd_state *s = w->fwd;
+    struct fwd_state *s = fwd_of(w);
     if (strncmp(url, "https://", 8) == 0)
         return fwd_tls_conn(w, url);
     for (int i = 0; i < s->npeers; i++)
@@ -128,7 +138,7 @@ static struct evhttp_connection *fwd_conn(http_worker *w, const char *url) {
         evhttp_uri_free(u);
     if (!conn)
         return NULL;
-    evhttp_connection_set_timeout(conn, w->q->max_timeout_ms / 1000 + FWD_TIMEOUT_SLACK_S);
+    evhttp_connection_set_timeout(conn, w->srv->conf.max_timeout_ms / 1000 + FWD_TIMEOUT_SLACK_S);
     evhttp_connection_set_retries(conn, 0);
     fwd_peer *p = &s->peers[s->npeers++];
     snprintf(p->url, sizeof(p->url), "%s", url);
@@ -146,10 +156,10 @@ static void fwd_unlink(http_worker *w, fwd_req *r) {
     if (r->prev)
         r->prev->next = r->next;
     else
-        w->fwd->live = r->next;
+        fwd_of(w)->live = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    w->fwd->inflight--;
+    fwd_of(w)->inflight--;
 }
 
 /* Headers that describe one connection, not the message; and the
@@ -234,7 +244,7 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
                          "either (it is moving to %s); retry", hop, node);
         return 1;
     }
-    struct evhttp_connection *conn = w->fwd->inflight < FWD_MAX_INFLIGHT
+    struct evhttp_connection *conn = fwd_of(w)->inflight < FWD_MAX_INFLIGHT
                                          ? fwd_conn(w, node) : NULL;
     fwd_req *r = conn ? calloc(1, sizeof(*r)) : NULL;
     if (r)
@@ -244,7 +254,7 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
         free(r);
         http_reply_error(c, 503, "SlowDown",
                          "cannot forward to node %s now (%d forwards in flight); retry",
-                         node, w->fwd->inflight);
+                         node, fwd_of(w)->inflight);
         return 1;
     }
     r->c = *c;
@@ -262,15 +272,15 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
     size_t n = evbuffer_get_length(in);
     if (n)
         evbuffer_add(evhttp_request_get_output_buffer(r->out), evbuffer_pullup(in, -1), n);
-    r->next = w->fwd->live;
+    r->next = fwd_of(w)->live;
     if (r->next)
         r->next->prev = r;
-    w->fwd->live = r;
-    w->fwd->inflight++;
+    fwd_of(w)->live = r;
+    fwd_of(w)->inflight++;
     /* The peer learns who asks from this node's signature, not from the
      * client's headers. On failure evhttp_make_request frees r->out
      * without calling back. */
-    if (api_sign_request(w->q, r->out, evhttp_request_get_command(c->req),
+    if (nodesign_request(w->q->cluster, r->out, evhttp_request_get_command(c->req),
                          evhttp_request_get_uri(c->req), c) < 0 ||
         evhttp_make_request(conn, r->out, evhttp_request_get_command(c->req),
                             evhttp_request_get_uri(c->req)) != 0) {
@@ -282,10 +292,13 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
     return 1;
 }
 
-void forward_expire_worker(http_worker *w) {
+/* As the worker stops: every read sent on answers 503 now. */
+static void forward_worker_stop(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)state;
     gather_expire_worker(w);
-    while (w->fwd && w->fwd->live) {
-        fwd_req *r = w->fwd->live;
+    while (fwd_of(w) && fwd_of(w)->live) {
+        fwd_req *r = fwd_of(w)->live;
         fwd_unlink(w, r);
         evhttp_cancel_request(r->out); /* frees it; no callback */
         http_reply_error(&r->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
@@ -313,7 +326,7 @@ struct gather {
     gather *prev, *next;
 };
 
-static gather **gather_list(http_worker *w) { return &w->fwd->gathers; }
+static gather **gather_list(http_worker *w) { return &fwd_of(w)->gathers; }
 
 static void gather_unlink(http_worker *w, gather *g) {
     if (g->prev)
@@ -393,7 +406,7 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
             evhttp_add_header(oh, "Host", fwd_host_of(nodes[i]));
             evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
             evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
-            if (api_sign_request(w->q, s->out, EVHTTP_REQ_GET, paths[i], c) < 0) {
+            if (nodesign_request(w->q->cluster, s->out, EVHTTP_REQ_GET, paths[i], c) < 0) {
                 evhttp_request_free(s->out);
                 s->out = NULL;
             } else if (evhttp_make_request(conn, s->out, EVHTTP_REQ_GET, paths[i]) != 0) {
@@ -413,7 +426,7 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
 }
 
 static void gather_expire_worker(http_worker *w) {
-    while (w->fwd && *gather_list(w)) {
+    while (fwd_of(w) && *gather_list(w)) {
         gather *g = *gather_list(w);
         gather_unlink(w, g);
         for (int i = 0; i < g->n; i++)
@@ -422,4 +435,10 @@ static void gather_expire_worker(http_worker *w) {
         http_reply_error(&g->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
         gather_free(g);
     }
+}
+
+int forward_register(server *s) {
+    server_hooks h = {.init = forward_worker_init, .stop = forward_worker_stop,
+                      .dispose = forward_worker_dispose};
+    return server_hooks_add(s, &h);
 }

@@ -40,7 +40,7 @@ struct fence_req {
     int mode;                    /* FENCE_STRONG, FENCE_TOKEN, or -1 (await) */
     int ends_only;               /* fence_await_ends: no apply wait, no errors */
     int counted;                 /* fence_waits counted */
-    int s3;                      /* came through the S3 listener: re-run there */
+    const http_face *face;       /* the listener it came through: re-run there */
     struct event *timer;
     fence_req *prev, *next;      /* w->parked */
     int n;
@@ -51,8 +51,20 @@ struct fence_req {
 
 /* ------------------------------------------------------------ the parked */
 
+/* A worker's parked reads (its server slot): the list is the worker
+ * thread's; nparked tells other threads whether to wake it. */
+typedef struct fence_worker {
+    fence_req *parked;
+    atomic_int nparked;
+    struct event *wake_ev;       /* fence_worker_wake_cb, from any thread */
+} fence_worker;
+
+static fence_worker *fence_of(const http_worker *w) {
+    return server_slot(w, w->q->fence->slot);
+}
+
 static void fence_unlink(fence_req *r) {
-    http_worker *w = r->w;
+    fence_worker *w = fence_of(r->w);
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -71,7 +83,7 @@ static void fence_req_free(fence_req *r) {
 /* Ends r: off the list, its route run again with res, freed. */
 static void fence_finish(fence_req *r, const fence_result *res) {
     fence_unlink(r);
-    http_rerun(r->w, r->req, r->request_id, &r->start, res, r->s3);
+    http_rerun(r->w, r->req, r->request_id, &r->start, res, r->face);
     fence_req_free(r);
 }
 
@@ -118,7 +130,7 @@ static int fence_advance(fence_req *r) {
             return 1;
         }
         if (!r->counted && r->mode >= 0) {
-            atomic_fetch_add_explicit(&q->fence_waits[r->mode], 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&q->fence->waits[r->mode], 1, memory_order_relaxed);
             r->counted = 1;
         }
         pending = 1;
@@ -157,7 +169,7 @@ static void fence_timeout_cb(evutil_socket_t fd, short what, void *arg) {
         }
     }
     if (r->mode >= 0)
-        atomic_fetch_add_explicit(&r->w->q->fence_timeouts[r->mode], 1,
+        atomic_fetch_add_explicit(&r->w->q->fence->timeouts[r->mode], 1,
                                   memory_order_relaxed);
     fence_finish(r, &res);
 }
@@ -178,7 +190,7 @@ static fence_req *fence_req_new(http_ctx *c, int mode, int n) {
     memcpy(r->request_id, c->request_id, sizeof(r->request_id));
     r->start = c->start;
     r->endpoint = c->endpoint;
-    r->s3 = c->s3;
+    r->face = c->face;
     r->mode = mode;
     r->n = n;
     r->need = (int64_t *)(r + 1);
@@ -189,14 +201,14 @@ static fence_req *fence_req_new(http_ctx *c, int mode, int n) {
         free(r);
         return NULL;
     }
-    atomic_fetch_add(&c->w->nparked, 1);
+    atomic_fetch_add(&fence_of(c->w)->nparked, 1);
     return r;
 }
 
 /* Parks r (filled by the caller) for timeout_ms, unless its fence is met
  * or failed already. FENCE_PARKED: the handler returns, replying nothing. */
 static int fence_park(fence_req *r, int timeout_ms) {
-    http_worker *w = r->w;
+    fence_worker *w = fence_of(r->w);
     r->next = w->parked;
     if (w->parked)
         w->parked->prev = r;
@@ -208,17 +220,17 @@ static int fence_park(fence_req *r, int timeout_ms) {
      * while its first run is still on the stack. A stopping worker parks
      * nothing (keep-alive clients would keep it busy for ever): the timer
      * fires at once and answers 503 unless the fence is met. */
-    if (w->stopping)
+    if (r->w->stopping)
         event_active(r->timer, EV_TIMEOUT, 0);
     else
         event_active(w->wake_ev, 0, 0);
     return FENCE_PARKED;
 }
 
-void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg) {
+static void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
-    http_worker *w = arg;
+    fence_worker *w = arg;
     fence_req *r = w->parked;
     while (r) {
         fence_req *next = r->next;
@@ -229,9 +241,11 @@ void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg) {
 
 void fence_notify(void *arg) {
     objlog_query *q = arg;
-    for (int i = 0; i < q->nworkers; i++)
-        if (atomic_load(&q->workers[i].nparked) > 0)
-            event_active(q->workers[i].wake_ev, 0, 0);
+    for (int i = 0; i < q->srv->nworkers; i++) {
+        fence_worker *fw = fence_of(&q->srv->workers[i]);
+        if (fw && atomic_load(&fw->nparked) > 0)
+            event_active(fw->wake_ev, 0, 0);
+    }
 }
 
 void fence_notify_end(void *arg, int32_t p, int64_t end) {
@@ -244,11 +258,54 @@ void fence_notify_end(void *arg, int32_t p, int64_t end) {
     fence_notify(arg);
 }
 
-void fence_expire_worker(http_worker *w) {
-    fence_result res = {.rc = FENCE_SHUTDOWN};
-    while (w->parked)
-        fence_finish(w->parked, &res);
+static int fence_worker_init(void *arg, http_worker *w, void **state, char *errstr,
+                             size_t errstr_size) {
+    (void)arg;
+    struct event_base *base = w->base;
+    fence_worker *fw = calloc(1, sizeof(*fw));
+    if (fw)
+        fw->wake_ev = event_new(base, -1, 0, fence_worker_wake_cb, fw);
+    if (!fw || !fw->wake_ev) {
+        free(fw);
+        snprintf(errstr, errstr_size, "fence: out of memory");
+        return -1;
+    }
+    *state = fw;
+    return 0;
 }
+
+/* As the worker stops: every parked read answers 503 now. */
+static void fence_worker_stop(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    fence_worker *fw = state;
+    fence_result res = {.rc = FENCE_SHUTDOWN};
+    while (fw && fw->parked)
+        fence_finish(fw->parked, &res);
+}
+
+static void fence_worker_dispose(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    fence_worker *fw = state;
+    if (fw && fw->wake_ev)
+        event_free(fw->wake_ev);
+    free(fw);
+}
+
+fence_state *fence_new(server *s, char *errstr, size_t errstr_size) {
+    fence_state *f = calloc(1, sizeof(*f));
+    server_hooks h = {.init = fence_worker_init, .stop = fence_worker_stop,
+                      .dispose = fence_worker_dispose};
+    if (!f || (f->slot = server_hooks_add(s, &h)) < 0) {
+        snprintf(errstr, errstr_size, "fence: %s", f ? "too many server hooks" : "out of memory");
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void fence_free(fence_state *f) { free(f); }
 
 /* ---------------------------------------------------------- the re-run */
 

@@ -217,7 +217,7 @@ void s3_reply_written(http_ctx *c, const s3_written *w) {
     char quoted[160];
     int versioned = w->version_id && *w->version_id && strcmp(w->version_id, "null") != 0;
     xmlw x;
-    switch (c->s3_op) {
+    switch (c->op) {
     case S3_OP_CREATE_BUCKET: {
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
         const char *path = uri ? evhttp_uri_get_path(uri) : "/";
@@ -229,7 +229,7 @@ void s3_reply_written(http_ctx *c, const s3_written *w) {
     case S3_OP_UPLOAD_PART:
         s3_quoted_etag(w->etag, quoted, sizeof(quoted));
         http_add_header(c, "ETag", quoted);
-        if (versioned && c->s3_op == S3_OP_PUT_OBJECT)
+        if (versioned && c->op == S3_OP_PUT_OBJECT)
             http_add_header(c, "x-amz-version-id", w->version_id);
         s3_reply_empty(c, 200);
         return;
@@ -516,12 +516,12 @@ static void s3_get_versioning(http_ctx *c, const s3_target *t) {
 
 static void s3_create_bucket(http_ctx *c, const s3_target *t) {
     objlog_bucket_conf bc = {.tenant = *t->tenant ? t->tenant : NULL};
-    c->s3_op = S3_OP_CREATE_BUCKET;
+    c->op = S3_OP_CREATE_BUCKET;
     gateway_create_bucket(c, t->bucket, &bc);
 }
 
 static void s3_delete_bucket(http_ctx *c, const s3_target *t) {
-    c->s3_op = S3_OP_DELETE_BUCKET;
+    c->op = S3_OP_DELETE_BUCKET;
     gateway_delete_bucket(c, t->bucket);
 }
 
@@ -991,14 +991,14 @@ static void s3_put_object(http_ctx *c, const s3_target *t) {
                                .user_meta = um, .n_user_meta = nm};
     s3_tags tags;
     if (s3_tags_parse(c, &tags, &meta) == 0) {
-        c->s3_op = S3_OP_PUT_OBJECT;
+        c->op = S3_OP_PUT_OBJECT;
         gateway_put_object_meta(c, t->bucket, (const uint8_t *)t->key, t->key_len, &meta);
     }
     s3_tags_free(&tags);
 }
 
 static void s3_delete_object(http_ctx *c, const s3_target *t) {
-    c->s3_op = S3_OP_DELETE_OBJECT;
+    c->op = S3_OP_DELETE_OBJECT;
     gateway_delete_version(c, t->bucket, (const uint8_t *)t->key, t->key_len,
                            http_param_get(c, "versionId", NULL));
 }
@@ -1183,14 +1183,13 @@ static int s3_authorize(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *
     return authz_bucket(c, t->bucket, cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD);
 }
 
-void s3_run(http_ctx *c) {
+static void s3_run(http_ctx *c) {
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     s3_target t;
     memset(&t, 0, sizeof(t));
     size_t nheaders;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(c->req);
-    c->s3 = 1;
     s3_add_common(c);
     if (s3_header_count(c, &nheaders) < 0) {
         ; /* 400 answered */
@@ -1216,35 +1215,34 @@ void s3_run(http_ctx *c) {
     http_params_free(c);
 }
 
-static void s3_dispatch(struct evhttp_request *req, void *arg) {
-    http_worker *w = arg;
-    http_ctx c = {.req = req, .w = w, .q = w->q, .endpoint = HTTP_EP_OTHER, .s3 = 1};
-    clock_gettime(CLOCK_MONOTONIC, &c.start);
-    http_request_id(w, c.request_id);
-    w->inflight++;
-    conn_request_dispatched(w, req); /* never past the cap: no probes here */
-    s3_run(&c);
+static void s3_face_error(http_ctx *c, int status, const char *code, const char *request_id,
+                          const char *message, json_t *extra) {
+    json_decref(extra);
+    s3_reply_error(c, status, code, request_id, message);
 }
 
-int s3_worker_init(http_worker *w, int fd, char *errstr, size_t errstr_size) {
-    w->s3http = evhttp_new(w->base);
-    if (!w->s3http) {
-        snprintf(errstr, errstr_size, "s3: out of memory");
-        close(fd);
-        return -1;
-    }
-    evhttp_set_allowed_methods(w->s3http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-                                              EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
-    evhttp_set_max_body_size(w->s3http, S3_MAX_BODY);
-    evhttp_set_max_headers_size(w->s3http, 64 * 1024);
-    evhttp_set_timeout(w->s3http, http_socket_timeout_s(w->q));
-    evhttp_set_gencb(w->s3http, s3_dispatch, w);
-    w->s3bound = evhttp_accept_socket_with_handle(w->s3http, fd);
-    if (!w->s3bound) {
-        snprintf(errstr, errstr_size, "s3: evhttp_accept_socket_with_handle failed");
-        close(fd);
-        return -1;
-    }
-    return 0;
+static int s3_edge_body(char *out, size_t n, const char *code, const char *message,
+                        const char *request_id) {
+    return snprintf(out, n,
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s"
+                    "</Code><Message>%s</Message><RequestId>%s</RequestId></Error>",
+                    code, message, request_id);
 }
+
+/* No reserved path: a connection past the cap is never taken here. A
+ * peer is known by its JSON URL only; its S3 listener is not advertised,
+ * so an S3 read is answered where its partition is applied. */
+const http_face s3_face = {
+    .name = "s3",
+    .run = s3_run,
+    .reply_error = s3_face_error,
+    .written = s3_reply_written,
+    .edge_body = s3_edge_body,
+    .edge_content_type = "application/xml",
+    .request_id_header = "x-amz-request-id",
+    .reserved_path = NULL,
+    .forwards = 0,
+    .max_body = S3_MAX_BODY,
+    .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                       EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS,
+};

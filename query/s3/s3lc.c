@@ -642,7 +642,7 @@ void s3_delete_lifecycle(http_ctx *c, const char *bucket) {
     ev.bucket = (char *)bucket;
     ev.op_case = OBJLOG__EVENT__OP_SET_LIFECYCLE;
     ev.set_lifecycle = &sl;
-    c->s3_op = S3_OP_DELETE_LIFECYCLE;
+    c->op = S3_OP_DELETE_LIFECYCLE;
     gateway_write_event(c, &ev);
 }
 

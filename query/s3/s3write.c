@@ -221,7 +221,7 @@ void s3_put_versioning(http_ctx *c, const s3_request *r) {
         s3w_malformed(c, "Status must be Enabled or Suspended");
         return;
     }
-    c->s3_op = S3_OP_PUT_VERSIONING;
+    c->op = S3_OP_PUT_VERSIONING;
     gateway_set_versioning(c, r->bucket, vs);
 }
 
@@ -255,7 +255,7 @@ void s3_create_upload(http_ctx *c, const s3_request *r) {
                                .user_meta = um, .n_user_meta = nm};
     s3_tags tags;
     if (s3_tags_parse(c, &tags, &meta) == 0) {
-        c->s3_op = S3_OP_CREATE_UPLOAD;
+        c->op = S3_OP_CREATE_UPLOAD;
         gateway_create_upload_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
                                    &meta);
     }
@@ -286,7 +286,7 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
         return;
     if (has_sum)
         http_add_header(c, sum_header, strchr(sum, ':') + 1);
-    c->s3_op = S3_OP_UPLOAD_PART;
+    c->op = S3_OP_UPLOAD_PART;
     gateway_upload_part_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
                              upload_id, pn, r->body_len, etag,
                              s3_header(c, "x-objlog-blob-id"));
@@ -369,7 +369,7 @@ void s3_complete_upload(http_ctx *c, const s3_request *r) {
                              "One or more of the specified parts could not be found: part "
                              "%u has no such ETag", p.parts[bad].part_number);
         } else {
-            c->s3_op = S3_OP_COMPLETE_UPLOAD;
+            c->op = S3_OP_COMPLETE_UPLOAD;
             gateway_complete_upload_parts(c, r->bucket, (const uint8_t *)r->key, r->key_len,
                                           upload_id, p.parts, p.n);
         }
@@ -382,7 +382,7 @@ void s3_abort_upload(http_ctx *c, const s3_request *r) {
     const char *upload_id = s3w_upload_id(c);
     if (!upload_id)
         return;
-    c->s3_op = S3_OP_ABORT_UPLOAD;
+    c->op = S3_OP_ABORT_UPLOAD;
     gateway_abort_upload_key(c, r->bucket, (const uint8_t *)r->key, r->key_len, upload_id);
 }
 
@@ -597,7 +597,7 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
         /* Set before the write: an error answer names the source too. */
         if (strcmp(ver.version_id, "null") != 0)
             http_add_header(c, "x-amz-copy-source-version-id", ver.version_id);
-        c->s3_op = S3_OP_COPY_OBJECT;
+        c->op = S3_OP_COPY_OBJECT;
         gateway_put_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
     }
     s3_tags_free(&tags);

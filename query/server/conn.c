@@ -5,11 +5,12 @@
  * its open connections exactly, and an input-buffer callback sees every
  * byte before evhttp parses it. With that a worker keeps:
  *
- *  - at most conn_cap connections: its S3 listener is off at the cap, its
- *    JSON listener CONN_RESERVE connections later; a connection taken past
- *    the cap may ask /healthz, /readyz or /metrics only (else 503) and is
- *    closed after its answer, so probes are answered while clients hold
- *    every slot. Both listeners are off for CONN_NOFD_PAUSE_MS after
+ *  - at most conn_cap connections: a listener whose face reserves no
+ *    path is off at the cap, one that does (the JSON API's probes)
+ *    CONN_RESERVE connections later; a connection taken past the cap may
+ *    ask a reserved path only (else 503) and is closed after its answer,
+ *    so probes are answered while clients hold every slot. Every
+ *    listener is off for CONN_NOFD_PAUSE_MS after
  *    accept() ran out of descriptors (evconnlistener would retry at once,
  *    forever: a busy loop that once wrote 552 MB of the same warning in a
  *    minute);
@@ -32,7 +33,7 @@
  *
  * Everything here runs on the worker's thread. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "server.h"
 #include "tls.h"
 
 #include <errno.h>
@@ -76,7 +77,7 @@ struct http_conn {
     unsigned receiving : 1;      /* a request's bytes arrived, not dispatched */
     unsigned dispatched : 1;     /* a request reached its route, not answered */
     unsigned answering : 1;      /* an answer handed to evhttp, not written */
-    unsigned s3 : 1;             /* accepted by the S3 listener */
+    const http_face *face;       /* of the listener that accepted it */
     unsigned reserve : 1;        /* accepted past the cap: probes only */
     unsigned refused : 1;        /* answered 400 for its framing, lingering */
 };
@@ -96,23 +97,26 @@ static void conn_listener_set(struct evconnlistener *lev, int *on, int want) {
     *on = want;
 }
 
-/* Each listener on or off as the worker's state says: both off while out
- * of descriptors (or stopping); the S3 listener off at the cap, the JSON
- * listener CONN_RESERVE connections later. */
+/* Each listener on or off as the worker's state says: all off while out
+ * of descriptors (or stopping); at the cap, those that reserve no path
+ * off, the others CONN_RESERVE connections later. */
 static void conn_listeners_update(http_worker *w) {
     int n = atomic_load(&w->nconns);
     int full = n >= w->conn_cap;
     if (full && !w->conn_full)
-        atomic_fetch_add(&w->q->conn_pauses[0], 1);
+        atomic_fetch_add(&w->srv->counters.conn_pauses[0], 1);
     w->conn_full = full;
     int open = !w->stopping && !w->nofd_paused;
-    conn_listener_set(w->lev, &w->lev_on, open && n < w->conn_cap + CONN_RESERVE);
-    conn_listener_set(w->s3lev, &w->s3lev_on, open && !full);
+    for (int i = 0; i < w->nls; i++) {
+        http_listener *l = &w->ls[i];
+        int cap = w->conn_cap + (l->face->reserved_path ? CONN_RESERVE : 0);
+        conn_listener_set(l->lev, &l->lev_on, open && n < cap);
+    }
 }
 
 static void conn_nofd_pause(http_worker *w) {
     if (!w->nofd_paused)
-        atomic_fetch_add(&w->q->conn_pauses[1], 1);
+        atomic_fetch_add(&w->srv->counters.conn_pauses[1], 1);
     w->nofd_paused = 1;
     conn_listeners_update(w);
 }
@@ -134,7 +138,10 @@ static void conn_accept_error(struct evconnlistener *lev, void *http) {
     (void)http;
     int err = EVUTIL_SOCKET_ERROR();
     http_worker *w = conn_this_worker;
-    if (!w || (w->lev != lev && w->s3lev != lev))
+    int ours = 0;
+    for (int i = 0; w && i < w->nls; i++)
+        ours |= w->ls[i].lev == lev;
+    if (!ours)
         return;
     int nofd = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
     objlog_logf_limited(&w->log_accept, OBJLOG_LEVEL_WARNING, "http",
@@ -172,7 +179,7 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg) {
         char *addr = NULL;
         ev_uint16_t port = 0;
         evhttp_connection_get_peer(evcon, &addr, &port);
-        atomic_fetch_add(&cn->w->q->answers_cut, 1);
+        atomic_fetch_add(&cn->w->srv->counters.answers_cut, 1);
         objlog_logf_limited(&cn->w->log_cut, OBJLOG_LEVEL_WARNING, "http",
                            "answer to %s:%u cut: the connection closed before it "
                            "was written", addr ? addr : "?", port);
@@ -208,7 +215,7 @@ static void conn_arm(struct event *ev, int ms) {
 
 /* No request in progress: the connection may wait this long for one. */
 static void conn_idle_arm(http_conn *cn) {
-    int ms = cn->w->q->idle_timeout_ms;
+    int ms = cn->w->srv->conf.idle_timeout_ms;
     if (cn->reserve && ms > CONN_RESERVE_IDLE_MS)
         ms = CONN_RESERVE_IDLE_MS;
     conn_arm(cn->idle, ms);
@@ -221,7 +228,7 @@ static void conn_idle_cb(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
     http_conn *cn = arg;
-    atomic_fetch_add(&cn->w->q->idle_closes, 1);
+    atomic_fetch_add(&cn->w->srv->counters.idle_closes, 1);
     shutdown(cn->fd, SHUT_RDWR);
 }
 
@@ -263,14 +270,7 @@ static void conn_send_error(http_conn *cn, int status, const char *reason, const
                             const char *message) {
     char rid[33], body[512], answer[1024];
     http_request_id(cn->w, rid);
-    int bn = cn->s3 ? snprintf(body, sizeof(body),
-                               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s"
-                               "</Code><Message>%s</Message><RequestId>%s</RequestId></Error>",
-                               code, message, rid)
-                    : snprintf(body, sizeof(body),
-                               "{\"error\":{\"code\":\"%s\",\"message\":\"%s\","
-                               "\"request_id\":\"%s\"}}\n",
-                               code, message, rid);
+    int bn = cn->face->edge_body(body, sizeof(body), code, message, rid);
     if (bn < 0 || (size_t)bn >= sizeof(body))
         bn = 0;
     if (cn->fr.method == FRAMING_M_HEAD)
@@ -278,8 +278,8 @@ static void conn_send_error(http_conn *cn, int status, const char *reason, const
     int n = snprintf(answer, sizeof(answer),
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%s: %s\r\nConnection: close\r\n"
                      "Content-Length: %d\r\n\r\n%.*s",
-                     status, reason, cn->s3 ? "application/xml" : "application/json",
-                     cn->s3 ? "x-amz-request-id" : "X-Objlog-Request-Id", rid, bn, bn, body);
+                     status, reason, cn->face->edge_content_type,
+                     cn->face->request_id_header, rid, bn, bn, body);
     if (n > 0 && send(cn->fd, answer, (size_t)n < sizeof(answer) ? (size_t)n : sizeof(answer),
                       MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* the peer is gone already: the shutdown that follows ends it */
@@ -295,10 +295,10 @@ static void conn_deadline_cb(evutil_socket_t fd, short what, void *arg) {
         shutdown(cn->fd, SHUT_RDWR);
         return;
     }
-    atomic_fetch_add(&w->q->request_timeouts, 1);
+    atomic_fetch_add(&w->srv->counters.request_timeouts, 1);
     objlog_logf_limited(&w->log_timeout, OBJLOG_LEVEL_NOTICE, "http",
                        "closing a connection: its request was not complete within "
-                       "%d ms", w->q->request_timeout_ms);
+                       "%d ms", w->srv->conf.request_timeout_ms);
     conn_send_error(cn, 408, "Request Timeout", "RequestTimeout",
                     "the request was not complete in time");
     /* evhttp reads EOF, fails the request and frees the connection in its
@@ -319,7 +319,7 @@ static void conn_refuse(http_conn *cn) {
     cn->receiving = 0;
     evbuffer_drain(in, evbuffer_get_length(in));
     evtimer_del(cn->idle);
-    atomic_fetch_add(&w->q->framing_errors, 1);
+    atomic_fetch_add(&w->srv->counters.framing_errors, 1);
     objlog_logf_limited(&w->log_framing, OBJLOG_LEVEL_NOTICE, "http",
                        "refusing a request (400) and closing its connection: %s",
                        cn->fr.error);
@@ -386,17 +386,17 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
         return;
     cn->receiving = 1;
     evtimer_del(cn->idle);
-    conn_arm(cn->deadline, cn->w->q->request_timeout_ms);
+    conn_arm(cn->deadline, cn->w->srv->conf.request_timeout_ms);
 }
 
 /* ------------------------------------------------------------ new connections */
 
 /* evhttp_set_bevcb: evhttp sets the socket and its callbacks right after;
  * conn_settle_cb picks the connection up before any of its I/O. */
-static struct bufferevent *conn_new(http_worker *w, int s3) {
+static struct bufferevent *conn_new(http_worker *w, const http_face *face) {
     struct event_base *base = w->base;
     http_conn *cn = calloc(1, sizeof(*cn));
-    struct bufferevent *bev = tls_serves(w->q->tls) ? tls_server_bev(w->q->tls, base)
+    struct bufferevent *bev = tls_serves(w->srv->conf.tls) ? tls_server_bev(w->srv->conf.tls, base)
                               : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     struct event *deadline = cn ? evtimer_new(base, conn_deadline_cb, cn) : NULL;
     struct event *idle = cn ? evtimer_new(base, conn_idle_cb, cn) : NULL;
@@ -421,27 +421,25 @@ static struct bufferevent *conn_new(http_worker *w, int s3) {
     cn->deadline = deadline;
     cn->idle = idle;
     cn->input_cb = in;
-    cn->s3 = s3 != 0;
+    cn->face = face;
     cn->refuse_at = UINT64_MAX;
     framing_init(&cn->fr);
     bufferevent_incref(bev);
     cn->next_new = w->conn_new;
     w->conn_new = cn;
     event_active(w->conn_settle_ev, 0, 0);
-    /* only the JSON listener accepts past the cap */
-    cn->reserve = atomic_fetch_add(&w->nconns, 1) >= w->conn_cap && !s3;
+    /* only a listener with reserved paths accepts past the cap */
+    cn->reserve = atomic_fetch_add(&w->nconns, 1) >= w->conn_cap && face->reserved_path;
     conn_listeners_update(w);
     return bev;
 }
 
+/* evhttp_set_bevcb gives one pointer: the listener, whose worker is the
+ * thread's (conn_worker_thread). */
 static struct bufferevent *conn_new_bev(struct event_base *base, void *arg) {
     (void)base;
-    return conn_new(arg, 0);
-}
-
-static struct bufferevent *conn_new_s3_bev(struct event_base *base, void *arg) {
-    (void)base;
-    return conn_new(arg, 1);
+    http_listener *l = arg;
+    return conn_new(conn_this_worker, l->face);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -481,7 +479,7 @@ static void conn_answer_written(struct evhttp_request *req, void *arg) {
         return;
     if (evbuffer_get_length(bufferevent_get_input(cn->bev)) > 0) {
         cn->receiving = 1;
-        conn_arm(cn->deadline, cn->w->q->request_timeout_ms);
+        conn_arm(cn->deadline, cn->w->srv->conf.request_timeout_ms);
     } else {
         conn_idle_arm(cn);
     }
@@ -508,32 +506,31 @@ void conn_answer_sent(http_conn *cn) {
 /* ------------------------------------------------------------ workers */
 
 int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
-    objlog_query *q = w->q;
-    int per_worker = (q->max_connections + q->nworkers - 1) / q->nworkers;
+    const server *s = w->srv;
+    int per_worker = (s->conf.max_connections + s->nworkers - 1) / s->nworkers;
     w->conn_cap = per_worker > 0 ? per_worker : 1;
     w->log_accept.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_timeout.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_cut.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_framing.interval_ms = CONN_LOG_INTERVAL_MS;
-    w->lev_on = w->s3lev_on = 1; /* evhttp enables its listeners */
     w->conn_settle_ev = event_new(w->base, -1, 0, conn_settle_cb, w);
     w->accept_resume_ev = evtimer_new(w->base, conn_resume_cb, w);
-    w->lev = evhttp_bound_socket_get_listener(w->bound);
-    if (!w->conn_settle_ev || !w->accept_resume_ev || !w->lev ||
+    if (!w->conn_settle_ev || !w->accept_resume_ev ||
         event_priority_set(w->conn_settle_ev, 0) < 0) {
         snprintf(errstr, errstr_size, "connections: out of memory");
         return -1;
     }
-    evconnlistener_set_error_cb(w->lev, conn_accept_error);
-    evhttp_set_bevcb(w->http, conn_new_bev, w);
-    if (w->s3http) { /* the S3 listener's connections count with the others */
-        w->s3lev = evhttp_bound_socket_get_listener(w->s3bound);
-        if (!w->s3lev) {
-            snprintf(errstr, errstr_size, "connections: no S3 listener");
+    /* every listener's connections count with the others */
+    for (int i = 0; i < w->nls; i++) {
+        http_listener *l = &w->ls[i];
+        l->lev_on = 1; /* evhttp enables its listeners */
+        l->lev = evhttp_bound_socket_get_listener(l->bound);
+        if (!l->lev) {
+            snprintf(errstr, errstr_size, "connections: no %s listener", l->face->name);
             return -1;
         }
-        evconnlistener_set_error_cb(w->s3lev, conn_accept_error);
-        evhttp_set_bevcb(w->s3http, conn_new_s3_bev, w);
+        evconnlistener_set_error_cb(l->lev, conn_accept_error);
+        evhttp_set_bevcb(l->http, conn_new_bev, l);
     }
     return 0;
 }
@@ -544,8 +541,8 @@ void conn_worker_thread(http_worker *w) { conn_this_worker = w; }
 void conn_worker_stop(http_worker *w) {
     if (w->accept_resume_ev)
         evtimer_del(w->accept_resume_ev);
-    w->lev = NULL;
-    w->s3lev = NULL;
+    for (int i = 0; i < w->nls; i++)
+        w->ls[i].lev = NULL;
 }
 
 /* After evhttp_free (which closed every connection through conn_closed). */

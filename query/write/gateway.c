@@ -140,12 +140,12 @@ static void gw_reply_ok(gw_req *r, const char *version_id, const char *etag,
         r->sink(r->sink_arg, r->sink_index, &res);
         return;
     }
-    if (r->c.s3) { /* the S3 endpoint's own success answer (s3.c) */
-        s3_written w = {.bucket = r->bucket, .key = r->key, .key_len = r->key_len,
-                        .version_id = version_id, .etag = etag,
-                        .delete_marker = delete_marker, .upload_id = upload_id,
-                        .log_time_ms = log_time_ms};
-        s3_reply_written(&r->c, &w);
+    if (r->c.face && r->c.face->written) { /* the API answers in its own shape */
+        struct write_answer w = {.bucket = r->bucket, .key = r->key, .key_len = r->key_len,
+                                 .version_id = version_id, .etag = etag,
+                                 .delete_marker = delete_marker, .upload_id = upload_id,
+                                 .log_time_ms = log_time_ms};
+        r->c.face->written(&r->c, &w);
         return;
     }
     http_add_header(&r->c, "X-Objlog-Token", r->res.token);
