@@ -454,7 +454,8 @@ void admit_get_status(http_ctx *c);                         /* GET /v1/admission
 /* ---- bootstrap.c: copying a partition from a peer's checkpoint ---- */
 
 typedef struct bootstrap bootstrap;
-bootstrap *bootstrap_new(objlog_query *q, const cluster *cl, char *errstr,
+/* key: the node key its fetches are signed with (NULL none; copied). */
+bootstrap *bootstrap_new(objlog_query *q, const uint8_t *key, char *errstr,
                          size_t errstr_size);
 /* Cancels a copy in flight (the partition is then empty and released). */
 void bootstrap_destroy(bootstrap *b);
@@ -529,19 +530,19 @@ void cluster_metrics(FILE *f, cluster *c);
 
 /* ---- nodesign.c: this node's signature on its requests to a peer ---- */
 /* The subject (c's, or the node's own when c is NULL) and its signature
- * into the two header values. 0, 1 when the nodes share no secret
- * (nothing to add), -1 error. */
-int nodesign_headers(const cluster *cl, const char *method, const char *target,
+ * with key (cluster_node_key) into the two header values. 0, 1 when key
+ * is NULL (the nodes share no secret: nothing to add), -1 error. */
+int nodesign_headers(const uint8_t *key, const char *method, const char *target,
                      const void *body, size_t n, const http_ctx *c, char *subject,
                      size_t subject_size, char *auth, size_t auth_size);
 /* The same added to an outgoing evhttp request (its body already in its
  * output buffer). 0, or -1. */
-int nodesign_request(const cluster *cl, struct evhttp_request *out, enum evhttp_cmd_type cmd,
+int nodesign_request(const uint8_t *key, struct evhttp_request *out, enum evhttp_cmd_type cmd,
                      const char *target, const http_ctx *c);
 /* The node's own bodiless request of url: the two headers appended to hl
  * (returned; hl unchanged without a shared secret, NULL out of memory). */
 struct curl_slist;
-struct curl_slist *nodesign_curl(const cluster *cl, const char *method, const char *url,
+struct curl_slist *nodesign_curl(const uint8_t *key, const char *method, const char *url,
                                  struct curl_slist *hl);
 const char *nodesign_method_name(enum evhttp_cmd_type cmd);
 

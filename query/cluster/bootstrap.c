@@ -26,8 +26,10 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 
 #include "checkpoint.h"
+#include "nodeauth.h"
 #include "tls.h"
 
 /* How long a hold may take: the batch in hand ends first. */
@@ -37,7 +39,8 @@
 
 struct bootstrap {
     objlog_query *q;             /* borrowed */
-    const cluster *cl;           /* its node key signs the fetches (nodesign.c) */
+    int has_key;                 /* the fetches are signed (nodesign.c) */
+    uint8_t key[NODEAUTH_KEY_LEN];
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -110,7 +113,7 @@ static void boot_run(bootstrap *b, int32_t p, const char *url) {
                     (int)p, url, objlog_store_applied(q->store, p));
         char ckpt_url[1100];
         snprintf(ckpt_url, sizeof(ckpt_url), "%s/v1/partitions/%d/checkpoint", url, (int)p);
-        struct curl_slist *hl = nodesign_curl(b->cl, "GET", ckpt_url, NULL);
+        struct curl_slist *hl = nodesign_curl(b->has_key ? b->key : NULL, "GET", ckpt_url, NULL);
         rc = objlog_ckpt_fetch(q->store, objlog_materializer_rangemap(q->m), url, hl,
                                tls_ca_file(q->tls), p, 0,
                                boot_progress, b, &b->stop, &applied, err, sizeof(err));
@@ -161,7 +164,7 @@ static void *boot_main(void *arg) {
     return NULL;
 }
 
-bootstrap *bootstrap_new(objlog_query *q, const cluster *cl, char *errstr,
+bootstrap *bootstrap_new(objlog_query *q, const uint8_t *key, char *errstr,
                          size_t errstr_size) {
     bootstrap *b = calloc(1, sizeof(*b));
     if (!b) {
@@ -169,7 +172,10 @@ bootstrap *bootstrap_new(objlog_query *q, const cluster *cl, char *errstr,
         return NULL;
     }
     b->q = q;
-    b->cl = cl;
+    if (key) {
+        memcpy(b->key, key, NODEAUTH_KEY_LEN);
+        b->has_key = 1;
+    }
     b->next_p = b->cur_p = -1;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
@@ -194,6 +200,7 @@ void bootstrap_destroy(bootstrap *b) {
     }
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
+    OPENSSL_cleanse(b->key, sizeof(b->key));
     free(b);
 }
 

@@ -246,7 +246,7 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
     char url[CLUSTER_URL_MAX + 16];
     snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
     curl_buf b = {0};
-    struct curl_slist *hl = nodesign_curl(c, "GET", url, NULL);
+    struct curl_slist *hl = nodesign_curl(cluster_node_key(c), "GET", url, NULL);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -585,7 +585,7 @@ cluster *cluster_new(objlog_query *q, const cluster_conf *cf, char *errstr,
         cluster_destroy(c);
         return NULL;
     }
-    if (!(c->boot = bootstrap_new(q, c, errstr, errstr_size))) {
+    if (!(c->boot = bootstrap_new(q, cluster_node_key(c), errstr, errstr_size))) {
         cluster_destroy(c);
         return NULL;
     }
@@ -958,7 +958,7 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
              (long long)off, (long long)ms);
     curl_buf b = {0};
     struct curl_slist *hl = nodesign_curl(
-        c, "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
+        cluster_node_key(c), "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, u);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);

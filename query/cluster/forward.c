@@ -280,7 +280,7 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
     /* The peer learns who asks from this node's signature, not from the
      * client's headers. On failure evhttp_make_request frees r->out
      * without calling back. */
-    if (nodesign_request(w->q->cluster, r->out, evhttp_request_get_command(c->req),
+    if (nodesign_request(cluster_node_key(w->q->cluster), r->out, evhttp_request_get_command(c->req),
                          evhttp_request_get_uri(c->req), c) < 0 ||
         evhttp_make_request(conn, r->out, evhttp_request_get_command(c->req),
                             evhttp_request_get_uri(c->req)) != 0) {
@@ -406,7 +406,7 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
             evhttp_add_header(oh, "Host", fwd_host_of(nodes[i]));
             evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
             evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
-            if (nodesign_request(w->q->cluster, s->out, EVHTTP_REQ_GET, paths[i], c) < 0) {
+            if (nodesign_request(cluster_node_key(w->q->cluster), s->out, EVHTTP_REQ_GET, paths[i], c) < 0) {
                 evhttp_request_free(s->out);
                 s->out = NULL;
             } else if (evhttp_make_request(conn, s->out, EVHTTP_REQ_GET, paths[i]) != 0) {

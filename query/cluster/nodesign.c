@@ -5,7 +5,7 @@
  * Invariant: the subject signed is the client's as this node
  * authenticated it (or "node" for the node's own requests, "open" where
  * the API takes requests without a token), never one a client named. */
-#include "internal.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,10 +28,9 @@ const char *nodesign_method_name(enum evhttp_cmd_type cmd) {
     }
 }
 
-int nodesign_headers(const cluster *cl, const char *method, const char *target,
+int nodesign_headers(const uint8_t *key, const char *method, const char *target,
                      const void *body, size_t n, const http_ctx *c, char *subject,
                      size_t subject_size, char *auth, size_t auth_size) {
-    const uint8_t *key = cluster_node_key(cl);
     if (!key)
         return 1;
     /* c NULL: the node's own request; an open API forwards "open" */
@@ -52,13 +51,13 @@ int nodesign_headers(const cluster *cl, const char *method, const char *target,
                          auth, auth_size);
 }
 
-int nodesign_request(const cluster *cl, struct evhttp_request *out, enum evhttp_cmd_type cmd,
+int nodesign_request(const uint8_t *key, struct evhttp_request *out, enum evhttp_cmd_type cmd,
                      const char *target, const http_ctx *c) {
     char subject[3 * NODEAUTH_MAX_TENANT_LEN + 8], auth[NODEAUTH_VALUE_MAX];
     struct evbuffer *b = evhttp_request_get_output_buffer(out);
     size_t n = evbuffer_get_length(b);
     const void *body = n ? (const void *)evbuffer_pullup(b, -1) : (const void *)"";
-    int rc = nodesign_headers(cl, nodesign_method_name(cmd), target, body, n, c, subject,
+    int rc = nodesign_headers(key, nodesign_method_name(cmd), target, body, n, c, subject,
                               sizeof(subject), auth, sizeof(auth));
     if (rc != 0)
         return rc < 0 ? -1 : 0;
@@ -70,12 +69,12 @@ int nodesign_request(const cluster *cl, struct evhttp_request *out, enum evhttp_
     return 0;
 }
 
-struct curl_slist *nodesign_curl(const cluster *cl, const char *method, const char *url,
+struct curl_slist *nodesign_curl(const uint8_t *key, const char *method, const char *url,
                                  struct curl_slist *hl) {
     const char *scheme = strstr(url, "://");
     const char *target = scheme ? strchr(scheme + 3, '/') : NULL;
     char subject[16], auth[NODEAUTH_VALUE_MAX], line[NODEAUTH_VALUE_MAX + 64];
-    if (nodesign_headers(cl, method, target ? target : "/", "", 0, NULL, subject,
+    if (nodesign_headers(key, method, target ? target : "/", "", 0, NULL, subject,
                          sizeof(subject), auth, sizeof(auth)) != 0)
         return hl;
     snprintf(line, sizeof(line), "%s: %s", NODEAUTH_SUBJECT_HEADER, subject);

@@ -12,7 +12,7 @@
  * alternates keys and values inside an object, and gives values without
  * keys (key NULL) inside an array. An allocation
  * failure is sticky: jsonw_finish reports it once. */
-#include "internal.h"
+#include "server.h"
 
 #include <string.h>
 

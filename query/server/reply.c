@@ -64,25 +64,6 @@ static int http_code_slot(int status) {
     return HTTP_CODE_SLOTS - 1;
 }
 
-/* Request ids name answers in logs and errors (writes carry the
- * producer's own ids): unique, not secret. A getrandom(2) and 16
- * snprintf calls per request cost 11,000 instructions of a GET's 139,000;
- * splitmix64 over a per-worker random seed gives 128 bits in ~100. */
-static uint64_t http_splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-void http_request_id(http_worker *w, char out[33]) {
-    static const char hex[] = "0123456789abcdef";
-    uint64_t v[2] = {http_splitmix64(&w->rid_state), http_splitmix64(&w->rid_state)};
-    for (int i = 0; i < 32; i++)
-        out[i] = hex[(v[i / 16] >> (60 - 4 * (i % 16))) & 15];
-    out[32] = '\0';
-}
-
 int http_utf8_valid(const uint8_t *s, size_t n) {
     return keycodec_utf8_valid_len(s, n) == n;
 }

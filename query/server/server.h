@@ -305,6 +305,8 @@ int conn_request_dispatched(http_worker *w, struct evhttp_request *req);
  * then sent once evhttp has the answer. */
 http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req);
 void conn_answer_sent(http_conn *cn);
+/* A request's id (32 hex digits): unique, not secret. */
+void http_request_id(http_worker *w, char out[33]);
 
 /* ---- reply.c: parameters and answers ---- */
 /* Value of query parameter name (NULL if absent); *len gets its length. */
@@ -352,7 +354,6 @@ int http_edge_body_json(char *out, size_t n, const char *code, const char *messa
 json_t *http_json_bytes(const void *p, size_t n);
 void http_format_time(int64_t ms, char *out, size_t out_size);
 int http_utf8_valid(const uint8_t *s, size_t n);
-void http_request_id(http_worker *w, char out[33]); /* 32 hex digits */
 /* The query string into c->params (percent-decoded); -1 malformed. */
 int http_params_parse(http_ctx *c, const char *query);
 void http_params_free(http_ctx *c);
