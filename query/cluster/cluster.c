@@ -21,7 +21,11 @@
  * Invariant: the snapshot only routes; it never decides what is fresh. A
  * request sent to the wrong node (the snapshot lags a rebalance by up to a
  * second) is fenced there as anywhere, or sent on again; any replica that
- * applies a partition answers a read of it only after its own fence. */
+ * applies a partition answers a read of it only after its own fence.
+ *
+ * A circle with forward.c, on purpose: cluster_route decides where a
+ * read goes and hands it to forward.c, which asks back (cluster_pick,
+ * cluster_mark_down) for the next replica when a node does not answer. */
 #include "internal.h"
 
 #include "kafkaconf.h"

@@ -14,8 +14,12 @@
  *
  * Invariant: every forwarded request is answered exactly once, on its
  * worker's thread: with the peer's answer, with 503 when the peer cannot
- * be reached, or at worker stop (forward_expire_worker), after its peer
- * request is cancelled. */
+ * be reached, or as its worker stops (the stop hook), after its peer
+ * request is cancelled.
+ *
+ * A circle with cluster.c, on purpose: cluster.c routes a read here, and
+ * a failed peer is reported back to it (cluster_mark_down) so the retry
+ * picks another replica. */
 #include "internal.h"
 #include "tls.h"
 
