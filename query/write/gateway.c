@@ -33,7 +33,7 @@
  * InsufficientStorage naming the store's error, and a logged write whose
  * outcome did not come in time is answered the same way with its request
  * id: the log is fine, the view's disk is not. */
-#include "internal.h"
+#include "write.h"
 
 #include <errno.h>
 #include <stdatomic.h>
