@@ -598,6 +598,302 @@ static void gw_submitted(http_ctx *c, gw_req *r, int rc, const char *errstr) {
     http_reply_error(c, 400, "InvalidArgument", "%s", errstr);
 }
 
+/* The request's bucket and key, kept for its answer; -1 out of memory. */
+static int gw_req_target(gw_req *r, const char *bucket, const uint8_t *key, size_t kn) {
+    snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+    r->key = malloc(kn + 1);
+    if (!r->key)
+        return -1;
+    memcpy(r->key, key, kn);
+    r->key[kn] = '\0';
+    r->key_len = kn;
+    return 0;
+}
+
+/* ------------------------------------------------------------- one write */
+
+/* Every write the gateway makes, named by the producer call it is. */
+typedef enum gw_op {
+    GW_OP_CREATE_BUCKET,
+    GW_OP_DELETE_BUCKET,
+    GW_OP_SET_VERSIONING,
+    GW_OP_SET_QUOTA,
+    GW_OP_SET_RATE_LIMIT,
+    GW_OP_PUT_OBJECT,
+    GW_OP_DELETE_OBJECT,
+    GW_OP_CREATE_UPLOAD,
+    GW_OP_UPLOAD_PART,
+    GW_OP_COMPLETE_UPLOAD,
+    GW_OP_ABORT_UPLOAD,
+    GW_OP_PUT_INDEX,
+    GW_OP_DROP_INDEX,
+    GW_OP_EVENT
+} gw_op;
+
+/* The preconditions a write takes from its request's headers. */
+typedef enum gw_cond {
+    GW_COND_NONE,
+    GW_COND_IF_MATCH,            /* If-Match; If-None-Match refused */
+    GW_COND_IF_MATCH_OR_NONE     /* If-Match or If-None-Match: * */
+} gw_cond;
+
+/* One write: its op and the values its producer call takes (the others
+ * stay zero). Everything is borrowed for the duration of gw_submit. */
+typedef struct gw_write {
+    gw_op op;
+    gw_cond cond;
+    const char *bucket;
+    const uint8_t *key;
+    size_t key_len;
+    const char *version_id;      /* DELETE_OBJECT: NULL, the current one */
+    const char *upload_id;
+    const objlog_object_meta *meta;
+    const objlog_bucket_conf *bc;
+    objlog_versioning versioning;
+    uint64_t max_bytes, max_objects;
+    const objlog_rate_limit *limit; /* SET_RATE_LIMIT: NULL deletes it */
+    uint32_t part_number;
+    uint64_t size;
+    const char *etag, *blob_id;
+    const objlog_completed_part *parts;
+    size_t nparts;
+    const char *index, *field;   /* PUT_INDEX, DROP_INDEX */
+    int last_modified;
+    Objlog__Event *ev;           /* EVENT: prepared by the caller */
+} gw_write;
+
+/* w handed to the producer for r: 0, or -1 with err when it was refused
+ * up front (no callback will come). */
+static int gw_produce(objlog_producer *p, gw_req *r, const gw_write *w,
+                      const objlog_write_opts *o, char *err, size_t en) {
+    const char *k = (const char *)w->key;
+    switch (w->op) {
+    case GW_OP_CREATE_BUCKET:
+        return objlog_producer_create_bucket_ex(p, w->bucket, w->bc, o, gw_on_logged, r,
+                                                err, en);
+    case GW_OP_DELETE_BUCKET:
+        return objlog_producer_delete_bucket(p, w->bucket, o, gw_on_logged, r, err, en);
+    case GW_OP_SET_VERSIONING:
+        return objlog_producer_set_versioning(p, w->bucket, w->versioning, o, gw_on_logged,
+                                              r, err, en);
+    case GW_OP_SET_QUOTA:
+        return objlog_producer_set_quota(p, w->bucket, w->max_bytes, w->max_objects, o,
+                                         gw_on_logged, r, err, en);
+    case GW_OP_SET_RATE_LIMIT:
+        return objlog_producer_set_rate_limit(p, w->bucket, w->limit, o, gw_on_logged, r,
+                                              err, en);
+    case GW_OP_PUT_OBJECT:
+        return objlog_producer_put_object(p, w->bucket, k, w->key_len, w->meta, o,
+                                          gw_on_logged, r, err, en);
+    case GW_OP_DELETE_OBJECT:
+        return objlog_producer_delete_object(p, w->bucket, k, w->key_len, w->version_id, o,
+                                             gw_on_logged, r, err, en);
+    case GW_OP_CREATE_UPLOAD:
+        return objlog_producer_create_upload(p, w->bucket, k, w->key_len, w->meta, o,
+                                             gw_on_logged, r, err, en);
+    case GW_OP_UPLOAD_PART:
+        return objlog_producer_upload_part(p, w->bucket, k, w->key_len, w->upload_id,
+                                           w->part_number, w->size, w->etag ? w->etag : "",
+                                           w->blob_id ? w->blob_id : "", o, gw_on_logged,
+                                           r, err, en);
+    case GW_OP_COMPLETE_UPLOAD:
+        return objlog_producer_complete_upload(p, w->bucket, k, w->key_len, w->upload_id,
+                                               w->parts, w->nparts, o, gw_on_logged, r,
+                                               err, en);
+    case GW_OP_ABORT_UPLOAD:
+        return objlog_producer_abort_upload(p, w->bucket, k, w->key_len, w->upload_id, o,
+                                            gw_on_logged, r, err, en);
+    case GW_OP_PUT_INDEX:
+        return objlog_producer_put_index(p, w->bucket, w->index, w->field,
+                                         w->last_modified, o, gw_on_logged, r, err, en);
+    case GW_OP_DROP_INDEX:
+        return objlog_producer_drop_index(p, w->bucket, w->index, o, gw_on_logged, r, err,
+                                          en);
+    case GW_OP_EVENT:
+        return producer_write_event(p, w->ev, 0, o, gw_on_logged, r, err, en);
+    }
+    snprintf(err, en, "unknown write");
+    return -1;
+}
+
+/* r's write out to the producer; from here r is the producer callback's,
+ * or answered and freed when the producer refused it. The answer of a
+ * create-upload or a complete names the bucket and key, kept first. */
+static void gw_issue(http_ctx *c, gw_req *r, const objlog_write_opts *opts,
+                     const gw_write *w) {
+    char err[256] = "";
+    int rc;
+    r->is_create_upload = w->op == GW_OP_CREATE_UPLOAD;
+    if ((w->op == GW_OP_CREATE_UPLOAD || w->op == GW_OP_COMPLETE_UPLOAD) &&
+        gw_req_target(r, w->bucket, w->key, w->key_len) < 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        rc = -1;
+    } else {
+        rc = gw_produce(c->q->producer, r, w, opts, err, sizeof(err));
+    }
+    gw_submitted(c, r, rc, err);
+}
+
+/* The one path of a request's write: its common parameters and
+ * preconditions (answered when bad), then the producer. */
+static void gw_submit(http_ctx *c, const gw_write *w) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = w->cond == GW_COND_NONE
+                    ? gw_req_new(c, &opts, rid)
+                    : gw_req_new_cond(c, &opts, rid, w->cond == GW_COND_IF_MATCH_OR_NONE);
+    if (r)
+        gw_issue(c, r, &opts, w);
+}
+
+void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc) {
+    gw_submit(c, &(gw_write){.op = GW_OP_CREATE_BUCKET, .bucket = bucket, .bc = bc});
+}
+
+void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v) {
+    gw_submit(c, &(gw_write){.op = GW_OP_SET_VERSIONING, .bucket = bucket, .versioning = v});
+}
+
+void gateway_set_quota(http_ctx *c, const char *bucket, uint64_t max_bytes,
+                       uint64_t max_objects) {
+    gw_submit(c, &(gw_write){.op = GW_OP_SET_QUOTA, .bucket = bucket,
+                             .max_bytes = max_bytes, .max_objects = max_objects});
+}
+
+void gateway_delete_rate_limit(http_ctx *c, const char *bucket) {
+    gateway_set_rate_limit(c, bucket, NULL);
+}
+
+void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_limit *l) {
+    gw_submit(c, &(gw_write){.op = GW_OP_SET_RATE_LIMIT, .bucket = bucket, .limit = l});
+}
+
+void gateway_delete_bucket(http_ctx *c, const char *bucket) {
+    gw_submit(c, &(gw_write){.op = GW_OP_DELETE_BUCKET, .bucket = bucket});
+}
+
+void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                             size_t key_len, const objlog_object_meta *meta) {
+    gw_submit(c, &(gw_write){.op = GW_OP_PUT_OBJECT, .cond = GW_COND_IF_MATCH_OR_NONE,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .meta = meta});
+}
+
+/* A version id as the state machine takes it: NULL, "null" or one of its
+ * own. */
+static int gw_version_id_ok(const char *vid) {
+    uint64_t seq;
+    return !vid || strcmp(vid, "null") == 0 || keycodec_parse_version_id(vid, &seq) >= 0;
+}
+
+void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
+                            size_t key_len, const char *vid) {
+    if (!gw_version_id_ok(vid)) {
+        http_reply_error(c, 400, "InvalidArgument", "invalid version id");
+        return;
+    }
+    gw_submit(c, &(gw_write){.op = GW_OP_DELETE_OBJECT, .cond = GW_COND_IF_MATCH,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .version_id = vid});
+}
+
+/* One delete of a batch: its own random request id (the batch's keys are
+ * distinct writes; a shared id would make the state machine deduplicate
+ * them into one), no preconditions, its outcome to sink. */
+static void gw_delete_one(http_ctx *c, const char *bucket, const gateway_delete_item *it,
+                          size_t i, int ack_logged, int timeout_ms, gateway_sink *sink,
+                          void *arg) {
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gateway_result res = {.status = 400, .code = "InvalidArgument",
+                          .message = "invalid version id", .version_id = "", .etag = ""};
+    if (!gw_version_id_ok(it->version_id)) {
+        sink(arg, i, &res);
+        return;
+    }
+    gw_req *r = gw_random_id(rid) < 0 ? NULL : gw_req_alloc(c, ack_logged, timeout_ms, rid);
+    if (!r) {
+        res.status = 500, res.code = "InternalError", res.message = "out of memory";
+        sink(arg, i, &res);
+        return;
+    }
+    r->sink = sink, r->sink_arg = arg, r->sink_index = i;
+    objlog_write_opts opts = {.request_id = rid};
+    gw_issue(c, r, &opts,
+             &(gw_write){.op = GW_OP_DELETE_OBJECT, .bucket = bucket, .key = it->key,
+                         .key_len = it->key_len, .version_id = it->version_id});
+}
+
+int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
+                            size_t n, gateway_sink *sink, void *arg) {
+    int ack_logged, timeout_ms;
+    objlog_materializer_kick(c->q->m);
+    if (gw_write_params(c, &ack_logged, &timeout_ms) < 0 || gw_refuse_stalled(c))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        gw_delete_one(c, bucket, &items[i], i, ack_logged, timeout_ms, sink, arg);
+    return 0;
+}
+
+/* ------------------------------------------------------------- multipart */
+
+void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                                size_t key_len, const objlog_object_meta *meta) {
+    gw_submit(c, &(gw_write){.op = GW_OP_CREATE_UPLOAD, .bucket = bucket, .key = key,
+                             .key_len = key_len, .meta = meta});
+}
+
+int gateway_part_number(const char *s, uint32_t *out) {
+    char *end = NULL;
+    if (!s || *s < '1' || *s > '9' || strlen(s) > 5)
+        return -1;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || v < 1 || v > 10000)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+void gateway_upload_part_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const char *upload_id, uint32_t part_number,
+                              uint64_t size, const char *etag, const char *blob_id) {
+    gw_submit(c, &(gw_write){.op = GW_OP_UPLOAD_PART, .bucket = bucket, .key = key,
+                             .key_len = key_len, .upload_id = upload_id,
+                             .part_number = part_number, .size = size, .etag = etag,
+                             .blob_id = blob_id});
+}
+
+void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_t *key,
+                                   size_t key_len, const char *upload_id,
+                                   const objlog_completed_part *parts, size_t n) {
+    gw_submit(c, &(gw_write){.op = GW_OP_COMPLETE_UPLOAD, .cond = GW_COND_IF_MATCH_OR_NONE,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .upload_id = upload_id, .parts = parts, .nparts = n});
+}
+
+void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const char *upload_id) {
+    gw_submit(c, &(gw_write){.op = GW_OP_ABORT_UPLOAD, .bucket = bucket, .key = key,
+                             .key_len = key_len, .upload_id = upload_id});
+}
+
+void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
+    gw_submit(c, &(gw_write){.op = GW_OP_EVENT, .ev = ev});
+}
+
+/* ---- attribute indexes: PUT/DELETE /v1/buckets/{b}/indexes/{name} */
+
+void gateway_create_index(http_ctx *c, const char *bucket, const char *name,
+                          const char *field, int last_modified) {
+    gw_submit(c, &(gw_write){.op = GW_OP_PUT_INDEX, .bucket = bucket, .index = name,
+                             .field = field, .last_modified = last_modified});
+}
+
+void gateway_drop_index(http_ctx *c, const char *bucket, const char *name) {
+    gw_submit(c, &(gw_write){.op = GW_OP_DROP_INDEX, .bucket = bucket, .index = name});
+}
+
+/* ---- the JSON API's write routes: their bodies, into the calls above */
+
 /* The body as a JSON object; NULL after replying MalformedJSON. Empty body:
  * *empty = 1 and NULL without a reply. */
 static json_t *gw_body_json(http_ctx *c, int *empty) {
@@ -632,19 +928,6 @@ static int gw_string_field(http_ctx *c, json_t *o, const char *name,
     return 0;
 }
 
-/* "Enabled" / "Suspended" / "" (when allow_empty) -> *v; -1 otherwise. */
-static int gw_versioning(const char *s, int allow_empty, objlog_versioning *v) {
-    if (s && strcmp(s, "Enabled") == 0)
-        *v = OBJLOG_VERSIONING_ENABLED;
-    else if (s && strcmp(s, "Suspended") == 0)
-        *v = OBJLOG_VERSIONING_SUSPENDED;
-    else if (allow_empty && (!s || !*s))
-        *v = OBJLOG_VERSIONING_UNVERSIONED;
-    else
-        return -1;
-    return 0;
-}
-
 /* Optional non-negative integer field (positive when positive is set):
  * 0 ok (*out untouched when absent), -1 replied. */
 static int gw_uint_field(http_ctx *c, json_t *o, const char *name, int positive,
@@ -658,6 +941,19 @@ static int gw_uint_field(http_ctx *c, json_t *o, const char *name, int positive,
         return -1;
     }
     *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* "Enabled" / "Suspended" / "" (when allow_empty) -> *v; -1 otherwise. */
+static int gw_versioning(const char *s, int allow_empty, objlog_versioning *v) {
+    if (s && strcmp(s, "Enabled") == 0)
+        *v = OBJLOG_VERSIONING_ENABLED;
+    else if (s && strcmp(s, "Suspended") == 0)
+        *v = OBJLOG_VERSIONING_SUSPENDED;
+    else if (allow_empty && (!s || !*s))
+        *v = OBJLOG_VERSIONING_UNVERSIONED;
+    else
+        return -1;
     return 0;
 }
 
@@ -687,93 +983,6 @@ static int gw_bucket_conf(http_ctx *c, json_t *body, objlog_bucket_conf *bc) {
         gw_uint_field(c, q, "max_objects", 0, &bc->quota_max_objects) < 0)
         return -1;
     return 0;
-}
-
-void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_create_bucket_ex(c->q->producer, bucket, bc, &opts,
-                                              gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-void gateway_put_bucket(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body && !empty)
-        return;
-    objlog_bucket_conf bc;
-    if (gw_bucket_conf(c, body, &bc) == 0 && authz_create_bucket(c, &bc) == 0)
-        gateway_create_bucket(c, bucket, &bc);
-    json_decref(body);
-}
-
-void gateway_put_versioning(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"status\":\"Enabled|Suspended\"}");
-        return;
-    }
-    const char *status = NULL;
-    objlog_versioning v;
-    if (gw_string_field(c, body, "status", &status) < 0) {
-        /* replied */
-    } else if (gw_versioning(status, 0, &v) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "field status must be Enabled or Suspended");
-    } else {
-        gateway_set_versioning(c, bucket, v);
-    }
-    json_decref(body);
-}
-
-void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_set_versioning(c->q->producer, bucket, v, &opts, gw_on_logged,
-                                            r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-/* PUT /v1/buckets/{b}/quota {"max_bytes":N,"max_objects":N}: a SetQuota
- * event; an absent field is 0 (no limit). */
-void gateway_put_quota(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"max_bytes\":N,\"max_objects\":N}");
-        return;
-    }
-    uint64_t max_bytes = 0, max_objects = 0;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (!json_is_object(body)) {
-        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
-    } else if (gw_uint_field(c, body, "max_bytes", 0, &max_bytes) < 0 ||
-               gw_uint_field(c, body, "max_objects", 0, &max_objects) < 0) {
-        /* replied */
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_set_quota(c->q->producer, bucket, max_bytes,
-                                           max_objects, &opts, gw_on_logged, r,
-                                           err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
-    json_decref(body);
 }
 
 /* One rate-limit figure of a PUT .../ratelimit body: 0..1,000,000. 1 set,
@@ -825,59 +1034,6 @@ static int gw_rate_limit_body(http_ctx *c, json_t *body, objlog_rate_limit *l) {
         return -1;
     }
     return 0;
-}
-
-/* PUT /v1/buckets/{b}/ratelimit {"rps":N,"burst":N,"write_rps":N,
- * "write_burst":N} (SetRateLimit) and DELETE (DeleteRateLimit). */
-void gateway_put_rate_limit(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"rps\":N,\"burst\":N,"
-                             "\"write_rps\":N,\"write_burst\":N}");
-        return;
-    }
-    objlog_rate_limit l;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (!json_is_object(body)) {
-        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
-    } else if (gw_rate_limit_body(c, body, &l) < 0) {
-        /* replied */
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_set_rate_limit(c->q->producer, bucket, &l, &opts,
-                                                gw_on_logged, r, err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
-    json_decref(body);
-}
-
-void gateway_delete_rate_limit(http_ctx *c, const char *bucket) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_set_rate_limit(c->q->producer, bucket, NULL, &opts,
-                                            gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-void gateway_delete_bucket(http_ctx *c, const char *bucket) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_delete_bucket(c->q->producer, bucket, &opts,
-                                           gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
 }
 
 /* The string map o.field (absent or null: none) appended to pairs at *n;
@@ -946,104 +1102,6 @@ static int gw_parse_meta(http_ctx *c, json_t *o, objlog_object_meta *m,
     return 0;
 }
 
-void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                        size_t key_len) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the request body must be a JSON object (the metadata)");
-        return;
-    }
-    objlog_object_meta meta;
-    objlog_user_meta *um = NULL;
-    if (gw_parse_meta(c, body, &meta, &um) == 0)
-        gateway_put_object_meta(c, bucket, key, key_len, &meta);
-    free(um);
-    json_decref(body);
-}
-
-void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
-                             size_t key_len, const objlog_object_meta *meta) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_put_object(c->q->producer, bucket, (const char *)key, key_len,
-                                        meta, &opts, gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                           size_t key_len) {
-    gateway_delete_version(c, bucket, key, key_len, http_param_get(c, "version_id", NULL));
-}
-
-void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
-                            size_t key_len, const char *vid) {
-    uint64_t seq;
-    if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
-        http_reply_error(c, 400, "InvalidArgument", "invalid version id");
-        return;
-    }
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 0);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)key,
-                                           key_len, vid, &opts, gw_on_logged, r,
-                                           err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-/* One delete of a batch: its own random request id (the batch's keys are
- * distinct writes; a shared id would make the state machine deduplicate
- * them into one), no preconditions, its outcome to sink. */
-static void gw_delete_one(http_ctx *c, const char *bucket, const gateway_delete_item *it,
-                          size_t i, int ack_logged, int timeout_ms, gateway_sink *sink,
-                          void *arg) {
-    uint64_t seq;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    const char *vid = it->version_id;
-    gateway_result res = {.status = 400, .code = "InvalidArgument",
-                          .message = "invalid version id", .version_id = "", .etag = ""};
-    if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
-        sink(arg, i, &res);
-        return;
-    }
-    gw_req *r = gw_random_id(rid) < 0 ? NULL : gw_req_alloc(c, ack_logged, timeout_ms, rid);
-    if (!r) {
-        res.status = 500, res.code = "InternalError", res.message = "out of memory";
-        sink(arg, i, &res);
-        return;
-    }
-    r->sink = sink, r->sink_arg = arg, r->sink_index = i;
-    objlog_write_opts opts = {.request_id = rid};
-    char err[256] = "";
-    int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)it->key,
-                                           it->key_len, vid, &opts, gw_on_logged, r, err,
-                                           sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
-                            size_t n, gateway_sink *sink, void *arg) {
-    int ack_logged, timeout_ms;
-    objlog_materializer_kick(c->q->m);
-    if (gw_write_params(c, &ack_logged, &timeout_ms) < 0 || gw_refuse_stalled(c))
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        gw_delete_one(c, bucket, &items[i], i, ack_logged, timeout_ms, sink, arg);
-    return 0;
-}
-
-/* ------------------------------------------------------------- multipart */
-
 /* The "key" field of a create-upload body, checked as a URL key is. */
 static const char *gw_body_key(http_ctx *c, json_t *body, size_t *kn) {
     json_t *k = json_object_get(body, "key");
@@ -1058,111 +1116,6 @@ static const char *gw_body_key(http_ctx *c, json_t *body, size_t *kn) {
         return NULL;
     }
     return json_string_value(k);
-}
-
-void gateway_create_upload(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be a JSON object with the key");
-        return;
-    }
-    objlog_object_meta meta;
-    objlog_user_meta *um = NULL;
-    size_t kn = 0;
-    const char *key = gw_body_key(c, body, &kn);
-    if (key && gw_parse_meta(c, body, &meta, &um) == 0)
-        gateway_create_upload_meta(c, bucket, (const uint8_t *)key, kn, &meta);
-    free(um);
-    json_decref(body);
-}
-
-/* The request's bucket and key, kept for its answer; -1 out of memory. */
-static int gw_req_target(gw_req *r, const char *bucket, const uint8_t *key, size_t kn) {
-    snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
-    r->key = malloc(kn + 1);
-    if (!r->key)
-        return -1;
-    memcpy(r->key, key, kn);
-    r->key[kn] = '\0';
-    r->key_len = kn;
-    return 0;
-}
-
-void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
-                                size_t key_len, const objlog_object_meta *meta) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    r->is_create_upload = 1;
-    char err[256] = "";
-    int rc = gw_req_target(r, bucket, key, key_len) < 0
-                 ? (snprintf(err, sizeof(err), "out of memory"), -1)
-                 : objlog_producer_create_upload(c->q->producer, bucket, (const char *)key,
-                                                 key_len, meta, &opts, gw_on_logged, r, err,
-                                                 sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-int gateway_part_number(const char *s, uint32_t *out) {
-    char *end = NULL;
-    if (!s || *s < '1' || *s > '9' || strlen(s) > 5)
-        return -1;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end || v < 1 || v > 10000)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
-void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
-                         const char *part_number) {
-    size_t kn;
-    uint32_t pn;
-    const char *key = read_upload_key(c, &kn);
-    if (!key)
-        return;
-    if (gateway_part_number(part_number, &pn) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "part number must be an integer in 1..10000");
-        return;
-    }
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"size\",\"etag\",\"blob_id\"}");
-        return;
-    }
-    uint64_t size = 0;
-    const char *etag = NULL, *blob = NULL;
-    if (gw_uint_field(c, body, "size", 0, &size) == 0 &&
-        gw_string_field(c, body, "etag", &etag) == 0 &&
-        gw_string_field(c, body, "blob_id", &blob) == 0)
-        gateway_upload_part_meta(c, bucket, (const uint8_t *)key, kn, upload_id, pn, size,
-                                 etag, blob);
-    json_decref(body);
-}
-
-void gateway_upload_part_meta(http_ctx *c, const char *bucket, const uint8_t *key,
-                              size_t key_len, const char *upload_id, uint32_t part_number,
-                              uint64_t size, const char *etag, const char *blob_id) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_upload_part(c->q->producer, bucket, (const char *)key, key_len,
-                                         upload_id, part_number, size, etag ? etag : "",
-                                         blob_id ? blob_id : "", &opts, gw_on_logged, r,
-                                         err, sizeof(err));
-    gw_submitted(c, r, rc, err);
 }
 
 /* {"parts":[{"part_number","etag"}]} -> *parts (malloc'd, etags borrowed
@@ -1201,6 +1154,165 @@ static int gw_completed_parts(http_ctx *c, json_t *body,
     return 0;
 }
 
+/* The field of a PUT .../indexes/{name} body, checked as the state
+ * machine will; -1 replied. */
+static int gw_index_body(http_ctx *c, json_t *body, const char **field) {
+    char why[256];
+    json_t *lm = json_object_get(body, "last_modified");
+    if (gw_string_field(c, body, "field", field) < 0)
+        return -1;
+    if (!objlog_index_field_valid(*field, why, sizeof(why))) {
+        http_reply_error(c, 400, "InvalidArgument", "%s", why);
+        return -1;
+    }
+    if (lm && !json_is_boolean(lm)) {
+        http_reply_error(c, 400, "InvalidArgument", "field last_modified must be true or false");
+        return -1;
+    }
+    return 0;
+}
+
+void gateway_put_bucket(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body && !empty)
+        return;
+    objlog_bucket_conf bc;
+    if (gw_bucket_conf(c, body, &bc) == 0 && authz_create_bucket(c, &bc) == 0)
+        gateway_create_bucket(c, bucket, &bc);
+    json_decref(body);
+}
+
+void gateway_put_versioning(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"status\":\"Enabled|Suspended\"}");
+        return;
+    }
+    const char *status = NULL;
+    objlog_versioning v;
+    if (gw_string_field(c, body, "status", &status) < 0) {
+        /* replied */
+    } else if (gw_versioning(status, 0, &v) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "field status must be Enabled or Suspended");
+    } else {
+        gateway_set_versioning(c, bucket, v);
+    }
+    json_decref(body);
+}
+
+/* PUT /v1/buckets/{b}/quota {"max_bytes":N,"max_objects":N}: a SetQuota
+ * event; an absent field is 0 (no limit). */
+void gateway_put_quota(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"max_bytes\":N,\"max_objects\":N}");
+        return;
+    }
+    uint64_t max_bytes = 0, max_objects = 0;
+    if (gw_uint_field(c, body, "max_bytes", 0, &max_bytes) == 0 &&
+        gw_uint_field(c, body, "max_objects", 0, &max_objects) == 0)
+        gateway_set_quota(c, bucket, max_bytes, max_objects);
+    json_decref(body);
+}
+
+/* PUT /v1/buckets/{b}/ratelimit {"rps":N,"burst":N,"write_rps":N,
+ * "write_burst":N} (SetRateLimit) and DELETE (DeleteRateLimit). */
+void gateway_put_rate_limit(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"rps\":N,\"burst\":N,"
+                             "\"write_rps\":N,\"write_burst\":N}");
+        return;
+    }
+    objlog_rate_limit l;
+    if (gw_rate_limit_body(c, body, &l) == 0)
+        gateway_set_rate_limit(c, bucket, &l);
+    json_decref(body);
+}
+
+void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
+                        size_t key_len) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the request body must be a JSON object (the metadata)");
+        return;
+    }
+    objlog_object_meta meta;
+    objlog_user_meta *um = NULL;
+    if (gw_parse_meta(c, body, &meta, &um) == 0)
+        gateway_put_object_meta(c, bucket, key, key_len, &meta);
+    free(um);
+    json_decref(body);
+}
+
+void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
+                           size_t key_len) {
+    gateway_delete_version(c, bucket, key, key_len, http_param_get(c, "version_id", NULL));
+}
+
+void gateway_create_upload(http_ctx *c, const char *bucket) {
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be a JSON object with the key");
+        return;
+    }
+    objlog_object_meta meta;
+    objlog_user_meta *um = NULL;
+    size_t kn = 0;
+    const char *key = gw_body_key(c, body, &kn);
+    if (key && gw_parse_meta(c, body, &meta, &um) == 0)
+        gateway_create_upload_meta(c, bucket, (const uint8_t *)key, kn, &meta);
+    free(um);
+    json_decref(body);
+}
+
+void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
+                         const char *part_number) {
+    size_t kn;
+    uint32_t pn;
+    const char *key = read_upload_key(c, &kn);
+    if (!key)
+        return;
+    if (gateway_part_number(part_number, &pn) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "part number must be an integer in 1..10000");
+        return;
+    }
+    int empty;
+    json_t *body = gw_body_json(c, &empty);
+    if (!body) {
+        if (empty)
+            http_reply_error(c, 400, "MalformedJSON",
+                             "the body must be {\"size\",\"etag\",\"blob_id\"}");
+        return;
+    }
+    uint64_t size = 0;
+    const char *etag = NULL, *blob = NULL;
+    if (gw_uint_field(c, body, "size", 0, &size) == 0 &&
+        gw_string_field(c, body, "etag", &etag) == 0 &&
+        gw_string_field(c, body, "blob_id", &blob) == 0)
+        gateway_upload_part_meta(c, bucket, (const uint8_t *)key, kn, upload_id, pn, size,
+                                 etag, blob);
+    json_decref(body);
+}
+
 void gateway_complete_upload(http_ctx *c, const char *bucket,
                              const char *upload_id) {
     size_t kn;
@@ -1224,57 +1336,12 @@ void gateway_complete_upload(http_ctx *c, const char *bucket,
     json_decref(body);
 }
 
-void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_t *key,
-                                   size_t key_len, const char *upload_id,
-                                   const objlog_completed_part *parts, size_t n) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = gw_req_target(r, bucket, key, key_len) < 0
-                 ? (snprintf(err, sizeof(err), "out of memory"), -1)
-                 : objlog_producer_complete_upload(c->q->producer, bucket, (const char *)key,
-                                                   key_len, upload_id, parts, n, &opts,
-                                                   gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
 void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id) {
     size_t kn;
     const char *key = read_upload_key(c, &kn);
     if (key)
         gateway_abort_upload_key(c, bucket, (const uint8_t *)key, kn, upload_id);
 }
-
-void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
-                              size_t key_len, const char *upload_id) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_abort_upload(c->q->producer, bucket, (const char *)key, key_len,
-                                          upload_id, &opts, gw_on_logged, r, err,
-                                          sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = producer_write_event(c->q->producer, ev, 0, &opts, gw_on_logged, r, err,
-                                  sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-/* ---- attribute indexes: PUT/DELETE /v1/buckets/{b}/indexes/{name} */
 
 /* Body {"field": "...", "last_modified": bool}; the name and field are
  * checked here (400 InvalidArgument) as the state machine will. */
@@ -1288,37 +1355,8 @@ void gateway_put_index(http_ctx *c, const char *bucket, const char *name) {
         return;
     }
     const char *field = NULL;
-    char why[256];
-    json_t *lm = json_object_get(body, "last_modified");
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (!json_is_object(body)) {
-        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
-    } else if (gw_string_field(c, body, "field", &field) < 0) {
-        /* replied */
-    } else if (!objlog_index_field_valid(field, why, sizeof(why))) {
-        http_reply_error(c, 400, "InvalidArgument", "%s", why);
-    } else if (lm && !json_is_boolean(lm)) {
-        http_reply_error(c, 400, "InvalidArgument", "field last_modified must be true or false");
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_put_index(c->q->producer, bucket, name, field,
-                                           lm && json_is_true(lm), &opts, gw_on_logged, r,
-                                           err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
+    if (gw_index_body(c, body, &field) == 0)
+        gateway_create_index(c, bucket, name, field,
+                             json_is_true(json_object_get(body, "last_modified")));
     json_decref(body);
-}
-
-void gateway_drop_index(http_ctx *c, const char *bucket, const char *name) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_drop_index(c->q->producer, bucket, name, &opts, gw_on_logged, r,
-                                        err, sizeof(err));
-    gw_submitted(c, r, rc, err);
 }

@@ -36,6 +36,11 @@ void gateway_delete_bucket(http_ctx *c, const char *bucket);
 void gateway_put_versioning(http_ctx *c, const char *bucket);
 void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
 void gateway_put_quota(http_ctx *c, const char *bucket);
+/* SetQuota (0 = no limit) and SetRateLimit (l NULL: DeleteRateLimit), their
+ * values parsed. */
+void gateway_set_quota(http_ctx *c, const char *bucket, uint64_t max_bytes,
+                       uint64_t max_objects);
+void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_limit *l);
 void gateway_put_rate_limit(http_ctx *c, const char *bucket);
 void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
 void gateway_create_upload(http_ctx *c, const char *bucket);
@@ -89,6 +94,9 @@ void gateway_write_event(http_ctx *c, Objlog__Event *ev);
 
 /* Attribute indexes: PUT/DELETE /v1/buckets/{b}/indexes/{name}. */
 void gateway_put_index(http_ctx *c, const char *bucket, const char *name);
+/* PutIndex with its body parsed (the field checked by the caller). */
+void gateway_create_index(http_ctx *c, const char *bucket, const char *name,
+                          const char *field, int last_modified);
 void gateway_drop_index(http_ctx *c, const char *bucket, const char *name);
 
 #endif
