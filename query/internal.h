@@ -568,9 +568,11 @@ int usagetoken_decode(const uint8_t *key, const char *bucket, const uint8_t *pre
                       size_t pn, const uint8_t *delim, size_t dn, const char *text,
                       size_t text_len, view_usage_resume *r, uint8_t **after);
 
-/* ---- the gateway: write/write.h. Included here only until its users in
- * server/ and s3/ include it themselves. ---- */
+/* ---- the gateway (write/write.h) and the JSON API's write routes
+ * (api/writes.h): included here only until their users in server/ and
+ * s3/ include them themselves. ---- */
 #include "write.h"
+#include "writes.h"
 
 /* ---- lifecycle.c (the worker) and lcapi.c (its HTTP API) ---- */
 typedef struct lc_worker lc_worker;

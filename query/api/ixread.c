@@ -18,6 +18,7 @@
  * index), bound to the bucket and the index name. */
 #include "internal.h"
 #include "write.h"
+#include "writes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

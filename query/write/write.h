@@ -1,12 +1,14 @@
 /* write.h: the gateway, objlogd's one way of writing (write/gateway.c):
  * a write becomes an event in the log and its request is answered with
- * the outcome the state machine stored for it. The JSON API and the S3
- * endpoint parse their own requests and call these with typed values, so
- * both get the same checks and the same answers.
+ * the outcome the state machine stored for it. Its callers (the JSON
+ * API's write routes, api/writes.h; the S3 endpoint; the lifecycle and
+ * index APIs) parse their own requests and call these with typed values,
+ * so every front end gets the same checks (ack=, timeout_ms=, request id,
+ * preconditions, a full disk) and the same answers.
  *
- * Invariant: every call here answers c exactly once (or, for a batch's
- * write, calls its sink exactly once), on c's worker thread, possibly
- * after the call has returned. */
+ * Invariant: every write call answers c exactly once (a batch's write:
+ * calls its sink exactly once), on c's worker thread, possibly after the
+ * call has returned. */
 #ifndef OBJLOG_QUERY_WRITE_H
 #define OBJLOG_QUERY_WRITE_H
 
@@ -19,38 +21,26 @@ void gateway_destroy(gateway *g);
 /* On worker w's thread as it stops: answers every request of w now (503,
  * retry with the same request id), so a stop never waits on the log. */
 void gateway_expire_worker(gateway *g, http_worker *w);
-void gateway_put_bucket(http_ctx *c, const char *bucket);
-/* The writes behind the JSON routes, for callers that parsed their own
- * request (the S3 endpoint, s3.c): same checks, same replies (an S3
- * request's success answer is s3_reply_written). */
+
+/* The writes with their values parsed, for every front end (the JSON
+ * routes, api/writes.c; the S3 endpoint, s3.c and s3write.c): same
+ * checks, same replies (an S3 request's success answer is
+ * s3_reply_written). */
 void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc);
+void gateway_delete_bucket(http_ctx *c, const char *bucket);
+void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
+/* SetQuota (0 = no limit) and SetRateLimit (l NULL: DeleteRateLimit). */
+void gateway_set_quota(http_ctx *c, const char *bucket, uint64_t max_bytes,
+                       uint64_t max_objects);
+void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_limit *l);
+void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
 void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
                              size_t key_len, const objlog_object_meta *meta);
 void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
                             size_t key_len, const char *version_id);
-void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                        size_t key_len);
-void gateway_delete_object(http_ctx *c, const char *bucket,
-                           const uint8_t *key, size_t key_len);
-void gateway_delete_bucket(http_ctx *c, const char *bucket);
-void gateway_put_versioning(http_ctx *c, const char *bucket);
-void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
-void gateway_put_quota(http_ctx *c, const char *bucket);
-/* SetQuota (0 = no limit) and SetRateLimit (l NULL: DeleteRateLimit), their
- * values parsed. */
-void gateway_set_quota(http_ctx *c, const char *bucket, uint64_t max_bytes,
-                       uint64_t max_objects);
-void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_limit *l);
-void gateway_put_rate_limit(http_ctx *c, const char *bucket);
-void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
-void gateway_create_upload(http_ctx *c, const char *bucket);
-void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
-                         const char *part_number);
-void gateway_complete_upload(http_ctx *c, const char *bucket,
-                             const char *upload_id);
-void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id);
-/* The multipart writes with their values parsed (the JSON routes above
- * parse their bodies into these; the S3 endpoint, s3write.c, its XML). */
+
+/* The multipart writes (the JSON routes parse their bodies into these;
+ * the S3 endpoint, s3write.c, its XML). */
 void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
                                 size_t key_len, const objlog_object_meta *meta);
 /* A part number "1".."10000" -> *out; -1 otherwise. */
@@ -63,6 +53,7 @@ void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_
                                    const objlog_completed_part *parts, size_t n);
 void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
                               size_t key_len, const char *upload_id);
+
 /* What one write of a batch came to: status 200 and its version, or the
  * status, code and message its own answer would have carried. */
 typedef struct gateway_result {
@@ -88,13 +79,12 @@ typedef struct gateway_delete_item {
 int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
                             size_t n, gateway_sink *sink, void *arg);
 
-/* A prepared event (SetLifecycle: lcapi.c) through the same request
- * path as every JSON write: ack=, timeout_ms=, request id, the answer. */
+/* A prepared event (SetLifecycle: lcapi.c, s3lc.c) through the same
+ * request path as every write: ack=, timeout_ms=, request id, the answer. */
 void gateway_write_event(http_ctx *c, Objlog__Event *ev);
 
-/* Attribute indexes: PUT/DELETE /v1/buckets/{b}/indexes/{name}. */
-void gateway_put_index(http_ctx *c, const char *bucket, const char *name);
-/* PutIndex with its body parsed (the field checked by the caller). */
+/* Attribute indexes: PutIndex (the name and field checked by the caller,
+ * as the state machine will) and DropIndex. */
 void gateway_create_index(http_ctx *c, const char *bucket, const char *name,
                           const char *field, int last_modified);
 void gateway_drop_index(http_ctx *c, const char *bucket, const char *name);
