@@ -312,81 +312,11 @@ int usagetoken_decode(const uint8_t *key, const char *bucket, const uint8_t *pre
                       size_t pn, const uint8_t *delim, size_t dn, const char *text,
                       size_t text_len, view_usage_resume *r, uint8_t **after);
 
-/* ---- gateway.c ---- */
-gateway *gateway_new(objlog_query *q, int waiters, char *errstr,
-                     size_t errstr_size);
-/* Joins the waiter threads once they have drained their queue. */
-void gateway_destroy(gateway *g);
-/* On worker w's thread as it stops: answers every request of w now (503,
- * retry with the same request id), so a stop never waits on the log. */
-void gateway_expire_worker(gateway *g, http_worker *w);
-void gateway_put_bucket(http_ctx *c, const char *bucket);
-/* The writes behind the JSON routes, for callers that parsed their own
- * request (the S3 endpoint, s3.c): same checks, same replies (an S3
- * request's success answer is s3_reply_written). */
-void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc);
-void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
-                             size_t key_len, const objlog_object_meta *meta);
-void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
-                            size_t key_len, const char *version_id);
-void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                        size_t key_len);
-void gateway_delete_object(http_ctx *c, const char *bucket,
-                           const uint8_t *key, size_t key_len);
-void gateway_delete_bucket(http_ctx *c, const char *bucket);
-void gateway_put_versioning(http_ctx *c, const char *bucket);
-void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v);
-void gateway_put_quota(http_ctx *c, const char *bucket);
-void gateway_put_rate_limit(http_ctx *c, const char *bucket);
-void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
-void gateway_create_upload(http_ctx *c, const char *bucket);
-void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
-                         const char *part_number);
-void gateway_complete_upload(http_ctx *c, const char *bucket,
-                             const char *upload_id);
-void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id);
-/* The multipart writes with their values parsed (the JSON routes above
- * parse their bodies into these; the S3 endpoint, s3write.c, its XML). */
-void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
-                                size_t key_len, const objlog_object_meta *meta);
-/* A part number "1".."10000" -> *out; -1 otherwise. */
-int gateway_part_number(const char *s, uint32_t *out);
-void gateway_upload_part_meta(http_ctx *c, const char *bucket, const uint8_t *key,
-                              size_t key_len, const char *upload_id, uint32_t part_number,
-                              uint64_t size, const char *etag, const char *blob_id);
-void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_t *key,
-                                   size_t key_len, const char *upload_id,
-                                   const objlog_completed_part *parts, size_t n);
-void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
-                              size_t key_len, const char *upload_id);
-/* What one write of a batch came to: status 200 and its version, or the
- * status, code and message its own answer would have carried. */
-typedef struct gateway_result {
-    int status;
-    const char *code;            /* "" when ok */
-    const char *message;
-    const char *version_id;
-    const char *etag;
-    int delete_marker;
-} gateway_result;
-/* Called on c's worker thread exactly once per item i (possibly before
- * gateway_delete_versions returns); res is valid during the call only. */
-typedef void gateway_sink(void *arg, size_t i, const gateway_result *res);
-typedef struct gateway_delete_item {
-    const uint8_t *key;
-    size_t key_len;
-    const char *version_id;      /* NULL: the current version */
-} gateway_delete_item;
-/* One delete per item, each its own write with its own request id; their
- * outcomes go to sink, nothing is answered on c. 0 when every item was
- * issued (sink will be called n times), -1 after answering c (bad ack= or
- * timeout_ms=: nothing issued). */
-int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
-                            size_t n, gateway_sink *sink, void *arg);
-
-/* A prepared event (SetLifecycle: lcapi.c) through the same request
- * path as every JSON write: ack=, timeout_ms=, request id, the answer. */
-void gateway_write_event(http_ctx *c, Objlog__Event *ev);
+/* ---- the gateway (write/write.h) and the JSON API's write routes
+ * (api/writes.h): included here only until their users in server/ and
+ * s3/ include them themselves. ---- */
+#include "write.h"
+#include "writes.h"
 
 /* ---- lifecycle.c (the worker) and lcapi.c (its HTTP API) ---- */
 typedef struct lc_worker lc_worker;
@@ -716,8 +646,6 @@ void read_version_jsonw(jsonw *w, const view_version *v);
 /* rest: what follows "/v1/buckets/{b}/indexes". */
 void ixread_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                   const char *rest);
-void gateway_put_index(http_ctx *c, const char *bucket, const char *name);
-void gateway_drop_index(http_ctx *c, const char *bucket, const char *name);
 /* LIST's token format with kind LISTTOKEN_INDEX: pos is opaque to it. */
 char *indextoken_encode(const uint8_t *key, const char *bucket, const uint8_t *pos,
                         size_t pos_len);

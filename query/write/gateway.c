@@ -2,6 +2,12 @@
  * flows" and "HTTP routes as built"), a thin frontend over
  * libobjlog_producer.
  *
+ * It owns what every write has in common, whichever front end parsed it
+ * (the JSON routes, api/writes.c; the S3 endpoint): ack=, timeout_ms=, the
+ * request id, the preconditions, the refusal while the disk is full, the
+ * producer call and the answer. Each write goes out by one path,
+ * gw_submit, so no two of them can differ in those.
+ *
  * The producer runs with ack=logged: its callback (a library thread) says
  * where the event landed. For ack=logged requests that is the answer. For
  * ack=applied (default) the request goes to a waiter thread, which blocks
@@ -33,7 +39,7 @@
  * InsufficientStorage naming the store's error, and a logged write whose
  * outcome did not come in time is answered the same way with its request
  * id: the log is fine, the view's disk is not. */
-#include "internal.h"
+#include "write.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -42,8 +48,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-
-#include <event2/buffer.h>
 
 #include "keycodec.h"
 #include "outcome.h"
@@ -598,407 +602,206 @@ static void gw_submitted(http_ctx *c, gw_req *r, int rc, const char *errstr) {
     http_reply_error(c, 400, "InvalidArgument", "%s", errstr);
 }
 
-/* The body as a JSON object; NULL after replying MalformedJSON. Empty body:
- * *empty = 1 and NULL without a reply. */
-static json_t *gw_body_json(http_ctx *c, int *empty) {
-    struct evbuffer *b = evhttp_request_get_input_buffer(c->req);
-    size_t n = evbuffer_get_length(b);
-    *empty = n == 0;
-    if (n == 0)
-        return NULL;
-    json_error_t jerr;
-    json_t *j = json_loadb((const char *)evbuffer_pullup(b, -1), n, 0, &jerr);
-    if (!j || !json_is_object(j)) {
-        json_decref(j);
-        http_reply_error(c, 400, "MalformedJSON",
-                         "the request body must be a JSON object");
-        return NULL;
-    }
-    return j;
-}
-
-/* Optional string field: 0 ok (*out NULL when absent), -1 replied. */
-static int gw_string_field(http_ctx *c, json_t *o, const char *name,
-                           const char **out) {
-    json_t *v = json_object_get(o, name);
-    *out = NULL;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_string(v)) {
-        http_reply_error(c, 400, "InvalidArgument", "field %s must be a string", name);
+/* The request's bucket and key, kept for its answer; -1 out of memory. */
+static int gw_req_target(gw_req *r, const char *bucket, const uint8_t *key, size_t kn) {
+    snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+    r->key = malloc(kn + 1);
+    if (!r->key)
         return -1;
-    }
-    *out = json_string_value(v);
+    memcpy(r->key, key, kn);
+    r->key[kn] = '\0';
+    r->key_len = kn;
     return 0;
 }
 
-/* "Enabled" / "Suspended" / "" (when allow_empty) -> *v; -1 otherwise. */
-static int gw_versioning(const char *s, int allow_empty, objlog_versioning *v) {
-    if (s && strcmp(s, "Enabled") == 0)
-        *v = OBJLOG_VERSIONING_ENABLED;
-    else if (s && strcmp(s, "Suspended") == 0)
-        *v = OBJLOG_VERSIONING_SUSPENDED;
-    else if (allow_empty && (!s || !*s))
-        *v = OBJLOG_VERSIONING_UNVERSIONED;
-    else
-        return -1;
-    return 0;
+/* ------------------------------------------------------------- one write */
+
+/* Every write the gateway makes, named by the producer call it is. */
+typedef enum gw_op {
+    GW_OP_CREATE_BUCKET,
+    GW_OP_DELETE_BUCKET,
+    GW_OP_SET_VERSIONING,
+    GW_OP_SET_QUOTA,
+    GW_OP_SET_RATE_LIMIT,
+    GW_OP_PUT_OBJECT,
+    GW_OP_DELETE_OBJECT,
+    GW_OP_CREATE_UPLOAD,
+    GW_OP_UPLOAD_PART,
+    GW_OP_COMPLETE_UPLOAD,
+    GW_OP_ABORT_UPLOAD,
+    GW_OP_PUT_INDEX,
+    GW_OP_DROP_INDEX,
+    GW_OP_EVENT
+} gw_op;
+
+/* The preconditions a write takes from its request's headers. */
+typedef enum gw_cond {
+    GW_COND_NONE,
+    GW_COND_IF_MATCH,            /* If-Match; If-None-Match refused */
+    GW_COND_IF_MATCH_OR_NONE     /* If-Match or If-None-Match: * */
+} gw_cond;
+
+/* One write: its op and the values its producer call takes (the others
+ * stay zero). Everything is borrowed for the duration of gw_submit. */
+typedef struct gw_write {
+    gw_op op;
+    gw_cond cond;
+    const char *bucket;
+    const uint8_t *key;
+    size_t key_len;
+    const char *version_id;      /* DELETE_OBJECT: NULL, the current one */
+    const char *upload_id;
+    const objlog_object_meta *meta;
+    const objlog_bucket_conf *bc;
+    objlog_versioning versioning;
+    uint64_t max_bytes, max_objects;
+    const objlog_rate_limit *limit; /* SET_RATE_LIMIT: NULL deletes it */
+    uint32_t part_number;
+    uint64_t size;
+    const char *etag, *blob_id;
+    const objlog_completed_part *parts;
+    size_t nparts;
+    const char *index, *field;   /* PUT_INDEX, DROP_INDEX */
+    int last_modified;
+    Objlog__Event *ev;           /* EVENT: prepared by the caller */
+} gw_write;
+
+/* w handed to the producer for r: 0, or -1 with err when it was refused
+ * up front (no callback will come). */
+static int gw_produce(objlog_producer *p, gw_req *r, const gw_write *w,
+                      const objlog_write_opts *o, char *err, size_t en) {
+    const char *k = (const char *)w->key;
+    switch (w->op) {
+    case GW_OP_CREATE_BUCKET:
+        return objlog_producer_create_bucket_ex(p, w->bucket, w->bc, o, gw_on_logged, r,
+                                                err, en);
+    case GW_OP_DELETE_BUCKET:
+        return objlog_producer_delete_bucket(p, w->bucket, o, gw_on_logged, r, err, en);
+    case GW_OP_SET_VERSIONING:
+        return objlog_producer_set_versioning(p, w->bucket, w->versioning, o, gw_on_logged,
+                                              r, err, en);
+    case GW_OP_SET_QUOTA:
+        return objlog_producer_set_quota(p, w->bucket, w->max_bytes, w->max_objects, o,
+                                         gw_on_logged, r, err, en);
+    case GW_OP_SET_RATE_LIMIT:
+        return objlog_producer_set_rate_limit(p, w->bucket, w->limit, o, gw_on_logged, r,
+                                              err, en);
+    case GW_OP_PUT_OBJECT:
+        return objlog_producer_put_object(p, w->bucket, k, w->key_len, w->meta, o,
+                                          gw_on_logged, r, err, en);
+    case GW_OP_DELETE_OBJECT:
+        return objlog_producer_delete_object(p, w->bucket, k, w->key_len, w->version_id, o,
+                                             gw_on_logged, r, err, en);
+    case GW_OP_CREATE_UPLOAD:
+        return objlog_producer_create_upload(p, w->bucket, k, w->key_len, w->meta, o,
+                                             gw_on_logged, r, err, en);
+    case GW_OP_UPLOAD_PART:
+        return objlog_producer_upload_part(p, w->bucket, k, w->key_len, w->upload_id,
+                                           w->part_number, w->size, w->etag ? w->etag : "",
+                                           w->blob_id ? w->blob_id : "", o, gw_on_logged,
+                                           r, err, en);
+    case GW_OP_COMPLETE_UPLOAD:
+        return objlog_producer_complete_upload(p, w->bucket, k, w->key_len, w->upload_id,
+                                               w->parts, w->nparts, o, gw_on_logged, r,
+                                               err, en);
+    case GW_OP_ABORT_UPLOAD:
+        return objlog_producer_abort_upload(p, w->bucket, k, w->key_len, w->upload_id, o,
+                                            gw_on_logged, r, err, en);
+    case GW_OP_PUT_INDEX:
+        return objlog_producer_put_index(p, w->bucket, w->index, w->field,
+                                         w->last_modified, o, gw_on_logged, r, err, en);
+    case GW_OP_DROP_INDEX:
+        return objlog_producer_drop_index(p, w->bucket, w->index, o, gw_on_logged, r, err,
+                                          en);
+    case GW_OP_EVENT:
+        return producer_write_event(p, w->ev, 0, o, gw_on_logged, r, err, en);
+    }
+    snprintf(err, en, "unknown write"); /* not reached: -Wswitch checks every op */
+    return -1;
 }
 
-/* Optional non-negative integer field (positive when positive is set):
- * 0 ok (*out untouched when absent), -1 replied. */
-static int gw_uint_field(http_ctx *c, json_t *o, const char *name, int positive,
-                         uint64_t *out) {
-    json_t *v = json_object_get(o, name);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < (positive ? 1 : 0)) {
-        http_reply_error(c, 400, "InvalidArgument", "field %s must be a %s integer",
-                         name, positive ? "positive" : "non-negative");
-        return -1;
-    }
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
-/* The bucket settings of a PUT /v1/buckets/{b} body; -1 replied. */
-static int gw_bucket_conf(http_ctx *c, json_t *body, objlog_bucket_conf *bc) {
-    const char *vers = NULL;
-    memset(bc, 0, sizeof(*bc));
-    if (!body)
-        return 0;
-    if (gw_string_field(c, body, "tenant", &bc->tenant) < 0 ||
-        gw_string_field(c, body, "versioning", &vers) < 0 ||
-        gw_uint_field(c, body, "max_versions", 1, &bc->max_versions) < 0)
-        return -1;
-    if (gw_versioning(vers, 1, &bc->versioning) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "field versioning must be Enabled, Suspended or empty");
-        return -1;
-    }
-    json_t *q = json_object_get(body, "quota");
-    if (!q || json_is_null(q))
-        return 0;
-    if (!json_is_object(q)) {
-        http_reply_error(c, 400, "InvalidArgument", "field quota must be an object");
-        return -1;
-    }
-    if (gw_uint_field(c, q, "max_bytes", 0, &bc->quota_max_bytes) < 0 ||
-        gw_uint_field(c, q, "max_objects", 0, &bc->quota_max_objects) < 0)
-        return -1;
-    return 0;
-}
-
-void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
+/* r's write out to the producer; from here r is the producer callback's,
+ * or answered and freed when the producer refused it. The answer of a
+ * create-upload or a complete names the bucket and key, kept first. */
+static void gw_issue(http_ctx *c, gw_req *r, const objlog_write_opts *opts,
+                     const gw_write *w) {
     char err[256] = "";
-    int rc = objlog_producer_create_bucket_ex(c->q->producer, bucket, bc, &opts,
-                                              gw_on_logged, r, err, sizeof(err));
+    int rc;
+    r->is_create_upload = w->op == GW_OP_CREATE_UPLOAD;
+    if ((w->op == GW_OP_CREATE_UPLOAD || w->op == GW_OP_COMPLETE_UPLOAD) &&
+        gw_req_target(r, w->bucket, w->key, w->key_len) < 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        rc = -1;
+    } else {
+        rc = gw_produce(c->q->producer, r, w, opts, err, sizeof(err));
+    }
     gw_submitted(c, r, rc, err);
 }
 
-void gateway_put_bucket(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body && !empty)
-        return;
-    objlog_bucket_conf bc;
-    if (gw_bucket_conf(c, body, &bc) == 0 && authz_create_bucket(c, &bc) == 0)
-        gateway_create_bucket(c, bucket, &bc);
-    json_decref(body);
+/* The one path of a request's write: its common parameters and
+ * preconditions (answered when bad), then the producer. */
+static void gw_submit(http_ctx *c, const gw_write *w) {
+    objlog_write_opts opts;
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    gw_req *r = w->cond == GW_COND_NONE
+                    ? gw_req_new(c, &opts, rid)
+                    : gw_req_new_cond(c, &opts, rid, w->cond == GW_COND_IF_MATCH_OR_NONE);
+    if (r)
+        gw_issue(c, r, &opts, w);
 }
 
-void gateway_put_versioning(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"status\":\"Enabled|Suspended\"}");
-        return;
-    }
-    const char *status = NULL;
-    objlog_versioning v;
-    if (gw_string_field(c, body, "status", &status) < 0) {
-        /* replied */
-    } else if (gw_versioning(status, 0, &v) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "field status must be Enabled or Suspended");
-    } else {
-        gateway_set_versioning(c, bucket, v);
-    }
-    json_decref(body);
+/* ------------------------------------------------------------- the writes */
+
+void gateway_create_bucket(http_ctx *c, const char *bucket, const objlog_bucket_conf *bc) {
+    gw_submit(c, &(gw_write){.op = GW_OP_CREATE_BUCKET, .bucket = bucket, .bc = bc});
 }
 
 void gateway_set_versioning(http_ctx *c, const char *bucket, objlog_versioning v) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_set_versioning(c->q->producer, bucket, v, &opts, gw_on_logged,
-                                            r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_SET_VERSIONING, .bucket = bucket,
+                             .versioning = v});
 }
 
-/* PUT /v1/buckets/{b}/quota {"max_bytes":N,"max_objects":N}: a SetQuota
- * event; an absent field is 0 (no limit). */
-void gateway_put_quota(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"max_bytes\":N,\"max_objects\":N}");
-        return;
-    }
-    uint64_t max_bytes = 0, max_objects = 0;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (!json_is_object(body)) {
-        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
-    } else if (gw_uint_field(c, body, "max_bytes", 0, &max_bytes) < 0 ||
-               gw_uint_field(c, body, "max_objects", 0, &max_objects) < 0) {
-        /* replied */
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_set_quota(c->q->producer, bucket, max_bytes,
-                                           max_objects, &opts, gw_on_logged, r,
-                                           err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
-    json_decref(body);
-}
-
-/* One rate-limit figure of a PUT .../ratelimit body: 0..1,000,000. 1 set,
- * 0 absent, -1 replied. */
-static int gw_limit_field(http_ctx *c, json_t *o, const char *name, uint32_t *out) {
-    json_t *v = json_object_get(o, name);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        json_integer_value(v) > 1000000) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "field %s must be an integer in 0..1000000", name);
-        return -1;
-    }
-    *out = (uint32_t)json_integer_value(v);
-    return 1;
-}
-
-/* The body of PUT .../ratelimit; -1 replied. The state machine checks
- * the same rules again (ratelimit.c): the log is the authority. */
-static int gw_rate_limit_body(http_ctx *c, json_t *body, objlog_rate_limit *l) {
-    static const char *const names[] = {"rps", "burst", "write_rps", "write_burst"};
-    uint32_t *fields[] = {&l->rps, &l->burst, &l->write_rps, &l->write_burst};
-    int got[4];
-    memset(l, 0, sizeof(*l));
-    for (int i = 0; i < 4; i++)
-        if ((got[i] = gw_limit_field(c, body, names[i], fields[i])) < 0)
-            return -1;
-    const char *key;
-    json_t *v;
-    json_object_foreach(body, key, v) {
-        int known = 0;
-        for (int i = 0; i < 4; i++)
-            known |= strcmp(key, names[i]) == 0;
-        if (!known) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "unknown field %s (rps, burst, write_rps, write_burst)", key);
-            return -1;
-        }
-    }
-    if (!got[0] && !got[2]) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "give rps and/or write_rps (0 = no limit for that class)");
-        return -1;
-    }
-    if ((l->burst && !l->rps) || (l->write_burst && !l->write_rps)) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "a burst needs its rate (rps / write_rps)");
-        return -1;
-    }
-    return 0;
-}
-
-/* PUT /v1/buckets/{b}/ratelimit {"rps":N,"burst":N,"write_rps":N,
- * "write_burst":N} (SetRateLimit) and DELETE (DeleteRateLimit). */
-void gateway_put_rate_limit(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"rps\":N,\"burst\":N,"
-                             "\"write_rps\":N,\"write_burst\":N}");
-        return;
-    }
-    objlog_rate_limit l;
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (!json_is_object(body)) {
-        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
-    } else if (gw_rate_limit_body(c, body, &l) < 0) {
-        /* replied */
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_set_rate_limit(c->q->producer, bucket, &l, &opts,
-                                                gw_on_logged, r, err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
-    json_decref(body);
+void gateway_set_quota(http_ctx *c, const char *bucket, uint64_t max_bytes,
+                       uint64_t max_objects) {
+    gw_submit(c, &(gw_write){.op = GW_OP_SET_QUOTA, .bucket = bucket,
+                             .max_bytes = max_bytes, .max_objects = max_objects});
 }
 
 void gateway_delete_rate_limit(http_ctx *c, const char *bucket) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_set_rate_limit(c->q->producer, bucket, NULL, &opts,
-                                            gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gateway_set_rate_limit(c, bucket, NULL);
+}
+
+void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_limit *l) {
+    gw_submit(c, &(gw_write){.op = GW_OP_SET_RATE_LIMIT, .bucket = bucket, .limit = l});
 }
 
 void gateway_delete_bucket(http_ctx *c, const char *bucket) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_delete_bucket(c->q->producer, bucket, &opts,
-                                           gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-/* The string map o.field (absent or null: none) appended to pairs at *n;
- * -1 after replying. The strings stay o's. */
-static int gw_parse_pairs(http_ctx *c, json_t *o, const char *field,
-                          objlog_user_meta *pairs, size_t *n) {
-    json_t *u = json_object_get(o, field);
-    if (!u || json_is_null(u))
-        return 0;
-    if (!json_is_object(u)) {
-        http_reply_error(c, 400, "InvalidArgument", "field %s must be an object", field);
-        return -1;
-    }
-    const char *name;
-    json_t *val;
-    json_object_foreach(u, name, val) {
-        if (!json_is_string(val)) {
-            http_reply_error(c, 400, "InvalidArgument", "field %s.%s must be a string",
-                             field, name);
-            return -1;
-        }
-        pairs[*n].name = name;
-        pairs[*n].value = json_string_value(val);
-        (*n)++;
-    }
-    return 0;
-}
-
-static size_t gw_map_size(json_t *o, const char *field) {
-    json_t *u = json_object_get(o, field);
-    return json_is_object(u) ? json_object_size(u) : 0;
-}
-
-/* Fills meta from the body; -1 after replying. *um (malloc'd) holds the
- * user metadata, then the tags. */
-static int gw_parse_meta(http_ctx *c, json_t *o, objlog_object_meta *m,
-                         objlog_user_meta **um) {
-    json_t *size = json_object_get(o, "size");
-    memset(m, 0, sizeof(*m));
-    *um = NULL;
-    if (size && !json_is_null(size)) {
-        if (!json_is_integer(size) || json_integer_value(size) < 0) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "field size must be a non-negative integer");
-            return -1;
-        }
-        m->size = (uint64_t)json_integer_value(size);
-    }
-    if (gw_string_field(c, o, "etag", &m->etag) < 0 ||
-        gw_string_field(c, o, "content_type", &m->content_type) < 0 ||
-        gw_string_field(c, o, "blob_id", &m->blob_id) < 0 ||
-        gw_string_field(c, o, "storage_class", &m->storage_class) < 0 ||
-        gw_string_field(c, o, "checksum", &m->checksum) < 0)
-        return -1;
-    *um = calloc(gw_map_size(o, "user_metadata") + gw_map_size(o, "tags") + 1,
-                 sizeof(**um));
-    if (!*um) {
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return -1;
-    }
-    if (gw_parse_pairs(c, o, "user_metadata", *um, &m->n_user_meta) < 0 ||
-        gw_parse_pairs(c, o, "tags", *um + m->n_user_meta, &m->n_tags) < 0)
-        return -1;
-    m->user_meta = m->n_user_meta ? *um : NULL;
-    m->tags = m->n_tags ? *um + m->n_user_meta : NULL;
-    return 0;
-}
-
-void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                        size_t key_len) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the request body must be a JSON object (the metadata)");
-        return;
-    }
-    objlog_object_meta meta;
-    objlog_user_meta *um = NULL;
-    if (gw_parse_meta(c, body, &meta, &um) == 0)
-        gateway_put_object_meta(c, bucket, key, key_len, &meta);
-    free(um);
-    json_decref(body);
+    gw_submit(c, &(gw_write){.op = GW_OP_DELETE_BUCKET, .bucket = bucket});
 }
 
 void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
                              size_t key_len, const objlog_object_meta *meta) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_put_object(c->q->producer, bucket, (const char *)key, key_len,
-                                        meta, &opts, gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_PUT_OBJECT, .cond = GW_COND_IF_MATCH_OR_NONE,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .meta = meta});
 }
 
-void gateway_delete_object(http_ctx *c, const char *bucket, const uint8_t *key,
-                           size_t key_len) {
-    gateway_delete_version(c, bucket, key, key_len, http_param_get(c, "version_id", NULL));
+/* A version id as the state machine takes it: NULL, "null" or one of its
+ * own. */
+static int gw_version_id_ok(const char *vid) {
+    uint64_t seq;
+    return !vid || strcmp(vid, "null") == 0 || keycodec_parse_version_id(vid, &seq) >= 0;
 }
 
 void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
                             size_t key_len, const char *vid) {
-    uint64_t seq;
-    if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
+    if (!gw_version_id_ok(vid)) {
         http_reply_error(c, 400, "InvalidArgument", "invalid version id");
         return;
     }
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 0);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)key,
-                                           key_len, vid, &opts, gw_on_logged, r,
-                                           err, sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_DELETE_OBJECT, .cond = GW_COND_IF_MATCH,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .version_id = vid});
 }
 
 /* One delete of a batch: its own random request id (the batch's keys are
@@ -1007,12 +810,10 @@ void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
 static void gw_delete_one(http_ctx *c, const char *bucket, const gateway_delete_item *it,
                           size_t i, int ack_logged, int timeout_ms, gateway_sink *sink,
                           void *arg) {
-    uint64_t seq;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    const char *vid = it->version_id;
     gateway_result res = {.status = 400, .code = "InvalidArgument",
                           .message = "invalid version id", .version_id = "", .etag = ""};
-    if (vid && strcmp(vid, "null") != 0 && keycodec_parse_version_id(vid, &seq) < 0) {
+    if (!gw_version_id_ok(it->version_id)) {
         sink(arg, i, &res);
         return;
     }
@@ -1024,11 +825,9 @@ static void gw_delete_one(http_ctx *c, const char *bucket, const gateway_delete_
     }
     r->sink = sink, r->sink_arg = arg, r->sink_index = i;
     objlog_write_opts opts = {.request_id = rid};
-    char err[256] = "";
-    int rc = objlog_producer_delete_object(c->q->producer, bucket, (const char *)it->key,
-                                           it->key_len, vid, &opts, gw_on_logged, r, err,
-                                           sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_issue(c, r, &opts,
+             &(gw_write){.op = GW_OP_DELETE_OBJECT, .bucket = bucket, .key = it->key,
+                         .key_len = it->key_len, .version_id = it->version_id});
 }
 
 int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
@@ -1044,68 +843,10 @@ int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delet
 
 /* ------------------------------------------------------------- multipart */
 
-/* The "key" field of a create-upload body, checked as a URL key is. */
-static const char *gw_body_key(http_ctx *c, json_t *body, size_t *kn) {
-    json_t *k = json_object_get(body, "key");
-    if (!json_is_string(k) || json_string_length(k) == 0) {
-        http_reply_error(c, 400, "InvalidArgument", "field key must be a non-empty string");
-        return NULL;
-    }
-    *kn = json_string_length(k);
-    if (*kn > HTTP_MAX_KEY_LEN) {
-        http_reply_error(c, 400, "KeyTooLongError", "key is %zu bytes; the limit is %d",
-                         *kn, HTTP_MAX_KEY_LEN);
-        return NULL;
-    }
-    return json_string_value(k);
-}
-
-void gateway_create_upload(http_ctx *c, const char *bucket) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be a JSON object with the key");
-        return;
-    }
-    objlog_object_meta meta;
-    objlog_user_meta *um = NULL;
-    size_t kn = 0;
-    const char *key = gw_body_key(c, body, &kn);
-    if (key && gw_parse_meta(c, body, &meta, &um) == 0)
-        gateway_create_upload_meta(c, bucket, (const uint8_t *)key, kn, &meta);
-    free(um);
-    json_decref(body);
-}
-
-/* The request's bucket and key, kept for its answer; -1 out of memory. */
-static int gw_req_target(gw_req *r, const char *bucket, const uint8_t *key, size_t kn) {
-    snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
-    r->key = malloc(kn + 1);
-    if (!r->key)
-        return -1;
-    memcpy(r->key, key, kn);
-    r->key[kn] = '\0';
-    r->key_len = kn;
-    return 0;
-}
-
 void gateway_create_upload_meta(http_ctx *c, const char *bucket, const uint8_t *key,
                                 size_t key_len, const objlog_object_meta *meta) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    r->is_create_upload = 1;
-    char err[256] = "";
-    int rc = gw_req_target(r, bucket, key, key_len) < 0
-                 ? (snprintf(err, sizeof(err), "out of memory"), -1)
-                 : objlog_producer_create_upload(c->q->producer, bucket, (const char *)key,
-                                                 key_len, meta, &opts, gw_on_logged, r, err,
-                                                 sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_CREATE_UPLOAD, .bucket = bucket, .key = key,
+                             .key_len = key_len, .meta = meta});
 }
 
 int gateway_part_number(const char *s, uint32_t *out) {
@@ -1119,206 +860,41 @@ int gateway_part_number(const char *s, uint32_t *out) {
     return 0;
 }
 
-void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
-                         const char *part_number) {
-    size_t kn;
-    uint32_t pn;
-    const char *key = read_upload_key(c, &kn);
-    if (!key)
-        return;
-    if (gateway_part_number(part_number, &pn) < 0) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "part number must be an integer in 1..10000");
-        return;
-    }
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"size\",\"etag\",\"blob_id\"}");
-        return;
-    }
-    uint64_t size = 0;
-    const char *etag = NULL, *blob = NULL;
-    if (gw_uint_field(c, body, "size", 0, &size) == 0 &&
-        gw_string_field(c, body, "etag", &etag) == 0 &&
-        gw_string_field(c, body, "blob_id", &blob) == 0)
-        gateway_upload_part_meta(c, bucket, (const uint8_t *)key, kn, upload_id, pn, size,
-                                 etag, blob);
-    json_decref(body);
-}
-
 void gateway_upload_part_meta(http_ctx *c, const char *bucket, const uint8_t *key,
                               size_t key_len, const char *upload_id, uint32_t part_number,
                               uint64_t size, const char *etag, const char *blob_id) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_upload_part(c->q->producer, bucket, (const char *)key, key_len,
-                                         upload_id, part_number, size, etag ? etag : "",
-                                         blob_id ? blob_id : "", &opts, gw_on_logged, r,
-                                         err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-/* {"parts":[{"part_number","etag"}]} -> *parts (malloc'd, etags borrowed
- * from body). -1 replied. */
-static int gw_completed_parts(http_ctx *c, json_t *body,
-                              objlog_completed_part **parts, size_t *n) {
-    json_t *arr = json_object_get(body, "parts");
-    *parts = NULL;
-    *n = 0;
-    if (!json_is_array(arr) || json_array_size(arr) == 0 ||
-        json_array_size(arr) > 10000) {
-        http_reply_error(c, 400, "InvalidArgument",
-                         "field parts must be an array of 1..10000 parts");
-        return -1;
-    }
-    *parts = calloc(json_array_size(arr), sizeof(**parts));
-    if (!*parts) {
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return -1;
-    }
-    size_t i;
-    json_t *p;
-    json_array_foreach(arr, i, p) {
-        json_t *num = json_object_get(p, "part_number");
-        json_t *etag = json_object_get(p, "etag");
-        if (!json_is_integer(num) || json_integer_value(num) < 1 ||
-            json_integer_value(num) > 10000 || !json_is_string(etag)) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "parts[%zu] needs part_number (1..10000) and etag", i);
-            return -1;
-        }
-        (*parts)[i].part_number = (uint32_t)json_integer_value(num);
-        (*parts)[i].etag = json_string_value(etag);
-        (*n)++;
-    }
-    return 0;
-}
-
-void gateway_complete_upload(http_ctx *c, const char *bucket,
-                             const char *upload_id) {
-    size_t kn;
-    const char *key = read_upload_key(c, &kn);
-    if (!key)
-        return;
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"parts\":[{\"part_number\",\"etag\"}]}");
-        return;
-    }
-    objlog_completed_part *parts = NULL;
-    size_t n = 0;
-    if (gw_completed_parts(c, body, &parts, &n) == 0)
-        gateway_complete_upload_parts(c, bucket, (const uint8_t *)key, kn, upload_id, parts,
-                                      n);
-    free(parts);
-    json_decref(body);
+    gw_submit(c, &(gw_write){.op = GW_OP_UPLOAD_PART, .bucket = bucket, .key = key,
+                             .key_len = key_len, .upload_id = upload_id,
+                             .part_number = part_number, .size = size, .etag = etag,
+                             .blob_id = blob_id});
 }
 
 void gateway_complete_upload_parts(http_ctx *c, const char *bucket, const uint8_t *key,
                                    size_t key_len, const char *upload_id,
                                    const objlog_completed_part *parts, size_t n) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new_cond(c, &opts, rid, 1);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = gw_req_target(r, bucket, key, key_len) < 0
-                 ? (snprintf(err, sizeof(err), "out of memory"), -1)
-                 : objlog_producer_complete_upload(c->q->producer, bucket, (const char *)key,
-                                                   key_len, upload_id, parts, n, &opts,
-                                                   gw_on_logged, r, err, sizeof(err));
-    gw_submitted(c, r, rc, err);
-}
-
-void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id) {
-    size_t kn;
-    const char *key = read_upload_key(c, &kn);
-    if (key)
-        gateway_abort_upload_key(c, bucket, (const uint8_t *)key, kn, upload_id);
+    gw_submit(c, &(gw_write){.op = GW_OP_COMPLETE_UPLOAD, .cond = GW_COND_IF_MATCH_OR_NONE,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .upload_id = upload_id, .parts = parts, .nparts = n});
 }
 
 void gateway_abort_upload_key(http_ctx *c, const char *bucket, const uint8_t *key,
                               size_t key_len, const char *upload_id) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_abort_upload(c->q->producer, bucket, (const char *)key, key_len,
-                                          upload_id, &opts, gw_on_logged, r, err,
-                                          sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_ABORT_UPLOAD, .bucket = bucket, .key = key,
+                             .key_len = key_len, .upload_id = upload_id});
 }
 
 void gateway_write_event(http_ctx *c, Objlog__Event *ev) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = producer_write_event(c->q->producer, ev, 0, &opts, gw_on_logged, r, err,
-                                  sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_EVENT, .ev = ev});
 }
 
 /* ---- attribute indexes: PUT/DELETE /v1/buckets/{b}/indexes/{name} */
 
-/* Body {"field": "...", "last_modified": bool}; the name and field are
- * checked here (400 InvalidArgument) as the state machine will. */
-void gateway_put_index(http_ctx *c, const char *bucket, const char *name) {
-    int empty;
-    json_t *body = gw_body_json(c, &empty);
-    if (!body) {
-        if (empty)
-            http_reply_error(c, 400, "MalformedJSON",
-                             "the body must be {\"field\":\"...\",\"last_modified\":bool}");
-        return;
-    }
-    const char *field = NULL;
-    char why[256];
-    json_t *lm = json_object_get(body, "last_modified");
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r;
-    if (!json_is_object(body)) {
-        http_reply_error(c, 400, "MalformedJSON", "the body must be a JSON object");
-    } else if (gw_string_field(c, body, "field", &field) < 0) {
-        /* replied */
-    } else if (!objlog_index_field_valid(field, why, sizeof(why))) {
-        http_reply_error(c, 400, "InvalidArgument", "%s", why);
-    } else if (lm && !json_is_boolean(lm)) {
-        http_reply_error(c, 400, "InvalidArgument", "field last_modified must be true or false");
-    } else if ((r = gw_req_new(c, &opts, rid))) {
-        char err[256] = "";
-        int rc = objlog_producer_put_index(c->q->producer, bucket, name, field,
-                                           lm && json_is_true(lm), &opts, gw_on_logged, r,
-                                           err, sizeof(err));
-        gw_submitted(c, r, rc, err);
-    }
-    json_decref(body);
+void gateway_create_index(http_ctx *c, const char *bucket, const char *name,
+                          const char *field, int last_modified) {
+    gw_submit(c, &(gw_write){.op = GW_OP_PUT_INDEX, .bucket = bucket, .index = name,
+                             .field = field, .last_modified = last_modified});
 }
 
 void gateway_drop_index(http_ctx *c, const char *bucket, const char *name) {
-    objlog_write_opts opts;
-    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
-    gw_req *r = gw_req_new(c, &opts, rid);
-    if (!r)
-        return;
-    char err[256] = "";
-    int rc = objlog_producer_drop_index(c->q->producer, bucket, name, &opts, gw_on_logged, r,
-                                        err, sizeof(err));
-    gw_submitted(c, r, rc, err);
+    gw_submit(c, &(gw_write){.op = GW_OP_DROP_INDEX, .bucket = bucket, .index = name});
 }
