@@ -1,6 +1,7 @@
 /* cli.h: internals of the objlog command-line client. Not installed.
  *
- *   objlog.c      main, the command table, help, option parsing, usage errors
+ *   objlog.c      main, the command table, help, dispatch
+ *   cli_args.c    option parsing, positionals, value parsers, usage errors
  *   cli_http.c    one HTTP request, request helpers, paged listings, and the
  *                 one way a failure is reported
  *   cli_print.c   readable output: tables, sizes, JSON helpers
@@ -116,6 +117,8 @@ enum {
     {"token", required_argument, NULL, CLI_OPT_TOKEN},       \
     {"help", no_argument, NULL, 'h'}
 #define CLI_BYTES_OPTION {"bytes", no_argument, NULL, CLI_OPT_BYTES}
+
+/* ---- arguments (cli_args.c) ---- */
 
 #define CLI_STOP (-2)
 /* getopt_long over argv (argv[0] the command), positionals permuted to the
