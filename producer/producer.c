@@ -460,6 +460,14 @@ static int check_common(objlog_producer *p, const char *bucket,
     return 0;
 }
 
+/* A bucket event (no key: routed by route_key(bucket, "")); the caller
+ * points the op_case's field at its message. */
+static void event_bucket(Objlog__Event *ev, const char *bucket, Objlog__Event__OpCase op_case) {
+    objlog__event__init(ev);
+    ev->bucket = (char *)bucket;
+    ev->op_case = op_case;
+}
+
 int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
                                      const objlog_bucket_conf *conf,
                                      const objlog_write_opts *opts,
@@ -476,7 +484,6 @@ int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
                  (int)conf->versioning);
         return -1;
     }
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
     Objlog__CreateBucket cb_op = OBJLOG__CREATE_BUCKET__INIT;
     Objlog__Quota quota = OBJLOG__QUOTA__INIT;
     cb_op.tenant = (char *)(conf->tenant ? conf->tenant : "");
@@ -487,8 +494,8 @@ int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
         quota.max_objects = conf->quota_max_objects;
         cb_op.quota = &quota;
     }
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_CREATE_BUCKET;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_CREATE_BUCKET);
     ev.create_bucket = &cb_op;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -519,9 +526,8 @@ int objlog_producer_set_versioning(objlog_producer *p, const char *bucket,
     }
     Objlog__SetVersioning sv = OBJLOG__SET_VERSIONING__INIT;
     sv.status = (Objlog__Versioning)v;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_SET_VERSIONING;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_SET_VERSIONING);
     ev.set_versioning = &sv;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -533,9 +539,8 @@ int objlog_producer_delete_bucket(objlog_producer *p, const char *bucket,
     if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
         return -1;
     Objlog__DeleteBucket db = OBJLOG__DELETE_BUCKET__INIT;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_DELETE_BUCKET;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_DELETE_BUCKET);
     ev.delete_bucket = &db;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -608,10 +613,9 @@ static int check_object(objlog_producer *p, const char *bucket,
     return 0;
 }
 
-static void event_object(Objlog__Event *ev, const char *bucket,
-                         const char *key, size_t key_len) {
-    objlog__event__init(ev);
-    ev->bucket = (char *)bucket;
+static void event_object(Objlog__Event *ev, const char *bucket, const char *key,
+                         size_t key_len, Objlog__Event__OpCase op_case) {
+    event_bucket(ev, bucket, op_case);
     ev->key.data = (uint8_t *)key;
     ev->key.len = key_len;
 }
@@ -631,8 +635,7 @@ int objlog_producer_put_object(objlog_producer *p, const char *bucket,
     Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
     put.meta = &mb.om;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_PUT_OBJECT);
     ev.put_object = &put;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     meta_build_free(&mb);
@@ -651,8 +654,7 @@ int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
     Objlog__DeleteObject del = OBJLOG__DELETE_OBJECT__INIT;
     del.version_id = (char *)nz(version_id);
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_DELETE_OBJECT);
     ev.delete_object = &del;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -671,8 +673,7 @@ int objlog_producer_create_upload(objlog_producer *p, const char *bucket,
     Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
     cu.meta = &mb.om;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_CREATE_UPLOAD);
     ev.create_upload = &cu;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     meta_build_free(&mb);
@@ -700,8 +701,7 @@ int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
     up.etag = (char *)nz(etag);
     up.blob_id = (char *)nz(blob_id);
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_UPLOAD_PART);
     ev.upload_part = &up;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -738,8 +738,7 @@ int objlog_producer_complete_upload(objlog_producer *p, const char *bucket,
     cu.n_parts = n_parts;
     cu.parts = cpp;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_COMPLETE_UPLOAD;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_COMPLETE_UPLOAD);
     ev.complete_upload = &cu;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     free(cp);
@@ -759,8 +758,7 @@ int objlog_producer_abort_upload(objlog_producer *p, const char *bucket,
     Objlog__AbortUpload au = OBJLOG__ABORT_UPLOAD__INIT;
     au.upload_id = (char *)upload_id;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_ABORT_UPLOAD;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_ABORT_UPLOAD);
     ev.abort_upload = &au;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -963,9 +961,8 @@ int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
     q.max_objects = max_objects;
     Objlog__SetQuota sq = OBJLOG__SET_QUOTA__INIT;
     sq.quota = &q;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_SET_QUOTA;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_SET_QUOTA);
     ev.set_quota = &sq;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1004,9 +1001,8 @@ int objlog_producer_put_index(objlog_producer *p, const char *bucket, const char
     pi.name = (char *)name;
     pi.field = (char *)field;
     pi.with_last_modified = with_last_modified != 0;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_PUT_INDEX;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_PUT_INDEX);
     ev.put_index = &pi;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1019,9 +1015,8 @@ int objlog_producer_drop_index(objlog_producer *p, const char *bucket, const cha
         return -1;
     Objlog__DropIndex di = OBJLOG__DROP_INDEX__INIT;
     di.name = (char *)name;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_DROP_INDEX;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_DROP_INDEX);
     ev.drop_index = &di;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1036,9 +1031,8 @@ int objlog_producer_build_index(objlog_producer *p, const char *bucket, const ch
     Objlog__BuildIndex bi = OBJLOG__BUILD_INDEX__INIT;
     bi.name = (char *)name;
     bi.max_keys = max_keys;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_BUILD_INDEX;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_BUILD_INDEX);
     ev.build_index = &bi;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1055,10 +1049,9 @@ int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
     Objlog__RateLimit rl = OBJLOG__RATE_LIMIT__INIT;
     Objlog__SetRateLimit set = OBJLOG__SET_RATE_LIMIT__INIT;
     Objlog__DeleteRateLimit del = OBJLOG__DELETE_RATE_LIMIT__INIT;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
+    Objlog__Event ev;
     if (!limit) {
-        ev.op_case = OBJLOG__EVENT__OP_DELETE_RATE_LIMIT;
+        event_bucket(&ev, bucket, OBJLOG__EVENT__OP_DELETE_RATE_LIMIT);
         ev.delete_rate_limit = &del;
         return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     }
@@ -1067,7 +1060,7 @@ int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
     rl.write_rps = limit->write_rps;
     rl.write_burst = limit->write_burst;
     set.limit = &rl;
-    ev.op_case = OBJLOG__EVENT__OP_SET_RATE_LIMIT;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_SET_RATE_LIMIT);
     ev.set_rate_limit = &set;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
