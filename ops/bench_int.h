@@ -167,6 +167,10 @@ int bench_create_bucket(bench *b, CURL *h);
  * failure; -2 when the view stopped a partition (the log dropped events
  * before it applied them, say): said on stderr either way. */
 int bench_wait_applied(bench *b, CURL *h);
+/* Flushes the producer and waits until everything produced so far is
+ * applied: 0; -1 after failed writes or as bench_wait_applied (-2 too),
+ * said on stderr. */
+int bench_settle(bench *b, CURL *h);
 /* bench_thread fn: its share of b->gets GETs at b->consistency, latencies
  * into b->lat_ms. */
 void *bench_get_main(void *arg);

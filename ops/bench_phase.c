@@ -198,6 +198,18 @@ int bench_wait_applied(bench *b, CURL *h) {
     return 0;
 }
 
+/* Flushes and waits until everything produced so far is applied. 0, or
+ * -1 (-2: a partition stopped) said on stderr. */
+int bench_settle(bench *b, CURL *h) {
+    objlog_producer_flush(b->p, BENCH_WAIT_MS);
+    if (b->failed) {
+        fprintf(stderr, "objlog: bench: %ld writes failed (first: %s)\n", b->failed,
+                b->first_error);
+        return -1;
+    }
+    return bench_wait_applied(b, h);
+}
+
 /* ---- phase 3: GETs ---- */
 
 void *bench_get_main(void *arg) {

@@ -132,3 +132,22 @@ int cli_positionals(cli *c, int argc, char **argv, const char **pos, int min, in
         pos[i] = argv[optind + i];
     return n;
 }
+
+int cli_args_fixed(cli *c, int argc, char **argv, const char **pos, int n,
+                   const char *const *names, int *rc) {
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = cli_getopt(c, argc, argv, opts, rc)) >= 0)
+        ;
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, n, n, names, rc) < 0)
+        return -1;
+    return 0;
+}
+
+int cli_check_range(cli *c, const char *name, const char *v, unsigned long long lo,
+                    unsigned long long hi) {
+    unsigned long long n;
+    if (v && (cli_parse_u64(v, &n) < 0 || n < lo || n > hi))
+        return cli_usage_error(c, "%s must be %llu to %llu, not \"%s\"", name, lo, hi, v);
+    return 0;
+}
