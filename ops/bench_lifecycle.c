@@ -29,7 +29,7 @@
 static double lc_put_phase(bench *b, CURL *h, const char *bucket) {
     if (bench_create_bucket_named(b, h, bucket) < 0)
         return -1;
-    snprintf(b->bucket, sizeof(b->bucket), "%s", bucket);
+    snprintf(b->bucket, sizeof(b->bucket), "%.63s", bucket); /* at most b->bucket holds */
     int64_t t0 = bench_mono_us();
     bench_run_threads(b, bench_produce_main);
     if (bench_settle(b, h) < 0)
