@@ -1,35 +1,23 @@
-/* bench.c: `objlog bench`, end-to-end throughput of one objlogd: produce N
- * puts through libobjlog_producer (ack=logged) from T threads, wait until
- * the last token of every partition is applied, then N GETs over HTTP from
- * T keep-alive connections. Without --url/--brokers it runs its own
- * `objlogd --embedded` on 127.0.0.1:0 in a temp dir and always stops it
- * (SIGTERM, then SIGKILL; the child also dies with us via PDEATHSIG).
- * The command's options and bench_main live here too; the other modes run
- * on the same bench struct and helpers (bench_int.h) from their own files:
- * --consistency-modes (bench_modes.c), --list (bench_list.c), --stats
- * (bench_stats.c), --apply (bench_apply.c), --conditional (bench_cond.c),
- * --checkpoint (bench_ckpt.c).
+/* bench.c: `objlog bench`, the router of its modes: the options, the checks
+ * that tie them together, the SIGINT handler, and which mode runs on the
+ * one bench struct (bench_int.h): the default produce/apply/GET run
+ * (bench_e2e.c), --consistency-modes (bench_modes.c), --list (bench_list.c),
+ * --stats (bench_stats.c), --apply (bench_apply.c), --conditional
+ * (bench_cond.c), --checkpoint (bench_ckpt.c), --indexes (bench_index.c),
+ * --lifecycle (bench_lifecycle.c), --s3 (bench_s3.c). Without --url/--brokers
+ * it runs its own `objlogd --embedded` (bench_daemon.c) and always stops it.
  * With --url, what the run wrote is removed when it ends, also after a
  * failure or SIGINT, unless --keep (bench_clean.c).
- * Invariant: every figure is measured from the first produce call, on the
- * monotonic clock, and only successful operations are counted. */
+ * Invariant: no mode starts before every option was checked, and whatever
+ * a mode started (producer, objlogd, buckets) is gone when bench_main
+ * returns. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <jansson.h>
-#include <libgen.h>
-#include <limits.h>
-#include <poll.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_cond.h"
@@ -37,18 +25,9 @@
 #include "cli.h"
 #include "objlog_producer.h"
 
-int64_t bench_mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* Set by SIGINT while a bench against someone else's objlogd runs. Every
- * loop that issues writes or requests checks it, so the run ends early and
- * bench_clean still removes what was written; a second SIGINT kills
- * (SA_RESETHAND), leaving it. */
-volatile sig_atomic_t bench_interrupted;
-
+/* Installed only while the run has something to undo (buckets on someone
+ * else's objlogd, an --apply rebuild view): the modes see the flag and end
+ * early; the second SIGINT, with the default action back, kills. */
 static void on_sigint(int sig) {
     static const char msg[] = "objlog: bench: interrupted; removing what the bench "
                               "wrote (interrupt again to leave it)\n";
@@ -56,458 +35,6 @@ static void on_sigint(int sig) {
     bench_interrupted = 1;
     if (write(2, msg, sizeof(msg) - 1) < 0) { /* nothing to do about it */
     }
-}
-
-/* ---- our objlogd ---- */
-
-void bench_objlogd_path(char *out, size_t n) {
-    char self[PATH_MAX];
-    ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (l > 0) {
-        self[l] = '\0';
-        snprintf(out, n, "%s/../query/objlogd", dirname(self));
-        if (access(out, X_OK) == 0)
-            return;
-    }
-    snprintf(out, n, "objlogd"); /* execvp searches PATH */
-}
-
-int bench_rm_entry(const char *path, const struct stat *st, int flag,
-             struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* SIGTERM, then SIGKILL after 10 s; reaps the child. */
-void bench_child_stop(pid_t pid) {
-    kill(pid, SIGTERM);
-    int st;
-    int64_t deadline = bench_mono_us() + 10 * 1000000;
-    while (waitpid(pid, &st, WNOHANG) == 0) {
-        if (bench_mono_us() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            break;
-        }
-        usleep(20000);
-    }
-}
-
-static void daemon_stop(bench *b) {
-    if (b->daemon > 0) {
-        bench_child_stop(b->daemon);
-        b->daemon = 0;
-        close(b->daemon_out);
-    }
-    if (b->tmpdir[0])
-        nftw(b->tmpdir, bench_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    b->tmpdir[0] = '\0';
-}
-
-static void daemon_log_tail(bench *b) {
-    char path[128], buf[2048];
-    snprintf(path, sizeof(path), "%s/objlogd.log", b->tmpdir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, sz > (long)sizeof(buf) - 1 ? sz - (long)sizeof(buf) + 1 : 0, SEEK_SET);
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    fprintf(stderr, "objlog: bench: objlogd said:\n%s", buf);
-}
-
-static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
-    char data[128], log[128];
-    snprintf(data, sizeof(data), "%s/data", b->tmpdir);
-    snprintf(log, sizeof(log), "%s/objlogd.log", b->tmpdir);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(out_fd, 1);
-    if (lf >= 0)
-        dup2(lf, 2);
-    char parts[16];
-    snprintf(parts, sizeof(parts), "%d", b->partitions);
-    /* --s3: the S3 listener beside the JSON one (loopback, unsigned). */
-    char *argv[] = {(char *)path, "--embedded", "--listen", "127.0.0.1:0",
-                    "--data", data, "--s3-listen", "127.0.0.1:0", "--s3-anonymous",
-                    b->partitions ? "--partitions" : NULL, parts, NULL};
-    execvp(path, argv);
-    fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
-    _exit(127);
-}
-
-/* Reads OBJLOG_* lines of fd until OBJLOG_READY: the listen URL (and the
- * bootstrap servers when the daemon holds the log). */
-int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn) {
-    return bench_ready_lines_s3(fd, url, un, brokers, bn, NULL, 0);
-}
-
-int bench_ready_lines_s3(int fd, char *url, size_t un, char *brokers, size_t bn, char *s3,
-                         size_t sn) {
-    char buf[4096];
-    size_t len = 0;
-    int64_t deadline = bench_mono_us() + 60 * 1000000LL;
-    url[0] = brokers[0] = '\0';
-    while (bench_mono_us() < deadline && !bench_interrupted) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (poll(&pfd, 1, 200) <= 0)
-            continue;
-        ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
-        if (r <= 0)
-            return -1;
-        len += (size_t)r;
-        buf[len] = '\0';
-        char *nl;
-        while ((nl = strchr(buf, '\n')) != NULL) {
-            *nl = '\0';
-            if (!strncmp(buf, "OBJLOG_BOOTSTRAP=", 17))
-                snprintf(brokers, bn, "%.500s", buf + 17);
-            else if (!strncmp(buf, "OBJLOG_LISTEN=", 14))
-                snprintf(url, un, "http://%.100s", buf + 14);
-            else if (s3 && !strncmp(buf, "OBJLOG_S3_LISTEN=", 17))
-                snprintf(s3, sn, "http://%.100s", buf + 17);
-            else if (!strcmp(buf, "OBJLOG_READY"))
-                return url[0] ? 0 : -1;
-            len -= (size_t)(nl + 1 - buf);
-            memmove(buf, nl + 1, len + 1);
-        }
-        if (len >= sizeof(buf) - 1)
-            len = 0;
-    }
-    return -1;
-}
-
-static int daemon_wait_ready(bench *b) {
-    int rc = bench_ready_lines_s3(b->daemon_out, b->url_buf, sizeof(b->url_buf),
-                                  b->brokers_buf, sizeof(b->brokers_buf), b->s3_url,
-                                  sizeof(b->s3_url));
-    return rc == 0 && b->brokers_buf[0] ? 0 : -1;
-}
-
-static int daemon_start(bench *b) {
-    char path[PATH_MAX + 32];
-    bench_objlogd_path(path, sizeof(path));
-    snprintf(b->tmpdir, sizeof(b->tmpdir), "/tmp/objlog-bench-XXXXXX");
-    if (!mkdtemp(b->tmpdir)) {
-        fprintf(stderr, "objlog: bench: mkdtemp: %s\n", strerror(errno));
-        b->tmpdir[0] = '\0';
-        return -1;
-    }
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return -1;
-    b->daemon = daemon_spawn(b, path, fds[1]);
-    close(fds[1]);
-    b->daemon_out = fds[0];
-    if (b->daemon < 0 || daemon_wait_ready(b) < 0) {
-        fprintf(stderr, "objlog: bench: %s did not become ready\n", path);
-        daemon_log_tail(b);
-        return -1;
-    }
-    b->url = b->url_buf;
-    b->brokers = b->brokers_buf;
-    return 0;
-}
-
-int bench_daemon_start(bench *b) { return daemon_start(b); }
-
-/* ---- phase 1: produce ---- */
-
-void bench_cb(const objlog_write_result *r, void *opaque) {
-    bench *b = opaque;
-    pthread_mutex_lock(&b->lock);
-    if (r->status == OBJLOG_STATUS_LOGGED && r->partition >= 0 &&
-        r->partition < BENCH_MAX_PARTS) {
-        if (r->offset > b->last_offset[r->partition])
-            b->last_offset[r->partition] = r->offset;
-    } else if (b->failed++ == 0) {
-        snprintf(b->first_error, sizeof(b->first_error), "%s: %.200s",
-                 objlog_status_name(r->status), r->error_message);
-    }
-    b->done++;
-    if (r->token[0])
-        snprintf(b->last_token, sizeof(b->last_token), "%s", r->token);
-    pthread_mutex_unlock(&b->lock);
-}
-
-void bench_key(int i, char *out, size_t n) {
-    snprintf(out, n, "obj-%08d", i);
-}
-
-void *bench_produce_main(void *arg) {
-    bench_thread *t = arg;
-    bench *b = t->b;
-    for (int i = t->index; i < b->count && !bench_interrupted; i += b->threads) {
-        char key[32], etag[32], err[256];
-        bench_key(i, key, sizeof(key));
-        snprintf(etag, sizeof(etag), "etag-%d", i);
-        objlog_object_meta m = {.size = (uint64_t)i, .etag = etag,
-                                .content_type = "application/octet-stream"};
-        if (objlog_producer_put_object(b->p, b->bucket, key, strlen(key), &m,
-                                       NULL, bench_cb, b, err, sizeof(err)) < 0) {
-            pthread_mutex_lock(&b->lock);
-            if (b->failed++ == 0)
-                snprintf(b->first_error, sizeof(b->first_error), "%s", err);
-            pthread_mutex_unlock(&b->lock);
-        }
-    }
-    return NULL;
-}
-
-/* Runs fn on n threads (bench_thread.index 0..n-1) and joins them. */
-int bench_run_n_threads(bench *b, int n, void *(*fn)(void *)) {
-    bench_thread *ts = calloc((size_t)n, sizeof(*ts));
-    if (!ts)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        ts[i] = (bench_thread){.b = b, .index = i};
-        pthread_create(&ts[i].th, NULL, fn, &ts[i]);
-    }
-    for (int i = 0; i < n; i++)
-        pthread_join(ts[i].th, NULL);
-    free(ts);
-    return 0;
-}
-
-int bench_run_threads(bench *b, void *(*fn)(void *)) {
-    return bench_run_n_threads(b, b->threads, fn);
-}
-
-int bench_producer_open(bench *b) {
-    char err[512];
-    objlog_producer_conf *conf = objlog_producer_conf_new();
-    if (!conf ||
-        objlog_producer_conf_set(conf, "bootstrap.servers", b->brokers, err, sizeof(err)) ||
-        objlog_producer_conf_set(conf, "query.url", b->url, err, sizeof(err)) ||
-        objlog_producer_conf_set(conf, "ack", "logged", err, sizeof(err))) {
-        fprintf(stderr, "objlog: bench: producer config: %s\n", conf ? err : "oom");
-        objlog_producer_conf_destroy(conf);
-        return -1;
-    }
-    b->p = objlog_producer_new(conf, err, sizeof(err));
-    if (!b->p) {
-        fprintf(stderr, "objlog: bench: producer: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-/* Remembers a bucket this run made, for bench_clean. 0, or -1 on memory. */
-int bench_created(bench *b, const char *bucket) {
-    char(*n)[64] = realloc(b->created, (size_t)(b->n_created + 1) * sizeof(*n));
-    if (!n) {
-        fprintf(stderr, "objlog: bench: out of memory\n");
-        return -1;
-    }
-    b->created = n;
-    snprintf(b->created[b->n_created++], sizeof(*n), "%s", bucket);
-    return 0;
-}
-
-int bench_create_bucket_named(bench *b, CURL *h, const char *bucket) {
-    char url[512], err[256];
-    snprintf(url, sizeof(url), "%s/v1/buckets/%s", b->url, bucket);
-    cli_resp r;
-    if (cli_http(h, "PUT", url, "{}", NULL, &r, err, sizeof(err)) < 0) {
-        fprintf(stderr, "objlog: bench: create bucket: cannot reach %s: %s\n", b->url, err);
-        return -1;
-    }
-    int ok = r.status == 200;
-    if (!ok) {
-        char code[64], msg[256];
-        cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
-        fprintf(stderr, "objlog: bench: create bucket %s: %s: %s\n", bucket, code, msg);
-    }
-    cli_resp_free(&r);
-    return ok ? bench_created(b, bucket) : -1;
-}
-
-int bench_create_bucket(bench *b, CURL *h) {
-    snprintf(b->bucket, sizeof(b->bucket), "bench-%d-%lld", (int)getpid(),
-             (long long)time(NULL));
-    return bench_create_bucket_named(b, h, b->bucket);
-}
-
-/* ---- phase 2: wait until applied ---- */
-
-/* A 503 that says the partition is stopped (query/fence.c). */
-static int bench_stopped(const cli_resp *r) {
-    json_t *j = r->body_len ? json_loads(r->body, 0, NULL) : NULL;
-    int stopped = json_is_true(json_object_get(json_object_get(j, "error"), "stopped"));
-    json_decref(j);
-    return stopped;
-}
-
-int bench_wait_applied(bench *b, CURL *h) {
-    int64_t deadline = bench_mono_us() + BENCH_WAIT_MS * 1000LL;
-    for (int p = 0; p < BENCH_MAX_PARTS; p++) {
-        if (b->last_offset[p] < 0)
-            continue;
-        char url[512], err[256];
-        snprintf(url, sizeof(url), "%s/v1/writes/%d.%lld?timeout_ms=2000", b->url, p,
-                 (long long)b->last_offset[p]);
-        for (;;) {
-            cli_resp r;
-            if (bench_interrupted)
-                return -1;
-            if (cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err)) < 0) {
-                fprintf(stderr, "objlog: bench: outcome of %d.%lld: %s\n", p,
-                        (long long)b->last_offset[p], err);
-                return -1;
-            }
-            long st = r.status;
-            if (st == 200) {
-                cli_resp_free(&r);
-                break;
-            }
-            /* A stopped partition (the log dropped events it had not
-             * applied, say) never gets there: no use waiting. */
-            int stopped = st == 503 && bench_stopped(&r);
-            if (st != 503 || bench_mono_us() > deadline || stopped) {
-                char code[64], msg[512];
-                cli_error_of(&r, code, sizeof(code), msg, sizeof(msg));
-                fprintf(stderr, "objlog: bench: outcome of %d.%lld: HTTP %ld %s: %s\n", p,
-                        (long long)b->last_offset[p], st, code, msg);
-                cli_resp_free(&r);
-                return stopped ? -2 : -1;
-            }
-            cli_resp_free(&r);
-        }
-    }
-    return 0;
-}
-
-/* ---- phase 3: GETs ---- */
-
-void *bench_get_main(void *arg) {
-    bench_thread *t = arg;
-    bench *b = t->b;
-    CURL *h = curl_easy_init();
-    long lo = (long)b->gets * t->index / b->threads;
-    long hi = (long)b->gets * (t->index + 1) / b->threads;
-    long errors = 0;
-    for (long j = lo; j < hi && !bench_interrupted; j++) {
-        char key[32], url[512], err[256], tok[80] = "";
-        bench_key((int)((j * 7919) % b->count), key, sizeof(key));
-        if (!strcmp(b->consistency, "token")) { /* tokens are URL-safe */
-            pthread_mutex_lock(&b->lock);
-            snprintf(tok, sizeof(tok), "&token=%s", b->last_token);
-            pthread_mutex_unlock(&b->lock);
-        }
-        snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%s?consistency=%s%s",
-                 b->url, b->bucket, key, b->consistency, tok);
-        cli_resp r;
-        int64_t t0 = bench_mono_us();
-        int rc = cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err));
-        b->lat_ms[j] = (double)(bench_mono_us() - t0) / 1000.0;
-        if (rc < 0 || r.status != 200)
-            errors++;
-        if (rc == 0)
-            cli_resp_free(&r);
-    }
-    curl_easy_cleanup(h);
-    pthread_mutex_lock(&b->lock);
-    b->get_errors += errors;
-    pthread_mutex_unlock(&b->lock);
-    return NULL;
-}
-
-int bench_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double bench_percentile(const double *sorted, long n, double q) {
-    if (n <= 0)
-        return 0;
-    long i = (long)(q * (double)(n - 1) + 0.5);
-    return sorted[i];
-}
-
-/* ---- report ---- */
-
-typedef struct figures {
-    double produce_s, apply_s, get_s, p50, p99;
-} figures;
-
-double bench_rate(long n, double s) { return s > 0 ? (double)n / s : 0; }
-
-static void report(const bench *b, const figures *f) {
-    if (b->json) {
-        json_t *j = json_pack(
-            "{s:i,s:i,s:i,s:{s:i,s:f,s:f},s:{s:i,s:f,s:f},s:{s:i,s:f,s:f,s:f,s:f,s:I,s:s}}",
-            "count", b->count, "threads", b->threads, "gets", b->gets,
-            "produce", "ops", b->count, "seconds", f->produce_s, "per_second",
-            bench_rate(b->count, f->produce_s),
-            "apply", "ops", b->count, "seconds", f->apply_s, "per_second",
-            bench_rate(b->count, f->apply_s),
-            "get", "ops", b->gets, "seconds", f->get_s, "per_second",
-            bench_rate(b->gets, f->get_s), "p50_ms", f->p50, "p99_ms", f->p99, "errors",
-            (json_int_t)b->get_errors, "consistency", b->consistency);
-        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        return;
-    }
-    printf("objlog bench: %d puts, %d GETs (%s), %d threads, %s\n", b->count, b->gets,
-           b->consistency, b->threads, b->url);
-    printf("%-8s %8s %9s %11s\n", "phase", "ops", "seconds", "ops/s");
-    printf("%-8s %8d %9.3f %11.1f\n", "produce", b->count, f->produce_s,
-           bench_rate(b->count, f->produce_s));
-    printf("%-8s %8d %9.3f %11.1f\n", "apply", b->count, f->apply_s,
-           bench_rate(b->count, f->apply_s));
-    printf("%-8s %8d %9.3f %11.1f   p50 %.3f ms  p99 %.3f ms%s\n", "get", b->gets,
-           f->get_s, bench_rate(b->gets, f->get_s), f->p50, f->p99,
-           b->get_errors ? "  (errors!)" : "");
-    if (b->get_errors)
-        printf("get errors: %ld\n", b->get_errors);
-}
-
-static int bench_run(bench *b) {
-    figures f = {0};
-    CURL *h = curl_easy_init();
-    int rc = CLI_EXIT_FAIL;
-    if (!h || bench_create_bucket(b, h) < 0 || bench_producer_open(b) < 0)
-        goto out;
-    int64_t t0 = bench_mono_us();
-    bench_run_threads(b, bench_produce_main);
-    objlog_producer_flush(b->p, BENCH_WAIT_MS);
-    f.produce_s = (double)(bench_mono_us() - t0) / 1e6;
-    if (b->failed) {
-        fprintf(stderr, "objlog: bench: %ld of %d writes failed (first: %s)\n",
-                b->failed, b->count, b->first_error);
-        goto out;
-    }
-    if (bench_wait_applied(b, h) < 0)
-        goto out;
-    f.apply_s = (double)(bench_mono_us() - t0) / 1e6;
-    b->lat_ms = calloc((size_t)(b->gets ? b->gets : 1), sizeof(double));
-    if (!b->lat_ms)
-        goto out;
-    int64_t g0 = bench_mono_us();
-    bench_run_threads(b, bench_get_main);
-    f.get_s = (double)(bench_mono_us() - g0) / 1e6;
-    qsort(b->lat_ms, (size_t)b->gets, sizeof(double), bench_cmp_double);
-    f.p50 = bench_percentile(b->lat_ms, b->gets, 0.50);
-    f.p99 = bench_percentile(b->lat_ms, b->gets, 0.99);
-    if (bench_interrupted)
-        goto out;
-    report(b, &f);
-    rc = b->get_errors ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-out:
-    if (h)
-        curl_easy_cleanup(h);
-    return rc;
 }
 
 const char bench_usage_text[] =
@@ -761,7 +288,7 @@ int bench_main(cli *c, int argc, char **argv) {
     /* --apply also stops its rebuild view when interrupted. */
     int caught = ((remote && !b->keep) || (rc == 0 && b->apply)) &&
                  sigaction(SIGINT, &sa, &old_sa) == 0;
-    if (rc == 0 && !b->url && !b->ckpt && !b->indexes && daemon_start(b) < 0)
+    if (rc == 0 && !b->url && !b->ckpt && !b->indexes && bench_daemon_start(b) < 0)
         rc = CLI_EXIT_FAIL;
     if (rc == 0 && b->indexes) {
         rc = bench_index_run(b);
@@ -783,7 +310,7 @@ int bench_main(cli *c, int argc, char **argv) {
              : b->modes ? bench_modes_run(b)
              : b->stats ? bench_stats_run(b)
              : b->lifecycle ? bench_lifecycle_run(b)
-                        : bench_run(b);
+                        : bench_e2e_run(b);
     }
     /* No write of ours may still be on its way while the buckets go. */
     objlog_producer_destroy(b->p);
@@ -796,7 +323,7 @@ int bench_main(cli *c, int argc, char **argv) {
     }
     if (caught)
         sigaction(SIGINT, &old_sa, NULL);
-    daemon_stop(b);
+    bench_daemon_stop(b);
     free(b->created);
     free(b->lat_ms);
     free(b->stats_buckets);

@@ -42,13 +42,7 @@ static int ixh_fill(bench *b, CURL *h) {
         }
         if ((i + 1) % IXH_CHUNK)
             continue;
-        objlog_producer_flush(b->p, BENCH_WAIT_MS);
-        if (b->failed) {
-            fprintf(stderr, "objlog: bench: %ld writes failed (first: %s)\n", b->failed,
-                    b->first_error);
-            return -1;
-        }
-        if (bench_wait_applied(b, h) < 0)
+        if (bench_settle(b, h) < 0)
             return -1;
     }
     return 0;

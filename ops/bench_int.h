@@ -1,11 +1,12 @@
 /* bench_int.h: internals of `objlog bench`, shared by its files: the bench
- * struct one run keeps, and the helpers of bench.c (own objlogd, the
- * produce / wait / GET phases) that the modes reuse. Not installed; every
- * includer defines _GNU_SOURCE first. The modes' entry points are here too,
- * for bench_main: bench_modes.c, bench_list.c, bench_stats.c, bench_apply.c
- * (its RocksDB baselines in bench_apply_rocks.c, bench_apply.h); cleanup in
- * bench_clean.c; the views the bench starts on its log in bench_view.c;
- * --conditional has its own header (bench_cond.h).
+ * struct one run keeps, and the helpers the modes reuse: the objlogd
+ * processes (bench_daemon.c), the produce / wait / GET phases
+ * (bench_phase.c), the views the bench starts on its log (bench_view.c).
+ * Not installed; every includer defines _GNU_SOURCE first. The modes'
+ * entry points are here too, for bench_main (bench.c): bench_e2e.c,
+ * bench_modes.c, bench_list.c, bench_stats.c, bench_apply.c (its RocksDB
+ * baselines in bench_apply_rocks.c, bench_apply.h); cleanup in
+ * bench_clean.c; --conditional has its own header (bench_cond.h).
  * Invariant: one bench a process; b->lock guards the fields the producer
  * callback and the worker threads share (a GET thread writes only its own
  * slice of lat_ms). */
@@ -99,7 +100,7 @@ extern volatile sig_atomic_t bench_interrupted;
 
 int64_t bench_mono_us(void);
 
-/* ---- processes (bench.c: our objlogd; bench_stats.c: replay views) ---- */
+/* ---- processes (bench_daemon.c) ---- */
 
 /* Where objlogd is: next to this objlog in the build tree, else PATH. */
 void bench_objlogd_path(char *out, size_t n);
@@ -114,8 +115,12 @@ int bench_ready_lines(int fd, char *url, size_t un, char *brokers, size_t bn);
 /* The same, also the S3 listener's URL (OBJLOG_S3_LISTEN) into s3. */
 int bench_ready_lines_s3(int fd, char *url, size_t un, char *brokers, size_t bn, char *s3,
                          size_t sn);
-/* --s3 (bench_s3.c). */
-int bench_s3_run(bench *b);
+/* Starts the bench's own objlogd (embedded log, S3 listener beside it) in
+ * a temp dir: b->url and b->brokers point at it. 0, or -1 (said on stderr,
+ * with the tail of its log); bench_daemon_stop either way. */
+int bench_daemon_start(bench *b);
+/* Stops our objlogd, if any, and removes its temp dir. A no-op after. */
+void bench_daemon_stop(bench *b);
 
 /* ---- views of the bench's log (bench_view.c) ---- */
 
@@ -141,7 +146,7 @@ void bench_view_log_tail(const bench_view *v);
  * error or when a partition stopped (the view says why in its log). */
 long bench_lag_sum(CURL *h, const char *url, const char *field);
 
-/* ---- phases (bench.c) ---- */
+/* ---- phases (bench_phase.c) ---- */
 
 /* Producer callback (opaque: the bench): last offset per partition, first
  * error, last token. */
@@ -162,6 +167,10 @@ int bench_create_bucket(bench *b, CURL *h);
  * failure; -2 when the view stopped a partition (the log dropped events
  * before it applied them, say): said on stderr either way. */
 int bench_wait_applied(bench *b, CURL *h);
+/* Flushes the producer and waits until everything produced so far is
+ * applied: 0; -1 after failed writes or as bench_wait_applied (-2 too),
+ * said on stderr. */
+int bench_settle(bench *b, CURL *h);
 /* bench_thread fn: its share of b->gets GETs at b->consistency, latencies
  * into b->lat_ms. */
 void *bench_get_main(void *arg);
@@ -171,6 +180,7 @@ double bench_rate(long n, double s);
 
 /* ---- the modes, for bench_main; each returns a CLI exit code ---- */
 
+int bench_e2e_run(bench *b);   /* no mode flag: bench_e2e.c */
 int bench_modes_run(bench *b); /* --consistency-modes: bench_modes.c */
 int bench_list_run(bench *b);  /* --list: bench_list.c */
 int bench_stats_run(bench *b); /* --stats: bench_stats.c */
@@ -178,12 +188,9 @@ int bench_lifecycle_run(bench *b); /* --lifecycle: bench_lifecycle.c */
 int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 int bench_index_run(bench *b); /* --indexes: bench_index.c */
+int bench_s3_run(bench *b);    /* --s3: bench_s3.c */
 /* --indexes, part (c): over HTTP against b->url (bench_index_http.c). 0/-1. */
 int bench_index_http_run(bench *b);
-/* Starts the bench's own objlogd (embedded log) for a mode that runs in
- * this process first (--indexes): b->url and b->brokers point at it;
- * bench_main stops it. 0, or -1 (said on stderr). */
-int bench_daemon_start(bench *b);
 /* --apply against our own embedded log: 0 when the run fits in it (~5 MB
  * a partition), else -1 with why. */
 int bench_apply_check(const bench *b, char *why, size_t n);

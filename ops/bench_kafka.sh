@@ -24,15 +24,16 @@ while [ $# -gt 0 ]; do
     *) echo "usage: ops/bench_kafka.sh [--count N] [--rate R] [--seconds S]" >&2; exit 2 ;;
   esac
 done
-[ -x "$bin/query/objlogd" ] && [ -x "$bin/ops/objlog" ] ||
-  { echo "bench_kafka: no build in $bin (ops/setup.sh build)" >&2; exit 1; }
+# shellcheck source=ops/bench_lib.sh
+. "$root/ops/bench_lib.sh"
+bench_need_build bench_kafka
 
 work=$(mktemp -d /tmp/objlog-bench-kafka.XXXXXX)
 daemon=""
 cleanup() {
-  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  bench_daemon_stop
   for d in "$work"/kafka-*; do
-    [ -d "$d" ] && "$root/ops/kafka.sh" stop --dir "$d" --timeout 20 >/dev/null 2>&1 || true
+    bench_kafka_stop "$d"
   done
   rm -rf "$work"
 }
@@ -44,12 +45,7 @@ start_view() { # name, flags...
   "$bin/query/objlogd" --listen 127.0.0.1:0 --data "$work/view-$name" "$@" \
     >"$work/$name.out" 2>"$work/$name.err" &
   daemon=$!
-  for _ in $(seq 1 600); do
-    grep -q '^OBJLOG_READY' "$work/$name.out" 2>/dev/null && break
-    kill -0 "$daemon" 2>/dev/null || { cat "$work/$name.err" >&2; exit 1; }
-    sleep 0.1
-  done
-  url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/$name.out")"
+  bench_wait_ready "$work/$name.out" "$work/$name.err"
   local b
   b=$(sed -n 's/^OBJLOG_BOOTSTRAP=//p' "$work/$name.out")
   [ -z "$b" ] || boot=$b # embedded: its own mock cluster
@@ -90,8 +86,7 @@ stop_view
 
 for n in 1 3; do
   echo "bench_kafka: real Kafka, $n node(s)" >&2
-  boot=$(KAFKA_HEAP_OPTS="-Xms256m -Xmx1g" "$root/ops/kafka.sh" start --dir "$work/kafka-$n" --nodes "$n" |
-           sed -n 's/^KAFKA_BOOTSTRAP=//p')
+  boot=$(bench_kafka_start "$work/kafka-$n" "$n")
   start_view "kafka$n" --brokers "$boot"
   run_one "kafka$n"
   stop_view

@@ -29,16 +29,10 @@
 static double lc_put_phase(bench *b, CURL *h, const char *bucket) {
     if (bench_create_bucket_named(b, h, bucket) < 0)
         return -1;
-    snprintf(b->bucket, sizeof(b->bucket), "%s", bucket);
+    snprintf(b->bucket, sizeof(b->bucket), "%.63s", bucket); /* at most b->bucket holds */
     int64_t t0 = bench_mono_us();
     bench_run_threads(b, bench_produce_main);
-    objlog_producer_flush(b->p, BENCH_WAIT_MS);
-    if (b->failed) {
-        fprintf(stderr, "objlog: bench: %ld writes failed (first: %s)\n", b->failed,
-                b->first_error);
-        return -1;
-    }
-    if (bench_wait_applied(b, h) < 0)
+    if (bench_settle(b, h) < 0)
         return -1;
     return bench_rate(b->count, (double)(bench_mono_us() - t0) / 1e6);
 }

@@ -32,21 +32,21 @@ while [ $# -gt 0 ]; do
        exit 2 ;;
   esac
 done
-[ -x "$bin/query/objlogd" ] && [ -x "$bin/ops/objlog" ] ||
-  { echo "bench_lifecycle_kafka: no build in $bin (ops/setup.sh build)" >&2; exit 1; }
+# shellcheck source=ops/bench_lib.sh
+. "$root/ops/bench_lib.sh"
+bench_need_build bench_lifecycle_kafka
 
 work=$(mktemp -d /tmp/objlog-bench-lc.XXXXXX)
 daemon=""
 cleanup() {
-  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  [ -d "$work/kafka" ] && "$root/ops/kafka.sh" stop --dir "$work/kafka" --timeout 20 >/dev/null 2>&1 || true
+  bench_daemon_stop
+  bench_kafka_stop "$work/kafka"
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 echo "bench_lifecycle_kafka: starting a 1-node Kafka in $work" >&2
-boot=$(KAFKA_HEAP_OPTS="-Xms256m -Xmx1g" "$root/ops/kafka.sh" start --dir "$work/kafka" --nodes 1 |
-         sed -n 's/^KAFKA_BOOTSTRAP=//p')
+boot=$(bench_kafka_start "$work/kafka" 1)
 "$root/ops/kafka.sh" topics --dir "$work/kafka" --create \
   --topic objlog.events --partitions 8 --replication-factor 1 \
   --config message.timestamp.type=CreateTime --config retention.ms=-1 \
@@ -58,12 +58,7 @@ OBJLOG_LIFECYCLE_INTERVAL_MS=100 OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS=172800000
   --allow-unsafe-topics \
   >"$work/objlogd.out" 2>"$work/objlogd.err" &
 daemon=$!
-for _ in $(seq 1 600); do
-  grep -q '^OBJLOG_READY' "$work/objlogd.out" 2>/dev/null && break
-  kill -0 "$daemon" 2>/dev/null || { cat "$work/objlogd.err" >&2; exit 1; }
-  sleep 0.1
-done
-url="http://$(sed -n 's/^OBJLOG_LISTEN=//p' "$work/objlogd.out")"
+bench_wait_ready "$work/objlogd.out" "$work/objlogd.err"
 echo "bench_lifecycle_kafka: objlogd at $url on $boot; $count objects, max rate $max_rate" >&2
 "$bin/ops/objlog" bench --lifecycle --url "$url" --brokers "$boot" --keep \
   --count "$count" --threads "$threads"

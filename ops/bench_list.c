@@ -61,23 +61,12 @@ static void list_write(bench *b, const char *bucket, const char *key, int del) {
     }
 }
 
-/* Flushes and waits until everything produced so far is applied. */
-static int list_settle(bench *b, CURL *h) {
-    objlog_producer_flush(b->p, BENCH_WAIT_MS);
-    if (b->failed) {
-        fprintf(stderr, "objlog: bench: %ld writes failed (first: %s)\n", b->failed,
-                b->first_error);
-        return -1;
-    }
-    return bench_wait_applied(b, h);
-}
-
 /* Counts one queued write; every LIST_BATCH writes, waits for apply. */
 static int list_tick(bench *b, CURL *h) {
     if (bench_interrupted)
         return -1;
     if (++b->list_queued % LIST_BATCH == 0)
-        return list_settle(b, h);
+        return bench_settle(b, h);
     return 0;
 }
 
@@ -157,11 +146,11 @@ static int list_build(bench *b, CURL *h, list_case *c, list_gen *gen) {
         fprintf(stderr, "objlog: bench: create bucket %s: %s\n", c->bucket, err);
         return -1;
     }
-    if (list_settle(b, h) < 0 || outcome_ok(b, h, c->bucket) < 0 ||
+    if (bench_settle(b, h) < 0 || outcome_ok(b, h, c->bucket) < 0 ||
         bench_created(b, c->bucket) < 0)
         return -1;
     long before = b->list_queued;
-    if (gen(b, h, c) < 0 || list_settle(b, h) < 0 || outcome_ok(b, h, c->bucket) < 0)
+    if (gen(b, h, c) < 0 || bench_settle(b, h) < 0 || outcome_ok(b, h, c->bucket) < 0)
         return -1;
     c->events = b->list_queued - before;
     return 0;

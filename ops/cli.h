@@ -1,6 +1,7 @@
 /* cli.h: internals of the objlog command-line client. Not installed.
  *
- *   objlog.c      main, the command table, help, option parsing, usage errors
+ *   objlog.c      main, the command table, help, dispatch
+ *   cli_args.c    option parsing, positionals, value parsers, usage errors
  *   cli_http.c    one HTTP request, request helpers, paged listings, and the
  *                 one way a failure is reported
  *   cli_print.c   readable output: tables, sizes, JSON helpers
@@ -117,6 +118,8 @@ enum {
     {"help", no_argument, NULL, 'h'}
 #define CLI_BYTES_OPTION {"bytes", no_argument, NULL, CLI_OPT_BYTES}
 
+/* ---- arguments (cli_args.c) ---- */
+
 #define CLI_STOP (-2)
 /* getopt_long over argv (argv[0] the command), positionals permuted to the
  * end unless after "--". Returns the next own option's value (optarg set);
@@ -140,6 +143,15 @@ int cli_check_consistency(cli *c, const char *v);
 
 /* Parses a decimal u64 without sign. 0, or -1. */
 int cli_parse_u64(const char *s, unsigned long long *v);
+/* A decimal count option: v NULL (not given) or lo..hi is 0; else the
+ * usage error "NAME must be LO to HI, not \"V\"" (2). */
+int cli_check_range(cli *c, const char *name, const char *v, unsigned long long lo,
+                    unsigned long long hi);
+
+/* A command with only the common options and exactly n positionals into
+ * pos: 0, or -1 with *rc set (--help shown: 0; a usage error: 2). */
+int cli_args_fixed(cli *c, int argc, char **argv, const char **pos, int n,
+                   const char *const *names, int *rc);
 
 /* ---- requests (cli_http.c) ---- */
 
@@ -163,8 +175,17 @@ int cli_request(cli *c, const char *target, const char *method, const char *url,
                 const char *body, const char *const *hdrs, cli_resp *r);
 /* The 2xx body as a JSON object, or NULL with *rc after reporting. */
 json_t *cli_parse_json(cli *c, const char *target, cli_resp *r, int *rc);
-/* GET url (taken: freed here), its JSON object; NULL with *rc set. */
+/* Sends method url (taken: freed here; NULL reports out of memory) with
+ * body and hdrs; the 2xx answer's JSON object, or NULL with *rc set after
+ * reporting. */
+json_t *cli_send_json(cli *c, const char *target, const char *method, char *url,
+                      const char *body, const char *const *hdrs, int *rc);
+/* The same for a GET. */
 json_t *cli_get_json(cli *c, const char *target, char *url, int *rc);
+/* A write whose answer --json prints as it is and a person reads as line:
+ * cli_send_json, then either. 0, or an exit code. */
+int cli_write(cli *c, const char *target, const char *method, char *url, const char *body,
+              const char *const *hdrs, const char *line);
 
 /* Paged listings: the array a page returns, and which response fields
  * feed which request parameters for the next page (up to two markers). */
@@ -189,6 +210,9 @@ void cli_list_param(cli_list_req *q, const char *name, const char *value);
 /* One page, or with q->all every page merged into the first (which then
  * says is_truncated false and carries no next_* field). */
 json_t *cli_list_fetch(cli *c, cli_list_req *q, const cli_page_spec *sp, int *rc);
+/* cli_list_fetch with q->base = base (taken: freed here; NULL reports out
+ * of memory on q->target). */
+json_t *cli_list_get(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp, int *rc);
 
 /* ---- readable output (cli_print.c) ---- */
 
@@ -221,6 +245,9 @@ void cli_print_json_flags(json_t *j, size_t flags);
 void cli_pick(json_t *o, json_t *src, const char *const *keep);
 /* One "name: value" line per scalar, nested objects as "parent.name". */
 void cli_print_flat(const char *prefix, json_t *o);
+/* A command's one-object result: --json prints j, else cli_print_flat.
+ * Takes j; returns 0 (the exit code). */
+int cli_print_object(cli *c, json_t *j);
 /* The result of a listing: --json prints j, else print(c, j). Takes j. */
 int cli_list_output(cli *c, json_t *j, void (*print)(cli *, json_t *));
 const char *cli_truncated_note(json_t *j);

@@ -268,15 +268,35 @@ json_t *cli_parse_json(cli *c, const char *target, cli_resp *r, int *rc) {
     return j;
 }
 
-json_t *cli_get_json(cli *c, const char *target, char *url, int *rc) {
+json_t *cli_send_json(cli *c, const char *target, const char *method, char *url,
+                      const char *body, const char *const *hdrs, int *rc) {
     cli_resp r;
-    *rc = cli_request(c, target, "GET", url, NULL, NULL, &r);
+    *rc = cli_request(c, target, method, url, body, hdrs, &r);
     free(url);
     if (*rc)
         return NULL;
     json_t *j = cli_parse_json(c, target, &r, rc);
     cli_resp_free(&r);
     return j;
+}
+
+json_t *cli_get_json(cli *c, const char *target, char *url, int *rc) {
+    return cli_send_json(c, target, "GET", url, NULL, NULL, rc);
+}
+
+int cli_write(cli *c, const char *target, const char *method, char *url, const char *body,
+              const char *const *hdrs, const char *line) {
+    int rc;
+    json_t *j = cli_send_json(c, target, method, url, body, hdrs, &rc);
+    if (!j)
+        return rc;
+    if (c->json)
+        cli_print_json(j);
+    else {
+        fputs(line, stdout);
+        json_decref(j);
+    }
+    return 0;
 }
 
 /* ---- paged listings ---- */
@@ -353,4 +373,15 @@ json_t *cli_list_fetch(cli *c, cli_list_req *q, const cli_page_spec *sp, int *rc
         json_decref(page);
     }
     return acc;
+}
+
+json_t *cli_list_get(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp, int *rc) {
+    if (!base) {
+        *rc = cli_fail(c, q->target, "InternalError", "out of memory", 0, NULL);
+        return NULL;
+    }
+    q->base = base;
+    json_t *j = cli_list_fetch(c, q, sp, rc);
+    free(base);
+    return j;
 }

@@ -67,6 +67,16 @@ void cli_print_flat(const char *prefix, json_t *o) {
     }
 }
 
+int cli_print_object(cli *c, json_t *j) {
+    if (c->json) {
+        cli_print_json(j);
+        return 0;
+    }
+    cli_print_flat("", j);
+    json_decref(j);
+    return 0;
+}
+
 /* ---- words and sizes ---- */
 
 const char *cli_plural(size_t n, const char *one, const char *many) {

@@ -99,12 +99,9 @@ static void cluster_print(cli *c, json_t *j) {
 }
 
 int cluster_main(cli *c, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *none[1];
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, none, 0, 0, NULL, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, none, 0, NULL, &rc) < 0)
         return rc;
     char *url = NULL;
     if (asprintf(&url, "%s/v1/cluster", c->url) < 0)

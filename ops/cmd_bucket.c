@@ -20,13 +20,8 @@ static const char *const names_bucket[] = {"BUCKET", "STATUS"};
 static int bucket_write(cli *c, const char *bucket, const char *method, char *url,
                         const char *body, const char *line, const char *extra_name,
                         const char *extra_value) {
-    cli_resp r;
-    int rc = cli_request(c, bucket, method, url, body, NULL, &r);
-    free(url);
-    if (rc)
-        return rc;
-    json_t *j = cli_parse_json(c, bucket, &r, &rc);
-    cli_resp_free(&r);
+    int rc;
+    json_t *j = cli_send_json(c, bucket, method, url, body, NULL, &rc);
     if (!j)
         return rc;
     if (c->json) {
@@ -98,12 +93,9 @@ static const char rb_usage[] =
     "Removes a bucket; it must hold no version, delete marker or upload.\n";
 
 static int cmd_rb(cli *c, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *pos[1];
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names_bucket, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, pos, 1, names_bucket, &rc) < 0)
         return rc;
     char line[160];
     snprintf(line, sizeof(line), "remove_bucket: %.100s\n", pos[0]);
@@ -116,12 +108,9 @@ static const char versioning_usage[] =
     "Sets a bucket's versioning.\n";
 
 static int cmd_versioning(cli *c, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *pos[2];
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 2, 2, names_bucket, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, pos, 2, names_bucket, &rc) < 0)
         return rc;
     if (strcmp(pos[1], "Enabled") && strcmp(pos[1], "Suspended"))
         return cli_usage_error(c, "versioning must be Enabled or Suspended, not \"%s\"",
@@ -140,23 +129,12 @@ static const char bucket_usage[] =
     "Prints a bucket's settings: tenant, versioning, version cap, quota, created.\n";
 
 static int cmd_bucket(cli *c, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *pos[1];
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names_bucket, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, pos, 1, names_bucket, &rc) < 0)
         return rc;
     json_t *j = cli_get_json(c, pos[0], cli_path(c, pos[0], NULL), &rc);
-    if (!j)
-        return rc;
-    if (c->json) {
-        cli_print_json(j);
-        return 0;
-    }
-    cli_print_flat("", j);
-    json_decref(j);
-    return 0;
+    return j ? cli_print_object(c, j) : rc;
 }
 
 /* ---- ratelimit (admission control) ---- */
@@ -255,13 +233,13 @@ static void buckets_print(cli *c, json_t *j) {
 
 int cli_list_buckets(cli *c, const char *prefix, const char *tenant, const char *max,
                      const char *consistency, const char *token, int all) {
-    unsigned long long n;
-    if (max && (cli_parse_u64(max, &n) < 0 || n < 1 || n > 1000))
-        return cli_usage_error(c, "--max-buckets must be 1 to 1000, not \"%s\"", max);
+    int rc = cli_check_range(c, "--max-buckets", max, 1, 1000);
+    if (rc)
+        return rc;
     char *base = NULL;
     if (asprintf(&base, "%s/v1/buckets", c->url) < 0)
-        return cli_fail(c, "buckets", "InternalError", "out of memory", 0, NULL);
-    cli_list_req q = {.target = "buckets", .base = base, .all = all};
+        base = NULL; /* its contents are undefined on failure */
+    cli_list_req q = {.target = "buckets", .all = all};
     cli_list_param(&q, "prefix", prefix);
     cli_list_param(&q, "tenant", tenant);
     cli_list_param(&q, "max_buckets", max);
@@ -270,9 +248,7 @@ int cli_list_buckets(cli *c, const char *prefix, const char *tenant, const char 
     cli_list_param(&q, "continuation_token", NULL);
     static const cli_page_spec sp = {"buckets", {"next_continuation_token", NULL},
                                      {"continuation_token", NULL}};
-    int rc;
-    json_t *j = cli_list_fetch(c, &q, &sp, &rc);
-    free(base);
+    json_t *j = cli_list_get(c, &q, base, &sp, &rc);
     if (!j)
         return rc;
     json_object_set_new(j, "bucket_count",

@@ -52,26 +52,6 @@ static const char put_usage[] =
     "On a bucket with objects the index is building until its backfill ends\n"
     "(objlog index get shows the progress); queries answer IndexBuilding.\n";
 
-static int ix_write(cli *c, const char *bucket, const char *method, char *url,
-                    const char *body, const char *line) {
-    cli_resp r;
-    int rc = cli_request(c, bucket, method, url, body, NULL, &r);
-    free(url);
-    if (rc)
-        return rc;
-    json_t *j = cli_parse_json(c, bucket, &r, &rc);
-    cli_resp_free(&r);
-    if (!j)
-        return rc;
-    if (c->json)
-        cli_print_json(j);
-    else {
-        fputs(line, stdout);
-        json_decref(j);
-    }
-    return 0;
-}
-
 static int cmd_put(cli *c, int argc, char **argv) {
     static const struct option opts[] = {{"last-modified", no_argument, NULL, O_LM},
                                          CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
@@ -87,7 +67,7 @@ static int cmd_put(cli *c, int argc, char **argv) {
     char line[512];
     snprintf(line, sizeof(line), "index: %.100s %.64s on %.200s%s\n", pos[0], pos[1], pos[2],
              lm ? " +last_modified" : "");
-    rc = ix_write(c, pos[0], "PUT", ix_url(c, pos[0], pos[1], NULL), body, line);
+    rc = cli_write(c, pos[0], "PUT", ix_url(c, pos[0], pos[1], NULL), body, NULL, line);
     free(body);
     return rc;
 }
@@ -97,16 +77,13 @@ static const char delete_usage[] =
     "Drops the index and its rows.\n";
 
 static int cmd_delete(cli *c, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *pos[2];
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 2, 2, names_ix, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, pos, 2, names_ix, &rc) < 0)
         return rc;
     char line[256];
     snprintf(line, sizeof(line), "dropped index: %.100s %.64s\n", pos[0], pos[1]);
-    return ix_write(c, pos[0], "DELETE", ix_url(c, pos[0], pos[1], NULL), NULL, line);
+    return cli_write(c, pos[0], "DELETE", ix_url(c, pos[0], pos[1], NULL), NULL, NULL, line);
 }
 
 /* ---- index get / ls ---- */
@@ -120,13 +97,9 @@ static const char ls_usage[] =
     "Every index of BUCKET with its status.\n";
 
 static int ix_show(cli *c, int argc, char **argv, int one) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *pos[2];
-    if (o == CLI_STOP ||
-        cli_positionals(c, argc, argv, pos, one ? 2 : 1, one ? 2 : 1, names_ix, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, pos, one ? 2 : 1, names_ix, &rc) < 0)
         return rc;
     json_t *j = cli_get_json(c, pos[0], ix_url(c, pos[0], one ? pos[1] : NULL, NULL), &rc);
     if (!j)
@@ -194,12 +167,7 @@ static int query_opts(cli *c, int argc, char **argv, query_args *a, int *rc) {
 
 static json_t *query_fetch(cli *c, const char *bucket, const char *name, const query_args *a,
                            int values, int *rc) {
-    char *base = ix_url(c, bucket, name, values ? "/values" : "/objects");
-    if (!base) {
-        *rc = cli_fail(c, bucket, "InternalError", "out of memory", 0, NULL);
-        return NULL;
-    }
-    cli_list_req q = {.target = bucket, .base = base, .all = a->all};
+    cli_list_req q = {.target = bucket, .all = a->all};
     cli_list_param(&q, "eq", a->eq);
     cli_list_param(&q, "from", a->from);
     cli_list_param(&q, "to", a->to);
@@ -213,9 +181,8 @@ static json_t *query_fetch(cli *c, const char *bucket, const char *name, const q
                                        {"continuation_token", NULL}};
     static const cli_page_spec vals = {"values", {"next_continuation_token", NULL},
                                        {"continuation_token", NULL}};
-    json_t *j = cli_list_fetch(c, &q, values ? &vals : &objs, rc);
-    free(base);
-    return j;
+    return cli_list_get(c, &q, ix_url(c, bucket, name, values ? "/values" : "/objects"),
+                        values ? &vals : &objs, rc);
 }
 
 static void find_print(cli *c, json_t *j) {

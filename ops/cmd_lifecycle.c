@@ -44,44 +44,19 @@ static char *lc_read_file(const char *path, char *why, size_t wn) {
     return buf;
 }
 
-/* Options and exactly `npos` positionals; -1 with *rc when done. */
-static int lc_args(cli *c, int argc, char **argv, const char **pos, int npos, int *rc) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int o;
-    while ((o = cli_getopt(c, argc, argv, opts, rc)) >= 0)
-        ;
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, npos, npos, names_b, rc) < 0)
-        return -1;
-    return 0;
-}
-
 static int lc_write(cli *c, const char *bucket, const char *method, const char *body) {
-    char *url = cli_bucket_url(c, bucket, "/lifecycle");
-    if (!url)
-        return cli_fail(c, bucket, "InternalError", "out of memory", 0, NULL);
     static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-    cli_resp r;
-    int rc = cli_request(c, bucket, method, url, body, hdrs, &r);
-    free(url);
-    if (rc)
-        return rc;
-    json_t *j = cli_parse_json(c, bucket, &r, &rc);
-    cli_resp_free(&r);
-    if (!j)
-        return rc;
-    if (c->json)
-        cli_print_json(j);
-    else {
-        printf("lifecycle %s: %s\n", strcmp(method, "PUT") == 0 ? "set" : "deleted", bucket);
-        json_decref(j);
-    }
-    return 0;
+    char line[160];
+    snprintf(line, sizeof(line), "lifecycle %s: %s\n",
+             strcmp(method, "PUT") == 0 ? "set" : "deleted", bucket);
+    return cli_write(c, bucket, method, cli_bucket_url(c, bucket, "/lifecycle"), body, hdrs,
+                     line);
 }
 
 static int cmd_set(cli *c, int argc, char **argv) {
     const char *pos[2];
     int rc = 0;
-    if (lc_args(c, argc, argv, pos, 2, &rc) < 0)
+    if (cli_args_fixed(c, argc, argv, pos, 2, names_b, &rc) < 0)
         return rc;
     char why[512];
     char *body = lc_read_file(pos[1], why, sizeof(why));
@@ -103,7 +78,7 @@ static int cmd_set(cli *c, int argc, char **argv) {
 static int cmd_delete(cli *c, int argc, char **argv) {
     const char *pos[1];
     int rc = 0;
-    if (lc_args(c, argc, argv, pos, 1, &rc) < 0)
+    if (cli_args_fixed(c, argc, argv, pos, 1, names_b, &rc) < 0)
         return rc;
     return lc_write(c, pos[0], "DELETE", NULL);
 }
@@ -111,7 +86,7 @@ static int cmd_delete(cli *c, int argc, char **argv) {
 static int cmd_get(cli *c, int argc, char **argv) {
     const char *pos[1];
     int rc = 0;
-    if (lc_args(c, argc, argv, pos, 1, &rc) < 0)
+    if (cli_args_fixed(c, argc, argv, pos, 1, names_b, &rc) < 0)
         return rc;
     json_t *j = cli_get_json(c, pos[0], cli_bucket_url(c, pos[0], "/lifecycle"), &rc);
     if (!j)
@@ -128,18 +103,10 @@ static int cmd_get(cli *c, int argc, char **argv) {
 static int cmd_status(cli *c, int argc, char **argv) {
     const char *pos[1];
     int rc = 0;
-    if (lc_args(c, argc, argv, pos, 1, &rc) < 0)
+    if (cli_args_fixed(c, argc, argv, pos, 1, names_b, &rc) < 0)
         return rc;
     json_t *j = cli_get_json(c, pos[0], cli_bucket_url(c, pos[0], "/lifecycle/status"), &rc);
-    if (!j)
-        return rc;
-    if (c->json) {
-        cli_print_json(j);
-        return 0;
-    }
-    cli_print_flat("", j);
-    json_decref(j);
-    return 0;
+    return j ? cli_print_object(c, j) : rc;
 }
 
 const cli_cmd cli_lifecycle_cmds[] = {

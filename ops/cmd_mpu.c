@@ -44,19 +44,6 @@ static char *upload_url(cli *c, const char *bucket, const char *id, const char *
     return url;
 }
 
-/* Sends an upload write; on success *out is the answer's JSON. */
-static int upload_write(cli *c, const char *target, const char *method, char *url,
-                        const char *body, const char *const *hdrs, json_t **out) {
-    cli_resp r;
-    int rc = cli_request(c, target, method, url, body, hdrs, &r);
-    free(url);
-    if (rc)
-        return rc;
-    *out = cli_parse_json(c, target, &r, &rc);
-    cli_resp_free(&r);
-    return *out ? 0 : rc;
-}
-
 /* --json of an upload write: {bucket, key, upload_id?} + the kept fields. */
 static void upload_json(json_t *j, const char **pos, const char *upload_id,
                         const char *const *keep) {
@@ -111,9 +98,8 @@ static int cmd_create(cli *c, int argc, char **argv) {
     json_decref(b);
     char target[2048];
     target_of(target, sizeof(target), pos);
-    json_t *j = NULL;
-    rc = upload_write(c, target, "POST", upload_url(c, pos[0], NULL, NULL, NULL), body,
-                      NULL, &j);
+    json_t *j = cli_send_json(c, target, "POST", upload_url(c, pos[0], NULL, NULL, NULL),
+                              body, NULL, &rc);
     free(body);
     if (rc)
         return rc;
@@ -177,9 +163,9 @@ static int cmd_part(cli *c, int argc, char **argv) {
     char target[2048], suffix[32];
     target_of(target, sizeof(target), pos);
     snprintf(suffix, sizeof(suffix), "/parts/%llu", n);
-    json_t *j = NULL;
-    rc = upload_write(c, target, "PUT", upload_url(c, pos[0], pos[2], suffix, pos[1]), body,
-                      NULL, &j);
+    json_t *j = cli_send_json(c, target, "PUT",
+                              upload_url(c, pos[0], pos[2], suffix, pos[1]), body, NULL,
+                              &rc);
     free(body);
     if (rc)
         return rc;
@@ -272,9 +258,9 @@ static int cmd_complete(cli *c, int argc, char **argv) {
         hdrs[nh++] = im;
     }
     target_of(target, sizeof(target), pos);
-    json_t *j = NULL;
-    rc = upload_write(c, target, "POST", upload_url(c, pos[0], pos[2], "/complete", pos[1]),
-                      body, hdrs, &j);
+    json_t *j = cli_send_json(c, target, "POST",
+                              upload_url(c, pos[0], pos[2], "/complete", pos[1]), body,
+                              hdrs, &rc);
     free(body);
     if (!rc) {
         static const char *const keep[] = {"version_id", "etag", "token", "request_id",
@@ -297,18 +283,15 @@ static const char abort_usage[] =
     "Aborts an upload and forgets its parts.\n";
 
 static int cmd_abort(cli *c, int argc, char **argv) {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
-        ;
     const char *pos[3];
-    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 3, 3, names_up, &rc) < 0)
+    int rc = 0;
+    if (cli_args_fixed(c, argc, argv, pos, 3, names_up, &rc) < 0)
         return rc;
     char target[2048];
     target_of(target, sizeof(target), pos);
-    json_t *j = NULL;
-    rc = upload_write(c, target, "DELETE", upload_url(c, pos[0], pos[2], NULL, pos[1]),
-                      NULL, NULL, &j);
+    json_t *j = cli_send_json(c, target, "DELETE",
+                              upload_url(c, pos[0], pos[2], NULL, pos[1]), NULL, NULL,
+                              &rc);
     if (rc)
         return rc;
     static const char *const keep[] = {"token", "request_id", NULL};
@@ -344,14 +327,6 @@ static void uploads_print(cli *c, json_t *j) {
 }
 
 /* A count option: a usage error unless a number in lo..hi. */
-static int check_count(cli *c, const char *name, const char *v, unsigned long long lo,
-                       unsigned long long hi) {
-    unsigned long long n;
-    if (v && (cli_parse_u64(v, &n) < 0 || n < lo || n > hi))
-        return cli_usage_error(c, "%s must be %llu to %llu, not \"%s\"", name, lo, hi, v);
-    return 0;
-}
-
 static const char ls_usage[] =
     "usage: objlog mpu ls [--prefix P] [--delimiter D] [--key-marker K]\n"
     "                     [--upload-id-marker U] [--max-uploads N] [--all] BUCKET\n"
@@ -380,12 +355,9 @@ static int cmd_ls(cli *c, int argc, char **argv) {
     }
     const char *pos[1];
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names_up, &rc) < 0 ||
-        (rc = check_count(c, "--max-uploads", max, 0, 1000)))
+        (rc = cli_check_range(c, "--max-uploads", max, 0, 1000)))
         return rc;
-    char *base = cli_bucket_url(c, pos[0], "/uploads");
-    if (!base)
-        return cli_fail(c, pos[0], "InternalError", "out of memory", 0, NULL);
-    cli_list_req q = {.target = pos[0], .base = base, .all = all};
+    cli_list_req q = {.target = pos[0], .all = all};
     cli_list_param(&q, "prefix", prefix);
     cli_list_param(&q, "delimiter", delim);
     cli_list_param(&q, "key_marker", km);
@@ -394,8 +366,7 @@ static int cmd_ls(cli *c, int argc, char **argv) {
     static const cli_page_spec sp = {"uploads",
                                      {"next_key_marker", "next_upload_id_marker"},
                                      {"key_marker", "upload_id_marker"}};
-    json_t *j = cli_list_fetch(c, &q, &sp, &rc);
-    free(base);
+    json_t *j = cli_list_get(c, &q, cli_bucket_url(c, pos[0], "/uploads"), &sp, &rc);
     return j ? cli_list_output(c, j, uploads_print) : rc;
 }
 
@@ -444,21 +415,18 @@ static int cmd_parts(cli *c, int argc, char **argv) {
     }
     const char *pos[3];
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 3, 3, names_up, &rc) < 0 ||
-        (rc = check_count(c, "--max-parts", max, 0, 1000)) ||
-        (rc = check_count(c, "--part-number-marker", pm, 0, 10000)))
+        (rc = cli_check_range(c, "--max-parts", max, 0, 1000)) ||
+        (rc = cli_check_range(c, "--part-number-marker", pm, 0, 10000)))
         return rc;
     char target[2048];
     target_of(target, sizeof(target), pos);
-    char *base = upload_url(c, pos[0], pos[2], "/parts", pos[1]);
-    if (!base)
-        return cli_fail(c, target, "InternalError", "out of memory", 0, NULL);
-    cli_list_req q = {.target = target, .base = base, .all = all};
+    cli_list_req q = {.target = target, .all = all};
     cli_list_param(&q, "part_number_marker", pm);
     cli_list_param(&q, "max_parts", max);
     static const cli_page_spec sp = {"parts", {"next_part_number_marker", NULL},
                                      {"part_number_marker", NULL}};
-    json_t *j = cli_list_fetch(c, &q, &sp, &rc);
-    free(base);
+    json_t *j = cli_list_get(c, &q, upload_url(c, pos[0], pos[2], "/parts", pos[1]), &sp,
+                             &rc);
     return j ? cli_list_output(c, j, parts_print) : rc;
 }
 

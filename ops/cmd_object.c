@@ -397,16 +397,12 @@ static void ls_print(cli *c, json_t *j) {
 }
 
 static int ls_objects(cli *c, const char *bucket, const ls_args *a) {
-    unsigned long long n;
     if (a->tenant || a->max_buckets)
         return cli_usage_error(c, "--tenant and --max-buckets list buckets: drop BUCKET");
-    if (a->max_keys && (cli_parse_u64(a->max_keys, &n) < 0 || n > 1000))
-        return cli_usage_error(c, "--max-keys must be 0 to 1000, not \"%s\"", a->max_keys);
-    int rc;
-    char *base = cli_bucket_url(c, bucket, "/objects");
-    if (!base)
-        return cli_fail(c, bucket, "InternalError", "out of memory", 0, NULL);
-    cli_list_req q = {.target = bucket, .base = base, .all = a->all};
+    int rc = cli_check_range(c, "--max-keys", a->max_keys, 0, 1000);
+    if (rc)
+        return rc;
+    cli_list_req q = {.target = bucket, .all = a->all};
     cli_list_param(&q, "prefix", a->prefix);
     cli_list_param(&q, "delimiter", a->delimiter);
     cli_list_param(&q, "start_after", a->start_after);
@@ -416,8 +412,7 @@ static int ls_objects(cli *c, const char *bucket, const ls_args *a) {
     cli_list_param(&q, "continuation_token", NULL);
     static const cli_page_spec sp = {"objects", {"next_continuation_token", NULL},
                                      {"continuation_token", NULL}};
-    json_t *j = cli_list_fetch(c, &q, &sp, &rc);
-    free(base);
+    json_t *j = cli_list_get(c, &q, cli_bucket_url(c, bucket, "/objects"), &sp, &rc);
     if (!j)
         return rc;
     size_t kc = json_array_size(json_object_get(j, "objects")) +
@@ -547,16 +542,11 @@ static int cmd_versions(cli *c, int argc, char **argv) {
         }
     }
     const char *pos[1];
-    unsigned long long n;
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names_bk, &rc) < 0 ||
-        (rc = cli_check_consistency(c, cons)))
+        (rc = cli_check_consistency(c, cons)) ||
+        (rc = cli_check_range(c, "--max-keys", max, 0, 1000)))
         return rc;
-    if (max && (cli_parse_u64(max, &n) < 0 || n > 1000))
-        return cli_usage_error(c, "--max-keys must be 0 to 1000, not \"%s\"", max);
-    char *base = cli_bucket_url(c, pos[0], "/versions");
-    if (!base)
-        return cli_fail(c, pos[0], "InternalError", "out of memory", 0, NULL);
-    cli_list_req q = {.target = pos[0], .base = base, .all = all};
+    cli_list_req q = {.target = pos[0], .all = all};
     cli_list_param(&q, "prefix", prefix);
     cli_list_param(&q, "delimiter", delim);
     cli_list_param(&q, "key_marker", km);
@@ -567,8 +557,7 @@ static int cmd_versions(cli *c, int argc, char **argv) {
     static const cli_page_spec sp = {"versions",
                                      {"next_key_marker", "next_version_id_marker"},
                                      {"key_marker", "version_id_marker"}};
-    json_t *j = cli_list_fetch(c, &q, &sp, &rc);
-    free(base);
+    json_t *j = cli_list_get(c, &q, cli_bucket_url(c, pos[0], "/versions"), &sp, &rc);
     return j ? cli_list_output(c, j, versions_print) : rc;
 }
 

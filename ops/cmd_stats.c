@@ -330,13 +330,12 @@ static int cmd_usage(cli *c, int argc, char **argv) {
         }
     }
     const char *pos[1];
-    unsigned long long n;
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names_bucket, &rc) < 0)
         return rc;
     if (strcmp(a.sort, "key") && strcmp(a.sort, "bytes") && strcmp(a.sort, "objects"))
         return cli_usage_error(c, "--sort must be key, bytes or objects, not \"%s\"", a.sort);
-    if (a.max_rows && (cli_parse_u64(a.max_rows, &n) < 0 || n < 1 || n > 100000))
-        return cli_usage_error(c, "--max-rows must be 1 to 100000, not \"%s\"", a.max_rows);
+    if ((rc = cli_check_range(c, "--max-rows", a.max_rows, 1, 100000)))
+        return rc;
     a.bucket = pos[0];
     json_t *j = usage_walk(c, &a, &rc);
     if (!j)

@@ -1,15 +1,14 @@
 /* objlog.c: main of the `objlog` command-line client of the objlogd HTTP
  * API (docs/ARCHITECTURE.md, "HTTP routes as built"): the global
- * options, the command table, `help` and the option parsing every command
- * shares (getopt_long: --opt=value, "--"
- * ends options, permuted positionals). The commands themselves live in
- * cmd_*.c, lag.c, topics.c and bench.c (cli.h lists them).
+ * options, the command table, `help` and the dispatch to a command or a
+ * group's subcommand. The commands live in cmd_*.c, lag.c, topics.c,
+ * cluster.c and bench.c (cli.h lists them); the argument parsing they
+ * share is cli_args.c, so no command calls back into this file.
  *
  * Invariant: a usage error is reported before any request is sent, names
  * the option or argument at fault and exits 2; `objlog help [CMD [SUB]]`
  * and `objlog CMD --help` print usage on stdout and exit 0. */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,124 +100,6 @@ static const cli_cmd *cmd_lookup(const char *name) {
             return cmd;
     }
     return NULL;
-}
-
-/* ---- errors ---- */
-
-int cli_usage_error(cli *c, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (c->json) {
-        json_t *e = json_pack("{s:s, s:s}", "code", "UsageError", "message", msg);
-        if (c->cmd)
-            json_object_set_new(e, "command", json_string(c->cmd));
-        cli_json_error(e);
-        return CLI_EXIT_USAGE;
-    }
-    if (c->cmd)
-        fprintf(stderr, "objlog: %s: %s\n(objlog help %s shows the usage)\n", c->cmd, msg,
-                c->cmd);
-    else
-        fprintf(stderr, "objlog: %s\n(objlog help lists the commands)\n", msg);
-    return CLI_EXIT_USAGE;
-}
-
-int cli_parse_u64(const char *s, unsigned long long *v) {
-    char *end = NULL;
-    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    *v = strtoull(s, &end, 10);
-    return *end ? -1 : 0;
-}
-
-int cli_check_consistency(cli *c, const char *v) {
-    if (!v || !strcmp(v, "strong") || !strcmp(v, "eventual") || !strcmp(v, "token"))
-        return 0;
-    return cli_usage_error(c, "--consistency must be strong, eventual or token, not \"%s\"",
-                           v);
-}
-
-/* ---- option parsing ---- */
-
-/* "--name" of an argument like "--name=value", for messages. */
-static void opt_name(const char *arg, char *out, size_t n) {
-    size_t l = strcspn(arg, "=");
-    snprintf(out, n, "%.*s", (int)(l < 200 ? l : 200), arg);
-}
-
-int cli_getopt(cli *c, int argc, char **argv, const struct option *opts, int *rc) {
-    if (!c->parsing) {
-        optind = 0; /* glibc: start over, including its permutation state */
-        opterr = 0;
-        c->parsing = 1;
-    }
-    for (;;) {
-        int o = getopt_long(argc, argv, ":h", opts, NULL);
-        char name[256];
-        switch (o) {
-        case -1:
-            c->parsing = 0;
-            return -1;
-        case CLI_OPT_JSON:
-            c->json = 1;
-            continue;
-        case CLI_OPT_BYTES:
-            c->bytes = 1;
-            continue;
-        case CLI_OPT_URL:
-            c->url = c->url_flag = optarg;
-            continue;
-        case CLI_OPT_TOKEN:
-            c->token = optarg;
-            continue;
-        case 'h':
-            c->parsing = 0;
-            c->help_shown = 1;
-            fputs(c->usage, stdout);
-            *rc = CLI_EXIT_OK;
-            return CLI_STOP;
-        case ':':
-            c->parsing = 0;
-            opt_name(argv[optind - 1], name, sizeof(name));
-            *rc = cli_usage_error(c, "option '%s' needs a value", name);
-            return CLI_STOP;
-        case '?':
-            c->parsing = 0;
-            if (optopt > 0 && optopt < 128)
-                snprintf(name, sizeof(name), "-%c", optopt);
-            else
-                opt_name(argv[optind - 1], name, sizeof(name));
-            *rc = cli_usage_error(c, "unknown option '%s'", name);
-            return CLI_STOP;
-        default:
-            return o;
-        }
-    }
-}
-
-int cli_positionals(cli *c, int argc, char **argv, const char **pos, int min, int max,
-                    const char *const *names, int *rc) {
-    int n = argc - optind;
-    if (n < min) {
-        if (c->json) {
-            *rc = cli_usage_error(c, "missing %s", names[n]);
-        } else {
-            fprintf(stderr, "objlog: %s: missing %s\n", c->cmd, names[n]);
-            fputs(c->usage, stderr);
-            *rc = CLI_EXIT_USAGE;
-        }
-        return -1;
-    }
-    if (n > max) {
-        *rc = cli_usage_error(c, "unexpected argument \"%s\"", argv[optind + max]);
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
-        pos[i] = argv[optind + i];
-    return n;
 }
 
 /* ---- help and dispatch ---- */

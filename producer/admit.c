@@ -23,6 +23,8 @@
  * padmit_destroy returns (the producer flushes first).
  */
 #include "producer_int.h"
+#include "producer_time.h"
+#include "qhttp.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -62,44 +64,16 @@ struct padmit {
     write_op *queue;             /* refused writes to complete */
 };
 
-typedef struct padmit_body {
-    char *data;
-    size_t len;
-} padmit_body;
-
-static size_t padmit_body_cb(char *d, size_t size, size_t nmemb, void *arg) {
-    padmit_body *b = arg;
-    size_t n = size * nmemb;
-    if (b->len + n > PADMIT_MAX_BODY)
-        return 0;
-    char *nb = realloc(b->data, b->len + n + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + b->len, d, n);
-    b->data = nb;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
-/* GET base+path as JSON; NULL on any failure (*status gets the code). */
+/* GET url as JSON; NULL on any failure (*status gets the code). */
 static json_t *padmit_get(const padmit *a, CURL *h, const char *url, long *status) {
-    padmit_body body = {0};
+    qhttp_body body = {.max = PADMIT_MAX_BODY};
     *status = 0;
     curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, a->auth);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, padmit_body_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)PADMIT_HTTP_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     json_t *j = NULL;
-    if (curl_easy_perform(h) == CURLE_OK) {
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-        if (*status == 200 && body.data)
-            j = json_loads(body.data, 0, NULL);
-    }
-    free(body.data);
+    if (qhttp_get(h, url, a->auth, PADMIT_HTTP_TIMEOUT_MS, &body, status) == CURLE_OK &&
+        *status == 200 && body.data)
+        j = json_loads(body.data, 0, NULL);
+    qhttp_body_free(&body);
     return j;
 }
 
@@ -163,22 +137,6 @@ static void padmit_poll(padmit *a, CURL *h) {
         padmit_poll_bucket(a, h, i);
 }
 
-static int64_t padmit_mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void padmit_deadline(struct timespec *ts, int ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
 /* Completes the refused writes queued so far (outside the lock: their
  * callbacks may write again, and be refused again). */
 static void padmit_drain(padmit *a) {
@@ -187,7 +145,7 @@ static void padmit_drain(padmit *a) {
     pthread_mutex_unlock(&a->lock);
     while (q) {
         write_op *next = q->next;
-        producer_complete(q);
+        writeop_complete(q);
         q = next;
     }
     pthread_mutex_lock(&a->lock);
@@ -196,7 +154,7 @@ static void padmit_drain(padmit *a) {
 static void *padmit_main(void *arg) {
     padmit *a = arg;
     CURL *h = curl_easy_init();
-    int64_t next_poll = padmit_mono_ms() + a->refresh_ms;
+    int64_t next_poll = ptime_mono_ms() + a->refresh_ms;
     pthread_mutex_lock(&a->lock);
     for (;;) {
         if (a->queue) {
@@ -205,17 +163,17 @@ static void *padmit_main(void *arg) {
         }
         if (a->stop)
             break;
-        int64_t now = padmit_mono_ms();
+        int64_t now = ptime_mono_ms();
         if (now >= next_poll) {
             pthread_mutex_unlock(&a->lock);
             if (h)
                 padmit_poll(a, h);
             pthread_mutex_lock(&a->lock);
-            next_poll = padmit_mono_ms() + a->refresh_ms;
+            next_poll = ptime_mono_ms() + a->refresh_ms;
             continue;
         }
         struct timespec until;
-        padmit_deadline(&until, (int)(next_poll - now));
+        ptime_deadline(&until, (int)(next_poll - now));
         pthread_cond_timedwait(&a->wake, &a->lock, &until);
     }
     pthread_mutex_unlock(&a->lock);
@@ -235,7 +193,7 @@ int padmit_new(const objlog_producer_conf *conf, padmit **out, char *errstr,
     padmit *a = calloc(1, sizeof(*a));
     if (!a || !(a->base = strdup(conf->query_url)) ||
         !(a->buckets = calloc(PADMIT_MAX_BUCKETS, sizeof(*a->buckets))) ||
-        (conf->query_token && !(a->auth = producer_auth_header(conf->query_token, NULL)))) {
+        (conf->query_token && !(a->auth = qhttp_auth_header(conf->query_token, NULL)))) {
         if (a) {
             curl_slist_free_all(a->auth);
     free(a->base);

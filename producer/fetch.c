@@ -16,11 +16,13 @@
  *
  * Invariant: an op is in exactly one of `incoming` (shared, locked) or one
  * partition's pending list (fetcher-thread only, ascending offsets), until
- * producer_complete() frees it or producer_resend() gives it back to
+ * writeop_complete() frees it or writeop_resend() gives it back to
  * librdkafka. In-flight requests hold no op, only their partition, so an op
  * can expire while a poll that covers it is still running.
  */
 #include "producer_int.h"
+#include "producer_time.h"
+#include "qhttp.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -43,8 +45,7 @@ typedef struct fpart {
     write_op *tail;
     CURL *easy;                 /* the poll in flight, or NULL */
     int64_t polled_from;        /* its from= offset */
-    char *body;                 /* its response body so far */
-    size_t body_len;
+    qhttp_body body;            /* its response body so far */
     int64_t retry_at_ms;        /* no new poll before (after an error) */
     char last_error[160];       /* why the previous poll did not answer */
 } fpart;
@@ -85,6 +86,7 @@ static fpart *fetch_part(fetcher *f, int32_t partition) {
         if (!fp)
             return NULL;
         fp->partition = partition;
+        fp->body.max = FETCH_MAX_BODY;
         f->parts[partition] = fp;
     }
     return f->parts[partition];
@@ -120,7 +122,7 @@ static void fetch_unknown(write_op *op, const char *why) {
     snprintf(op->res.error_message, sizeof(op->res.error_message),
              "no outcome (%.150s); retry with request id %.32s",
              why && *why ? why : "timed out", op->res.request_id_hex);
-    producer_complete(op);
+    writeop_complete(op);
 }
 
 /* op (already unlinked) has no outcome in time: re-produce it while
@@ -131,7 +133,7 @@ static void fetch_give_up(fetcher *f, write_op *op, const char *why) {
         snprintf(op->last_error, sizeof(op->last_error), "%s", why);
     if (op->retries_left > 0) {
         op->retries_left--;
-        if (producer_resend(op) == 0)
+        if (writeop_resend(op) == 0)
             return;
     }
     fetch_unknown(op, op->last_error[0] ? op->last_error : "timed out");
@@ -165,21 +167,6 @@ static void fetch_expire(fetcher *f, int64_t now) {
 
 /* ------------------------------------------------------------ requests */
 
-static size_t fetch_body_cb(char *data, size_t size, size_t nmemb, void *arg) {
-    fpart *fp = arg;
-    size_t n = size * nmemb;
-    if (fp->body_len + n > FETCH_MAX_BODY)
-        return 0;
-    char *b = realloc(fp->body, fp->body_len + n + 1);
-    if (!b)
-        return 0;
-    memcpy(b + fp->body_len, data, n);
-    fp->body = b;
-    fp->body_len += n;
-    fp->body[fp->body_len] = '\0';
-    return n;
-}
-
 /* Server-side wait: until the earliest pending deadline, capped. */
 static long fetch_wait_ms(const fpart *fp, int64_t now) {
     int64_t first = INT64_MAX;
@@ -206,15 +193,13 @@ static int fetch_start(fetcher *f, fpart *fp, int64_t now) {
         snprintf(fp->last_error, sizeof(fp->last_error), "curl: out of memory");
         return -1;
     }
-    free(fp->body);
-    fp->body = NULL;
-    fp->body_len = 0;
+    qhttp_body_free(&fp->body);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->auth);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, wait + 2000);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_body_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, fp);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, qhttp_body_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &fp->body);
     curl_easy_setopt(e, CURLOPT_PRIVATE, fp);
     if (curl_multi_add_handle(f->multi, e) != CURLM_OK) {
         curl_easy_cleanup(e);
@@ -264,7 +249,7 @@ static void fetch_complete_entry(fetcher *f, write_op *op, json_t *e) {
         fetch_unknown(op, "the outcome has no valid status");
         return;
     }
-    producer_complete(op);
+    writeop_complete(op);
 }
 
 /* Matches the (ascending) entries against the pending list and completes
@@ -274,7 +259,7 @@ static void fetch_complete_entry(fetcher *f, write_op *op, json_t *e) {
  * the body is unusable (fp->last_error). */
 static int fetch_apply(fetcher *f, fpart *fp) {
     json_error_t jerr;
-    json_t *j = json_loadb(fp->body ? fp->body : "", fp->body_len, 0, &jerr);
+    json_t *j = json_loadb(fp->body.data ? fp->body.data : "", fp->body.len, 0, &jerr);
     json_t *arr = json_object_get(j, "outcomes");
     json_t *applied = json_object_get(j, "applied");
     json_t *part = json_object_get(j, "partition");
@@ -341,7 +326,7 @@ static void fetch_done(fetcher *f, CURL *e, CURLcode rc) {
     else if (status != 200)
         snprintf(fp->last_error, sizeof(fp->last_error),
                  "query service answered HTTP %ld", status);
-    fp->retry_at_ms = producer_now_ms() + FETCH_RETRY_MS;
+    fp->retry_at_ms = ptime_mono_ms() + FETCH_RETRY_MS;
     /* 503, refused connections and the like may get better before the
      * deadlines; a 4xx will not: those writes are UNKNOWN now. */
     if (rc == CURLE_OK && status >= 400 && status < 500) {
@@ -410,7 +395,7 @@ static void *fetch_main(void *arg) {
         fetch_take_incoming(f, in);
         if (stop && f->pending == 0)
             break;
-        int64_t now = producer_now_ms();
+        int64_t now = ptime_mono_ms();
         fetch_expire(f, now);
         long sleep_ms = fetch_dispatch(f, now);
         int running = 0;
@@ -433,17 +418,6 @@ static void *fetch_main(void *arg) {
 
 /* ------------------------------------------------------------ lifecycle */
 
-struct curl_slist *producer_auth_header(const char *token, struct curl_slist *hl) {
-    if (!token)
-        return hl;
-    char line[300];
-    snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
-    struct curl_slist *r = curl_slist_append(hl, line);
-    for (volatile char *p = line; *p; p++)
-        *p = 0;
-    return r;
-}
-
 fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
                      size_t errstr_size) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -456,7 +430,7 @@ fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
     if (f)
         f->multi = curl_multi_init();
     if (f && token)
-        f->auth = producer_auth_header(token, NULL);
+        f->auth = qhttp_auth_header(token, NULL);
     if (!f || !f->url || !f->multi || (token && !f->auth)) {
         snprintf(errstr, errstr_size, "outcome fetcher: out of memory");
         goto fail;
@@ -507,7 +481,7 @@ void fetcher_destroy(fetcher *f) {
             curl_easy_cleanup(fp->easy);
         }
         if (fp)
-            free(fp->body);
+            qhttp_body_free(&fp->body);
         free(fp);
     }
     free(f->parts);

@@ -1,8 +1,8 @@
 /* producer.c: objlog_producer, the write path of libobjlog_producer
  * (docs/ARCHITECTURE.md, "How a write flows"). Owns the librdkafka
- * producer (idempotent, acks=all), the
- * range map it routes with, the delivery-report thread and the count of
- * outstanding writes.
+ * producer (idempotent, acks=all), the range map it routes with, the
+ * delivery-report thread and the set of writes in flight (writeops, whose
+ * completion and count live in writeop.c).
  *
  * Invariant: every accepted write is counted in `outstanding` from before
  * it is produced until just after its callback returned, so flush() and
@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "producer_int.h"
 #include "producer_event.h"
+#include "producer_time.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,18 +43,8 @@ struct objlog_producer {
     pthread_t dr_thread;
     int dr_started;
     atomic_int stop;
-    pthread_mutex_t lock;
-    pthread_cond_t idle;
-    long outstanding;
-    atomic_uint_fast64_t completed;   /* callbacks run */
-    atomic_uint_fast64_t resends;     /* unknown.retries re-produces */
+    writeops ops;                /* every accepted write until its callback */
 };
-
-int64_t producer_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t wall_ms(void) {
     struct timespec ts;
@@ -73,54 +64,16 @@ const char *objlog_status_name(objlog_status s) {
     return "INVALID";
 }
 
-static void outstanding_add(objlog_producer *p, long d) {
-    pthread_mutex_lock(&p->lock);
-    p->outstanding += d;
-    if (p->outstanding == 0)
-        pthread_cond_broadcast(&p->idle);
-    pthread_mutex_unlock(&p->lock);
-}
-
-/* Nonzero on a thread while it runs a completion callback. A *_sync call
- * or a flush made there would wait for a callback only this same thread
- * can run: they fail at once instead (producer_in_callback_refused). */
-static _Thread_local int producer_cb_depth;
-
-int producer_in_callback_refused(const char *what, char *errstr, size_t errstr_size) {
-    if (producer_cb_depth == 0)
-        return 0;
-    if (errstr && errstr_size)
-        snprintf(errstr, errstr_size,
-                 "%s called from a completion callback would wait for itself "
-                 "(deadlock): use the asynchronous call there", what);
-    return 1;
-}
-
 const char *objlog_producer_version(void) { return OBJLOG_VERSION_STR; }
-
-void producer_complete(write_op *op) {
-    objlog_producer *p = op->p;
-    /* Counted before the callback, so a caller woken by it sees it. */
-    atomic_fetch_add(&p->completed, 1);
-    if (op->cb) {
-        producer_cb_depth++;
-        op->cb(&op->res, op->opaque);
-        producer_cb_depth--;
-    }
-    free(op->payload);
-    free(op->rkey);
-    free(op);
-    outstanding_add(p, -1);
-}
 
 void objlog_producer_stats_get(objlog_producer *p,
                                objlog_producer_stats *stats) {
     memset(stats, 0, sizeof(*stats));
     if (!p)
         return;
-    stats->writes_completed = atomic_load(&p->completed);
+    stats->writes_completed = atomic_load(&p->ops.completed);
     stats->outcome_requests = p->fetch ? fetcher_requests(p->fetch) : 0;
-    stats->unknown_retries = atomic_load(&p->resends);
+    stats->unknown_retries = atomic_load(&p->ops.resends);
     int q = p->rk ? rd_kafka_outq_len(p->rk) : 0;
     stats->kafka_queue = q > 0 ? (uint64_t)q : 0;
 }
@@ -144,7 +97,7 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                  "kafka: %s%s%.32s", rd_kafka_err2str(m->err),
                  logged_before ? "; retry with request id " : "",
                  logged_before ? op->res.request_id_hex : "");
-        producer_complete(op);
+        writeop_complete(op);
         return;
     }
     op->res.partition = m->partition;
@@ -153,10 +106,10 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     token_format(&tp, 1, op->res.token, sizeof(op->res.token));
     if (!p->fetch) {
         op->res.status = OBJLOG_STATUS_LOGGED;
-        producer_complete(op);
+        writeop_complete(op);
         return;
     }
-    op->deadline_ms = producer_now_ms() + p->conf->outcome_timeout_ms;
+    op->deadline_ms = ptime_mono_ms() + p->conf->outcome_timeout_ms;
     fetcher_submit(p->fetch, op);
 }
 
@@ -231,10 +184,11 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
         return NULL;
     }
     p->conf = conf;
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->idle, NULL);
+    writeops_init(&p->ops);
     if (producer_kafka_new(p, errstr, errstr_size) < 0)
         goto fail;
+    p->ops.rk = p->rk;
+    p->ops.topic = conf->topic;
     p->rm = control_load_rangemap(p->rk, conf->control_topic, conf->topic,
                                   PRODUCER_METADATA_TIMEOUT_MS, errstr,
                                   errstr_size);
@@ -260,29 +214,9 @@ fail:
 }
 
 int objlog_producer_flush(objlog_producer *p, int timeout_ms) {
-    if (producer_in_callback_refused("objlog_producer_flush", NULL, 0))
+    if (writeop_in_callback_refused("objlog_producer_flush", NULL, 0))
         return -1;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout_ms > 0) {
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
-    }
-    int rc = 0;
-    pthread_mutex_lock(&p->lock);
-    while (p->outstanding > 0 && rc == 0) {
-        if (timeout_ms < 0)
-            pthread_cond_wait(&p->idle, &p->lock);
-        else if (timeout_ms == 0 ||
-                 pthread_cond_timedwait(&p->idle, &p->lock, &until) == ETIMEDOUT)
-            rc = p->outstanding > 0 ? -1 : 0;
-    }
-    pthread_mutex_unlock(&p->lock);
-    return rc;
+    return writeops_wait_idle(&p->ops, timeout_ms);
 }
 
 void objlog_producer_destroy(objlog_producer *p) {
@@ -290,7 +224,7 @@ void objlog_producer_destroy(objlog_producer *p) {
         return;
     /* The callback's own thread would have to be joined by itself. */
     char why[256];
-    if (producer_in_callback_refused("objlog_producer_destroy", why, sizeof(why))) {
+    if (writeop_in_callback_refused("objlog_producer_destroy", why, sizeof(why))) {
         char msg[320];
         snprintf(msg, sizeof(msg), "%s; the producer was not destroyed", why);
         producer_log(p, 3, msg);
@@ -314,8 +248,7 @@ void objlog_producer_destroy(objlog_producer *p) {
         rd_kafka_destroy(p->rk);
     rangemap_destroy(p->rm);
     objlog_producer_conf_destroy(p->conf);
-    pthread_cond_destroy(&p->idle);
-    pthread_mutex_destroy(&p->lock);
+    writeops_destroy(&p->ops);
     free(p);
 }
 
@@ -364,7 +297,7 @@ static write_op *op_new(objlog_producer *p, const objlog_write_opts *opts,
         return NULL;
     }
     hex_encode(op->res.request_id, OBJLOG_REQUEST_ID_LEN, op->res.request_id_hex);
-    op->p = p;
+    op->owner = &p->ops;
     op->cb = cb;
     op->opaque = opaque;
     op->res.status = OBJLOG_STATUS_UNKNOWN;
@@ -394,29 +327,6 @@ static int producer_keep_bytes(objlog_producer *p, write_op *op,
     op->rkey_len = rk->len;
     op->send_partition = part;
     op->retries_left = p->conf->unknown_retries;
-    return 0;
-}
-
-int producer_resend(write_op *op) {
-    objlog_producer *p = op->p;
-    if (!op->payload) {
-        snprintf(op->last_error, sizeof(op->last_error), "no saved bytes");
-        return -1;
-    }
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        p->rk, RD_KAFKA_V_TOPIC(p->conf->topic),
-        RD_KAFKA_V_PARTITION(op->send_partition),
-        RD_KAFKA_V_KEY(op->rkey, op->rkey_len),
-        RD_KAFKA_V_VALUE(op->payload, op->payload_len),
-        RD_KAFKA_V_TIMESTAMP(op->msg_ts),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
-        RD_KAFKA_V_END);
-    if (err) {
-        snprintf(op->last_error, sizeof(op->last_error), "re-produce: %s",
-                 rd_kafka_err2str(err));
-        return -1;
-    }
-    atomic_fetch_add(&p->resends, 1);
     return 0;
 }
 
@@ -456,7 +366,7 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
         padmit_refuse(p->admit, ev->bucket, part, &op->res)) {
         free(buf);
         keybuf_free(&rk);
-        outstanding_add(p, 1);
+        writeops_add(&p->ops, 1);
         padmit_defer(p->admit, op);
         return 0;
     }
@@ -467,7 +377,7 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
         return -1;
     }
 
-    outstanding_add(p, 1);
+    writeops_add(&p->ops, 1);
     rd_kafka_resp_err_t err;
     for (;;) {
         err = rd_kafka_producev(
@@ -488,7 +398,7 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
         free(op->payload);
         free(op->rkey);
         op->payload = op->rkey = NULL;
-        outstanding_add(p, -1);
+        writeops_add(&p->ops, -1);
         snprintf(errstr, errstr_size, "produce to %s [%d]: %s",
                  p->conf->topic, (int)part, rd_kafka_err2str(err));
         return -1;
@@ -550,6 +460,14 @@ static int check_common(objlog_producer *p, const char *bucket,
     return 0;
 }
 
+/* A bucket event (no key: routed by route_key(bucket, "")); the caller
+ * points the op_case's field at its message. */
+static void event_bucket(Objlog__Event *ev, const char *bucket, Objlog__Event__OpCase op_case) {
+    objlog__event__init(ev);
+    ev->bucket = (char *)bucket;
+    ev->op_case = op_case;
+}
+
 int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
                                      const objlog_bucket_conf *conf,
                                      const objlog_write_opts *opts,
@@ -566,7 +484,6 @@ int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
                  (int)conf->versioning);
         return -1;
     }
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
     Objlog__CreateBucket cb_op = OBJLOG__CREATE_BUCKET__INIT;
     Objlog__Quota quota = OBJLOG__QUOTA__INIT;
     cb_op.tenant = (char *)(conf->tenant ? conf->tenant : "");
@@ -577,8 +494,8 @@ int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
         quota.max_objects = conf->quota_max_objects;
         cb_op.quota = &quota;
     }
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_CREATE_BUCKET;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_CREATE_BUCKET);
     ev.create_bucket = &cb_op;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -609,9 +526,8 @@ int objlog_producer_set_versioning(objlog_producer *p, const char *bucket,
     }
     Objlog__SetVersioning sv = OBJLOG__SET_VERSIONING__INIT;
     sv.status = (Objlog__Versioning)v;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_SET_VERSIONING;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_SET_VERSIONING);
     ev.set_versioning = &sv;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -623,9 +539,8 @@ int objlog_producer_delete_bucket(objlog_producer *p, const char *bucket,
     if (check_common(p, bucket, opts, errstr, errstr_size) < 0)
         return -1;
     Objlog__DeleteBucket db = OBJLOG__DELETE_BUCKET__INIT;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_DELETE_BUCKET;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_DELETE_BUCKET);
     ev.delete_bucket = &db;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -698,10 +613,9 @@ static int check_object(objlog_producer *p, const char *bucket,
     return 0;
 }
 
-static void event_object(Objlog__Event *ev, const char *bucket,
-                         const char *key, size_t key_len) {
-    objlog__event__init(ev);
-    ev->bucket = (char *)bucket;
+static void event_object(Objlog__Event *ev, const char *bucket, const char *key,
+                         size_t key_len, Objlog__Event__OpCase op_case) {
+    event_bucket(ev, bucket, op_case);
     ev->key.data = (uint8_t *)key;
     ev->key.len = key_len;
 }
@@ -721,8 +635,7 @@ int objlog_producer_put_object(objlog_producer *p, const char *bucket,
     Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
     put.meta = &mb.om;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_PUT_OBJECT);
     ev.put_object = &put;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     meta_build_free(&mb);
@@ -741,8 +654,7 @@ int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
     Objlog__DeleteObject del = OBJLOG__DELETE_OBJECT__INIT;
     del.version_id = (char *)nz(version_id);
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_DELETE_OBJECT);
     ev.delete_object = &del;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -761,8 +673,7 @@ int objlog_producer_create_upload(objlog_producer *p, const char *bucket,
     Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
     cu.meta = &mb.om;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_CREATE_UPLOAD);
     ev.create_upload = &cu;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     meta_build_free(&mb);
@@ -790,8 +701,7 @@ int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
     up.etag = (char *)nz(etag);
     up.blob_id = (char *)nz(blob_id);
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_UPLOAD_PART);
     ev.upload_part = &up;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -828,8 +738,7 @@ int objlog_producer_complete_upload(objlog_producer *p, const char *bucket,
     cu.n_parts = n_parts;
     cu.parts = cpp;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_COMPLETE_UPLOAD;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_COMPLETE_UPLOAD);
     ev.complete_upload = &cu;
     int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     free(cp);
@@ -849,8 +758,7 @@ int objlog_producer_abort_upload(objlog_producer *p, const char *bucket,
     Objlog__AbortUpload au = OBJLOG__ABORT_UPLOAD__INIT;
     au.upload_id = (char *)upload_id;
     Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len);
-    ev.op_case = OBJLOG__EVENT__OP_ABORT_UPLOAD;
+    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_ABORT_UPLOAD);
     ev.abort_upload = &au;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -876,7 +784,7 @@ static void sync_cb(const objlog_write_result *r, void *opaque) {
 /* -1 (errstr filled, nothing sent) on a completion callback's thread. */
 static int sync_init(sync_wait *w, objlog_write_result *res, char *errstr,
                      size_t errstr_size) {
-    if (producer_in_callback_refused("a *_sync write", errstr, errstr_size))
+    if (writeop_in_callback_refused("a *_sync write", errstr, errstr_size))
         return -1;
     pthread_mutex_init(&w->m, NULL);
     pthread_cond_init(&w->c, NULL);
@@ -1053,9 +961,8 @@ int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
     q.max_objects = max_objects;
     Objlog__SetQuota sq = OBJLOG__SET_QUOTA__INIT;
     sq.quota = &q;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_SET_QUOTA;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_SET_QUOTA);
     ev.set_quota = &sq;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1094,9 +1001,8 @@ int objlog_producer_put_index(objlog_producer *p, const char *bucket, const char
     pi.name = (char *)name;
     pi.field = (char *)field;
     pi.with_last_modified = with_last_modified != 0;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_PUT_INDEX;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_PUT_INDEX);
     ev.put_index = &pi;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1109,9 +1015,8 @@ int objlog_producer_drop_index(objlog_producer *p, const char *bucket, const cha
         return -1;
     Objlog__DropIndex di = OBJLOG__DROP_INDEX__INIT;
     di.name = (char *)name;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_DROP_INDEX;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_DROP_INDEX);
     ev.drop_index = &di;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1126,9 +1031,8 @@ int objlog_producer_build_index(objlog_producer *p, const char *bucket, const ch
     Objlog__BuildIndex bi = OBJLOG__BUILD_INDEX__INIT;
     bi.name = (char *)name;
     bi.max_keys = max_keys;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_BUILD_INDEX;
+    Objlog__Event ev;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_BUILD_INDEX);
     ev.build_index = &bi;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
@@ -1145,10 +1049,9 @@ int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
     Objlog__RateLimit rl = OBJLOG__RATE_LIMIT__INIT;
     Objlog__SetRateLimit set = OBJLOG__SET_RATE_LIMIT__INIT;
     Objlog__DeleteRateLimit del = OBJLOG__DELETE_RATE_LIMIT__INIT;
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    ev.bucket = (char *)bucket;
+    Objlog__Event ev;
     if (!limit) {
-        ev.op_case = OBJLOG__EVENT__OP_DELETE_RATE_LIMIT;
+        event_bucket(&ev, bucket, OBJLOG__EVENT__OP_DELETE_RATE_LIMIT);
         ev.delete_rate_limit = &del;
         return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
     }
@@ -1157,7 +1060,7 @@ int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
     rl.write_rps = limit->write_rps;
     rl.write_burst = limit->write_burst;
     set.limit = &rl;
-    ev.op_case = OBJLOG__EVENT__OP_SET_RATE_LIMIT;
+    event_bucket(&ev, bucket, OBJLOG__EVENT__OP_SET_RATE_LIMIT);
     ev.set_rate_limit = &set;
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }

@@ -1,13 +1,11 @@
 /* producer_int.h: internals shared by the files of libobjlog_producer (not
- * installed, not part of the public API). Owns the write_op record that
- * follows one accepted write from produce to its single callback, and the
- * interfaces between the core (producer.c), configuration (conf.c),
- * argument checks (validate.c) and the outcome fetcher (fetch.c).
+ * installed, not part of the public API): the interfaces between the core
+ * (producer.c), configuration (conf.c), argument checks (validate.c), the
+ * outcome fetcher (fetch.c), the tenant quota (quota.c) and admission
+ * (admit.c). The write_op they pass around is writeop.h's.
  *
- * Invariant: a write_op is owned by exactly one place at a time: librdkafka
- * (as msg_opaque) until its delivery report, then the fetcher (ack=applied)
- * until its outcome (or back to librdkafka when unknown.retries re-produce
- * it), and it is freed right after its callback runs.
+ * Invariant: the core calls the other parts; they reach back only through
+ * writeop.h (to finish an op), never into producer.c.
  */
 #ifndef OBJLOG_PRODUCER_INT_H
 #define OBJLOG_PRODUCER_INT_H
@@ -17,6 +15,7 @@
 #include <stdint.h>
 
 #include "objlog_producer.h"
+#include "writeop.h"
 
 #define PRODUCER_DEFAULT_TOPIC "objlog.events"
 #define PRODUCER_DEFAULT_CONTROL_TOPIC "objlog.control"
@@ -43,40 +42,6 @@ struct objlog_producer_conf {
     void *log_opaque;
 };
 
-typedef struct write_op write_op;
-struct write_op {
-    objlog_producer *p;
-    objlog_write_cb *cb;
-    void *opaque;
-    objlog_write_result res;
-    /* fetcher state (ack=applied) */
-    int64_t deadline_ms;        /* monotonic; UNKNOWN after this */
-    char last_error[160];       /* why no outcome came (for UNKNOWN) */
-    write_op *next;             /* fetcher list link */
-    /* unknown.retries: the exact bytes sent, to re-produce them */
-    int retries_left;
-    uint8_t *payload;
-    size_t payload_len;
-    uint8_t *rkey;
-    size_t rkey_len;
-    int32_t send_partition;
-    int64_t msg_ts;             /* Kafka timestamp; 0 = now (producer_event.h) */
-};
-
-int64_t producer_now_ms(void); /* CLOCK_MONOTONIC */
-
-/* Completes op: runs its callback, frees it, and lets flush() see one
- * fewer outstanding write. Called from library threads only. */
-void producer_complete(write_op *op);
-/* 1 with errstr ("<what> called from a completion callback ...") when the
- * calling thread is running a completion callback, else 0. */
-int producer_in_callback_refused(const char *what, char *errstr, size_t errstr_size);
-
-/* Re-produces op's saved bytes (unknown.retries); op goes back to
- * librdkafka and its delivery report hands it to the fetcher again.
- * 0, or -1 with op->last_error set (op still the caller's). */
-int producer_resend(write_op *op);
-
 /* Checks, each filling errstr and returning -1 on a bad argument. */
 int validate_bucket(const char *bucket, char *errstr, size_t errstr_size);
 int validate_key(const char *key, size_t key_len, char *errstr,
@@ -102,10 +67,6 @@ int validate_completed_parts(const objlog_completed_part *parts,
 typedef struct fetcher fetcher;
 fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
                      size_t errstr_size);
-/* "Authorization: Bearer TOKEN" appended to hl for the query service's
- * requests (hl unchanged without a token; NULL out of memory). */
-struct curl_slist;
-struct curl_slist *producer_auth_header(const char *token, struct curl_slist *hl);
 /* Takes op; its callback runs later from the fetcher thread. */
 void fetcher_submit(fetcher *f, write_op *op);
 /* Stops the thread; the caller has already waited for every op. */

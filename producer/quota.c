@@ -13,6 +13,8 @@
  * writes, it only lets them through unchecked).
  */
 #include "producer_int.h"
+#include "producer_time.h"
+#include "qhttp.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -43,26 +45,6 @@ struct quota {
     char error[160];             /* why the last refresh failed, or "" */
 };
 
-typedef struct quota_body {
-    char *data;
-    size_t len;
-} quota_body;
-
-static size_t quota_body_cb(char *d, size_t size, size_t nmemb, void *arg) {
-    quota_body *b = arg;
-    size_t n = size * nmemb;
-    if (b->len + n > QUOTA_MAX_BODY)
-        return 0;
-    char *nb = realloc(b->data, b->len + n + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + b->len, d, n);
-    b->data = nb;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
 static int quota_parse(const char *body, uint64_t *objects, uint64_t *bytes,
                        char *err, size_t err_size) {
     json_t *j = json_loads(body, 0, NULL);
@@ -81,26 +63,18 @@ static int quota_parse(const char *body, uint64_t *objects, uint64_t *bytes,
 /* One GET of the tenant's stats; updates the cache under lock. A tenant
  * the view has never seen (404) has no usage yet: zero. */
 static void quota_refresh(quota *q, CURL *h) {
-    quota_body body = {0};
+    qhttp_body body = {.max = QUOTA_MAX_BODY};
     char err[160] = "";
     uint64_t objects = 0, bytes = 0;
     long status = 0;
-    curl_easy_setopt(h, CURLOPT_URL, q->url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->auth);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, quota_body_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)QUOTA_HTTP_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    CURLcode rc = curl_easy_perform(h);
-    if (rc == CURLE_OK)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    CURLcode rc = qhttp_get(h, q->url, q->auth, QUOTA_HTTP_TIMEOUT_MS, &body, &status);
     if (rc != CURLE_OK)
         snprintf(err, sizeof(err), "tenant stats: %s", curl_easy_strerror(rc));
     else if (status != 200 && status != 404)
         snprintf(err, sizeof(err), "tenant stats: HTTP %ld", status);
     else if (status == 200)
         quota_parse(body.data ? body.data : "", &objects, &bytes, err, sizeof(err));
-    free(body.data);
+    qhttp_body_free(&body);
     pthread_mutex_lock(&q->lock);
     snprintf(q->error, sizeof(q->error), "%s", err);
     if (!err[0]) {
@@ -112,23 +86,13 @@ static void quota_refresh(quota *q, CURL *h) {
     pthread_mutex_unlock(&q->lock);
 }
 
-static void quota_deadline(struct timespec *ts, int ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
 static void *quota_main(void *arg) {
     quota *q = arg;
     CURL *h = curl_easy_init();
     pthread_mutex_lock(&q->lock);
     while (!q->stop) {
         struct timespec until;
-        quota_deadline(&until, q->refresh_ms);
+        ptime_deadline(&until, q->refresh_ms);
         while (!q->stop &&
                pthread_cond_timedwait(&q->wake, &q->lock, &until) != ETIMEDOUT)
             ;
@@ -192,7 +156,7 @@ int quota_new(const objlog_producer_conf *conf, quota **out, char *errstr,
     q->refresh_ms = conf->quota_refresh_ms;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->wake, NULL);
-    if (conf->query_token && !(q->auth = producer_auth_header(conf->query_token, NULL))) {
+    if (conf->query_token && !(q->auth = qhttp_auth_header(conf->query_token, NULL))) {
         snprintf(errstr, errstr_size, "out of memory");
         quota_destroy(q);
         return -1;
