@@ -70,15 +70,15 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
     snprintf(s->domain, sizeof(s->domain), "%s",
              conf->s3_domain && *conf->s3_domain ? conf->s3_domain : "localhost");
     s->anonymous = conf->s3_anonymous;
-    pthread_rwlock_init(&s->creds_lock, NULL);
+    pthread_rwlock_init(&s->creds.lock, NULL);
     if ((conf->s3_blob_url && !(s->blob_url = strdup(conf->s3_blob_url))) ||
-        (conf->s3_credentials && !(s->creds_path = strdup(conf->s3_credentials)))) {
+        (conf->s3_credentials && !(s->creds.path = strdup(conf->s3_credentials)))) {
         snprintf(errstr, errstr_size, "s3: out of memory");
         return -1;
     }
-    s->creds_allow_open = conf->insecure;
+    s->creds.allow_open = conf->insecure;
     if (conf->s3_credentials &&
-        !(s->creds = s3creds_load(conf->s3_credentials, conf->insecure, errstr, errstr_size)))
+        !(s->creds.keys = s3creds_load(conf->s3_credentials, conf->insecure, errstr, errstr_size)))
         return -1;
     s3_creds_warn(s);
     return 0;
@@ -86,33 +86,29 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
 
 static void s3_creds_warn(const struct s3_conf *s) {
     char msg[600];
-    if (secretfile_open_warning(s->creds_path, s3creds_open_mode(s->creds), msg, sizeof(msg)))
+    if (secretfile_open_warning(s->creds.path, s3creds_open_mode(s->creds.keys), msg, sizeof(msg)))
         objlog_logf(OBJLOG_LEVEL_WARNING, "s3", "%s", msg);
 }
 
 int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size) {
     struct s3_conf *s = q->s3;
-    if (!s || !s->creds_path)
+    if (!s || !s->creds.path)
         return 0;
-    s3creds *n = s3creds_load(s->creds_path, s->creds_allow_open, errstr, errstr_size);
+    s3creds *n = s3creds_load(s->creds.path, s->creds.allow_open, errstr, errstr_size);
     if (!n)
         return -1; /* the keys in force stay */
-    pthread_rwlock_wrlock(&s->creds_lock);
-    s3creds *old = s->creds;
-    s->creds = n;
-    pthread_rwlock_unlock(&s->creds_lock);
-    s3creds_free(old);
+    s3creds_free(secretfile_keys_swap(&s->creds, n));
     s3_creds_warn(s);
-    snprintf(errstr, errstr_size, "%s: %zu keys", s->creds_path, s3creds_count(n));
+    snprintf(errstr, errstr_size, "%s: %zu keys", s->creds.path, s3creds_count(n));
     return 0;
 }
 
 void s3_conf_free(objlog_query *q) {
     if (q->s3) {
         free(q->s3->blob_url);
-        free(q->s3->creds_path);
-        s3creds_free(q->s3->creds);
-        pthread_rwlock_destroy(&q->s3->creds_lock);
+        free(q->s3->creds.path);
+        s3creds_free(q->s3->creds.keys);
+        pthread_rwlock_destroy(&q->s3->creds.lock);
     }
     free(q->s3);
     q->s3 = NULL;
@@ -222,7 +218,7 @@ static int s3_auth_body(http_ctx *c, s3_target *t) {
 static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
     struct s3_conf *s = c->q->s3;
     t->tenant[0] = '\0';
-    if (!s->creds)
+    if (!s->creds.keys)
         return 0; /* objlogd refuses --s3-listen without one or the other */
     struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
     s3_kv hs[S3_MAX_HEADERS];
@@ -241,14 +237,14 @@ static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
     s3auth_req r = {.method = s3_method_name(evhttp_request_get_command(c->req)),
                     .path = path, .query = q, .headers = hs, .nheaders = nh,
                     .now_s = (int64_t)time(NULL)};
-    pthread_rwlock_rdlock(&s->creds_lock);
-    s3auth_check(s->creds, s->region, s->anonymous, &r, &t->auth);
+    pthread_rwlock_rdlock(&s->creds.lock);
+    s3auth_check(s->creds.keys, s->region, s->anonymous, &r, &t->auth);
     if (t->auth.cred) { /* copied: a reload may free the keys */
         snprintf(t->tenant, sizeof(t->tenant), "%s", t->auth.cred->tenant);
         t->admin = t->auth.cred->admin;
         t->auth.cred = NULL;
     }
-    pthread_rwlock_unlock(&s->creds_lock);
+    pthread_rwlock_unlock(&s->creds.lock);
     free(path);
     if (t->auth.status) {
         http_reply_error(c, t->auth.status, t->auth.code, "%s", t->auth.message);

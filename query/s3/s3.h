@@ -10,10 +10,9 @@
 #ifndef OBJLOG_QUERY_S3_H
 #define OBJLOG_QUERY_S3_H
 
-#include <pthread.h>
-
 #include "internal.h"
 #include "s3auth.h"
+#include "secretfile.h"
 
 /* The endpoint's settings (q->s3): read by every request, written only by
  * s3_conf_new, s3_conf_reload and s3_conf_free (s3.c). */
@@ -22,13 +21,10 @@ struct s3_conf {
     char domain[256];            /* virtual-hosted style: BUCKET.domain */
     int anonymous;
     char *blob_url;              /* GetObject redirect template, NULL none */
-    /* --s3-credentials; NULL: nothing verified. Swapped whole by
-     * s3_conf_reload (SIGHUP) under the write lock; a request holds the
-     * read lock only while it checks its signature. */
-    s3creds *creds;
-    char *creds_path;
-    int creds_allow_open;
-    pthread_rwlock_t creds_lock;
+    /* --s3-credentials (an s3creds); keys NULL: nothing verified. Swapped
+     * whole by s3_conf_reload (SIGHUP); a request holds the read lock only
+     * while it checks its signature. */
+    secretfile_keys creds;
 };
 
 /* What an S3 write's success answers (http_ctx.s3_op). */
@@ -91,6 +87,11 @@ int s3_body_readable(http_ctx *c, const s3_request *r);
  * many as a request may have headers at all. */
 #define S3_USER_META_MAX S3_MAX_HEADERS
 int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
+/* A new object's metadata from the request's headers (Content-Type,
+ * x-objlog-blob-id, x-amz-storage-class, x-amz-meta-* into um and names),
+ * the rest of m zeroed; -1 after 400 (s3_user_meta). */
+int s3_object_meta(http_ctx *c, objlog_object_meta *m, objlog_user_meta *um,
+                   char names[][256]);
 /* x-amz-tagging (a URL-encoded query string, "k1=v1&k2=v2", '+' a space)
  * into m->tags: the decoded pairs live in tags until s3_tags_free (call
  * it whatever s3_tags_parse returned). Absent: no tags, 0. More than
