@@ -80,6 +80,16 @@ static int chunk_fail(s3auth *a, int truncated, const char *what) {
     return -1;
 }
 
+/* The CRLF that ends a part of the body: IncompleteBody when the body
+ * stops inside it, else the malformed what when it is not there. */
+static int take_crlf(s3auth *a, cursor *c, const char *what) {
+    if (cur_cut_in(c, "\r\n"))
+        return chunk_fail(a, 1, "");
+    if (cur_take(c, "\r\n") < 0)
+        return chunk_fail(a, 0, what);
+    return 0;
+}
+
 /* A line "name:value\r\n" of the trailer section into a->trailers. */
 static int take_trailer(s3auth *a, cursor *c, int *is_signature, char sig[65]) {
     const uint8_t *s = c->p + c->i;
@@ -200,11 +210,7 @@ static int take_chunk_header(s3auth *a, cursor *c, int signed_, uint64_t *size, 
             return chunk_fail(a, 0, "a malformed chunk-signature");
         c->i += 64;
     }
-    if (cur_cut_in(c, "\r\n"))
-        return chunk_fail(a, 1, "");
-    if (cur_take(c, "\r\n") < 0)
-        return chunk_fail(a, 0, "a chunk header not ended by CRLF");
-    return 0;
+    return take_crlf(a, c, "a chunk header not ended by CRLF");
 }
 
 int s3auth_decode_chunked(s3auth *a, const uint8_t *in, size_t n,
@@ -250,24 +256,12 @@ int s3auth_decode_chunked(s3auth *a, const uint8_t *in, size_t n,
         c.i += (size_t)size;
         if (size == 0)
             break;
-        if (cur_cut_in(&c, "\r\n")) {
-            chunk_fail(a, 1, "");
+        if (take_crlf(a, &c, "chunk data not followed by CRLF") < 0)
             goto bad;
-        }
-        if (cur_take(&c, "\r\n") < 0) {
-            chunk_fail(a, 0, "chunk data not followed by CRLF");
-            goto bad;
-        }
     }
     if (a->payload == S3AUTH_PAYLOAD_STREAMING) {
-        if (cur_cut_in(&c, "\r\n")) {
-            chunk_fail(a, 1, "");
+        if (take_crlf(a, &c, "the last chunk not followed by CRLF") < 0)
             goto bad;
-        }
-        if (cur_take(&c, "\r\n") < 0) {
-            chunk_fail(a, 0, "the last chunk not followed by CRLF");
-            goto bad;
-        }
     } else if (take_trailers(a, &c, prev) < 0) {
         goto bad;
     }

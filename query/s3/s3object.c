@@ -193,8 +193,8 @@ void s3_put_object(http_ctx *c, const s3_request *r) {
         snprintf(etag + 2 * i, 3, "%02x", md5[i]);
     objlog_user_meta um[S3_USER_META_MAX];
     char names[S3_USER_META_MAX][256]; /* 16 KB: the worker stack is 8 MB */
-    size_t nm;
-    if (s3_user_meta(c, um, &nm, names) < 0)
+    objlog_object_meta meta;
+    if (s3_object_meta(c, &meta, um, names) < 0)
         return;
     char sum[96], sum_header[48];
     int has_sum = s3_checksum(c, r->auth, r->body, r->body_len, sum, sizeof(sum), sum_header,
@@ -203,12 +203,9 @@ void s3_put_object(http_ctx *c, const s3_request *r) {
         return;
     if (has_sum) /* S3 echoes it in the PutObject answer */
         http_add_header(c, sum_header, strchr(sum, ':') + 1);
-    objlog_object_meta meta = {.size = r->body_len, .etag = etag,
-                               .checksum = has_sum ? sum : NULL,
-                               .content_type = s3_header(c, "Content-Type"),
-                               .blob_id = s3_header(c, "x-objlog-blob-id"),
-                               .storage_class = s3_header(c, "x-amz-storage-class"),
-                               .user_meta = um, .n_user_meta = nm};
+    meta.size = r->body_len;
+    meta.etag = etag;
+    meta.checksum = has_sum ? sum : NULL;
     s3_tags tags;
     if (s3_tags_parse(c, &tags, &meta) == 0) {
         c->s3_op = S3_OP_PUT_OBJECT;

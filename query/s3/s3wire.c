@@ -247,6 +247,16 @@ int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]
     return 0;
 }
 
+int s3_object_meta(http_ctx *c, objlog_object_meta *m, objlog_user_meta *um,
+                   char names[][256]) {
+    memset(m, 0, sizeof(*m));
+    m->content_type = s3_header(c, "Content-Type");
+    m->blob_id = s3_header(c, "x-objlog-blob-id");
+    m->storage_class = s3_header(c, "x-amz-storage-class");
+    m->user_meta = um;
+    return s3_user_meta(c, um, &m->n_user_meta, names);
+}
+
 static int s3_tag_dup(http_ctx *c, s3_tags *tags, const char *s, size_t n) {
     char *raw = strndup(s, n);
     char *d = raw ? evhttp_uridecode(raw, 1, NULL) : NULL;

@@ -223,13 +223,9 @@ static const char *s3w_upload_id(http_ctx *c) {
 void s3_create_upload(http_ctx *c, const s3_request *r) {
     objlog_user_meta um[S3_USER_META_MAX];
     static __thread char names[S3_USER_META_MAX][256];
-    size_t nm;
-    if (s3_user_meta(c, um, &nm, names) < 0)
+    objlog_object_meta meta;
+    if (s3_object_meta(c, &meta, um, names) < 0)
         return;
-    objlog_object_meta meta = {.content_type = s3_header(c, "Content-Type"),
-                               .blob_id = s3_header(c, "x-objlog-blob-id"),
-                               .storage_class = s3_header(c, "x-amz-storage-class"),
-                               .user_meta = um, .n_user_meta = nm};
     s3_tags tags;
     if (s3_tags_parse(c, &tags, &meta) == 0) {
         c->s3_op = S3_OP_CREATE_UPLOAD;
