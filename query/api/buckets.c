@@ -15,7 +15,9 @@
  * token is a LIST token (listtoken.c: HMAC-signed by the store) bound to
  * this route's prefix and tenant, so an edited one, or one from another
  * listing, is a 400. Bucket rows live on every partition, hence the fence
- * covers them all, as the usage reads do (read.c). */
+ * covers them all, as the usage reads do (read.c). The S3 endpoint's
+ * ListBuckets reads the same rows through buckets_read_all (buckets.h)
+ * and writes its own XML. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "buckets.h"

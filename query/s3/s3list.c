@@ -10,7 +10,7 @@
  * answer, so the two front ends agree on every page.
  *
  * objlog has no accounts: every Owner and Initiator is "objlog", as in
- * ListBuckets (buckets.c). */
+ * ListBuckets (s3bucket.c). */
 #include "s3.h"
 
 #include <stdio.h>
