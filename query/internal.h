@@ -276,9 +276,6 @@ void read_top_stats(http_ctx *c);
 /* GET /v1/buckets?max_buckets=&prefix=&tenant=&continuation_token=: the
  * buckets by name, paginated (S3 ListBuckets); fenced on every partition. */
 void read_buckets(http_ctx *c);
-/* S3 ListBuckets: the buckets of tenant (every bucket for "" when the
- * endpoint is anonymous), fenced on every partition, as XML. */
-void buckets_s3_list(http_ctx *c, const char *tenant);
 
 /* ---- outcomes.c ---- */
 /* GET /v1/outcomes?partition=&from=&max=&timeout_ms=: the outcomes of one
@@ -342,10 +339,6 @@ void lc_worker_metrics(FILE *f, lc_worker *w);
 /* /v1/buckets/{b}/lifecycle[/status]; rest: "" or "/status". */
 void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                  const char *rest);
-/* The bucket record with its rules, through a fenced view: 1 with *b
- * (caller frees), 0 after replying (404 NoSuchLifecycleConfiguration when
- * it has none; S3's XML when c->s3) or parking. */
-int lcapi_bucket(http_ctx *c, const char *bucket, view_bucket *b);
 /* ---- admit.c: admission control ---- */
 typedef struct admit_conf {
     uint32_t bucket_rps, bucket_burst;  /* default per bucket; 0: none */
@@ -500,11 +493,6 @@ int forward_gather(http_ctx *c, const char *const *nodes, const char *const *pat
 
 /* ---- s3.c: the S3 REST endpoint ---- */
 
-/* What an S3 write's success answers (http_ctx.op). */
-enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
-       S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT, S3_OP_CREATE_UPLOAD, S3_OP_UPLOAD_PART,
-       S3_OP_COMPLETE_UPLOAD, S3_OP_ABORT_UPLOAD, S3_OP_COPY_OBJECT,
-       S3_OP_DELETE_LIFECYCLE };
 /* The S3 endpoint's settings from conf (q->s3, q->s3_host, q->s3_port):
  * 0, or -1 with errstr (a bad credentials file, say). */
 int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
@@ -512,47 +500,12 @@ int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
 void s3_conf_free(objlog_query *q);
 /* Reads --s3-credentials again (objlog_query_reload). */
 int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size);
-/* Helpers of the S3 files (s3.c; s3list.c and s3write.c use them too). */
-const char *s3_header(http_ctx *c, const char *name);     /* NULL absent */
-/* max-keys / max-uploads / max-parts: 0..2^31-1, default and cap 1000
- * (S3 answers at most 1000); -1 after 400 InvalidArgument. */
-int s3_max_param(http_ctx *c, const char *name, int *out);
-/* encoding-type: 0 absent, 1 "url", -1 after 400 InvalidArgument. */
-int s3_encoding(http_ctx *c);
-/* Content-MD5, when sent, against the body's MD5: 0, or -1 after 400
- * InvalidDigest (not 16 bytes of base64) / BadDigest (another digest). */
-int s3_check_content_md5(http_ctx *c, const unsigned char md5[16]);
-/* More headers than this is refused before anything reads them (s3.c):
- * every header a handler reads must have been under the signature check. */
-#define S3_MAX_HEADERS 200
-/* x-amz-meta-* headers into um (at most S3_USER_META_MAX; names
- * lowercased into names, as S3 keeps them); -1 after 400. S3 bounds user
- * metadata by size (2 KiB, checked by the producer library), not count: as
- * many as a request may have headers at all. */
-#define S3_USER_META_MAX S3_MAX_HEADERS
-int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
-/* x-amz-tagging (a URL-encoded query string, "k1=v1&k2=v2", '+' a space)
- * into m->tags: the decoded pairs live in tags until s3_tags_free (call
- * it whatever s3_tags_parse returned). Absent: no tags, 0. More than
- * S3_TAGS_MAX pairs (400 BadRequest, as S3), an empty or repeated key
- * (400 InvalidTag): -1 after replying. The producer checks lengths and
- * UTF-8 (400 InvalidArgument). */
-#define S3_TAGS_MAX 10
-typedef struct s3_tags {
-    char *decoded[2 * S3_TAGS_MAX]; /* key, value, ... (evhttp_uridecode) */
-    size_t n;
-    objlog_user_meta pairs[S3_TAGS_MAX];
-} s3_tags;
-int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m);
-void s3_tags_free(s3_tags *tags);
 /* The S3 endpoint's face (its router, its XML errors and answers). */
 extern const http_face s3_face;
 /* An error as S3 answers it: XML Error with Code, Message, Resource and
  * RequestId (no body for HEAD), in S3's words (s3_error_code). */
 void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
                     const char *message);
-/* An objlog status and code S3 has no word for, turned into S3's. */
-void s3_error_code(int *status, const char **code);
 /* What an applied S3 write's answer may name. */
 typedef struct write_answer {
     const char *bucket;          /* "" unless the write kept it */
@@ -566,78 +519,6 @@ typedef struct write_answer {
 } s3_written;
 /* A gateway write of c applied OK: the answer its S3 operation gives. */
 void s3_reply_written(http_ctx *c, const s3_written *w);
-
-/* ---- s3write.c: S3's writes beyond PutObject / DeleteObject ---- */
-/* What s3.c hands a write handler: the addressed bucket and key and the
- * body as signed (an aws-chunked one decoded: decoded set). */
-typedef struct s3_request {
-    const char *bucket;
-    const char *key;             /* NULL for a bucket's sub-resource */
-    size_t key_len;
-    const uint8_t *body;
-    size_t body_len;
-    int decoded;
-} s3_request;
-void s3_put_versioning(http_ctx *c, const s3_request *r);  /* PUT ?versioning */
-void s3_create_upload(http_ctx *c, const s3_request *r);   /* POST ?uploads */
-void s3_upload_part(http_ctx *c, const s3_request *r);     /* PUT ?partNumber&uploadId */
-void s3_complete_upload(http_ctx *c, const s3_request *r); /* POST ?uploadId */
-void s3_abort_upload(http_ctx *c, const s3_request *r);    /* DELETE ?uploadId */
-void s3_copy_object(http_ctx *c, const s3_request *r);     /* PUT + x-amz-copy-source */
-void s3_delete_objects(http_ctx *c, const s3_request *r);  /* POST ?delete */
-/* ---- s3lc.c: S3's ?lifecycle bucket subresource ---- */
-void s3_put_lifecycle(http_ctx *c, const s3_request *r);    /* PUT ?lifecycle */
-void s3_get_lifecycle(http_ctx *c, const char *bucket);     /* GET ?lifecycle */
-void s3_delete_lifecycle(http_ctx *c, const char *bucket);  /* DELETE ?lifecycle */
-
-/* ---- s3list.c: S3's listings of versions, uploads and parts ---- */
-/* ListObjectVersions (GET /BUCKET?versions), ListMultipartUploads (GET
- * /BUCKET?uploads), ListParts (GET|HEAD /BUCKET/KEY?uploadId=): the JSON
- * routes' reads (read_*_page) answered as S3's XML. */
-void s3list_versions(http_ctx *c, const char *bucket);
-void s3list_uploads(http_ctx *c, const char *bucket);
-void s3list_parts(http_ctx *c, const char *bucket, const uint8_t *key, size_t key_len);
-
-/* ---- xmlw.c: S3's XML answers ---- */
-typedef struct xmlw {
-    keybuf buf;                  /* the text; xmlw_take hands it over */
-    int failed;                  /* out of memory at some point */
-} xmlw;
-/* The text as an evbuffer for a reply (taking the bytes, no copy); NULL
- * (and the text freed) when out of memory at any point. */
-struct evbuffer *xmlw_take(xmlw *x);
-/* Frees the text (an answer not sent after all). */
-void xmlw_discard(xmlw *x);
-/* The XML declaration and root element, with S3's namespace. */
-int xmlw_begin(xmlw *x, const char *root);
-/* The same without the namespace (S3's Error document has none). */
-int xmlw_begin_bare(xmlw *x, const char *root);
-/* Escaped text inside the element open now. */
-void xmlw_raw_text(xmlw *x, const char *s);
-void xmlw_open(xmlw *x, const char *tag);
-void xmlw_close(xmlw *x, const char *tag);
-/* <tag>escaped bytes</tag>; url: EncodingType=url (S3's form of it). */
-void xmlw_bytes(xmlw *x, const char *tag, const void *s, size_t n, int url);
-void xmlw_str(xmlw *x, const char *tag, const char *s);
-void xmlw_u64(xmlw *x, const char *tag, uint64_t v);
-void xmlw_bool(xmlw *x, const char *tag, int v);
-/* ISO 8601 with milliseconds, UTC: 2009-10-12T17:50:30.000Z. */
-void xmlw_time(xmlw *x, const char *tag, int64_t ms);
-/* s3.c: closes root and answers the document (no body for HEAD), with
- * x-amz-request-id; 500 when the writer ran out of memory. */
-void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root);
-
-/* ---- s3sum.c: x-amz-checksum-* of a body ---- */
-struct s3auth;
-/* The checksum the client sent (header, or a's aws-chunked trailer; a may
- * be NULL) checked against body: 0 none sent; 1 it matches, out =
- * "ALGORITHM:base64" to store, header = the x-amz-checksum-* name to
- * answer with; -1 after replying 400 BadDigest. */
-int s3_checksum(http_ctx *c, const struct s3auth *a, const uint8_t *body, size_t n,
-                char *out, size_t out_size, char *header, size_t header_size);
-/* A stored "ALGORITHM:base64" as its x-amz-checksum-* header name and
- * value: 1, or 0 when it is not one of S3's. */
-int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value);
 
 /* ---- attribute indexes: ixread.c, gateway.c, ixdriver.c ---- */
 void http_method_not_allowed(http_ctx *c, const char *allow);

@@ -34,3 +34,11 @@ FILE *secretfile_open(const char *path, int allow_open, unsigned *open_mode, cha
     fclose(f);
     return NULL;
 }
+
+void *secretfile_keys_swap(secretfile_keys *k, void *fresh) {
+    pthread_rwlock_wrlock(&k->lock);
+    void *old = k->keys;
+    k->keys = fresh;
+    pthread_rwlock_unlock(&k->lock);
+    return old;
+}

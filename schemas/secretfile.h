@@ -6,6 +6,7 @@
 #ifndef OBJLOG_SCHEMAS_SECRETFILE_H
 #define OBJLOG_SCHEMAS_SECRETFILE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -17,5 +18,18 @@ FILE *secretfile_open(const char *path, int allow_open, unsigned *open_mode, cha
 /* The warning to log for a file loaded with open_mode bits under
  * allow_open, into buf[n]: 1, or 0 when there is nothing to say. */
 int secretfile_open_warning(const char *path, unsigned open_mode, char *buf, size_t n);
+
+/* The secrets loaded from such a file, swapped whole when it is read again
+ * (SIGHUP): a reader holds lock's read lock only while it uses keys, so it
+ * sees the old set or the new one, never one being freed. */
+typedef struct secretfile_keys {
+    void *keys;                  /* the loader's (s3creds, apicreds); NULL none */
+    char *path;                  /* owned; NULL: no file configured */
+    int allow_open;              /* loaded despite group/other bits (--insecure) */
+    pthread_rwlock_t lock;
+} secretfile_keys;
+/* Puts fresh in force under the write lock and returns the set it
+ * replaced, which no reader holds any more: the caller frees it. */
+void *secretfile_keys_swap(secretfile_keys *k, void *fresh);
 
 #endif

@@ -33,15 +33,13 @@
 struct api_conf {
     /* Swapped whole by api_conf_reload (SIGHUP) under the write lock; a
      * request holds the read lock only while it looks its token up. */
-    apicreds *creds;             /* NULL: the API is open */
-    char *creds_path;
-    int creds_allow_open;
-    pthread_rwlock_t lock;
+    secretfile_keys creds;       /* an apicreds; keys NULL: the API is open */
 };
 
 static void api_creds_warn(const struct api_conf *a) {
     char msg[600];
-    if (secretfile_open_warning(a->creds_path, apicreds_open_mode(a->creds), msg, sizeof(msg)))
+    if (secretfile_open_warning(a->creds.path, apicreds_open_mode(a->creds.keys), msg,
+                                sizeof(msg)))
         objlog_logf(OBJLOG_LEVEL_WARNING, "http", "%s", msg);
 }
 
@@ -53,8 +51,8 @@ int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
         return -1;
     }
     q->api = a;
-    pthread_rwlock_init(&a->lock, NULL);
-    a->creds_allow_open = conf->insecure;
+    pthread_rwlock_init(&a->creds.lock, NULL);
+    a->creds.allow_open = conf->insecure;
     if (!conf->api_credentials)
         return 0;
     if (conf->cluster && !conf->token_key) {
@@ -63,11 +61,12 @@ int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
                  "sign their requests to each other with that shared secret");
         return -1;
     }
-    if (!(a->creds_path = strdup(conf->api_credentials))) {
+    if (!(a->creds.path = strdup(conf->api_credentials))) {
         snprintf(errstr, errstr_size, "http: out of memory");
         return -1;
     }
-    if (!(a->creds = apicreds_load(conf->api_credentials, conf->insecure, errstr, errstr_size)))
+    if (!(a->creds.keys =
+              apicreds_load(conf->api_credentials, conf->insecure, errstr, errstr_size)))
         return -1;
     api_creds_warn(a);
     return 0;
@@ -75,18 +74,14 @@ int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
 
 int api_conf_reload(objlog_query *q, char *errstr, size_t errstr_size) {
     struct api_conf *a = q->api;
-    if (!a || !a->creds_path)
+    if (!a || !a->creds.path)
         return 0;
-    apicreds *n = apicreds_load(a->creds_path, a->creds_allow_open, errstr, errstr_size);
+    apicreds *n = apicreds_load(a->creds.path, a->creds.allow_open, errstr, errstr_size);
     if (!n)
         return -1;
-    pthread_rwlock_wrlock(&a->lock);
-    apicreds *old = a->creds;
-    a->creds = n;
-    pthread_rwlock_unlock(&a->lock);
-    apicreds_free(old);
+    apicreds_free(secretfile_keys_swap(&a->creds, n));
     api_creds_warn(a);
-    snprintf(errstr, errstr_size, "%s: %zu tokens", a->creds_path, apicreds_count(n));
+    snprintf(errstr, errstr_size, "%s: %zu tokens", a->creds.path, apicreds_count(n));
     return 0;
 }
 
@@ -94,14 +89,14 @@ void api_conf_free(objlog_query *q) {
     struct api_conf *a = q->api;
     if (!a)
         return;
-    apicreds_free(a->creds);
-    free(a->creds_path);
-    pthread_rwlock_destroy(&a->lock);
+    apicreds_free(a->creds.keys);
+    free(a->creds.path);
+    pthread_rwlock_destroy(&a->creds.lock);
     free(a);
     q->api = NULL;
 }
 
-int api_open(const objlog_query *q) { return !q->api || !q->api->creds; }
+int api_open(const objlog_query *q) { return !q->api || !q->api->creds.keys; }
 
 /* ------------------------------------------------------- authenticating */
 
@@ -133,7 +128,7 @@ static int api_node_subject(http_ctx *c, const char *value) {
     }
     apisubject s;
     int rc = nodeauth_subject_parse(subject, &s);
-    if (rc < 0 || (rc == 1 && a->creds)) {
+    if (rc < 0 || (rc == 1 && a->creds.keys)) {
         api_unauthorized(c, rc < 0 ? "malformed " NODEAUTH_SUBJECT_HEADER
                                    : "a node that serves without --api-credentials forwarded "
                                      "this; this node has them (configure every node alike)");
@@ -159,9 +154,9 @@ static int api_bearer_subject(http_ctx *c, const char *authz) {
     while (*tok == ' ')
         tok++;
     apisubject s;
-    pthread_rwlock_rdlock(&a->lock);
-    int rc = apicreds_find(a->creds, tok, &s);
-    pthread_rwlock_unlock(&a->lock);
+    pthread_rwlock_rdlock(&a->creds.lock);
+    int rc = apicreds_find(a->creds.keys, tok, &s);
+    pthread_rwlock_unlock(&a->creds.lock);
     if (rc < 0) {
         api_unauthorized(c, "unknown token");
         return -1;

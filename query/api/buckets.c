@@ -15,9 +15,12 @@
  * token is a LIST token (listtoken.c: HMAC-signed by the store) bound to
  * this route's prefix and tenant, so an edited one, or one from another
  * listing, is a 400. Bucket rows live on every partition, hence the fence
- * covers them all, as the usage reads do (read.c). */
+ * covers them all, as the usage reads do (read.c). The S3 endpoint's
+ * ListBuckets reads the same rows through buckets_read_all (buckets.h)
+ * and writes its own XML. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "buckets.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +33,6 @@
 #define BUCKETS_MAX 1000
 #define BUCKETS_MAX_PARTS 256
 
-/* One listed bucket; record owned. */
-typedef struct bucket_row {
-    Objlog__BucketRecord *r;
-} bucket_row;
-
-typedef struct bucket_page {
-    bucket_row *rows;            /* sorted by name, at most max + 1 */
-    size_t n, max;               /* max: max_buckets + 1 (tells truncation) */
-} bucket_page;
-
 typedef struct bucket_query {
     const char *prefix, *tenant, *after; /* NULL: none */
     size_t prefix_len;
@@ -49,7 +42,7 @@ typedef struct bucket_query {
     const rangemap *rm;
 } bucket_query;
 
-static void page_free(bucket_page *p) {
+void buckets_page_free(bucket_page *p) {
     for (size_t i = 0; i < p->n; i++)
         objlog__bucket_record__free_unpacked(p->rows[i].r, NULL);
     free(p->rows);
@@ -417,48 +410,12 @@ void read_buckets(http_ctx *c) {
     free(next);
     free(scope);
     free(after);
-    page_free(&p);
+    buckets_page_free(&p);
 }
 
-/* ------------------------------------------------------- S3 ListBuckets */
+/* ------------------------------------------ every bucket, for ListBuckets */
 
-#define BUCKETS_S3_MAX 10000 /* S3's default bucket limit per account */
-
-static void buckets_s3_reply(http_ctx *c, const bucket_page *p) {
-    xmlw x;
-    if (xmlw_begin(&x, "ListAllMyBucketsResult") < 0) {
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return;
-    }
-    xmlw_open(&x, "Owner");
-    xmlw_str(&x, "ID", "objlog");
-    xmlw_str(&x, "DisplayName", "objlog");
-    xmlw_close(&x, "Owner");
-    xmlw_open(&x, "Buckets");
-    for (size_t i = 0; i < p->n; i++) {
-        xmlw_open(&x, "Bucket");
-        xmlw_str(&x, "Name", p->rows[i].r->name);
-        xmlw_time(&x, "CreationDate", p->rows[i].r->created_ms);
-        xmlw_close(&x, "Bucket");
-    }
-    xmlw_close(&x, "Buckets");
-    xmlw_close(&x, "ListAllMyBucketsResult");
-    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
-        x.buf.len = 0;
-    int failed = x.failed;
-    struct evbuffer *body = xmlw_take(&x);
-    if (failed)
-        http_reply_error(c, 500, "InternalError", "out of memory");
-    else
-        http_reply_buffer(c, 200, "application/xml", body);
-}
-
-void buckets_s3_list(http_ctx *c, const char *tenant) {
-    if (c->q->cluster) {
-        http_reply_error(c, 501, "NotImplemented",
-                         "ListBuckets is not gathered across cluster nodes yet");
-        return;
-    }
+int buckets_read_all(http_ctx *c, const char *tenant, size_t max, bucket_page *p) {
     int32_t parts[BUCKETS_MAX_PARTS];
     int64_t applied[BUCKETS_MAX_PARTS];
     int np = objlog_materializer_partitions(c->q->m);
@@ -466,17 +423,17 @@ void buckets_s3_list(http_ctx *c, const char *tenant) {
         np = BUCKETS_MAX_PARTS;
     for (int i = 0; i < np; i++)
         parts[i] = i;
+    memset(p, 0, sizeof(*p));
     if (fence_wait(c, parts, np, applied) != 0)
-        return;
-    /* Anonymous callers (tenant "") see every bucket; a key's, its tenant's. */
+        return -1;
     bucket_query q = {.tenant = tenant && *tenant ? tenant : NULL};
-    bucket_page p = {.max = BUCKETS_S3_MAX};
     char err[256] = "";
-    p.rows = calloc(p.max, sizeof(*p.rows));
-    int rc = p.rows ? buckets_scan(c->q->store, &q, &p, err, sizeof(err)) : -1;
+    p->max = max;
+    p->rows = calloc(p->max, sizeof(*p->rows));
+    int rc = p->rows ? buckets_scan(c->q->store, &q, p, err, sizeof(err)) : -1;
     if (rc == 0)
-        buckets_s3_reply(c, &p);
-    else
-        http_reply_error(c, 500, "InternalError", "%s", *err ? err : "out of memory");
-    page_free(&p);
+        return 0;
+    http_reply_error(c, 500, "InternalError", "%s", *err ? err : "out of memory");
+    buckets_page_free(p);
+    return -1;
 }

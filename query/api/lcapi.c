@@ -17,6 +17,7 @@
 
 #include <event2/buffer.h>
 
+#include "lcconf.h"
 #include "lifecycle.h"
 
 /* ------------------------------------------------------ JSON -> proto */
@@ -266,52 +267,18 @@ static void lc_put(http_ctx *c, const char *bucket) {
     if (lc_parse_rules(&p, body, &sl) < 0) {
         http_reply_error(c, 400, "InvalidArgument", "%s", p.err);
     } else {
-        Objlog__Event ev = OBJLOG__EVENT__INIT;
-        ev.bucket = (char *)bucket;
-        ev.op_case = OBJLOG__EVENT__OP_SET_LIFECYCLE;
-        ev.set_lifecycle = sl;
-        gateway_write_event(c, &ev);
+        lcconf_write(c, bucket, sl);
     }
     if (sl)
         objlog__set_lifecycle__free_unpacked(sl, NULL);
     json_decref(body);
 }
 
-static void lc_delete(http_ctx *c, const char *bucket) {
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    Objlog__SetLifecycle sl = OBJLOG__SET_LIFECYCLE__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_SET_LIFECYCLE;
-    ev.set_lifecycle = &sl;
-    gateway_write_event(c, &ev);
-}
-
-int lcapi_bucket(http_ctx *c, const char *bucket, view_bucket *b) {
-    int32_t part;
-    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
-        return 0;
-    view *v = read_fenced_view(c, &part, 1);
-    if (!v)
-        return 0;
-    char err[256];
-    view_rc rc = view_get_bucket(v, bucket, b, err, sizeof(err));
-    view_close(v);
-    if (rc != VIEW_OK) {
-        read_reply_rc(c, rc, bucket, err);
-        return 0;
-    }
-    if (b->record->n_lifecycle == 0) {
-        view_bucket_free(b);
-        http_reply_error(c, 404, "NoSuchLifecycleConfiguration",
-                         "bucket %s has no lifecycle configuration", bucket);
-        return 0;
-    }
-    return 1;
-}
+static void lc_delete(http_ctx *c, const char *bucket) { lcconf_write(c, bucket, NULL); }
 
 static void lc_get(http_ctx *c, const char *bucket) {
     view_bucket b;
-    if (!lcapi_bucket(c, bucket, &b))
+    if (!lcconf_read(c, bucket, &b))
         return;
     json_t *rules = json_array();
     for (size_t i = 0; i < b.record->n_lifecycle; i++)
@@ -322,7 +289,7 @@ static void lc_get(http_ctx *c, const char *bucket) {
 
 static void lc_status_get(http_ctx *c, const char *bucket) {
     view_bucket b;
-    if (!lcapi_bucket(c, bucket, &b))
+    if (!lcconf_read(c, bucket, &b))
         return;
     size_t nrules = b.record->n_lifecycle;
     view_bucket_free(&b);

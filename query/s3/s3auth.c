@@ -1,26 +1,22 @@
 /* s3auth.c: AWS Signature Version 4 for the S3 endpoint (s3auth.h): the
  * canonical request, the string to sign and the signing key; checking a
  * request signed in its Authorization header or in its query (presigned);
- * the body rules that follow from x-amz-content-sha256 (a hash to check,
- * or aws-chunked framing with chained chunk signatures); and the signing
- * side the tests and objlog's own clients use. The credentials file lives
- * in s3creds.c.
+ * what x-amz-content-sha256 says of the body (a hash to check here, or
+ * aws-chunked framing, which s3chunked.c decodes); and the signing side
+ * the tests and objlog's own clients use. The credentials file lives in
+ * s3creds.c.
  *
  * One function builds the canonical request (canonical_request) and one
- * signs a string (sign_string); the checker and the signers both go
- * through them, so what is checked is byte for byte what is signed.
+ * signs a string (s3auth_sign_string); the checker and the signers both
+ * go through them, so what is checked is byte for byte what is signed.
  *
  *   CanonicalRequest = Method \n CanonicalURI \n CanonicalQuery \n
  *                      (name:value \n)* \n SignedHeaders \n PayloadHash
  *   StringToSign     = AWS4-HMAC-SHA256 \n AmzDate \n Scope \n hex(sha256(CR))
  *   Scope            = YYYYMMDD/region/service/aws4_request
  *   SigningKey       = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, YYYYMMDD), region),
- *                           service), "aws4_request")
- *   Chunk n          = HMAC(key, AWS4-HMAC-SHA256-PAYLOAD \n AmzDate \n Scope \n
- *                           sig(n-1) \n sha256("") \n sha256(data n))
- *   Trailer          = HMAC(key, AWS4-HMAC-SHA256-TRAILER \n AmzDate \n Scope \n
- *                           sig(last chunk) \n sha256(name:value \n ...)) */
-#include "s3auth.h"
+ *                           service), "aws4_request") */
+#include "s3authint.h"
 #include "keycodec.h"
 
 #include <ctype.h>
@@ -28,48 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#define ALGORITHM "AWS4-HMAC-SHA256"
 #define MAX_SKEW_S 900
 #define MAX_EXPIRES_S 604800
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
-
-/* ---- growable strings ---- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-static void sb_putc(sbuf *b, char c) { sb_putn(b, &c, 1); }
-static void sb_free(sbuf *b) { free(b->p); memset(b, 0, sizeof(*b)); }
 
 /* ---- hashing ---- */
 
@@ -82,7 +45,7 @@ static void hex_encode(const uint8_t *in, size_t n, char *out) {
     out[2 * n] = '\0';
 }
 
-static int sha256_hex(const void *p, size_t n, char out[65]) {
+int s3auth_sha256_hex(const void *p, size_t n, char out[65]) {
     uint8_t md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (!EVP_Digest(p, n, md, &len, EVP_sha256(), NULL) || len != 32)
@@ -121,7 +84,7 @@ int s3auth_signing_key(const char *secret, const char *date8, const char *region
     return rc;
 }
 
-static int sign_string(const uint8_t key[32], const char *s, size_t n, char sig[65]) {
+int s3auth_sign_string(const uint8_t key[32], const char *s, size_t n, char sig[65]) {
     uint8_t mac[32];
     if (hmac256(key, 32, s, n, mac) < 0)
         return -1;
@@ -412,15 +375,13 @@ static const char *header_get(const s3auth_req *r, const char *lname) {
     return NULL;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t'; }
-
 /* Appends the trimmed value, inner runs of spaces as one. */
 static void trimall(sbuf *b, const char *v) {
-    while (is_space(*v))
+    while (s3auth_is_space(*v))
         v++;
     while (*v) {
-        if (is_space(*v)) {
-            while (is_space(*v))
+        if (s3auth_is_space(*v)) {
+            while (s3auth_is_space(*v))
                 v++;
             if (*v)
                 sb_putc(b, ' ');
@@ -486,7 +447,7 @@ static int canonical_request(sbuf *b, const s3auth_req *r, const qlist *q,
 static int string_to_sign(sbuf *out, const char *amz_date, const char *scope,
                           const sbuf *creq) {
     char h[65];
-    if (sha256_hex(creq->p ? creq->p : "", creq->len, h) < 0)
+    if (s3auth_sha256_hex(creq->p ? creq->p : "", creq->len, h) < 0)
         return -1;
     sb_puts(out, ALGORITHM "\n");
     sb_puts(out, amz_date);
@@ -499,10 +460,7 @@ static int string_to_sign(sbuf *out, const char *amz_date, const char *scope,
 
 /* ---- errors ---- */
 
-static void fail(s3auth *a, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void fail(s3auth *a, int status, const char *code, const char *fmt, ...) {
+void s3auth_fail(s3auth *a, int status, const char *code, const char *fmt, ...) {
     va_list ap;
     a->status = status;
     a->code = code;
@@ -513,13 +471,9 @@ static void fail(s3auth *a, int status, const char *code, const char *fmt, ...) 
     OPENSSL_cleanse(a->signing_key, sizeof(a->signing_key));
 }
 
-static void fail_oom(s3auth *a) {
-    fail(a, 500, "InternalError", "We encountered an internal error. Please try again.");
+void s3auth_fail_oom(s3auth *a) {
+    s3auth_fail(a, 500, "InternalError", "We encountered an internal error. Please try again.");
 }
-
-#define MSG_MISMATCH                                                          \
-    "The request signature we calculated does not match the signature you "   \
-    "provided. Check your key and signing method."
 
 /* ---- checking ---- */
 
@@ -565,7 +519,7 @@ static int parse_credential(sigparts *sp, const char *cred, size_t n) {
                : 0;
 }
 
-static int signature_ok(const char *s) {
+int s3auth_signature_ok(const char *s) {
     if (strlen(s) != 64)
         return 0;
     for (int i = 0; i < 64; i++)
@@ -590,8 +544,8 @@ static int signed_headers_ok(const char *s) {
 /* Parses "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...". */
 static int parse_authorization(s3auth *a, const char *h, sigparts *sp) {
     size_t al = strlen(ALGORITHM);
-    if (strncmp(h, ALGORITHM, al) != 0 || !is_space(h[al])) {
-        fail(a, 400, "InvalidRequest",
+    if (strncmp(h, ALGORITHM, al) != 0 || !s3auth_is_space(h[al])) {
+        s3auth_fail(a, 400, "InvalidRequest",
              "The authorization mechanism you have provided is not supported. "
              "Please use " ALGORITHM ".");
         return -1;
@@ -599,19 +553,19 @@ static int parse_authorization(s3auth *a, const char *h, sigparts *sp) {
     int have_cred = 0, have_sh = 0, have_sig = 0;
     const char *s = h + al;
     while (*s) {
-        while (is_space(*s) || *s == ',')
+        while (s3auth_is_space(*s) || *s == ',')
             s++;
         if (!*s)
             break;
         size_t n = strcspn(s, ",");
         size_t vn = n;
-        while (vn && is_space(s[vn - 1]))
+        while (vn && s3auth_is_space(s[vn - 1]))
             vn--;
         int bad = 0;
         if (strncmp(s, "Credential=", 11) == 0 && !have_cred) {
             have_cred = 1;
             if (parse_credential(sp, s + 11, vn - 11) < 0) {
-                fail(a, 400, "AuthorizationHeaderMalformed", MSG_AUTH_MALFORMED
+                s3auth_fail(a, 400, "AuthorizationHeaderMalformed", MSG_AUTH_MALFORMED
                      "the Credential is mal-formed; expecting "
                      "\"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".");
                 return -1;
@@ -623,12 +577,12 @@ static int parse_authorization(s3auth *a, const char *h, sigparts *sp) {
         } else if (strncmp(s, "Signature=", 10) == 0 && !have_sig) {
             have_sig = 1;
             bad = copy_part(sp->signature, sizeof(sp->signature), s + 10, vn - 10) < 0 ||
-                  !signature_ok(sp->signature);
+                  !s3auth_signature_ok(sp->signature);
         } else {
             bad = 1;
         }
         if (bad) {
-            fail(a, 400, "AuthorizationHeaderMalformed",
+            s3auth_fail(a, 400, "AuthorizationHeaderMalformed",
                  MSG_AUTH_MALFORMED "the component '%.*s' is malformed.",
                  (int)(vn > 64 ? 64 : vn), s);
             return -1;
@@ -636,7 +590,7 @@ static int parse_authorization(s3auth *a, const char *h, sigparts *sp) {
         s += n;
     }
     if (!have_cred || !have_sh || !have_sig) {
-        fail(a, 400, "AuthorizationHeaderMalformed", MSG_AUTH_MALFORMED
+        s3auth_fail(a, 400, "AuthorizationHeaderMalformed", MSG_AUTH_MALFORMED
              "the authorization header requires three components: Credential, "
              "SignedHeaders, and Signature.");
         return -1;
@@ -659,52 +613,53 @@ static int parse_presigned(s3auth *a, const qlist *q, sigparts *sp,
     const char *sig = qlist_get(q, "X-Amz-Signature");
     const char *e = "AuthorizationQueryParametersError";
     if (!alg || !cred || !dt || !exp || !sh || !sig) {
-        fail(a, 400, e, MSG_QUERY_REQUIRED);
+        s3auth_fail(a, 400, e, MSG_QUERY_REQUIRED);
         return -1;
     }
     if (strcmp(alg, ALGORITHM) != 0) {
-        fail(a, 400, e, "X-Amz-Algorithm only supports \"" ALGORITHM "\"");
+        s3auth_fail(a, 400, e, "X-Amz-Algorithm only supports \"" ALGORITHM "\"");
         return -1;
     }
     if (parse_credential(sp, cred, strlen(cred)) < 0) {
-        fail(a, 400, e, "Error parsing the X-Amz-Credential parameter; the Credential "
+        s3auth_fail(a, 400, e, "Error parsing the X-Amz-Credential parameter; the Credential "
              "is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".");
         return -1;
     }
     if (parse_amz_date(dt, date) < 0) {
-        fail(a, 400, e, "X-Amz-Date must be in the ISO8601 Long Format "
+        s3auth_fail(a, 400, e, "X-Amz-Date must be in the ISO8601 Long Format "
              "\"yyyyMMdd'T'HHmmss'Z'\"");
         return -1;
     }
     char *end;
     long long x = strtoll(exp, &end, 10);
     if (!*exp || *end || !isdigit((unsigned char)exp[0]) || strlen(exp) > 12) {
-        fail(a, 400, e, "X-Amz-Expires should be a number");
+        s3auth_fail(a, 400, e, "X-Amz-Expires should be a number");
         return -1;
     }
     if (x < 1) {
-        fail(a, 400, e, "X-Amz-Expires must be non-negative and non-zero");
+        s3auth_fail(a, 400, e, "X-Amz-Expires must be non-negative and non-zero");
         return -1;
     }
     if (x > MAX_EXPIRES_S) {
-        fail(a, 400, e, "X-Amz-Expires must be less than a week (in seconds) that is; 604800");
+        s3auth_fail(a, 400, e,
+                    "X-Amz-Expires must be less than a week (in seconds) that is; 604800");
         return -1;
     }
     *expires = x;
     if (copy_part(sp->signed_headers, sizeof(sp->signed_headers), sh, strlen(sh)) < 0 ||
         !signed_headers_ok(sh) ||
         copy_part(sp->signature, sizeof(sp->signature), sig, strlen(sig)) < 0 ||
-        !signature_ok(sig)) {
-        fail(a, 400, e, "X-Amz-SignedHeaders or X-Amz-Signature is malformed");
+        !s3auth_signature_ok(sig)) {
+        s3auth_fail(a, 400, e, "X-Amz-SignedHeaders or X-Amz-Signature is malformed");
         return -1;
     }
     return 0;
 }
 
-static int list_has(const char *list, const char *name) {
+int s3auth_list_has(const char *list, char sep, const char *name) {
     size_t nl = strlen(name);
     for (const char *s = list; *s;) {
-        size_t n = strcspn(s, ";");
+        size_t n = strcspn(s, (char[]){sep, '\0'});
         if (n == nl && strncasecmp(s, name, n) == 0)
             return 1;
         s += n;
@@ -719,20 +674,20 @@ static int list_has(const char *list, const char *name) {
  * bytes an object points at: whoever holds a presigned URL must not be
  * able to choose them). */
 static int signed_set_ok(s3auth *a, const s3auth_req *r, const char *sh, int presigned) {
-    if (!list_has(sh, "host")) {
+    if (!s3auth_list_has(sh, ';', "host")) {
         if (presigned)
-            fail(a, 400, "AuthorizationQueryParametersError",
+            s3auth_fail(a, 400, "AuthorizationQueryParametersError",
                  "X-Amz-SignedHeaders must include host");
         else
-            fail(a, 400, "AuthorizationHeaderMalformed",
+            s3auth_fail(a, 400, "AuthorizationHeaderMalformed",
                  MSG_AUTH_MALFORMED "SignedHeaders must include host.");
         return -1;
     }
     for (size_t i = 0; i < r->nheaders; i++) {
         const char *n = r->headers[i].name;
         int must = n && (strncasecmp(n, "x-amz-", 6) == 0 || strncasecmp(n, "x-objlog-", 9) == 0);
-        if (must && !list_has(sh, n)) {
-            fail(a, 403, "AccessDenied",
+        if (must && !s3auth_list_has(sh, ';', n)) {
+            s3auth_fail(a, 403, "AccessDenied",
                  "There were headers present in the request which were not signed: %s", n);
             return -1;
         }
@@ -751,7 +706,7 @@ static int payload_kind(s3auth *a, const char *v) {
     } else if (strcmp(v, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0) {
         a->payload = S3AUTH_PAYLOAD_UNSIGNED_TRAILER;
     } else if (strncmp(v, "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", 40) == 0) {
-        fail(a, 501, "NotImplemented",
+        s3auth_fail(a, 501, "NotImplemented",
              "A header you provided implies functionality that is not implemented: "
              "x-amz-content-sha256 %s", v);
         return -1;
@@ -760,7 +715,7 @@ static int payload_kind(s3auth *a, const char *v) {
         for (; i < 64 && v[i] && keycodec_hex_digit((unsigned char)v[i]) >= 0; i++)
             ;
         if (i != 64 || v[64]) {
-            fail(a, 400, "InvalidArgument",
+            s3auth_fail(a, 400, "InvalidArgument",
                  "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
                  "STREAMING-UNSIGNED-PAYLOAD-TRAILER, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, "
                  "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a valid sha256 value.");
@@ -774,7 +729,7 @@ static int payload_kind(s3auth *a, const char *v) {
     return 0;
 }
 
-static int streaming(s3auth_payload p) {
+int s3auth_streaming(s3auth_payload p) {
     return p == S3AUTH_PAYLOAD_STREAMING || p == S3AUTH_PAYLOAD_STREAMING_TRAILER ||
            p == S3AUTH_PAYLOAD_UNSIGNED_TRAILER;
 }
@@ -783,19 +738,21 @@ static int decoded_length(s3auth *a, const s3auth_req *r) {
     const char *v = header_get(r, "x-amz-decoded-content-length");
     char *end;
     if (!v || !*v) {
-        fail(a, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+        s3auth_fail(a, 411, "MissingContentLength",
+                    "You must provide the Content-Length HTTP header.");
         return -1;
     }
     long long x = strtoll(v, &end, 10);
     if (*end || !isdigit((unsigned char)v[0]) || strlen(v) > 18) {
-        fail(a, 400, "InvalidArgument", "x-amz-decoded-content-length is not a valid length");
+        s3auth_fail(a, 400, "InvalidArgument",
+                    "x-amz-decoded-content-length is not a valid length");
         return -1;
     }
     a->decoded_length = x;
     const char *t = header_get(r, "x-amz-trailer");
     size_t o = 0;
     for (; t && *t && o + 1 < sizeof(a->trailer_names); t++)
-        if (!is_space(*t))
+        if (!s3auth_is_space(*t))
             a->trailer_names[o++] = (char)tolower((unsigned char)*t);
     a->trailer_names[o] = '\0';
     return 0;
@@ -824,21 +781,22 @@ static void check_signed(const s3creds *creds, const char *region, const s3auth_
                         : MSG_AUTH_MALFORMED;
     snprintf(a->access_key, sizeof(a->access_key), "%s", sp->access_key);
     if (strcmp(sp->region, region) != 0) {
-        fail(a, 400, mal, "%sthe region '%s' is wrong; expecting '%s'", pre, sp->region, region);
+        s3auth_fail(a, 400, mal, "%sthe region '%s' is wrong; expecting '%s'", pre, sp->region,
+                    region);
         return;
     }
     if (strcmp(sp->service, "s3") != 0) {
-        fail(a, 400, mal, "%sincorrect service '%s'. This endpoint belongs to 's3'.", pre,
+        s3auth_fail(a, 400, mal, "%sincorrect service '%s'. This endpoint belongs to 's3'.", pre,
              sp->service);
         return;
     }
     if (strcmp(sp->terminal, "aws4_request") != 0) {
-        fail(a, 400, mal, "%sincorrect terminal '%s'. This endpoint uses 'aws4_request'.",
+        s3auth_fail(a, 400, mal, "%sincorrect terminal '%s'. This endpoint uses 'aws4_request'.",
              pre, sp->terminal);
         return;
     }
     if (strncmp(sp->date8, amz_date, 8) != 0) {
-        fail(a, 400, mal, "%sInvalid credential date. Date is not the same as X-Amz-Date.",
+        s3auth_fail(a, 400, mal, "%sInvalid credential date. Date is not the same as X-Amz-Date.",
              pre);
         return;
     }
@@ -846,7 +804,7 @@ static void check_signed(const s3creds *creds, const char *region, const s3auth_
         return;
     const s3cred *cred = creds ? s3creds_find(creds, sp->access_key) : NULL;
     if (!cred) {
-        fail(a, 403, "InvalidAccessKeyId",
+        s3auth_fail(a, 403, "InvalidAccessKeyId",
              "The AWS Access Key Id you provided does not exist in our records.");
         return;
     }
@@ -859,17 +817,17 @@ static void check_signed(const s3creds *creds, const char *region, const s3auth_
     if (canonical_request(&creq, r, q, p, sp->signed_headers, payload_hash, &missing) < 0 ||
         string_to_sign(&sts, amz_date, a->scope, &creq) < 0 ||
         s3auth_signing_key(cred->secret, sp->date8, region, "s3", a->signing_key) < 0 ||
-        sign_string(a->signing_key, sts.p, sts.len, sig) < 0) {
+        s3auth_sign_string(a->signing_key, sts.p, sts.len, sig) < 0) {
         sb_free(&creq);
         sb_free(&sts);
-        fail_oom(a);
+        s3auth_fail_oom(a);
         return;
     }
     keep_canonical(a, &creq, &sts);
     sb_free(&creq);
     sb_free(&sts);
     if (CRYPTO_memcmp(sig, sp->signature, 64) != 0) {
-        fail(a, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+        s3auth_fail(a, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
         return;
     }
     memcpy(a->seed_signature, sig, 65);
@@ -893,26 +851,26 @@ static void check_header_auth(const s3creds *creds, const char *region,
     } else if (!xd && hd && parse_http_date(hd, &t) == 0) {
         format_amz_date(t, amz_date);
     } else {
-        fail(a, 403, "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header");
+        s3auth_fail(a, 403, "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header");
         return;
     }
     if (t > r->now_s + MAX_SKEW_S || t < r->now_s - MAX_SKEW_S) {
-        fail(a, 403, "RequestTimeTooSkewed",
+        s3auth_fail(a, 403, "RequestTimeTooSkewed",
              "The difference between the request time and the current time is too large.");
         return;
     }
     const char *ph = header_get(r, "x-amz-content-sha256");
     if (!ph) {
-        fail(a, 400, "MissingSecurityHeader",
+        s3auth_fail(a, 400, "MissingSecurityHeader",
              "Your request was missing a required header: x-amz-content-sha256");
         return;
     }
-    if (payload_kind(a, ph) < 0 || (streaming(a->payload) && decoded_length(a, r) < 0))
+    if (payload_kind(a, ph) < 0 || (s3auth_streaming(a->payload) && decoded_length(a, r) < 0))
         return;
     qlist q = {0};
     if (qlist_parse(&q, r->query) < 0) {
         qlist_free(&q);
-        fail_oom(a);
+        s3auth_fail_oom(a);
         return;
     }
     check_signed(creds, region, r, &q, &sp, amz_date, ph, a);
@@ -928,17 +886,17 @@ static void check_presigned(const s3creds *creds, const char *region,
     if (parse_presigned(a, q, &sp, &date, &expires) < 0)
         return;
     if (date > r->now_s + MAX_SKEW_S) {
-        fail(a, 403, "AccessDenied", "Request is not valid yet");
+        s3auth_fail(a, 403, "AccessDenied", "Request is not valid yet");
         return;
     }
     if (r->now_s > date + expires) {
-        fail(a, 403, "AccessDenied", "Request has expired");
+        s3auth_fail(a, 403, "AccessDenied", "Request has expired");
         return;
     }
     const char *ph = header_get(r, "x-amz-content-sha256");
     if (!ph)
         ph = UNSIGNED_PAYLOAD;
-    if (payload_kind(a, ph) < 0 || (streaming(a->payload) && decoded_length(a, r) < 0))
+    if (payload_kind(a, ph) < 0 || (s3auth_streaming(a->payload) && decoded_length(a, r) < 0))
         return;
     check_signed(creds, region, r, q, &sp, qlist_get(q, "X-Amz-Date"), ph, a);
 }
@@ -951,13 +909,13 @@ void s3auth_check(const s3creds *creds, const char *region, int anonymous_ok,
     qlist q = {0};
     if (qlist_parse(&q, req->query) < 0) {
         qlist_free(&q);
-        fail_oom(out);
+        s3auth_fail_oom(out);
         return;
     }
     int query_auth = qlist_get(&q, "X-Amz-Signature") || qlist_get(&q, "X-Amz-Algorithm") ||
                      qlist_get(&q, "X-Amz-Credential");
     if (authz && query_auth) {
-        fail(out, 400, "InvalidArgument",
+        s3auth_fail(out, 400, "InvalidArgument",
              "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, "
              "Signature query string parameter or the Authorization header should be specified");
     } else if (authz) {
@@ -966,14 +924,14 @@ void s3auth_check(const s3creds *creds, const char *region, int anonymous_ok,
         check_presigned(creds, region, req, &q, out);
     } else if (qlist_get(&q, "Signature") || qlist_get(&q, "AWSAccessKeyId")) {
         /* Signature V2, which objlog does not check: never anonymous. */
-        fail(out, 400, "InvalidRequest",
+        s3auth_fail(out, 400, "InvalidRequest",
              "The authorization mechanism you have provided is not supported. Please use "
              "AWS4-HMAC-SHA256.");
     } else if (anonymous_ok) {
         out->anonymous = 1;
         out->payload = S3AUTH_PAYLOAD_UNSIGNED;
     } else {
-        fail(out, 403, "AccessDenied", "Access Denied");
+        s3auth_fail(out, 403, "AccessDenied", "Access Denied");
     }
     qlist_free(&q);
 }
@@ -986,296 +944,16 @@ int s3auth_check_payload(s3auth *a, const void *body, size_t n) {
     char h[65];
     if (a->payload != S3AUTH_PAYLOAD_SIGNED)
         return 0;
-    if (sha256_hex(body, n, h) < 0) {
-        fail_oom(a);
+    if (s3auth_sha256_hex(body, n, h) < 0) {
+        s3auth_fail_oom(a);
         return -1;
     }
     if (CRYPTO_memcmp(h, a->payload_sha256, 64) != 0) {
-        fail(a, 400, "XAmzContentSHA256Mismatch",
+        s3auth_fail(a, 400, "XAmzContentSHA256Mismatch",
              "The provided 'x-amz-content-sha256' header does not match what was computed.");
         return -1;
     }
     return 0;
-}
-
-/* ---- aws-chunked ---- */
-
-static int chained_signature(const s3auth *a, const char *kind, const char *prev,
-                             const char *hash2, const char *hash3, char sig[65]) {
-    sbuf s = {0};
-    sb_puts(&s, kind);
-    sb_putc(&s, '\n');
-    sb_puts(&s, a->amz_date);
-    sb_putc(&s, '\n');
-    sb_puts(&s, a->scope);
-    sb_putc(&s, '\n');
-    sb_puts(&s, prev);
-    sb_putc(&s, '\n');
-    if (hash2) {
-        sb_puts(&s, hash2);
-        sb_putc(&s, '\n');
-    }
-    sb_puts(&s, hash3);
-    int rc = s.oom ? -1 : sign_string(a->signing_key, s.p, s.len, sig);
-    sb_free(&s);
-    return rc;
-}
-
-int s3auth_chunk_signature(const s3auth *a, const char *prev_signature,
-                           const void *data, size_t n, char sig[65]) {
-    char h[65];
-    if (sha256_hex(data, n, h) < 0)
-        return -1;
-    return chained_signature(a, ALGORITHM "-PAYLOAD", prev_signature, EMPTY_SHA256, h, sig);
-}
-
-typedef struct cursor {
-    const uint8_t *p;
-    size_t n, i;
-} cursor;
-
-static int cur_take(cursor *c, const char *lit) {
-    size_t l = strlen(lit);
-    if (c->n - c->i < l || memcmp(c->p + c->i, lit, l) != 0)
-        return -1;
-    c->i += l;
-    return 0;
-}
-
-/* 1 when c is at a proper prefix of lit (the body was cut inside it). */
-static int cur_cut_in(const cursor *c, const char *lit) {
-    size_t l = strlen(lit), left = c->n - c->i;
-    return left < l && memcmp(c->p + c->i, lit, left) == 0;
-}
-
-static int chunk_fail(s3auth *a, int truncated, const char *what) {
-    if (truncated)
-        fail(a, 400, "IncompleteBody",
-             "You did not provide the number of bytes specified by the Content-Length "
-             "HTTP header.");
-    else
-        fail(a, 400, "InvalidRequest", "The aws-chunked body is malformed: %s.", what);
-    return -1;
-}
-
-/* A line "name:value\r\n" of the trailer section into a->trailers. */
-static int take_trailer(s3auth *a, cursor *c, int *is_signature, char sig[65]) {
-    const uint8_t *s = c->p + c->i;
-    size_t left = c->n - c->i, e = 0;
-    while (e + 1 < left && !(s[e] == '\r' && s[e + 1] == '\n'))
-        e++;
-    if (e + 1 >= left)
-        return chunk_fail(a, 1, "");
-    const uint8_t *colon = memchr(s, ':', e);
-    if (!colon || colon == s)
-        return chunk_fail(a, 0, "a trailer line without a name");
-    size_t nn = (size_t)(colon - s);
-    const char *v = (const char *)colon + 1;
-    size_t vn = e - nn - 1;
-    while (vn && is_space(*v))
-        v++, vn--;
-    while (vn && is_space(v[vn - 1]))
-        vn--;
-    c->i += e + 2;
-    if (nn == 23 && strncasecmp((const char *)s, "x-amz-trailer-signature", 23) == 0) {
-        if (vn != 64)
-            return chunk_fail(a, 0, "a malformed x-amz-trailer-signature");
-        memcpy(sig, v, 64);
-        sig[64] = '\0';
-        *is_signature = 1;
-        return 0;
-    }
-    if (*is_signature)
-        return chunk_fail(a, 0, "a trailer after x-amz-trailer-signature");
-    if (a->ntrailers == S3AUTH_MAX_TRAILERS || nn >= sizeof(a->trailers[0].name) ||
-        vn >= sizeof(a->trailers[0].value))
-        return chunk_fail(a, 0, "too many or too long trailers");
-    s3auth_trailer *t = &a->trailers[a->ntrailers++];
-    for (size_t i = 0; i < nn; i++)
-        t->name[i] = (char)tolower(s[i]);
-    t->name[nn] = '\0';
-    memcpy(t->value, v, vn);
-    t->value[vn] = '\0';
-    return 0;
-}
-
-static int trailer_promised(const s3auth *a, const char *name) {
-    size_t nl = strlen(name);
-    for (const char *s = a->trailer_names; *s;) {
-        size_t n = strcspn(s, ",");
-        if (n == nl && memcmp(s, name, n) == 0)
-            return 1;
-        s += n;
-        if (*s)
-            s++;
-    }
-    return 0;
-}
-
-/* The trailer section after the last chunk, up to and with its "\r\n". */
-static int take_trailers(s3auth *a, cursor *c, const char *prev) {
-    int signed_ = a->payload == S3AUTH_PAYLOAD_STREAMING_TRAILER, is_sig = 0;
-    char sig[65] = "";
-    if (!signed_ && c->i == c->n && !a->trailer_names[0])
-        return 0; /* "0\r\n" and nothing more: no trailer (AWS SDKs send it) */
-    while (cur_take(c, "\r\n") < 0) {
-        if (c->i == c->n || cur_cut_in(c, "\r\n"))
-            return chunk_fail(a, 1, "");
-        if (take_trailer(a, c, &is_sig, sig) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < a->ntrailers; i++)
-        if (!trailer_promised(a, a->trailers[i].name))
-            return chunk_fail(a, 0, "a trailer not named in x-amz-trailer");
-    for (const char *s = a->trailer_names; *s;) {
-        size_t n = strcspn(s, ","), found = 0;
-        for (size_t i = 0; i < a->ntrailers; i++)
-            found |= strlen(a->trailers[i].name) == n && memcmp(a->trailers[i].name, s, n) == 0;
-        if (n && !found)
-            return chunk_fail(a, 0, "a trailer named in x-amz-trailer is missing");
-        s += n;
-        if (*s)
-            s++;
-    }
-    if (!signed_)
-        return 0;
-    if (!is_sig)
-        return chunk_fail(a, 0, "the x-amz-trailer-signature is missing");
-    sbuf t = {0};
-    char h[65], want[65];
-    for (size_t i = 0; i < a->ntrailers; i++) {
-        sb_puts(&t, a->trailers[i].name);
-        sb_putc(&t, ':');
-        sb_puts(&t, a->trailers[i].value);
-        sb_putc(&t, '\n');
-    }
-    int rc = t.oom || sha256_hex(t.p ? t.p : "", t.len, h) < 0 ||
-             chained_signature(a, ALGORITHM "-TRAILER", prev, NULL, h, want) < 0;
-    sb_free(&t);
-    if (rc) {
-        fail_oom(a);
-        return -1;
-    }
-    if (CRYPTO_memcmp(want, sig, 64) != 0) {
-        fail(a, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
-        return -1;
-    }
-    return 0;
-}
-
-/* "hex-size" then ";chunk-signature=SIG" when signed, then "\r\n". */
-static int take_chunk_header(s3auth *a, cursor *c, int signed_, uint64_t *size, char sig[65]) {
-    size_t start = c->i;
-    uint64_t v = 0;
-    while (c->i < c->n && keycodec_hex_digit(c->p[c->i]) >= 0) {
-        if (c->i - start == 16)
-            return chunk_fail(a, 0, "a chunk size too large");
-        v = v << 4 | (uint64_t)keycodec_hex_digit(c->p[c->i]);
-        c->i++;
-    }
-    if (c->i == c->n)
-        return chunk_fail(a, 1, "");
-    if (c->i == start)
-        return chunk_fail(a, 0, "a chunk without a size");
-    *size = v;
-    if (signed_) {
-        if (cur_cut_in(c, ";chunk-signature="))
-            return chunk_fail(a, 1, "");
-        if (cur_take(c, ";chunk-signature=") < 0)
-            return chunk_fail(a, 0, "a chunk without its chunk-signature");
-        if (c->n - c->i < 64)
-            return chunk_fail(a, 1, "");
-        memcpy(sig, c->p + c->i, 64);
-        sig[64] = '\0';
-        if (!signature_ok(sig))
-            return chunk_fail(a, 0, "a malformed chunk-signature");
-        c->i += 64;
-    }
-    if (cur_cut_in(c, "\r\n"))
-        return chunk_fail(a, 1, "");
-    if (cur_take(c, "\r\n") < 0)
-        return chunk_fail(a, 0, "a chunk header not ended by CRLF");
-    return 0;
-}
-
-int s3auth_decode_chunked(s3auth *a, const uint8_t *in, size_t n,
-                          uint8_t **out, size_t *out_len) {
-    *out = NULL;
-    *out_len = 0;
-    if (!streaming(a->payload) || a->status) {
-        fail(a, 400, "InvalidRequest", "The request is not an aws-chunked upload.");
-        return -1;
-    }
-    int signed_ = a->payload != S3AUTH_PAYLOAD_UNSIGNED_TRAILER;
-    uint8_t *buf = malloc(n ? n : 1);
-    cursor c = {in, n, 0};
-    size_t o = 0;
-    char prev[65], sig[65], want[65];
-    if (!buf) {
-        fail_oom(a);
-        return -1;
-    }
-    memcpy(prev, a->seed_signature, 65);
-    a->ntrailers = 0;
-    for (;;) {
-        uint64_t size;
-        if (take_chunk_header(a, &c, signed_, &size, sig) < 0)
-            goto bad;
-        if (size > c.n - c.i) {
-            chunk_fail(a, 1, "");
-            goto bad;
-        }
-        if (signed_) {
-            if (s3auth_chunk_signature(a, prev, c.p + c.i, (size_t)size, want) < 0) {
-                fail_oom(a);
-                goto bad;
-            }
-            if (CRYPTO_memcmp(want, sig, 64) != 0) {
-                fail(a, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
-                goto bad;
-            }
-            memcpy(prev, sig, 65);
-        }
-        memcpy(buf + o, c.p + c.i, (size_t)size);
-        o += (size_t)size;
-        c.i += (size_t)size;
-        if (size == 0)
-            break;
-        if (cur_cut_in(&c, "\r\n")) {
-            chunk_fail(a, 1, "");
-            goto bad;
-        }
-        if (cur_take(&c, "\r\n") < 0) {
-            chunk_fail(a, 0, "chunk data not followed by CRLF");
-            goto bad;
-        }
-    }
-    if (a->payload == S3AUTH_PAYLOAD_STREAMING) {
-        if (cur_cut_in(&c, "\r\n")) {
-            chunk_fail(a, 1, "");
-            goto bad;
-        }
-        if (cur_take(&c, "\r\n") < 0) {
-            chunk_fail(a, 0, "the last chunk not followed by CRLF");
-            goto bad;
-        }
-    } else if (take_trailers(a, &c, prev) < 0) {
-        goto bad;
-    }
-    if (c.i != c.n) {
-        chunk_fail(a, 0, "bytes after the last chunk");
-        goto bad;
-    }
-    if (a->decoded_length >= 0 && (uint64_t)a->decoded_length != o) {
-        chunk_fail(a, 1, "");
-        goto bad;
-    }
-    *out = buf;
-    *out_len = o;
-    return 0;
-bad:
-    free(buf);
-    return -1;
 }
 
 /* ---- signing ---- */
@@ -1337,7 +1015,7 @@ static int sign_request(const char *secret, const char *region, const char *serv
     if (canonical_request(&creq, r, q, presigned, signed_headers, payload_hash, NULL) == 0 &&
         string_to_sign(&sts, amz_date, scope, &creq) == 0 &&
         s3auth_signing_key(secret, date8, region, service, key) == 0 &&
-        sign_string(key, sts.p, sts.len, sig) == 0)
+        s3auth_sign_string(key, sts.p, sts.len, sig) == 0)
         rc = 0;
     OPENSSL_cleanse(key, sizeof(key));
     sb_free(&creq);

@@ -16,7 +16,7 @@
  * rather than a wider filter a client could put back. The filter's XML
  * shape rides in LifecycleRule.s3_filter_form, which no decision reads. */
 #define _GNU_SOURCE /* strptime, timegm */
-#include "internal.h"
+#include "s3.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,9 +26,9 @@
 #include <time.h>
 
 #include <expat.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "lcconf.h"
 #include "lifecycle.h"
 
 #define LCX_DEPTH 6          /* LifecycleConfiguration/Rule/Filter/And/Tag/Key */
@@ -592,14 +592,9 @@ static void lcx_reply_refusal(http_ctx *c, const lcx *x, const lcx_err *e) {
  * of them; objlog accepts neither, as for DeleteObjects); -1 after replying. */
 static int lcx_digests(http_ctx *c, const s3_request *r) {
     unsigned char md5[16];
-    unsigned int n = 0;
     char sum[128], header[64];
     const uint8_t *body = r->body_len ? r->body : (const uint8_t *)"";
-    if (!EVP_Digest(body, r->body_len, md5, &n, EVP_md5(), NULL)) {
-        http_reply_error(c, 500, "InternalError", "MD5 failed");
-        return -1;
-    }
-    if (s3_check_content_md5(c, md5) < 0)
+    if (s3_body_md5(c, r, md5) < 0)
         return -1;
     return s3_checksum(c, NULL, body, r->body_len, sum, sizeof(sum), header,
                        sizeof(header)) < 0 ? -1 : 0;
@@ -626,24 +621,15 @@ void s3_put_lifecycle(http_ctx *c, const s3_request *r) {
     } else if (objlog_lc_validate(sl->rules, sl->n_rules, err, sizeof(err)) < 0) {
         http_reply_error(c, 400, "InvalidArgument", "%s", err);
     } else {
-        Objlog__Event ev = OBJLOG__EVENT__INIT;
-        ev.bucket = (char *)r->bucket;
-        ev.op_case = OBJLOG__EVENT__OP_SET_LIFECYCLE;
-        ev.set_lifecycle = sl;
-        gateway_write_event(c, &ev);
+        lcconf_write(c, r->bucket, sl);
     }
     objlog__set_lifecycle__free_unpacked(sl, NULL);
     free(x);
 }
 
-void s3_delete_lifecycle(http_ctx *c, const char *bucket) {
-    Objlog__Event ev = OBJLOG__EVENT__INIT;
-    Objlog__SetLifecycle sl = OBJLOG__SET_LIFECYCLE__INIT;
-    ev.bucket = (char *)bucket;
-    ev.op_case = OBJLOG__EVENT__OP_SET_LIFECYCLE;
-    ev.set_lifecycle = &sl;
+void s3_delete_lifecycle(http_ctx *c, const s3_request *r) {
     c->op = S3_OP_DELETE_LIFECYCLE;
-    gateway_write_event(c, &ev);
+    lcconf_write(c, r->bucket, NULL);
 }
 
 /* ------------------------------------------------------------- the GET */
@@ -723,9 +709,10 @@ static void lcx_write_rule(xmlw *w, const Objlog__LifecycleRule *r) {
     xmlw_close(w, "Rule");
 }
 
-void s3_get_lifecycle(http_ctx *c, const char *bucket) {
+void s3_get_lifecycle(http_ctx *c, const s3_request *r) {
+    const char *bucket = r->bucket;
     view_bucket b;
-    if (!lcapi_bucket(c, bucket, &b))
+    if (!lcconf_read(c, bucket, &b))
         return;
     const Objlog__BucketRecord *br = b.record;
     for (size_t i = 0; i < br->n_lifecycle; i++)

@@ -10,8 +10,8 @@
  * answer, so the two front ends agree on every page.
  *
  * objlog has no accounts: every Owner and Initiator is "objlog", as in
- * ListBuckets (buckets.c). */
-#include "internal.h"
+ * ListBuckets (s3bucket.c). */
+#include "s3.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +123,8 @@ static void s3list_versions_reply(http_ctx *c, const char *bucket, const view_ve
     s3list_reply(c, &x, "ListVersionsResult");
 }
 
-void s3list_versions(http_ctx *c, const char *bucket) {
+void s3list_versions(http_ctx *c, const s3_request *req) {
+    const char *bucket = req->bucket;
     view_versions_req r = {0};
     c->endpoint = HTTP_EP_LIST_VERSIONS;
     int url = s3_encoding(c);
@@ -179,7 +180,8 @@ static void s3list_uploads_reply(http_ctx *c, const char *bucket, const view_upl
     s3list_reply(c, &x, "ListMultipartUploadsResult");
 }
 
-void s3list_uploads(http_ctx *c, const char *bucket) {
+void s3list_uploads(http_ctx *c, const s3_request *req) {
+    const char *bucket = req->bucket;
     view_uploads_req r = {0};
     c->endpoint = HTTP_EP_UPLOADS;
     int url = s3_encoding(c);
@@ -227,7 +229,10 @@ static void s3list_parts_reply(http_ctx *c, const char *bucket, const char *uplo
     s3list_reply(c, &x, "ListPartsResult");
 }
 
-void s3list_parts(http_ctx *c, const char *bucket, const uint8_t *key, size_t key_len) {
+void s3list_parts(http_ctx *c, const s3_request *req) {
+    const char *bucket = req->bucket;
+    const uint8_t *key = (const uint8_t *)req->key;
+    size_t key_len = req->key_len;
     c->endpoint = HTTP_EP_PARTS;
     const char *upload_id = http_param_get(c, "uploadId", NULL);
     long long marker;

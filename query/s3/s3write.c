@@ -15,8 +15,8 @@
  * write; their outcomes come back one by one on this worker thread
  * (gateway_delete_versions' sink) into an s3_batch, which answers the
  * request once, when the last one has reported. */
-#define _GNU_SOURCE /* strptime, timegm */
-#include "internal.h"
+#define _GNU_SOURCE /* strndup */
+#include "s3.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -29,7 +29,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <expat.h>
-#include <openssl/evp.h>
 
 #define S3W_TEXT_MAX 1024        /* the longest text an element may hold (a key) */
 #define S3W_DELETE_MAX 1000      /* keys per DeleteObjects, as S3 */
@@ -46,28 +45,6 @@ static void s3w_malformed(http_ctx *c, const char *why) {
 static void s3w_md5_hex(const uint8_t md5[16], char out[33]) {
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", md5[i]);
-}
-
-/* The body's MD5, checked against Content-MD5 when sent; -1 after replying. */
-static int s3w_body_md5(http_ctx *c, const s3_request *r, uint8_t md5[16]) {
-    unsigned int n = 0;
-    if (!EVP_Digest(r->body_len ? r->body : (const uint8_t *)"", r->body_len, md5, &n,
-                    EVP_md5(), NULL)) {
-        http_reply_error(c, 500, "InternalError", "MD5 failed");
-        return -1;
-    }
-    return s3_check_content_md5(c, md5);
-}
-
-/* An aws-chunked body s3.c could not decode (unsigned): -1 after replying. */
-static int s3w_body_readable(http_ctx *c, const s3_request *r) {
-    const char *sha = s3_header(c, "x-amz-content-sha256");
-    if (r->decoded || !sha || strncmp(sha, "STREAMING-", 10) != 0)
-        return 0;
-    http_reply_error(c, 501, "NotImplemented",
-                     "aws-chunked uploads need a signed request (objlogd --s3-credentials); "
-                     "send the body whole");
-    return -1;
 }
 
 /* ------------------------------------------------------------ XML bodies */
@@ -246,13 +223,9 @@ static const char *s3w_upload_id(http_ctx *c) {
 void s3_create_upload(http_ctx *c, const s3_request *r) {
     objlog_user_meta um[S3_USER_META_MAX];
     static __thread char names[S3_USER_META_MAX][256];
-    size_t nm;
-    if (s3_user_meta(c, um, &nm, names) < 0)
+    objlog_object_meta meta;
+    if (s3_object_meta(c, &meta, um, names) < 0)
         return;
-    objlog_object_meta meta = {.content_type = s3_header(c, "Content-Type"),
-                               .blob_id = s3_header(c, "x-objlog-blob-id"),
-                               .storage_class = s3_header(c, "x-amz-storage-class"),
-                               .user_meta = um, .n_user_meta = nm};
     s3_tags tags;
     if (s3_tags_parse(c, &tags, &meta) == 0) {
         c->op = S3_OP_CREATE_UPLOAD;
@@ -274,7 +247,7 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
     }
     uint8_t md5[16];
     char etag[33];
-    if (s3w_body_readable(c, r) < 0 || s3w_body_md5(c, r, md5) < 0)
+    if (s3_body_readable(c, r) < 0 || s3_body_md5(c, r, md5) < 0)
         return;
     s3w_md5_hex(md5, etag);
     /* A part's x-amz-checksum-* is checked against its bytes (the object's
@@ -429,16 +402,6 @@ static int s3w_parse_source(http_ctx *c, const char *h, s3w_source *s) {
     return 0;
 }
 
-/* An HTTP date (RFC 1123) in ms, -1 if not one. */
-static int64_t s3w_http_date(const char *s) {
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    const char *end = s ? strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm) : NULL;
-    if (!end || *end)
-        return -1;
-    return (int64_t)timegm(&tm) * 1000;
-}
-
 static int s3w_etag_eq(const char *want, const char *etag) {
     size_t wn = strlen(want);
     if (strcmp(want, "*") == 0)
@@ -454,8 +417,8 @@ static int s3w_etag_eq(const char *want, const char *etag) {
 static int s3w_copy_conditions(http_ctx *c, const view_version *v) {
     const char *im = s3_header(c, "x-amz-copy-source-if-match");
     const char *inm = s3_header(c, "x-amz-copy-source-if-none-match");
-    int64_t ius = s3w_http_date(s3_header(c, "x-amz-copy-source-if-unmodified-since"));
-    int64_t ims = s3w_http_date(s3_header(c, "x-amz-copy-source-if-modified-since"));
+    int64_t ius = s3_http_date(s3_header(c, "x-amz-copy-source-if-unmodified-since"));
+    int64_t ims = s3_http_date(s3_header(c, "x-amz-copy-source-if-modified-since"));
     int64_t mod = v->last_modified_ms / 1000 * 1000;
     if (im && !s3w_etag_eq(im, v->etag))
         return 0;
@@ -733,7 +696,7 @@ static void s3_batch_sink(void *arg, size_t i, const gateway_result *res) {
 
 void s3_delete_objects(http_ctx *c, const s3_request *r) {
     uint8_t md5[16];
-    if (s3w_body_md5(c, r, md5) < 0)
+    if (s3_body_md5(c, r, md5) < 0)
         return;
     s3_batch *b = calloc(1, sizeof(*b));
     if (!b || !(b->items = calloc(S3W_DELETE_MAX + 1, sizeof(*b->items)))) {

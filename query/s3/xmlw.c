@@ -9,7 +9,7 @@
  * so a key with any bytes never breaks the document; with url set the
  * text is percent-encoded the way S3 answers EncodingType=url and
  * botocore decodes it (unquote_plus: a space is '+'). */
-#include "internal.h"
+#include "s3.h"
 
 #include <inttypes.h>
 #include <stdio.h>

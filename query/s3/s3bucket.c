@@ -1,0 +1,271 @@
+/* s3bucket.c: a bucket's own operations on the S3 endpoint: HeadBucket,
+ * GetBucketLocation, GetBucketVersioning, CreateBucket, DeleteBucket, the
+ * bucket's listing (ListObjects, ListObjectsV2) and ListBuckets.
+ *
+ * Invariant: a bucket's record and its keys are read through views fenced
+ * on the partitions that hold them (strong by default, as S3 is), the
+ * writes go through the gateway; what S3 asks that objlog does not hold
+ * (the region) comes from the endpoint's settings, never from the store.
+ * A v2 continuation token is the JSON listing's (listtoken.c), bound to
+ * the bucket, so an edited one is a 400. */
+#define _GNU_SOURCE
+#include "s3.h"
+#include "buckets.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *s3_versioning_name(Objlog__Versioning v) {
+    switch (v) {
+    case OBJLOG__VERSIONING__VERSIONING_ENABLED: return "Enabled";
+    case OBJLOG__VERSIONING__VERSIONING_SUSPENDED: return "Suspended";
+    default: return NULL;
+    }
+}
+
+/* The bucket's record, fenced on its partition; NULL after replying. */
+static int s3_bucket_record(http_ctx *c, const char *bucket, view_bucket *b) {
+    int32_t part;
+    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
+        return -1;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_get_bucket(v, bucket, b, err, sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK) {
+        read_reply_rc(c, rc, bucket, err);
+        return -1;
+    }
+    return 0;
+}
+
+void s3_head_bucket(http_ctx *c, const s3_request *r) {
+    view_bucket b;
+    if (s3_bucket_record(c, r->bucket, &b) < 0)
+        return;
+    view_bucket_free(&b);
+    http_add_header(c, "x-amz-bucket-region", c->q->s3->region);
+    s3_reply_empty(c, 200);
+}
+
+void s3_get_location(http_ctx *c, const s3_request *r) {
+    view_bucket b;
+    if (s3_bucket_record(c, r->bucket, &b) < 0)
+        return;
+    view_bucket_free(&b);
+    xmlw x;
+    if (xmlw_begin(&x, "LocationConstraint") < 0) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    /* S3 answers an empty constraint for us-east-1. */
+    if (strcmp(c->q->s3->region, "us-east-1") != 0)
+        xmlw_raw_text(&x, c->q->s3->region);
+    s3_reply_xml(c, 200, &x, "LocationConstraint");
+}
+
+void s3_get_versioning(http_ctx *c, const s3_request *r) {
+    view_bucket b;
+    if (s3_bucket_record(c, r->bucket, &b) < 0)
+        return;
+    const char *st = s3_versioning_name(b.record->versioning);
+    view_bucket_free(&b);
+    xmlw x;
+    if (xmlw_begin(&x, "VersioningConfiguration") < 0) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (st)
+        xmlw_str(&x, "Status", st);
+    s3_reply_xml(c, 200, &x, "VersioningConfiguration");
+}
+
+void s3_create_bucket(http_ctx *c, const s3_request *r) {
+    objlog_bucket_conf bc = {.tenant = *r->tenant ? r->tenant : NULL};
+    c->op = S3_OP_CREATE_BUCKET;
+    gateway_create_bucket(c, r->bucket, &bc);
+}
+
+void s3_delete_bucket(http_ctx *c, const s3_request *r) {
+    c->op = S3_OP_DELETE_BUCKET;
+    gateway_delete_bucket(c, r->bucket);
+}
+
+/* ------------------------------------------------------------- listing */
+
+static void s3_object_xml(xmlw *x, const view_version *v, int url) {
+    char quoted[160];
+    s3_quoted_etag(v->etag, quoted, sizeof(quoted));
+    xmlw_bytes(x, "Key", v->key.data, v->key.len, url);
+    xmlw_time(x, "LastModified", v->last_modified_ms);
+    xmlw_str(x, "ETag", quoted);
+    xmlw_u64(x, "Size", v->size);
+    xmlw_str(x, "StorageClass", v->storage_class);
+}
+
+static void s3_list_reply(http_ctx *c, const char *bucket, const view_list_req *l,
+                          const view_list *o, int v2, int url) {
+    xmlw x;
+    if (xmlw_begin(&x, "ListBucketResult") < 0) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    size_t tn;
+    const char *tok = http_param_get(c, "continuation-token", &tn);
+    xmlw_str(&x, "Name", bucket);
+    xmlw_bytes(&x, "Prefix", l->prefix, l->prefix_len, url);
+    if (!v2)
+        xmlw_bytes(&x, "Marker", l->start_after, l->start_after_len, url);
+    if (l->delimiter_len)
+        xmlw_bytes(&x, "Delimiter", l->delimiter, l->delimiter_len, url);
+    xmlw_u64(&x, "MaxKeys", (uint64_t)l->max_keys);
+    if (url)
+        xmlw_str(&x, "EncodingType", "url");
+    if (v2)
+        xmlw_u64(&x, "KeyCount", o->n_objects + o->n_prefixes);
+    xmlw_bool(&x, "IsTruncated", o->is_truncated);
+    if (v2 && tok)
+        xmlw_bytes(&x, "ContinuationToken", tok, tn, 0);
+    if (v2 && l->start_after_len)
+        xmlw_bytes(&x, "StartAfter", l->start_after, l->start_after_len, url);
+    if (o->is_truncated && v2) {
+        char *next = listtoken_encode(c->q->token_key, bucket,
+                                      o->next_kind == VIEW_POS_PREFIX ? LISTTOKEN_PREFIX
+                                                                      : LISTTOKEN_KEY,
+                                      o->next.data, o->next.len);
+        if (!next)
+            x.failed = 1;
+        else
+            xmlw_str(&x, "NextContinuationToken", next);
+        free(next);
+    } else if (o->is_truncated) {
+        xmlw_bytes(&x, "NextMarker", o->next.data, o->next.len, url);
+    }
+    for (size_t i = 0; i < o->n_objects; i++) {
+        xmlw_open(&x, "Contents");
+        s3_object_xml(&x, &o->objects[i], url);
+        xmlw_close(&x, "Contents");
+    }
+    for (size_t i = 0; i < o->n_prefixes; i++) {
+        xmlw_open(&x, "CommonPrefixes");
+        xmlw_bytes(&x, "Prefix", o->prefixes[i].data, o->prefixes[i].len, url);
+        xmlw_close(&x, "CommonPrefixes");
+    }
+    s3_reply_xml(c, 200, &x, "ListBucketResult");
+}
+
+/* ListObjectsV2 (v2) and ListObjects (markers). A v1 marker continues
+ * after that key, and after everything under it when it is a common
+ * prefix the previous page returned (S3 does the same: the marker sorts
+ * before the prefix's keys and the listing skips them as rolled up). */
+static void s3_list_objects(http_ctx *c, const char *bucket, int v2) {
+    view_list_req l = {0};
+    uint8_t *last = NULL;
+    int url = s3_encoding(c);
+    if (url < 0 || read_listing_text_ok(c) < 0 || s3_max_param(c, "max-keys", &l.max_keys) < 0)
+        return;
+    l.prefix = (const uint8_t *)http_param_get(c, "prefix", &l.prefix_len);
+    l.delimiter = (const uint8_t *)http_param_get(c, "delimiter", &l.delimiter_len);
+    l.start_after = (const uint8_t *)http_param_get(c, v2 ? "start-after" : "marker",
+                                                    &l.start_after_len);
+    l.after_kind = VIEW_POS_NONE;
+    size_t tn;
+    const char *tok = v2 ? http_param_get(c, "continuation-token", &tn) : NULL;
+    if (tok) {
+        int kind;
+        size_t last_len = 0;
+        if (listtoken_decode(c->q->token_key, bucket, tok, tn, &kind, &last, &last_len) <
+            0) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "The continuation token provided is incorrect");
+            return;
+        }
+        l.after_kind = kind == LISTTOKEN_PREFIX ? VIEW_POS_PREFIX : VIEW_POS_KEY;
+        l.after = last;
+        l.after_len = last_len;
+    } else if (!v2 && l.start_after_len && l.delimiter_len && l.start_after_len >= l.delimiter_len &&
+               memcmp(l.start_after + l.start_after_len - l.delimiter_len, l.delimiter,
+                      l.delimiter_len) == 0) {
+        l.after_kind = VIEW_POS_PREFIX;
+        l.after = l.start_after;
+        l.after_len = l.start_after_len;
+    }
+    if (!l.prefix)
+        l.prefix = (const uint8_t *)"";
+    if (!l.delimiter)
+        l.delimiter = (const uint8_t *)"";
+    if (!l.start_after)
+        l.start_after = (const uint8_t *)"";
+    view *v = read_prefix_view(c, bucket, (const char *)l.prefix, l.prefix_len);
+    if (v) {
+        view_list o;
+        char err[256];
+        view_rc rc = view_list_objects(v, bucket, &l, &o, err, sizeof(err));
+        view_close(v);
+        if (rc == VIEW_OK)
+            s3_list_reply(c, bucket, &l, &o, v2, url);
+        else
+            read_reply_rc(c, rc, bucket, err);
+        if (rc == VIEW_OK)
+            view_list_free(&o);
+    }
+    free(last);
+}
+
+void s3_list_bucket(http_ctx *c, const s3_request *r) {
+    const char *lt = http_param_get(c, "list-type", NULL);
+    if (lt && strcmp(lt, "2") != 0)
+        http_reply_error(c, 400, "InvalidArgument", "list-type must be 2");
+    else
+        s3_list_objects(c, r->bucket, lt != NULL);
+}
+
+/* ------------------------------------------------------------ ListBuckets */
+
+#define S3_BUCKETS_MAX 10000 /* S3's default bucket limit per account */
+
+static void s3_list_buckets_reply(http_ctx *c, const bucket_page *p) {
+    xmlw x;
+    if (xmlw_begin(&x, "ListAllMyBucketsResult") < 0) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    xmlw_open(&x, "Owner");
+    xmlw_str(&x, "ID", "objlog");
+    xmlw_str(&x, "DisplayName", "objlog");
+    xmlw_close(&x, "Owner");
+    xmlw_open(&x, "Buckets");
+    for (size_t i = 0; i < p->n; i++) {
+        xmlw_open(&x, "Bucket");
+        xmlw_str(&x, "Name", p->rows[i].r->name);
+        xmlw_time(&x, "CreationDate", p->rows[i].r->created_ms);
+        xmlw_close(&x, "Bucket");
+    }
+    xmlw_close(&x, "Buckets");
+    xmlw_close(&x, "ListAllMyBucketsResult");
+    if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
+        x.buf.len = 0;
+    int failed = x.failed;
+    struct evbuffer *body = xmlw_take(&x);
+    if (failed)
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    else
+        http_reply_buffer(c, 200, "application/xml", body);
+}
+
+void s3_list_buckets(http_ctx *c, const char *tenant) {
+    if (c->q->cluster) {
+        http_reply_error(c, 501, "NotImplemented",
+                         "ListBuckets is not gathered across cluster nodes yet");
+        return;
+    }
+    /* Anonymous callers (tenant "") see every bucket; a key's, its tenant's. */
+    bucket_page p;
+    if (buckets_read_all(c, tenant, S3_BUCKETS_MAX, &p) < 0)
+        return;
+    s3_list_buckets_reply(c, &p);
+    buckets_page_free(&p);
+}
