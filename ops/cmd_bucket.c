@@ -179,10 +179,11 @@ static int cmd_ratelimit(cli *c, int argc, char **argv) {
         json_t *j = cli_get_json(c, pos[0], cli_bucket_url(c, pos[0], "/ratelimit"), &rc);
         if (!j)
             return rc;
-        if (c->json)
-            cli_print_json(j);
-        else
-            cli_print_flat("", j);
+        if (c->json) {
+            cli_print_json(j); /* takes j */
+            return 0;
+        }
+        cli_print_flat("", j);
         json_decref(j);
         return 0;
     }

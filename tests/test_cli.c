@@ -638,6 +638,15 @@ static void test_bucket_settings_versioning_rb(void **state) {
              "quota.max_bytes: 0\nquota.max_objects: 0\ncreated: %s\n", created);
     assert_string_equal(g_out, want);
 
+    /* the rate limit in force, as JSON (printed once, freed once) */
+    assert_ok(objlog("ratelimit", "settings", "--rps", "5", NULL));
+    assert_ok(objlog("--json", "ratelimit", "settings", NULL));
+    j = json_out();
+    assert_string_equal(js(j, "bucket"), "settings");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "all"), "rps")), 5);
+    json_decref(j);
+    assert_ok(objlog("ratelimit", "settings", "--delete", NULL));
+
     assert_ok(objlog("versioning", "settings", "Enabled", NULL));
     assert_string_equal(g_out, "versioning: settings Enabled\n");
     assert_ok(objlog("bucket", "settings", NULL));
