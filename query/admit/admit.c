@@ -20,6 +20,7 @@
  * request exactly once, under the first reason that refused it.
  */
 #include "internal.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,6 +18,8 @@
  * covers them all, as the usage reads do (read.c). */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "api.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

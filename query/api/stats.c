@@ -38,6 +38,8 @@
  * several nodes, each fenced). */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "api.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
