@@ -181,20 +181,9 @@ static const char *read_versioning_name(Objlog__Versioning v) {
 #define READ_DEFAULT_MAX_VERSIONS 100000
 
 void read_bucket(http_ctx *c, const char *bucket) {
-    int32_t part;
-    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
-        return;
-    view *v = read_fenced_view(c, &part, 1);
-    if (!v)
-        return;
     view_bucket b;
-    char err[256];
-    view_rc rc = view_get_bucket(v, bucket, &b, err, sizeof(err));
-    view_close(v);
-    if (rc != VIEW_OK) {
-        read_reply_rc(c, rc, bucket, err);
+    if (read_bucket_record(c, bucket, &b) < 0)
         return;
-    }
     const Objlog__BucketRecord *r = b.record;
     json_t *quota = json_pack("{s:I, s:I}",
         "max_bytes", (json_int_t)(r->quota ? r->quota->max_bytes : 0),

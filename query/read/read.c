@@ -72,6 +72,23 @@ int read_key_partition(http_ctx *c, const char *bucket, const uint8_t *key, size
     return 0;
 }
 
+int read_bucket_record(http_ctx *c, const char *bucket, view_bucket *b) {
+    int32_t part;
+    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
+        return -1;
+    view *v = read_fenced_view(c, &part, 1);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_get_bucket(v, bucket, b, err, sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK) {
+        read_reply_rc(c, rc, bucket, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Partitions whose ranges intersect [lo, hi). */
 static int read_range_partitions(const rangemap *rm, const keybuf *lo,
                                  const keybuf *hi, int32_t *parts) {

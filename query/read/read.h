@@ -76,6 +76,9 @@ view *read_prefix_view(http_ctx *c, const char *bucket, const char *p, size_t pn
  * NULL when it already replied, or parked the read (fence.c: its route
  * runs again later). */
 view *read_fenced_view(http_ctx *c, const int32_t *parts, int n);
+/* The bucket's record, read at the fence of its partition: 0 with *b (the
+ * caller frees it), or -1 after replying (404 NoSuchBucket) or parking. */
+int read_bucket_record(http_ctx *c, const char *bucket, view_bucket *b);
 /* The required key= query parameter of the upload routes (checked length);
  * NULL after replying 400. */
 const char *read_upload_key(http_ctx *c, size_t *key_len);
