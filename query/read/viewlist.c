@@ -147,6 +147,82 @@ static int scan_rollup(scan *s, view_bytes **arr, size_t *n) {
     return 1;
 }
 
+/* The opening every listing shares: the page bound (0..VIEW_MAX_KEYS),
+ * the bucket, then the scan of prefix p. VIEW_OK with s ready, else the
+ * answer (s then holds nothing to free). */
+static view_rc scan_open(scan *s, view *v, const char *bucket, const uint8_t *p,
+                         size_t pn, const uint8_t *d, size_t dn, int max,
+                         char *errstr, size_t es) {
+    if (max < 0 || max > VIEW_MAX_KEYS)
+        return VIEW_INVALID_ARGUMENT;
+    view_rc rc = view_bucket_check(v, bucket, errstr, es);
+    if (rc != VIEW_OK)
+        return rc;
+    if (scan_init(s, v, bucket, p, pn, d, dn, max, errstr, es) < 0) {
+        scan_free(s);
+        return view_oom(errstr, es);
+    }
+    return VIEW_OK;
+}
+
+/* Opens s's iterator over cf at s->seek. skip_equal: a row at exactly
+ * s->seek was returned already (by an earlier page): start after it. */
+static void scan_iter_open(scan *s, objlog_cf cf, int skip_equal) {
+    view_iter_open(s->v, cf, &s->hi, &s->vi);
+    view_iter_seek(&s->vi, &s->seek);
+    if (skip_equal && rocksdb_iter_valid(s->vi.it)) {
+        size_t kl;
+        const char *k = rocksdb_iter_key(s->vi.it, &kl);
+        if (bytes_cmp(k, kl, s->seek.data, s->seek.len) == 0)
+            rocksdb_iter_next(s->vi.it);
+    }
+}
+
+/* One listing's page loop: fills its page (out) from s's iterator. 0, or
+ * -1 (errstr filled unless out of memory). */
+typedef int scan_page_fn(scan *s, void *out);
+
+/* Runs a listing set up by scan_open over cf (skip_equal: as for
+ * scan_iter_open), then frees s. 0, or -1 with errstr. */
+static int scan_run(scan *s, objlog_cf cf, int skip_equal, scan_page_fn *page, void *out) {
+    scan_iter_open(s, cf, skip_equal);
+    int r = page(s, out);
+    if (view_iter_close(&s->vi, s->errstr, s->es) < 0)
+        r = -1;
+    else if (r < 0 && !s->errstr[0])
+        view_oom(s->errstr, s->es);
+    scan_free(s);
+    return r;
+}
+
+/* Appends the current row, a stored VersionRecord, to the page's versions
+ * (*arr, *n). NULL with errstr when corrupt or out of memory. */
+static view_version *scan_push_version(scan *s, view_version **arr, size_t *n) {
+    size_t vl;
+    view_version *o = array_push(arr, n, sizeof(*o));
+    const char *val = rocksdb_iter_value(s->vi.it, &vl);
+    if (!o || view_version_fill(o, s->key.data, s->key.len, val, vl) < 0) {
+        if (o)
+            (*n)--;
+        snprintf(s->errstr, s->es, "corrupt version record or out of memory");
+        return NULL;
+    }
+    return o;
+}
+
+/* A truncated page's next markers (versions, uploads): its last common
+ * prefix with id "", or its last item's key and id. */
+static int scan_next_markers(int last_is_prefix, const view_bytes *prefixes,
+                             size_t n_prefixes, const view_bytes *key, const char *id,
+                             view_bytes *next_key, char next_id[VIEW_ID_LEN]) {
+    if (last_is_prefix) {
+        const view_bytes *p = &prefixes[n_prefixes - 1];
+        return bytes_set(next_key, p->data, p->len);
+    }
+    snprintf(next_id, VIEW_ID_LEN, "%s", id);
+    return bytes_set(next_key, key->data, key->len);
+}
+
 /* ------------------------------------------------------------------- LIST */
 
 void view_list_free(view_list *l) {
@@ -178,9 +254,10 @@ static int list_start_after(scan *s, view_pos_kind kind, const uint8_t *last,
     return 0;
 }
 
-static int list_scan(scan *s, view_list *out) {
+static int list_scan(scan *s, void *page) {
+    view_list *out = page;
     for (; rocksdb_iter_valid(s->vi.it) && s->max > 0;) {
-        size_t kl, vl;
+        size_t kl;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s->vi.it, &kl);
         if (!scan_row_key(s, k, kl)) {
             rocksdb_iter_next(s->vi.it);
@@ -201,14 +278,9 @@ static int list_scan(scan *s, view_list *out) {
             s->truncated = 1;
             break;
         }
-        view_version *o = array_push(&out->objects, &out->n_objects, sizeof(*o));
-        const char *val = rocksdb_iter_value(s->vi.it, &vl);
-        if (!o || view_version_fill(o, s->key.data, s->key.len, val, vl) < 0) {
-            if (o)
-                out->n_objects--;
-            snprintf(s->errstr, s->es, "corrupt version record or out of memory");
+        view_version *o = scan_push_version(s, &out->objects, &out->n_objects);
+        if (!o)
             return -1;
-        }
         o->is_latest = 1;
         s->count++;
         out->next_kind = VIEW_POS_KEY;
@@ -231,16 +303,13 @@ view_rc view_list_objects(view *v, const char *bucket, const view_list_req *req,
         errstr[0] = '\0';
     memset(out, 0, sizeof(*out));
     out->next_kind = VIEW_POS_NONE;
-    if (req->max_keys < 0 || req->max_keys > VIEW_MAX_KEYS)
-        return VIEW_INVALID_ARGUMENT;
-    view_rc rc = view_bucket_check(v, bucket, errstr, es);
+    scan s;
+    view_rc rc = scan_open(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
+                           req->delimiter_len, req->max_keys, errstr, es);
     if (rc != VIEW_OK)
         return rc;
-    scan s;
     int skip_equal = 0;
-    if (scan_init(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
-                  req->delimiter_len, req->max_keys, errstr, es) < 0 ||
-        (req->start_after_len &&
+    if ((req->start_after_len &&
          list_start_after(&s, VIEW_POS_KEY, req->start_after, req->start_after_len,
                           &skip_equal) < 0) ||
         (req->after_kind != VIEW_POS_NONE &&
@@ -249,21 +318,7 @@ view_rc view_list_objects(view *v, const char *bucket, const view_list_req *req,
         scan_free(&s);
         return view_oom(errstr, es);
     }
-    view_iter_open(v, OBJLOG_CF_OBJECTS, &s.hi, &s.vi);
-    view_iter_seek(&s.vi, &s.seek);
-    if (skip_equal && rocksdb_iter_valid(s.vi.it)) {
-        size_t kl;
-        const char *k = rocksdb_iter_key(s.vi.it, &kl);
-        if (bytes_cmp(k, kl, s.seek.data, s.seek.len) == 0)
-            rocksdb_iter_next(s.vi.it);
-    }
-    int r = list_scan(&s, out);
-    if (view_iter_close(&s.vi, errstr, es) < 0)
-        r = -1;
-    else if (r < 0 && !errstr[0])
-        view_oom(errstr, es);
-    scan_free(&s);
-    if (r < 0) {
+    if (scan_run(&s, OBJLOG_CF_OBJECTS, skip_equal, list_scan, out) < 0) {
         view_list_free(out);
         return VIEW_ERROR;
     }
@@ -343,10 +398,11 @@ static int versions_is_newest(scan *s, const uint8_t *row, size_t rkn,
     return rc < 0 ? -1 : latest;
 }
 
-static int versions_scan(scan *s, view_versions *out) {
+static int versions_scan(scan *s, void *page) {
+    view_versions *out = page;
     int prev_header = 0, fresh = 1, last_is_prefix = 0;
     while (rocksdb_iter_valid(s->vi.it) && s->max > 0) {
-        size_t kl, vl;
+        size_t kl;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s->vi.it, &kl);
         size_t rkn = scan_row_key(s, k, kl);
         if (!rkn || (rkn != kl && rkn + 8 != kl)) {
@@ -380,14 +436,9 @@ static int versions_scan(scan *s, view_versions *out) {
         int latest = prev_header;
         if (!latest && fresh && (latest = versions_is_newest(s, k, rkn, seq)) < 0)
             return -1;
-        view_version *o = array_push(&out->versions, &out->n_versions, sizeof(*o));
-        const char *val = rocksdb_iter_value(s->vi.it, &vl);
-        if (!o || view_version_fill(o, s->key.data, s->key.len, val, vl) < 0) {
-            if (o)
-                out->n_versions--;
-            snprintf(s->errstr, s->es, "corrupt version record or out of memory");
+        view_version *o = scan_push_version(s, &out->versions, &out->n_versions);
+        if (!o)
             return -1;
-        }
         o->is_latest = latest;
         s->count++;
         last_is_prefix = 0;
@@ -397,14 +448,10 @@ static int versions_scan(scan *s, view_versions *out) {
     out->is_truncated = s->truncated;
     if (!s->truncated)
         return 0;
-    if (last_is_prefix) {
-        const view_bytes *p = &out->prefixes[out->n_prefixes - 1];
-        return bytes_set(&out->next_key_marker, p->data, p->len);
-    }
-    const view_version *last = &out->versions[out->n_versions - 1];
-    snprintf(out->next_version_id_marker, sizeof(out->next_version_id_marker), "%s",
-             last->version_id);
-    return bytes_set(&out->next_key_marker, last->key.data, last->key.len);
+    const view_version *last = last_is_prefix ? NULL : &out->versions[out->n_versions - 1];
+    return scan_next_markers(last_is_prefix, out->prefixes, out->n_prefixes,
+                             last ? &last->key : NULL, last ? last->version_id : "",
+                             &out->next_key_marker, out->next_version_id_marker);
 }
 
 view_rc view_list_versions(view *v, const char *bucket,
@@ -413,18 +460,12 @@ view_rc view_list_versions(view *v, const char *bucket,
     if (es)
         errstr[0] = '\0';
     memset(out, 0, sizeof(*out));
-    if (req->max_keys < 0 || req->max_keys > VIEW_MAX_KEYS)
-        return VIEW_INVALID_ARGUMENT;
-    view_rc rc = view_bucket_check(v, bucket, errstr, es);
+    scan s;
+    view_rc rc = scan_open(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
+                           req->delimiter_len, req->max_keys, errstr, es);
     if (rc != VIEW_OK)
         return rc;
-    scan s;
     int skip_equal = 0;
-    if (scan_init(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
-                  req->delimiter_len, req->max_keys, errstr, es) < 0) {
-        scan_free(&s);
-        return view_oom(errstr, es);
-    }
     int st = versions_start(&s, req, &skip_equal);
     if (st <= 0) {
         scan_free(&s);
@@ -432,21 +473,7 @@ view_rc view_list_versions(view *v, const char *bucket,
             return VIEW_INVALID_ARGUMENT;
         return errstr[0] ? VIEW_ERROR : view_oom(errstr, es);
     }
-    view_iter_open(v, OBJLOG_CF_VERSIONS, &s.hi, &s.vi);
-    view_iter_seek(&s.vi, &s.seek);
-    if (skip_equal && rocksdb_iter_valid(s.vi.it)) {
-        size_t kl;
-        const char *k = rocksdb_iter_key(s.vi.it, &kl);
-        if (bytes_cmp(k, kl, s.seek.data, s.seek.len) == 0)
-            rocksdb_iter_next(s.vi.it);
-    }
-    int r = versions_scan(&s, out);
-    if (view_iter_close(&s.vi, errstr, es) < 0)
-        r = -1;
-    else if (r < 0 && !errstr[0])
-        view_oom(errstr, es);
-    scan_free(&s);
-    if (r < 0) {
+    if (scan_run(&s, OBJLOG_CF_VERSIONS, skip_equal, versions_scan, out) < 0) {
         view_versions_free(out);
         return VIEW_ERROR;
     }
@@ -509,7 +536,8 @@ static int uploads_start(scan *s, const view_uploads_req *req) {
     return scan_start_at(s, &s->tmp);
 }
 
-static int uploads_scan(scan *s, view_uploads *out) {
+static int uploads_scan(scan *s, void *page) {
+    view_uploads *out = page;
     int last_is_prefix = 0, rc = 0;
     while (rocksdb_iter_valid(s->vi.it) && s->max > 0) {
         size_t kl, vl;
@@ -557,14 +585,10 @@ static int uploads_scan(scan *s, view_uploads *out) {
     out->is_truncated = s->truncated;
     if (rc < 0 || !s->truncated)
         return rc;
-    if (last_is_prefix) {
-        const view_bytes *p = &out->prefixes[out->n_prefixes - 1];
-        return bytes_set(&out->next_key_marker, p->data, p->len);
-    }
-    const view_upload *last = &out->uploads[out->n_uploads - 1];
-    snprintf(out->next_upload_id_marker, sizeof(out->next_upload_id_marker), "%s",
-             last->upload_id);
-    return bytes_set(&out->next_key_marker, last->key.data, last->key.len);
+    const view_upload *last = last_is_prefix ? NULL : &out->uploads[out->n_uploads - 1];
+    return scan_next_markers(last_is_prefix, out->prefixes, out->n_prefixes,
+                             last ? &last->key : NULL, last ? last->upload_id : "",
+                             &out->next_key_marker, out->next_upload_id_marker);
 }
 
 view_rc view_list_uploads(view *v, const char *bucket,
@@ -573,27 +597,16 @@ view_rc view_list_uploads(view *v, const char *bucket,
     if (es)
         errstr[0] = '\0';
     memset(out, 0, sizeof(*out));
-    if (req->max_uploads < 0 || req->max_uploads > VIEW_MAX_KEYS)
-        return VIEW_INVALID_ARGUMENT;
-    view_rc rc = view_bucket_check(v, bucket, errstr, es);
+    scan s;
+    view_rc rc = scan_open(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
+                           req->delimiter_len, req->max_uploads, errstr, es);
     if (rc != VIEW_OK)
         return rc;
-    scan s;
-    if (scan_init(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
-                  req->delimiter_len, req->max_uploads, errstr, es) < 0 ||
-        uploads_start(&s, req) < 0) {
+    if (uploads_start(&s, req) < 0) {
         scan_free(&s);
         return view_oom(errstr, es);
     }
-    view_iter_open(v, OBJLOG_CF_UPLOADS, &s.hi, &s.vi);
-    view_iter_seek(&s.vi, &s.seek);
-    int r = uploads_scan(&s, out);
-    if (view_iter_close(&s.vi, errstr, es) < 0)
-        r = -1;
-    else if (r < 0 && !errstr[0])
-        view_oom(errstr, es);
-    scan_free(&s);
-    if (r < 0) {
+    if (scan_run(&s, OBJLOG_CF_UPLOADS, 0, uploads_scan, out) < 0) {
         view_uploads_free(out);
         return VIEW_ERROR;
     }
@@ -860,14 +873,8 @@ static int usage_run(usage_scan *u, const view_usage_req *req) {
     int r = req->resume ? usage_start(u, req) : 0;
     if (r < 0)
         return -1;
-    view_iter_open(u->s.v, OBJLOG_CF_OBJECTS, &u->s.hi, &u->s.vi);
-    view_iter_seek(&u->s.vi, &u->s.seek);
-    if (req->resume && rocksdb_iter_valid(u->s.vi.it)) {
-        size_t kl;
-        const char *k = rocksdb_iter_key(u->s.vi.it, &kl);
-        if (bytes_cmp(k, kl, u->s.seek.data, u->s.seek.len) == 0)
-            rocksdb_iter_next(u->s.vi.it); /* the last key read: exclusive */
-    }
+    /* resuming: the last key read is exclusive */
+    scan_iter_open(&u->s, OBJLOG_CF_OBJECTS, req->resume != NULL);
     r = usage_scan_rows(u);
     if (view_iter_close(&u->s.vi, u->s.errstr, u->s.es) < 0)
         return -1;
