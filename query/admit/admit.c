@@ -20,6 +20,7 @@
  * request exactly once, under the first reason that refused it.
  */
 #include "internal.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,20 +352,9 @@ static json_t *admit_limit_json(uint32_t rps, uint32_t burst) {
 /* GET /v1/buckets/{b}/ratelimit: the limit in force (fenced on the
  * bucket's partition, so a read after the SetRateLimit's token sees it). */
 void admit_get_rate_limit(http_ctx *c, const char *bucket) {
-    int32_t part;
-    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
-        return;
-    view *v = read_fenced_view(c, &part, 1);
-    if (!v)
-        return;
     view_bucket b;
-    char err[256];
-    view_rc rc = view_get_bucket(v, bucket, &b, err, sizeof(err));
-    view_close(v);
-    if (rc != VIEW_OK) {
-        read_reply_rc(c, rc, bucket, err);
+    if (read_bucket_record(c, bucket, &b) < 0)
         return;
-    }
     admit_conf none = {0};
     const admit_conf *ac = c->q->admit ? &c->q->admit->conf : &none;
     const Objlog__RateLimit *l = b.record->rate_limit;

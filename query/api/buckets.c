@@ -20,7 +20,9 @@
  * and writes its own XML. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "api.h"
 #include "buckets.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,6 +17,8 @@
  * exact. Continuation tokens are LIST's signed tokens (listtoken.c, kind
  * index), bound to the bucket and the index name. */
 #include "internal.h"
+#include "api.h"
+#include "read.h"
 #include "write.h"
 #include "writes.h"
 

@@ -8,6 +8,7 @@
  * accepted it, with the same message the state machine would give. */
 #define _GNU_SOURCE /* strptime, timegm */
 #include "internal.h"
+#include "read.h"
 #include "write.h"
 
 #include <stdio.h>

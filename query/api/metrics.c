@@ -11,6 +11,7 @@
  * may have moved on since the end was fetched). */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "read.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -17,6 +17,8 @@
  * stores a copy of the first outcome, which names the first position). */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "api.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

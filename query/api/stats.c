@@ -38,6 +38,8 @@
  * several nodes, each fenced). */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "api.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,15 +91,9 @@ static json_t *stats_usage_json(const view_usage *u) {
 void read_bucket_stats(http_ctx *c, const char *bucket) {
     if (!stats_kept(c))
         return;
-    keybuf rk;
-    keybuf_init(&rk);
-    if (keycodec_route_key(&rk, bucket, strlen(bucket), (const uint8_t *)"", 0) < 0) {
-        keybuf_free(&rk);
-        http_reply_error(c, 500, "InternalError", "out of memory");
+    int32_t part;
+    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
         return;
-    }
-    int32_t part = rangemap_partition(objlog_materializer_rangemap(c->q->m), rk.data, rk.len);
-    keybuf_free(&rk);
     view *v = read_fenced_view(c, &part, 1);
     if (!v)
         return;

@@ -20,7 +20,7 @@
  * Invariant: authz_bucket answers (403, or a fence's error) or returns 0;
  * it returns 0 without a read when authorization is off or the caller is
  * an admin. */
-#include "internal.h"
+#include "read.h"
 
 #include <string.h>
 

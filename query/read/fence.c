@@ -17,7 +17,7 @@
  * runs the request's route again with the result (http_ctx.fenced), and
  * the handler answers as if it had never left. Invariant: a parked request
  * is on exactly one worker's list until that re-run, which answers it. */
-#include "internal.h"
+#include "read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * ListParts, the usage counters and prefix usage over one RocksDB snapshot
  * of the materialized views, returning plain C structs.
  *
- * read.c is the HTTP/JSON layer over it; tests call it directly (apply
- * events into a store, compare with a reference model). It has no fence:
+ * read.h's read path fences and opens it for the APIs; tests call it
+ * directly (apply events into a store, compare with a reference model). It has no fence:
  * a caller that needs read-your-writes waits for the materializer first,
  * then opens a view.
  *

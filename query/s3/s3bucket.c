@@ -24,27 +24,9 @@ static const char *s3_versioning_name(Objlog__Versioning v) {
     }
 }
 
-/* The bucket's record, fenced on its partition; NULL after replying. */
-static int s3_bucket_record(http_ctx *c, const char *bucket, view_bucket *b) {
-    int32_t part;
-    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
-        return -1;
-    view *v = read_fenced_view(c, &part, 1);
-    if (!v)
-        return -1;
-    char err[256];
-    view_rc rc = view_get_bucket(v, bucket, b, err, sizeof(err));
-    view_close(v);
-    if (rc != VIEW_OK) {
-        read_reply_rc(c, rc, bucket, err);
-        return -1;
-    }
-    return 0;
-}
-
 void s3_head_bucket(http_ctx *c, const s3_request *r) {
     view_bucket b;
-    if (s3_bucket_record(c, r->bucket, &b) < 0)
+    if (read_bucket_record(c, r->bucket, &b) < 0)
         return;
     view_bucket_free(&b);
     http_add_header(c, "x-amz-bucket-region", c->q->s3->region);
@@ -53,7 +35,7 @@ void s3_head_bucket(http_ctx *c, const s3_request *r) {
 
 void s3_get_location(http_ctx *c, const s3_request *r) {
     view_bucket b;
-    if (s3_bucket_record(c, r->bucket, &b) < 0)
+    if (read_bucket_record(c, r->bucket, &b) < 0)
         return;
     view_bucket_free(&b);
     xmlw x;
@@ -69,7 +51,7 @@ void s3_get_location(http_ctx *c, const s3_request *r) {
 
 void s3_get_versioning(http_ctx *c, const s3_request *r) {
     view_bucket b;
-    if (s3_bucket_record(c, r->bucket, &b) < 0)
+    if (read_bucket_record(c, r->bucket, &b) < 0)
         return;
     const char *st = s3_versioning_name(b.record->versioning);
     view_bucket_free(&b);

@@ -14,19 +14,8 @@
 #include <stdint.h>
 
 int lcconf_read(http_ctx *c, const char *bucket, view_bucket *b) {
-    int32_t part;
-    if (read_key_partition(c, bucket, (const uint8_t *)"", 0, &part) < 0)
+    if (read_bucket_record(c, bucket, b) < 0)
         return 0;
-    view *v = read_fenced_view(c, &part, 1);
-    if (!v)
-        return 0;
-    char err[256];
-    view_rc rc = view_get_bucket(v, bucket, b, err, sizeof(err));
-    view_close(v);
-    if (rc != VIEW_OK) {
-        read_reply_rc(c, rc, bucket, err);
-        return 0;
-    }
     if (b->record->n_lifecycle == 0) {
         view_bucket_free(b);
         http_reply_error(c, 404, "NoSuchLifecycleConfiguration",
