@@ -31,6 +31,7 @@
 #include "objlog_logger.h"
 #include "objlog_producer.h"
 #include "query.h"
+#include "cluster.h"
 
 #define OBJLOGD_CONTROL_TOPIC "objlog.control"
 #define OBJLOGD_DLQ_TOPIC "objlog.dlq"

@@ -124,10 +124,6 @@ int objlog_query_reload(objlog_query *q, char *errstr, size_t errstr_size);
  * or -1 with errstr. */
 int objlog_query_listen(const char *host, int port, int *bound_port, char *errstr,
                         size_t errstr_size);
-/* Cluster nodes: the consumer group of cluster name, and the
- * client.id that names a node's URL to its peers. */
-void objlog_cluster_group(const char *name, char *out, size_t n);
-void objlog_cluster_client_id(const char *url, char *out, size_t n);
 /* Graceful: stops accepting, finishes in-flight requests (writes wait at
  * most their timeout for the outcome), flushes the producer, frees. */
 void objlog_query_destroy(objlog_query *q);

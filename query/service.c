@@ -8,10 +8,19 @@
  * workers stop (every request answered) before the notifications into
  * them are cleared, and those before the modules they call go. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "core.h"
+#include "query.h"
+#include "admit.h"
+#include "api.h"
+#include "cluster.h"
+#include "read.h"
+#include "s3.h"
+#include "server.h"
+#include "watermark.h"
+#include "workers.h"
+#include "write.h"
 
 #include "kafkaconf.h"
-#include "tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +143,7 @@ static int service_listen(objlog_query *q, const objlog_query_conf *conf, char *
         return -1;
     if (!q->s3)
         return 0;
-    return server_listen(q->srv, &s3_face, q->s3_host, q->s3_port,
+    return server_listen(q->srv, &s3_face, q->s3->host, q->s3->port,
                          conf->s3_listen_fd_set ? conf->s3_listen_fd : -1, errstr,
                          errstr_size);
 }
@@ -211,8 +220,15 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         return NULL;
     }
     q->srv->conf.tls = q->tls;
-    if (api_conf_new(q, conf, errstr, errstr_size) < 0 ||
-        (conf->s3_host && s3_conf_new(q, conf, errstr, errstr_size) < 0)) {
+    api_settings as = {.credentials = conf->api_credentials,
+                       .insecure = conf->insecure,
+                       .cluster_unsigned = conf->cluster && !conf->token_key};
+    s3_settings ss = {.host = conf->s3_host, .port = conf->s3_port,
+                      .region = conf->s3_region, .domain = conf->s3_domain,
+                      .credentials = conf->s3_credentials, .blob_url = conf->s3_blob_url,
+                      .anonymous = conf->s3_anonymous, .insecure = conf->insecure};
+    if (api_conf_new(q, &as, errstr, errstr_size) < 0 ||
+        (conf->s3_host && s3_conf_new(q, &ss, errstr, errstr_size) < 0)) {
         objlog_query_destroy(q);
         return NULL;
     }

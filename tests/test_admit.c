@@ -31,7 +31,8 @@
 
 #include "apply.h"
 #include "httpc.h"
-#include "internal.h"
+#include "admit.h"
+#include "view.h"
 #include "keycodec.h"
 #include "objlog_producer.h"
 #include "proc.h"

@@ -11,11 +11,12 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "watermark.h"
 
 typedef struct fake {
     pthread_mutex_t mu;

@@ -19,8 +19,11 @@
  * took, so a refusal costs no quota and the counters count each refused
  * request exactly once, under the first reason that refused it.
  */
-#include "internal.h"
+#include "core.h"
+#include "admit.h"
 #include "read.h"
+#include "server.h"
+#include "watermark.h"
 
 #include <stdio.h>
 #include <stdlib.h>

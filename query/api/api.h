@@ -2,15 +2,16 @@
  * each answers its request exactly once (or parks it on a fence and runs
  * again), in JSON. What they read through is read.h.
  *
- * The sections below are the read routes, stats, buckets and outcomes;
- * the API's other files still declare theirs in internal.h. */
+ * Its router (router.c) is the API's face on the server: one route table
+ * per level (top paths, bucket subresources). */
 #ifndef OBJLOG_QUERY_API_H
 #define OBJLOG_QUERY_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "read.h"
+#include "server.h"
 #include "view.h"
 
 /* ---- reads.c: the read routes (GET /v1/buckets/...) ---- */
@@ -49,5 +50,61 @@ void read_buckets(http_ctx *c);
 /* GET /v1/outcomes?partition=&from=&max=&timeout_ms=: the outcomes of one
  * partition from an offset on, for producers (one request, many writes). */
 void outcomes_get(http_ctx *c);
+
+/* ---- router.c: the JSON API's routes and face ---- */
+extern const http_face api_face;
+
+/* ---- apiguard.c: the JSON API's door (tokens, peers' signatures) ---- */
+/* objlogd's --api-credentials and what it needs. */
+typedef struct api_settings {
+    const char *credentials;     /* the tokens file; NULL: the API is open */
+    int insecure;                /* --insecure: a tokens file others may read */
+    int cluster_unsigned;        /* a cluster node without a shared secret */
+} api_settings;
+int api_conf_new(objlog_query *q, const api_settings *st, char *errstr, size_t errstr_size);
+int api_conf_reload(objlog_query *q, char *errstr, size_t errstr_size); /* SIGHUP */
+void api_conf_free(objlog_query *q);
+/* 1 when the JSON API takes requests without a token. */
+int api_open(const objlog_query *q);
+/* Sets c->authz/tenant/admin for a JSON request to path: 0, or -1 after
+ * answering 401. */
+int api_authenticate(http_ctx *c, const char *path);
+/* 0 when the caller has the admin role (or the API is open); -1 after
+ * answering 403. */
+int api_need_admin(http_ctx *c);
+
+/* ---- metrics.c: GET /v1/lag, /readyz, /metrics ---- */
+void metrics_lag(http_ctx *c);
+void metrics_readyz(http_ctx *c);
+void metrics_get(http_ctx *c);
+
+/* ---- lcapi.c: the lifecycle routes ---- */
+/* /v1/buckets/{b}/lifecycle[/status]; rest: "" or "/status". */
+void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                 const char *rest);
+
+/* ---- ixread.c: the attribute index routes ---- */
+/* rest: what follows "/v1/buckets/{b}/indexes". */
+void ixread_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                  const char *rest);
+
+/* ---- writes.c: the write routes (their JSON bodies, into gateway calls) ---- */
+
+void gateway_put_bucket(http_ctx *c, const char *bucket);
+void gateway_put_versioning(http_ctx *c, const char *bucket);
+void gateway_put_quota(http_ctx *c, const char *bucket);
+void gateway_put_rate_limit(http_ctx *c, const char *bucket);
+void gateway_put_object(http_ctx *c, const char *bucket, const uint8_t *key,
+                        size_t key_len);
+void gateway_delete_object(http_ctx *c, const char *bucket,
+                           const uint8_t *key, size_t key_len);
+void gateway_create_upload(http_ctx *c, const char *bucket);
+void gateway_upload_part(http_ctx *c, const char *bucket, const char *upload_id,
+                         const char *part_number);
+void gateway_complete_upload(http_ctx *c, const char *bucket,
+                             const char *upload_id);
+void gateway_abort_upload(http_ctx *c, const char *bucket, const char *upload_id);
+/* PUT /v1/buckets/{b}/indexes/{name}. */
+void gateway_put_index(http_ctx *c, const char *bucket, const char *name);
 
 #endif

@@ -14,7 +14,10 @@
  * c->admin set from one of those, never from a header a client chose; a
  * signed subject is believed only when its signature over the request's
  * method, target, body and time checks out. */
-#include "internal.h"
+#include "core.h"
+#include "api.h"
+#include "cluster.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +46,7 @@ static void api_creds_warn(const struct api_conf *a) {
         objlog_logf(OBJLOG_LEVEL_WARNING, "http", "%s", msg);
 }
 
-int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
+int api_conf_new(objlog_query *q, const api_settings *conf, char *errstr,
                  size_t errstr_size) {
     struct api_conf *a = calloc(1, sizeof(*a));
     if (!a) {
@@ -53,20 +56,20 @@ int api_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
     q->api = a;
     pthread_rwlock_init(&a->creds.lock, NULL);
     a->creds.allow_open = conf->insecure;
-    if (!conf->api_credentials)
+    if (!conf->credentials)
         return 0;
-    if (conf->cluster && !conf->token_key) {
+    if (conf->cluster_unsigned) {
         snprintf(errstr, errstr_size,
                  "--api-credentials on a cluster node needs --token-secret-file: the nodes "
                  "sign their requests to each other with that shared secret");
         return -1;
     }
-    if (!(a->creds.path = strdup(conf->api_credentials))) {
+    if (!(a->creds.path = strdup(conf->credentials))) {
         snprintf(errstr, errstr_size, "http: out of memory");
         return -1;
     }
     if (!(a->creds.keys =
-              apicreds_load(conf->api_credentials, conf->insecure, errstr, errstr_size)))
+              apicreds_load(conf->credentials, conf->insecure, errstr, errstr_size)))
         return -1;
     api_creds_warn(a);
     return 0;

@@ -16,11 +16,11 @@
  * its rows cover only part of the bucket, and a partial answer would look
  * exact. Continuation tokens are LIST's signed tokens (listtoken.c, kind
  * index), bound to the bucket and the index name. */
-#include "internal.h"
+#include "core.h"
 #include "api.h"
 #include "read.h"
+#include "server.h"
 #include "write.h"
-#include "writes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,9 +7,11 @@
  * Invariant: a configuration reaches the log only after objlog_lc_validate
  * accepted it, with the same message the state machine would give. */
 #define _GNU_SOURCE /* strptime, timegm */
-#include "internal.h"
+#include "core.h"
+#include "api.h"
 #include "read.h"
-#include "write.h"
+#include "server.h"
+#include "workers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,6 @@
 
 #include <event2/buffer.h>
 
-#include "lcconf.h"
 #include "lifecycle.h"
 
 /* ------------------------------------------------------ JSON -> proto */

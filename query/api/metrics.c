@@ -10,8 +10,14 @@
  * never negative (the end offset is clamped up to the applied one, which
  * may have moved on since the end was fetched). */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "core.h"
+#include "admit.h"
+#include "api.h"
+#include "cluster.h"
 #include "read.h"
+#include "server.h"
+#include "watermark.h"
+#include "workers.h"
 
 #include <dirent.h>
 #include <stdio.h>

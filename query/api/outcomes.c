@@ -16,9 +16,11 @@
  * the row's position, never the stored Outcome's (a deduplicated retry
  * stores a copy of the first outcome, which names the first position). */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "core.h"
 #include "api.h"
+#include "cluster.h"
 #include "read.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,11 @@
  * taken after its fence; the fields and their order are the API's
  * contract, whichever writer (jansson, jsonw.c) produces them. */
 #define _GNU_SOURCE
+#include "core.h"
 #include "api.h"
+#include "cluster.h"
+#include "read.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +23,6 @@
 
 #include "keycodec.h"
 #include "outcome.h"
-#include "read.h"
 #include "token.h"
 
 /* ------------------------------------------------------------ parameters */

@@ -7,7 +7,13 @@
  * (api_authenticate), with its bucket name checked, its bucket's owner
  * authorized and admission passed, in that order; a path no table names
  * is 404 NoSuchRoute, a method a route does not take 405 with Allow. */
-#include "internal.h"
+#include "core.h"
+#include "admit.h"
+#include "api.h"
+#include "cluster.h"
+#include "read.h"
+#include "server.h"
+#include "write.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -37,9 +37,11 @@
  * gathered answer carries no X-Objlog-Applied: its parts come from
  * several nodes, each fenced). */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "core.h"
 #include "api.h"
+#include "cluster.h"
 #include "read.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,9 +8,11 @@
  * (a bad body or parameter), so every request is answered exactly once;
  * the values it hands over borrow from the body, which lives until the
  * gateway call returns (the producer copies what it keeps). */
-#include "internal.h"
+#include "core.h"
+#include "api.h"
+#include "read.h"
+#include "server.h"
 #include "write.h"
-#include "writes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,9 @@
  * Invariant: while a partition's rows are being replaced it is held, so
  * it is neither applied nor read here; a failed import leaves it empty
  * ("never applied"), and the next refresh offers it again. */
-#include "internal.h"
+#include "core.h"
+#include "cluster.h"
+#include "server.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,7 +32,6 @@
 
 #include "checkpoint.h"
 #include "nodeauth.h"
-#include "tls.h"
 
 /* How long a hold may take: the batch in hand ends first. */
 #define BOOT_HOLD_MS 10000

@@ -17,7 +17,9 @@
  * jobs (the export's writer fails at its next chunk), so shutdown waits
  * for them no longer than one chunk. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "core.h"
+#include "cluster.h"
+#include "server.h"
 
 #include "checkpoint.h"
 

@@ -26,11 +26,14 @@
  * A circle with forward.c, on purpose: cluster_route decides where a
  * read goes and hands it to forward.c, which asks back (cluster_pick,
  * cluster_mark_down) for the next replica when a node does not answer. */
-#include "internal.h"
+#define _GNU_SOURCE
+#include "core.h"
+#include "cluster.h"
+#include "server.h"
+#include "watermark.h"
 
 #include "kafkaconf.h"
 #include "nodeauth.h"
-#include "tls.h"
 
 #include <curl/curl.h>
 #include <openssl/crypto.h>

@@ -20,8 +20,9 @@
  * A circle with cluster.c, on purpose: cluster.c routes a read here, and
  * a failed peer is reported back to it (cluster_mark_down) so the retry
  * picks another replica. */
-#include "internal.h"
-#include "tls.h"
+#include "core.h"
+#include "cluster.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * Invariant: the subject signed is the client's as this node
  * authenticated it (or "node" for the node's own requests, "open" where
  * the API takes requests without a token), never one a client named. */
-#include "server.h"
+#include "core.h"
+#include "cluster.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -20,7 +20,9 @@
  * Invariant: authz_bucket answers (403, or a fence's error) or returns 0;
  * it returns 0 without a read when authorization is off or the caller is
  * an admin. */
+#include "core.h"
 #include "read.h"
+#include "server.h"
 
 #include <string.h>
 

@@ -17,7 +17,11 @@
  * runs the request's route again with the result (http_ctx.fenced), and
  * the handler answers as if it had never left. Invariant: a parked request
  * is on exactly one worker's list until that re-run, which answers it. */
+#include "core.h"
+#include "cluster.h"
 #include "read.h"
+#include "server.h"
+#include "watermark.h"
 
 #include <stdio.h>
 #include <stdlib.h>

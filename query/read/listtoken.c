@@ -26,6 +26,7 @@
  * from another store, is a 400. That matters for usage tokens, which carry
  * running counters a client could otherwise set; a LIST token only names a
  * position inside its bucket. The tag is compared in constant time. */
+#include "core.h"
 #include "read.h"
 
 #include <stdlib.h>

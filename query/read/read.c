@@ -9,7 +9,9 @@
  * ONE view (one RocksDB snapshot) opened after the fence, so the answer
  * reflects at least the positions it reports in X-Objlog-Applied. */
 #define _GNU_SOURCE
+#include "core.h"
 #include "read.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

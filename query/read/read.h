@@ -17,10 +17,14 @@
 
 /* http_ctx; fence_rc and fence_result stay there, since http_ctx.fenced
  * and http_rerun carry them. */
-#include "internal.h"
+#include "server.h"
 #include "view.h"
 
 /* ---- fence.c ---- */
+/* Fence modes counted in metrics. */
+enum { FENCE_STRONG = 0, FENCE_TOKEN = 1, FENCE_MODES = 2 };
+typedef struct fence_req fence_req;
+
 #define FENCE_PARKED 2
 /* Makes the read consistent per consistency=/token= for the partitions it
  * will read, then fills applied[i] (next offset applied). 0 ready; -1 when
@@ -145,5 +149,36 @@ char *indextoken_encode(const uint8_t *key, const char *bucket, const uint8_t *p
                         size_t pos_len);
 int indextoken_decode(const uint8_t *key, const char *bucket, const char *text,
                       size_t text_len, uint8_t **pos, size_t *pos_len);
+
+
+/* ---- bucketscan.c: the bucket records by name, for every API ---- */
+typedef struct bucket_query {
+    const char *prefix, *tenant, *after; /* NULL: none */
+    size_t prefix_len;
+    /* A cluster node asked by another (cluster_buckets): only buckets of
+     * these partitions. NULL: every partition. */
+    const unsigned char *only;
+    const rangemap *rm;
+} bucket_query;
+/* One listed bucket; record owned. */
+typedef struct bucket_row {
+    Objlog__BucketRecord *r;
+} bucket_row;
+
+typedef struct bucket_page {
+    bucket_row *rows;            /* sorted by name, at most max + 1 */
+    size_t n, max;               /* max: max_buckets + 1 (tells truncation) */
+} bucket_page;
+
+/* Every bucket row of s that q wants into p (at most p->max, by name):
+ * 0, or -1 with err. */
+int buckets_scan(objlog_store *s, const bucket_query *q, bucket_page *p, char *err,
+                 size_t es);
+/* The first max buckets of tenant (every bucket for NULL or "") by name
+ * into *p: 0 (free it with buckets_page_free), or -1 after replying 500
+ * or parking on the fence (which runs c again). */
+int buckets_read_all(http_ctx *c, const char *tenant, size_t max, bucket_page *p);
+void buckets_page_free(bucket_page *p);
+
 
 #endif

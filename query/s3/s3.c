@@ -17,7 +17,11 @@
  * only the parameter names, the answer's shape and S3's status codes for
  * successes differ. Every answer carries x-amz-request-id. No handler
  * reads a header the signature check did not cover (S3_MAX_HEADERS). */
+#include "core.h"
+#include "admit.h"
+#include "read.h"
 #include "s3.h"
+#include "server.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -55,31 +59,30 @@ typedef struct s3_target {
 
 static void s3_creds_warn(const struct s3_conf *s);
 
-int s3_conf_new(objlog_query *q, const objlog_query_conf *conf, char *errstr,
+int s3_conf_new(objlog_query *q, const s3_settings *conf, char *errstr,
                 size_t errstr_size) {
     struct s3_conf *s = calloc(1, sizeof(*s));
-    q->s3_host = strdup(conf->s3_host);
-    if (!s || !q->s3_host) {
+    if (!s || !(s->host = strdup(conf->host))) {
         free(s);
         snprintf(errstr, errstr_size, "s3: out of memory");
         return -1;
     }
     q->s3 = s;
-    q->s3_port = conf->s3_port;
+    s->port = conf->port;
     snprintf(s->region, sizeof(s->region), "%s",
-             conf->s3_region && *conf->s3_region ? conf->s3_region : "us-east-1");
+             conf->region && *conf->region ? conf->region : "us-east-1");
     snprintf(s->domain, sizeof(s->domain), "%s",
-             conf->s3_domain && *conf->s3_domain ? conf->s3_domain : "localhost");
-    s->anonymous = conf->s3_anonymous;
+             conf->domain && *conf->domain ? conf->domain : "localhost");
+    s->anonymous = conf->anonymous;
     pthread_rwlock_init(&s->creds.lock, NULL);
-    if ((conf->s3_blob_url && !(s->blob_url = strdup(conf->s3_blob_url))) ||
-        (conf->s3_credentials && !(s->creds.path = strdup(conf->s3_credentials)))) {
+    if ((conf->blob_url && !(s->blob_url = strdup(conf->blob_url))) ||
+        (conf->credentials && !(s->creds.path = strdup(conf->credentials)))) {
         snprintf(errstr, errstr_size, "s3: out of memory");
         return -1;
     }
     s->creds.allow_open = conf->insecure;
-    if (conf->s3_credentials &&
-        !(s->creds.keys = s3creds_load(conf->s3_credentials, conf->insecure, errstr, errstr_size)))
+    if (conf->credentials &&
+        !(s->creds.keys = s3creds_load(conf->credentials, conf->insecure, errstr, errstr_size)))
         return -1;
     s3_creds_warn(s);
     return 0;
@@ -110,11 +113,10 @@ void s3_conf_free(objlog_query *q) {
         free(q->s3->creds.path);
         s3creds_free(q->s3->creds.keys);
         pthread_rwlock_destroy(&q->s3->creds.lock);
+        free(q->s3->host);
     }
     free(q->s3);
     q->s3 = NULL;
-    free(q->s3_host);
-    q->s3_host = NULL;
 }
 
 /* ------------------------------------------------------------ addressing */

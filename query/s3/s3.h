@@ -1,6 +1,5 @@
 /* s3.h: the S3 endpoint's own header, included by query/s3/'s files only.
- * What the server and the gateway call of it (s3_conf_*, s3_run,
- * s3_worker_init, s3_reply_error, s3_reply_written) stays in internal.h;
+ * The service builds it (s3_conf_*) and listens with its face (s3_face);
  * SigV4 is s3auth.h, which the tests and ops/ use without the server.
  *
  * The files depend one way: s3.c (settings, addressing, auth, the route
@@ -10,13 +9,17 @@
 #ifndef OBJLOG_QUERY_S3_H
 #define OBJLOG_QUERY_S3_H
 
-#include "internal.h"
+#include "read.h"
+#include "server.h"
+#include "write.h"
 #include "s3auth.h"
 #include "secretfile.h"
 
 /* The endpoint's settings (q->s3): read by every request, written only by
  * s3_conf_new, s3_conf_reload and s3_conf_free (s3.c). */
 struct s3_conf {
+    char *host;                  /* --s3-listen */
+    int port;
     char region[64];
     char domain[256];            /* virtual-hosted style: BUCKET.domain */
     int anonymous;
@@ -183,4 +186,28 @@ int s3_checksum(http_ctx *c, const struct s3auth *a, const uint8_t *body, size_t
  * value: 1, or 0 when it is not one of S3's. */
 int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value);
 
+/* ---- s3.c: the S3 REST endpoint ---- */
+
+/* objlogd's --s3-* flags. */
+typedef struct s3_settings {
+    const char *host;            /* --s3-listen */
+    int port;
+    const char *region, *domain, *credentials, *blob_url;
+    int anonymous;               /* --s3-anonymous */
+    int insecure;                /* --insecure: a credentials file others may read */
+} s3_settings;
+/* The S3 endpoint's settings (q->s3): 0, or -1 with errstr (a bad
+ * credentials file, say). */
+int s3_conf_new(objlog_query *q, const s3_settings *st, char *errstr, size_t errstr_size);
+void s3_conf_free(objlog_query *q);
+/* Reads --s3-credentials again (objlog_query_reload). */
+int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size);
+/* The S3 endpoint's face (its router, its XML errors and answers). */
+extern const http_face s3_face;
+/* An error as S3 answers it: XML Error with Code, Message, Resource and
+ * RequestId (no body for HEAD), in S3's words (s3_error_code). */
+void s3_reply_error(http_ctx *c, int status, const char *code, const char *request_id,
+                    const char *message);
+/* A gateway write of c applied OK: the answer its S3 operation gives. */
+void s3_reply_written(http_ctx *c, const struct write_answer *w);
 #endif

@@ -9,8 +9,11 @@
  * A v2 continuation token is the JSON listing's (listtoken.c), bound to
  * the bucket, so an edited one is a 400. */
 #define _GNU_SOURCE
+#include "core.h"
+#include "read.h"
 #include "s3.h"
-#include "buckets.h"
+#include "server.h"
+#include "write.h"
 
 #include <stdio.h>
 #include <stdlib.h>

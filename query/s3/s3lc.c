@@ -16,7 +16,11 @@
  * rather than a wider filter a client could put back. The filter's XML
  * shape rides in LifecycleRule.s3_filter_form, which no decision reads. */
 #define _GNU_SOURCE /* strptime, timegm */
+#include "core.h"
+#include "read.h"
 #include "s3.h"
+#include "server.h"
+#include "workers.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,7 +32,6 @@
 #include <expat.h>
 #include <openssl/rand.h>
 
-#include "lcconf.h"
 #include "lifecycle.h"
 
 #define LCX_DEPTH 6          /* LifecycleConfiguration/Rule/Filter/And/Tag/Key */

@@ -11,7 +11,10 @@
  *
  * objlog has no accounts: every Owner and Initiator is "objlog", as in
  * ListBuckets (s3bucket.c). */
+#include "core.h"
+#include "read.h"
 #include "s3.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

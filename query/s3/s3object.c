@@ -8,7 +8,11 @@
  * hands the gateway only those. Reads go through a fenced view of the
  * key's partition, writes through the gateway, as the JSON routes do. */
 #define _GNU_SOURCE /* strptime, timegm */
+#include "core.h"
+#include "read.h"
 #include "s3.h"
+#include "server.h"
+#include "write.h"
 
 #include <inttypes.h>
 #include <stdio.h>

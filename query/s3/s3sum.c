@@ -10,7 +10,9 @@
  * SHA-1 and SHA-256 from OpenSSL; CRC32C (Castagnoli, which neither has)
  * is the reflected table algorithm, checked against RFC 3720's vectors
  * in test_s3_clients. */
+#include "core.h"
 #include "s3.h"
+#include "server.h"
 
 #include <stdio.h>
 #include <string.h>

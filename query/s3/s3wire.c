@@ -9,7 +9,9 @@
  * in S3's own codes (s3_error_code), whichever file refused the request.
  * Helpers that refuse a request have answered it when they return -1. */
 #define _GNU_SOURCE /* strptime, timegm */
+#include "core.h"
 #include "s3.h"
+#include "server.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -99,7 +101,7 @@ static void s3_object_location(http_ctx *c, char *out, size_t n) {
     snprintf(out, n, "http://%s%s", host ? host : "localhost", path ? path : "/");
 }
 
-void s3_reply_written(http_ctx *c, const s3_written *w) {
+void s3_reply_written(http_ctx *c, const struct write_answer *w) {
     char quoted[160];
     int versioned = w->version_id && *w->version_id && strcmp(w->version_id, "null") != 0;
     xmlw x;

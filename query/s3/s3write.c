@@ -16,7 +16,11 @@
  * (gateway_delete_versions' sink) into an s3_batch, which answers the
  * request once, when the last one has reported. */
 #define _GNU_SOURCE /* strndup */
+#include "core.h"
+#include "read.h"
 #include "s3.h"
+#include "server.h"
+#include "write.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -9,7 +9,9 @@
  * so a key with any bytes never breaks the document; with url set the
  * text is percent-encoded the way S3 answers EncodingType=url and
  * botocore decodes it (unquote_plus: a space is '+'). */
+#include "core.h"
 #include "s3.h"
+#include "server.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -36,8 +36,8 @@
  *
  * Everything here runs on the worker's thread. */
 #define _GNU_SOURCE
+#include "core.h"
 #include "server.h"
-#include "tls.h"
 
 #include <errno.h>
 #include <stdio.h>

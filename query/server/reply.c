@@ -6,6 +6,7 @@
  * logs it, hands it to conn.c whole and drops the worker's in-flight
  * count, which graceful shutdown waits on. An error goes through the
  * request's face, so each API answers its errors in its own format. */
+#include "core.h"
 #include "server.h"
 
 #include "bucketname.h"

@@ -10,6 +10,7 @@
  * what it keeps waiting, then waits for the in-flight count to reach
  * zero; the hooks' state is disposed of only after the loop ended. */
 #define _GNU_SOURCE
+#include "core.h"
 #include "server.h"
 
 #include <arpa/inet.h>

@@ -2,7 +2,8 @@
  * client context (the CA), made at start and shared by every worker: an
  * SSL_CTX is safe to share once configured; each connection has its own
  * SSL. */
-#include "tls.h"
+#include "core.h"
+#include "server.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

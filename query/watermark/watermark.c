@@ -18,11 +18,13 @@
  * (wm_ticket), the number of the request it needs, and is told when any
  * request finishes (wm_set_notify) so it can check (wm_ticket_done). */
 #include "objlog_logger.h"
-#include "internal.h"
+#include "core.h"
+#include "watermark.h"
 
 #include "kafkaconf.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,7 +21,8 @@
  * nothing: an index becomes building, or a partition holding one becomes
  * ours, only through an applied event (the offset moves) or a role change,
  * and a fresh thread (a restart) always scans once. */
-#include "internal.h"
+#include "core.h"
+#include "workers.h"
 
 #include <pthread.h>
 #include <stdlib.h>

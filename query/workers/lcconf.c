@@ -9,7 +9,11 @@
  * carries every rule the bucket will have, and one without rules removes
  * the configuration. Its callers validate the rules first
  * (objlog_lc_validate); the state machine checks them again on apply. */
-#include "lcconf.h"
+#include "core.h"
+#include "read.h"
+#include "server.h"
+#include "workers.h"
+#include "write.h"
 
 #include <stdint.h>
 

@@ -26,7 +26,8 @@
  * NotDue, so a skewed clock costs one batch of NotDue events, not one per
  * due item per pass.
  */
-#include "internal.h"
+#include "core.h"
+#include "workers.h"
 
 #include <stdio.h>
 #include <stdlib.h>

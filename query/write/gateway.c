@@ -39,6 +39,9 @@
  * InsufficientStorage naming the store's error, and a logged write whose
  * outcome did not come in time is answered the same way with its request
  * id: the log is fine, the view's disk is not. */
+#include "core.h"
+#include "cluster.h"
+#include "server.h"
 #include "write.h"
 
 #include <errno.h>

@@ -12,7 +12,24 @@
 #ifndef OBJLOG_QUERY_WRITE_H
 #define OBJLOG_QUERY_WRITE_H
 
-#include "internal.h"
+#include "server.h"
+#include "objlog_producer.h"
+#include "view.h"
+
+typedef struct gateway gateway;
+
+/* What a write's success answer may name (http_face.written: an API
+ * that answers writes in its own shape). */
+struct write_answer {
+    const char *bucket;          /* "" unless the write kept it */
+    const char *key;             /* NULL unless the write kept it */
+    size_t key_len;
+    const char *version_id;
+    const char *etag;
+    int delete_marker;
+    const char *upload_id;
+    int64_t log_time_ms;         /* the new version's LastModified; 0 unknown */
+};
 
 gateway *gateway_new(objlog_query *q, int waiters, char *errstr,
                      size_t errstr_size);
