@@ -1,6 +1,6 @@
-/* apply.h: internal interface of the state machine (apply.c) and the small
- * key helpers the store and the consumer share with it. Not public: the
- * query service reads the layout documented in materializer.h instead. */
+/* apply.h: internal interface of the state machine (apply.c). Not public:
+ * the query service reads the layout documented in materializer.h
+ * instead; the row layouts apply shares with the store are in rows.h. */
 #ifndef OBJLOG_APPLY_H
 #define OBJLOG_APPLY_H
 
@@ -13,39 +13,6 @@
 #include "materializer.h"
 #include "objlog.pb-c.h"
 #include "rangemap.h"
-
-/* ---- meta / outcome keys ---- */
-#define APPLY_META_APPLIED "applied"
-#define APPLY_META_DLQ "dlq"
-#define APPLY_META_OUTCOMES_LOW "olow"
-#define APPLY_META_NO_STATS "nostats" /* bench only: see apply_batch_set_stats */
-#define APPLY_META_KEY_MAX 16
-#define APPLY_OUTCOME_KEY_LEN 13 /* 'o' be32 be64 */
-#define APPLY_HEADER_LEN 18
-
-uint64_t apply_get_be64(const uint8_t *p);
-/* name ‖ be32(partition) into out; returns the length. */
-size_t apply_meta_key(uint8_t out[APPLY_META_KEY_MAX], const char *name,
-                      int32_t partition);
-void apply_outcome_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t partition,
-                       int64_t offset);
-int apply_header_decode(const void *val, size_t n, objlog_key_header *h);
-int apply_row_is_header(const void *row, size_t n);
-
-/* ---- store format (storefmt.c) ---- */
-
-/* At open: a new store gets the current format marker; a marker naming
- * another format is refused (errstr). 0 or -1. */
-int storefmt_open(objlog_store *s, char *errstr, size_t errstr_size);
-
-/* ---- admission settings (ratelimit.c) ---- */
-
-/* 1 when l is a storable RateLimit, else 0 with why. */
-int ratelimit_valid(const Objlog__RateLimit *l, char *why, size_t why_size);
-/* SetRateLimit / DeleteRateLimit: points *slot at the event's limit (which
- * the event keeps owning) or NULL. 0, or -1 with why (InvalidArgument). */
-int ratelimit_settle(const Objlog__Event *ev, Objlog__RateLimit **slot, char *why,
-                     size_t why_size);
 
 /* ---- the state machine ---- */
 

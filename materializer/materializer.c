@@ -18,6 +18,7 @@
 #include "materializer.h"
 
 #include "apply.h"
+#include "rows.h"
 #include "janitor.h"
 #include "control.h"
 #include "kafkaconf.h"

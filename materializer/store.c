@@ -17,8 +17,9 @@
  * lines so that it never writes to the full disk (see store_set_logging). */
 #include "materializer.h"
 
-#include "apply.h"
 #include "checkpoint.h"
+#include "rows.h"
+#include "storefmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,12 +315,4 @@ int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
         rc = -1;
     }
     return rc;
-}
-
-int objlog_key_header_decode(const void *val, size_t n, objlog_key_header *h) {
-    return apply_header_decode(val, n, h);
-}
-
-int objlog_versions_row_is_header(const void *row, size_t n) {
-    return apply_row_is_header(row, n);
 }
