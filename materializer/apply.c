@@ -178,7 +178,6 @@
 #include "keycodec.h"
 #include "lifecycle.h"
 #include "ratelimit.h"
-#include "rowcache.h"
 #include "rows.h"
 #include "statrows.h"
 
@@ -194,191 +193,7 @@
 /* "<32 hex>-<count up to 10000>" */
 #define MULTIPART_ETAG_MAX (2 * MD5_LEN + 1 + 5 + 1)
 
-struct apply_batch {
-    objlog_store *store;
-    rocksdb_t *db;
-    const rangemap *rm;
-    rocksdb_writebatch_wi_t *wb;
-    rocksdb_readoptions_t *ro;
-    /* Deletes staged in `objects` and `versions` and the key range they
-     * span: the materializer's janitor compacts it (janitor.h). */
-    uint64_t deletes;
-    keybuf del_lo, del_hi;
-    /* Dedup window (log time) and space bound: compile-time defaults,
-     * changed only by tests (apply_batch_set_dedup_limits). */
-    int64_t window_ms;
-    int64_t max_ids;
-    int no_stats;       /* bench only (apply_batch_set_stats) */
-    /* The `stats` rows this batch changed, staged by apply_batch_wb. */
-    statrows stats;
-    /* The `indexes` 'c' rows this batch changed (indexes_stage). */
-    statrows ixcounts;
-    /* Hot rows (bucket records, meta) as the batch sees them. */
-    rowcache hot;
-};
 
-
-/* ---- batch ---- */
-
-apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
-    apply_batch *b = calloc(1, sizeof(*b));
-    if (!b)
-        return NULL;
-    b->store = store;
-    b->db = objlog_store_db(store);
-    b->rm = rm;
-    /* overwrite_key: an iterator over the batch shows one entry per key. */
-    b->wb = rocksdb_writebatch_wi_create(0, 1);
-    b->ro = rocksdb_readoptions_create();
-    b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
-    b->max_ids = OBJLOG_DEDUP_MAX_IDS;
-    statrows_init(&b->stats);
-    statrows_init(&b->ixcounts);
-    rowcache_init(&b->hot);
-    return b;
-}
-
-void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
-                                  int64_t max_ids) {
-    b->window_ms = window_ms;
-    b->max_ids = max_ids > 0 ? max_ids : 1;
-}
-
-void apply_batch_set_stats(apply_batch *b, int on) { b->no_stats = !on; }
-
-void apply_batch_destroy(apply_batch *b) {
-    if (!b)
-        return;
-    keybuf_free(&b->del_lo);
-    keybuf_free(&b->del_hi);
-    statrows_free(&b->stats);
-    statrows_free(&b->ixcounts);
-    rowcache_clear(&b->hot);
-    rocksdb_writebatch_wi_destroy(b->wb);
-    rocksdb_readoptions_destroy(b->ro);
-    free(b);
-}
-
-static void stats_stage(apply_batch *b);
-
-rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
-    stats_stage(b);
-    indexes_stage(b, &b->ixcounts);
-    return b->wb;
-}
-
-void apply_batch_clear(apply_batch *b) {
-    rocksdb_writebatch_wi_clear(b->wb);
-    statrows_clear(&b->stats);
-    statrows_clear(&b->ixcounts);
-    rowcache_clear(&b->hot);
-    b->deletes = 0;
-    keybuf_reset(&b->del_lo);
-    keybuf_reset(&b->del_hi);
-}
-
-uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
-                             const keybuf **hi) {
-    *lo = &b->del_lo;
-    *hi = &b->del_hi;
-    return b->deletes;
-}
-
-static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-    size_t m = an < bn ? an : bn;
-    int c = m ? memcmp(a, b, m) : 0;
-    return c ? c : (an > bn) - (an < bn);
-}
-
-/* Widens [del_lo, del_hi] to cover k. Allocation failure only narrows
- * what gets compacted, never correctness, so it is ignored. */
-static void note_delete(apply_batch *b, const void *k, size_t kn) {
-    if (b->deletes++ == 0 || bytes_cmp(k, kn, b->del_lo.data, b->del_lo.len) < 0) {
-        keybuf_reset(&b->del_lo);
-        (void)keybuf_append(&b->del_lo, k, kn);
-    }
-    if (b->deletes == 1 || bytes_cmp(k, kn, b->del_hi.data, b->del_hi.len) > 0) {
-        keybuf_reset(&b->del_hi);
-        (void)keybuf_append(&b->del_hi, k, kn);
-    }
-}
-
-static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
-    return objlog_store_cf(b->store, cf);
-}
-
-/* The column families whose rows the batch caches (rowcache.h). */
-static int hot_cf(objlog_cf cf) { return cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_META; }
-
-/* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
- * rocksdb_free), 0 absent, -1 error. */
-static int batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                     char **v, size_t *vn, char *errstr, size_t es) {
-    char *err = NULL;
-    int hot = hot_cf(cf);
-    int rc = hot ? rowcache_get(&b->hot, (int)cf, k, kn, v, vn) : 0;
-    if (rc != 0) {
-        if (rc < 0)
-            snprintf(errstr, es, "out of memory");
-        return rc < 0 ? -1 : *v ? 1 : 0;
-    }
-    *v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
-        b->wb, b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
-    if (err) {
-        snprintf(errstr, es, "read %s: %s", objlog_cf_name(cf), err);
-        rocksdb_free(err);
-        return -1;
-    }
-    if (hot)
-        rowcache_set(&b->hot, (int)cf, k, kn, *v, *v ? *vn : 0);
-    return *v ? 1 : 0;
-}
-
-static void batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                      const void *v, size_t vn) {
-    if (hot_cf(cf))
-        rowcache_set(&b->hot, (int)cf, k, kn, v, vn);
-    rocksdb_writebatch_wi_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
-}
-
-static void batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
-    if (cf == OBJLOG_CF_OBJECTS || cf == OBJLOG_CF_VERSIONS)
-        note_delete(b, k, kn);
-    if (hot_cf(cf))
-        rowcache_set(&b->hot, (int)cf, k, kn, NULL, 0);
-    rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
-}
-
-/* m packed into a malloc'd buffer (*n bytes), or NULL (errstr). */
-static uint8_t *msg_pack(const ProtobufCMessage *m, size_t *n, char *errstr, size_t es) {
-    *n = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(*n ? *n : 1);
-    if (!buf)
-        snprintf(errstr, es, "out of memory");
-    else
-        protobuf_c_message_pack(m, buf);
-    return buf;
-}
-
-static int batch_put_msg(apply_batch *b, objlog_cf cf, const void *k,
-                         size_t kn, const ProtobufCMessage *m, char *errstr,
-                         size_t es) {
-    size_t n;
-    uint8_t *buf = msg_pack(m, &n, errstr, es);
-    if (!buf)
-        return -1;
-    batch_put(b, cf, k, kn, buf, n);
-    free(buf);
-    return 0;
-}
-
-/* Iterator over cf that sees the batch's own writes on top of the store. */
-static rocksdb_iterator_t *batch_iter(apply_batch *b, objlog_cf cf) {
-    rocksdb_iterator_t *base = rocksdb_create_iterator_cf(b->db, b->ro, cfh(b, cf));
-    /* The returned iterator takes ownership of base. */
-    return rocksdb_writebatch_wi_create_iterator_with_base_cf(b->wb, base,
-                                                              cfh(b, cf));
-}
 
 /* ---- one event ---- */
 
@@ -451,7 +266,7 @@ static int load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
     char *v;
     size_t vn;
     *out = NULL;
-    int rc = batch_get(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
                        &v, &vn, a->errstr, a->es);
     if (rc <= 0)
         return rc;
@@ -475,7 +290,7 @@ static int require_bucket(apply_ev *a, Objlog__BucketRecord **out) {
 }
 
 static int save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
-    return batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+    return apply_batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
                          &r->base, a->errstr, a->es);
 }
 
@@ -483,7 +298,7 @@ static int load_header(apply_ev *a, objlog_key_header *h) {
     char *v;
     size_t vn;
     memset(h, 0, sizeof(*h));
-    int rc = batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
                        &v, &vn, a->errstr, a->es);
     if (rc <= 0)
         return rc;
@@ -498,12 +313,12 @@ static int load_header(apply_ev *a, objlog_key_header *h) {
 
 static void save_header(apply_ev *a, const objlog_key_header *h) {
     if (h->versions == 0) {
-        batch_del(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len);
+        apply_batch_del(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len);
         return;
     }
     uint8_t v[APPLY_HEADER_LEN];
     apply_header_encode(h, v);
-    batch_put(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len, v, sizeof(v));
+    apply_batch_put(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len, v, sizeof(v));
 }
 
 /* version_row(b,k,seq) built from the route key already at hand. */
@@ -526,7 +341,7 @@ static int load_version(apply_ev *a, uint64_t seq, Objlog__VersionRecord **out) 
     *out = NULL;
     if (version_row(a, seq, &row) < 0)
         return -1;
-    int rc = batch_get(a->b, OBJLOG_CF_VERSIONS, row.data, row.len, &v, &vn,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_VERSIONS, row.data, row.len, &v, &vn,
                        a->errstr, a->es);
     keybuf_free(&row);
     if (rc <= 0)
@@ -557,7 +372,7 @@ static int delete_version(apply_ev *a, uint64_t seq) {
     keybuf row;
     if (version_row(a, seq, &row) < 0)
         return -1;
-    batch_del(a->b, OBJLOG_CF_VERSIONS, row.data, row.len);
+    apply_batch_del(a->b, OBJLOG_CF_VERSIONS, row.data, row.len);
     keybuf_free(&row);
     return 0;
 }
@@ -573,7 +388,7 @@ static void objects_noted(apply_ev *a, int live, uint64_t size, uint8_t *row,
 }
 
 static void objects_del(apply_ev *a) {
-    batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+    apply_batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
     objects_noted(a, 0, 0, NULL, 0);
 }
 
@@ -598,7 +413,7 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
     keybuf row;
     if (version_row(a, a->seq, &row) < 0)
         return -1;
-    int rc = batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len,
+    int rc = apply_batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len,
                            &r.base, a->errstr, a->es);
     keybuf_free(&row);
     if (rc < 0)
@@ -608,10 +423,10 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
         return 0;
     }
     size_t n;
-    uint8_t *buf = msg_pack(&r.base, &n, a->errstr, a->es);
+    uint8_t *buf = apply_batch_pack(&r.base, &n, a->errstr, a->es);
     if (!buf)
         return -1;
-    batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, buf, n);
+    apply_batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, buf, n);
     objects_noted(a, 1, r.meta->size, buf, n);
     return 0;
 }
@@ -619,7 +434,7 @@ static int add_version(apply_ev *a, const char *version_id, int marker,
 /* Makes `objects` show the key's newest version if it is live, else
  * nothing. Used after a version other than a new newest one changed. */
 static int refresh_current(apply_ev *a) {
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_VERSIONS);
     const uint8_t *rk = a->route.data;
     size_t rn = a->route.len;
     int found = 0;
@@ -651,7 +466,7 @@ static int refresh_current(apply_ev *a) {
                 return -1;
             }
             memcpy(copy, v, vn);
-            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
+            apply_batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
             objects_noted(a, 1, r->meta ? r->meta->size : 0, (uint8_t *)copy, vn);
             found = 1;
         }
@@ -691,7 +506,7 @@ static int check_preconditions(apply_ev *a) {
         return 1;
     char *v;
     size_t vn;
-    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
                        &v, &vn, a->errstr, a->es);
     if (rc < 0)
         return -1;
@@ -825,12 +640,12 @@ static int delta_is_zero(stats_delta *d) {
 /* The stats row at k as the batch sees it (loaded from the store on first
  * touch; absent = all zero, present 0). NULL on error (errstr). */
 static statrow *stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t es) {
-    statrow *r = statrows_find(&b->stats, k->data, k->len);
+    statrow *r = statrows_find(apply_batch_stats_rows(b), k->data, k->len);
     if (r)
         return r;
     char *v;
     size_t vn;
-    int rc = batch_get(b, OBJLOG_CF_STATS, k->data, k->len, &v, &vn, errstr, es);
+    int rc = apply_batch_get(b, OBJLOG_CF_STATS, k->data, k->len, &v, &vn, errstr, es);
     if (rc < 0)
         return NULL;
     Objlog__UsageStats *u =
@@ -841,7 +656,7 @@ static statrow *stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t 
         snprintf(errstr, es, "stats row: corrupt record");
         return NULL;
     }
-    r = statrows_insert(&b->stats, k->data, k->len);
+    r = statrows_insert(apply_batch_stats_rows(b), k->data, k->len);
     if (r && u) {
         r->present = 1;
         for (int i = 0; i < STATS_FIELDS; i++)
@@ -871,11 +686,11 @@ static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
 
 /* Sets the row at k to all zero (present) or absent, without reading it. */
 static int stats_reset(apply_batch *b, const keybuf *k, int present) {
-    if (b->no_stats)
+    if (!apply_batch_stats_on(b))
         return 0;
-    statrow *r = statrows_find(&b->stats, k->data, k->len);
+    statrow *r = statrows_find(apply_batch_stats_rows(b), k->data, k->len);
     if (!r)
-        r = statrows_insert(&b->stats, k->data, k->len);
+        r = statrows_insert(apply_batch_stats_rows(b), k->data, k->len);
     if (!r)
         return -1;
     Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
@@ -888,17 +703,17 @@ static int stats_reset(apply_batch *b, const keybuf *k, int present) {
 /* Stages every changed row into the WriteBatch. Cannot fail: a row packs
  * into at most 10 varints of 11 bytes. */
 static void stats_stage(apply_batch *b) {
-    for (size_t i = 0; i < b->stats.n; i++) {
-        statrow *r = &b->stats.rows[i];
+    statrows *t = apply_batch_stats_rows(b);
+    for (size_t i = 0; i < t->n; i++) {
+        statrow *r = &t->rows[i];
         if (!r->dirty)
             continue;
         uint8_t buf[STATS_FIELDS * 11];
         if (r->present)
-            batch_put(b, OBJLOG_CF_STATS, r->key, r->key_len, buf,
+            apply_batch_put(b, OBJLOG_CF_STATS, r->key, r->key_len, buf,
                       objlog__usage_stats__pack(&r->u, buf));
         else
-            rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, OBJLOG_CF_STATS),
-                                            (const char *)r->key, r->key_len);
+            apply_batch_del(b, OBJLOG_CF_STATS, r->key, r->key_len);
         r->dirty = 0;
     }
 }
@@ -911,7 +726,7 @@ static void stats_stage(apply_batch *b) {
  * tenant's and the global row go when their bucket count drops to 0 (all
  * their other counters are 0 then: only an empty bucket is deleted). */
 static int stats_commit(apply_ev *a) {
-    if (a->b->no_stats || delta_is_zero(&a->d))
+    if (!apply_batch_stats_on(a->b) || delta_is_zero(&a->d))
         return 0;
     keybuf k;
     int rc = 0;
@@ -959,15 +774,15 @@ static int stats_key_begin(apply_ev *a) {
     a->obj_staged = 0;
     a->obj_live_before = 0;
     a->obj_size_before = 0;
-    if (a->b->no_stats && !indexes_key_wants(&a->ix))
+    if (!apply_batch_stats_on(a->b) && !indexes_key_wants(&a->ix))
         return 0;
     char *v = NULL;
     size_t vn = 0;
-    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
                        &v, &vn, a->errstr, a->es);
     if (rc < 0)
         return -1;
-    if (rc == 1 && !a->b->no_stats && row_size(a, v, vn, &a->obj_size_before) < 0) {
+    if (rc == 1 && apply_batch_stats_on(a->b) && row_size(a, v, vn, &a->obj_size_before) < 0) {
         rocksdb_free(v);
         return -1;
     }
@@ -982,7 +797,7 @@ static int stats_key_begin(apply_ev *a) {
 static int stats_key_end(apply_ev *a) {
     if (indexes_key_end(a->b, &a->ix, a->ev->bucket, a->ev->key, a->errstr, a->es) < 0)
         return -1;
-    if (a->b->no_stats)
+    if (!apply_batch_stats_on(a->b))
         return 0;
     int live = a->obj_staged ? a->obj_live_after : a->obj_live_before;
     uint64_t size = a->obj_staged ? a->obj_size_after : a->obj_size_before;
@@ -999,7 +814,7 @@ static int stats_key_end(apply_ev *a) {
  * dimension is never refused for it, so a bucket over a lowered quota can
  * still be overwritten or shrunk. 1 allowed, 0 QuotaExceeded, -1 error. */
 static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
-    if (a->b->no_stats || (!bs->max_bytes && !bs->max_objects))
+    if (!apply_batch_stats_on(a->b) || (!bs->max_bytes && !bs->max_objects))
         return 1;
     keybuf k;
     keybuf_init(&k);
@@ -1067,7 +882,7 @@ static int op_create_bucket(apply_ev *a) {
 /* 1 if cf has any row under the bucket (in `versions`: a version or a
  * delete marker; in `uploads`: an in-progress multipart upload). */
 static int bucket_has_rows(apply_ev *a, objlog_cf cf) {
-    rocksdb_iterator_t *it = batch_iter(a->b, cf);
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, cf);
     rocksdb_iter_seek(it, (const char *)a->bpart.data, a->bpart.len);
     int found = 0;
     if (rocksdb_iter_valid(it)) {
@@ -1113,7 +928,7 @@ static int op_delete_bucket(apply_ev *a) {
                "or complete them first)", a->ev->bucket);
         return 0;
     }
-    batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
+    apply_batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
     /* Empty, so it only leaves the bucket counts of its tenant and of the
      * global row. */
     keybuf k;
@@ -1353,7 +1168,7 @@ static int require_upload(apply_ev *a, const char *upload_id,
     *out = NULL;
     if (upload_row(a, upload_id ? upload_id : "", &row) < 0)
         return -1;
-    int rc = batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
                        a->errstr, a->es);
     keybuf_free(&row);
     if (rc < 0)
@@ -1382,7 +1197,7 @@ static int load_part(apply_ev *a, const char *upload_id, uint32_t part,
     *out = NULL;
     if (part_row(a, upload_id, part, &row) < 0)
         return -1;
-    int rc = batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
                        a->errstr, a->es);
     keybuf_free(&row);
     if (rc <= 0)
@@ -1404,7 +1219,7 @@ static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
     *bytes = 0;
     *parts = NULL;
     *n = 0;
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_UPLOADS);
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_UPLOADS);
     int rc = 0;
     for (rocksdb_iter_seek(it, (const char *)urow->data, urow->len);
          rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -1464,13 +1279,13 @@ static int remove_upload(apply_ev *a, const char *upload_id) {
     a->d.uploads--;
     a->d.upload_part_bytes -= (int64_t)bytes;
     if (rc == 0)
-        batch_del(a->b, OBJLOG_CF_UPLOADS, row.data, row.len);
+        apply_batch_del(a->b, OBJLOG_CF_UPLOADS, row.data, row.len);
     keybuf_free(&row);
     for (size_t i = 0; i < n && rc == 0; i++) {
         keybuf prow;
         rc = part_row(a, upload_id, parts[i], &prow);
         if (rc == 0) {
-            batch_del(a->b, OBJLOG_CF_UPLOADS, prow.data, prow.len);
+            apply_batch_del(a->b, OBJLOG_CF_UPLOADS, prow.data, prow.len);
             keybuf_free(&prow);
         }
     }
@@ -1510,7 +1325,7 @@ static int op_create_upload(apply_ev *a) {
     keybuf row;
     if (upload_row(a, r.upload_id, &row) < 0)
         return -1;
-    rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
+    rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
                        a->errstr, a->es);
     keybuf_free(&row);
     a->d.uploads++;
@@ -1553,7 +1368,7 @@ static int op_upload_part(apply_ev *a) {
     keybuf row;
     if (part_row(a, up->upload_id, up->part_number, &row) < 0)
         return -1;
-    rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
+    rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
                        a->errstr, a->es);
     keybuf_free(&row);
     a->res.etag = up->etag;
@@ -1737,7 +1552,7 @@ static int lc_pinned_action(apply_ev *a, const Objlog__LifecycleRule *rule,
     pin->seq = ex->version_seq;
     pin->rule = rule;
     pin->action = -1;
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_VERSIONS);
     int rc = objlog_lc_walk_key(it, a->route.data, a->route.len, a->ev->key.data,
                                 a->ev->key.len, lc_pin_fn, pin, a->errstr, a->es);
     rocksdb_iter_destroy(it);
@@ -1870,7 +1685,7 @@ static int save_outcome(apply_batch *b, int32_t p, int64_t off,
     o.upload_id = (char *)res->upload_id;
     uint8_t key[APPLY_OUTCOME_KEY_LEN];
     apply_outcome_key(key, p, off);
-    return batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base,
+    return apply_batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base,
                          errstr, es);
 }
 
@@ -1892,7 +1707,7 @@ static int rid_position(apply_batch *b, ProtobufCBinaryData rid, int32_t *rp,
         snprintf(errstr, es, "out of memory");
         return -1;
     }
-    int rc = batch_get(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, &pos, &pn,
+    int rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, &pos, &pn,
                        errstr, es);
     keybuf_free(&rk);
     if (rc <= 0)
@@ -1919,13 +1734,13 @@ static int apply_dedup(apply_batch *b, int32_t p, int64_t off, int64_t now,
         return rc;
     /* The bound, checked here too so the decision never depends on when
      * trimming ran: the event at off remembers offsets off-max_ids..off-1. */
-    if (rp == p && roff < off - b->max_ids)
+    if (rp == p && roff < off - apply_batch_max_ids(b))
         return 0;
     uint8_t okey[APPLY_OUTCOME_KEY_LEN];
     char *v;
     size_t vn;
     apply_outcome_key(okey, rp, roff);
-    rc = batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
+    rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
     if (rc <= 0)
         return rc;
     Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
@@ -1935,12 +1750,12 @@ static int apply_dedup(apply_batch *b, int32_t p, int64_t off, int64_t now,
                  (long long)roff);
         return -1;
     }
-    int expired = now - o->log_time_ms > b->window_ms;
+    int expired = now - o->log_time_ms > apply_batch_window_ms(b);
     *code = o->code;
     objlog__outcome__free_unpacked(o, NULL);
     if (!expired) {
         apply_outcome_key(okey, p, off);
-        batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
+        apply_batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
     }
     rocksdb_free(v);
     return expired ? 0 : 1;
@@ -1959,7 +1774,7 @@ static int record_request(apply_batch *b, int32_t p, int64_t off,
     }
     apply_put_be32(pos, (uint32_t)p);
     apply_put_be64(pos + 4, (uint64_t)off);
-    batch_put(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, pos, sizeof(pos));
+    apply_batch_put(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, pos, sizeof(pos));
     keybuf_free(&rk);
     return 0;
 }
@@ -1984,7 +1799,7 @@ static int olow_get(apply_batch *b, int32_t p, int64_t *low, int64_t *low_ts,
     size_t mkn = apply_meta_key(mk, APPLY_META_OUTCOMES_LOW, p);
     char *v;
     size_t vn;
-    int rc = batch_get(b, OBJLOG_CF_META, mk, mkn, &v, &vn, errstr, es);
+    int rc = apply_batch_get(b, OBJLOG_CF_META, mk, mkn, &v, &vn, errstr, es);
     if (rc <= 0)
         return rc;
     if (vn == 16) {
@@ -2000,14 +1815,14 @@ static void olow_put(apply_batch *b, int32_t p, int64_t low, int64_t low_ts) {
     size_t mkn = apply_meta_key(mk, APPLY_META_OUTCOMES_LOW, p);
     apply_put_be64(v, (uint64_t)low);
     apply_put_be64(v + 8, (uint64_t)low_ts);
-    batch_put(b, OBJLOG_CF_META, mk, mkn, v, sizeof(v));
+    apply_batch_put(b, OBJLOG_CF_META, mk, mkn, v, sizeof(v));
 }
 
 /* 1 if the 'o' row (offset, log time) is past the window or the bound as
  * seen from the event at (off, now). */
 static int trim_due(const apply_batch *b, int64_t off, int64_t now,
                     int64_t o_off, int64_t o_ts) {
-    return o_off <= off - b->max_ids || now - o_ts > b->window_ms;
+    return o_off <= off - apply_batch_max_ids(b) || now - o_ts > apply_batch_window_ms(b);
 }
 
 /* Collects up to TRIM_MAX_PER_EVENT rows of partition p from the oldest
@@ -2018,7 +1833,7 @@ static int trim_collect(apply_batch *b, int32_t p, int64_t off, int64_t now,
                         char *errstr, size_t es) {
     uint8_t start[APPLY_OUTCOME_KEY_LEN];
     apply_outcome_key(start, p, *low);
-    rocksdb_iterator_t *it = batch_iter(b, OBJLOG_CF_OUTCOMES);
+    rocksdb_iterator_t *it = apply_batch_iter(b, OBJLOG_CF_OUTCOMES);
     int n = 0, rc = 0;
     for (rocksdb_iter_seek(it, (const char *)start, sizeof(start));
          rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -2072,19 +1887,19 @@ static int trim_victim_apply(apply_batch *b, int32_t p, const trim_victim *t,
                              char *errstr, size_t es) {
     uint8_t okey[APPLY_OUTCOME_KEY_LEN];
     apply_outcome_key(okey, p, t->offset);
-    batch_del(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey));
+    apply_batch_del(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey));
     if (t->rkey.len == 0)
         return 0;
     char *pos;
     size_t pn;
-    int rc = batch_get(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len, &pos,
+    int rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len, &pos,
                        &pn, errstr, es);
     if (rc <= 0)
         return rc;
     int mine = pn == 12 && memcmp(pos, okey + 1, 12) == 0;
     rocksdb_free(pos);
     if (mine)
-        batch_del(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len);
+        apply_batch_del(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len);
     return 0;
 }
 
@@ -2123,6 +1938,12 @@ static int trim_outcomes(apply_batch *b, int32_t p, int64_t off, int64_t now,
 }
 
 /* ---- entry points ---- */
+
+rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
+    stats_stage(b);
+    indexes_stage(b, apply_batch_index_counts(b));
+    return apply_batch_staged(b);
+}
 
 Objlog__Event *apply_decode(const void *payload, size_t n, char *why,
                             size_t why_size) {
@@ -2200,11 +2021,11 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         rc = -1;
         goto out;
     }
-    if (!rangemap_owns(b->rm, partition, a.route.data, a.route.len)) {
+    if (!rangemap_owns(apply_batch_rangemap(b), partition, a.route.data, a.route.len)) {
         a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
         snprintf(a.res.message, sizeof(a.res.message),
                  "key of bucket %s is not in partition %d's range (epoch %u)",
-                 ev->bucket, partition, rangemap_epoch(b->rm));
+                 ev->bucket, partition, rangemap_epoch(apply_batch_rangemap(b)));
     } else if (apply_op(&a) < 0) {
         rc = -1;
         goto out;
@@ -2249,7 +2070,7 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
     size_t kn = apply_meta_key(key, APPLY_META_DLQ, partition);
     char *v;
     size_t vn;
-    int rc = batch_get(b, OBJLOG_CF_META, key, kn, &v, &vn, errstr, errstr_size);
+    int rc = apply_batch_get(b, OBJLOG_CF_META, key, kn, &v, &vn, errstr, errstr_size);
     if (rc < 0)
         return -1;
     uint64_t n = (rc == 1 && vn == 8) ? apply_get_be64((const uint8_t *)v) : 0;
@@ -2257,34 +2078,14 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
         rocksdb_free(v);
     uint8_t nv[8];
     apply_put_be64(nv, n + 1);
-    batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
+    apply_batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
     return trim_outcomes(b, partition, offset, log_time_ms, errstr, errstr_size);
 }
-
-int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                    char **v, size_t *vn, char *errstr, size_t es) {
-    return batch_get(b, cf, k, kn, v, vn, errstr, es);
-}
-
-void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                     const void *v, size_t vn) {
-    batch_put(b, cf, k, kn, v, vn);
-}
-
-void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
-    batch_del(b, cf, k, kn);
-}
-
-rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf) {
-    return batch_iter(b, cf);
-}
-
-statrows *apply_batch_index_counts(apply_batch *b) { return &b->ixcounts; }
 
 void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset) {
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_APPLIED, partition);
     uint8_t v[8];
     apply_put_be64(v, (uint64_t)next_offset);
-    batch_put(b, OBJLOG_CF_META, key, kn, v, sizeof(v));
+    apply_batch_put(b, OBJLOG_CF_META, key, kn, v, sizeof(v));
 }
