@@ -12,8 +12,9 @@
  * does not give to p, so a wrong or hostile stream cannot reach them. */
 #include "checkpoint.h"
 
+#include "matlog.h"
 #include "rows.h"
-#include "objlog_logger.h"
+#include "store.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,10 +290,10 @@ static int ckpt_recover_one(objlog_store *s, const char *k, size_t kn, const cha
     int rc = objlog_ckpt_purge(s, rm, p, errstr, es);
     rangemap_destroy(rm);
     if (rc == 0)
-        objlog_logf(4, "checkpoint",
-                    "partition %d: an import of a checkpoint did not finish (the process "
-                    "stopped during it); its rows were removed, the partition starts "
-                    "empty", p);
+        matlog_printf(store_log(s), MATLOG_WARNING, "checkpoint",
+                        "partition %d: an import of a checkpoint did not finish (the "
+                      "process stopped during it); its rows were removed, the "
+                      "partition starts empty", p);
     return rc;
 }
 
@@ -682,8 +683,9 @@ static void import_abandon(objlog_ckpt_import *im) {
     char why[256];
     if (objlog_ckpt_purge(im->s, im->rm, im->p, why, sizeof(why)) < 0) {
         /* The marker stays: the next open purges p. */
-        objlog_logf(3, "checkpoint", "partition %d: removing a failed import: %s "
-                    "(it is removed when the store opens next)", im->p, why);
+        matlog_printf(store_log(im->s), MATLOG_ERR, "checkpoint",
+                      "partition %d: removing a failed import: %s "
+                      "(it is removed when the store opens next)", im->p, why);
         size_t n = strlen(im->err);
         snprintf(im->err + n, sizeof(im->err) - n, "; removing its rows failed too: %s", why);
     }

@@ -34,6 +34,7 @@ struct objlog_store {
     rocksdb_column_family_handle_t *deflt;
     rocksdb_column_family_handle_t *cf[OBJLOG_CF_COUNT];
     char *dir;
+    matlog log;
 };
 
 static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
@@ -106,6 +107,8 @@ objlog_store *store_open_db(const char *dir, const objlog_store_conf *conf, char
     s->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(s->opts, 1);
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
+    if (conf)
+        s->log = (matlog){conf->log_cb, conf->log_opaque};
     store_set_memory(s, conf);
     store_set_logging(s);
     s->ro = rocksdb_readoptions_create();
@@ -154,6 +157,8 @@ void objlog_store_close(objlog_store *s) {
 }
 
 const char *objlog_store_dir(const objlog_store *s) { return s->dir; }
+
+const matlog *store_log(const objlog_store *s) { return &s->log; }
 
 rocksdb_t *objlog_store_db(objlog_store *s) { return s->db; }
 
