@@ -91,7 +91,7 @@
  *      DropIndex,     bad name/field -> InvalidArgument, NoSuchIndex,
  *      BuildIndex     IndexAlreadyExists, TooManyIndexes (rules there);
  *                     every key op keeps the bucket's index rows in the
- *                     same batch (stats_key_begin/_end call indexes.c)
+ *                     same batch (stage_key_begin/_end call indexes.c)
  *   4. (every event, after its outcome is stored) trim: the partition's 'o'
  *      rows at offsets <= this offset - max ids, or with T - log_time_ms >
  *      window, go, oldest offset first, stopping at the first row that is
@@ -144,7 +144,7 @@
  * object), so a bucket above a lowered quota can still be rewritten and
  * shrunk. Deletes are never refused. Counters (stats CF, layout in
  * materializer.h) change in the same batch as the rows they count, only
- * for OK outcomes (stats_commit).
+ * for OK outcomes (stage_stats_commit).
  *
  * Versioning, exactly as S3 (seq = keycodec_seq(event epoch, offset)):
  *   Unversioned  PUT replaces the single "null" version; DELETE removes it
@@ -174,10 +174,13 @@
  */
 #include "apply.h"
 
+#include "dedup.h"
 #include "indexes.h"
 #include "keycodec.h"
 #include "lifecycle.h"
-#include "rowcache.h"
+#include "ratelimit.h"
+#include "rows.h"
+#include "stage.h"
 #include "statrows.h"
 
 #include <openssl/evp.h>
@@ -188,448 +191,8 @@
 
 #define PART_NUMBER_MAX 10000
 #define PART_MIN_SIZE (5ULL * 1024 * 1024) /* every part but the last */
-#define MD5_LEN 16
-/* "<32 hex>-<count up to 10000>" */
-#define MULTIPART_ETAG_MAX (2 * MD5_LEN + 1 + 5 + 1)
-
-struct apply_batch {
-    objlog_store *store;
-    rocksdb_t *db;
-    const rangemap *rm;
-    rocksdb_writebatch_wi_t *wb;
-    rocksdb_readoptions_t *ro;
-    /* Deletes staged in `objects` and `versions` and the key range they
-     * span: the materializer's janitor compacts it (janitor.h). */
-    uint64_t deletes;
-    keybuf del_lo, del_hi;
-    /* Dedup window (log time) and space bound: compile-time defaults,
-     * changed only by tests (apply_batch_set_dedup_limits). */
-    int64_t window_ms;
-    int64_t max_ids;
-    int no_stats;       /* bench only (apply_batch_set_stats) */
-    /* The `stats` rows this batch changed, staged by apply_batch_wb. */
-    statrows stats;
-    /* The `indexes` 'c' rows this batch changed (indexes_stage). */
-    statrows ixcounts;
-    /* Hot rows (bucket records, meta) as the batch sees them. */
-    rowcache hot;
-};
-
-/* ---- byte helpers ---- */
-
-uint64_t apply_get_be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint32_t get_be32(const uint8_t *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v) {
-    for (int i = 3; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-size_t apply_meta_key(uint8_t out[APPLY_META_KEY_MAX], const char *name,
-                      int32_t partition) {
-    size_t n = strlen(name);
-    memcpy(out, name, n);
-    put_be32(out + n, (uint32_t)partition);
-    return n + 4;
-}
-
-void apply_outcome_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t partition,
-                       int64_t offset) {
-    out[0] = 'o';
-    put_be32(out + 1, (uint32_t)partition);
-    put_be64(out + 5, (uint64_t)offset);
-}
-
-int apply_header_decode(const void *val, size_t n, objlog_key_header *h) {
-    const uint8_t *v = val;
-    if (n != APPLY_HEADER_LEN || v[0] != 1)
-        return -1;
-    h->has_null = v[1] != 0;
-    h->null_seq = apply_get_be64(v + 2);
-    h->versions = apply_get_be64(v + 10);
-    return 0;
-}
-
-static void header_encode(const objlog_key_header *h,
-                          uint8_t out[APPLY_HEADER_LEN]) {
-    out[0] = 1;
-    out[1] = h->has_null ? 1 : 0;
-    put_be64(out + 2, h->has_null ? h->null_seq : 0);
-    put_be64(out + 10, h->versions);
-}
-
-/* Length of the enc() string at the front of p, or 0 if there is none. */
-static size_t enc_len(const uint8_t *p, size_t n) {
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (p[i] != 0x00)
-            continue;
-        if (p[i + 1] == 0x01)
-            return i + 2;
-        i++; /* 0x00 0xFF: an escaped zero byte */
-    }
-    return 0;
-}
-
-/* Length of the route key at the front of a `versions` row, 0 if none. */
-static size_t route_key_len(const uint8_t *row, size_t n) {
-    if (n < 2)
-        return 0;
-    size_t b = enc_len(row + 2, n - 2);
-    if (!b)
-        return 0;
-    size_t k = enc_len(row + 2 + b, n - 2 - b);
-    return k ? 2 + b + k : 0;
-}
-
-int apply_row_is_header(const void *row, size_t n) {
-    size_t r = route_key_len(row, n);
-    return r != 0 && r == n;
-}
-
-/* ---- `uploads` rows (layout in materializer.h) ---- */
-
-objlog_uploads_row objlog_uploads_row_kind(const void *row, size_t n,
-                                           size_t *rk_len,
-                                           const uint8_t **upload_id,
-                                           size_t *upload_id_len,
-                                           uint32_t *part_number) {
-    const uint8_t *r = row;
-    size_t rk = route_key_len(r, n);
-    if (!rk)
-        return OBJLOG_UPLOADS_ROW_INVALID;
-    size_t u = enc_len(r + rk, n - rk);
-    /* upload ids are hex: no escaped zero bytes, raw = enc minus 00 01 */
-    if (u < 3 || memchr(r + rk, 0, u - 2) != NULL)
-        return OBJLOG_UPLOADS_ROW_INVALID;
-    size_t rest = n - rk - u;
-    if (rest != 0 && rest != 4)
-        return OBJLOG_UPLOADS_ROW_INVALID;
-    if (rk_len)
-        *rk_len = rk;
-    if (upload_id)
-        *upload_id = r + rk;
-    if (upload_id_len)
-        *upload_id_len = u - 2;
-    uint32_t pn = 0;
-    for (size_t i = 0; i < rest; i++)
-        pn = (pn << 8) | r[rk + u + i];
-    if (part_number)
-        *part_number = pn;
-    return rest ? OBJLOG_UPLOADS_ROW_PART : OBJLOG_UPLOADS_ROW_UPLOAD;
-}
-
-int objlog_uploads_upload_key(keybuf *kb, const char *bucket, size_t bn,
-                              const uint8_t *key, size_t kn,
-                              const char *upload_id) {
-    keybuf_reset(kb);
-    if (keycodec_route_key(kb, bucket, bn, key, kn) < 0)
-        return -1;
-    return keycodec_append_enc(kb, (const uint8_t *)upload_id,
-                               strlen(upload_id));
-}
-
-int objlog_uploads_part_key(keybuf *kb, const char *bucket, size_t bn,
-                            const uint8_t *key, size_t kn,
-                            const char *upload_id, uint32_t part_number) {
-    uint8_t be[4];
-    put_be32(be, part_number);
-    if (objlog_uploads_upload_key(kb, bucket, bn, key, kn, upload_id) < 0)
-        return -1;
-    return keybuf_append(kb, be, sizeof(be));
-}
-
-/* ---- `stats` rows (layout in materializer.h) ---- */
-
-int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn) {
-    keybuf_reset(kb);
-    return keybuf_append(kb, "b", 1) < 0 ? -1
-                                         : keycodec_bucket_part(kb, bucket, bn);
-}
-
-int objlog_stats_global_key(keybuf *kb, int32_t partition) {
-    uint8_t be[4];
-    put_be32(be, (uint32_t)partition);
-    keybuf_reset(kb);
-    return keybuf_append(kb, "g", 1) < 0 ? -1 : keybuf_append(kb, be, sizeof(be));
-}
-
-int objlog_stats_tenant_prefix(keybuf *kb, const char *tenant) {
-    keybuf_reset(kb);
-    if (keybuf_append(kb, "t", 1) < 0)
-        return -1;
-    return keycodec_append_enc(kb, (const uint8_t *)tenant, strlen(tenant));
-}
-
-int objlog_stats_tenant_key(keybuf *kb, const char *tenant, int32_t partition) {
-    uint8_t be[4];
-    put_be32(be, (uint32_t)partition);
-    return objlog_stats_tenant_prefix(kb, tenant) < 0 ? -1
-                                                      : keybuf_append(kb, be, sizeof(be));
-}
-
-/* A 'b' row's partition: its bucket's records and keys route by
- * route_key(b, "") = bucket_part(b) 00 01, as bucket events do. The hash is
- * checked, so that a key objlog_stats_bucket_key could not have made is
- * malformed rather than routed somewhere. */
-static int stats_bucket_row_partition(const rangemap *rm, const uint8_t *k, size_t n) {
-    keybuf name, rk;
-    size_t used = 0;
-    int p = -1;
-    keybuf_init(&name);
-    keybuf_init(&rk);
-    if (n >= 3 && keycodec_decode_enc(k + 3, n - 3, &name, &used) == 0 &&
-        3 + used == n &&
-        keycodec_route_key(&rk, (const char *)name.data, name.len, (const uint8_t *)"", 0) == 0 &&
-        memcmp(rk.data, k + 1, 2) == 0)
-        p = rangemap_partition(rm, rk.data, rk.len);
-    keybuf_free(&name);
-    keybuf_free(&rk);
-    return p;
-}
-
-/* The be32 partition that ends a 't' or 'g' row at k + at; -1 unless
- * exactly 4 bytes are left there and they hold a partition number. */
-static int stats_be32_tail(const uint8_t *k, size_t n, size_t at) {
-    if (n != at + 4)
-        return -1;
-    uint32_t p = get_be32(k + at);
-    return p > INT32_MAX ? -1 : (int)p;
-}
-
-int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n) {
-    const uint8_t *k = key;
-    if (!k || n == 0)
-        return -1;
-    if (k[0] == 'b')
-        return rm ? stats_bucket_row_partition(rm, k, n) : -1;
-    if (k[0] == 'g')
-        return stats_be32_tail(k, n, 1);
-    if (k[0] != 't')
-        return -1;
-    keybuf name;
-    size_t used = 0;
-    keybuf_init(&name);
-    int rc = keycodec_decode_enc(k + 1, n - 1, &name, &used);
-    keybuf_free(&name);
-    return rc == 0 ? stats_be32_tail(k, n, 1 + used) : -1;
-}
-
-/* ---- batch ---- */
-
-apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
-    apply_batch *b = calloc(1, sizeof(*b));
-    if (!b)
-        return NULL;
-    b->store = store;
-    b->db = objlog_store_db(store);
-    b->rm = rm;
-    /* overwrite_key: an iterator over the batch shows one entry per key. */
-    b->wb = rocksdb_writebatch_wi_create(0, 1);
-    b->ro = rocksdb_readoptions_create();
-    b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
-    b->max_ids = OBJLOG_DEDUP_MAX_IDS;
-    statrows_init(&b->stats);
-    statrows_init(&b->ixcounts);
-    rowcache_init(&b->hot);
-    return b;
-}
-
-void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
-                                  int64_t max_ids) {
-    b->window_ms = window_ms;
-    b->max_ids = max_ids > 0 ? max_ids : 1;
-}
-
-void apply_batch_set_stats(apply_batch *b, int on) { b->no_stats = !on; }
-
-void apply_batch_destroy(apply_batch *b) {
-    if (!b)
-        return;
-    keybuf_free(&b->del_lo);
-    keybuf_free(&b->del_hi);
-    statrows_free(&b->stats);
-    statrows_free(&b->ixcounts);
-    rowcache_clear(&b->hot);
-    rocksdb_writebatch_wi_destroy(b->wb);
-    rocksdb_readoptions_destroy(b->ro);
-    free(b);
-}
-
-static void stats_stage(apply_batch *b);
-
-rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
-    stats_stage(b);
-    indexes_stage(b, &b->ixcounts);
-    return b->wb;
-}
-
-void apply_batch_clear(apply_batch *b) {
-    rocksdb_writebatch_wi_clear(b->wb);
-    statrows_clear(&b->stats);
-    statrows_clear(&b->ixcounts);
-    rowcache_clear(&b->hot);
-    b->deletes = 0;
-    keybuf_reset(&b->del_lo);
-    keybuf_reset(&b->del_hi);
-}
-
-uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
-                             const keybuf **hi) {
-    *lo = &b->del_lo;
-    *hi = &b->del_hi;
-    return b->deletes;
-}
-
-static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-    size_t m = an < bn ? an : bn;
-    int c = m ? memcmp(a, b, m) : 0;
-    return c ? c : (an > bn) - (an < bn);
-}
-
-/* Widens [del_lo, del_hi] to cover k. Allocation failure only narrows
- * what gets compacted, never correctness, so it is ignored. */
-static void note_delete(apply_batch *b, const void *k, size_t kn) {
-    if (b->deletes++ == 0 || bytes_cmp(k, kn, b->del_lo.data, b->del_lo.len) < 0) {
-        keybuf_reset(&b->del_lo);
-        (void)keybuf_append(&b->del_lo, k, kn);
-    }
-    if (b->deletes == 1 || bytes_cmp(k, kn, b->del_hi.data, b->del_hi.len) > 0) {
-        keybuf_reset(&b->del_hi);
-        (void)keybuf_append(&b->del_hi, k, kn);
-    }
-}
-
-static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
-    return objlog_store_cf(b->store, cf);
-}
-
-/* The column families whose rows the batch caches (rowcache.h). */
-static int hot_cf(objlog_cf cf) { return cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_META; }
-
-/* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
- * rocksdb_free), 0 absent, -1 error. */
-static int batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                     char **v, size_t *vn, char *errstr, size_t es) {
-    char *err = NULL;
-    int hot = hot_cf(cf);
-    int rc = hot ? rowcache_get(&b->hot, (int)cf, k, kn, v, vn) : 0;
-    if (rc != 0) {
-        if (rc < 0)
-            snprintf(errstr, es, "out of memory");
-        return rc < 0 ? -1 : *v ? 1 : 0;
-    }
-    *v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
-        b->wb, b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
-    if (err) {
-        snprintf(errstr, es, "read %s: %s", objlog_cf_name(cf), err);
-        rocksdb_free(err);
-        return -1;
-    }
-    if (hot)
-        rowcache_set(&b->hot, (int)cf, k, kn, *v, *v ? *vn : 0);
-    return *v ? 1 : 0;
-}
-
-static void batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                      const void *v, size_t vn) {
-    if (hot_cf(cf))
-        rowcache_set(&b->hot, (int)cf, k, kn, v, vn);
-    rocksdb_writebatch_wi_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
-}
-
-static void batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
-    if (cf == OBJLOG_CF_OBJECTS || cf == OBJLOG_CF_VERSIONS)
-        note_delete(b, k, kn);
-    if (hot_cf(cf))
-        rowcache_set(&b->hot, (int)cf, k, kn, NULL, 0);
-    rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
-}
-
-/* m packed into a malloc'd buffer (*n bytes), or NULL (errstr). */
-static uint8_t *msg_pack(const ProtobufCMessage *m, size_t *n, char *errstr, size_t es) {
-    *n = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(*n ? *n : 1);
-    if (!buf)
-        snprintf(errstr, es, "out of memory");
-    else
-        protobuf_c_message_pack(m, buf);
-    return buf;
-}
-
-static int batch_put_msg(apply_batch *b, objlog_cf cf, const void *k,
-                         size_t kn, const ProtobufCMessage *m, char *errstr,
-                         size_t es) {
-    size_t n;
-    uint8_t *buf = msg_pack(m, &n, errstr, es);
-    if (!buf)
-        return -1;
-    batch_put(b, cf, k, kn, buf, n);
-    free(buf);
-    return 0;
-}
-
-/* Iterator over cf that sees the batch's own writes on top of the store. */
-static rocksdb_iterator_t *batch_iter(apply_batch *b, objlog_cf cf) {
-    rocksdb_iterator_t *base = rocksdb_create_iterator_cf(b->db, b->ro, cfh(b, cf));
-    /* The returned iterator takes ownership of base. */
-    return rocksdb_writebatch_wi_create_iterator_with_base_cf(b->wb, base,
-                                                              cfh(b, cf));
-}
 
 /* ---- one event ---- */
-
-/* Signed change of every UsageStats counter made by one event. */
-typedef struct stats_delta {
-    int64_t objects, bytes, versions, version_bytes, noncurrent_versions,
-        noncurrent_bytes, delete_markers, uploads, upload_part_bytes, buckets;
-} stats_delta;
-
-typedef struct apply_result {
-    Objlog__OutcomeCode code;
-    char message[256];
-    char version_id[KEYCODEC_VERSION_ID_LEN];
-    const char *etag;
-    int delete_marker;
-    char upload_id[KEYCODEC_VERSION_ID_LEN];
-    char etag_buf[MULTIPART_ETAG_MAX]; /* etag computed by Complete */
-} apply_result;
-
-typedef struct apply_ev {
-    apply_batch *b;
-    const Objlog__Event *ev;
-    int32_t partition;
-    int64_t offset;
-    int64_t log_time_ms;
-    uint64_t seq;
-    keybuf route;  /* route_key(bucket, key), key "" for bucket ops */
-    keybuf bpart;  /* bucket_part(bucket) */
-    apply_result res;
-    char *errstr;
-    size_t es;
-    /* Usage delta of this event (stats CF), staged only if it succeeds. */
-    stats_delta d;
-    int obj_live_before;     /* the `objects` row before a key op */
-    uint64_t obj_size_before;
-    /* ... and after, once the op staged it (objects_noted), so
-     * the counters need not read it back. */
-    int obj_staged, obj_live_after;
-    uint64_t obj_size_after;
-    char *tenant;            /* the bucket's tenant once loaded (owned) */
-    indexes_key ix;          /* the bucket's indexes, for key ops */
-} apply_ev;
 
 static void reject(apply_ev *a, Objlog__OutcomeCode code, const char *fmt,
                    const char *arg) {
@@ -655,229 +218,14 @@ static int is_bucket_op(const Objlog__Event *ev) {
     }
 }
 
-/* 1 found (*out owned by the caller), 0 absent, -1 error. */
-static int load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
-    char *v;
-    size_t vn;
-    *out = NULL;
-    int rc = batch_get(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
-                       &v, &vn, a->errstr, a->es);
-    if (rc <= 0)
-        return rc;
-    *out = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
-    if (!*out) {
-        snprintf(a->errstr, a->es, "bucket %s: corrupt record", a->ev->bucket);
-        return -1;
-    }
-    return 1;
-}
-
-/* load_bucket for operations that need the bucket: a missing one is
+/* stage_load_bucket for operations that need the bucket: a missing one is
  * decided here as NoSuchBucket. 1 found, 0 rejected, -1 error. */
 static int require_bucket(apply_ev *a, Objlog__BucketRecord **out) {
-    int rc = load_bucket(a, out);
+    int rc = stage_load_bucket(a, out);
     if (rc == 0)
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
                "bucket %s does not exist", a->ev->bucket);
     return rc;
-}
-
-static int save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
-    return batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
-                         &r->base, a->errstr, a->es);
-}
-
-static int load_header(apply_ev *a, objlog_key_header *h) {
-    char *v;
-    size_t vn;
-    memset(h, 0, sizeof(*h));
-    int rc = batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
-                       &v, &vn, a->errstr, a->es);
-    if (rc <= 0)
-        return rc;
-    rc = apply_header_decode(v, vn, h);
-    rocksdb_free(v);
-    if (rc < 0) {
-        snprintf(a->errstr, a->es, "key header in %s: corrupt", a->ev->bucket);
-        return -1;
-    }
-    return 1;
-}
-
-static void save_header(apply_ev *a, const objlog_key_header *h) {
-    if (h->versions == 0) {
-        batch_del(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len);
-        return;
-    }
-    uint8_t v[APPLY_HEADER_LEN];
-    header_encode(h, v);
-    batch_put(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len, v, sizeof(v));
-}
-
-/* version_row(b,k,seq) built from the route key already at hand. */
-static int version_row(apply_ev *a, uint64_t seq, keybuf *row) {
-    keybuf_init(row);
-    if (keybuf_append(row, a->route.data, a->route.len) < 0 ||
-        keycodec_append_be64(row, UINT64_MAX - seq) < 0) {
-        keybuf_free(row);
-        snprintf(a->errstr, a->es, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-/* Loads the version at seq: 1 found (*out owned by the caller), 0, -1. */
-static int load_version(apply_ev *a, uint64_t seq, Objlog__VersionRecord **out) {
-    keybuf row;
-    char *v;
-    size_t vn;
-    *out = NULL;
-    if (version_row(a, seq, &row) < 0)
-        return -1;
-    int rc = batch_get(a->b, OBJLOG_CF_VERSIONS, row.data, row.len, &v, &vn,
-                       a->errstr, a->es);
-    keybuf_free(&row);
-    if (rc <= 0)
-        return rc;
-    *out = objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
-    if (!*out) {
-        snprintf(a->errstr, a->es, "version record in %s: corrupt", a->ev->bucket);
-        return -1;
-    }
-    return 1;
-}
-
-static int delete_version(apply_ev *a, uint64_t seq) {
-    Objlog__VersionRecord *r;
-    int rc = load_version(a, seq, &r);
-    if (rc < 0)
-        return -1;
-    if (rc == 1) {
-        if (r->delete_marker) {
-            a->d.delete_markers--;
-        } else {
-            a->d.versions--;
-            a->d.version_bytes -= (int64_t)(r->meta ? r->meta->size : 0);
-        }
-        objlog__version_record__free_unpacked(r, NULL);
-    }
-    keybuf row;
-    if (version_row(a, seq, &row) < 0)
-        return -1;
-    batch_del(a->b, OBJLOG_CF_VERSIONS, row.data, row.len);
-    keybuf_free(&row);
-    return 0;
-}
-
-/* Every write of the key's `objects` row notes the row's new state here,
- * for stats_key_end; row (malloc'd or NULL, taken) goes to the indexes. */
-static void objects_noted(apply_ev *a, int live, uint64_t size, uint8_t *row,
-                          size_t n) {
-    a->obj_staged = 1;
-    a->obj_live_after = live;
-    a->obj_size_after = size;
-    indexes_key_staged(&a->ix, row, n);
-}
-
-static void objects_del(apply_ev *a) {
-    batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
-    objects_noted(a, 0, 0, NULL, 0);
-}
-
-/* Writes a new newest version (or marker) at a->seq. A new version always
- * has the highest seq of its key, so it is what `objects` must show. */
-static int add_version(apply_ev *a, const char *version_id, int marker,
-                       Objlog__ObjectMeta *meta) {
-    Objlog__VersionRecord r = OBJLOG__VERSION_RECORD__INIT;
-    Objlog__ObjectMeta empty = OBJLOG__OBJECT_META__INIT;
-    r.key = a->ev->key;
-    r.seq = a->seq;
-    r.version_id = (char *)version_id;
-    r.delete_marker = marker;
-    r.meta = marker ? NULL : (meta ? meta : &empty);
-    r.log_time_ms = a->log_time_ms;
-    if (marker) {
-        a->d.delete_markers++;
-    } else {
-        a->d.versions++;
-        a->d.version_bytes += (int64_t)(r.meta->size);
-    }
-    keybuf row;
-    if (version_row(a, a->seq, &row) < 0)
-        return -1;
-    int rc = batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len,
-                           &r.base, a->errstr, a->es);
-    keybuf_free(&row);
-    if (rc < 0)
-        return -1;
-    if (marker) {
-        objects_del(a);
-        return 0;
-    }
-    size_t n;
-    uint8_t *buf = msg_pack(&r.base, &n, a->errstr, a->es);
-    if (!buf)
-        return -1;
-    batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, buf, n);
-    objects_noted(a, 1, r.meta->size, buf, n);
-    return 0;
-}
-
-/* Makes `objects` show the key's newest version if it is live, else
- * nothing. Used after a version other than a new newest one changed. */
-static int refresh_current(apply_ev *a) {
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
-    const uint8_t *rk = a->route.data;
-    size_t rn = a->route.len;
-    int found = 0;
-    rocksdb_iter_seek(it, (const char *)rk, rn);
-    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kn;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
-        if (kn < rn || memcmp(k, rk, rn) != 0)
-            break;
-        if (kn != rn + 8)
-            continue; /* the header row */
-        size_t vn;
-        const char *v = rocksdb_iter_value(it, &vn);
-        Objlog__VersionRecord *r =
-            objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
-        if (!r) {
-            snprintf(a->errstr, a->es, "version record in %s: corrupt", a->ev->bucket);
-            rocksdb_iter_destroy(it);
-            return -1;
-        }
-        if (!r->delete_marker) {
-            /* v may point into the batch itself, which the put can grow
-             * (and move): put a copy. */
-            char *copy = malloc(vn ? vn : 1);
-            if (!copy) {
-                objlog__version_record__free_unpacked(r, NULL);
-                rocksdb_iter_destroy(it);
-                snprintf(a->errstr, a->es, "out of memory");
-                return -1;
-            }
-            memcpy(copy, v, vn);
-            batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
-            objects_noted(a, 1, r->meta ? r->meta->size : 0, (uint8_t *)copy, vn);
-            found = 1;
-        }
-        objlog__version_record__free_unpacked(r, NULL);
-        break;
-    }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(a->errstr, a->es, "scan versions: %s", err);
-        rocksdb_free(err);
-        return -1;
-    }
-    if (!found)
-        objects_del(a);
-    return 0;
 }
 
 /* ETags compare without their optional surrounding quotes. */
@@ -900,8 +248,8 @@ static int check_preconditions(apply_ev *a) {
         return 1;
     char *v;
     size_t vn;
-    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
-                       &v, &vn, a->errstr, a->es);
+    int rc = apply_batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+                             &v, &vn, a->errstr, a->es);
     if (rc < 0)
         return -1;
     if (p->if_none_match && rc == 1) {
@@ -937,17 +285,6 @@ static int check_preconditions(apply_ev *a) {
     return ok;
 }
 
-/* Keeps the bucket's tenant for the stats rows. 0 or -1. */
-static int set_tenant(apply_ev *a, const char *tenant) {
-    free(a->tenant);
-    a->tenant = strdup(tenant ? tenant : "");
-    if (!a->tenant) {
-        snprintf(a->errstr, a->es, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
 /* What object ops need to know about their bucket. */
 typedef struct bucket_state {
     Objlog__Versioning versioning;
@@ -972,7 +309,7 @@ static int key_gate(apply_ev *a, bucket_state *bs) {
                                         : OBJLOG_MAX_VERSIONS_DEFAULT;
     bs->max_bytes = br->quota ? br->quota->max_bytes : 0;
     bs->max_objects = br->quota ? br->quota->max_objects : 0;
-    rc = set_tenant(a, br->tenant);
+    rc = stage_set_tenant(a, br->tenant);
     indexes_key_keep(&a->ix, &br);
     objlog__bucket_record__free_unpacked(br, NULL);
     return rc < 0 ? -1 : 1;
@@ -998,217 +335,13 @@ static int cap_allows_one_more(apply_ev *a, const objlog_key_header *h,
     return 0;
 }
 
-/* ---- usage counters (stats CF; layout in materializer.h) ----
- *
- * Every event that changes a counted row accumulates its change in a->d
- * while it stages the rows; apply_decide then adds a->d to the bucket's,
- * its tenant's and the global row, in the same batch. Noncurrent versions
- * are not tracked row by row: per key, noncurrent = versions - (1 if the
- * newest row is live), and the newest row is live iff `objects` holds it,
- * so noncurrent changes by Δversions - Δobjects (bytes likewise). */
-
-static uint64_t *stats_field(Objlog__UsageStats *u, int i) {
-    uint64_t *f[] = {&u->objects, &u->bytes, &u->versions, &u->version_bytes,
-                     &u->noncurrent_versions, &u->noncurrent_bytes,
-                     &u->delete_markers, &u->uploads, &u->upload_part_bytes,
-                     &u->buckets};
-    return f[i];
-}
-
-static int64_t *delta_field(stats_delta *d, int i) {
-    int64_t *f[] = {&d->objects, &d->bytes, &d->versions, &d->version_bytes,
-                    &d->noncurrent_versions, &d->noncurrent_bytes,
-                    &d->delete_markers, &d->uploads, &d->upload_part_bytes,
-                    &d->buckets};
-    return f[i];
-}
-#define STATS_FIELDS 10
-
-static int delta_is_zero(stats_delta *d) {
-    for (int i = 0; i < STATS_FIELDS; i++)
-        if (*delta_field(d, i))
-            return 0;
-    return 1;
-}
-
-/* The stats row at k as the batch sees it (loaded from the store on first
- * touch; absent = all zero, present 0). NULL on error (errstr). */
-static statrow *stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t es) {
-    statrow *r = statrows_find(&b->stats, k->data, k->len);
-    if (r)
-        return r;
-    char *v;
-    size_t vn;
-    int rc = batch_get(b, OBJLOG_CF_STATS, k->data, k->len, &v, &vn, errstr, es);
-    if (rc < 0)
-        return NULL;
-    Objlog__UsageStats *u =
-        rc ? objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v) : NULL;
-    if (rc)
-        rocksdb_free(v);
-    if (rc && !u) {
-        snprintf(errstr, es, "stats row: corrupt record");
-        return NULL;
-    }
-    r = statrows_insert(&b->stats, k->data, k->len);
-    if (r && u) {
-        r->present = 1;
-        for (int i = 0; i < STATS_FIELDS; i++)
-            *stats_field(&r->u, i) = *stats_field(u, i);
-    }
-    if (u)
-        objlog__usage_stats__free_unpacked(u, NULL);
-    if (!r)
-        snprintf(errstr, es, "out of memory");
-    return r;
-}
-
-/* Adds d to the row at k (unsigned wrap-around: the final values are
- * exact). drop_empty: delete the row when no bucket is left (tenant and
- * global rows). */
-static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
-                     int drop_empty, char *errstr, size_t es) {
-    statrow *r = stats_row(b, k, errstr, es);
-    if (!r)
-        return -1;
-    for (int i = 0; i < STATS_FIELDS; i++)
-        *stats_field(&r->u, i) += (uint64_t)*delta_field(d, i);
-    r->present = !(drop_empty && r->u.buckets == 0);
-    r->dirty = 1;
-    return 0;
-}
-
-/* Sets the row at k to all zero (present) or absent, without reading it. */
-static int stats_reset(apply_batch *b, const keybuf *k, int present) {
-    if (b->no_stats)
-        return 0;
-    statrow *r = statrows_find(&b->stats, k->data, k->len);
-    if (!r)
-        r = statrows_insert(&b->stats, k->data, k->len);
-    if (!r)
-        return -1;
-    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
-    r->u = zero;
-    r->present = present;
-    r->dirty = 1;
-    return 0;
-}
-
-/* Stages every changed row into the WriteBatch. Cannot fail: a row packs
- * into at most 10 varints of 11 bytes. */
-static void stats_stage(apply_batch *b) {
-    for (size_t i = 0; i < b->stats.n; i++) {
-        statrow *r = &b->stats.rows[i];
-        if (!r->dirty)
-            continue;
-        uint8_t buf[STATS_FIELDS * 11];
-        if (r->present)
-            batch_put(b, OBJLOG_CF_STATS, r->key, r->key_len, buf,
-                      objlog__usage_stats__pack(&r->u, buf));
-        else
-            rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, OBJLOG_CF_STATS),
-                                            (const char *)r->key, r->key_len);
-        r->dirty = 0;
-    }
-}
-
-/* Stages a->d into the bucket's row and into this partition's rows of the
- * tenant and of the global sums: every row belongs to one partition, the
- * event's (a bucket's keys all route to its partition, see ARCHITECTURE,
- * bucket quotas), so a partition's rows are a function of its log alone.
- * The bucket's own row never counts buckets (DeleteBucket removes it); the
- * tenant's and the global row go when their bucket count drops to 0 (all
- * their other counters are 0 then: only an empty bucket is deleted). */
-static int stats_commit(apply_ev *a) {
-    if (a->b->no_stats || delta_is_zero(&a->d))
-        return 0;
-    keybuf k;
-    int rc = 0;
-    int64_t nb = a->d.buckets;
-    keybuf_init(&k);
-    if (a->ev->op_case != OBJLOG__EVENT__OP_DELETE_BUCKET) {
-        a->d.buckets = 0;
-        rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
-        if (rc < 0)
-            rc = -2;
-        else
-            rc = stats_add(a->b, &k, &a->d, 0, a->errstr, a->es);
-        a->d.buckets = nb;
-    }
-    if (rc == 0 && objlog_stats_tenant_key(&k, a->tenant ? a->tenant : "", a->partition) < 0)
-        rc = -2;
-    if (rc == 0)
-        rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
-    if (rc == 0 && objlog_stats_global_key(&k, a->partition) < 0)
-        rc = -2;
-    if (rc == 0)
-        rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
-    keybuf_free(&k);
-    if (rc == -2)
-        snprintf(a->errstr, a->es, "out of memory");
-    return rc < 0 ? -1 : 0;
-}
-
-/* The size of the version in `objects` row v. 0 or -1 (corrupt). */
-static int row_size(apply_ev *a, const char *v, size_t vn, uint64_t *size) {
-    Objlog__VersionRecord *r =
-        objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
-    if (!r) {
-        snprintf(a->errstr, a->es, "object record in %s: corrupt", a->ev->bucket);
-        return -1;
-    }
-    *size = r->meta ? r->meta->size : 0;
-    objlog__version_record__free_unpacked(r, NULL);
-    return 0;
-}
-
-/* Before a key op stages anything: remembers the current live version,
- * and hands its row to the bucket's indexes (one read for both). */
-static int stats_key_begin(apply_ev *a) {
-    a->obj_staged = 0;
-    a->obj_live_before = 0;
-    a->obj_size_before = 0;
-    if (a->b->no_stats && !indexes_key_wants(&a->ix))
-        return 0;
-    char *v = NULL;
-    size_t vn = 0;
-    int rc = batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
-                       &v, &vn, a->errstr, a->es);
-    if (rc < 0)
-        return -1;
-    if (rc == 1 && !a->b->no_stats && row_size(a, v, vn, &a->obj_size_before) < 0) {
-        rocksdb_free(v);
-        return -1;
-    }
-    a->obj_live_before = rc;
-    indexes_key_begin(&a->ix, rc == 1 ? v : NULL, vn);
-    return 0;
-}
-
-/* After a key op staged its rows: objects/bytes and noncurrent deltas,
- * from the `objects` row's state noted by objects_noted (none:
- * the op left it as it was). */
-static int stats_key_end(apply_ev *a) {
-    if (indexes_key_end(a->b, &a->ix, a->ev->bucket, a->ev->key, a->errstr, a->es) < 0)
-        return -1;
-    if (a->b->no_stats)
-        return 0;
-    int live = a->obj_staged ? a->obj_live_after : a->obj_live_before;
-    uint64_t size = a->obj_staged ? a->obj_size_after : a->obj_size_before;
-    a->d.objects += live - a->obj_live_before;
-    a->d.bytes += (int64_t)size - (int64_t)a->obj_size_before;
-    a->d.noncurrent_versions = a->d.versions - a->d.objects;
-    a->d.noncurrent_bytes = a->d.version_bytes - a->d.bytes;
-    return 0;
-}
-
 /* Bucket quota (0 = none), checked before a PUT or CompleteUpload stages
  * anything: the live usage after the write (it replaces the key's current
  * version) must stay within the quota. A write that does not grow a
  * dimension is never refused for it, so a bucket over a lowered quota can
  * still be overwritten or shrunk. 1 allowed, 0 QuotaExceeded, -1 error. */
 static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
-    if (a->b->no_stats || (!bs->max_bytes && !bs->max_objects))
+    if (!apply_batch_stats_on(a->b) || (!bs->max_bytes && !bs->max_objects))
         return 1;
     keybuf k;
     keybuf_init(&k);
@@ -1216,7 +349,7 @@ static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
     if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0)
         snprintf(a->errstr, a->es, "out of memory");
     else
-        row = stats_row(a->b, &k, a->errstr, a->es);
+        row = stage_stats_row(a->b, &k, a->errstr, a->es);
     keybuf_free(&k);
     if (!row)
         return -1;
@@ -1241,7 +374,7 @@ static int lc_set_rules(apply_ev *a, Objlog__BucketRecord *r);
 
 static int op_create_bucket(apply_ev *a) {
     Objlog__BucketRecord *old;
-    int rc = load_bucket(a, &old);
+    int rc = stage_load_bucket(a, &old);
     if (rc < 0)
         return -1;
     if (rc == 1) {
@@ -1259,13 +392,13 @@ static int op_create_bucket(apply_ev *a) {
     r.max_versions = cb->max_versions;
     r.created_seq = a->seq;
     r.created_ms = a->log_time_ms;
-    if (save_bucket(a, &r) < 0 || set_tenant(a, cb->tenant) < 0)
+    if (stage_save_bucket(a, &r) < 0 || stage_set_tenant(a, cb->tenant) < 0)
         return -1;
     /* The bucket's row exists (all zero) from creation to deletion. */
     keybuf k;
     keybuf_init(&k);
     rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0 ||
-                 stats_reset(a->b, &k, 1) < 0 ? -1 : 0;
+                 stage_stats_reset(a->b, &k, 1) < 0 ? -1 : 0;
     if (rc < 0)
         snprintf(a->errstr, a->es, "out of memory");
     keybuf_free(&k);
@@ -1273,38 +406,16 @@ static int op_create_bucket(apply_ev *a) {
     return rc;
 }
 
-/* 1 if cf has any row under the bucket (in `versions`: a version or a
- * delete marker; in `uploads`: an in-progress multipart upload). */
-static int bucket_has_rows(apply_ev *a, objlog_cf cf) {
-    rocksdb_iterator_t *it = batch_iter(a->b, cf);
-    rocksdb_iter_seek(it, (const char *)a->bpart.data, a->bpart.len);
-    int found = 0;
-    if (rocksdb_iter_valid(it)) {
-        size_t kn;
-        const char *k = rocksdb_iter_key(it, &kn);
-        found = kn >= a->bpart.len && memcmp(k, a->bpart.data, a->bpart.len) == 0;
-    }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(a->errstr, a->es, "scan %s: %s", objlog_cf_name(cf), err);
-        rocksdb_free(err);
-        return -1;
-    }
-    return found;
-}
-
 static int op_delete_bucket(apply_ev *a) {
     Objlog__BucketRecord *old;
     int rc = require_bucket(a, &old);
     if (rc <= 0)
         return rc;
-    rc = set_tenant(a, old->tenant);
+    rc = stage_set_tenant(a, old->tenant);
     objlog__bucket_record__free_unpacked(old, NULL);
     if (rc < 0)
         return -1;
-    rc = bucket_has_rows(a, OBJLOG_CF_VERSIONS);
+    rc = stage_bucket_has_rows(a, OBJLOG_CF_VERSIONS);
     if (rc < 0)
         return -1;
     if (rc == 1) {
@@ -1313,7 +424,7 @@ static int op_delete_bucket(apply_ev *a) {
                a->ev->bucket);
         return 0;
     }
-    rc = bucket_has_rows(a, OBJLOG_CF_UPLOADS);
+    rc = stage_bucket_has_rows(a, OBJLOG_CF_UPLOADS);
     if (rc < 0)
         return -1;
     if (rc == 1) {
@@ -1322,13 +433,13 @@ static int op_delete_bucket(apply_ev *a) {
                "or complete them first)", a->ev->bucket);
         return 0;
     }
-    batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
+    apply_batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
     /* Empty, so it only leaves the bucket counts of its tenant and of the
      * global row. */
     keybuf k;
     keybuf_init(&k);
     if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0 ||
-        stats_reset(a->b, &k, 0) < 0) {
+        stage_stats_reset(a->b, &k, 0) < 0) {
         keybuf_free(&k);
         snprintf(a->errstr, a->es, "out of memory");
         return -1;
@@ -1373,7 +484,7 @@ static int op_bucket_settings(apply_ev *a) {
         a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
         return 0;
     }
-    rc = save_bucket(a, r);
+    rc = stage_save_bucket(a, r);
     r->quota = old_quota; /* free only what unpack allocated */
     r->rate_limit = old_limit;
     r->n_lifecycle = old_nlc;
@@ -1388,7 +499,7 @@ static int op_bucket_settings(apply_ev *a) {
 static int put_version(apply_ev *a, const bucket_state *bs,
                        Objlog__ObjectMeta *meta) {
     objlog_key_header h;
-    if (load_header(a, &h) < 0)
+    if (stage_load_header(a, &h) < 0)
         return -1;
     Objlog__Versioning vs = bs->versioning;
     int replaces_null = vs != OBJLOG__VERSIONING__VERSIONING_ENABLED && h.has_null;
@@ -1402,7 +513,7 @@ static int put_version(apply_ev *a, const bucket_state *bs,
         h.versions++;
     } else {
         /* Unversioned and Suspended: the new version is the null one. */
-        if (h.has_null && delete_version(a, h.null_seq) < 0)
+        if (h.has_null && stage_delete_version(a, h.null_seq) < 0)
             return -1;
         if (!h.has_null)
             h.versions++;
@@ -1410,9 +521,9 @@ static int put_version(apply_ev *a, const bucket_state *bs,
         h.null_seq = a->seq;
         snprintf(a->res.version_id, sizeof(a->res.version_id), "null");
     }
-    if (add_version(a, a->res.version_id, 0, meta) < 0)
+    if (stage_add_version(a, a->res.version_id, 0, meta) < 0)
         return -1;
-    save_header(a, &h);
+    stage_save_header(a, &h);
     return 1;
 }
 
@@ -1422,19 +533,19 @@ static int op_put_object(apply_ev *a) {
     if (rc <= 0)
         return rc;
     Objlog__ObjectMeta *meta = a->ev->put_object->meta;
-    if (stats_key_begin(a) < 0)
+    if (stage_key_begin(a) < 0)
         return -1;
     rc = put_version(a, &bs, meta);
     if (rc <= 0)
         return rc;
     a->res.etag = meta && meta->etag ? meta->etag : "";
-    return stats_key_end(a);
+    return stage_key_end(a);
 }
 
 /* DELETE without a version id: a marker, or (Unversioned) removal. */
 static int delete_current(apply_ev *a, const bucket_state *bs) {
     objlog_key_header h;
-    if (load_header(a, &h) < 0)
+    if (stage_load_header(a, &h) < 0)
         return -1;
     Objlog__Versioning vs = bs->versioning;
     int adds = vs == OBJLOG__VERSIONING__VERSIONING_ENABLED ||
@@ -1445,13 +556,13 @@ static int delete_current(apply_ev *a, const bucket_state *bs) {
         keycodec_version_id(a->seq, a->res.version_id);
         h.versions++;
         a->res.delete_marker = 1;
-        if (add_version(a, a->res.version_id, 1, NULL) < 0)
+        if (stage_add_version(a, a->res.version_id, 1, NULL) < 0)
             return -1;
-        save_header(a, &h);
+        stage_save_header(a, &h);
         return 0;
     }
     if (h.has_null) {
-        if (delete_version(a, h.null_seq) < 0)
+        if (stage_delete_version(a, h.null_seq) < 0)
             return -1;
         h.has_null = 0;
         h.versions--;
@@ -1462,12 +573,12 @@ static int delete_current(apply_ev *a, const bucket_state *bs) {
         h.has_null = 1;
         h.null_seq = a->seq;
         h.versions++;
-        if (add_version(a, "null", 1, NULL) < 0)
+        if (stage_add_version(a, "null", 1, NULL) < 0)
             return -1;
-    } else if (refresh_current(a) < 0) {
+    } else if (stage_refresh_current(a) < 0) {
         return -1;
     }
-    save_header(a, &h);
+    stage_save_header(a, &h);
     return 0;
 }
 
@@ -1481,7 +592,7 @@ static int delete_version_id(apply_ev *a, const char *vid) {
                "invalid version id %s", vid);
         return 0;
     }
-    if (load_header(a, &h) < 0)
+    if (stage_load_header(a, &h) < 0)
         return -1;
     snprintf(a->res.version_id, sizeof(a->res.version_id), "%s", vid);
     if (is_null) {
@@ -1490,7 +601,7 @@ static int delete_version_id(apply_ev *a, const char *vid) {
         seq = h.null_seq;
     }
     Objlog__VersionRecord *r;
-    int rc = load_version(a, seq, &r);
+    int rc = stage_load_version(a, seq, &r);
     if (rc <= 0)
         return rc;
     /* A null version's row is addressed only as "null", never by hex. */
@@ -1499,13 +610,13 @@ static int delete_version_id(apply_ev *a, const char *vid) {
     objlog__version_record__free_unpacked(r, NULL);
     if (!match)
         return 0;
-    if (delete_version(a, seq) < 0)
+    if (stage_delete_version(a, seq) < 0)
         return -1;
     if (is_null)
         h.has_null = 0;
     h.versions--;
-    save_header(a, &h);
-    return refresh_current(a);
+    stage_save_header(a, &h);
+    return stage_refresh_current(a);
 }
 
 static int op_delete_object(apply_ev *a) {
@@ -1514,176 +625,25 @@ static int op_delete_object(apply_ev *a) {
     if (rc <= 0)
         return rc;
     const char *vid = a->ev->delete_object->version_id;
-    if (stats_key_begin(a) < 0)
+    if (stage_key_begin(a) < 0)
         return -1;
     rc = vid && vid[0] ? delete_version_id(a, vid) : delete_current(a, &bs);
     if (rc < 0 || a->res.code != OBJLOG__OUTCOME_CODE__OUTCOME_OK)
         return rc;
-    return stats_key_end(a);
+    return stage_key_end(a);
 }
 
 /* ---- multipart uploads ---- */
-
-/* upload row = route_key(b,k) ‖ enc(upload_id) */
-static int upload_row(apply_ev *a, const char *upload_id, keybuf *row) {
-    keybuf_init(row);
-    if (keybuf_append(row, a->route.data, a->route.len) < 0 ||
-        keycodec_append_enc(row, (const uint8_t *)upload_id,
-                            strlen(upload_id)) < 0) {
-        keybuf_free(row);
-        snprintf(a->errstr, a->es, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-/* part row = upload row ‖ be32(part_number) */
-static int part_row(apply_ev *a, const char *upload_id, uint32_t part,
-                    keybuf *row) {
-    uint8_t be[4];
-    put_be32(be, part);
-    if (upload_row(a, upload_id, row) < 0)
-        return -1;
-    if (keybuf_append(row, be, sizeof(be)) < 0) {
-        keybuf_free(row);
-        snprintf(a->errstr, a->es, "out of memory");
-        return -1;
-    }
-    return 0;
-}
 
 /* Loads the upload row: 1 found (*out owned by the caller), 0 absent with
  * NoSuchUpload decided, -1 error. */
 static int require_upload(apply_ev *a, const char *upload_id,
                           Objlog__UploadRecord **out) {
-    keybuf row;
-    char *v;
-    size_t vn;
-    *out = NULL;
-    if (upload_row(a, upload_id ? upload_id : "", &row) < 0)
-        return -1;
-    int rc = batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
-                       a->errstr, a->es);
-    keybuf_free(&row);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
+    int rc = stage_load_upload(a, upload_id ? upload_id : "", out);
+    if (rc == 0)
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_UPLOAD,
                "upload %s does not exist (never created, aborted or "
                "completed)", upload_id ? upload_id : "");
-        return 0;
-    }
-    *out = objlog__upload_record__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
-    if (!*out) {
-        snprintf(a->errstr, a->es, "upload record in %s: corrupt", a->ev->bucket);
-        return -1;
-    }
-    return 1;
-}
-
-/* Loads one part: 1 found (*out owned by the caller), 0 absent, -1. */
-static int load_part(apply_ev *a, const char *upload_id, uint32_t part,
-                     Objlog__PartRecord **out) {
-    keybuf row;
-    char *v;
-    size_t vn;
-    *out = NULL;
-    if (part_row(a, upload_id, part, &row) < 0)
-        return -1;
-    int rc = batch_get(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &v, &vn,
-                       a->errstr, a->es);
-    keybuf_free(&row);
-    if (rc <= 0)
-        return rc;
-    *out = objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
-    rocksdb_free(v);
-    if (!*out) {
-        snprintf(a->errstr, a->es, "part record in %s: corrupt", a->ev->bucket);
-        return -1;
-    }
-    return 1;
-}
-
-/* Part numbers recorded for an upload (ascending), as the batch sees them.
- * *parts is owned by the caller (free). 0 or -1. */
-static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
-                      size_t *n, uint64_t *bytes) {
-    size_t cap = 0;
-    *bytes = 0;
-    *parts = NULL;
-    *n = 0;
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_UPLOADS);
-    int rc = 0;
-    for (rocksdb_iter_seek(it, (const char *)urow->data, urow->len);
-         rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kn;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
-        if (kn < urow->len || memcmp(k, urow->data, urow->len) != 0)
-            break;
-        if (kn != urow->len + 4)
-            continue; /* the upload row itself */
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint32_t *p = realloc(*parts, cap * sizeof(*p));
-            if (!p) {
-                snprintf(a->errstr, a->es, "out of memory");
-                rc = -1;
-                break;
-            }
-            *parts = p;
-        }
-        size_t vn;
-        const char *v = rocksdb_iter_value(it, &vn);
-        Objlog__PartRecord *pr =
-            objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
-        if (!pr) {
-            snprintf(a->errstr, a->es, "part record in %s: corrupt", a->ev->bucket);
-            rc = -1;
-            break;
-        }
-        *bytes += pr->size;
-        objlog__part_record__free_unpacked(pr, NULL);
-        const uint8_t *be = k + urow->len;
-        (*parts)[(*n)++] = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 |
-                           (uint32_t)be[2] << 8 | be[3];
-    }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(a->errstr, a->es, "scan uploads: %s", err);
-        rocksdb_free(err);
-        rc = -1;
-    }
-    return rc;
-}
-
-/* Removes the upload row and all its part rows. The part numbers are read
- * first: deleting from the batch while iterating it would invalidate the
- * iterator's keys. At most 10,001 rows. */
-static int remove_upload(apply_ev *a, const char *upload_id) {
-    keybuf row;
-    uint32_t *parts;
-    size_t n;
-    uint64_t bytes;
-    if (upload_row(a, upload_id, &row) < 0)
-        return -1;
-    int rc = list_parts(a, &row, &parts, &n, &bytes);
-    a->d.uploads--;
-    a->d.upload_part_bytes -= (int64_t)bytes;
-    if (rc == 0)
-        batch_del(a->b, OBJLOG_CF_UPLOADS, row.data, row.len);
-    keybuf_free(&row);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        keybuf prow;
-        rc = part_row(a, upload_id, parts[i], &prow);
-        if (rc == 0) {
-            batch_del(a->b, OBJLOG_CF_UPLOADS, prow.data, prow.len);
-            keybuf_free(&prow);
-        }
-    }
-    free(parts);
     return rc;
 }
 
@@ -1717,10 +677,10 @@ static int op_create_upload(apply_ev *a) {
     r.initiated_seq = a->seq;
     r.initiated_ms = a->log_time_ms;
     keybuf row;
-    if (upload_row(a, r.upload_id, &row) < 0)
+    if (stage_upload_row(a, r.upload_id, &row) < 0)
         return -1;
-    rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
-                       a->errstr, a->es);
+    rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
+                             a->errstr, a->es);
     keybuf_free(&row);
     a->d.uploads++;
     return rc;
@@ -1745,7 +705,7 @@ static int op_upload_part(apply_ev *a) {
         return rc;
     objlog__upload_record__free_unpacked(ur, NULL);
     Objlog__PartRecord *old;
-    rc = load_part(a, up->upload_id, up->part_number, &old);
+    rc = stage_load_part(a, up->upload_id, up->part_number, &old);
     if (rc < 0)
         return -1;
     if (rc == 1) {
@@ -1760,10 +720,10 @@ static int op_upload_part(apply_ev *a) {
     p.blob_id = up->blob_id;
     p.last_modified_ms = a->log_time_ms;
     keybuf row;
-    if (part_row(a, up->upload_id, up->part_number, &row) < 0)
+    if (stage_part_row(a, up->upload_id, up->part_number, &row) < 0)
         return -1;
-    rc = batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
-                       a->errstr, a->es);
+    rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
+                             a->errstr, a->es);
     keybuf_free(&row);
     a->res.etag = up->etag;
     return rc;
@@ -1800,7 +760,7 @@ static int check_parts(apply_ev *a, const Objlog__CompleteUpload *cu,
         Objlog__PartRecord *got;
         uint8_t given[MD5_LEN];
         snprintf(num, sizeof(num), "%u", want->part_number);
-        rc = load_part(a, cu->upload_id, want->part_number, &got);
+        rc = stage_load_part(a, cu->upload_id, want->part_number, &got);
         if (rc < 0)
             break;
         if (rc == 0) {
@@ -1854,7 +814,7 @@ static int op_complete_upload(apply_ev *a) {
     rc = check_parts(a, cu, &size);
     if (rc == 1)
         rc = check_preconditions(a);
-    if (rc == 1 && stats_key_begin(a) < 0)
+    if (rc == 1 && stage_key_begin(a) < 0)
         rc = -1;
     if (rc == 1) {
         /* A shallow copy: the strings stay owned by ur. */
@@ -1869,8 +829,8 @@ static int op_complete_upload(apply_ev *a) {
     if (rc <= 0)
         return rc;
     a->res.etag = a->res.etag_buf;
-    rc = remove_upload(a, cu->upload_id);
-    return rc < 0 ? -1 : stats_key_end(a);
+    rc = stage_remove_upload(a, cu->upload_id);
+    return rc < 0 ? -1 : stage_key_end(a);
 }
 
 static int op_abort_upload(apply_ev *a) {
@@ -1884,7 +844,7 @@ static int op_abort_upload(apply_ev *a) {
     if (rc <= 0)
         return rc;
     objlog__upload_record__free_unpacked(ur, NULL);
-    return remove_upload(a, uid);
+    return stage_remove_upload(a, uid);
 }
 
 /* ---- lifecycle (the rules themselves: lifecycle.c) ---- */
@@ -1946,7 +906,7 @@ static int lc_pinned_action(apply_ev *a, const Objlog__LifecycleRule *rule,
     pin->seq = ex->version_seq;
     pin->rule = rule;
     pin->action = -1;
-    rocksdb_iterator_t *it = batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_VERSIONS);
     int rc = objlog_lc_walk_key(it, a->route.data, a->route.len, a->ev->key.data,
                                 a->ev->key.len, lc_pin_fn, pin, a->errstr, a->es);
     rocksdb_iter_destroy(it);
@@ -1967,7 +927,7 @@ static int op_expire(apply_ev *a) {
     if (rc <= 0)
         return rc;
     Objlog__BucketRecord *br;
-    if (load_bucket(a, &br) < 0)
+    if (stage_load_bucket(a, &br) < 0)
         return -1;
     const Objlog__Expire *ex = a->ev->expire;
     const Objlog__LifecycleRule *rule = objlog_lc_rule(br, ex->rule_id);
@@ -1995,19 +955,19 @@ static int op_expire(apply_ev *a) {
                "rule %s: not due yet at this event's log time", ex->rule_id);
         return 0;
     }
-    if (stats_key_begin(a) < 0)
+    if (stage_key_begin(a) < 0)
         return -1;
     if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_CURRENT)
         rc = delete_current(a, &bs);
     else if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD)
-        rc = remove_upload(a, ex->upload_id);
+        rc = stage_remove_upload(a, ex->upload_id);
     else
         rc = delete_version_id(a, pin.version_id);
     if (rc < 0 || a->res.code != OBJLOG__OUTCOME_CODE__OUTCOME_OK)
         return rc;
     if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD)
         snprintf(a->res.upload_id, sizeof(a->res.upload_id), "%s", ex->upload_id);
-    return stats_key_end(a);
+    return stage_key_end(a);
 }
 
 /* PutIndex, DropIndex, BuildIndex: decided by indexes.c on the record. */
@@ -2019,7 +979,7 @@ static int op_index(apply_ev *a) {
     rc = indexes_op(a->b, a->ev, a->seq, br, &a->res.code, a->res.message,
                     sizeof(a->res.message), a->errstr, a->es);
     if (rc == 1)
-        rc = save_bucket(a, br);
+        rc = stage_save_bucket(a, br);
     objlog__bucket_record__free_unpacked(br, NULL);
     return rc < 0 ? -1 : 0;
 }
@@ -2061,277 +1021,13 @@ static int apply_op(apply_ev *a) {
     }
 }
 
-/* ---- outcomes ---- */
-
-static int save_outcome(apply_batch *b, int32_t p, int64_t off,
-                        int64_t log_time_ms, ProtobufCBinaryData rid,
-                        const apply_result *res, char *errstr, size_t es) {
-    Objlog__Outcome o = OBJLOG__OUTCOME__INIT;
-    o.code = res->code;
-    o.message = (char *)res->message;
-    o.request_id = rid;
-    o.partition = p;
-    o.offset = off;
-    o.version_id = (char *)res->version_id;
-    o.etag = (char *)(res->etag ? res->etag : "");
-    o.delete_marker = res->delete_marker;
-    o.log_time_ms = log_time_ms;
-    o.upload_id = (char *)res->upload_id;
-    uint8_t key[APPLY_OUTCOME_KEY_LEN];
-    apply_outcome_key(key, p, off);
-    return batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base,
-                         errstr, es);
-}
-
-static int rid_key(keybuf *kb, ProtobufCBinaryData rid) {
-    keybuf_init(kb);
-    return (keybuf_append(kb, "r", 1) < 0 ||
-            keybuf_append(kb, rid.data, rid.len) < 0) ? -1 : 0;
-}
-
-/* Position (partition, offset) of a request id's first outcome, from its
- * 'r' row. 1 found, 0 none, -1 error. */
-static int rid_position(apply_batch *b, ProtobufCBinaryData rid, int32_t *rp,
-                        int64_t *roff, char *errstr, size_t es) {
-    keybuf rk;
-    char *pos;
-    size_t pn;
-    if (rid_key(&rk, rid) < 0) {
-        keybuf_free(&rk);
-        snprintf(errstr, es, "out of memory");
-        return -1;
-    }
-    int rc = batch_get(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, &pos, &pn,
-                       errstr, es);
-    keybuf_free(&rk);
-    if (rc <= 0)
-        return rc;
-    if (pn == 12) {
-        *rp = (int32_t)get_be32((const uint8_t *)pos);
-        *roff = (int64_t)apply_get_be64((const uint8_t *)pos + 4);
-    }
-    rocksdb_free(pos);
-    return pn == 12 ? 1 : 0;
-}
-
-/* Rule 1: a request id decided within the window and the bound. 1 handled
- * (*code set, the first outcome copied to this offset), 0 new, -1 error. */
-static int apply_dedup(apply_batch *b, int32_t p, int64_t off, int64_t now,
-                       const Objlog__Event *ev, Objlog__OutcomeCode *code,
-                       char *errstr, size_t es) {
-    if (ev->request_id.len == 0)
-        return 0;
-    int32_t rp = 0;
-    int64_t roff = 0;
-    int rc = rid_position(b, ev->request_id, &rp, &roff, errstr, es);
-    if (rc <= 0)
-        return rc;
-    /* The bound, checked here too so the decision never depends on when
-     * trimming ran: the event at off remembers offsets off-max_ids..off-1. */
-    if (rp == p && roff < off - b->max_ids)
-        return 0;
-    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
-    char *v;
-    size_t vn;
-    apply_outcome_key(okey, rp, roff);
-    rc = batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
-    if (rc <= 0)
-        return rc;
-    Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
-    if (!o) {
-        rocksdb_free(v);
-        snprintf(errstr, es, "outcome %d.%lld: corrupt record", rp,
-                 (long long)roff);
-        return -1;
-    }
-    int expired = now - o->log_time_ms > b->window_ms;
-    *code = o->code;
-    objlog__outcome__free_unpacked(o, NULL);
-    if (!expired) {
-        apply_outcome_key(okey, p, off);
-        batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
-    }
-    rocksdb_free(v);
-    return expired ? 0 : 1;
-}
-
-static int record_request(apply_batch *b, int32_t p, int64_t off,
-                          ProtobufCBinaryData rid, char *errstr, size_t es) {
-    if (rid.len == 0)
-        return 0;
-    keybuf rk;
-    uint8_t pos[12];
-    if (rid_key(&rk, rid) < 0) {
-        keybuf_free(&rk);
-        snprintf(errstr, es, "out of memory");
-        return -1;
-    }
-    put_be32(pos, (uint32_t)p);
-    put_be64(pos + 4, (uint64_t)off);
-    batch_put(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, pos, sizeof(pos));
-    keybuf_free(&rk);
-    return 0;
-}
-
-/* ---- trimming outcomes (the dedup window and bound) ---- */
-
-/* Rows trimmed per event at most: a backlog (a lowered bound, a store from
- * before trimming existed) drains over the next events instead of stalling
- * one. A constant, so replays trim exactly the same rows. */
-#define TRIM_MAX_PER_EVENT 64
-
-typedef struct trim_victim {
-    int64_t offset;
-    keybuf rkey; /* 'r' request_id, empty if the outcome has none */
-} trim_victim;
-
-/* meta "olow" be32(p) -> be64(oldest kept 'o' offset) be64(its log time).
- * 1 found, 0 absent, -1 error. */
-static int olow_get(apply_batch *b, int32_t p, int64_t *low, int64_t *low_ts,
-                    char *errstr, size_t es) {
-    uint8_t mk[APPLY_META_KEY_MAX];
-    size_t mkn = apply_meta_key(mk, APPLY_META_OUTCOMES_LOW, p);
-    char *v;
-    size_t vn;
-    int rc = batch_get(b, OBJLOG_CF_META, mk, mkn, &v, &vn, errstr, es);
-    if (rc <= 0)
-        return rc;
-    if (vn == 16) {
-        *low = (int64_t)apply_get_be64((const uint8_t *)v);
-        *low_ts = (int64_t)apply_get_be64((const uint8_t *)v + 8);
-    }
-    rocksdb_free(v);
-    return vn == 16 ? 1 : 0;
-}
-
-static void olow_put(apply_batch *b, int32_t p, int64_t low, int64_t low_ts) {
-    uint8_t mk[APPLY_META_KEY_MAX], v[16];
-    size_t mkn = apply_meta_key(mk, APPLY_META_OUTCOMES_LOW, p);
-    put_be64(v, (uint64_t)low);
-    put_be64(v + 8, (uint64_t)low_ts);
-    batch_put(b, OBJLOG_CF_META, mk, mkn, v, sizeof(v));
-}
-
-/* 1 if the 'o' row (offset, log time) is past the window or the bound as
- * seen from the event at (off, now). */
-static int trim_due(const apply_batch *b, int64_t off, int64_t now,
-                    int64_t o_off, int64_t o_ts) {
-    return o_off <= off - b->max_ids || now - o_ts > b->window_ms;
-}
-
-/* Collects up to TRIM_MAX_PER_EVENT rows of partition p from the oldest
- * while they are due; *low and *low_ts get the first row kept. Returns the
- * number collected, or -1. The batch is not written while iterating. */
-static int trim_collect(apply_batch *b, int32_t p, int64_t off, int64_t now,
-                        trim_victim *vict, int64_t *low, int64_t *low_ts,
-                        char *errstr, size_t es) {
-    uint8_t start[APPLY_OUTCOME_KEY_LEN];
-    apply_outcome_key(start, p, *low);
-    rocksdb_iterator_t *it = batch_iter(b, OBJLOG_CF_OUTCOMES);
-    int n = 0, rc = 0;
-    for (rocksdb_iter_seek(it, (const char *)start, sizeof(start));
-         rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t kn, vn;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
-        if (kn != APPLY_OUTCOME_KEY_LEN || k[0] != 'o' ||
-            get_be32(k + 1) != (uint32_t)p)
-            break;
-        const char *v = rocksdb_iter_value(it, &vn);
-        Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
-        if (!o) {
-            snprintf(errstr, es, "outcome in partition %d: corrupt record", p);
-            rc = -1;
-            break;
-        }
-        int64_t o_off = (int64_t)apply_get_be64(k + 5);
-        *low = o_off;
-        *low_ts = o->log_time_ms;
-        int due = n < TRIM_MAX_PER_EVENT && trim_due(b, off, now, o_off, o->log_time_ms);
-        if (due) {
-            vict[n].offset = o_off;
-            keybuf_init(&vict[n].rkey);
-            if (o->request_id.len && rid_key(&vict[n].rkey, o->request_id) < 0) {
-                snprintf(errstr, es, "out of memory");
-                rc = -1;
-            }
-            n++;
-        }
-        objlog__outcome__free_unpacked(o, NULL);
-        if (!due || rc < 0)
-            break;
-    }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(errstr, es, "scan outcomes: %s", err);
-        rocksdb_free(err);
-        rc = -1;
-    }
-    if (rc < 0)
-        for (int i = 0; i < n; i++)
-            keybuf_free(&vict[i].rkey);
-    return rc < 0 ? -1 : n;
-}
-
-/* Deletes a trimmed 'o' row and, if it was its request's first outcome
- * (the 'r' row still points at it), the 'r' row: a retry after the window
- * re-pointed 'r' to its own outcome, which must stay. */
-static int trim_victim_apply(apply_batch *b, int32_t p, const trim_victim *t,
-                             char *errstr, size_t es) {
-    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
-    apply_outcome_key(okey, p, t->offset);
-    batch_del(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey));
-    if (t->rkey.len == 0)
-        return 0;
-    char *pos;
-    size_t pn;
-    int rc = batch_get(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len, &pos,
-                       &pn, errstr, es);
-    if (rc <= 0)
-        return rc;
-    int mine = pn == 12 && memcmp(pos, okey + 1, 12) == 0;
-    rocksdb_free(pos);
-    if (mine)
-        batch_del(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len);
-    return 0;
-}
-
-/* Runs after the event at (p, off, now) stored its outcome: drops the
- * partition's oldest outcomes (and their request ids) that are out of the
- * window or the bound, oldest offset first, and records the oldest kept
- * offset in meta "olow". Depends only on the log, so replay is exact. */
-static int trim_outcomes(apply_batch *b, int32_t p, int64_t off, int64_t now,
-                         char *errstr, size_t es) {
-    int64_t low = 0, low_ts = 0;
-    int rc = olow_get(b, p, &low, &low_ts, errstr, es);
-    if (rc < 0)
-        return -1;
-    if (rc == 1 && !trim_due(b, off, now, low, low_ts))
-        return 0; /* the common case: one point read */
-    trim_victim vict[TRIM_MAX_PER_EVENT];
-    int64_t new_low = rc == 1 ? low : 0, new_ts = now;
-    int n = trim_collect(b, p, off, now, vict, &new_low, &new_ts, errstr, es);
-    if (n < 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        if (rc >= 0)
-            rc = trim_victim_apply(b, p, &vict[i], errstr, es);
-        keybuf_free(&vict[i].rkey);
-    }
-    if (rc < 0)
-        return -1;
-    /* The event's own outcome is never due, so a row is always kept; when
-     * the cap stopped the scan, new_low is the first row not yet trimmed. */
-    if (n > 0 && new_low == vict[n - 1].offset) {
-        new_low = off;
-        new_ts = now;
-    }
-    olow_put(b, p, new_low, new_ts);
-    return 0;
-}
-
 /* ---- entry points ---- */
+
+rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
+    stage_stats_flush(b);
+    indexes_stage(b, apply_batch_index_counts(b));
+    return apply_batch_staged(b);
+}
 
 Objlog__Event *apply_decode(const void *payload, size_t n, char *why,
                             size_t why_size) {
@@ -2364,7 +1060,7 @@ int apply_event(apply_batch *b, int32_t partition, int64_t offset,
     Objlog__OutcomeCode dummy;
     if (!code)
         code = &dummy;
-    int rc = apply_dedup(b, partition, offset, log_time_ms, ev, code, errstr,
+    int rc = dedup_retry(b, partition, offset, log_time_ms, ev, code, errstr,
                          errstr_size);
     if (rc < 0)
         return -1;
@@ -2374,8 +1070,8 @@ int apply_event(apply_batch *b, int32_t partition, int64_t offset,
     else
         rc = 0;
     if (rc == 0)
-        rc = trim_outcomes(b, partition, offset, log_time_ms, errstr,
-                           errstr_size);
+        rc = dedup_trim(b, partition, offset, log_time_ms, errstr,
+                        errstr_size);
     return rc;
 }
 
@@ -2409,16 +1105,16 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         rc = -1;
         goto out;
     }
-    if (!rangemap_owns(b->rm, partition, a.route.data, a.route.len)) {
+    if (!rangemap_owns(apply_batch_rangemap(b), partition, a.route.data, a.route.len)) {
         a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
         snprintf(a.res.message, sizeof(a.res.message),
                  "key of bucket %s is not in partition %d's range (epoch %u)",
-                 ev->bucket, partition, rangemap_epoch(b->rm));
+                 ev->bucket, partition, rangemap_epoch(apply_batch_rangemap(b)));
     } else if (apply_op(&a) < 0) {
         rc = -1;
         goto out;
     }
-    if (a.res.code == OBJLOG__OUTCOME_CODE__OUTCOME_OK && stats_commit(&a) < 0) {
+    if (a.res.code == OBJLOG__OUTCOME_CODE__OUTCOME_OK && stage_stats_commit(&a) < 0) {
         rc = -1;
         goto out;
     }
@@ -2430,11 +1126,11 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         a.res.upload_id[0] = '\0';
     }
     *code = a.res.code;
-    rc = save_outcome(b, partition, offset, log_time_ms, ev->request_id, &a.res,
-                      errstr, errstr_size);
+    rc = dedup_save_outcome(b, partition, offset, log_time_ms, ev->request_id, &a.res,
+                            errstr, errstr_size);
     if (rc == 0)
-        rc = record_request(b, partition, offset, ev->request_id, errstr,
-                            errstr_size);
+        rc = dedup_record_request(b, partition, offset, ev->request_id, errstr,
+                                  errstr_size);
 out:
     keybuf_free(&a.route);
     keybuf_free(&a.bpart);
@@ -2451,49 +1147,29 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
     res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT;
     snprintf(res.message, sizeof(res.message), "%s", why);
     ProtobufCBinaryData none = {0, NULL};
-    if (save_outcome(b, partition, offset, log_time_ms, none, &res, errstr,
-                     errstr_size) < 0)
+    if (dedup_save_outcome(b, partition, offset, log_time_ms, none, &res, errstr,
+                           errstr_size) < 0)
         return -1;
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_DLQ, partition);
     char *v;
     size_t vn;
-    int rc = batch_get(b, OBJLOG_CF_META, key, kn, &v, &vn, errstr, errstr_size);
+    int rc = apply_batch_get(b, OBJLOG_CF_META, key, kn, &v, &vn, errstr, errstr_size);
     if (rc < 0)
         return -1;
     uint64_t n = (rc == 1 && vn == 8) ? apply_get_be64((const uint8_t *)v) : 0;
     if (rc == 1)
         rocksdb_free(v);
     uint8_t nv[8];
-    put_be64(nv, n + 1);
-    batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
-    return trim_outcomes(b, partition, offset, log_time_ms, errstr, errstr_size);
+    apply_put_be64(nv, n + 1);
+    apply_batch_put(b, OBJLOG_CF_META, key, kn, nv, sizeof(nv));
+    return dedup_trim(b, partition, offset, log_time_ms, errstr, errstr_size);
 }
-
-int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                    char **v, size_t *vn, char *errstr, size_t es) {
-    return batch_get(b, cf, k, kn, v, vn, errstr, es);
-}
-
-void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
-                     const void *v, size_t vn) {
-    batch_put(b, cf, k, kn, v, vn);
-}
-
-void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
-    batch_del(b, cf, k, kn);
-}
-
-rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf) {
-    return batch_iter(b, cf);
-}
-
-statrows *apply_batch_index_counts(apply_batch *b) { return &b->ixcounts; }
 
 void apply_set_applied(apply_batch *b, int32_t partition, int64_t next_offset) {
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_APPLIED, partition);
     uint8_t v[8];
-    put_be64(v, (uint64_t)next_offset);
-    batch_put(b, OBJLOG_CF_META, key, kn, v, sizeof(v));
+    apply_put_be64(v, (uint64_t)next_offset);
+    apply_batch_put(b, OBJLOG_CF_META, key, kn, v, sizeof(v));
 }

@@ -12,8 +12,9 @@
  * does not give to p, so a wrong or hostile stream cannot reach them. */
 #include "checkpoint.h"
 
-#include "apply.h"
-#include "objlog_logger.h"
+#include "matlog.h"
+#include "rows.h"
+#include "store.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,26 +51,12 @@ static void put_be16(uint8_t *p, uint16_t v) {
     p[1] = (uint8_t)v;
 }
 
-static void put_be32(uint8_t *p, uint32_t v) {
-    for (int i = 3; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* p of a meta row name ‖ be32(p), -1 for any other meta row. */
 static int ckpt_meta_part(const uint8_t *k, size_t kn) {
     for (size_t i = 0; i < CKPT_META_N; i++) {
         size_t n = strlen(ckpt_meta_names[i]);
         if (kn == n + 4 && memcmp(k, ckpt_meta_names[i], n) == 0)
-            return (int32_t)get_be32(k + n);
+            return (int32_t)apply_get_be32(k + n);
     }
     return -1;
 }
@@ -89,9 +76,9 @@ static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn
         return objlog_stats_row_partition(rm, k, kn);
     case OBJLOG_CF_OUTCOMES:
         if (kn == APPLY_OUTCOME_KEY_LEN && k[0] == 'o')
-            return (int32_t)get_be32(k + 1);
+            return (int32_t)apply_get_be32(k + 1);
         if (kn > 1 && k[0] == 'r' && vn == 12)
-            return (int32_t)get_be32(v);
+            return (int32_t)apply_get_be32(v);
         return -1;
     case OBJLOG_CF_META:
         return ckpt_meta_part(k, kn);
@@ -238,8 +225,8 @@ static int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
     size_t staged = 0;
     ckpt_purge_routes(s, rm, p, wb);
     uint8_t lo[5] = {'o'}, hi[5] = {'o'};
-    put_be32(lo + 1, (uint32_t)p);
-    put_be32(hi + 1, (uint32_t)p + 1);
+    apply_put_be32(lo + 1, (uint32_t)p);
+    apply_put_be32(hi + 1, (uint32_t)p + 1);
     rocksdb_writebatch_delete_range_cf(wb, objlog_store_cf(s, OBJLOG_CF_OUTCOMES),
                                        (const char *)lo, 5, (const char *)hi, 5);
     uint8_t mk[APPLY_META_KEY_MAX];
@@ -289,8 +276,8 @@ int objlog_ckpt_importing(objlog_store *s, int32_t p) {
 static int ckpt_recover_one(objlog_store *s, const char *k, size_t kn, const char *v,
                             size_t vn, char *errstr, size_t es) {
     size_t mn = strlen(OBJLOG_CKPT_META_IMPORTING);
-    int32_t p = (int32_t)get_be32((const uint8_t *)k + mn);
-    if (kn != mn + 4 || vn < 4 || get_be32((const uint8_t *)v) != CKPT_MARKER_VERSION) {
+    int32_t p = (int32_t)apply_get_be32((const uint8_t *)k + mn);
+    if (kn != mn + 4 || vn < 4 || apply_get_be32((const uint8_t *)v) != CKPT_MARKER_VERSION) {
         snprintf(errstr, es, "import marker of partition %d is corrupt", p);
         return -1;
     }
@@ -303,10 +290,10 @@ static int ckpt_recover_one(objlog_store *s, const char *k, size_t kn, const cha
     int rc = objlog_ckpt_purge(s, rm, p, errstr, es);
     rangemap_destroy(rm);
     if (rc == 0)
-        objlog_logf(4, "checkpoint",
-                    "partition %d: an import of a checkpoint did not finish (the process "
-                    "stopped during it); its rows were removed, the partition starts "
-                    "empty", p);
+        matlog_printf(store_log(s), MATLOG_WARNING, "checkpoint",
+                        "partition %d: an import of a checkpoint did not finish (the "
+                      "process stopped during it); its rows were removed, the "
+                      "partition starts empty", p);
     return rc;
 }
 
@@ -374,8 +361,8 @@ static void out_row(ckpt_out *o, int cf, const void *k, size_t kn, const void *v
     uint8_t head[1 + CKPT_ROW_HEAD_LEN];
     head[0] = 'R';
     head[1] = (uint8_t)cf;
-    put_be32(head + 2, (uint32_t)kn);
-    put_be32(head + 6, (uint32_t)vn);
+    apply_put_be32(head + 2, (uint32_t)kn);
+    apply_put_be32(head + 6, (uint32_t)vn);
     out_put(o, head, sizeof(head), 1);
     out_put(o, k, kn, 1);
     out_put(o, v, vn, 1);
@@ -434,7 +421,7 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
         }
     }
     uint8_t op[5] = {'o'};
-    put_be32(op + 1, (uint32_t)p);
+    apply_put_be32(op + 1, (uint32_t)p);
     ckpt_span stats = {.from = (const uint8_t *)"", .filter = 1};
     ckpt_span outs = {.from = op, .fn = 5, .prefix = 1};
     ckpt_span rids = {.from = (const uint8_t *)"r", .fn = 1, .prefix = 1, .filter = 1};
@@ -494,12 +481,12 @@ static int export_header(objlog_store *s, rocksdb_readoptions_t *ro, const range
     }
     uint8_t fixed[CKPT_FIXED_LEN], tail[CKPT_TAIL_LEN];
     memcpy(fixed, OBJLOG_CKPT_MAGIC, 8);
-    put_be32(fixed + 8, OBJLOG_CKPT_VERSION);
-    put_be32(fixed + 12, flags);
+    apply_put_be32(fixed + 8, OBJLOG_CKPT_VERSION);
+    apply_put_be32(fixed + 12, flags);
     put_be16(fixed + 16, (uint16_t)vn);
-    put_be32(tail, rangemap_epoch(rm));
-    put_be32(tail + 4, (uint32_t)p);
-    put_be64(tail + 8, (uint64_t)*applied);
+    apply_put_be32(tail, rangemap_epoch(rm));
+    apply_put_be32(tail + 4, (uint32_t)p);
+    apply_put_be64(tail + 8, (uint64_t)*applied);
     out_put(o, fixed, sizeof(fixed), 1);
     out_put(o, id, vn, 1);
     out_put(o, tail, sizeof(tail), 1);
@@ -510,8 +497,8 @@ static int export_header(objlog_store *s, rocksdb_readoptions_t *ro, const range
 static void export_trailer(ckpt_out *o) {
     uint8_t t[1 + CKPT_TRAILER_LEN], sha[CKPT_SHA_LEN];
     t[0] = 'E';
-    put_be64(t + 1, o->rows);
-    put_be64(t + 9, o->bytes);
+    apply_put_be64(t + 1, o->rows);
+    apply_put_be64(t + 9, o->bytes);
     out_put(o, t, sizeof(t), 1);
     unsigned int n = 0;
     EVP_DigestFinal_ex(o->sha, sha, &n);
@@ -696,8 +683,9 @@ static void import_abandon(objlog_ckpt_import *im) {
     char why[256];
     if (objlog_ckpt_purge(im->s, im->rm, im->p, why, sizeof(why)) < 0) {
         /* The marker stays: the next open purges p. */
-        objlog_logf(3, "checkpoint", "partition %d: removing a failed import: %s "
-                    "(it is removed when the store opens next)", im->p, why);
+        matlog_printf(store_log(im->s), MATLOG_ERR, "checkpoint",
+                      "partition %d: removing a failed import: %s "
+                      "(it is removed when the store opens next)", im->p, why);
         size_t n = strlen(im->err);
         snprintf(im->err + n, sizeof(im->err) - n, "; removing its rows failed too: %s", why);
     }
@@ -713,7 +701,7 @@ static int import_begin(objlog_ckpt_import *im) {
     keybuf v;
     keybuf_init(&v);
     uint8_t ver[4], mk[APPLY_META_KEY_MAX];
-    put_be32(ver, CKPT_MARKER_VERSION);
+    apply_put_be32(ver, CKPT_MARKER_VERSION);
     int rc = keybuf_append(&v, ver, 4) || keybuf_append(&v, enc, en) ? -1 : 0;
     free(enc);
     if (rc < 0) {
@@ -736,7 +724,7 @@ static int import_fixed(objlog_ckpt_import *im, const uint8_t *b) {
     if (memcmp(b, OBJLOG_CKPT_MAGIC, 8) != 0)
         return import_fail(im, "not a checkpoint (no %s magic at byte 0)",
                            OBJLOG_CKPT_MAGIC);
-    uint32_t ver = get_be32(b + 8), flags = get_be32(b + 12);
+    uint32_t ver = apply_get_be32(b + 8), flags = apply_get_be32(b + 12);
     if (ver != OBJLOG_CKPT_VERSION)
         return import_fail(im, "checkpoint format version %u; this objlog reads %d", ver,
                            OBJLOG_CKPT_VERSION);
@@ -766,7 +754,7 @@ static int import_ident(objlog_ckpt_import *im, const uint8_t *b, size_t n) {
 }
 
 static int import_tail(objlog_ckpt_import *im, const uint8_t *b) {
-    uint32_t epoch = get_be32(b), part = get_be32(b + 4);
+    uint32_t epoch = apply_get_be32(b), part = apply_get_be32(b + 4);
     im->applied = (int64_t)apply_get_be64(b + 8);
     if (epoch != rangemap_epoch(im->rm))
         return import_fail(im, "checkpoint taken under range map epoch %u; this node uses "
@@ -799,8 +787,8 @@ static int import_tag(objlog_ckpt_import *im, uint8_t tag) {
 
 static int import_row_head(objlog_ckpt_import *im, const uint8_t *b) {
     im->cf = b[0];
-    im->klen = get_be32(b + 1);
-    im->vlen = get_be32(b + 5);
+    im->klen = apply_get_be32(b + 1);
+    im->vlen = apply_get_be32(b + 5);
     if (im->cf >= OBJLOG_CF_COUNT || im->klen == 0 || im->klen > CKPT_KEY_MAX ||
         im->vlen > CKPT_VALUE_MAX)
         return import_fail(im, "corrupt checkpoint: row %llu at offset %llu: cf %u, key %u "

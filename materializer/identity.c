@@ -16,7 +16,7 @@
  * is then discarded, because that log is gone for good. */
 #include "materializer.h"
 
-#include "apply.h"
+#include "rows.h"
 #include "control.h"
 
 #include <stdio.h>

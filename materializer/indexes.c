@@ -30,6 +30,8 @@
  * a bucket routes there (docs/ARCHITECTURE.md, bucket quotas). */
 #include "indexes.h"
 
+#include "rows.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,18 +150,6 @@ static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
     return c ? c : (an > bn) - (an < bn);
 }
 
-static uint64_t get_be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
 /* The batch's 'c' row at k, loaded on first touch. NULL on error. */
 static statrow *count_row(apply_batch *b, const keybuf *k, char *errstr, size_t es) {
     statrows *t = apply_batch_index_counts(b);
@@ -173,8 +163,8 @@ static statrow *count_row(apply_batch *b, const keybuf *k, char *errstr, size_t 
         return NULL;
     uint64_t n = 0, bytes = 0;
     if (rc == 1 && vn == 16) {
-        n = get_be64((const uint8_t *)v);
-        bytes = get_be64((const uint8_t *)v + 8);
+        n = apply_get_be64((const uint8_t *)v);
+        bytes = apply_get_be64((const uint8_t *)v + 8);
     }
     if (rc == 1)
         rocksdb_free(v);
@@ -214,8 +204,8 @@ void indexes_stage(apply_batch *b, statrows *t) {
             continue;
         }
         uint8_t nv[16];
-        put_be64(nv, r->u.objects);
-        put_be64(nv + 8, r->u.bytes);
+        apply_put_be64(nv, r->u.objects);
+        apply_put_be64(nv + 8, r->u.bytes);
         apply_batch_put(b, OBJLOG_CF_INDEXES, r->key, r->key_len, nv, sizeof(nv));
     }
 }

@@ -16,7 +16,7 @@
 #ifndef OBJLOG_MATERIALIZER_INDEXES_H
 #define OBJLOG_MATERIALIZER_INDEXES_H
 
-#include "apply.h"
+#include "batch.h"
 #include "statrows.h"
 
 #define INDEXES_BUILD_DEFAULT 1000   /* keys per BuildIndex with max_keys 0 */

@@ -2,8 +2,10 @@
  * materializer thread (janitor_note) and the janitor thread, under mu; the
  * janitor copies it out and works without the lock, so applying never waits
  * for a compaction. */
-#include "objlog_logger.h"
 #include "janitor.h"
+
+#include "matlog.h"
+#include "store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -47,7 +49,8 @@ static void janitor_compact(janitor *j, const keybuf *lo, const keybuf *hi) {
         /* Tombstones still in the memtable are not reached by compaction. */
         rocksdb_flush_cf(db, fo, cf, &err);
         if (err) {
-            objlog_logf(OBJLOG_LEVEL_ERR, "janitor", "flush %s: %s", objlog_cf_name(cfs[i]), err);
+            matlog_printf(store_log(j->store), MATLOG_ERR, "janitor", "flush %s: %s",
+                          objlog_cf_name(cfs[i]), err);
             rocksdb_free(err);
             continue;
         }

@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apply.h"
+#include "materializer.h"
+
 
 static int lc_fail(char *errstr, size_t es, const Objlog__LifecycleRule *r,
                    const char *what) {
@@ -214,7 +215,7 @@ int objlog_lc_walk_key(rocksdb_iterator_t *it, const uint8_t *rk, size_t rn,
         const char *val = rocksdb_iter_value(it, &vn);
         if (n == rn) {
             objlog_key_header h;
-            if (apply_header_decode(val, vn, &h) < 0) {
+            if (objlog_key_header_decode(val, vn, &h) < 0) {
                 snprintf(errstr, errstr_size, "key header: corrupt");
                 return -1;
             }

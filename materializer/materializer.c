@@ -1,27 +1,30 @@
 /* materializer.c: the consumer thread that keeps the views equal to the
  * applied log prefix (docs/ARCHITECTURE.md, "The state machine's rules").
  * Owns the Kafka consumer (assign every partition; in cluster mode
- * subscribe, cooperative, and apply what the group assigns;
+ * subscribe, cooperative, and apply what the group assigns, assign.c;
  * auto.offset.reset=error either way), the DLQ producer and the published
- * applied offsets that waiters block on.
+ * applied offsets that waiters block on. Its lines and librdkafka's go to
+ * the conf's log callback (matlog.h).
  *
  * Invariant: a batch's effects, its outcomes and the new applied offset of
  * every partition in it reach RocksDB in ONE WriteBatch; only after that
  * write are the offsets published to waiters and committed (async) to the
  * consumer group, which is informative only (lag tools): restart, and a
- * partition the group assigns, always resume from the store. An undecodable message is acked by the DLQ
- * before the batch that records it is written, so it is never lost. A
- * batch the store cannot write (a full disk) is abandoned whole and
- * stalls every partition until a retry writes (stall.h): never a loop of
- * failing writes, never a write past the failure. */
-#include "objlog_logger.h"
+ * partition the group assigns, always resume from the store. An
+ * undecodable message is acked by the DLQ before the batch that records
+ * it is written, so it is never lost. A batch the store cannot write (a
+ * full disk) is abandoned whole and stalls every partition until a retry
+ * writes (stall.h): never a loop of failing writes, never a write past
+ * the failure. */
 #include "materializer.h"
 
 #include "apply.h"
-#include "janitor.h"
+#include "assign.h"
+#include "brokerrtt.h"
 #include "control.h"
 #include "kafkaconf.h"
-#include "stall.h"
+#include "matint.h"
+#include "rows.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
 
 #define MAT_POLL_MS 50
 /* librdkafka statistics interval (broker RTTs for /metrics). */
@@ -46,95 +48,6 @@
 #define MAT_IDLE_POLL_MS 250
 #define MAT_META_TIMEOUT_MS 10000
 #define MAT_DLQ_TIMEOUT_MS 10000
-/* Outcome codes counted per outcome (Objlog__OutcomeCode is 0..12 today;
- * room for more without a layout change). */
-#define MAT_OUTCOMES 32
-
-struct objlog_materializer {
-    objlog_logger_limit log_consumer; /* consumer thread only */
-    objlog_store *store;
-    char *topic;
-    char *dlq_topic;
-    int batch_max;
-    int apply_delay_ms;
-    int stats_view;       /* 0 only in benches (conf test_no_stats) */
-    rd_kafka_t *consumer;
-    rd_kafka_t *dlq;
-    rangemap *rm;
-    int nparts;
-    /* Cluster mode (conf cluster): the group assigns partitions to this
-     * view; owned[p] is 1 while p is assigned here (always 1 otherwise).
-     * Written by the materializer thread (the rebalance callback runs in
-     * its polls, or while closing), read by anyone. */
-    int cluster;
-    int hold_new;         /* conf hold_new */
-    atomic_int *owned;
-    /* Standbys (conf standbys): a second consumer, assigned and never a
-     * group member, applies the partitions the cluster's placement gives
-     * this node besides the group's. standby[p] is 1 while p is assigned
-     * to it and not to the group consumer (materializer thread writes,
-     * anyone reads); standby_want is the placement's latest wish (under
-     * mu; standby_dirty until the thread took it). Both consumers' queues
-     * wake the thread through wake_fd, so neither waits on the other. */
-    rd_kafka_t *standby_rk;
-    atomic_int *standby;
-    uint8_t *standby_want;
-    int standby_dirty;
-    int wake_fd[2];
-    /* Holds (objlog_materializer_hold): partitions whose rows another
-     * thread replaces (a checkpoint import). hold_want is asked under mu;
-     * the thread takes it between batches, stops fetching p and sets
-     * held[p] (anyone reads); a release re-reads p's applied offset from
-     * the store and fetches from there. */
-    uint8_t *hold_want;
-    int hold_dirty;
-    atomic_int *held;
-
-    pthread_t thread;
-    int started;
-    atomic_int running;
-    /* Idle pause (conf idle_pause_ms): paused is written by the
-     * materializer thread only; kicked by anyone. */
-    int idle_pause_ms;
-    atomic_int paused;
-    atomic_int kicked;
-
-    /* Published state, guarded by mu; cv signals every change. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int64_t *applied;
-    char **perr;          /* stop reason per partition, NULL while running */
-    int waits_cancelled;  /* cancel_waits: every wait_applied returns -1 */
-    void (*progress)(void *opaque); /* set_progress_cb; runs on each broadcast */
-    void *progress_opaque;
-    uint64_t dlq_total;
-    objlog_broker_rtt rtt[OBJLOG_MAX_BROKER_RTTS]; /* from the stats callback */
-    int nrtt;
-    uint64_t events_applied;
-    uint64_t by_outcome[MAT_OUTCOMES]; /* events applied per outcome code */
-    /* Log times (Kafka timestamps, ms; -1 unknown) per partition, for lag in
-     * seconds: newest applied event, newest event taken from the log, and
-     * the oldest taken but not yet applied (-1 when none is pending). */
-    int64_t *applied_ts;
-    int64_t *fetched_ts;
-    int64_t *pending_ts;
-
-    /* DLQ attempts: the consumer thread numbers them, the DR callback
-     * (called from rd_kafka_flush on that same thread) acks them. */
-    uint64_t dlq_attempt;
-    atomic_uint_fast64_t dlq_acked;
-
-    /* Consumer-thread state. */
-    int64_t *next;        /* next offset to take per partition */
-    int64_t *batch_next;  /* next offset after this batch, -1 untouched */
-    int64_t *batch_ts;    /* log time of the batch's last event per partition */
-    uint64_t batch_outcomes[MAT_OUTCOMES];
-    apply_batch *batch;
-    rd_kafka_message_t **msgs;
-    janitor *janitor;     /* compacts away tombstones of mass deletes */
-    stall *stall;         /* the store's failed writes and their retries */
-};
-
 /* ---- setup ---- */
 
 static char *mat_strdup(const char *s, const char *dflt) {
@@ -150,300 +63,6 @@ static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v,
     return -1;
 }
 
-/* librdkafka's statistics (every MAT_STATS_MS, on the materializer thread,
- * from consumer_poll): keeps each broker's round-trip time for /metrics. */
-static int mat_stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
-    (void)rk;
-    objlog_materializer *m = opaque;
-    json_t *root = json_loadb(json, len, 0, NULL);
-    json_t *brokers = json_object_get(root, "brokers");
-    objlog_broker_rtt rtt[OBJLOG_MAX_BROKER_RTTS];
-    int n = 0;
-    const char *name;
-    json_t *b;
-    json_object_foreach(brokers, name, b) {
-        json_t *id = json_object_get(b, "nodeid"), *r = json_object_get(b, "rtt");
-        const char *src = json_string_value(json_object_get(b, "source"));
-        /* Real connections only: the group coordinator ("logical") repeats
-         * a broker's id, bootstrap entries have none. */
-        if (n >= OBJLOG_MAX_BROKER_RTTS || !json_is_integer(id) ||
-            json_integer_value(id) < 0 || !json_is_object(r) || !src ||
-            (strcmp(src, "learned") != 0 && strcmp(src, "configured") != 0))
-            continue;
-        int dup = 0;
-        for (int i = 0; i < n; i++)
-            dup |= rtt[i].broker == (int32_t)json_integer_value(id);
-        if (dup)
-            continue;
-        rtt[n].broker = (int32_t)json_integer_value(id);
-        rtt[n].avg_us = json_integer_value(json_object_get(r, "avg"));
-        rtt[n].p99_us = json_integer_value(json_object_get(r, "p99"));
-        n++;
-    }
-    json_decref(root);
-    pthread_mutex_lock(&m->mu);
-    memcpy(m->rtt, rtt, sizeof(rtt[0]) * (size_t)n);
-    m->nrtt = n;
-    pthread_mutex_unlock(&m->mu);
-    return 0; /* librdkafka frees json */
-}
-
-int objlog_materializer_broker_rtts(objlog_materializer *m, objlog_broker_rtt *out, int max) {
-    pthread_mutex_lock(&m->mu);
-    int n = m->nrtt < max ? m->nrtt : max;
-    memcpy(out, m->rtt, sizeof(out[0]) * (size_t)n);
-    pthread_mutex_unlock(&m->mu);
-    return n;
-}
-
-/* ---- cluster mode: the group decides which partitions this view applies ---- */
-
-static void mat_broadcast(objlog_materializer *m);
-
-static void mat_set_owned(objlog_materializer *m,
-                          const rd_kafka_topic_partition_list_t *parts, int owned) {
-    for (int i = 0; i < parts->cnt; i++) {
-        int32_t p = parts->elems[i].partition;
-        if (p >= 0 && p < m->nparts && strcmp(parts->elems[i].topic, m->topic) == 0)
-            atomic_store(&m->owned[p], owned);
-    }
-}
-
-static void mat_part_list(char *out, size_t n, const rd_kafka_topic_partition_list_t *parts) {
-    size_t k = 0;
-    out[0] = '\0';
-    for (int i = 0; i < parts->cnt && k < n - 16; i++)
-        k += (size_t)snprintf(out + k, n - k, "%s%d", i ? "," : "", parts->elems[i].partition);
-}
-
-static void mat_hold_new(objlog_materializer *m, const rd_kafka_topic_partition_list_t *parts);
-static void mat_pause_held(objlog_materializer *m, rd_kafka_t *rk,
-                           const rd_kafka_topic_partition_list_t *parts);
-
-/* Moves partitions into or out of the standby consumer's assignment, from
- * where this view stands (m->next), on the materializer thread. */
-static void mat_standby_move(objlog_materializer *m, rd_kafka_topic_partition_list_t *tp,
-                             int add) {
-    if (!tp->cnt)
-        return;
-    for (int i = 0; i < tp->cnt; i++) {
-        int32_t p = tp->elems[i].partition;
-        tp->elems[i].offset = m->next[p];
-        if (!add)
-            atomic_store(&m->standby[p], 0);
-    }
-    if (add)
-        mat_hold_new(m, tp);
-    rd_kafka_error_t *e = add ? rd_kafka_incremental_assign(m->standby_rk, tp)
-                              : rd_kafka_incremental_unassign(m->standby_rk, tp);
-    if (add && !e)
-        mat_pause_held(m, m->standby_rk, tp);
-    char list[512];
-    mat_part_list(list, sizeof(list), tp);
-    if (e) {
-        objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "standby: %s partitions [%s]: %s",
-                    add ? "assign" : "unassign", list, rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-        return;
-    }
-    for (int i = 0; add && i < tp->cnt; i++)
-        atomic_store(&m->standby[tp->elems[i].partition], 1);
-    objlog_logf(OBJLOG_LEVEL_INFO, "materializer", "standby: %s partitions [%s]",
-                add ? "applying" : "dropped", list);
-}
-
-static int mat_partition_stopped(objlog_materializer *m, int32_t p);
-
-/* 1 while p may be fetched: not stopped for good, not held. */
-static int mat_runs(objlog_materializer *m, int32_t p) {
-    return !atomic_load(&m->held[p]) && !mat_partition_stopped(m, p);
-}
-
-/* Takes the placement's latest wish, between batches: applies as standby
- * what it wants and the group did not assign here, drops the rest. */
-static void mat_standby_sync(objlog_materializer *m) {
-    if (!m->standby_rk)
-        return;
-    pthread_mutex_lock(&m->mu);
-    int dirty = m->standby_dirty;
-    m->standby_dirty = 0;
-    pthread_mutex_unlock(&m->mu);
-    if (!dirty)
-        return;
-    rd_kafka_topic_partition_list_t *add = rd_kafka_topic_partition_list_new(m->nparts);
-    rd_kafka_topic_partition_list_t *drop = rd_kafka_topic_partition_list_new(m->nparts);
-    for (int p = 0; p < m->nparts; p++) {
-        pthread_mutex_lock(&m->mu);
-        int want = m->standby_want[p] && !m->perr[p];
-        pthread_mutex_unlock(&m->mu);
-        want = want && !atomic_load(&m->owned[p]);
-        int cur = atomic_load(&m->standby[p]);
-        if (want != cur)
-            rd_kafka_topic_partition_list_add(want ? add : drop, m->topic, p);
-    }
-    mat_standby_move(m, drop, 0);
-    mat_standby_move(m, add, 1);
-    if (add->cnt || drop->cnt) {
-        pthread_mutex_lock(&m->mu);
-        mat_broadcast(m);
-        pthread_mutex_unlock(&m->mu);
-    }
-    rd_kafka_topic_partition_list_destroy(add);
-    rd_kafka_topic_partition_list_destroy(drop);
-}
-
-/* The group assigned parts here: a standby of one of them hands over to
- * the group consumer, which fetches from the same m->next. */
-static void mat_standby_handover(objlog_materializer *m,
-                                 const rd_kafka_topic_partition_list_t *parts) {
-    if (!m->standby_rk)
-        return;
-    rd_kafka_topic_partition_list_t *drop = rd_kafka_topic_partition_list_new(parts->cnt);
-    for (int i = 0; i < parts->cnt; i++) {
-        int32_t p = parts->elems[i].partition;
-        if (p >= 0 && p < m->nparts && atomic_load(&m->standby[p]))
-            rd_kafka_topic_partition_list_add(drop, m->topic, p);
-    }
-    mat_standby_move(m, drop, 0);
-    rd_kafka_topic_partition_list_destroy(drop);
-}
-
-static int64_t mat_stored_log_time(objlog_store *s, int32_t p, int64_t applied);
-static void deadline_after(struct timespec *ts, int ms);
-
-/* conf hold_new: a partition this store never applied is held as it
- * arrives, before anything is fetched for it (its rows may come from a
- * peer's checkpoint instead of the log from offset 0). */
-static void mat_hold_new(objlog_materializer *m, const rd_kafka_topic_partition_list_t *parts) {
-    if (!m->hold_new)
-        return;
-    pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < parts->cnt; i++) {
-        int32_t p = parts->elems[i].partition;
-        if (p >= 0 && p < m->nparts && m->next[p] == 0 && !atomic_load(&m->held[p])) {
-            m->hold_want[p] = 1;
-            atomic_store(&m->held[p], 1);
-        }
-    }
-    pthread_mutex_unlock(&m->mu);
-}
-
-/* Held partitions among parts stay unfetched on rk (a release seeks). */
-static void mat_pause_held(objlog_materializer *m, rd_kafka_t *rk,
-                           const rd_kafka_topic_partition_list_t *parts) {
-    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(parts->cnt);
-    for (int i = 0; i < parts->cnt; i++) {
-        int32_t p = parts->elems[i].partition;
-        if (p >= 0 && p < m->nparts && atomic_load(&m->held[p]))
-            rd_kafka_topic_partition_list_add(tp, m->topic, p);
-    }
-    if (tp->cnt)
-        rd_kafka_pause_partitions(rk, tp);
-    rd_kafka_topic_partition_list_destroy(tp);
-}
-
-/* Holds and releases asked since the last batch (objlog_materializer_hold):
- * a held partition is paused on both consumers; a released one fetches
- * again from the applied offset its store holds now. */
-static void mat_holds_sync(objlog_materializer *m) {
-    pthread_mutex_lock(&m->mu);
-    int dirty = m->hold_dirty;
-    m->hold_dirty = 0;
-    pthread_mutex_unlock(&m->mu);
-    if (!dirty)
-        return;
-    for (int32_t p = 0; p < m->nparts; p++) {
-        pthread_mutex_lock(&m->mu);
-        int want = m->hold_want[p];
-        pthread_mutex_unlock(&m->mu);
-        if (want == atomic_load(&m->held[p]))
-            continue;
-        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_t *rk = atomic_load(&m->owned[p]) ? m->consumer
-                         : m->standby_rk && atomic_load(&m->standby[p]) ? m->standby_rk
-                                                                         : NULL;
-        if (want) {
-            rd_kafka_topic_partition_list_add(tp, m->topic, p);
-            rd_kafka_pause_partitions(m->consumer, tp);
-            if (m->standby_rk)
-                rd_kafka_pause_partitions(m->standby_rk, tp);
-            atomic_store(&m->held[p], 1);
-        } else {
-            int64_t a = objlog_store_applied(m->store, p);
-            pthread_mutex_lock(&m->mu);
-            m->applied[p] = m->next[p] = a;
-            m->applied_ts[p] = m->fetched_ts[p] = mat_stored_log_time(m->store, p, a);
-            m->pending_ts[p] = -1;
-            pthread_mutex_unlock(&m->mu);
-            atomic_store(&m->held[p], 0);
-            rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = a;
-            if (rk && !mat_partition_stopped(m, p)) {
-                rd_kafka_resume_partitions(rk, tp);
-                rd_kafka_error_t *e = rd_kafka_seek_partitions(rk, tp, 0);
-                if (e)
-                    rd_kafka_error_destroy(e);
-            }
-        }
-        rd_kafka_topic_partition_list_destroy(tp);
-    }
-    pthread_mutex_lock(&m->mu);
-    mat_broadcast(m);
-    pthread_mutex_unlock(&m->mu);
-}
-
-/* Incremental (cooperative) rebalance, on the materializer thread (inside
- * rd_kafka_consumer_poll) or while closing. A partition is fetched from
- * where this view stands (m->next: its store's applied offset, or past the
- * batch in hand), never from the group's committed offset: each view's
- * position is its own store's. */
-static void mat_rebalance(objlog_materializer *m, rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                          rd_kafka_topic_partition_list_t *parts) {
-    rd_kafka_error_t *e = NULL;
-    int assign = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
-    if (assign) {
-        mat_standby_handover(m, parts);
-        mat_hold_new(m, parts);
-        for (int i = 0; i < parts->cnt; i++) {
-            int32_t p = parts->elems[i].partition;
-            if (p >= 0 && p < m->nparts)
-                parts->elems[i].offset = m->next[p];
-        }
-        e = rd_kafka_incremental_assign(rk, parts);
-        if (!e)
-            mat_set_owned(m, parts, 1);
-        if (!e)
-            mat_pause_held(m, rk, parts);
-    } else if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
-        mat_set_owned(m, parts, 0);
-        e = rd_kafka_incremental_unassign(rk, parts);
-        pthread_mutex_lock(&m->mu);
-        m->standby_dirty = 1; /* the placement may want it as a standby */
-        pthread_mutex_unlock(&m->mu);
-    } else {
-        objlog_logf(OBJLOG_LEVEL_WARNING, "materializer", "rebalance: %s",
-                    rd_kafka_err2str(err));
-        return;
-    }
-    char list[512];
-    mat_part_list(list, sizeof(list), parts);
-    if (e) {
-        objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "cluster: %s partitions [%s]: %s",
-                    assign ? "assign" : "revoke", list, rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-    } else {
-        objlog_logf(OBJLOG_LEVEL_INFO, "materializer", "cluster: %s partitions [%s]",
-                    assign ? "assigned" : "revoked", list);
-    }
-    pthread_mutex_lock(&m->mu);
-    mat_broadcast(m); /* waiters and parked reads look again */
-    pthread_mutex_unlock(&m->mu);
-}
-
-static void mat_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                             rd_kafka_topic_partition_list_t *parts, void *opaque) {
-    mat_rebalance(opaque, rk, err, parts);
-}
-
 /* Group membership of a cluster node: cooperative-sticky moves only the
  * partitions that must move; a dead node's are reassigned within the
  * session timeout (6 s, the brokers' minimum by default); client.id carries
@@ -455,17 +74,51 @@ static int mat_cluster_conf(rd_kafka_conf_t *c, const objlog_materializer_conf *
         conf_set(c, "heartbeat.interval.ms", "1000", errstr, es) ||
         (conf->client_id && conf_set(c, "client.id", conf->client_id, errstr, es)))
         return -1;
-    rd_kafka_conf_set_rebalance_cb(c, mat_rebalance_cb);
+    rd_kafka_conf_set_rebalance_cb(c, assign_rebalance_cb);
     return 0;
+}
+
+/* librdkafka's lines of the handles made here go where the materializer's
+ * go (conf log_cb), named as objlogd has always named them. */
+static void mat_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    objlog_materializer *m = rk ? rd_kafka_opaque(rk) : NULL;
+    matlog_printf(m ? &m->log : NULL, level, "kafka", "%s: %s: %s",
+                  rk ? rd_kafka_name(rk) : "-", fac, buf);
+}
+
+/* A handle of m made from c (taken: freed on failure), with its lines
+ * through mat_kafka_log and m as its callbacks' opaque. NULL with errstr
+ * "<what>: why". */
+static rd_kafka_t *mat_kafka_new(objlog_materializer *m, rd_kafka_type_t type,
+                                 rd_kafka_conf_t *c, const char *what, char *errstr,
+                                 size_t es) {
+    rd_kafka_conf_set_log_cb(c, mat_kafka_log);
+    rd_kafka_conf_set_opaque(c, m);
+    char tmp[512];
+    rd_kafka_t *rk = rd_kafka_new(type, c, tmp, sizeof(tmp));
+    if (!rk) {
+        snprintf(errstr, es, "%s: %s", what, tmp);
+        rd_kafka_conf_destroy(c);
+    }
+    return rk;
+}
+
+/* A Kafka conf for brokers with the n settings kv (key, value). NULL with
+ * errstr naming the refused key. */
+static rd_kafka_conf_t *mat_kafka_conf(const char *brokers, const char *const kv[][2],
+                                       size_t n, char *errstr, size_t es) {
+    rd_kafka_conf_t *c = objlog_kafka_conf_new(brokers, errstr, es);
+    for (size_t i = 0; c && i < n; i++)
+        if (conf_set(c, kv[i][0], kv[i][1], errstr, es) < 0) {
+            rd_kafka_conf_destroy(c);
+            c = NULL;
+        }
+    return c;
 }
 
 static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
                                     const objlog_materializer_conf *conf,
                                     char *errstr, size_t es) {
-    rd_kafka_conf_t *c = objlog_kafka_conf_new(conf->brokers, errstr, es);
-    if (!c)
-        return NULL;
-    rd_kafka_conf_set_log_cb(c, objlog_logger_rdkafka); /* our logger's lines */
     const char *group = conf->group_id && conf->group_id[0]
                             ? conf->group_id : "objlog-materializer";
     /* Waiters block on the next batch: the fetch wait bounds idle apply
@@ -473,39 +126,35 @@ static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
     char fetch_wait[16];
     snprintf(fetch_wait, sizeof(fetch_wait), "%d",
              conf->fetch_wait_max_ms > 0 ? conf->fetch_wait_max_ms : 100);
-    if (conf->cluster && mat_cluster_conf(c, conf, errstr, es) < 0) {
-        rd_kafka_conf_destroy(c);
-        return NULL;
-    }
-    if (conf_set(c, "group.id", group, errstr, es) ||
-        conf_set(c, "enable.auto.commit", "false", errstr, es) ||
-        conf_set(c, "enable.auto.offset.store", "false", errstr, es) ||
-        conf_set(c, "auto.offset.reset", "error", errstr, es) ||
-        conf_set(c, "enable.partition.eof", "false", errstr, es) ||
-        conf_set(c, "fetch.wait.max.ms", fetch_wait, errstr, es) ||
+    const char *const kv[][2] = {
+        {"group.id", group},
+        {"enable.auto.commit", "false"},
+        {"enable.auto.offset.store", "false"},
+        {"auto.offset.reset", "error"},
+        {"enable.partition.eof", "false"},
+        {"fetch.wait.max.ms", fetch_wait},
         /* A fetch request must go out the moment apply wants more. */
-        conf_set(c, "socket.nagle.disable", "true", errstr, es) ||
+        {"socket.nagle.disable", "true"},
         /* librdkafka's backoff grows to 10 s over an outage; applying
          * should resume within a second of the brokers' return. */
-        conf_set(c, "reconnect.backoff.max.ms", "1000", errstr, es) ||
-        conf_set(c, "statistics.interval.ms", MAT_STATS_MS, errstr, es) ||
+        {"reconnect.backoff.max.ms", "1000"},
+        {"statistics.interval.ms", MAT_STATS_MS},
         /* librdkafka prefetches up to 64 MB while the view trails the log;
          * 16 MB keeps ~50,000 events ahead of apply (batches are 1,000)
          * and bounds the view's memory. */
-        conf_set(c, "queued.max.messages.kbytes", "16384", errstr, es)) {
+        {"queued.max.messages.kbytes", "16384"},
+    };
+    rd_kafka_conf_t *c = mat_kafka_conf(conf->brokers, kv, sizeof(kv) / sizeof(kv[0]), errstr, es);
+    if (c && conf->cluster && mat_cluster_conf(c, conf, errstr, es) < 0) {
         rd_kafka_conf_destroy(c);
-        return NULL;
+        c = NULL;
     }
-    rd_kafka_conf_set_stats_cb(c, mat_stats_cb);
-    rd_kafka_conf_set_opaque(c, m);
-    char tmp[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, es, "kafka consumer: %s", tmp);
-        rd_kafka_conf_destroy(c);
+    if (!c)
         return NULL;
-    }
-    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_conf_set_stats_cb(c, brokerrtt_stats_cb);
+    rd_kafka_t *rk = mat_kafka_new(m, RD_KAFKA_CONSUMER, c, "kafka consumer", errstr, es);
+    if (rk)
+        rd_kafka_poll_set_consumer(rk);
     return rk;
 }
 
@@ -522,25 +171,13 @@ static void mat_dlq_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque
 static rd_kafka_t *mat_dlq_new(objlog_materializer *m,
                                const objlog_materializer_conf *conf,
                                char *errstr, size_t es) {
-    rd_kafka_conf_t *c = objlog_kafka_conf_new(conf->brokers, errstr, es);
+    static const char *const kv[][2] = {
+        {"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "0"}};
+    rd_kafka_conf_t *c = mat_kafka_conf(conf->brokers, kv, sizeof(kv) / sizeof(kv[0]), errstr, es);
     if (!c)
         return NULL;
-    rd_kafka_conf_set_log_cb(c, objlog_logger_rdkafka); /* our logger's lines */
-    if (conf_set(c, "acks", "all", errstr, es) ||
-        conf_set(c, "enable.idempotence", "true", errstr, es) ||
-        conf_set(c, "linger.ms", "0", errstr, es)) {
-        rd_kafka_conf_destroy(c);
-        return NULL;
-    }
     rd_kafka_conf_set_dr_msg_cb(c, mat_dlq_dr);
-    rd_kafka_conf_set_opaque(c, m);
-    char tmp[512];
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, es, "kafka DLQ producer: %s", tmp);
-        rd_kafka_conf_destroy(c);
-    }
-    return rk;
+    return mat_kafka_new(m, RD_KAFKA_PRODUCER, c, "kafka DLQ producer", errstr, es);
 }
 
 static int64_t mat_mono_ms(void) {
@@ -561,8 +198,8 @@ static void mat_close_consumer(objlog_materializer *m, rd_kafka_t *rk) {
         rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
         /* A cluster node leaving its group gives its partitions back. */
         if (ev && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE)
-            mat_rebalance(m, rk, rd_kafka_event_error(ev),
-                          rd_kafka_event_topic_partition_list(ev));
+            assign_rebalance(m, rk, rd_kafka_event_error(ev),
+                             rd_kafka_event_topic_partition_list(ev));
         if (ev)
             rd_kafka_event_destroy(ev);
     }
@@ -611,20 +248,6 @@ static void mat_free(objlog_materializer *m) {
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);
     free(m);
-}
-
-/* Log time of the newest applied event of p from its stored outcome, so lag
- * in seconds is known after a restart; -1 if none or already trimmed. */
-static int64_t mat_stored_log_time(objlog_store *s, int32_t p, int64_t applied) {
-    Objlog__Outcome *o = NULL;
-    char err[256];
-    if (applied <= 0 ||
-        objlog_store_get_outcome(s, p, applied - 1, &o, err, sizeof(err)) !=
-            OBJLOG_OUTCOME_FOUND)
-        return -1;
-    int64_t t = (int64_t)o->log_time_ms;
-    objlog__outcome__free_unpacked(o, NULL);
-    return t;
 }
 
 /* The stats view's mode. A store is applied with counters from its first
@@ -731,6 +354,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     pthread_cond_init(&m->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&m->mu, NULL);
+    m->log = (matlog){conf->log_cb, conf->log_opaque};
     m->store = store;
     m->topic = mat_strdup(conf->topic, "objlog.events");
     m->dlq_topic = mat_strdup(conf->dlq_topic, "objlog.dlq");
@@ -741,6 +365,8 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                                         ? (uint64_t)conf->compact_after_deletes
                                         : 10000);
     m->stall = stall_new();
+    if (m->stall)
+        stall_set_log(m->stall, &m->log);
     const char *control = conf->control_topic && conf->control_topic[0]
                               ? conf->control_topic : "objlog.control";
 
@@ -765,9 +391,9 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     if (up < 0)
         goto fail;
     if (up == 1)
-        objlog_logf(OBJLOG_LEVEL_INFO, "materializer",
-                    "store upgraded to format %d: usage rows kept per partition",
-                    OBJLOG_STORE_FORMAT);
+        matlog_printf(&m->log, MATLOG_INFO, "materializer",
+                      "store upgraded to format %d: usage rows kept per partition",
+                      OBJLOG_STORE_FORMAT);
     size_t np = (size_t)m->nparts;
     m->applied = calloc(np, sizeof(*m->applied));
     m->next = calloc(np, sizeof(*m->next));
@@ -797,22 +423,13 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
         goto fail;
     for (int p = 0; p < m->nparts; p++) {
         atomic_store(&m->owned[p], !m->cluster);
-        m->applied[p] = m->next[p] = objlog_store_applied(store, p);
+        assign_position_load(m, p);
         m->dlq_total += objlog_store_dlq_count(store, p);
-        m->applied_ts[p] = m->fetched_ts[p] = mat_stored_log_time(store, p, m->applied[p]);
-        m->pending_ts[p] = -1;
     }
     return m;
 fail:
     mat_free(m);
     return NULL;
-}
-
-/* Wakes every waiter, blocked (cv) or not (progress); m->mu held. */
-static void mat_broadcast(objlog_materializer *m) {
-    pthread_cond_broadcast(&m->cv);
-    if (m->progress)
-        m->progress(m->progress_opaque);
 }
 
 void objlog_materializer_set_progress_cb(objlog_materializer *m,
@@ -838,14 +455,7 @@ static void mat_stop_partition(objlog_materializer *m, int32_t p, const char *wh
         m->perr[p] = strdup(why);
     mat_broadcast(m);
     pthread_mutex_unlock(&m->mu);
-    objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "%s", why);
-}
-
-static int mat_partition_stopped(objlog_materializer *m, int32_t p) {
-    pthread_mutex_lock(&m->mu);
-    int s = m->perr[p] != NULL;
-    pthread_mutex_unlock(&m->mu);
-    return s;
+    matlog_printf(&m->log, MATLOG_ERR, "materializer", "%s", why);
 }
 
 /* The log no longer holds the applied position: say exactly why and how to
@@ -887,8 +497,8 @@ static void mat_consumer_error(objlog_materializer *m, rd_kafka_message_t *msg) 
     }
     /* Anything else is transient for librdkafka (it retries): report it,
      * once per interval while the brokers stay away. */
-    objlog_logf_limited(&m->log_consumer, OBJLOG_LEVEL_WARNING, "materializer",
-                        "consumer: %s", rd_kafka_message_errstr(msg));
+    matlog_printf_limited(&m->log, &m->log_consumer, MATLOG_WARNING, "materializer",
+                          "consumer: %s", rd_kafka_message_errstr(msg));
 }
 
 /* ---- one batch ---- */
@@ -1010,8 +620,8 @@ static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
                 return 0;
             err = RD_KAFKA_RESP_ERR__MSG_TIMED_OUT;
         }
-        objlog_logf(OBJLOG_LEVEL_WARNING, "materializer", "DLQ %s: %s; retrying", m->dlq_topic,
-                rd_kafka_err2str(err));
+        matlog_printf(&m->log, MATLOG_WARNING, "materializer", "DLQ %s: %s; retrying", m->dlq_topic,
+                      rd_kafka_err2str(err));
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -1181,7 +791,7 @@ static void mat_process(objlog_materializer *m, int n) {
         return;
     }
     if (rc < 0) {
-        objlog_logf(OBJLOG_LEVEL_ERR, "materializer", "batch abandoned: %s", errstr);
+        matlog_printf(&m->log, MATLOG_ERR, "materializer", "batch abandoned: %s", errstr);
         mat_rewind(m);
         return;
     }
@@ -1318,8 +928,8 @@ static void *mat_run(void *arg) {
     objlog_materializer *m = arg;
     int64_t quiet_since = mat_mono_ms();
     while (atomic_load(&m->running)) {
-        mat_holds_sync(m);
-        mat_standby_sync(m);
+        assign_holds_sync(m);
+        assign_standby_sync(m);
         if (stall_wait_ms(m->stall, mat_mono_ms()) >= 0) {
             mat_stall_retry(m);
             quiet_since = mat_mono_ms();
@@ -1361,7 +971,7 @@ int objlog_materializer_start(objlog_materializer *m, char *errstr,
         rd_kafka_topic_partition_list_new(m->nparts);
     rd_kafka_resp_err_t err;
     if (m->cluster) {
-        /* The group assigns (mat_rebalance); positions come from the store. */
+        /* The group assigns (assign_rebalance); positions come from the store. */
         rd_kafka_topic_partition_list_add(tp, m->topic, RD_KAFKA_PARTITION_UA);
         err = rd_kafka_subscribe(m->consumer, tp);
     } else {
@@ -1399,38 +1009,16 @@ void objlog_materializer_destroy(objlog_materializer *m) {
     mat_free(m);
 }
 
-/* ---- queries ---- */
+/* ---- queries, and the asks assign.c takes between batches ---- */
 
-int objlog_materializer_owns(objlog_materializer *m, int32_t partition) {
-    if (partition < 0 || partition >= m->nparts)
-        return 0;
-    return atomic_load(&m->owned[partition]);
-}
-
-int objlog_materializer_cluster(const objlog_materializer *m) { return m->cluster; }
-
-int objlog_materializer_role(objlog_materializer *m, int32_t partition) {
-    if (partition < 0 || partition >= m->nparts || atomic_load(&m->held[partition]))
-        return OBJLOG_ROLE_NONE;
-    if (atomic_load(&m->owned[partition]))
-        return OBJLOG_ROLE_ACTIVE;
-    return m->standby && atomic_load(&m->standby[partition]) ? OBJLOG_ROLE_STANDBY
-                                                             : OBJLOG_ROLE_NONE;
-}
-
-int objlog_materializer_applies(objlog_materializer *m, int32_t partition) {
-    return objlog_materializer_role(m, partition) != OBJLOG_ROLE_NONE;
-}
-
-int objlog_materializer_held(objlog_materializer *m, int32_t partition) {
-    return partition >= 0 && partition < m->nparts && atomic_load(&m->held[partition]);
-}
-
-int objlog_materializer_fetches(objlog_materializer *m, int32_t partition) {
-    if (partition < 0 || partition >= m->nparts)
-        return 0;
-    return atomic_load(&m->owned[partition]) ||
-           (m->standby && atomic_load(&m->standby[partition]));
+static void deadline_after(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
 }
 
 int objlog_materializer_hold(objlog_materializer *m, int32_t partition, int timeout_ms) {
@@ -1503,16 +1091,6 @@ int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition) {
     int64_t v = m->applied[partition];
     pthread_mutex_unlock(&m->mu);
     return v;
-}
-
-static void deadline_after(struct timespec *ts, int ms) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
 }
 
 int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,

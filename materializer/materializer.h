@@ -166,6 +166,20 @@ int objlog_index_value(const char *field, const Objlog__VersionRecord *r,
 /* be64 of a last-modified time that sorts signed values. */
 void objlog_index_lm_put(uint8_t out[8], int64_t ms);
 
+/* ---- log lines ---- */
+
+/* Where the lines of the store and the materializer go (a checkpoint
+ * import's recovery or failure, the janitor's, the consumer's, and
+ * librdkafka's lines of the handles the materializer makes, as component
+ * "kafka"): level is syslog's (3 error .. 7 debug), component names the
+ * part that wrote it, line is one line without its newline. Called from
+ * the materializer's, the janitor's and librdkafka's threads: it must be
+ * thread-safe and must not call back into the store or the materializer.
+ * Not set (NULL): lines go to stderr as "<component>: <line>". A host with
+ * a process logger passes one that writes through it (objlogd does). */
+typedef void objlog_materializer_log_cb(void *opaque, int level, const char *component,
+                                        const char *line);
+
 /* ---- store ---- */
 typedef struct objlog_store objlog_store;
 
@@ -177,6 +191,8 @@ typedef struct objlog_store objlog_store;
 typedef struct objlog_store_conf {
     size_t block_cache_bytes;    /* 0: OBJLOG_STORE_BLOCK_CACHE_DEFAULT */
     size_t memtable_bytes;       /* 0: OBJLOG_STORE_MEMTABLE_DEFAULT */
+    objlog_materializer_log_cb *log_cb; /* the store's lines; NULL: stderr */
+    void *log_opaque;
 } objlog_store_conf;
 #define OBJLOG_STORE_BLOCK_CACHE_DEFAULT ((size_t)32 << 20)
 #define OBJLOG_STORE_MEMTABLE_DEFAULT ((size_t)32 << 20)
@@ -386,6 +402,9 @@ typedef struct objlog_materializer_conf {
                                     consumer (assign, not a group member)
                                     that applies the partitions given to
                                     objlog_materializer_set_standbys */
+    objlog_materializer_log_cb *log_cb; /* the materializer's lines and
+                                    librdkafka's; NULL: stderr */
+    void *log_opaque;
 } objlog_materializer_conf;
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,

@@ -8,7 +8,7 @@
  * value, and the decision is a function of the event alone: replay
  * stores the same record byte for byte.
  */
-#include "apply.h"
+#include "ratelimit.h"
 
 #include <stdio.h>
 

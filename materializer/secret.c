@@ -8,14 +8,14 @@
 #define _GNU_SOURCE
 #include "materializer.h"
 
+#include "rows.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include <rocksdb/c.h>
-
-#define SECRET_KEY "tokensecret"
 
 /* 1 loaded, 0 none, -1 unreadable or corrupt. */
 static int secret_load(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_LEN],
@@ -24,7 +24,7 @@ static int secret_load(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_LEN],
     char *err = NULL;
     size_t vn = 0;
     char *v = rocksdb_get_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_META),
-                             SECRET_KEY, strlen(SECRET_KEY), &vn, &err);
+                             APPLY_META_TOKEN_SECRET, strlen(APPLY_META_TOKEN_SECRET), &vn, &err);
     rocksdb_readoptions_destroy(ro);
     if (err) {
         snprintf(errstr, es, "store: %s", err);
@@ -33,7 +33,7 @@ static int secret_load(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_LEN],
     }
     int rc = v ? 1 : 0;
     if (v && vn != OBJLOG_TOKEN_SECRET_LEN) {
-        snprintf(errstr, es, "store: meta %s is corrupt (%zu bytes)", SECRET_KEY, vn);
+        snprintf(errstr, es, "store: meta %s is corrupt (%zu bytes)", APPLY_META_TOKEN_SECRET, vn);
         rc = -1;
     } else if (v) {
         memcpy(out, v, OBJLOG_TOKEN_SECRET_LEN);
@@ -59,8 +59,8 @@ int objlog_store_token_secret(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_L
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(wo, 1);
     char *err = NULL;
-    rocksdb_put_cf(objlog_store_db(s), wo, objlog_store_cf(s, OBJLOG_CF_META), SECRET_KEY,
-                   strlen(SECRET_KEY), (const char *)out, OBJLOG_TOKEN_SECRET_LEN, &err);
+    rocksdb_put_cf(objlog_store_db(s), wo, objlog_store_cf(s, OBJLOG_CF_META), APPLY_META_TOKEN_SECRET,
+                   strlen(APPLY_META_TOKEN_SECRET), (const char *)out, OBJLOG_TOKEN_SECRET_LEN, &err);
     rocksdb_writeoptions_destroy(wo);
     if (err) {
         snprintf(errstr, errstr_size, "store: %s", err);
@@ -68,8 +68,4 @@ int objlog_store_token_secret(objlog_store *s, uint8_t out[OBJLOG_TOKEN_SECRET_L
         return -1;
     }
     return 0;
-}
-
-int objlog_store_meta_is_local(const void *key, size_t key_len) {
-    return key_len == strlen(SECRET_KEY) && memcmp(key, SECRET_KEY, key_len) == 0;
 }

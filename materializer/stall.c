@@ -8,7 +8,6 @@
  * 1. Readers take `mu` only when they want the text. */
 #include "stall.h"
 
-#include "objlog_logger.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +21,8 @@ struct stall {
     int64_t retry_at_ms;         /* when active: the next retry is due */
     int64_t since_ms;            /* when active: the first failure of this stall */
     uint64_t failures;           /* of this stall */
-    objlog_logger_limit log;
+    matlog log;
+    matlog_limit limit;
     /* Published. */
     atomic_int active;
     atomic_uint_fast64_t errors; /* since start */
@@ -37,6 +37,8 @@ stall *stall_new(void) {
     return s;
 }
 
+void stall_set_log(stall *s, const matlog *log) { s->log = *log; }
+
 void stall_destroy(stall *s) {
     if (!s)
         return;
@@ -50,8 +52,8 @@ void stall_failed(stall *s, const char *err, int64_t now_ms) {
         s->failures = 0;
         /* Each stall's first failure is logged at once, whatever the last
          * stall's lines were. */
-        s->log.next_ms = 0;
-        s->log.suppressed = 0;
+        s->limit.next_ms = 0;
+        s->limit.suppressed = 0;
     }
     s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : STALL_FIRST_MS;
     if (s->backoff_ms > STALL_MAX_MS)
@@ -63,11 +65,11 @@ void stall_failed(stall *s, const char *err, int64_t now_ms) {
     pthread_mutex_unlock(&s->mu);
     atomic_fetch_add(&s->errors, 1);
     atomic_store(&s->active, 1);
-    objlog_logf_limited(&s->log, OBJLOG_LEVEL_ERR, "materializer",
-                        "the store cannot write: %s; applying is paused on every "
-                        "partition, next retry in %d ms (%llu failed writes in %.1f s)",
-                        err, s->backoff_ms, (unsigned long long)s->failures,
-                        (double)(now_ms - s->since_ms) / 1000.0);
+    matlog_printf_limited(&s->log, &s->limit, MATLOG_ERR, "materializer",
+                          "the store cannot write: %s; applying is paused on every "
+                          "partition, next retry in %d ms (%llu failed writes in %.1f s)",
+                          err, s->backoff_ms, (unsigned long long)s->failures,
+                          (double)(now_ms - s->since_ms) / 1000.0);
 }
 
 void stall_written(stall *s, int batch, int64_t now_ms) {
@@ -76,10 +78,10 @@ void stall_written(stall *s, int batch, int64_t now_ms) {
     if (!atomic_load(&s->active))
         return;
     atomic_store(&s->active, 0);
-    objlog_logf(OBJLOG_LEVEL_NOTICE, "materializer",
-                "the store writes again after %llu failed writes in %.1f s: applying "
-                "resumes from the stored offsets",
-                (unsigned long long)s->failures, (double)(now_ms - s->since_ms) / 1000.0);
+    matlog_printf(&s->log, MATLOG_NOTICE, "materializer",
+                  "the store writes again after %llu failed writes in %.1f s: applying "
+                  "resumes from the stored offsets",
+                  (unsigned long long)s->failures, (double)(now_ms - s->since_ms) / 1000.0);
 }
 
 int64_t stall_wait_ms(const stall *s, int64_t now_ms) {

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "matlog.h"
+
 #define STALL_FIRST_MS 100
 #define STALL_MAX_MS 5000
 
@@ -24,6 +26,8 @@ typedef struct stall stall;
 
 stall *stall_new(void);
 void stall_destroy(stall *s);
+/* Where its lines go (a copy is kept; default stderr). */
+void stall_set_log(stall *s, const matlog *log);
 
 /* A store write failed with err at now_ms (CLOCK_MONOTONIC): counted,
  * published, logged (limited); the next retry is one backoff later. */

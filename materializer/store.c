@@ -1,9 +1,11 @@
 /* store.c: the RocksDB instance behind every view (materializer.h). Owns
  * opening the database with its seven column families, the point reads
  * other components need (applied offsets, outcomes, the oldest kept
- * outcome) and the logical dump that replay-determinism tests compare. Invariant: the store
- * is written only through one WriteBatch per consumed batch (apply.c,
- * materializer.c); everything here only reads, so any thread may call it.
+ * outcome) and the logical dump that replay-determinism tests compare;
+ * objlog_store_open (storeopen.c) adds what must hold before anyone reads
+ * a store. Invariant: the store is written only through one WriteBatch
+ * per consumed batch (apply.c, materializer.c); everything here only
+ * reads, so any thread may call it.
  *
  * Durability: the WAL is on (RocksDB default) and batches are written with
  * sync=false, so a process crash loses nothing and a machine crash can lose
@@ -15,10 +17,9 @@
  * and writes stopped until its own recovery clears it (stall.h says how
  * the materializer waits for that); RocksDB's info log is kept to FATAL
  * lines so that it never writes to the full disk (see store_set_logging). */
-#include "materializer.h"
+#include "store.h"
 
-#include "apply.h"
-#include "checkpoint.h"
+#include "rows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ struct objlog_store {
     rocksdb_column_family_handle_t *deflt;
     rocksdb_column_family_handle_t *cf[OBJLOG_CF_COUNT];
     char *dir;
+    matlog log;
 };
 
 static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
@@ -95,12 +97,8 @@ static void store_set_logging(objlog_store *s) {
     rocksdb_options_set_info_log_level(s->opts, STORE_INFO_LOG_FATAL);
 }
 
-objlog_store *objlog_store_open(const char *dir, char *errstr, size_t errstr_size) {
-    return objlog_store_open_conf(dir, NULL, errstr, errstr_size);
-}
-
-objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *conf,
-                                     char *errstr, size_t errstr_size) {
+objlog_store *store_open_db(const char *dir, const objlog_store_conf *conf, char *errstr,
+                            size_t errstr_size) {
     objlog_store *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(errstr, errstr_size, "out of memory");
@@ -109,6 +107,8 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
     s->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(s->opts, 1);
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
+    if (conf)
+        s->log = (matlog){conf->log_cb, conf->log_opaque};
     store_set_memory(s, conf);
     store_set_logging(s);
     s->ro = rocksdb_readoptions_create();
@@ -136,16 +136,8 @@ objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *c
     for (int i = 0; i < OBJLOG_CF_COUNT; i++)
         s->cf[i] = handles[i + 1];
     s->dir = strdup(dir);
-    /* A partition whose checkpoint import did not finish is purged before
-     * anyone can read or apply it (checkpoint.h, crash rule). */
-    char why[256];
-    if (!s->dir || objlog_ckpt_recover(s, why, sizeof(why)) < 0) {
-        snprintf(errstr, errstr_size, "open store %s: %s", dir,
-                 s->dir ? why : "out of memory");
-        objlog_store_close(s);
-        return NULL;
-    }
-    if (storefmt_open(s, errstr, errstr_size) < 0) {
+    if (!s->dir) {
+        snprintf(errstr, errstr_size, "open store %s: out of memory", dir);
         objlog_store_close(s);
         return NULL;
     }
@@ -166,6 +158,8 @@ void objlog_store_close(objlog_store *s) {
 
 const char *objlog_store_dir(const objlog_store *s) { return s->dir; }
 
+const matlog *store_log(const objlog_store *s) { return &s->log; }
+
 rocksdb_t *objlog_store_db(objlog_store *s) { return s->db; }
 
 void objlog_store_block_cache(objlog_store *s, size_t *usage, size_t *capacity) {
@@ -179,9 +173,10 @@ rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf) {
     return s->cf[cf];
 }
 
-/* Reads an 8-byte big-endian counter from meta; 0 when absent or on error
- * (a missing row and a fresh view mean the same thing). */
-static int64_t store_meta_be64(objlog_store *s, const uint8_t *key, size_t kn) {
+/* The first be64 of a meta row whose value is n bytes long; 0 when absent,
+ * of another length or on error (a missing row and a fresh view mean the
+ * same thing). */
+static int64_t store_meta_be64(objlog_store *s, const uint8_t *key, size_t kn, size_t n) {
     size_t vn = 0;
     char *err = NULL;
     char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_META],
@@ -190,7 +185,7 @@ static int64_t store_meta_be64(objlog_store *s, const uint8_t *key, size_t kn) {
         rocksdb_free(err);
         return 0;
     }
-    int64_t r = (v && vn == 8) ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
+    int64_t r = (v && vn == n) ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
     rocksdb_free(v);
     return r;
 }
@@ -198,13 +193,13 @@ static int64_t store_meta_be64(objlog_store *s, const uint8_t *key, size_t kn) {
 int64_t objlog_store_applied(objlog_store *s, int32_t partition) {
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_APPLIED, partition);
-    return store_meta_be64(s, key, kn);
+    return store_meta_be64(s, key, kn, 8);
 }
 
 uint64_t objlog_store_dlq_count(objlog_store *s, int32_t partition) {
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_DLQ, partition);
-    return (uint64_t)store_meta_be64(s, key, kn);
+    return (uint64_t)store_meta_be64(s, key, kn, 8);
 }
 
 int objlog_store_get_outcome(objlog_store *s, int32_t partition,
@@ -240,18 +235,8 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
 int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition) {
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_OUTCOMES_LOW, partition);
-    size_t vn = 0;
-    char *err = NULL;
-    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_META],
-                             (const char *)key, kn, &vn, &err);
-    if (err) {
-        rocksdb_free(err);
-        return 0;
-    }
     /* value: be64(low offset) be64(its log time) */
-    int64_t r = (v && vn == 16) ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
-    rocksdb_free(v);
-    return r;
+    return store_meta_be64(s, key, kn, 16);
 }
 
 /* ---- logical dump ---- */
@@ -314,12 +299,4 @@ int objlog_store_dump(objlog_store *s, FILE *out, char *errstr,
         rc = -1;
     }
     return rc;
-}
-
-int objlog_key_header_decode(const void *val, size_t n, objlog_key_header *h) {
-    return apply_header_decode(val, n, h);
-}
-
-int objlog_versions_row_is_header(const void *row, size_t n) {
-    return apply_row_is_header(row, n);
 }

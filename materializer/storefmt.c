@@ -29,7 +29,7 @@
  */
 #include "materializer.h"
 
-#include "apply.h"
+#include "storefmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

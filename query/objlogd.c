@@ -815,6 +815,12 @@ static void default_group(const char *data, char *out, size_t size) {
     snprintf(out, size, "objlogd-%s-%08x", host, h);
 }
 
+/* The store's and the materializer's lines, through the process logger. */
+static void view_log(void *opaque, int level, const char *component, const char *line) {
+    (void)opaque;
+    objlog_logf(level, component, "%s", line);
+}
+
 /* Opens the store under --data and binds it to the log at brokers
  * (identity.c): a view of another log is refused with what to do; with
  * own_log (--embedded: a new log at every start) a view of an earlier
@@ -824,7 +830,8 @@ static objlog_store *open_bound_store(const objlogd_conf *c,
     char err[1024];
     for (int attempt = 0; attempt < 2; attempt++) {
         objlog_store_conf sc = {.block_cache_bytes = (size_t)c->block_cache_mb << 20,
-                                .memtable_bytes = (size_t)c->memtable_mb << 20};
+                                .memtable_bytes = (size_t)c->memtable_mb << 20,
+                                .log_cb = view_log};
         objlog_store *store = objlog_store_open_conf(c->data, &sc, err, sizeof(err));
         if (!store) {
             objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "store %s: %s", c->data, err);
@@ -910,7 +917,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                    /* a partition never applied here may
                                     * come from a peer (query/bootstrap.c) */
                                    .hold_new = c->cluster != NULL,
-                                   .client_id = c->cluster ? client_id : NULL};
+                                   .client_id = c->cluster ? client_id : NULL,
+                                   .log_cb = view_log};
     if (c->test_apply_delay_ms > 0)
         objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-apply-delay-ms %d slows every "
                         "applied batch; it is for tests only", c->test_apply_delay_ms);

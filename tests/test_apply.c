@@ -30,6 +30,7 @@
 #include "materializer.h"
 #include "proc.h"
 #include "rowcache.h"
+#include "rows.h"
 #include "statrows.h"
 
 #define NPARTS 4

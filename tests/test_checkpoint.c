@@ -41,6 +41,7 @@
 #include "partdump.h"
 #include "proc.h"
 #include "rangemap.h"
+#include "rows.h"
 
 #define NPARTS 4
 #define EPOCH 1

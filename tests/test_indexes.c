@@ -21,6 +21,7 @@
 #include "keycodec.h"
 #include "materializer.h"
 #include "proc.h"
+#include "rows.h"
 
 #define NPARTS 4
 #define EPOCH 1

@@ -1,0 +1,208 @@
+/* batch.c: one batch of the state machine in progress, staged in a
+ * RocksDB WriteBatchWithIndex over the store. Owns the staging every
+ * module of the state machine writes through (apply, indexes, the
+ * counters): reads that see the batch's own earlier writes, the small
+ * cache of hot rows (bucket records, meta) in front of them, and the key
+ * range of the batch's deletes for the janitor.
+ *
+ * Invariant: a read through the batch answers what the store will hold
+ * once the batch is written, so an event decides exactly as it would had
+ * every earlier event of the batch been written on its own: the cache is
+ * written through on every put and delete of its column families, and
+ * cleared with the batch. */
+#include "batch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct apply_batch {
+    objlog_store *store;
+    rocksdb_t *db;
+    const rangemap *rm;
+    rocksdb_writebatch_wi_t *wb;
+    rocksdb_readoptions_t *ro;
+    /* Deletes staged in `objects` and `versions` and the key range they
+     * span: the materializer's janitor compacts it (janitor.h). */
+    uint64_t deletes;
+    keybuf del_lo, del_hi;
+    /* Dedup window (log time) and space bound: compile-time defaults,
+     * changed only by tests (apply_batch_set_dedup_limits). */
+    int64_t window_ms;
+    int64_t max_ids;
+    int no_stats;       /* bench only (apply_batch_set_stats) */
+    /* The `stats` rows this batch changed, staged by apply_batch_wb
+     * (apply.h). */
+    statrows stats;
+    /* The `indexes` 'c' rows this batch changed (indexes_stage). */
+    statrows ixcounts;
+    /* Hot rows (bucket records, meta) as the batch sees them. */
+    rowcache hot;
+};
+
+apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
+    apply_batch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    b->store = store;
+    b->db = objlog_store_db(store);
+    b->rm = rm;
+    /* overwrite_key: an iterator over the batch shows one entry per key. */
+    b->wb = rocksdb_writebatch_wi_create(0, 1);
+    b->ro = rocksdb_readoptions_create();
+    b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
+    b->max_ids = OBJLOG_DEDUP_MAX_IDS;
+    statrows_init(&b->stats);
+    statrows_init(&b->ixcounts);
+    rowcache_init(&b->hot);
+    return b;
+}
+
+void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
+                                  int64_t max_ids) {
+    b->window_ms = window_ms;
+    b->max_ids = max_ids > 0 ? max_ids : 1;
+}
+
+void apply_batch_set_stats(apply_batch *b, int on) { b->no_stats = !on; }
+
+void apply_batch_destroy(apply_batch *b) {
+    if (!b)
+        return;
+    keybuf_free(&b->del_lo);
+    keybuf_free(&b->del_hi);
+    statrows_free(&b->stats);
+    statrows_free(&b->ixcounts);
+    rowcache_clear(&b->hot);
+    rocksdb_writebatch_wi_destroy(b->wb);
+    rocksdb_readoptions_destroy(b->ro);
+    free(b);
+}
+
+void apply_batch_clear(apply_batch *b) {
+    rocksdb_writebatch_wi_clear(b->wb);
+    statrows_clear(&b->stats);
+    statrows_clear(&b->ixcounts);
+    rowcache_clear(&b->hot);
+    b->deletes = 0;
+    keybuf_reset(&b->del_lo);
+    keybuf_reset(&b->del_hi);
+}
+
+uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,
+                             const keybuf **hi) {
+    *lo = &b->del_lo;
+    *hi = &b->del_hi;
+    return b->deletes;
+}
+
+static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+    size_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, m) : 0;
+    return c ? c : (an > bn) - (an < bn);
+}
+
+/* Widens [del_lo, del_hi] to cover k. Allocation failure only narrows
+ * what gets compacted, never correctness, so it is ignored. */
+static void note_delete(apply_batch *b, const void *k, size_t kn) {
+    if (b->deletes++ == 0 || bytes_cmp(k, kn, b->del_lo.data, b->del_lo.len) < 0) {
+        keybuf_reset(&b->del_lo);
+        (void)keybuf_append(&b->del_lo, k, kn);
+    }
+    if (b->deletes == 1 || bytes_cmp(k, kn, b->del_hi.data, b->del_hi.len) > 0) {
+        keybuf_reset(&b->del_hi);
+        (void)keybuf_append(&b->del_hi, k, kn);
+    }
+}
+
+static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
+    return objlog_store_cf(b->store, cf);
+}
+
+/* The column families whose rows the batch caches (rowcache.h). */
+static int hot_cf(objlog_cf cf) { return cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_META; }
+
+/* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
+ * rocksdb_free), 0 absent, -1 error. */
+int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                    char **v, size_t *vn, char *errstr, size_t es) {
+    char *err = NULL;
+    int hot = hot_cf(cf);
+    int rc = hot ? rowcache_get(&b->hot, (int)cf, k, kn, v, vn) : 0;
+    if (rc != 0) {
+        if (rc < 0)
+            snprintf(errstr, es, "out of memory");
+        return rc < 0 ? -1 : *v ? 1 : 0;
+    }
+    *v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
+        b->wb, b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
+    if (err) {
+        snprintf(errstr, es, "read %s: %s", objlog_cf_name(cf), err);
+        rocksdb_free(err);
+        return -1;
+    }
+    if (hot)
+        rowcache_set(&b->hot, (int)cf, k, kn, *v, *v ? *vn : 0);
+    return *v ? 1 : 0;
+}
+
+void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                     const void *v, size_t vn) {
+    if (hot_cf(cf))
+        rowcache_set(&b->hot, (int)cf, k, kn, v, vn);
+    rocksdb_writebatch_wi_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
+}
+
+void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
+    if (cf == OBJLOG_CF_OBJECTS || cf == OBJLOG_CF_VERSIONS)
+        note_delete(b, k, kn);
+    if (hot_cf(cf))
+        rowcache_set(&b->hot, (int)cf, k, kn, NULL, 0);
+    rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
+}
+
+/* m packed into a malloc'd buffer (*n bytes), or NULL (errstr). */
+uint8_t *apply_batch_pack(const ProtobufCMessage *m, size_t *n, char *errstr, size_t es) {
+    *n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(*n ? *n : 1);
+    if (!buf)
+        snprintf(errstr, es, "out of memory");
+    else
+        protobuf_c_message_pack(m, buf);
+    return buf;
+}
+
+int apply_batch_put_msg(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                        const ProtobufCMessage *m, char *errstr, size_t es) {
+    size_t n;
+    uint8_t *buf = apply_batch_pack(m, &n, errstr, es);
+    if (!buf)
+        return -1;
+    apply_batch_put(b, cf, k, kn, buf, n);
+    free(buf);
+    return 0;
+}
+
+/* Iterator over cf that sees the batch's own writes on top of the store. */
+rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf) {
+    rocksdb_iterator_t *base = rocksdb_create_iterator_cf(b->db, b->ro, cfh(b, cf));
+    /* The returned iterator takes ownership of base. */
+    return rocksdb_writebatch_wi_create_iterator_with_base_cf(b->wb, base,
+                                                              cfh(b, cf));
+}
+
+/* ---- what the state machine's modules read of the batch ---- */
+
+rocksdb_writebatch_wi_t *apply_batch_staged(apply_batch *b) { return b->wb; }
+
+const rangemap *apply_batch_rangemap(const apply_batch *b) { return b->rm; }
+
+int64_t apply_batch_window_ms(const apply_batch *b) { return b->window_ms; }
+
+int64_t apply_batch_max_ids(const apply_batch *b) { return b->max_ids; }
+
+int apply_batch_stats_on(const apply_batch *b) { return !b->no_stats; }
+
+statrows *apply_batch_stats_rows(apply_batch *b) { return &b->stats; }
+
+statrows *apply_batch_index_counts(apply_batch *b) { return &b->ixcounts; }

@@ -1,0 +1,52 @@
+/* dedup.h: the `outcomes` column family as the state machine keeps it
+ * (dedup.c): each event's outcome, the request ids that make a retry get
+ * its first outcome (rule 1), and the trim that bounds both (rule 4).
+ * Not public. */
+#ifndef OBJLOG_DEDUP_H
+#define OBJLOG_DEDUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "keycodec.h"
+#include "objlog.pb-c.h"
+
+#define MD5_LEN 16
+/* "<32 hex>-<count up to 10000>" */
+#define MULTIPART_ETAG_MAX (2 * MD5_LEN + 1 + 5 + 1)
+
+/* What apply decided for one event: its Outcome row but for the event's
+ * own fields (partition, offset, request id, log time). */
+typedef struct apply_result {
+    Objlog__OutcomeCode code;
+    char message[256];
+    char version_id[KEYCODEC_VERSION_ID_LEN];
+    const char *etag;
+    int delete_marker;
+    char upload_id[KEYCODEC_VERSION_ID_LEN];
+    char etag_buf[MULTIPART_ETAG_MAX]; /* etag computed by Complete */
+} apply_result;
+
+/* Stages the outcome res of the event at (p, off) into its 'o' row. 0, or
+ * -1 (errstr). */
+int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_ms,
+                       ProtobufCBinaryData rid, const apply_result *res, char *errstr,
+                       size_t es);
+/* Rule 1: a request id decided within the window and the bound. 1 handled
+ * (*code set, the first outcome copied to this offset), 0 new, -1 error. */
+int dedup_retry(apply_batch *b, int32_t p, int64_t off, int64_t now,
+                const Objlog__Event *ev, Objlog__OutcomeCode *code, char *errstr,
+                size_t es);
+/* Points rid's 'r' row at (p, off): the request's first outcome (none
+ * without a request id). 0, or -1 (errstr). */
+int dedup_record_request(apply_batch *b, int32_t p, int64_t off, ProtobufCBinaryData rid,
+                         char *errstr, size_t es);
+/* Rule 4, after the event at (p, off, now) stored its outcome: drops the
+ * partition's oldest outcomes (and their request ids) that are out of the
+ * window or the bound, oldest offset first, and records the oldest kept
+ * offset in meta "olow". Depends only on the log, so replay is exact. */
+int dedup_trim(apply_batch *b, int32_t p, int64_t off, int64_t now, char *errstr,
+               size_t es);
+
+#endif

@@ -1,0 +1,609 @@
+/* stage.c: the rows one event stages through its batch, for the rules
+ * in apply.c: bucket records, the per-key header and version rows, the
+ * key's `objects` row, upload and part rows, and the usage counters that
+ * count all of them (stats CF).
+ *
+ * Invariant: every row an op changes is staged here together with its
+ * share of the counters, and the `objects` row's new state is noted for
+ * the counters and the indexes (objects_noted), so the counters and index
+ * rows of a batch are exact as of the rows it writes, whatever op wrote
+ * them. Deciding whether an op may change anything is apply.c's. */
+#include "stage.h"
+
+#include "rows.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1 found (*out owned by the caller), 0 absent, -1 error. */
+int stage_load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
+    char *v;
+    size_t vn;
+    *out = NULL;
+    int rc = apply_batch_get(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+                             &v, &vn, a->errstr, a->es);
+    if (rc <= 0)
+        return rc;
+    *out = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(a->errstr, a->es, "bucket %s: corrupt record", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+int stage_save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
+    return apply_batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+                               &r->base, a->errstr, a->es);
+}
+
+int stage_load_header(apply_ev *a, objlog_key_header *h) {
+    char *v;
+    size_t vn;
+    memset(h, 0, sizeof(*h));
+    int rc = apply_batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
+                             &v, &vn, a->errstr, a->es);
+    if (rc <= 0)
+        return rc;
+    rc = objlog_key_header_decode(v, vn, h);
+    rocksdb_free(v);
+    if (rc < 0) {
+        snprintf(a->errstr, a->es, "key header in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+void stage_save_header(apply_ev *a, const objlog_key_header *h) {
+    if (h->versions == 0) {
+        apply_batch_del(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len);
+        return;
+    }
+    uint8_t v[APPLY_HEADER_LEN];
+    apply_header_encode(h, v);
+    apply_batch_put(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len, v, sizeof(v));
+}
+
+/* version_row(b,k,seq) built from the route key already at hand. */
+static int version_row(apply_ev *a, uint64_t seq, keybuf *row) {
+    keybuf_init(row);
+    if (keybuf_append(row, a->route.data, a->route.len) < 0 ||
+        keycodec_append_be64(row, UINT64_MAX - seq) < 0) {
+        keybuf_free(row);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The record at row of cf (row taken and freed) as the batch sees it,
+ * unpacked as desc: 1 found (*out owned by the caller), 0 absent, -1
+ * error; a row that does not unpack is "<what> in <bucket>: corrupt". */
+static int load_record(apply_ev *a, objlog_cf cf, keybuf *row,
+                       const ProtobufCMessageDescriptor *desc, const char *what,
+                       ProtobufCMessage **out) {
+    char *v;
+    size_t vn;
+    *out = NULL;
+    int rc = apply_batch_get(a->b, cf, row->data, row->len, &v, &vn, a->errstr, a->es);
+    keybuf_free(row);
+    if (rc <= 0)
+        return rc;
+    *out = protobuf_c_message_unpack(desc, NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(a->errstr, a->es, "%s in %s: corrupt", what, a->ev->bucket);
+        return -1;
+    }
+    return 1;
+}
+
+int stage_load_version(apply_ev *a, uint64_t seq, Objlog__VersionRecord **out) {
+    keybuf row;
+    ProtobufCMessage *m = NULL;
+    int rc = version_row(a, seq, &row) < 0 ? -1
+             : load_record(a, OBJLOG_CF_VERSIONS, &row, &objlog__version_record__descriptor,
+                           "version record", &m);
+    *out = (Objlog__VersionRecord *)m;
+    return rc;
+}
+
+int stage_delete_version(apply_ev *a, uint64_t seq) {
+    Objlog__VersionRecord *r;
+    int rc = stage_load_version(a, seq, &r);
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        if (r->delete_marker) {
+            a->d.delete_markers--;
+        } else {
+            a->d.versions--;
+            a->d.version_bytes -= (int64_t)(r->meta ? r->meta->size : 0);
+        }
+        objlog__version_record__free_unpacked(r, NULL);
+    }
+    keybuf row;
+    if (version_row(a, seq, &row) < 0)
+        return -1;
+    apply_batch_del(a->b, OBJLOG_CF_VERSIONS, row.data, row.len);
+    keybuf_free(&row);
+    return 0;
+}
+
+/* Every write of the key's `objects` row notes the row's new state here,
+ * for stage_key_end; row (malloc'd or NULL, taken) goes to the indexes. */
+static void objects_noted(apply_ev *a, int live, uint64_t size, uint8_t *row,
+                          size_t n) {
+    a->obj_staged = 1;
+    a->obj_live_after = live;
+    a->obj_size_after = size;
+    indexes_key_staged(&a->ix, row, n);
+}
+
+static void objects_del(apply_ev *a) {
+    apply_batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
+    objects_noted(a, 0, 0, NULL, 0);
+}
+
+/* Writes a new newest version (or marker) at a->seq. A new version always
+ * has the highest seq of its key, so it is what `objects` must show. */
+int stage_add_version(apply_ev *a, const char *version_id, int marker,
+                      Objlog__ObjectMeta *meta) {
+    Objlog__VersionRecord r = OBJLOG__VERSION_RECORD__INIT;
+    Objlog__ObjectMeta empty = OBJLOG__OBJECT_META__INIT;
+    r.key = a->ev->key;
+    r.seq = a->seq;
+    r.version_id = (char *)version_id;
+    r.delete_marker = marker;
+    r.meta = marker ? NULL : (meta ? meta : &empty);
+    r.log_time_ms = a->log_time_ms;
+    if (marker) {
+        a->d.delete_markers++;
+    } else {
+        a->d.versions++;
+        a->d.version_bytes += (int64_t)(r.meta->size);
+    }
+    keybuf row;
+    if (version_row(a, a->seq, &row) < 0)
+        return -1;
+    int rc = apply_batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len,
+                                 &r.base, a->errstr, a->es);
+    keybuf_free(&row);
+    if (rc < 0)
+        return -1;
+    if (marker) {
+        objects_del(a);
+        return 0;
+    }
+    size_t n;
+    uint8_t *buf = apply_batch_pack(&r.base, &n, a->errstr, a->es);
+    if (!buf)
+        return -1;
+    apply_batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, buf, n);
+    objects_noted(a, 1, r.meta->size, buf, n);
+    return 0;
+}
+
+/* Makes `objects` show the key's newest version if it is live, else
+ * nothing. Used after a version other than a new newest one changed. */
+int stage_refresh_current(apply_ev *a) {
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_VERSIONS);
+    const uint8_t *rk = a->route.data;
+    size_t rn = a->route.len;
+    int found = 0;
+    rocksdb_iter_seek(it, (const char *)rk, rn);
+    for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < rn || memcmp(k, rk, rn) != 0)
+            break;
+        if (kn != rn + 8)
+            continue; /* the header row */
+        size_t vn;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__VersionRecord *r =
+            objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!r) {
+            snprintf(a->errstr, a->es, "version record in %s: corrupt", a->ev->bucket);
+            rocksdb_iter_destroy(it);
+            return -1;
+        }
+        if (!r->delete_marker) {
+            /* v may point into the batch itself, which the put can grow
+             * (and move): put a copy. */
+            char *copy = malloc(vn ? vn : 1);
+            if (!copy) {
+                objlog__version_record__free_unpacked(r, NULL);
+                rocksdb_iter_destroy(it);
+                snprintf(a->errstr, a->es, "out of memory");
+                return -1;
+            }
+            memcpy(copy, v, vn);
+            apply_batch_put(a->b, OBJLOG_CF_OBJECTS, rk, rn, copy, vn);
+            objects_noted(a, 1, r->meta ? r->meta->size : 0, (uint8_t *)copy, vn);
+            found = 1;
+        }
+        objlog__version_record__free_unpacked(r, NULL);
+        break;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan versions: %s", err);
+        rocksdb_free(err);
+        return -1;
+    }
+    if (!found)
+        objects_del(a);
+    return 0;
+}
+
+/* Keeps the bucket's tenant for the stats rows. 0 or -1. */
+int stage_set_tenant(apply_ev *a, const char *tenant) {
+    free(a->tenant);
+    a->tenant = strdup(tenant ? tenant : "");
+    if (!a->tenant) {
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- usage counters (stats CF; layout in materializer.h) ----
+ *
+ * Every event that changes a counted row accumulates its change in a->d
+ * while it stages the rows; apply_decide then adds a->d to the bucket's,
+ * its tenant's and the global row, in the same batch. Noncurrent versions
+ * are not tracked row by row: per key, noncurrent = versions - (1 if the
+ * newest row is live), and the newest row is live iff `objects` holds it,
+ * so noncurrent changes by Δversions - Δobjects (bytes likewise). */
+
+static uint64_t *stats_field(Objlog__UsageStats *u, int i) {
+    uint64_t *f[] = {&u->objects, &u->bytes, &u->versions, &u->version_bytes,
+                     &u->noncurrent_versions, &u->noncurrent_bytes,
+                     &u->delete_markers, &u->uploads, &u->upload_part_bytes,
+                     &u->buckets};
+    return f[i];
+}
+
+static int64_t *delta_field(stats_delta *d, int i) {
+    int64_t *f[] = {&d->objects, &d->bytes, &d->versions, &d->version_bytes,
+                    &d->noncurrent_versions, &d->noncurrent_bytes,
+                    &d->delete_markers, &d->uploads, &d->upload_part_bytes,
+                    &d->buckets};
+    return f[i];
+}
+#define STATS_FIELDS 10
+
+static int delta_is_zero(stats_delta *d) {
+    for (int i = 0; i < STATS_FIELDS; i++)
+        if (*delta_field(d, i))
+            return 0;
+    return 1;
+}
+
+/* The stats row at k as the batch sees it (loaded from the store on first
+ * touch; absent = all zero, present 0). NULL on error (errstr). */
+statrow *stage_stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t es) {
+    statrow *r = statrows_find(apply_batch_stats_rows(b), k->data, k->len);
+    if (r)
+        return r;
+    char *v;
+    size_t vn;
+    int rc = apply_batch_get(b, OBJLOG_CF_STATS, k->data, k->len, &v, &vn, errstr, es);
+    if (rc < 0)
+        return NULL;
+    Objlog__UsageStats *u =
+        rc ? objlog__usage_stats__unpack(NULL, vn, (const uint8_t *)v) : NULL;
+    if (rc)
+        rocksdb_free(v);
+    if (rc && !u) {
+        snprintf(errstr, es, "stats row: corrupt record");
+        return NULL;
+    }
+    r = statrows_insert(apply_batch_stats_rows(b), k->data, k->len);
+    if (r && u) {
+        r->present = 1;
+        for (int i = 0; i < STATS_FIELDS; i++)
+            *stats_field(&r->u, i) = *stats_field(u, i);
+    }
+    if (u)
+        objlog__usage_stats__free_unpacked(u, NULL);
+    if (!r)
+        snprintf(errstr, es, "out of memory");
+    return r;
+}
+
+/* Adds d to the row at k (unsigned wrap-around: the final values are
+ * exact). drop_empty: delete the row when no bucket is left (tenant and
+ * global rows). */
+static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
+                     int drop_empty, char *errstr, size_t es) {
+    statrow *r = stage_stats_row(b, k, errstr, es);
+    if (!r)
+        return -1;
+    for (int i = 0; i < STATS_FIELDS; i++)
+        *stats_field(&r->u, i) += (uint64_t)*delta_field(d, i);
+    r->present = !(drop_empty && r->u.buckets == 0);
+    r->dirty = 1;
+    return 0;
+}
+
+/* Sets the row at k to all zero (present) or absent, without reading it. */
+int stage_stats_reset(apply_batch *b, const keybuf *k, int present) {
+    if (!apply_batch_stats_on(b))
+        return 0;
+    statrow *r = statrows_find(apply_batch_stats_rows(b), k->data, k->len);
+    if (!r)
+        r = statrows_insert(apply_batch_stats_rows(b), k->data, k->len);
+    if (!r)
+        return -1;
+    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
+    r->u = zero;
+    r->present = present;
+    r->dirty = 1;
+    return 0;
+}
+
+/* Stages every changed row into the WriteBatch. Cannot fail: a row packs
+ * into at most 10 varints of 11 bytes. */
+void stage_stats_flush(apply_batch *b) {
+    statrows *t = apply_batch_stats_rows(b);
+    for (size_t i = 0; i < t->n; i++) {
+        statrow *r = &t->rows[i];
+        if (!r->dirty)
+            continue;
+        uint8_t buf[STATS_FIELDS * 11];
+        if (r->present)
+            apply_batch_put(b, OBJLOG_CF_STATS, r->key, r->key_len, buf,
+                            objlog__usage_stats__pack(&r->u, buf));
+        else
+            apply_batch_del(b, OBJLOG_CF_STATS, r->key, r->key_len);
+        r->dirty = 0;
+    }
+}
+
+/* Stages a->d into the bucket's row and into this partition's rows of the
+ * tenant and of the global sums: every row belongs to one partition, the
+ * event's (a bucket's keys all route to its partition, see ARCHITECTURE,
+ * bucket quotas), so a partition's rows are a function of its log alone.
+ * The bucket's own row never counts buckets (DeleteBucket removes it); the
+ * tenant's and the global row go when their bucket count drops to 0 (all
+ * their other counters are 0 then: only an empty bucket is deleted). */
+int stage_stats_commit(apply_ev *a) {
+    if (!apply_batch_stats_on(a->b) || delta_is_zero(&a->d))
+        return 0;
+    keybuf k;
+    int rc = 0;
+    int64_t nb = a->d.buckets;
+    keybuf_init(&k);
+    if (a->ev->op_case != OBJLOG__EVENT__OP_DELETE_BUCKET) {
+        a->d.buckets = 0;
+        rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
+        if (rc < 0)
+            rc = -2;
+        else
+            rc = stats_add(a->b, &k, &a->d, 0, a->errstr, a->es);
+        a->d.buckets = nb;
+    }
+    if (rc == 0 && objlog_stats_tenant_key(&k, a->tenant ? a->tenant : "", a->partition) < 0)
+        rc = -2;
+    if (rc == 0)
+        rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
+    if (rc == 0 && objlog_stats_global_key(&k, a->partition) < 0)
+        rc = -2;
+    if (rc == 0)
+        rc = stats_add(a->b, &k, &a->d, 1, a->errstr, a->es);
+    keybuf_free(&k);
+    if (rc == -2)
+        snprintf(a->errstr, a->es, "out of memory");
+    return rc < 0 ? -1 : 0;
+}
+
+/* The size of the version in `objects` row v. 0 or -1 (corrupt). */
+static int row_size(apply_ev *a, const char *v, size_t vn, uint64_t *size) {
+    Objlog__VersionRecord *r =
+        objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+    if (!r) {
+        snprintf(a->errstr, a->es, "object record in %s: corrupt", a->ev->bucket);
+        return -1;
+    }
+    *size = r->meta ? r->meta->size : 0;
+    objlog__version_record__free_unpacked(r, NULL);
+    return 0;
+}
+
+/* Before a key op stages anything: remembers the current live version,
+ * and hands its row to the bucket's indexes (one read for both). */
+int stage_key_begin(apply_ev *a) {
+    a->obj_staged = 0;
+    a->obj_live_before = 0;
+    a->obj_size_before = 0;
+    if (!apply_batch_stats_on(a->b) && !indexes_key_wants(&a->ix))
+        return 0;
+    char *v = NULL;
+    size_t vn = 0;
+    int rc = apply_batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
+                             &v, &vn, a->errstr, a->es);
+    if (rc < 0)
+        return -1;
+    if (rc == 1 && apply_batch_stats_on(a->b) && row_size(a, v, vn, &a->obj_size_before) < 0) {
+        rocksdb_free(v);
+        return -1;
+    }
+    a->obj_live_before = rc;
+    indexes_key_begin(&a->ix, rc == 1 ? v : NULL, vn);
+    return 0;
+}
+
+/* After a key op staged its rows: objects/bytes and noncurrent deltas,
+ * from the `objects` row's state noted by objects_noted (none:
+ * the op left it as it was). */
+int stage_key_end(apply_ev *a) {
+    if (indexes_key_end(a->b, &a->ix, a->ev->bucket, a->ev->key, a->errstr, a->es) < 0)
+        return -1;
+    if (!apply_batch_stats_on(a->b))
+        return 0;
+    int live = a->obj_staged ? a->obj_live_after : a->obj_live_before;
+    uint64_t size = a->obj_staged ? a->obj_size_after : a->obj_size_before;
+    a->d.objects += live - a->obj_live_before;
+    a->d.bytes += (int64_t)size - (int64_t)a->obj_size_before;
+    a->d.noncurrent_versions = a->d.versions - a->d.objects;
+    a->d.noncurrent_bytes = a->d.version_bytes - a->d.bytes;
+    return 0;
+}
+
+/* 1 if cf has any row under the bucket (in `versions`: a version or a
+ * delete marker; in `uploads`: an in-progress multipart upload). */
+int stage_bucket_has_rows(apply_ev *a, objlog_cf cf) {
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, cf);
+    rocksdb_iter_seek(it, (const char *)a->bpart.data, a->bpart.len);
+    int found = 0;
+    if (rocksdb_iter_valid(it)) {
+        size_t kn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        found = kn >= a->bpart.len && memcmp(k, a->bpart.data, a->bpart.len) == 0;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan %s: %s", objlog_cf_name(cf), err);
+        rocksdb_free(err);
+        return -1;
+    }
+    return found;
+}
+
+/* upload row = route_key(b,k) ‖ enc(upload_id) */
+int stage_upload_row(apply_ev *a, const char *upload_id, keybuf *row) {
+    keybuf_init(row);
+    if (keybuf_append(row, a->route.data, a->route.len) < 0 ||
+        keycodec_append_enc(row, (const uint8_t *)upload_id,
+                            strlen(upload_id)) < 0) {
+        keybuf_free(row);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* part row = upload row ‖ be32(part_number) */
+int stage_part_row(apply_ev *a, const char *upload_id, uint32_t part, keybuf *row) {
+    uint8_t be[4];
+    apply_put_be32(be, part);
+    if (stage_upload_row(a, upload_id, row) < 0)
+        return -1;
+    if (keybuf_append(row, be, sizeof(be)) < 0) {
+        keybuf_free(row);
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int stage_load_upload(apply_ev *a, const char *upload_id, Objlog__UploadRecord **out) {
+    keybuf row;
+    ProtobufCMessage *m = NULL;
+    int rc = stage_upload_row(a, upload_id, &row) < 0 ? -1
+             : load_record(a, OBJLOG_CF_UPLOADS, &row, &objlog__upload_record__descriptor,
+                           "upload record", &m);
+    *out = (Objlog__UploadRecord *)m;
+    return rc;
+}
+
+int stage_load_part(apply_ev *a, const char *upload_id, uint32_t part,
+                    Objlog__PartRecord **out) {
+    keybuf row;
+    ProtobufCMessage *m = NULL;
+    int rc = stage_part_row(a, upload_id, part, &row) < 0 ? -1
+             : load_record(a, OBJLOG_CF_UPLOADS, &row, &objlog__part_record__descriptor,
+                           "part record", &m);
+    *out = (Objlog__PartRecord *)m;
+    return rc;
+}
+
+/* Part numbers recorded for an upload (ascending), as the batch sees them.
+ * *parts is owned by the caller (free). 0 or -1. */
+static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
+                      size_t *n, uint64_t *bytes) {
+    size_t cap = 0;
+    *bytes = 0;
+    *parts = NULL;
+    *n = 0;
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_UPLOADS);
+    int rc = 0;
+    for (rocksdb_iter_seek(it, (const char *)urow->data, urow->len);
+         rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < urow->len || memcmp(k, urow->data, urow->len) != 0)
+            break;
+        if (kn != urow->len + 4)
+            continue; /* the upload row itself */
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint32_t *p = realloc(*parts, cap * sizeof(*p));
+            if (!p) {
+                snprintf(a->errstr, a->es, "out of memory");
+                rc = -1;
+                break;
+            }
+            *parts = p;
+        }
+        size_t vn;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__PartRecord *pr =
+            objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!pr) {
+            snprintf(a->errstr, a->es, "part record in %s: corrupt", a->ev->bucket);
+            rc = -1;
+            break;
+        }
+        *bytes += pr->size;
+        objlog__part_record__free_unpacked(pr, NULL);
+        const uint8_t *be = k + urow->len;
+        (*parts)[(*n)++] = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 |
+                           (uint32_t)be[2] << 8 | be[3];
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan uploads: %s", err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Removes the upload row and all its part rows. The part numbers are read
+ * first: deleting from the batch while iterating it would invalidate the
+ * iterator's keys. At most 10,001 rows. */
+int stage_remove_upload(apply_ev *a, const char *upload_id) {
+    keybuf row;
+    uint32_t *parts;
+    size_t n;
+    uint64_t bytes;
+    if (stage_upload_row(a, upload_id, &row) < 0)
+        return -1;
+    int rc = list_parts(a, &row, &parts, &n, &bytes);
+    a->d.uploads--;
+    a->d.upload_part_bytes -= (int64_t)bytes;
+    if (rc == 0)
+        apply_batch_del(a->b, OBJLOG_CF_UPLOADS, row.data, row.len);
+    keybuf_free(&row);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        keybuf prow;
+        rc = stage_part_row(a, upload_id, parts[i], &prow);
+        if (rc == 0) {
+            apply_batch_del(a->b, OBJLOG_CF_UPLOADS, prow.data, prow.len);
+            keybuf_free(&prow);
+        }
+    }
+    free(parts);
+    return rc;
+}
