@@ -47,7 +47,7 @@
  *      SetRateLimit   missing -> NoSuchBucket; no limit, a rate or burst
  *                     over 1,000,000, or a burst without a rate ->
  *                     InvalidArgument; else OK (ratelimit.c; enforced at
- *                     the edge, query/admit.c, never by the state machine)
+ *                     the edge, query/admit/admit.c, never by the state machine)
  *      DeleteRateLimit missing -> NoSuchBucket; else OK (default again)
  *      SetQuota       missing -> NoSuchBucket; else OK (the new quota
  *                     applies from the next event; usage above it stays)

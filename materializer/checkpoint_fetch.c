@@ -1,5 +1,5 @@
 /* checkpoint_fetch.c: a peer's checkpoint of one partition, fetched over
- * HTTP (GET URL/v1/partitions/P/checkpoint, query/ckptserve.c) and fed to
+ * HTTP (GET URL/v1/partitions/P/checkpoint, query/cluster/ckptserve.c) and fed to
  * the importer as the bytes arrive (checkpoint.h). Owns one curl easy
  * handle per call; nothing outlives the call.
  *

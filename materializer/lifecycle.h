@@ -1,7 +1,7 @@
 /* lifecycle.h: the pure rules of S3-style bucket lifecycle:
  * which rule applies to a version, an upload or a delete marker, and from
  * which log time it is due. One copy of these rules serves both sides: the
- * lifecycle worker (query/lifecycle.c) uses them to find due work in a
+ * lifecycle worker (query/workers/lifecycle.c) uses them to find due work in a
  * view, the state machine (apply.c) re-checks an Expire event with them at
  * the event's own log time. Nothing here reads a clock: every "now" is a
  * caller's argument (the state machine passes the Kafka timestamp).

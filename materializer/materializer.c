@@ -66,7 +66,7 @@ static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v,
 /* Group membership of a cluster node: cooperative-sticky moves only the
  * partitions that must move; a dead node's are reassigned within the
  * session timeout (6 s, the brokers' minimum by default); client.id carries
- * the node's URL for its peers (query/cluster.c). */
+ * the node's URL for its peers (query/cluster/cluster.c). */
 static int mat_cluster_conf(rd_kafka_conf_t *c, const objlog_materializer_conf *conf,
                             char *errstr, size_t es) {
     if (conf_set(c, "partition.assignment.strategy", "cooperative-sticky", errstr, es) ||

@@ -4,7 +4,7 @@
  * read-modify-write; nothing here reads anything but the event.
  *
  * Invariant: a stored RateLimit always passes ratelimit_valid, so the
- * query service's token buckets (query/admit.c) never see a nonsense
+ * query service's token buckets (query/admit/admit.c) never see a nonsense
  * value, and the decision is a function of the event alone: replay
  * stores the same record byte for byte.
  */

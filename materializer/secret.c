@@ -1,7 +1,7 @@
 /* secret.c: the store's token secret (meta "tokensecret"): 32 random bytes
  * made once, when a store first asks for it, and kept with the store. The
  * query service signs its continuation tokens with it (HMAC-SHA256,
- * query/listtoken.c), so a token edited by a client, or issued by another
+ * query/read/listtoken.c), so a token edited by a client, or issued by another
  * store (another objlogd, or this one's view rebuilt into a new --data),
  * is refused. It is view-local by design: nothing in the log depends on
  * it, and a rebuilt view only invalidates tokens in flight. */

@@ -151,7 +151,7 @@ int bench_create_bucket(bench *b, CURL *h) {
 
 /* ---- phase 2: wait until applied ---- */
 
-/* A 503 that says the partition is stopped (query/fence.c). */
+/* A 503 that says the partition is stopped (query/read/fence.c). */
 static int bench_stopped(const cli_resp *r) {
     json_t *j = r->body_len ? json_loads(r->body, 0, NULL) : NULL;
     int stopped = json_is_true(json_object_get(json_object_get(j, "error"), "stopped"));

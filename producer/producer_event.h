@@ -3,7 +3,7 @@
  * prepared Event, with the Kafka message timestamp chosen by the caller.
  *
  * Used for the events that have no public call (SetLifecycle from the
- * gateway, Expire from the lifecycle worker, query/lifecycle.c). The
+ * gateway, Expire from the lifecycle worker, query/workers/lifecycle.c). The
  * timestamp matters because the state machine reads it as the event's log
  * time: the lifecycle worker stamps its Expire events with its own clock
  * (which tests shift by days), 0 means librdkafka's "now". Everything else

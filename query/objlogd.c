@@ -915,7 +915,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                    .cluster = c->cluster != NULL,
                                    .standbys = c->standbys,
                                    /* a partition never applied here may
-                                    * come from a peer (query/bootstrap.c) */
+                                    * come from a peer (query/cluster/bootstrap.c) */
                                    .hold_new = c->cluster != NULL,
                                    .client_id = c->cluster ? client_id : NULL,
                                    .log_cb = view_log};

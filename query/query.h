@@ -94,7 +94,7 @@ typedef struct objlog_query_conf {
                                     wall + this (objects look days old) */
     int lifecycle_max_rate;      /* Expire events per second at most; 0:
                                     as fast as their outcomes come back */
-    /* Admission control (query/admit.c); 0: off. */
+    /* Admission control (query/admit/admit.c); 0: off. */
     unsigned rate_limit_bucket_rps, rate_limit_bucket_burst; /* default */
     unsigned rate_limit_tenant_rps, rate_limit_tenant_burst;
     long long slowdown_lag;      /* writes to a partition lagging more

@@ -1,5 +1,5 @@
 /* tokenbucket.h: the token bucket of admission control,
- * shared by objlogd's edge (query/admit.c) and the producer library
+ * shared by objlogd's edge (query/admit/admit.c) and the producer library
  * (producer/admit.c). Pure arithmetic on a caller-supplied clock, so tests
  * drive it with a fake one.
  *

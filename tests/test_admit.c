@@ -1,6 +1,6 @@
 /* test_admit.c: admission control.
  *
- * Without processes: the token bucket's arithmetic and query/admit.c's
+ * Without processes: the token bucket's arithmetic and query/admit/admit.c's
  * decision on a fake clock (exact refill and burst, Retry-After rounding,
  * refunds, tenant and hot-partition reasons, the counters); the state
  * machine's SetRateLimit / DeleteRateLimit outcomes and a store dump that

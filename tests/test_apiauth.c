@@ -1,4 +1,4 @@
-/* test_apiauth.c: query/apiauth.h without HTTP. The tokens file (one rule
+/* test_apiauth.c: query/api/apiauth.h without HTTP. The tokens file (one rule
  * per row of its errors; the admin role; constant lookups) and the nodes'
  * request signatures: a signature covers method, target, body, time and
  * subject, so changing any one of them is refused, and so is a signature

@@ -330,7 +330,7 @@ static void test_chunked_bodies_work(void **state) {
     assert_non_null(strcasestr(r.text, "ETag: \"5d41402abc4b2a76b9719d911017c592\""));
 }
 
-/* The checker alone (query/framing.c): every row gives the same verdict
+/* The checker alone (query/server/framing.c): every row gives the same verdict
  * however its bytes are split across reads (each split point, and one
  * byte at a time), and a refused row's error and start are the same. */
 static int framing_verdict(const uint8_t *req, size_t n, const size_t *cuts, int ncuts,

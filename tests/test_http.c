@@ -140,7 +140,7 @@ static void assert_same_as_jansson(const resp *r) {
     free(dumped);
 }
 
-/* GET's body is written without jansson (query/jsonw.c): what needs
+/* GET's body is written without jansson (query/server/jsonw.c): what needs
  * escaping in a key or metadata comes back as it was sent. */
 static void test_get_body_escapes(void **state) {
     env *e = *state;

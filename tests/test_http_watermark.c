@@ -1,5 +1,5 @@
 /* test_http_watermark.c: the coalesced end-offset cache of the query
- * service (query/watermark.c) with its broker round trip replaced by a
+ * service (query/watermark/watermark.c) with its broker round trip replaced by a
  * fake that answers with the log end as of when it was handled, then
  * blocks until the test releases it. That makes the one dangerous
  * interleaving deterministic: a write acknowledged while a request is in

@@ -37,7 +37,7 @@
 #include "testlog.h"
 
 #define NOBJ 600
-#define BATCH 256 /* query/lifecycle.c LC_INFLIGHT */
+#define BATCH 256 /* query/workers/lifecycle.c LC_INFLIGHT */
 
 static struct {
     char root[512], data[600], data2[600], url[128];

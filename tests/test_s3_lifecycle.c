@@ -1,5 +1,5 @@
 /* test_s3_lifecycle.c: S3's ?lifecycle bucket subresource
- * (query/s3lc.c) with real clients: boto3 (tests/s3/boto3_lifecycle_check.py:
+ * (query/s3/s3lc.c) with real clients: boto3 (tests/s3/boto3_lifecycle_check.py:
  * every filter form and action put and read back, the JSON API's view of
  * the same rules, an S3-configured rule expiring an object through the
  * worker, S3's refusals sent raw with exact codes, delete) and aws-cli

@@ -2,7 +2,7 @@
  *
  * 10,000 random operation sequences over a few keys, in every versioning
  * state, are applied through the real state machine (apply.c) into a real
- * RocksDB store, and after EVERY step the view (query/view.h) is compared
+ * RocksDB store, and after EVERY step the view (query/read/view.h) is compared
  * with a small reference model written here: GET of every key, a fully
  * paginated LIST with a random prefix, delimiter and page size, and a fully
  * paginated ListObjectVersions likewise. The model (s3model.h) is S3's

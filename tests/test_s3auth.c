@@ -1,4 +1,4 @@
-/* test_s3auth.c: query/s3auth.h, AWS Signature Version 4 for the S3
+/* test_s3auth.c: query/s3/s3auth.h, AWS Signature Version 4 for the S3
  * endpoint, without HTTP. First AWS's published values, byte for byte:
  * the S3 API Reference's header-signed examples, its presigned URL, its
  * chunked upload (signed, and with a signed trailer), and the generic SigV4

@@ -1,4 +1,4 @@
-/* test_view.c: query/view.h without HTTP. Events go straight through the
+/* test_view.c: query/read/view.h without HTTP. Events go straight through the
  * state machine (materializer/apply.h) into a real RocksDB in a temp dir,
  * one partition, one WriteBatch per event; then view.h is asked and every
  * answer is compared exactly. Pins the edges the HTTP tests can't reach

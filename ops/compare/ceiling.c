@@ -1,8 +1,8 @@
 /* ceiling.c: the HTTP ceiling of ops/compare/compare.sh. An evhttp server
  * that answers every request with one constant ~300-byte JSON body, built
- * like objlogd's HTTP layer (query/http.c): N worker threads, each with its
- * own event_base and evhttp accepting on its own duplicate of one listening
- * socket, TCP_NODELAY on. What objlogd does beyond this is what it costs.
+ * like objlogd's HTTP server (query/server/server.c): N worker threads,
+ * each with its own event_base and evhttp accepting on its own duplicate
+ * of one listening socket, TCP_NODELAY on. What objlogd does beyond this is what it costs.
  *
  *   objlog-ceiling [--listen HOST:PORT] [--threads N]
  *

@@ -1,5 +1,5 @@
 /* apiauth.h: who a JSON API request is. Pure: no evhttp, no clock, no
- * globals; the HTTP layer (http.c) hands in what it received and the time.
+ * globals; the JSON API (apiguard.c) hands in what it received and the time.
  * Internal to the query service (prefix apicreds_); a subject
  * (apisubject) and the nodes' signatures are nodeauth.h's.
  *

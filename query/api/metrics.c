@@ -4,7 +4,7 @@
  *
  * Owns nothing: every figure is read at request time from the materializer,
  * the watermark cache (watermark.c), the per-worker request counters
- * (http.c), RocksDB's properties and /proc (process_* as Prometheus'
+ * (reply.c), RocksDB's properties and /proc (process_* as Prometheus'
  * client libraries define them). These routes honour no fence; their end offsets may share a
  * ListOffsets request already in flight. Invariant: a partition's lag is
  * never negative (the end offset is clamped up to the applied one, which

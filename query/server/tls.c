@@ -1,4 +1,5 @@
-/* tls.c: see tls.h. One server context (the certificate and key) and one
+/* tls.c: TLS of the listeners and of requests to peers (server.h). One
+ * server context (the certificate and key) and one
  * client context (the CA), made at start and shared by every worker: an
  * SSL_CTX is safe to share once configured; each connection has its own
  * SSL. */

@@ -129,7 +129,7 @@ wm_cache *wm_new(const char *brokers, const char *topic, int nparts,
      * long after a broker failover. Refresh every 2 s instead. */
     if (rd_kafka_conf_set(conf, "topic.metadata.refresh.interval.ms", "2000", tmp,
                           sizeof(tmp)) ||
-        /* As the gateway's producer (http.c): back within a second. */
+        /* As the gateway's producer (service.c): back within a second. */
         rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "1000", tmp, sizeof(tmp)) ||
         /* Every strong read waits for one small request and its answer:
          * never hold either back for Nagle's algorithm. */

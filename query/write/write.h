@@ -1,7 +1,7 @@
 /* write.h: the gateway, objlogd's one way of writing (write/gateway.c):
  * a write becomes an event in the log and its request is answered with
  * the outcome the state machine stored for it. Its callers (the JSON
- * API's write routes, api/writes.h; the S3 endpoint; the lifecycle and
+ * API's write routes, api/writes.c; the S3 endpoint; the lifecycle and
  * index APIs) parse their own requests and call these with typed values,
  * so every front end gets the same checks (ack=, timeout_ms=, request id,
  * preconditions, a full disk) and the same answers.
