@@ -798,7 +798,7 @@ static Objlog__Event *event_of(int n, Objlog__Event *evs[],
 
 /* Each new call logs exactly one event with exactly its fields; bucket
  * operations route with key "", multipart ones with the object key. */
-static void test_issue3_events(void **state) {
+static void test_bucket_and_multipart_events(void **state) {
     cluster *c = *state;
     objlog_producer *p = producer_start(c, "logged", NULL, NULL);
     objlog_write_result r[7];
@@ -955,7 +955,7 @@ static void test_create_bucket_wraps_ex(void **state) {
     free_msgs(msgs, 2);
 }
 
-static void test_issue3_bad_arguments(void **state) {
+static void test_bucket_and_multipart_bad_arguments(void **state) {
     cluster *c = *state;
     objlog_producer *p = producer_start(c, "logged", NULL, NULL);
     char err[256];
@@ -1648,11 +1648,11 @@ int main(void) {
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_control_characters_refused, cluster_setup,
                                         cluster_teardown),
-        cmocka_unit_test_setup_teardown(test_issue3_events, cluster_setup,
+        cmocka_unit_test_setup_teardown(test_bucket_and_multipart_events, cluster_setup,
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_create_bucket_wraps_ex, cluster_setup,
                                         cluster_teardown),
-        cmocka_unit_test_setup_teardown(test_issue3_bad_arguments, cluster_setup,
+        cmocka_unit_test_setup_teardown(test_bucket_and_multipart_bad_arguments, cluster_setup,
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_applied_unknown_when_no_outcome,
                                         cluster_setup, cluster_teardown),
