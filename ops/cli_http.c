@@ -308,6 +308,12 @@ void cli_list_param(cli_list_req *q, const char *name, const char *value) {
     }
 }
 
+void cli_list_token_params(cli_list_req *q, const char *consistency, const char *token) {
+    cli_list_param(q, "consistency", consistency);
+    cli_list_param(q, "token", token);
+    cli_list_param(q, "continuation_token", NULL);
+}
+
 static json_t *list_page(cli *c, const cli_list_req *q, int *rc) {
     char *url = strdup(q->base);
     for (int i = 0; url && i < q->n; i++)
