@@ -224,6 +224,11 @@ json_t *cli_list_fetch(cli *c, cli_list_req *q, const cli_page_spec *sp, int *rc
 /* cli_list_fetch with q->base = base (taken: freed here; NULL reports out
  * of memory on q->target). */
 json_t *cli_list_get(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp, int *rc);
+/* cli_list_get then cli_list_output: the whole tail of a listing that
+ * prints its pages as they come, so such commands fail and print alike.
+ * Returns the exit code (*rc when the fetch failed). */
+int cli_list_run(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp,
+                 void (*print)(cli *, json_t *), int *rc);
 
 /* ---- readable output (cli_print.c) ---- */
 

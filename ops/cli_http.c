@@ -391,3 +391,9 @@ json_t *cli_list_get(cli *c, cli_list_req *q, char *base, const cli_page_spec *s
     free(base);
     return j;
 }
+
+int cli_list_run(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp,
+                 void (*print)(cli *, json_t *), int *rc) {
+    json_t *j = cli_list_get(c, q, base, sp, rc);
+    return j ? cli_list_output(c, j, print) : *rc;
+}

@@ -551,8 +551,8 @@ static int cmd_versions(cli *c, int argc, char **argv) {
     static const cli_page_spec sp = {"versions",
                                      {"next_key_marker", "next_version_id_marker"},
                                      {"key_marker", "version_id_marker"}};
-    json_t *j = cli_list_get(c, &q, cli_bucket_url(c, pos[0], "/versions"), &sp, &rc);
-    return j ? cli_list_output(c, j, versions_print) : rc;
+    return cli_list_run(c, &q, cli_bucket_url(c, pos[0], "/versions"), &sp, versions_print,
+                        &rc);
 }
 
 const cli_cmd cli_object_cmds[] = {
