@@ -117,6 +117,13 @@ enum {
     {"token", required_argument, NULL, CLI_OPT_TOKEN},       \
     {"help", no_argument, NULL, 'h'}
 #define CLI_BYTES_OPTION {"bytes", no_argument, NULL, CLI_OPT_BYTES}
+/* The tail of a read command's table (values are the command's own), kept
+ * in one place because getopt takes the first exact "--token", so the
+ * command's own must stay ahead of CLI_COMMON_OPTIONS' one. */
+#define CLI_READ_OPTIONS(o_consistency, o_token)                        \
+    {"consistency", required_argument, NULL, o_consistency},         \
+    {"token", required_argument, NULL, o_token},                     \
+    CLI_BYTES_OPTION, CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}
 
 /* ---- arguments (cli_args.c) ---- */
 
@@ -207,12 +214,21 @@ typedef struct cli_list_req {
 } cli_list_req;
 
 void cli_list_param(cli_list_req *q, const char *name, const char *value);
+/* The read-consistency params and the empty first continuation token that
+ * every token-paged listing (buckets, objects, index queries) ends with, so
+ * they are sent in one order everywhere. */
+void cli_list_token_params(cli_list_req *q, const char *consistency, const char *token);
 /* One page, or with q->all every page merged into the first (which then
  * says is_truncated false and carries no next_* field). */
 json_t *cli_list_fetch(cli *c, cli_list_req *q, const cli_page_spec *sp, int *rc);
 /* cli_list_fetch with q->base = base (taken: freed here; NULL reports out
  * of memory on q->target). */
 json_t *cli_list_get(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp, int *rc);
+/* cli_list_get then cli_list_output: the whole tail of a listing that
+ * prints its pages as they come, so such commands fail and print alike.
+ * Returns the exit code (*rc when the fetch failed). */
+int cli_list_run(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp,
+                 void (*print)(cli *, json_t *), int *rc);
 
 /* ---- readable output (cli_print.c) ---- */
 

@@ -308,6 +308,12 @@ void cli_list_param(cli_list_req *q, const char *name, const char *value) {
     }
 }
 
+void cli_list_token_params(cli_list_req *q, const char *consistency, const char *token) {
+    cli_list_param(q, "consistency", consistency);
+    cli_list_param(q, "token", token);
+    cli_list_param(q, "continuation_token", NULL);
+}
+
 static json_t *list_page(cli *c, const cli_list_req *q, int *rc) {
     char *url = strdup(q->base);
     for (int i = 0; url && i < q->n; i++)
@@ -384,4 +390,10 @@ json_t *cli_list_get(cli *c, cli_list_req *q, char *base, const cli_page_spec *s
     json_t *j = cli_list_fetch(c, q, sp, rc);
     free(base);
     return j;
+}
+
+int cli_list_run(cli *c, cli_list_req *q, char *base, const cli_page_spec *sp,
+                 void (*print)(cli *, json_t *), int *rc) {
+    json_t *j = cli_list_get(c, q, base, sp, rc);
+    return j ? cli_list_output(c, j, print) : *rc;
 }

@@ -244,9 +244,7 @@ int cli_list_buckets(cli *c, const char *prefix, const char *tenant, const char 
     cli_list_param(&q, "prefix", prefix);
     cli_list_param(&q, "tenant", tenant);
     cli_list_param(&q, "max_buckets", max);
-    cli_list_param(&q, "consistency", consistency);
-    cli_list_param(&q, "token", token);
-    cli_list_param(&q, "continuation_token", NULL);
+    cli_list_token_params(&q, consistency, token);
     static const cli_page_spec sp = {"buckets", {"next_continuation_token", NULL},
                                      {"continuation_token", NULL}};
     json_t *j = cli_list_get(c, &q, base, &sp, &rc);

@@ -138,9 +138,7 @@ static int query_opts(cli *c, int argc, char **argv, query_args *a, int *rc) {
         {"lm-to", required_argument, NULL, O_LM_TO},
         {"max-keys", required_argument, NULL, O_MAX},
         {"all", no_argument, NULL, O_ALL},
-        {"consistency", required_argument, NULL, O_CONSISTENCY},
-        {"token", required_argument, NULL, O_TOKEN},
-        CLI_BYTES_OPTION, CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+        CLI_READ_OPTIONS(O_CONSISTENCY, O_TOKEN)};
     int o;
     memset(a, 0, sizeof(*a));
     while ((o = cli_getopt(c, argc, argv, opts, rc)) >= 0) {
@@ -174,9 +172,7 @@ static json_t *query_fetch(cli *c, const char *bucket, const char *name, const q
     cli_list_param(&q, "lm_from", a->lm_from);
     cli_list_param(&q, "lm_to", a->lm_to);
     cli_list_param(&q, values ? "max_values" : "max_keys", a->max);
-    cli_list_param(&q, "consistency", a->consistency);
-    cli_list_param(&q, "token", a->token);
-    cli_list_param(&q, "continuation_token", NULL);
+    cli_list_token_params(&q, a->consistency, a->token);
     static const cli_page_spec objs = {"objects", {"next_continuation_token", NULL},
                                        {"continuation_token", NULL}};
     static const cli_page_spec vals = {"values", {"next_continuation_token", NULL},

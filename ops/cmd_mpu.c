@@ -366,8 +366,7 @@ static int cmd_ls(cli *c, int argc, char **argv) {
     static const cli_page_spec sp = {"uploads",
                                      {"next_key_marker", "next_upload_id_marker"},
                                      {"key_marker", "upload_id_marker"}};
-    json_t *j = cli_list_get(c, &q, cli_bucket_url(c, pos[0], "/uploads"), &sp, &rc);
-    return j ? cli_list_output(c, j, uploads_print) : rc;
+    return cli_list_run(c, &q, cli_bucket_url(c, pos[0], "/uploads"), &sp, uploads_print, &rc);
 }
 
 static void parts_print(cli *c, json_t *j) {
@@ -425,9 +424,8 @@ static int cmd_parts(cli *c, int argc, char **argv) {
     cli_list_param(&q, "max_parts", max);
     static const cli_page_spec sp = {"parts", {"next_part_number_marker", NULL},
                                      {"part_number_marker", NULL}};
-    json_t *j = cli_list_get(c, &q, upload_url(c, pos[0], pos[2], "/parts", pos[1]), &sp,
-                             &rc);
-    return j ? cli_list_output(c, j, parts_print) : rc;
+    return cli_list_run(c, &q, upload_url(c, pos[0], pos[2], "/parts", pos[1]), &sp,
+                        parts_print, &rc);
 }
 
 const cli_cmd cli_mpu_cmds[] = {

@@ -246,9 +246,7 @@ static json_t *object_json(json_t *j) {
 static int get_or_head(cli *c, int argc, char **argv, int head) {
     static const struct option opts[] = {
         {"version-id", required_argument, NULL, O_VERSION_ID},
-        {"consistency", required_argument, NULL, O_CONSISTENCY},
-        {"token", required_argument, NULL, O_TOKEN},
-        CLI_BYTES_OPTION, CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+        CLI_READ_OPTIONS(O_CONSISTENCY, O_TOKEN)};
     read_args a = {0};
     int rc = 0, o;
     while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
@@ -407,9 +405,7 @@ static int ls_objects(cli *c, const char *bucket, const ls_args *a) {
     cli_list_param(&q, "delimiter", a->delimiter);
     cli_list_param(&q, "start_after", a->start_after);
     cli_list_param(&q, "max_keys", a->max_keys);
-    cli_list_param(&q, "consistency", a->consistency);
-    cli_list_param(&q, "token", a->token);
-    cli_list_param(&q, "continuation_token", NULL);
+    cli_list_token_params(&q, a->consistency, a->token);
     static const cli_page_spec sp = {"objects", {"next_continuation_token", NULL},
                                      {"continuation_token", NULL}};
     json_t *j = cli_list_get(c, &q, cli_bucket_url(c, bucket, "/objects"), &sp, &rc);
@@ -523,9 +519,7 @@ static int cmd_versions(cli *c, int argc, char **argv) {
         {"version-id-marker", required_argument, NULL, O_VID_MARKER},
         {"max-keys", required_argument, NULL, O_MAX_KEYS},
         {"all", no_argument, NULL, O_ALL},
-        {"consistency", required_argument, NULL, O_CONSISTENCY},
-        {"token", required_argument, NULL, O_TOKEN},
-        CLI_BYTES_OPTION, CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+        CLI_READ_OPTIONS(O_CONSISTENCY, O_TOKEN)};
     const char *prefix = NULL, *delim = NULL, *km = NULL, *vm = NULL, *max = NULL,
                *cons = NULL, *token = NULL;
     int all = 0, rc = 0, o;
@@ -557,8 +551,8 @@ static int cmd_versions(cli *c, int argc, char **argv) {
     static const cli_page_spec sp = {"versions",
                                      {"next_key_marker", "next_version_id_marker"},
                                      {"key_marker", "version_id_marker"}};
-    json_t *j = cli_list_get(c, &q, cli_bucket_url(c, pos[0], "/versions"), &sp, &rc);
-    return j ? cli_list_output(c, j, versions_print) : rc;
+    return cli_list_run(c, &q, cli_bucket_url(c, pos[0], "/versions"), &sp, versions_print,
+                        &rc);
 }
 
 const cli_cmd cli_object_cmds[] = {

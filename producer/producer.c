@@ -620,26 +620,48 @@ static void event_object(Objlog__Event *ev, const char *bucket, const char *key,
     ev->key.len = key_len;
 }
 
+/* PutObject and CreateUpload carry the same payload (one ObjectMeta) and
+ * differ only in the op and whether the quota gate applies, so they share
+ * one body to keep their validation and meta ownership from drifting. */
+static int producer_write_meta(objlog_producer *p, const char *bucket,
+                               const char *key, size_t key_len,
+                               const objlog_object_meta *meta,
+                               Objlog__Event__OpCase op_case,
+                               const objlog_write_opts *opts,
+                               objlog_write_cb *cb, void *opaque,
+                               char *errstr, size_t errstr_size) {
+    int put = op_case == OBJLOG__EVENT__OP_PUT_OBJECT;
+    meta_build mb;
+    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
+        validate_meta(meta, errstr, errstr_size) < 0 ||
+        (put && quota_check(p->quota, errstr, errstr_size) < 0) ||
+        meta_build_init(&mb, meta, errstr, errstr_size) < 0)
+        return -1;
+    Objlog__PutObject po = OBJLOG__PUT_OBJECT__INIT;
+    Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
+    Objlog__Event ev;
+    event_object(&ev, bucket, key, key_len, op_case);
+    if (put) {
+        po.meta = &mb.om;
+        ev.put_object = &po;
+    } else {
+        cu.meta = &mb.om;
+        ev.create_upload = &cu;
+    }
+    int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
+    meta_build_free(&mb);
+    return rc;
+}
+
 int objlog_producer_put_object(objlog_producer *p, const char *bucket,
                                const char *key, size_t key_len,
                                const objlog_object_meta *meta,
                                const objlog_write_opts *opts,
                                objlog_write_cb *cb, void *opaque,
                                char *errstr, size_t errstr_size) {
-    meta_build mb;
-    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
-        validate_meta(meta, errstr, errstr_size) < 0 ||
-        quota_check(p->quota, errstr, errstr_size) < 0 ||
-        meta_build_init(&mb, meta, errstr, errstr_size) < 0)
-        return -1;
-    Objlog__PutObject put = OBJLOG__PUT_OBJECT__INIT;
-    put.meta = &mb.om;
-    Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_PUT_OBJECT);
-    ev.put_object = &put;
-    int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
-    meta_build_free(&mb);
-    return rc;
+    return producer_write_meta(p, bucket, key, key_len, meta,
+                               OBJLOG__EVENT__OP_PUT_OBJECT, opts, cb, opaque,
+                               errstr, errstr_size);
 }
 
 int objlog_producer_delete_object(objlog_producer *p, const char *bucket,
@@ -665,19 +687,9 @@ int objlog_producer_create_upload(objlog_producer *p, const char *bucket,
                                   const objlog_write_opts *opts,
                                   objlog_write_cb *cb, void *opaque,
                                   char *errstr, size_t errstr_size) {
-    meta_build mb;
-    if (check_object(p, bucket, key, key_len, opts, errstr, errstr_size) < 0 ||
-        validate_meta(meta, errstr, errstr_size) < 0 ||
-        meta_build_init(&mb, meta, errstr, errstr_size) < 0)
-        return -1;
-    Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
-    cu.meta = &mb.om;
-    Objlog__Event ev;
-    event_object(&ev, bucket, key, key_len, OBJLOG__EVENT__OP_CREATE_UPLOAD);
-    ev.create_upload = &cu;
-    int rc = producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
-    meta_build_free(&mb);
-    return rc;
+    return producer_write_meta(p, bucket, key, key_len, meta,
+                               OBJLOG__EVENT__OP_CREATE_UPLOAD, opts, cb,
+                               opaque, errstr, errstr_size);
 }
 
 int objlog_producer_upload_part(objlog_producer *p, const char *bucket,
