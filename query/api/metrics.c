@@ -257,20 +257,24 @@ static void metrics_apply(FILE *f, objlog_query *q) {
             objlog_materializer_store_stalled(q->m, NULL, 0));
 }
 
-static void metrics_fences(FILE *f, objlog_query *q) {
+/* A fence counter family, one series per fence mode: waits and timeouts
+ * are kept the same way, so they are printed the same way. */
+static void metrics_fence_counter(FILE *f, const char *name, const char *help,
+                                  atomic_uint_fast64_t *counts) {
     static const char *const modes[FENCE_MODES] = {"strong", "token"};
-    metrics_family(f, "objlog_fence_waits_total", "counter",
-                   "Reads that had to wait for the view to apply an offset.");
+    metrics_family(f, name, "counter", help);
     for (int i = 0; i < FENCE_MODES; i++)
-        fprintf(f, "objlog_fence_waits_total{mode=\"%s\"} %llu\n", modes[i],
-                (unsigned long long)atomic_load_explicit(&q->fence->waits[i],
-                                                         memory_order_relaxed));
-    metrics_family(f, "objlog_fence_timeouts_total", "counter",
-                   "Reads answered 503 SlowDown because the fence timed out.");
-    for (int i = 0; i < FENCE_MODES; i++)
-        fprintf(f, "objlog_fence_timeouts_total{mode=\"%s\"} %llu\n", modes[i],
-                (unsigned long long)atomic_load_explicit(&q->fence->timeouts[i],
-                                                         memory_order_relaxed));
+        fprintf(f, "%s{mode=\"%s\"} %llu\n", name, modes[i],
+                (unsigned long long)atomic_load_explicit(&counts[i], memory_order_relaxed));
+}
+
+static void metrics_fences(FILE *f, objlog_query *q) {
+    metrics_fence_counter(f, "objlog_fence_waits_total",
+                          "Reads that had to wait for the view to apply an offset.",
+                          q->fence->waits);
+    metrics_fence_counter(f, "objlog_fence_timeouts_total",
+                          "Reads answered 503 SlowDown because the fence timed out.",
+                          q->fence->timeouts);
     metrics_family(f, "objlog_consumer_idle", "gauge",
                    "1 while the consumer is paused for idleness (no fetches).");
     fprintf(f, "objlog_consumer_idle %d\n", objlog_materializer_idle(q->m));
