@@ -22,6 +22,7 @@
 #include "assign.h"
 #include "brokerrtt.h"
 #include "control.h"
+#include "deadline.h"
 #include "kafkaconf.h"
 #include "matint.h"
 #include "rows.h"
@@ -1011,16 +1012,6 @@ void objlog_materializer_destroy(objlog_materializer *m) {
 
 /* ---- queries, and the asks assign.c takes between batches ---- */
 
-static void deadline_after(struct timespec *ts, int ms) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 int objlog_materializer_hold(objlog_materializer *m, int32_t partition, int timeout_ms) {
     if (partition < 0 || partition >= m->nparts)
         return -1;
@@ -1030,7 +1021,7 @@ int objlog_materializer_hold(objlog_materializer *m, int32_t partition, int time
     pthread_mutex_unlock(&m->mu);
     objlog_materializer_kick(m);
     struct timespec until;
-    deadline_after(&until, timeout_ms);
+    deadline_after_ms(&until, timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&m->mu);
     while (!atomic_load(&m->held[partition]) && rc == 0) {
@@ -1098,7 +1089,7 @@ int objlog_materializer_wait_applied(objlog_materializer *m, int32_t partition,
     if (partition < 0 || partition >= m->nparts)
         return -1;
     struct timespec until;
-    deadline_after(&until, timeout_ms > 0 ? timeout_ms : 0);
+    deadline_after_ms(&until, timeout_ms > 0 ? timeout_ms : 0);
     int rc = 1;
     pthread_mutex_lock(&m->mu);
     for (;;) {

@@ -15,7 +15,6 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
-#include "kafkaconf.h"
 #include "objlog_logger.h"
 #include "control.h"
 #include "query.h"
@@ -30,24 +29,8 @@ static rd_kafka_t *embedded_producer(const char *brokers, char *errstr,
                                      size_t errstr_size) {
     /* --kafka-config's properties apply when this checks a real Kafka's
      * topics; objlogd refuses them with the embedded log */
-    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
-    if (!conf)
-        return NULL;
-    rd_kafka_conf_set_log_cb(conf, objlog_logger_rdkafka); /* our logger's lines */
-    char tmp[256];
-    if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
-                          sizeof(tmp))) {
-        snprintf(errstr, errstr_size, "embedded kafka: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, errstr_size, "embedded kafka: %s", tmp);
-        rd_kafka_conf_destroy(conf);
-    }
-    return rk;
+    return control_client_new_logged(brokers, objlog_logger_rdkafka, /* our logger's lines */
+                                     "embedded kafka", errstr, errstr_size);
 }
 
 static int embedded_topic(objlog_embedded_kafka *k, const char *topic, int parts,

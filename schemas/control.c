@@ -12,25 +12,37 @@
 
 #include "kafkaconf.h"
 
-rd_kafka_t *control_client_new(const char *brokers, char *errstr,
-                               size_t errstr_size) {
+/* The embedded log's producer is this client plus the daemon's logger:
+ * one place for the settings a short-lived handle needs. */
+rd_kafka_t *control_client_new_logged(const char *brokers,
+                                      void (*log_cb)(const rd_kafka_t *, int,
+                                                     const char *, const char *),
+                                      const char *what, char *errstr,
+                                      size_t errstr_size) {
     char tmp[256];
     rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
     if (!conf)
         return NULL;
+    if (log_cb)
+        rd_kafka_conf_set_log_cb(conf, log_cb);
     if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
                           sizeof(tmp))) {
-        snprintf(errstr, errstr_size, "kafka client: %s", tmp);
+        snprintf(errstr, errstr_size, "%s: %s", what, tmp);
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, tmp, sizeof(tmp));
     if (!rk) {
-        snprintf(errstr, errstr_size, "kafka client: %s", tmp);
+        snprintf(errstr, errstr_size, "%s: %s", what, tmp);
         rd_kafka_conf_destroy(conf);
     }
     return rk;
+}
+
+rd_kafka_t *control_client_new(const char *brokers, char *errstr,
+                               size_t errstr_size) {
+    return control_client_new_logged(brokers, NULL, "kafka client", errstr, errstr_size);
 }
 
 int control_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms,

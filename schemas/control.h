@@ -28,6 +28,13 @@ typedef struct control_logid {
 /* A short-lived producer handle on brokers for metadata, admin calls and
  * control messages (quiet log, never auto-creates topics). NULL with
  * errstr. */
+/* As control_client_new, logging through log_cb (librdkafka's default
+ * when NULL), its errors prefixed "what: ". */
+rd_kafka_t *control_client_new_logged(const char *brokers,
+                                      void (*log_cb)(const rd_kafka_t *, int,
+                                                     const char *, const char *),
+                                      const char *what, char *errstr,
+                                      size_t errstr_size);
 rd_kafka_t *control_client_new(const char *brokers, char *errstr,
                                size_t errstr_size);
 

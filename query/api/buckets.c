@@ -220,49 +220,40 @@ static void buckets_merged(http_ctx *c, const gather_reply *r, int n, void *arg)
  * partition. */
 static int cluster_buckets(http_ctx *c, int max, const bucket_query *q) {
     int np = objlog_materializer_partitions(c->q->m);
-    char (*nodes)[CLUSTER_URL_MAX] = calloc(GATHER_MAX, sizeof(*nodes));
-    int *owner = calloc((size_t)np, sizeof(*owner));
-    int nn = 0, plan = nodes && owner ? cluster_plan(c, np, nodes, &nn, owner) : -2;
-    if (plan == -2)
-        http_reply_error(c, 500, "InternalError", "out of memory");
-    char *paths[GATHER_MAX] = {0};
-    const char *urls[GATHER_MAX];
-    for (int i = 0; plan == 1 && i < nn; i++) {
+    cluster_gather_plan g;
+    cluster_gather_plan_init(c, np, &g);
+    for (int i = 0; g.plan == 1 && i < g.nn; i++) {
         char list[BUCKETS_MAX_PARTS * 5] = "";
         size_t len = 0;
         for (int p = 0; p < np; p++)
-            if (owner[p] == i)
+            if (g.owner[p] == i)
                 len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", len ? "," : "", p);
-        if (asprintf(&paths[i], "/v1/buckets?max_buckets=%d&partitions=%s", max, list) < 0)
-            paths[i] = NULL;
-        cluster_query_add(&paths[i], "prefix", q->prefix);
-        cluster_query_add(&paths[i], "tenant", q->tenant);
-        cluster_query_add(&paths[i], "after_name", q->after);
-        cluster_query_add(&paths[i], "consistency", http_param_get(c, "consistency", NULL));
-        cluster_query_add(&paths[i], "timeout_ms", http_param_get(c, "timeout_ms", NULL));
-        urls[i] = nodes[i];
-        if (!paths[i])
-            plan = -3;
+        if (asprintf(&g.paths[i], "/v1/buckets?max_buckets=%d&partitions=%s", max, list) < 0)
+            g.paths[i] = NULL;
+        cluster_query_add(&g.paths[i], "prefix", q->prefix);
+        cluster_query_add(&g.paths[i], "tenant", q->tenant);
+        cluster_query_add(&g.paths[i], "after_name", q->after);
+        cluster_query_add(&g.paths[i], "consistency", http_param_get(c, "consistency", NULL));
+        cluster_query_add(&g.paths[i], "timeout_ms", http_param_get(c, "timeout_ms", NULL));
+        if (!g.paths[i])
+            g.plan = -3;
     }
-    buckets_merge *bm = plan == 1 ? calloc(1, sizeof(*bm)) : NULL;
+    buckets_merge *bm = g.plan == 1 ? calloc(1, sizeof(*bm)) : NULL;
     if (bm) {
         bm->max = max;
         bm->scope = buckets_scope(q);
     }
-    if (plan == -3 || (plan == 1 && (!bm || !bm->scope))) {
+    if (g.plan == -3 || (g.plan == 1 && (!bm || !bm->scope))) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         if (bm)
             free(bm->scope);
         free(bm);
-        plan = -3;
-    } else if (plan == 1) {
-        forward_gather(c, urls, (const char *const *)paths, nn, buckets_merged, bm);
+        g.plan = -3;
+    } else if (g.plan == 1) {
+        forward_gather(c, g.urls, (const char *const *)g.paths, g.nn, buckets_merged, bm);
     }
-    for (int i = 0; i < nn; i++)
-        free(paths[i]);
-    free(nodes);
-    free(owner);
-    return plan != 0;
+    cluster_gather_plan_free(&g);
+    return g.plan != 0;
 }
 
 void read_buckets(http_ctx *c) {

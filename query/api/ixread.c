@@ -79,13 +79,21 @@ static view *ix_open(http_ctx *c, const char *bucket, view_bucket *b, uint64_t *
     return v;
 }
 
+/* ix_open for the answers that need only the bucket record: the snapshot
+ * closed at once. 0, or -1 after replying. */
+static int ix_bucket(http_ctx *c, const char *bucket, view_bucket *b, uint64_t *objects) {
+    view *v = ix_open(c, bucket, b, objects);
+    if (!v)
+        return -1;
+    view_close(v);
+    return 0;
+}
+
 static void ix_list(http_ctx *c, const char *bucket) {
     view_bucket b;
     uint64_t objects;
-    view *v = ix_open(c, bucket, &b, &objects);
-    if (!v)
+    if (ix_bucket(c, bucket, &b, &objects) < 0)
         return;
-    view_close(v);
     jsonw w;
     jsonw_begin(&w);
     jsonw_str(&w, "bucket", bucket);
@@ -107,10 +115,8 @@ static void ix_no_such(http_ctx *c, const char *bucket, const char *name) {
 static void ix_get(http_ctx *c, const char *bucket, const char *name) {
     view_bucket b;
     uint64_t objects;
-    view *v = ix_open(c, bucket, &b, &objects);
-    if (!v)
+    if (ix_bucket(c, bucket, &b, &objects) < 0)
         return;
-    view_close(v);
     const Objlog__IndexDef *d = ix_def(b.record, name);
     if (!d) {
         ix_no_such(c, bucket, name);

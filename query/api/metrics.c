@@ -257,20 +257,32 @@ static void metrics_apply(FILE *f, objlog_query *q) {
             objlog_materializer_store_stalled(q->m, NULL, 0));
 }
 
-static void metrics_fences(FILE *f, objlog_query *q) {
+/* A counter family of one series: most of the server's counters are
+ * printed this way, so the family and its value cannot disagree on name. */
+static void metrics_counter(FILE *f, const char *name, const char *help,
+                            unsigned long long v) {
+    metrics_family(f, name, "counter", help);
+    fprintf(f, "%s %llu\n", name, v);
+}
+
+/* A fence counter family, one series per fence mode: waits and timeouts
+ * are kept the same way, so they are printed the same way. */
+static void metrics_fence_counter(FILE *f, const char *name, const char *help,
+                                  atomic_uint_fast64_t *counts) {
     static const char *const modes[FENCE_MODES] = {"strong", "token"};
-    metrics_family(f, "objlog_fence_waits_total", "counter",
-                   "Reads that had to wait for the view to apply an offset.");
+    metrics_family(f, name, "counter", help);
     for (int i = 0; i < FENCE_MODES; i++)
-        fprintf(f, "objlog_fence_waits_total{mode=\"%s\"} %llu\n", modes[i],
-                (unsigned long long)atomic_load_explicit(&q->fence->waits[i],
-                                                         memory_order_relaxed));
-    metrics_family(f, "objlog_fence_timeouts_total", "counter",
-                   "Reads answered 503 SlowDown because the fence timed out.");
-    for (int i = 0; i < FENCE_MODES; i++)
-        fprintf(f, "objlog_fence_timeouts_total{mode=\"%s\"} %llu\n", modes[i],
-                (unsigned long long)atomic_load_explicit(&q->fence->timeouts[i],
-                                                         memory_order_relaxed));
+        fprintf(f, "%s{mode=\"%s\"} %llu\n", name, modes[i],
+                (unsigned long long)atomic_load_explicit(&counts[i], memory_order_relaxed));
+}
+
+static void metrics_fences(FILE *f, objlog_query *q) {
+    metrics_fence_counter(f, "objlog_fence_waits_total",
+                          "Reads that had to wait for the view to apply an offset.",
+                          q->fence->waits);
+    metrics_fence_counter(f, "objlog_fence_timeouts_total",
+                          "Reads answered 503 SlowDown because the fence timed out.",
+                          q->fence->timeouts);
     metrics_family(f, "objlog_consumer_idle", "gauge",
                    "1 while the consumer is paused for idleness (no fetches).");
     fprintf(f, "objlog_consumer_idle %d\n", objlog_materializer_idle(q->m));
@@ -313,38 +325,35 @@ static void metrics_connections(FILE *f, objlog_query *q) {
             metrics_load(&q->srv->counters.conn_pauses[0]));
     fprintf(f, "objlog_http_accept_pauses_total{reason=\"descriptors\"} %llu\n",
             metrics_load(&q->srv->counters.conn_pauses[1]));
-    metrics_family(f, "objlog_http_request_timeouts_total", "counter",
-                   "Connections answered 408 and closed: a request not complete within "
-                   "--request-timeout-ms of its first byte.");
-    fprintf(f, "objlog_http_request_timeouts_total %llu\n",
-            metrics_load(&q->srv->counters.request_timeouts));
-    metrics_family(f, "objlog_http_idle_closes_total", "counter",
-                   "Connections closed after --idle-timeout-ms without a request in "
-                   "progress.");
-    fprintf(f, "objlog_http_idle_closes_total %llu\n", metrics_load(&q->srv->counters.idle_closes));
-    metrics_family(f, "objlog_http_framing_errors_total", "counter",
-                   "Requests whose framing was malformed or ambiguous (repeated "
-                   "Content-Length, a bad chunk, ...): answered 400, connection closed.");
-    fprintf(f, "objlog_http_framing_errors_total %llu\n",
-            metrics_load(&q->srv->counters.framing_errors));
-    metrics_family(f, "objlog_http_reserve_refusals_total", "counter",
-                   "Requests other than /healthz, /readyz and /metrics on a connection "
-                   "taken past the cap: answered 503.");
-    fprintf(f, "objlog_http_reserve_refusals_total %llu\n",
-            metrics_load(&q->srv->counters.reserve_refusals));
-    metrics_family(f, "objlog_http_answers_cut_total", "counter",
-                   "Answers whose connection closed before they were written whole.");
-    fprintf(f, "objlog_http_answers_cut_total %llu\n", metrics_load(&q->srv->counters.answers_cut));
+    metrics_counter(f, "objlog_http_request_timeouts_total",
+                    "Connections answered 408 and closed: a request not complete within "
+                    "--request-timeout-ms of its first byte.",
+                    metrics_load(&q->srv->counters.request_timeouts));
+    metrics_counter(f, "objlog_http_idle_closes_total",
+                    "Connections closed after --idle-timeout-ms without a request in "
+                    "progress.",
+                    metrics_load(&q->srv->counters.idle_closes));
+    metrics_counter(f, "objlog_http_framing_errors_total",
+                    "Requests whose framing was malformed or ambiguous (repeated "
+                    "Content-Length, a bad chunk, ...): answered 400, connection closed.",
+                    metrics_load(&q->srv->counters.framing_errors));
+    metrics_counter(f, "objlog_http_reserve_refusals_total",
+                    "Requests other than /healthz, /readyz and /metrics on a connection "
+                    "taken past the cap: answered 503.",
+                    metrics_load(&q->srv->counters.reserve_refusals));
+    metrics_counter(f, "objlog_http_answers_cut_total",
+                    "Answers whose connection closed before they were written whole.",
+                    metrics_load(&q->srv->counters.answers_cut));
 }
 
 /* GET /v1/partitions/{p}/checkpoint (ckptserve.c). */
 static void metrics_checkpoints(FILE *f, objlog_query *q) {
-    metrics_family(f, "objlog_checkpoint_served_total", "counter",
-                   "Partition checkpoints sent whole to another node (answered 200).");
-    fprintf(f, "objlog_checkpoint_served_total %llu\n", metrics_load(&q->ckpt->served));
-    metrics_family(f, "objlog_checkpoint_served_bytes_total", "counter",
-                   "Bytes of the checkpoints counted by objlog_checkpoint_served_total.");
-    fprintf(f, "objlog_checkpoint_served_bytes_total %llu\n", metrics_load(&q->ckpt->bytes));
+    metrics_counter(f, "objlog_checkpoint_served_total",
+                    "Partition checkpoints sent whole to another node (answered 200).",
+                    metrics_load(&q->ckpt->served));
+    metrics_counter(f, "objlog_checkpoint_served_bytes_total",
+                    "Bytes of the checkpoints counted by objlog_checkpoint_served_total.",
+                    metrics_load(&q->ckpt->bytes));
 }
 
 static void metrics_requests(FILE *f, objlog_query *q) {

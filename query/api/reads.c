@@ -286,16 +286,9 @@ void read_list(http_ctx *c, const char *bucket) {
     l.start_after = (const uint8_t *)read_param(c, "start_after", &l.start_after_len);
     if (read_list_token(c, bucket, &l, &last) < 0)
         return;
-    view *v = read_prefix_view(c, bucket, (const char *)l.prefix, l.prefix_len);
-    if (v) {
-        view_list o;
-        char err[256];
-        view_rc rc = view_list_objects(v, bucket, &l, &o, err, sizeof(err));
-        view_close(v);
-        if (rc == VIEW_OK)
-            read_list_reply(c, bucket, &l, &o);
-        else
-            read_reply_rc(c, rc, bucket, err);
+    view_list o;
+    if (read_list_page(c, bucket, &l, &o) == 0) {
+        read_list_reply(c, bucket, &l, &o);
         view_list_free(&o);
     }
     free(last);

@@ -383,37 +383,27 @@ static char *stats_node_path(http_ctx *c, const stats_req *q, const int *owner, 
 /* 1 handled (asked the nodes, or answered 503), 0 this node applies every
  * partition (answer locally). */
 static int stats_gather(http_ctx *c, const stats_req *q, int np) {
-    char (*nodes)[CLUSTER_URL_MAX] = calloc(GATHER_MAX, sizeof(*nodes));
-    int *owner = calloc((size_t)np, sizeof(*owner));
-    int nn = 0, plan = nodes && owner ? cluster_plan(c, np, nodes, &nn, owner) : -2;
-    if (plan == -2)
-        http_reply_error(c, 500, "InternalError", "out of memory");
-    char *paths[GATHER_MAX] = {0};
-    const char *urls[GATHER_MAX];
-    for (int i = 0; plan == 1 && i < nn; i++) {
-        urls[i] = nodes[i];
-        if (!(paths[i] = stats_node_path(c, q, owner, np, i)))
-            plan = -3;
-    }
-    stats_merge *sm = plan == 1 ? calloc(1, sizeof(*sm)) : NULL;
+    cluster_gather_plan g;
+    cluster_gather_plan_init(c, np, &g);
+    for (int i = 0; g.plan == 1 && i < g.nn; i++)
+        if (!(g.paths[i] = stats_node_path(c, q, g.owner, np, i)))
+            g.plan = -3;
+    stats_merge *sm = g.plan == 1 ? calloc(1, sizeof(*sm)) : NULL;
     if (sm) {
         sm->q = *q;
         sm->tenant = strdup(q->tenant ? q->tenant : "");
         sm->q.tenant = sm->tenant;
     }
-    if (plan == -3 || (plan == 1 && (!sm || !sm->tenant))) {
+    if (g.plan == -3 || (g.plan == 1 && (!sm || !sm->tenant))) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         if (sm)
             free(sm->tenant);
         free(sm);
-    } else if (plan == 1) {
-        forward_gather(c, urls, (const char *const *)paths, nn, stats_merged, sm);
+    } else if (g.plan == 1) {
+        forward_gather(c, g.urls, (const char *const *)g.paths, g.nn, stats_merged, sm);
     }
-    for (int i = 0; i < nn; i++)
-        free(paths[i]);
-    free(nodes);
-    free(owner);
-    return plan != 0;
+    cluster_gather_plan_free(&g);
+    return g.plan != 0;
 }
 
 /* A tenant, global or top read: this node's partitions, or every node's. */

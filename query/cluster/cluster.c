@@ -886,6 +886,27 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
     return forward_request(hc, first, n == 1 ? part : -1);
 }
 
+/* Every gathered read (bucket listing, stats) sets up and frees its plan
+ * the same way: one place for the allocations and the 500. */
+int cluster_gather_plan_init(http_ctx *c, int np, cluster_gather_plan *g) {
+    memset(g, 0, sizeof(*g));
+    g->nodes = calloc(GATHER_MAX, sizeof(*g->nodes));
+    g->owner = calloc((size_t)np, sizeof(*g->owner));
+    g->plan = g->nodes && g->owner ? cluster_plan(c, np, g->nodes, &g->nn, g->owner) : -2;
+    if (g->plan == -2)
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    for (int i = 0; g->plan == 1 && i < g->nn; i++)
+        g->urls[i] = g->nodes[i];
+    return g->plan;
+}
+
+void cluster_gather_plan_free(cluster_gather_plan *g) {
+    for (int i = 0; i < g->nn; i++)
+        free(g->paths[i]);
+    free(g->nodes);
+    free(g->owner);
+}
+
 int cluster_plan(http_ctx *hc, int np, char (*nodes)[CLUSTER_URL_MAX], int *nnodes,
                  int *owner) {
     cluster *c = hc->q->cluster;

@@ -155,6 +155,20 @@ typedef struct gather_reply {
 typedef void (*gather_done_fn)(http_ctx *c, const gather_reply *r, int n, void *arg);
 int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
                    gather_done_fn done, void *arg);
+/* A read over every partition, planned (cluster_plan) for forward_gather:
+ * the caller fills paths[0..nn) (plan 1 only) and frees it all with
+ * cluster_gather_plan_free. */
+typedef struct cluster_gather_plan {
+    char (*nodes)[CLUSTER_URL_MAX];
+    int *owner;                  /* owner[p]: node of partition p */
+    int nn, plan;                /* plan: as cluster_plan, -2 out of memory */
+    char *paths[GATHER_MAX];
+    const char *urls[GATHER_MAX];
+} cluster_gather_plan;
+/* Plans g over np partitions; urls[i] = nodes[i]. Returns g->plan, after
+ * replying 500 when -2 (503 when -1). */
+int cluster_gather_plan_init(http_ctx *c, int np, cluster_gather_plan *g);
+void cluster_gather_plan_free(cluster_gather_plan *g);
 
 /* ---- the names objlogd gives a cluster's group and a node ---- */
 /* Cluster nodes: the consumer group of cluster name, and the

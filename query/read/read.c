@@ -198,6 +198,25 @@ int read_uploads_page(http_ctx *c, const char *bucket, const view_uploads_req *r
     return -1;
 }
 
+/* The LIST page both APIs answer from, their parameters already checked
+ * (read_listing_text_ok): the fence, the listing and the error reply in
+ * one place, as for versions and uploads. */
+int read_list_page(http_ctx *c, const char *bucket, const view_list_req *r,
+                   view_list *o) {
+    memset(o, 0, sizeof(*o));
+    view *v = read_prefix_view(c, bucket, (const char *)r->prefix, r->prefix_len);
+    if (!v)
+        return -1;
+    char err[256];
+    view_rc rc = view_list_objects(v, bucket, r, o, err, sizeof(err));
+    view_close(v);
+    if (rc == VIEW_OK)
+        return 0;
+    read_reply_rc(c, rc, bucket, err);
+    view_list_free(o);
+    return -1;
+}
+
 /* The required key= of an upload route; NULL after replying. */
 const char *read_upload_key(http_ctx *c, size_t *kn) {
     const char *key = http_param_get(c, "key", kn);

@@ -100,6 +100,10 @@ int read_versions_page(http_ctx *c, const char *bucket, const view_versions_req 
                        view_versions *o);
 int read_uploads_page(http_ctx *c, const char *bucket, const view_uploads_req *r,
                       view_uploads *o);
+/* As above for LIST, whose callers check the text first (their own
+ * parameter rules come before it). */
+int read_list_page(http_ctx *c, const char *bucket, const view_list_req *r,
+                   view_list *o);
 int read_parts_page(http_ctx *c, const char *bucket, const uint8_t *key, size_t kn,
                     const char *upload_id, uint32_t marker, int max, view_parts *o);
 

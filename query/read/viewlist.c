@@ -147,12 +147,16 @@ static int scan_rollup(scan *s, view_bytes **arr, size_t *n) {
     return 1;
 }
 
-/* The opening every listing shares: the page bound (0..VIEW_MAX_KEYS),
- * the bucket, then the scan of prefix p. VIEW_OK with s ready, else the
- * answer (s then holds nothing to free). */
+/* The opening every listing shares: an empty errstr and page (out, of
+ * out_size bytes), the page bound (0..VIEW_MAX_KEYS), the bucket, then the
+ * scan of prefix p. VIEW_OK with s ready, else the answer (s then holds
+ * nothing to free). One place, so no listing can answer with a stale page. */
 static view_rc scan_open(scan *s, view *v, const char *bucket, const uint8_t *p,
                          size_t pn, const uint8_t *d, size_t dn, int max,
-                         char *errstr, size_t es) {
+                         void *out, size_t out_size, char *errstr, size_t es) {
+    if (es)
+        errstr[0] = '\0';
+    memset(out, 0, out_size);
     if (max < 0 || max > VIEW_MAX_KEYS)
         return VIEW_INVALID_ARGUMENT;
     view_rc rc = view_bucket_check(v, bucket, errstr, es);
@@ -299,13 +303,11 @@ static int list_scan(scan *s, void *page) {
 
 view_rc view_list_objects(view *v, const char *bucket, const view_list_req *req,
                           view_list *out, char *errstr, size_t es) {
-    if (es)
-        errstr[0] = '\0';
-    memset(out, 0, sizeof(*out));
-    out->next_kind = VIEW_POS_NONE;
     scan s;
     view_rc rc = scan_open(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
-                           req->delimiter_len, req->max_keys, errstr, es);
+                           req->delimiter_len, req->max_keys, out, sizeof(*out),
+                           errstr, es);
+    out->next_kind = VIEW_POS_NONE;
     if (rc != VIEW_OK)
         return rc;
     int skip_equal = 0;
@@ -457,12 +459,10 @@ static int versions_scan(scan *s, void *page) {
 view_rc view_list_versions(view *v, const char *bucket,
                            const view_versions_req *req, view_versions *out,
                            char *errstr, size_t es) {
-    if (es)
-        errstr[0] = '\0';
-    memset(out, 0, sizeof(*out));
     scan s;
     view_rc rc = scan_open(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
-                           req->delimiter_len, req->max_keys, errstr, es);
+                           req->delimiter_len, req->max_keys, out, sizeof(*out),
+                           errstr, es);
     if (rc != VIEW_OK)
         return rc;
     int skip_equal = 0;
@@ -594,12 +594,10 @@ static int uploads_scan(scan *s, void *page) {
 view_rc view_list_uploads(view *v, const char *bucket,
                           const view_uploads_req *req, view_uploads *out,
                           char *errstr, size_t es) {
-    if (es)
-        errstr[0] = '\0';
-    memset(out, 0, sizeof(*out));
     scan s;
     view_rc rc = scan_open(&s, v, bucket, req->prefix, req->prefix_len, req->delimiter,
-                           req->delimiter_len, req->max_uploads, errstr, es);
+                           req->delimiter_len, req->max_uploads, out, sizeof(*out),
+                           errstr, es);
     if (rc != VIEW_OK)
         return rc;
     if (uploads_start(&s, req) < 0) {

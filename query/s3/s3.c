@@ -19,6 +19,7 @@
  * reads a header the signature check did not cover (S3_MAX_HEADERS). */
 #include "core.h"
 #include "admit.h"
+#include "cluster.h"
 #include "read.h"
 #include "s3.h"
 #include "server.h"
@@ -181,16 +182,10 @@ static int s3_address(http_ctx *c, const char *path, s3_target *t) {
 
 /* ---------------------------------------------------------------- auth */
 
+/* The node-signing names, plus OPTIONS: SigV4 signs a preflight's own
+ * method, where node signing has no OPTIONS request to name. */
 static const char *s3_method_name(enum evhttp_cmd_type cmd) {
-    switch (cmd) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    default: return "OTHER";
-    }
+    return cmd == EVHTTP_REQ_OPTIONS ? "OPTIONS" : nodesign_method_name(cmd);
 }
 
 /* The body as signed: a SIGNED payload's hash checked, an aws-chunked one

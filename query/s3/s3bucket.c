@@ -184,18 +184,10 @@ static void s3_list_objects(http_ctx *c, const char *bucket, int v2) {
         l.delimiter = (const uint8_t *)"";
     if (!l.start_after)
         l.start_after = (const uint8_t *)"";
-    view *v = read_prefix_view(c, bucket, (const char *)l.prefix, l.prefix_len);
-    if (v) {
-        view_list o;
-        char err[256];
-        view_rc rc = view_list_objects(v, bucket, &l, &o, err, sizeof(err));
-        view_close(v);
-        if (rc == VIEW_OK)
-            s3_list_reply(c, bucket, &l, &o, v2, url);
-        else
-            read_reply_rc(c, rc, bucket, err);
-        if (rc == VIEW_OK)
-            view_list_free(&o);
+    view_list o;
+    if (read_list_page(c, bucket, &l, &o) == 0) {
+        s3_list_reply(c, bucket, &l, &o, v2, url);
+        view_list_free(&o);
     }
     free(last);
 }

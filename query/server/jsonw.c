@@ -106,25 +106,22 @@ void jsonw_bool(jsonw *w, const char *key, int v) {
     w->need_comma = 1;
 }
 
-void jsonw_object_begin(jsonw *w, const char *key) {
+/* Objects and arrays open and close alike but for the bracket; one pair,
+ * so their comma rule cannot drift apart. */
+static void jsonw_open(jsonw *w, const char *key, const char *bracket) {
     jsonw_key(w, key);
-    jsonw_raw(w, "{", 1);
+    jsonw_raw(w, bracket, 1);
 }
 
-void jsonw_object_end(jsonw *w) {
-    jsonw_raw(w, "}", 1);
+static void jsonw_close(jsonw *w, const char *bracket) {
+    jsonw_raw(w, bracket, 1);
     w->need_comma = 1;
 }
 
-void jsonw_array_begin(jsonw *w, const char *key) {
-    jsonw_key(w, key);
-    jsonw_raw(w, "[", 1);
-}
-
-void jsonw_array_end(jsonw *w) {
-    jsonw_raw(w, "]", 1);
-    w->need_comma = 1;
-}
+void jsonw_object_begin(jsonw *w, const char *key) { jsonw_open(w, key, "{"); }
+void jsonw_object_end(jsonw *w) { jsonw_close(w, "}"); }
+void jsonw_array_begin(jsonw *w, const char *key) { jsonw_open(w, key, "["); }
+void jsonw_array_end(jsonw *w) { jsonw_close(w, "]"); }
 
 int jsonw_finish(jsonw *w) {
     jsonw_raw(w, "}\n", 2);

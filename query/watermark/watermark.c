@@ -21,6 +21,7 @@
 #include "core.h"
 #include "watermark.h"
 
+#include "deadline.h"
 #include "kafkaconf.h"
 
 #include <errno.h>
@@ -194,16 +195,6 @@ void wm_destroy(wm_cache *w) {
     free(w);
 }
 
-static void wm_deadline(struct timespec *ts, int ms) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static int wm_remaining_ms(const struct timespec *until) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -334,7 +325,7 @@ rd_kafka_resp_err_t wm_end_offset(wm_cache *w, int32_t p, int fresh,
         return RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
     wm_part *wp = &w->parts[p];
     struct timespec until;
-    wm_deadline(&until, timeout_ms);
+    deadline_after_ms(&until, timeout_ms);
     pthread_mutex_lock(&wp->mu);
     /* The first request to start after now (see wm_await for why a strong
      * read may not use the one in flight); /v1/lag and metrics honour no
@@ -474,7 +465,7 @@ static int wm_wait_other(wm_cache *w, const int32_t *ps, int n, const int *ready
 rd_kafka_resp_err_t wm_end_offsets(wm_cache *w, const int32_t *ps, int n,
                                    int timeout_ms, int64_t *ends, int32_t *failed) {
     struct timespec until;
-    wm_deadline(&until, timeout_ms);
+    deadline_after_ms(&until, timeout_ms);
     uint64_t *need = calloc((size_t)n + 1, sizeof(*need));
     int *ready = calloc((size_t)n + 1, sizeof(*ready));
     int32_t *mine = calloc((size_t)n + 1, sizeof(*mine));
@@ -572,7 +563,7 @@ static void *wm_refresher_main(void *arg) {
     pthread_mutex_lock(&w->stop_mu);
     while (!w->stop) {
         struct timespec until;
-        wm_deadline(&until, w->refresh_ms);
+        deadline_after_ms(&until, w->refresh_ms);
         pthread_cond_timedwait(&w->stop_cv, &w->stop_mu, &until);
         if (w->stop)
             break;
