@@ -31,7 +31,7 @@
 #define SERVICE_WM_REFRESH_MS 1000
 
 static void service_producer_log(void *opaque, int level, const char *facility,
-                              const char *message) {
+                                 const char *message) {
     (void)opaque;
     objlog_logf(level, "kafka", "gateway producer: %s: %s", facility, message);
 }
@@ -54,7 +54,7 @@ static void service_kafka_prop(const char *key, const char *value, void *arg) {
 }
 
 static objlog_producer *service_producer(objlog_query *q, char *errstr,
-                                              size_t errstr_size) {
+                                         size_t errstr_size) {
     objlog_producer_conf *pc = objlog_producer_conf_new();
     if (!pc) {
         snprintf(errstr, errstr_size, "producer conf: out of memory");

@@ -22,7 +22,7 @@
 #include <event2/keyvalq_struct.h>
 
 static void api_route_object(http_ctx *c, enum evhttp_cmd_type cmd,
-                              const char *bucket, const char *raw_key) {
+                             const char *bucket, const char *raw_key) {
     size_t kn = 0;
     char *key = evhttp_uridecode(raw_key, 0, &kn);
     if (!key) {
@@ -55,7 +55,7 @@ static void api_route_object(http_ctx *c, enum evhttp_cmd_type cmd,
 /* rest = what follows "/uploads/": {id}, {id}/parts, {id}/parts/{n} or
  * {id}/complete. */
 static void api_route_upload(http_ctx *c, enum evhttp_cmd_type cmd,
-                              const char *bucket, const char *rest) {
+                             const char *bucket, const char *rest) {
     const char *slash = strchr(rest, '/');
     size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
     char id[64];
@@ -114,7 +114,7 @@ static int api_admit(http_ctx *c, const char *bucket, const char *sub) {
  * (gateway_put_bucket); everything else, the bucket's owner. 0, or -1
  * after answering (403, or parked on the owner's fence). */
 static int api_authorize_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
-                                 const char *sub) {
+                                const char *sub) {
     int read = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
     if (!c->authz || c->admin)
         return 0;

@@ -70,7 +70,7 @@ static void page_offer(bucket_page *p, Objlog__BucketRecord *r) {
 
 /* One pass over the buckets CF at a fresh snapshot. 0, or -1 with err. */
 int buckets_scan(objlog_store *s, const bucket_query *q, bucket_page *p,
-                        char *err, size_t es) {
+                 char *err, size_t es) {
     rocksdb_t *db = objlog_store_db(s);
     const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(db);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();

@@ -245,9 +245,12 @@ static void fence_worker_wake_cb(evutil_socket_t fd, short what, void *arg) {
 
 void fence_notify(void *arg) {
     objlog_query *q = arg;
-    for (int i = 0; i < q->srv->nworkers; i++) {
-        fence_worker *fw = fence_of(&q->srv->workers[i]);
-        if (fw && atomic_load(&fw->nparked) > 0)
+    /* From any thread, before the server starts too: the fence_workers
+     * exist from fence_new on, and nparked is above 0 only once the
+     * worker runs (its wake_ev set before its thread started). */
+    for (int i = 0; i < q->fence->nworkers; i++) {
+        fence_worker *fw = q->fence->workers[i];
+        if (atomic_load(&fw->nparked) > 0)
             event_active(fw->wake_ev, 0, 0);
     }
 }
@@ -262,15 +265,14 @@ void fence_notify_end(void *arg, int32_t p, int64_t end) {
     fence_notify(arg);
 }
 
+/* The worker's fence_worker exists from fence_new on (other threads read
+ * its nparked before the server starts); here it gets its wake event. */
 static int fence_worker_init(void *arg, http_worker *w, void **state, char *errstr,
                              size_t errstr_size) {
-    (void)arg;
-    struct event_base *base = w->base;
-    fence_worker *fw = calloc(1, sizeof(*fw));
-    if (fw)
-        fw->wake_ev = event_new(base, -1, 0, fence_worker_wake_cb, fw);
-    if (!fw || !fw->wake_ev) {
-        free(fw);
+    fence_state *f = arg;
+    fence_worker *fw = f->workers[w - w->srv->workers];
+    fw->wake_ev = event_new(w->base, -1, 0, fence_worker_wake_cb, fw);
+    if (!fw->wake_ev) {
         snprintf(errstr, errstr_size, "fence: out of memory");
         return -1;
     }
@@ -294,22 +296,35 @@ static void fence_worker_dispose(void *arg, http_worker *w, void *state) {
     fence_worker *fw = state;
     if (fw && fw->wake_ev)
         event_free(fw->wake_ev);
-    free(fw);
+    if (fw)
+        fw->wake_ev = NULL;
 }
 
 fence_state *fence_new(server *s, char *errstr, size_t errstr_size) {
     fence_state *f = calloc(1, sizeof(*f));
+    if (f && (f->workers = calloc((size_t)s->nworkers, sizeof(*f->workers))))
+        f->nworkers = s->nworkers;
+    for (int i = 0; f && i < f->nworkers; i++)
+        if (!(f->workers[i] = calloc(1, sizeof(fence_worker))))
+            f->nworkers = i; /* what fence_free frees; the check below fails */
     server_hooks h = {.init = fence_worker_init, .stop = fence_worker_stop,
-                      .dispose = fence_worker_dispose};
-    if (!f || (f->slot = server_hooks_add(s, &h)) < 0) {
-        snprintf(errstr, errstr_size, "fence: %s", f ? "too many server hooks" : "out of memory");
-        free(f);
+                      .dispose = fence_worker_dispose, .arg = f};
+    if (!f || f->nworkers != s->nworkers || (f->slot = server_hooks_add(s, &h)) < 0) {
+        snprintf(errstr, errstr_size, "fence: %s",
+                 f && f->nworkers == s->nworkers ? "too many server hooks" : "out of memory");
+        fence_free(f);
         return NULL;
     }
     return f;
 }
 
-void fence_free(fence_state *f) { free(f); }
+void fence_free(fence_state *f) {
+    for (int i = 0; f && i < f->nworkers; i++)
+        free(f->workers[i]);
+    if (f)
+        free(f->workers);
+    free(f);
+}
 
 /* ---------------------------------------------------------- the re-run */
 

@@ -47,6 +47,8 @@ int fence_await_ends(http_ctx *c, int timeout_ms);
  * `slot`, and their counters for /metrics. */
 typedef struct fence_state {
     int slot;
+    struct fence_worker **workers; /* one a worker, from fence_new on */
+    int nworkers;
     atomic_uint_fast64_t waits[FENCE_MODES];
     atomic_uint_fast64_t timeouts[FENCE_MODES];
 } fence_state;
