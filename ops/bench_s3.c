@@ -15,37 +15,20 @@
 #include <string.h>
 
 #include "bench_int.h"
+#include "bodybuf.h"
 #include "cli.h"
 
 #define S3B_BLOCKS 20
 
-typedef struct s3b_body {
-    char *data;
-    size_t len;
-} s3b_body;
-
-static size_t s3b_write(char *p, size_t sz, size_t n, void *arg) {
-    s3b_body *b = arg;
-    size_t add = sz * n;
-    char *d = realloc(b->data, b->len + add + 1);
-    if (!d)
-        return 0;
-    memcpy(d + b->len, p, add);
-    b->len += add;
-    d[b->len] = '\0';
-    b->data = d;
-    return add;
-}
-
 /* One request on h; its latency in ms, or -1 when it did not answer 200. */
-static double s3b_request(CURL *h, const char *url, int head, s3b_body *body) {
+static double s3b_request(CURL *h, const char *url, int head, bodybuf *body) {
     body->len = 0;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOBODY, head ? 1L : 0L);
     curl_easy_setopt(h, CURLOPT_HTTPGET, head ? 0L : 1L);
     if (head)
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, s3b_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
     int64_t t0 = bench_mono_us();
     long status = 0;
@@ -90,7 +73,7 @@ static void s3b_report(const s3b_row *r, int nrows) {
 
 /* Runs row's requests block by block, alternating with its pair. */
 static int s3b_measure(bench *b, CURL *h[2], s3b_row *r, int total) {
-    s3b_body body = {0};
+    bodybuf body = {0};
     int per = total / S3B_BLOCKS > 0 ? total / S3B_BLOCKS : 1;
     int rc = 0;
     for (int blk = 0; blk < S3B_BLOCKS && rc == 0 && !bench_interrupted; blk++)
@@ -106,13 +89,13 @@ static int s3b_measure(bench *b, CURL *h[2], s3b_row *r, int total) {
                 }
             }
     (void)b;
-    free(body.data);
+    bodybuf_free(&body);
     return rc;
 }
 
 /* The first answers hold every key: LIST bodies name each once. */
 static int s3b_check_lists(CURL *h[2], const s3b_row *r, int keys) {
-    s3b_body body = {0};
+    bodybuf body = {0};
     int rc = 0;
     const char *needle[2] = {"\"key\":", "<Key>"};
     for (int e = 0; e < 2 && rc == 0; e++) {
@@ -124,7 +107,7 @@ static int s3b_check_lists(CURL *h[2], const s3b_row *r, int keys) {
             rc = -1;
         }
     }
-    free(body.data);
+    bodybuf_free(&body);
     return rc;
 }
 

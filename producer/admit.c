@@ -66,14 +66,14 @@ struct padmit {
 
 /* GET url as JSON; NULL on any failure (*status gets the code). */
 static json_t *padmit_get(const padmit *a, CURL *h, const char *url, long *status) {
-    qhttp_body body = {.max = PADMIT_MAX_BODY};
+    bodybuf body = {.max = PADMIT_MAX_BODY};
     *status = 0;
     curl_easy_reset(h);
     json_t *j = NULL;
     if (qhttp_get(h, url, a->auth, PADMIT_HTTP_TIMEOUT_MS, &body, status) == CURLE_OK &&
         *status == 200 && body.data)
         j = json_loads(body.data, 0, NULL);
-    qhttp_body_free(&body);
+    bodybuf_free(&body);
     return j;
 }
 

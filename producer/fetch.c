@@ -45,7 +45,7 @@ typedef struct fpart {
     write_op *tail;
     CURL *easy;                 /* the poll in flight, or NULL */
     int64_t polled_from;        /* its from= offset */
-    qhttp_body body;            /* its response body so far */
+    bodybuf body;            /* its response body so far */
     int64_t retry_at_ms;        /* no new poll before (after an error) */
     char last_error[160];       /* why the previous poll did not answer */
 } fpart;
@@ -193,12 +193,12 @@ static int fetch_start(fetcher *f, fpart *fp, int64_t now) {
         snprintf(fp->last_error, sizeof(fp->last_error), "curl: out of memory");
         return -1;
     }
-    qhttp_body_free(&fp->body);
+    bodybuf_free(&fp->body);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->auth);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, wait + 2000);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, qhttp_body_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, bodybuf_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &fp->body);
     curl_easy_setopt(e, CURLOPT_PRIVATE, fp);
     if (curl_multi_add_handle(f->multi, e) != CURLM_OK) {
@@ -481,7 +481,7 @@ void fetcher_destroy(fetcher *f) {
             curl_easy_cleanup(fp->easy);
         }
         if (fp)
-            qhttp_body_free(&fp->body);
+            bodybuf_free(&fp->body);
         free(fp);
     }
     free(f->parts);

@@ -18,32 +18,11 @@ struct curl_slist *qhttp_auth_header(const char *token, struct curl_slist *hl) {
     return r;
 }
 
-size_t qhttp_body_cb(char *data, size_t size, size_t nmemb, void *arg) {
-    qhttp_body *b = arg;
-    size_t n = size * nmemb;
-    if (b->len + n > b->max)
-        return 0;
-    char *nb = realloc(b->data, b->len + n + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + b->len, data, n);
-    b->data = nb;
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
-}
-
-void qhttp_body_free(qhttp_body *b) {
-    free(b->data);
-    b->data = NULL;
-    b->len = 0;
-}
-
 CURLcode qhttp_get(CURL *h, const char *url, const struct curl_slist *auth,
-                   long timeout_ms, qhttp_body *body, long *status) {
+                   long timeout_ms, bodybuf *body, long *status) {
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, auth);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, qhttp_body_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);

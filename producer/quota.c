@@ -63,7 +63,7 @@ static int quota_parse(const char *body, uint64_t *objects, uint64_t *bytes,
 /* One GET of the tenant's stats; updates the cache under lock. A tenant
  * the view has never seen (404) has no usage yet: zero. */
 static void quota_refresh(quota *q, CURL *h) {
-    qhttp_body body = {.max = QUOTA_MAX_BODY};
+    bodybuf body = {.max = QUOTA_MAX_BODY};
     char err[160] = "";
     uint64_t objects = 0, bytes = 0;
     long status = 0;
@@ -74,7 +74,7 @@ static void quota_refresh(quota *q, CURL *h) {
         snprintf(err, sizeof(err), "tenant stats: HTTP %ld", status);
     else if (status == 200)
         quota_parse(body.data ? body.data : "", &objects, &bytes, err, sizeof(err));
-    qhttp_body_free(&body);
+    bodybuf_free(&body);
     pthread_mutex_lock(&q->lock);
     snprintf(q->error, sizeof(q->error), "%s", err);
     if (!err[0]) {

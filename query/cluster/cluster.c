@@ -32,6 +32,7 @@
 #include "server.h"
 #include "watermark.h"
 
+#include "bodybuf.h"
 #include "kafkaconf.h"
 #include "nodeauth.h"
 
@@ -219,26 +220,6 @@ static int cluster_describe(cluster *c, snapshot *s, char *why, size_t wn) {
     return rc;
 }
 
-typedef struct curl_buf {
-    char *data;
-    size_t len;
-} curl_buf;
-
-static size_t cluster_curl_write(char *p, size_t sz, size_t n, void *arg) {
-    curl_buf *b = arg;
-    size_t add = sz * n;
-    if (b->len + add > 1 << 20)
-        return 0;
-    char *d = realloc(b->data, b->len + add + 1);
-    if (!d)
-        return 0;
-    memcpy(d + b->len, p, add);
-    b->len += add;
-    d[b->len] = '\0';
-    b->data = d;
-    return add;
-}
-
 static int cluster_role_of(const char *r, int active) {
     if (!r) /* a node that predates roles applies what it owns */
         return active ? OBJLOG_ROLE_ACTIVE : OBJLOG_ROLE_NONE;
@@ -252,7 +233,7 @@ static int cluster_role_of(const char *r, int active) {
 static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni) {
     char url[CLUSTER_URL_MAX + 16];
     snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
-    curl_buf b = {0};
+    bodybuf b = {.max = 1 << 20};
     struct curl_slist *hl = nodesign_curl(cluster_node_key(c), "GET", url, NULL);
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -261,14 +242,14 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
         curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_PEER_TIMEOUT_MS);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     long status = 0;
     int rc = curl_easy_perform(h) == CURLE_OK ? 0 : -1;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hl);
     json_t *j = rc == 0 && status == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
-    free(b.data);
+    bodybuf_free(&b);
     json_t *arr = json_object_get(j, "partitions");
     size_t i;
     json_t *e;
@@ -984,7 +965,7 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
     char u[CLUSTER_URL_MAX + 96];
     snprintf(u, sizeof(u), "%s/v1/writes/%d.%lld?timeout_ms=%lld", url, (int)p,
              (long long)off, (long long)ms);
-    curl_buf b = {0};
+    bodybuf b = {.max = 1 << 20};
     struct curl_slist *hl = nodesign_curl(
         cluster_node_key(c), "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
     curl_easy_reset(h);
@@ -994,7 +975,7 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
         curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(ms + 1000));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cluster_curl_write);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     long status = 0;
     CURLcode cc = curl_easy_perform(h);
@@ -1011,7 +992,7 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
                  (long long)off, status);
         rc = -1;
     }
-    free(b.data);
+    bodybuf_free(&b);
     return rc;
 }
 
