@@ -36,20 +36,25 @@ int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_
                                errstr, es);
 }
 
-static int rid_key(keybuf *kb, ProtobufCBinaryData rid) {
+/* 'r' be32(p) request_id: a partition's request ids are its own, so no
+ * event of one partition reads or writes a row of another's (apply
+ * threads own disjoint partitions, lanes.h). */
+static int rid_key(keybuf *kb, int32_t p, ProtobufCBinaryData rid) {
+    uint8_t pb[4];
+    apply_put_be32(pb, (uint32_t)p);
     keybuf_init(kb);
-    return (keybuf_append(kb, "r", 1) < 0 ||
+    return (keybuf_append(kb, "r", 1) < 0 || keybuf_append(kb, pb, 4) < 0 ||
             keybuf_append(kb, rid.data, rid.len) < 0) ? -1 : 0;
 }
 
 /* Position (partition, offset) of a request id's first outcome, from its
  * 'r' row. 1 found, 0 none, -1 error. */
-static int rid_position(apply_batch *b, ProtobufCBinaryData rid, int32_t *rp,
+static int rid_position(apply_batch *b, int32_t p, ProtobufCBinaryData rid, int32_t *rp,
                         int64_t *roff, char *errstr, size_t es) {
     keybuf rk;
     char *pos;
     size_t pn;
-    if (rid_key(&rk, rid) < 0) {
+    if (rid_key(&rk, p, rid) < 0) {
         keybuf_free(&rk);
         snprintf(errstr, es, "out of memory");
         return -1;
@@ -74,7 +79,7 @@ int dedup_retry(apply_batch *b, int32_t p, int64_t off, int64_t now,
         return 0;
     int32_t rp = 0;
     int64_t roff = 0;
-    int rc = rid_position(b, ev->request_id, &rp, &roff, errstr, es);
+    int rc = rid_position(b, p, ev->request_id, &rp, &roff, errstr, es);
     if (rc <= 0)
         return rc;
     /* The bound, checked here too so the decision never depends on when
@@ -112,7 +117,7 @@ int dedup_record_request(apply_batch *b, int32_t p, int64_t off, ProtobufCBinary
         return 0;
     keybuf rk;
     uint8_t pos[12];
-    if (rid_key(&rk, rid) < 0) {
+    if (rid_key(&rk, p, rid) < 0) {
         keybuf_free(&rk);
         snprintf(errstr, es, "out of memory");
         return -1;
@@ -133,7 +138,7 @@ int dedup_record_request(apply_batch *b, int32_t p, int64_t off, ProtobufCBinary
 
 typedef struct trim_victim {
     int64_t offset;
-    keybuf rkey; /* 'r' request_id, empty if the outcome has none */
+    keybuf rkey; /* 'r' be32(p) request_id, empty if the outcome has none */
 } trim_victim;
 
 /* meta "olow" be32(p) -> be64(oldest kept 'o' offset) be64(its log time).
@@ -201,7 +206,7 @@ static int trim_collect(apply_batch *b, int32_t p, int64_t off, int64_t now,
         if (due) {
             vict[n].offset = o_off;
             keybuf_init(&vict[n].rkey);
-            if (o->request_id.len && rid_key(&vict[n].rkey, o->request_id) < 0) {
+            if (o->request_id.len && rid_key(&vict[n].rkey, p, o->request_id) < 0) {
                 snprintf(errstr, es, "out of memory");
                 rc = -1;
             }

@@ -6,9 +6,13 @@
  * applied offsets that waiters block on. Its lines and librdkafka's go to
  * the conf's log callback (matlog.h).
  *
- * Invariant: a batch's effects, its outcomes and the new applied offset of
+ * A consumed batch is split by partition among the apply threads (lanes.h):
+ * each lane applies its partitions' events in log order into its own
+ * WriteBatch.
+ *
+ * Invariant: a lane's effects, its outcomes and the new applied offset of
  * every partition in it reach RocksDB in ONE WriteBatch; only after that
- * write are the offsets published to waiters and committed (async) to the
+ * write are those offsets published to waiters and committed (async) to the
  * consumer group, which is informative only (lag tools): restart, and a
  * partition the group assigns, always resume from the store. An
  * undecodable message is acked by the DLQ before the batch that records
@@ -230,7 +234,7 @@ static void mat_free(objlog_materializer *m) {
     janitor_destroy(m->janitor);
     stall_destroy(m->stall);
     rangemap_destroy(m->rm);
-    apply_batch_destroy(m->batch);
+    lanes_destroy(m->lanes);
     if (m->perr)
         for (int i = 0; i < m->nparts; i++)
             free(m->perr[i]);
@@ -247,6 +251,7 @@ static void mat_free(objlog_materializer *m) {
     free(m->topic);
     free(m->dlq_topic);
     pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->dlq_mu);
     pthread_cond_destroy(&m->cv);
     free(m);
 }
@@ -337,6 +342,8 @@ static int mat_standby_new(objlog_materializer *m, const objlog_materializer_con
     return 0;
 }
 
+static void mat_lane_apply(void *arg, mat_lane *l);
+
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
                                              objlog_store *store, char *errstr,
                                              size_t errstr_size) {
@@ -355,6 +362,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     pthread_cond_init(&m->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->dlq_mu, NULL);
     m->log = (matlog){conf->log_cb, conf->log_opaque};
     m->store = store;
     m->topic = mat_strdup(conf->topic, "objlog.events");
@@ -408,17 +416,19 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->owned = calloc(np, sizeof(*m->owned));
     m->held = calloc(np, sizeof(*m->held));
     m->hold_want = calloc(np, sizeof(*m->hold_want));
-    m->batch = apply_batch_new(store, m->rm);
+    m->lanes = lanes_new(lanes_pick(conf->apply_threads, sysconf(_SC_NPROCESSORS_ONLN), m->nparts),
+                         m->batch_max, store, m->rm, mat_lane_apply, m);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
         !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
-        !m->held || !m->hold_want || !m->batch || !m->stall) {
+        !m->held || !m->hold_want || !m->lanes || !m->stall) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
     errstr[0] = '\0';
     if (mat_stats_mode(m, conf->test_no_stats, errstr, errstr_size) < 0)
         goto fail;
-    apply_batch_set_stats(m->batch, m->stats_view);
+    for (int i = 0; i < lanes_count(m->lanes); i++)
+        apply_batch_set_stats(lanes_get(m->lanes, i)->batch, m->stats_view);
     if (m->cluster && conf->standbys > 0 &&
         mat_standby_new(m, conf, errstr, errstr_size) < 0)
         goto fail;
@@ -598,9 +608,9 @@ static void hdr_add_i64(rd_kafka_headers_t *h, const char *name, int64_t v) {
 }
 
 /* Sends msg to the DLQ and waits for the ack; retries while running.
- * 0 acked, -1 shutting down before it was acked. */
-static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
-                        const char *why) {
+ * 0 acked, -1 shutting down before it was acked. m->dlq_mu held. */
+static int mat_dlq_send_locked(objlog_materializer *m, const rd_kafka_message_t *msg,
+                               const char *why) {
     while (atomic_load(&m->running)) {
         uint64_t attempt = ++m->dlq_attempt;
         rd_kafka_headers_t *h = rd_kafka_headers_new(3);
@@ -629,32 +639,68 @@ static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
     return -1;
 }
 
-/* Stages one message. 0, or -1 if the batch must be abandoned. */
-static int mat_apply_one(objlog_materializer *m, const rd_kafka_message_t *msg,
-                         int *dlq_n, char *errstr, size_t es) {
+/* Lanes send one message at a time: the attempt numbers and their acks
+ * (mat_dlq_dr) belong to one flush. */
+static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
+                        const char *why) {
+    pthread_mutex_lock(&m->dlq_mu);
+    int rc = mat_dlq_send_locked(m, msg, why);
+    pthread_mutex_unlock(&m->dlq_mu);
+    return rc;
+}
+
+/* Stages one message into its lane's batch. 0, or -1 if the lane's batch
+ * must be abandoned (l->errstr). */
+static int mat_apply_one(objlog_materializer *m, mat_lane *l, const rd_kafka_message_t *msg) {
     char why[256];
     int64_t ts = rd_kafka_message_timestamp(msg, NULL);
     Objlog__Event *ev = apply_decode(msg->payload, msg->len, why, sizeof(why));
     if (!ev) {
         if (mat_dlq_send(m, msg, why) < 0) {
-            snprintf(errstr, es, "stopping before the DLQ acked %d.%" PRId64,
+            snprintf(l->errstr, sizeof(l->errstr), "stopping before the DLQ acked %d.%" PRId64,
                      msg->partition, msg->offset);
             return -1;
         }
-        (*dlq_n)++;
+        l->dlq_n++;
         m->batch_ts[msg->partition] = ts;
-        m->batch_outcomes[OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT]++;
-        return apply_invalid(m->batch, msg->partition, msg->offset, ts, why,
-                             errstr, es);
+        l->outcomes[OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT]++;
+        return apply_invalid(l->batch, msg->partition, msg->offset, ts, why, l->errstr,
+                             sizeof(l->errstr));
     }
     Objlog__OutcomeCode code = OBJLOG__OUTCOME_CODE__OUTCOME_OK;
-    int rc = apply_event(m->batch, msg->partition, msg->offset, ts, ev, &code,
-                         errstr, es);
+    int rc = apply_event(l->batch, msg->partition, msg->offset, ts, ev, &code, l->errstr,
+                         sizeof(l->errstr));
     objlog__event__free_unpacked(ev, NULL);
     m->batch_ts[msg->partition] = ts;
     if (rc == 0 && (int)code >= 0 && (int)code < MAT_OUTCOMES)
-        m->batch_outcomes[code]++;
+        l->outcomes[code]++;
     return rc;
+}
+
+/* A lane's share of the batch (lanes_fn): its events in log order, the
+ * applied offsets of its partitions, one write. */
+static void mat_lane_apply(void *arg, mat_lane *l) {
+    objlog_materializer *m = arg;
+    int nl = lanes_count(m->lanes);
+    apply_batch_clear(l->batch);
+    for (int i = 0; i < l->n && l->rc == 0; i++) {
+        rd_kafka_message_t *msg = l->msgs[i];
+        l->rc = mat_apply_one(m, l, msg);
+        m->batch_next[msg->partition] = msg->offset + 1;
+    }
+    for (int p = l->index; p < m->nparts && l->rc == 0; p += nl)
+        if (m->batch_next[p] >= 0)
+            apply_set_applied(l->batch, p, m->batch_next[p]);
+    if (l->rc == 0 && m->apply_delay_ms > 0) {
+        struct timespec ts = {m->apply_delay_ms / 1000,
+                              (long)(m->apply_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (l->rc == 0 && objlog_store_write_view(m->store, apply_batch_wb(l->batch), l->errstr,
+                                              sizeof(l->errstr)) < 0) {
+        l->rc = -1;
+        l->store_failed = 1;
+    }
 }
 
 static void mat_commit_async(objlog_materializer *m) {
@@ -746,59 +792,56 @@ static void mat_stall(objlog_materializer *m, const char *err) {
     mat_fetch(m, 0);
 }
 
+/* The lanes that wrote publish their partitions; a lane that failed
+ * leaves its partitions at their stored offsets, so the rewind (or the
+ * stall) takes exactly them back. */
 static void mat_process(objlog_materializer *m, int n) {
-    char errstr[512];
-    int dlq_n = 0, rc = 0, store_failed = 0;
-    apply_batch_clear(m->batch);
+    int nl = lanes_count(m->lanes);
+    lanes_reset(m->lanes);
     memset(m->batch_outcomes, 0, sizeof(m->batch_outcomes));
     for (int p = 0; p < m->nparts; p++)
         m->batch_next[p] = -1;
-    for (int i = 0; i < n && rc == 0; i++) {
-        rd_kafka_message_t *msg = m->msgs[i];
-        rc = mat_apply_one(m, msg, &dlq_n, errstr, sizeof(errstr));
-        m->batch_next[msg->partition] = msg->offset + 1;
+    for (int i = 0; i < n; i++) {
+        mat_lane *l = lanes_get(m->lanes, m->msgs[i]->partition % nl);
+        l->msgs[l->n++] = m->msgs[i];
     }
-    for (int p = 0; p < m->nparts && rc == 0; p++)
-        if (m->batch_next[p] >= 0)
-            apply_set_applied(m->batch, p, m->batch_next[p]);
-    if (rc == 0 && m->apply_delay_ms > 0) {
-        struct timespec ts = {m->apply_delay_ms / 1000,
-                              (long)(m->apply_delay_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    if (rc == 0) {
-        rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-        char *err = NULL;
-        rocksdb_write_writebatch_wi(objlog_store_db(m->store), wo,
-                                    apply_batch_wb(m->batch), &err);
-        rocksdb_writeoptions_destroy(wo);
-        if (err) {
-            snprintf(errstr, sizeof(errstr), "%s", err);
-            rocksdb_free(err);
-            rc = -1;
-            store_failed = 1;
+    lanes_run(m->lanes);
+    int applied = 0, dlq_n = 0;
+    mat_lane *failed = NULL;
+    for (int k = 0; k < nl; k++) {
+        mat_lane *l = lanes_get(m->lanes, k);
+        if (l->rc < 0) {
+            if (!failed || l->store_failed)
+                failed = l;
+            for (int i = 0; i < l->n; i++)
+                m->batch_next[l->msgs[i]->partition] = -1;
+        } else if (l->n > 0) {
+            const keybuf *lo, *hi;
+            uint64_t dels = apply_batch_deletes(l->batch, &lo, &hi);
+            janitor_note(m->janitor, dels, lo, hi);
+            applied += l->n;
+            dlq_n += l->dlq_n;
+            for (int i = 0; i < MAT_OUTCOMES; i++)
+                m->batch_outcomes[i] += l->outcomes[i];
         }
+        apply_batch_clear(l->batch);
     }
     for (int i = 0; i < n; i++)
         rd_kafka_message_destroy(m->msgs[i]);
-    if (rc == 0) {
-        const keybuf *lo, *hi;
-        uint64_t dels = apply_batch_deletes(m->batch, &lo, &hi);
-        janitor_note(m->janitor, dels, lo, hi);
+    if (applied > 0) {
+        mat_publish(m, applied, dlq_n);
+        mat_commit_async(m);
     }
-    apply_batch_clear(m->batch);
-    if (store_failed) {
-        mat_stall(m, errstr);
+    if (failed && failed->store_failed) {
+        mat_stall(m, failed->errstr);
         return;
     }
-    if (rc < 0) {
-        matlog_printf(&m->log, MATLOG_ERR, "materializer", "batch abandoned: %s", errstr);
+    if (failed) {
+        matlog_printf(&m->log, MATLOG_ERR, "materializer", "batch abandoned: %s", failed->errstr);
         mat_rewind(m);
         return;
     }
     stall_written(m->stall, 1, mat_mono_ms());
-    mat_publish(m, n, dlq_n);
-    mat_commit_async(m);
 }
 
 /* ---- idle pause ---- */

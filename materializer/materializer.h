@@ -66,8 +66,10 @@
  *               one 't' enc(tenant) and one 'g' row summed over every
  *               partition; objlog_store_upgrade rewrites them.
  *   outcomes  'o' be32(partition) be64(offset) -> Outcome
- *             'r' request_id(16)               -> be32(partition) be64(offset)
- *               of the request's first outcome. Both are kept for a window
+ *             'r' be32(partition) request_id   -> be32(partition) be64(offset)
+ *               of the request's first outcome in that partition (a
+ *               partition's request ids are its own; format 2 and older
+ *               kept one 'r' request_id row for all partitions). Both are kept for a window
  *               of log time and a bound per partition (below): the oldest
  *               'o' rows of a partition are trimmed first, each with its
  *               'r' row if that still points at it. Trimmed offsets are
@@ -85,7 +87,7 @@
  *               signs continuation tokens (secret.c)
  *             "importing" be32(partition) -> be32(1) RangeMap: a checkpoint
  *               import of the partition is under way (checkpoint.h)
- *             "format"                    -> decimal text, "2": the layout
+ *             "format"                    -> decimal text, "3": the layout
  *               of this store (OBJLOG_STORE_FORMAT; storefmt.c). Written
  *               into a new store at open; a store that holds rows and no
  *               "format" is format 1. Not local: a replay writes the same.
@@ -193,9 +195,28 @@ typedef struct objlog_store_conf {
     size_t memtable_bytes;       /* 0: OBJLOG_STORE_MEMTABLE_DEFAULT */
     objlog_materializer_log_cb *log_cb; /* the store's lines; NULL: stderr */
     void *log_opaque;
+    /* The views are caches of the log (docs/ARCHITECTURE.md, "Views are
+     * caches of the log"): with wal 0 (OBJLOG_STORE_WAL_OFF, the default)
+     * view batches skip RocksDB's WAL and every flush is atomic across
+     * the column families, so a batch's effects and its applied offsets
+     * reach disk together; after a crash the view resumes from its last
+     * flushed offsets and applies the rest again from the log.
+     * OBJLOG_STORE_WAL_ON writes view batches through the WAL. Rows that
+     * are not the log's (token secret, log identity, format markers,
+     * checkpoint imports) always go through the WAL, synced. */
+    int wal;
+    /* With the WAL off: at most this long (ms) between a view write and
+     * the flush that makes it durable, so a quiet store does not keep its
+     * offsets in memory only. 0: OBJLOG_STORE_FLUSH_INTERVAL_DEFAULT_MS;
+     * -1: never on a timer (memtables full, objlog_store_flush and close
+     * still flush; tests model a machine crash with it). */
+    int flush_interval_ms;
 } objlog_store_conf;
 #define OBJLOG_STORE_BLOCK_CACHE_DEFAULT ((size_t)32 << 20)
 #define OBJLOG_STORE_MEMTABLE_DEFAULT ((size_t)32 << 20)
+#define OBJLOG_STORE_WAL_OFF 0
+#define OBJLOG_STORE_WAL_ON 1
+#define OBJLOG_STORE_FLUSH_INTERVAL_DEFAULT_MS 10000
 
 /* conf NULL: the defaults. */
 objlog_store *objlog_store_open_conf(const char *dir, const objlog_store_conf *conf,
@@ -210,6 +231,25 @@ rocksdb_t *objlog_store_db(objlog_store *s);
 void objlog_store_block_cache(objlog_store *s, size_t *usage, size_t *capacity);
 rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf);
 const char *objlog_cf_name(objlog_cf cf);
+/* Writes one view batch (a state machine batch, its effects and applied
+ * offsets) with the store's WAL mode. 0, or -1 (errstr). Any thread. */
+int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_wi_t *wb, char *errstr,
+                            size_t errstr_size);
+/* Flushes every column family's memtables in one atomic flush and waits
+ * for it: what was written before is on disk, offsets with their effects.
+ * 0, or -1 (errstr). Any thread. */
+int objlog_store_flush(objlog_store *s, char *errstr, size_t errstr_size);
+/* The store's durability as configured and observed: wal 1 when view
+ * batches go through the WAL; flushes done by objlog_store_flush and the
+ * timer; unflushed 1 while a view write is only in memory (WAL off). */
+typedef struct objlog_store_durability {
+    int wal;
+    int flush_interval_ms;     /* -1: no timer */
+    uint64_t flushes;
+    uint64_t flush_errors;
+    int unflushed;
+} objlog_store_durability;
+void objlog_store_durability_get(objlog_store *s, objlog_store_durability *d);
 
 /* Next offset to apply for partition (0 if none applied yet). */
 int64_t objlog_store_applied(objlog_store *s, int32_t partition);
@@ -345,14 +385,16 @@ int objlog_stats_global_key(keybuf *kb, int32_t partition);
 int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n);
 
 /* ---- store format (storefmt.c) ---- */
-#define OBJLOG_STORE_FORMAT 2
+#define OBJLOG_STORE_FORMAT 3
 /* The format the store is in: OBJLOG_STORE_FORMAT, or 1 (a store made
  * before the stats rows were kept per partition) until it is upgraded. */
 int objlog_store_format(objlog_store *s);
-/* Upgrades a format-1 store in place, in one WriteBatch: its 't' and 'g'
- * rows are recomputed per partition from the 'b' rows (exact: a tenant's
- * and the global counters are the sums of their buckets' rows), checked
- * against the old sums, and meta "format" is set. rm: the range map the
+/* Upgrades a format-1 or -2 store in place, in one WriteBatch: a format-1
+ * store's 't' and 'g' rows are recomputed per partition from the 'b' rows
+ * (exact: a tenant's and the global counters are the sums of their
+ * buckets' rows) and checked against the old sums; every 'r' request_id
+ * row becomes 'r' be32(partition) request_id (its value names the
+ * partition); meta "format" is set. rm: the range map the
  * store was applied with. 1 upgraded, 0 already current, -1 (errstr: an
  * old store whose rows disagree is refused with how to rebuild it). */
 int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr,
@@ -402,10 +444,17 @@ typedef struct objlog_materializer_conf {
                                     consumer (assign, not a group member)
                                     that applies the partitions given to
                                     objlog_materializer_set_standbys */
+    int apply_threads;           /* threads applying a batch's partitions,
+                                    each owning partitions p with p % N its
+                                    own (lanes.h): 0 (default) one per
+                                    online core, at most
+                                    OBJLOG_APPLY_THREADS_MAX and never more
+                                    than there are partitions */
     objlog_materializer_log_cb *log_cb; /* the materializer's lines and
                                     librdkafka's; NULL: stderr */
     void *log_opaque;
 } objlog_materializer_conf;
+#define OBJLOG_APPLY_THREADS_MAX 64
 
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
                                              objlog_store *store, char *errstr,

@@ -13,13 +13,10 @@
 
 #include "batch.h"
 #include "janitor.h"
+#include "lanes.h"
 #include "materializer.h"
 #include "matlog.h"
 #include "stall.h"
-
-/* Outcome codes counted per outcome (Objlog__OutcomeCode is 0..12 today;
- * room for more without a layout change). */
-#define MAT_OUTCOMES 32
 
 struct objlog_materializer {
     matlog log;           /* conf log_cb */
@@ -91,17 +88,20 @@ struct objlog_materializer {
     int64_t *fetched_ts;
     int64_t *pending_ts;
 
-    /* DLQ attempts: the consumer thread numbers them, the DR callback
-     * (called from rd_kafka_flush on that same thread) acks them. */
+    /* DLQ attempts: a lane numbers them under dlq_mu, the DR callback
+     * (called from rd_kafka_flush on that same thread, dlq_mu held) acks
+     * them. */
+    pthread_mutex_t dlq_mu;
     uint64_t dlq_attempt;
     atomic_uint_fast64_t dlq_acked;
 
-    /* Consumer-thread state. */
+    /* Consumer-thread state; batch_next and batch_ts also written by the
+     * lane owning each partition while it applies (lanes.h). */
     int64_t *next;        /* next offset to take per partition */
     int64_t *batch_next;  /* next offset after this batch, -1 untouched */
     int64_t *batch_ts;    /* log time of the batch's last event per partition */
     uint64_t batch_outcomes[MAT_OUTCOMES];
-    apply_batch *batch;
+    lanes *lanes;         /* the apply threads */
     rd_kafka_message_t **msgs;
     janitor *janitor;     /* compacts away tombstones of mass deletes */
     stall *stall;         /* the store's failed writes and their retries */

@@ -7,12 +7,17 @@
  *      node's sums could neither be split by partition nor gathered.
  *   2  "2". 't' enc(tenant) be32(p) and 'g' be32(p): one row per
  *      partition (the 'b' rows are unchanged).
+ *   3  "3". `outcomes` 'r' be32(p) request_id instead of one 'r'
+ *      request_id row for every partition, so that each partition's
+ *      request ids are its own and partitions apply on separate threads.
+ *      The value (be32(p) be64(offset)) names the partition, so the new
+ *      keys follow from the old rows alone.
  *
  * A new store (no row in any column family) gets the current marker at
- * open. A format-1 store opens, but only objlog_store_upgrade, given the
- * range map it was applied with, makes it current: the materializer calls
- * it before its first batch, so nothing reads or applies stats rows of
- * the old layout. A marker naming a later format is refused at open.
+ * open. A format-1 or -2 store opens, but only objlog_store_upgrade, given
+ * the range map it was applied with, makes it current: the materializer
+ * calls it before its first batch, so nothing reads or applies rows of
+ * an old layout. A marker naming a later format is refused at open.
  *
  * Why the upgrade is exact: a tenant's (or the global) counters are the
  * sums of their buckets' 'b' rows, and 'b' rows are the same in both
@@ -106,16 +111,16 @@ int storefmt_open(objlog_store *s, char *errstr, size_t es) {
     int rc = fmt_read(s, &fmt, errstr, es);
     if (rc < 0)
         return -1;
-    if (rc == 1 && fmt != OBJLOG_STORE_FORMAT) {
+    if (rc == 1 && fmt != OBJLOG_STORE_FORMAT && fmt != 2) {
         snprintf(errstr, es, "this store is in format %s (meta \"%s\"), which this objlog "
                              "does not know (it writes format %d): use the objlog that made "
                              "it, or start with an empty --data to rebuild the view by "
-                             "replaying the log", fmt ? "later than 2" : "unreadable",
+                             "replaying the log", fmt ? "later than 3" : "unreadable",
                  FMT_KEY, OBJLOG_STORE_FORMAT);
         return -1;
     }
     if (rc == 1 || !fmt_store_empty(s))
-        return 0; /* current, or format 1 until objlog_store_upgrade */
+        return 0; /* current, or format 1 or 2 until objlog_store_upgrade */
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     fmt_marker_put(wb, s);
     rc = fmt_write(s, wb, errstr, es);
@@ -445,25 +450,84 @@ static void fmt_scan_free(fmt_scan *sc) {
     free(sc->old);
 }
 
+/* Format 2 to 3: every 'r' request_id row moves to 'r' be32(p)
+ * request_id, p from its value. All deletes are staged before any put,
+ * so a new key that happens to equal an old one (an old request id 4
+ * bytes longer) keeps the new row. 0, or -1 (why). */
+typedef struct fmt_rid {
+    char *key;     /* new key ‖ value, malloc'd */
+    size_t kn;
+} fmt_rid;
+
+static int fmt_stage_rids(objlog_store *s, rocksdb_writebatch_t *wb, char *why, size_t wn) {
+    rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_OUTCOMES);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, cf);
+    fmt_rid *rows = NULL;
+    size_t n = 0, cap = 0;
+    for (rocksdb_iter_seek(it, "r", 1); rocksdb_iter_valid(it) && !why[0];
+         rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        const char *v = rocksdb_iter_value(it, &vn);
+        if (kn < 1 || k[0] != 'r')
+            break;
+        rocksdb_writebatch_delete_cf(wb, cf, k, kn);
+        if (vn != 12)
+            continue; /* not a position: nothing to keep */
+        fmt_rid *grown = fmt_grow(rows, &cap, n + 1, sizeof(*rows));
+        char *nk = malloc(kn + 4 + 12);
+        if (!grown || !nk) {
+            free(nk);
+            snprintf(why, wn, "out of memory");
+            break;
+        }
+        rows = grown;
+        nk[0] = 'r';
+        memcpy(nk + 1, v, 4);
+        memcpy(nk + 5, k + 1, kn - 1);
+        memcpy(nk + kn + 4, v, 12);
+        rows[n++] = (fmt_rid){nk, kn + 4};
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    if (err && !why[0])
+        snprintf(why, wn, "scan request ids: %s", err);
+    rocksdb_free(err);
+    for (size_t i = 0; i < n; i++) {
+        if (!why[0])
+            rocksdb_writebatch_put_cf(wb, cf, rows[i].key, rows[i].kn, rows[i].key + rows[i].kn,
+                                      12);
+        free(rows[i].key);
+    }
+    free(rows);
+    return why[0] ? -1 : 0;
+}
+
 int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr, size_t es) {
     int fmt = 0;
     int rc = fmt_read(s, &fmt, errstr, es);
     if (rc < 0)
         return -1;
-    if (rc == 1)
-        return 0; /* storefmt_open refused any other marker */
+    if (rc == 1 && fmt == OBJLOG_STORE_FORMAT)
+        return 0; /* storefmt_open refused any other marker but 2 */
+    int from = rc == 1 ? fmt : 1;
     char why[512] = "";
     fmt_scan sc = {.err = why, .es = sizeof(why)};
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    rc = fmt_scan_rows(&sc, s, rm);
+    rc = from == 1 ? fmt_scan_rows(&sc, s, rm) : 0;
     /* The old rows go first: no format-2 key is a format-1 key (enc()'s
      * terminator ends a format-1 name row, a format-2 one goes on with the
      * be32), so nothing put below is deleted. */
     for (size_t i = 0; rc == 0 && i < sc.nold; i++)
         rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_STATS),
                                      (const char *)sc.old[i].key, sc.old[i].key_len);
-    if (rc == 0)
+    if (rc == 0 && from == 1)
         rc = fmt_stage(&sc, s, wb);
+    if (rc == 0)
+        rc = fmt_stage_rids(s, wb, why, sizeof(why));
     if (rc == 0) {
         fmt_marker_put(wb, s);
         rc = fmt_write(s, wb, why, sizeof(why));
@@ -471,7 +535,7 @@ int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr, size
     rocksdb_writebatch_destroy(wb);
     fmt_scan_free(&sc);
     if (rc < 0) {
-        snprintf(errstr, es, "upgrading the store from format 1 to %d: %s",
+        snprintf(errstr, es, "upgrading the store from format %d to %d: %s", from,
                  OBJLOG_STORE_FORMAT, why);
         return -1;
     }

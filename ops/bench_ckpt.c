@@ -147,7 +147,6 @@ static objlog_store *ckpt_store(const char *dir, char *err, size_t en) {
 static int ckpt_apply(ckpt_run *r, objlog_store *s, char *err, size_t en) {
     apply_batch *b = apply_batch_new(s, r->rm);
     int64_t *off = calloc((size_t)r->nparts, sizeof(int64_t));
-    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     int rc = b && off ? 0 : -1;
     for (long i = 0; rc == 0 && i < r->nev;) {
         long end = i + BENCH_APPLY_BATCH < r->nev ? i + BENCH_APPLY_BATCH : r->nev;
@@ -163,17 +162,10 @@ static int ckpt_apply(ckpt_run *r, objlog_store *s, char *err, size_t en) {
         for (int p = 0; rc == 0 && p < r->nparts; p++)
             if (off[p])
                 apply_set_applied(b, p, off[p]);
-        char *e = NULL;
-        if (rc == 0)
-            rocksdb_write_writebatch_wi(objlog_store_db(s), wo, apply_batch_wb(b), &e);
-        if (e) {
-            snprintf(err, en, "write: %s", e);
-            rocksdb_free(e);
+        if (rc == 0 && objlog_store_write_view(s, apply_batch_wb(b), err, en) < 0)
             rc = -1;
-        }
         apply_batch_clear(b);
     }
-    rocksdb_writeoptions_destroy(wo);
     free(off);
     apply_batch_destroy(b);
     return rc;

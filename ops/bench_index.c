@@ -73,16 +73,12 @@ static int ixb_open(ixb_store *x) {
 }
 
 static int ixb_write(ixb_store *x) {
-    char *err = NULL;
-    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(x->s), wo, apply_batch_wb(x->b), &err);
-    rocksdb_writeoptions_destroy(wo);
+    char err[256];
+    int rc = objlog_store_write_view(x->s, apply_batch_wb(x->b), err, sizeof(err));
     apply_batch_clear(x->b);
-    if (!err)
-        return 0;
-    fprintf(stderr, "objlog: bench: write: %s\n", err);
-    rocksdb_free(err);
-    return -1;
+    if (rc < 0)
+        fprintf(stderr, "objlog: bench: write: %s\n", err);
+    return rc;
 }
 
 static int ixb_apply(ixb_store *x, Objlog__Event *ev) {

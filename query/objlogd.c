@@ -64,6 +64,9 @@ typedef struct objlogd_conf {
     long long nofile;            /* the open-file limit in force */
     int block_cache_mb;          /* the store's shared block cache */
     int memtable_mb;             /* the store's memtable budget, all CFs */
+    int wal;                     /* OBJLOG_STORE_WAL_ON / _OFF (default) */
+    int flush_interval_ms;       /* WAL off: longest a write stays unflushed */
+    int apply_threads;           /* 0: one per core */
     const char *cluster;         /* cluster name: a node of it */
     const char *advertise;       /* this node's URL; NULL: http://listen */
     const char *token_secret_file; /* signs tokens; cluster nodes share it */
@@ -101,6 +104,13 @@ static void usage(FILE *f) {
             "                after N ms; default 5000)\n"
             "               [--log-format text|json] [--access-log FILE|-]\n"
             "               [--block-cache-mb N] [--memtable-mb N]\n"
+            "               [--wal on|off] (the view's RocksDB WAL; default off: a view\n"
+            "                is a cache of the log, flushed atomically with its applied\n"
+            "                offsets, and re-applies from its last flush after a crash)\n"
+            "               [--flush-interval-ms N] (WAL off: a write is flushed within\n"
+            "                N ms, default 10000; 0: only when memtables fill or at stop)\n"
+            "               [--apply-threads N] (threads applying partitions, each owning\n"
+            "                a fixed set; default one per core, 1..64)\n"
             "               [--cluster NAME [--advertise URL]] (with --brokers: a node\n"
             "                of cluster NAME; URL is how its peers reach it, default\n"
             "                http://HOST:PORT of --listen)\n"
@@ -158,6 +168,7 @@ static void usage(FILE *f) {
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_IDLE_TIMEOUT_MS\n"
             "     OBJLOG_LOG_FORMAT\n"
             "     OBJLOG_ACCESS_LOG OBJLOG_BLOCK_CACHE_MB OBJLOG_MEMTABLE_MB\n"
+            "     OBJLOG_WAL OBJLOG_FLUSH_INTERVAL_MS OBJLOG_APPLY_THREADS\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
             "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
@@ -245,6 +256,15 @@ static int parse_log_format(const char *flag, const char *v, objlogd_conf *c) {
     return 0;
 }
 
+static int parse_wal(const char *flag, const char *v, objlogd_conf *c) {
+    if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        fprintf(stderr, "objlogd: %s must be on or off (got '%s')\n", flag, v);
+        return -1;
+    }
+    c->wal = strcmp(v, "on") == 0 ? OBJLOG_STORE_WAL_ON : OBJLOG_STORE_WAL_OFF;
+    return 0;
+}
+
 static int conf_from_env(objlogd_conf *c) {
     const char *v;
     if ((v = getenv("OBJLOG_ACCESS_LOG")) && *v)
@@ -257,6 +277,14 @@ static int conf_from_env(objlogd_conf *c) {
         return -1;
     if ((v = getenv("OBJLOG_BLOCK_CACHE_MB")) && *v &&
         parse_int("OBJLOG_BLOCK_CACHE_MB", v, 1, 1 << 20, &c->block_cache_mb) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_WAL")) && *v && parse_wal("OBJLOG_WAL", v, c) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_FLUSH_INTERVAL_MS")) && *v &&
+        parse_int("OBJLOG_FLUSH_INTERVAL_MS", v, 0, 86400000, &c->flush_interval_ms) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_APPLY_THREADS")) && *v &&
+        parse_int("OBJLOG_APPLY_THREADS", v, 1, OBJLOG_APPLY_THREADS_MAX, &c->apply_threads) < 0)
         return -1;
     if ((v = getenv("OBJLOG_MEMTABLE_MB")) && *v &&
         parse_int("OBJLOG_MEMTABLE_MB", v, 4, 1 << 20, &c->memtable_mb) < 0)
@@ -351,7 +379,8 @@ enum {
     OPT_NO_CREATE_TOPICS, OPT_ALLOW_UNSAFE_TOPICS, OPT_PARTITIONS, OPT_THREADS,
     OPT_FETCH_WAIT_MS, OPT_READY_MAX_LAG, OPT_MAX_TIMEOUT_MS, OPT_TEST_APPLY_DELAY_MS,
     OPT_TEST_NO_STATS, OPT_LISTEN, OPT_VERSION, OPT_MAX_CONNECTIONS, OPT_REQUEST_TIMEOUT_MS,
-    OPT_IDLE_TIMEOUT_MS, OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_CLUSTER,
+    OPT_IDLE_TIMEOUT_MS, OPT_LOG_FORMAT, OPT_ACCESS_LOG, OPT_BLOCK_CACHE_MB, OPT_MEMTABLE_MB, OPT_WAL,
+    OPT_FLUSH_INTERVAL_MS, OPT_APPLY_THREADS, OPT_CLUSTER,
     OPT_ADVERTISE, OPT_TOKEN_SECRET_FILE, OPT_EVENTUAL_MAX_LAG, OPT_STANDBYS,
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
     OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY,
@@ -389,6 +418,9 @@ static const struct option objlogd_options[] = {
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {"block-cache-mb", required_argument, NULL, OPT_BLOCK_CACHE_MB},
     {"memtable-mb", required_argument, NULL, OPT_MEMTABLE_MB},
+    {"wal", required_argument, NULL, OPT_WAL},
+    {"flush-interval-ms", required_argument, NULL, OPT_FLUSH_INTERVAL_MS},
+    {"apply-threads", required_argument, NULL, OPT_APPLY_THREADS},
     {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"token-secret-file", required_argument, NULL, OPT_TOKEN_SECRET_FILE},
@@ -459,6 +491,10 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_ACCESS_LOG: c->access_log = v; return 0;
     case OPT_BLOCK_CACHE_MB: return parse_int(flag, v, 1, 1 << 20, &c->block_cache_mb);
     case OPT_MEMTABLE_MB: return parse_int(flag, v, 4, 1 << 20, &c->memtable_mb);
+    case OPT_WAL: return parse_wal(flag, v, c);
+    case OPT_FLUSH_INTERVAL_MS: return parse_int(flag, v, 0, 86400000, &c->flush_interval_ms);
+    case OPT_APPLY_THREADS:
+        return parse_int(flag, v, 1, OBJLOG_APPLY_THREADS_MAX, &c->apply_threads);
     case OPT_CLUSTER: c->cluster = v; return 0;
     case OPT_ADVERTISE: c->advertise = v; return 0;
     case OPT_TOKEN_SECRET_FILE: c->token_secret_file = v; return 0;
@@ -831,7 +867,10 @@ static objlog_store *open_bound_store(const objlogd_conf *c,
     for (int attempt = 0; attempt < 2; attempt++) {
         objlog_store_conf sc = {.block_cache_bytes = (size_t)c->block_cache_mb << 20,
                                 .memtable_bytes = (size_t)c->memtable_mb << 20,
-                                .log_cb = view_log};
+                                .log_cb = view_log,
+                                .wal = c->wal,
+                                /* the flag's 0 (no timer) is the store's -1 */
+                                .flush_interval_ms = c->flush_interval_ms ? c->flush_interval_ms : -1};
         objlog_store *store = objlog_store_open_conf(c->data, &sc, err, sizeof(err));
         if (!store) {
             objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "store %s: %s", c->data, err);
@@ -918,6 +957,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                                     * come from a peer (query/cluster/bootstrap.c) */
                                    .hold_new = c->cluster != NULL,
                                    .client_id = c->cluster ? client_id : NULL,
+                                   .apply_threads = c->apply_threads,
                                    .log_cb = view_log};
     if (c->test_apply_delay_ms > 0)
         objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "--test-apply-delay-ms %d slows every "
@@ -1012,6 +1052,7 @@ int main(int argc, char **argv) {
                       .data = "./objlog-data", .host = "127.0.0.1", .port = 8080,
                       .threads = 4, .fetch_wait_ms = -1,
                       .lifecycle_interval_ms = 60000,
+                      .flush_interval_ms = OBJLOG_STORE_FLUSH_INTERVAL_DEFAULT_MS,
                       .ready_max_lag = QUERY_READY_MAX_LAG_DEFAULT,
                       .max_timeout_ms = 30000};
     int rc = conf_from_env(&c);

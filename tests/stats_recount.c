@@ -453,6 +453,49 @@ static void rc_put_usage(rocksdb_writebatch_t *wb, objlog_store *s, const void *
                               objlog__usage_stats__pack(&m, buf));
 }
 
+/* Formats 1 and 2 kept one 'r' request_id row for every partition: each
+ * 'r' be32(p) request_id row becomes one. Returns the rows rewritten. */
+static long rc_old_rids(objlog_store *s, rocksdb_writebatch_t *wb) {
+    rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_OUTCOMES);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, cf);
+    long n = 0;
+    for (rocksdb_iter_seek(it, "r", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        const char *v = rocksdb_iter_value(it, &vn);
+        if (kn < 5 || k[0] != 'r')
+            break;
+        char old[64];
+        if (kn - 4 > sizeof(old))
+            continue;
+        old[0] = 'r';
+        memcpy(old + 1, k + 5, kn - 5);
+        rocksdb_writebatch_delete_cf(wb, cf, k, kn);
+        rocksdb_writebatch_put_cf(wb, cf, old, kn - 4, v, vn);
+        n++;
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return n;
+}
+
+long stats_recount_write_format2(objlog_store *s, char *errstr, size_t errstr_size) {
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    long n = rc_old_rids(s, wb);
+    rocksdb_writebatch_put_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), "format", 6, "2", 1);
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *err = NULL;
+    rocksdb_write(objlog_store_db(s), wo, wb, &err);
+    rocksdb_writeoptions_destroy(wo);
+    rocksdb_writebatch_destroy(wb);
+    if (!err)
+        return n;
+    snprintf(errstr, errstr_size, "write: %s", err);
+    free(err);
+    return -1;
+}
+
 int stats_recount_write_format1(objlog_store *s, const rangemap *rm, char *errstr,
                                 size_t errstr_size) {
     recount rc;
@@ -483,6 +526,7 @@ int stats_recount_write_format1(objlog_store *s, const rangemap *rm, char *errst
     if (!rc.failed && rc.nb > 0)
         rc_put_usage(wb, s, "g", 1, &rc.g);
     rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), "format", 6);
+    rc_old_rids(s, wb);
     char *err = NULL;
     if (!rc.failed) {
         rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();

@@ -1135,11 +1135,13 @@ static void dump_outcomes(fixture *f, char *kept, size_t kn, char *rids,
             append(kept, kn, tok);
             continue;
         }
+        /* 'r' be32(p) request_id, and the value names the same p */
         assert_int_equal(k[0], 'r');
-        assert_int_equal(n, 17);
+        assert_int_equal(n, 21);
         assert_int_equal(vn, 12);
+        assert_memory_equal(k + 1, v, 4);
         int r;
-        memcpy(&r, k + 1, sizeof(r));
+        memcpy(&r, k + 5, sizeof(r));
         snprintf(tok, sizeof(tok), "%s%s%d@%llu", rids[0] ? ";" : "",
                  r >= 1000 ? "R" : "#", r >= 1000 ? r - 1000 : r,
                  (unsigned long long)apply_get_be64(v + 4));

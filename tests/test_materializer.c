@@ -121,18 +121,21 @@ static int teardown(void **state) {
     return 0;
 }
 
-static objlog_materializer_conf mat_conf(fixture *f, int batch_max, int no_stats) {
+static objlog_materializer_conf mat_conf(fixture *f, int batch_max, int no_stats,
+                                         int threads) {
     objlog_materializer_conf conf = {
         .brokers = f->brokers, .topic = EVENTS_TOPIC,
         .control_topic = CONTROL_TOPIC, .dlq_topic = DLQ_TOPIC,
-        .group_id = "test-mat", .batch_max = batch_max, .test_no_stats = no_stats};
+        .group_id = "test-mat", .batch_max = batch_max, .test_no_stats = no_stats,
+        .apply_threads = threads};
     return conf;
 }
 
-static objlog_materializer *start_materializer_ex(fixture *f, int batch_max,
-                                                  int no_stats) {
+/* threads: apply threads, 0 one per core (the default). */
+static objlog_materializer *start_materializer_threads(fixture *f, int batch_max,
+                                                       int no_stats, int threads) {
     char err[512];
-    objlog_materializer_conf conf = mat_conf(f, batch_max, no_stats);
+    objlog_materializer_conf conf = mat_conf(f, batch_max, no_stats, threads);
     objlog_materializer *m = objlog_materializer_new(&conf, f->store, err, sizeof(err));
     if (!m)
         fail_msg("materializer_new: %s", err);
@@ -142,6 +145,11 @@ static objlog_materializer *start_materializer_ex(fixture *f, int batch_max,
         fail_msg("materializer_start: %s", err);
     assert_int_equal(objlog_materializer_stats_view(m), !no_stats);
     return m;
+}
+
+static objlog_materializer *start_materializer_ex(fixture *f, int batch_max,
+                                                  int no_stats) {
+    return start_materializer_threads(f, batch_max, no_stats, 0);
 }
 
 static objlog_materializer *start_materializer(fixture *f, int batch_max) {
@@ -664,10 +672,31 @@ static char *dump_to_string(objlog_store *st) {
     return buf;
 }
 
+/* Applies the whole log into a new store with batch_max and threads, and
+ * returns its dump (malloc'd). */
+static char *replay_dump(fixture *f, int batch_max, int threads) {
+    char dir2[64], err[256];
+    assert_int_equal(proc_tmpdir(dir2, sizeof(dir2)), 0);
+    objlog_store *first = f->store;
+    f->store = objlog_store_open(dir2, err, sizeof(err));
+    assert_non_null(f->store);
+    f->m = start_materializer_threads(f, batch_max, 0, threads);
+    wait_all_applied(f, f->m);
+    objlog_materializer_destroy(f->m);
+    f->m = NULL;
+    char *dump = dump_to_string(f->store);
+    objlog_store_close(f->store);
+    f->store = first;
+    proc_rmtree(dir2);
+    return dump;
+}
+
 /* A mixed workload (puts, deletes, If-None-Match: * races that lose,
- * retried request ids and injected duplicate messages) applied with
- * 7-event batches, then replayed from offset 0 into an empty store with
- * 1000-event batches: objlog_store_dump of both is byte-identical. */
+ * retried request ids, a request id reused on another partition, and
+ * injected duplicate messages) applied with 7-event batches on one apply
+ * thread, then replayed from offset 0 into empty stores with 1000-event
+ * batches on 1, 2 and NPARTS threads: objlog_store_dump of all four is
+ * byte-identical. */
 static void test_replay_dump_identical(void **state) {
     fixture *f = *state;
     static workload w;
@@ -682,36 +711,32 @@ static void test_replay_dump_identical(void **state) {
             workload_add(f, &w, &s);
             continue;
         }
-        ev_spec s = {"PDNN"[i % 4], f->bucket[i % NPARTS], "", "",
-                     8000 + (uint32_t)i};
+        /* every 50th reuses the request id of the event before it, on
+         * the next partition: a new request there (ids are per
+         * partition), whichever thread applies which */
+        uint32_t rid = i % 50 == 48 ? 8000 + (uint32_t)i - 1 : 8000 + (uint32_t)i;
+        ev_spec s = {"PDNN"[i % 4], f->bucket[i % NPARTS], "", "", rid};
         snprintf(s.key, sizeof(s.key), "k%02d", (i / 3) % 10);
         snprintf(s.etag, sizeof(s.etag), "e%d", i);
         workload_add(f, &w, &s);
     }
     flush(f);
-    f->m = start_materializer(f, 7);
+    f->m = start_materializer_threads(f, 7, 0, 1);
     wait_all_applied(f, f->m);
     objlog_materializer_destroy(f->m);
     f->m = NULL;
     char *live = dump_to_string(f->store);
-
-    char dir2[64], err[256];
-    assert_int_equal(proc_tmpdir(dir2, sizeof(dir2)), 0);
-    objlog_store *first = f->store;
-    f->store = objlog_store_open(dir2, err, sizeof(err));
-    assert_non_null(f->store);
-    f->m = start_materializer(f, 1000);
-    wait_all_applied(f, f->m);
-    objlog_materializer_destroy(f->m);
-    f->m = NULL;
-    char *replayed = dump_to_string(f->store);
-    objlog_store_close(f->store);
-    f->store = first;
-    proc_rmtree(dir2);
+    char err[256];
 
     assert_true(strlen(live) > 1000);
-    if (strcmp(live, replayed) != 0)
-        fail_msg("replayed view differs from the live one");
+    const int threads[] = {1, 2, NPARTS};
+    for (int t = 0; t < 3; t++) {
+        char *replayed = replay_dump(f, 1000, threads[t]);
+        if (strcmp(live, replayed) != 0)
+            fail_msg("replayed view (%d apply threads) differs from the live one",
+                     threads[t]);
+        free(replayed);
+    }
     /* The workload really had lost races and deduplicated retries. */
     int precond = 0, copies = 0;
     for (int i = 0; i < w.n; i++) {
@@ -725,14 +750,13 @@ static void test_replay_dump_identical(void **state) {
     assert_true(precond > 0);
     assert_int_equal(copies, 120);
     free(live);
-    free(replayed);
 }
 
 /* objlog_materializer_new on f->store fails with a message containing
  * want. */
 static void expect_refused(fixture *f, int no_stats, const char *want) {
     char err[512] = "";
-    objlog_materializer_conf conf = mat_conf(f, 100, no_stats);
+    objlog_materializer_conf conf = mat_conf(f, 100, no_stats, 0);
     objlog_materializer *m = objlog_materializer_new(&conf, f->store, err, sizeof(err));
     if (m) {
         objlog_materializer_destroy(m);
