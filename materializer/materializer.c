@@ -1106,6 +1106,10 @@ int objlog_materializer_set_standbys(objlog_materializer *m, const uint8_t *want
     return 0;
 }
 
+int objlog_materializer_apply_threads(const objlog_materializer *m) {
+    return lanes_count(m->lanes);
+}
+
 int objlog_materializer_partitions(const objlog_materializer *m) {
     return m->nparts;
 }

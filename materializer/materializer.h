@@ -459,6 +459,8 @@ typedef struct objlog_materializer_conf {
 objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *conf,
                                              objlog_store *store, char *errstr,
                                              size_t errstr_size);
+/* The apply threads it runs (conf apply_threads as resolved). */
+int objlog_materializer_apply_threads(const objlog_materializer *m);
 /* Starts the consumer thread. */
 int objlog_materializer_start(objlog_materializer *m, char *errstr,
                               size_t errstr_size);

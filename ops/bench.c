@@ -23,6 +23,7 @@
 #include "bench_cond.h"
 #include "bench_int.h"
 #include "cli.h"
+#include "materializer.h"
 #include "objlog_producer.h"
 
 /* Installed only while the run has something to undo (buckets on someone
@@ -53,7 +54,7 @@ const char bench_usage_text[] =
     "                    [--gets N] [--partitions N]\n"
     "       objlog bench --apply [--url URL --brokers LIST [--keep]]\n"
     "                    [--count N (default 200000)] [--buckets B (default 64)]\n"
-    "                    [--threads T] [--partitions N]\n"
+    "                    [--threads T] [--partitions N] [--apply-threads A]\n"
     "       objlog bench --indexes [--count N (default 20000)] [--rounds R]\n"
     "                    [--url URL --brokers LIST [--keep]]\n"
     "       objlog bench --checkpoint [--count N (default 200000)] [--buckets B]\n"
@@ -69,8 +70,11 @@ const char bench_usage_text[] =
     "--apply: events/s of the view applying N PUTs of new keys spread over B buckets\n"
     "while T threads produce them (apply-live), of a second objlogd rebuilding a view\n"
     "from the whole log (apply-rebuild), and of RocksDB alone writing the same rows\n"
-    "(rocksdb-raw) and making apply's reads and writes for them (rocksdb-apply-pattern)\n"
-    "with objlogd's store options; /raw is the ratio to rocksdb-raw. With --url and\n"
+    "(rocksdb-raw, on A threads each writing its partitions' rows, WAL off as objlogd's\n"
+    "default) and making apply's reads and writes for them (rocksdb-apply-pattern, one\n"
+    "thread) with objlogd's store options; /raw is the ratio to rocksdb-raw. The views\n"
+    "the bench starts apply on A threads (--apply-threads; default one per core, at\n"
+    "most one per partition). With --url and\n"
     "--brokers, apply-rebuild replays that deployment's whole log (every event it\n"
     "holds, not only the bench's) into a temporary view on this machine, under a\n"
     "consumer group of its own (objlog-bench-rebuild-PID-TIME) that stays in the\n"
@@ -114,7 +118,7 @@ enum {
     O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT, O_S3, O_HEADS, O_INDEXES
+    O_BUCKETS, O_CKPT, O_S3, O_HEADS, O_INDEXES, O_APPLY_THREADS
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -139,6 +143,12 @@ static int bench_value(bench *b, int o, const char *v) {
     case O_LIVE: return parse_long(v, 1, 1000, &b->list_live);
     case O_VERSIONS: return parse_long(v, 1, 10000000, &b->list_versions);
     case O_BUCKETS: return parse_int(v, 1, 10000, &b->apply_buckets);
+    case O_APPLY_THREADS:
+        /* objlogd reads it from the environment of every view the bench
+         * starts (the embedded one and --apply's rebuild view) */
+        if (parse_int(v, 1, OBJLOG_APPLY_THREADS_MAX, &b->apply_threads) < 0)
+            return -1;
+        return setenv("OBJLOG_APPLY_THREADS", v, 1);
     case O_HEADS: return parse_int(v, 1, 10000000, &b->s3_heads);
     default: return -1;
     }
@@ -175,6 +185,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"live", required_argument, NULL, O_LIVE},
         {"versions", required_argument, NULL, O_VERSIONS},
         {"buckets", required_argument, NULL, O_BUCKETS},
+        {"apply-threads", required_argument, NULL, O_APPLY_THREADS},
         CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     int rc = 0, o;
     while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {

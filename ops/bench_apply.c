@@ -416,9 +416,10 @@ static void apply_report_json(const apply_run *r) {
         json_array_append_new(phases, o);
     }
     json_t *j = json_pack(
-        "{s:{s:i,s:i,s:i,s:i,s:i,s:I,s:{s:I,s:I},s:{s:i,s:s,s:s,s:I},s:o}}", "apply", "count",
-        b->count, "buckets", r->load.nbuckets, "partitions", r->load.nparts, "threads",
-        b->threads, "batch_events", BENCH_APPLY_BATCH, "log_events",
+        "{s:{s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:I,s:{s:I,s:I},s:{s:i,s:s,s:s,s:I},s:o}}", "apply",
+        "count", b->count, "buckets", r->load.nbuckets, "partitions", r->load.nparts,
+        "threads", b->threads, "apply_threads", r->load.threads, "wal", "off",
+        "batch_events", BENCH_APPLY_BATCH, "log_events",
         (json_int_t)r->log_events, "store", "block_cache_bytes",
         (json_int_t)r->rocks[0].block_cache_bytes, "memtable_bytes",
         (json_int_t)r->rocks[0].memtable_bytes, "rebuild_view", "pid", (int)r->view_pid,
@@ -439,8 +440,10 @@ static void apply_report(const apply_run *r) {
            cli_plural((size_t)r->load.nparts, "partition", "partitions"), b->threads,
            cli_plural((size_t)b->threads, "thread", "threads"), b->url);
     printf("store options as objlogd's: block cache %zu MiB, memtable budget %zu MiB; "
-           "batches of up to %d events, sync=false\n", r->rocks[0].block_cache_bytes >> 20,
-           r->rocks[0].memtable_bytes >> 20, BENCH_APPLY_BATCH);
+           "batches of up to %d events, WAL off; %d apply %s (rocksdb-raw: as many "
+           "writers)\n", r->rocks[0].block_cache_bytes >> 20,
+           r->rocks[0].memtable_bytes >> 20, BENCH_APPLY_BATCH, r->load.threads,
+           cli_plural((size_t)r->load.threads, "thread", "threads"));
     printf("%-22s %8s %9s %11s %7s\n", "phase", "events", "seconds", "events/s", "/raw");
     for (int ph = 0; ph < PH_N; ph++)
         printf("%-22s %8ld %9.3f %11.1f %7.3f\n", phase_names[ph], r->events[ph],
@@ -477,8 +480,13 @@ int bench_apply_run(bench *b) {
                 n == 0 ? "none" : why);
         goto out;
     }
+    /* objlogd's default: one apply thread per core, at most one per
+     * partition (a view behind --url runs what it was started with) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = b->apply_threads ? b->apply_threads : cores > 0 ? (int)cores : 1;
     r->load = (bench_apply_load){.count = b->count, .nbuckets = b->apply_buckets,
-                                 .nparts = n, .progress = !b->json};
+                                 .nparts = n, .progress = !b->json,
+                                 .threads = threads < n ? threads : n};
     if (apply_place(r) < 0 || apply_live(r, h) < 0 || apply_log_end(r, h) < 0)
         goto out;
     int ok = apply_rebuild(r, h) == 0;

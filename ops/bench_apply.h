@@ -21,6 +21,7 @@ typedef struct bench_apply_load {
     const int *part;
     int nparts;
     int progress;                /* 1: a progress line on stderr every 2 s */
+    int threads;                 /* rocksdb-raw's writers, as the views' apply threads */
 } bench_apply_load;
 
 /* What one baseline did and how long its RocksDB calls took. */
@@ -31,9 +32,11 @@ typedef struct bench_apply_rocks_fig {
 } bench_apply_rocks_fig;
 
 /* Writes l's events into a fresh objlog store in a temp dir (removed
- * after): with pattern 0 the two rows of each PUT in WriteBatches, with 1
- * every read and write apply.c makes for it in WriteBatchWithIndexes.
- * 0, or -1 with errstr. */
+ * after), WAL off as objlogd writes its views by default: with pattern 0
+ * the two rows of each PUT in WriteBatches, each batch split by partition
+ * over l->threads writers (partition p on writer p % threads, as objlogd's
+ * apply threads own them); with 1 every read and write apply.c makes for
+ * it in WriteBatchWithIndexes, on one thread. 0, or -1 with errstr. */
 int bench_apply_rocks(const bench_apply_load *l, int pattern, bench_apply_rocks_fig *f,
                       char *errstr, size_t errstr_size);
 

@@ -3,12 +3,18 @@
  * store opened the way objlogd opens it (objlog_store_open_conf with
  * objlogd's block cache and memtable budget: its defaults, or
  * OBJLOG_BLOCK_CACHE_MB / OBJLOG_MEMTABLE_MB as objlogd reads them) in a
- * temp dir, in batches of BENCH_APPLY_BATCH events written with sync=false
- * as the materializer writes them; no Kafka, no decoding, no state machine:
- *   rocksdb-raw            one WriteBatch per batch with the 2 rows a PUT of
- *                          a new key leaves: its `versions` row and its
- *                          `objects` row, with the keys and values apply
- *                          writes for it (the same VersionRecord in both);
+ * temp dir, in batches of BENCH_APPLY_BATCH events written with the WAL off
+ * as the materializer writes them by default; no Kafka, no decoding, no
+ * state machine:
+ *   rocksdb-raw            per batch and writer, one WriteBatch with the 2
+ *                          rows a PUT of a new key leaves: its `versions`
+ *                          row and its `objects` row, with the keys and
+ *                          values apply writes for it (the same
+ *                          VersionRecord in both); each of load->threads
+ *                          writers writes the rows of its partitions (p %
+ *                          threads), as objlogd's apply threads do; every
+ *                          batch is built before the clock starts, which
+ *                          then runs from the writers' start to their end;
  *   rocksdb-apply-pattern  one WriteBatchWithIndex per batch with every
  *                          read (get_from_batch_and_db) and put that apply.c
  *                          makes for such a PUT into an unversioned bucket,
@@ -44,6 +50,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +232,8 @@ static int rocks_open(rocks *r, char *err, size_t es) {
     if (!r->store)
         return -1;
     r->db = objlog_store_db(r->store);
-    r->wo = rocksdb_writeoptions_create(); /* sync=false, WAL on: the materializer's */
+    r->wo = rocksdb_writeoptions_create(); /* sync=false, WAL off: the views' default */
+    rocksdb_writeoptions_disable_WAL(r->wo, 1);
     r->ro = rocksdb_readoptions_create();
     /* each bucket's row, then per partition the tenant's and the global */
     r->nstat = nb + 2 * np;
@@ -425,23 +433,88 @@ static int rocks_encode(rocks *r, long first, int n, char *err, size_t es) {
     return 0;
 }
 
-/* rocksdb-raw: one batch of n events, 2 puts each. */
-static int rocks_raw_batch(rocks *r, rocksdb_writebatch_t *wb, int n, char *err,
-                           size_t es) {
+/* ---- rocksdb-raw on several writers ---- */
+
+typedef struct raw_writer {
+    rocks *r;
+    rocksdb_writebatch_t **wb;   /* one per batch (NULL: none of its rows) */
+    long nwb;
+    char err[256];
+    int rc;
+} raw_writer;
+
+static void *raw_writer_run(void *arg) {
+    raw_writer *w = arg;
+    for (long i = 0; i < w->nwb && w->rc == 0 && !bench_interrupted; i++) {
+        if (!w->wb[i])
+            continue;
+        char *rerr = NULL;
+        rocksdb_write(w->r->db, w->r->wo, w->wb[i], &rerr);
+        if (rerr)
+            w->rc = rocks_fail(w->err, sizeof(w->err), "write batch", rerr);
+    }
+    return NULL;
+}
+
+/* Builds every batch of every writer (not timed), then times the writers
+ * writing them at once. */
+static int rocks_raw_threads(rocks *r, char *err, size_t es) {
+    const bench_apply_load *l = r->l;
+    int nt = l->threads > 0 ? l->threads : 1;
+    long nb = (l->count + BENCH_APPLY_BATCH - 1) / BENCH_APPLY_BATCH;
+    raw_writer *w = calloc((size_t)nt, sizeof(*w));
+    int rc = w ? 0 : -1;
+    for (int t = 0; t < nt && rc == 0; t++) {
+        w[t] = (raw_writer){.r = r, .nwb = nb, .wb = calloc((size_t)nb, sizeof(void *))};
+        rc = w[t].wb ? 0 : -1;
+    }
     rocksdb_column_family_handle_t *versions = objlog_store_cf(r->store, OBJLOG_CF_VERSIONS);
     rocksdb_column_family_handle_t *objects = objlog_store_cf(r->store, OBJLOG_CF_OBJECTS);
-    for (int k = 0; k < n; k++) {
-        const rocks_ev *e = &r->ev[k];
-        rocksdb_writebatch_put_cf(wb, versions, (const char *)e->vrow.data, e->vrow.len,
-                                  (const char *)e->rec, e->rec_n);
-        rocksdb_writebatch_put_cf(wb, objects, (const char *)e->route.data, e->route.len,
-                                  (const char *)e->rec, e->rec_n);
+    for (long bi = 0; rc == 0 && bi < nb; bi++) {
+        long first = bi * BENCH_APPLY_BATCH;
+        int n = (int)(l->count - first < BENCH_APPLY_BATCH ? l->count - first
+                                                           : BENCH_APPLY_BATCH);
+        rc = rocks_encode(r, first, n, err, es);
+        for (int k = 0; k < n && rc == 0; k++) {
+            const rocks_ev *e = &r->ev[k];
+            raw_writer *o = &w[e->part % nt];
+            if (!o->wb[bi])
+                o->wb[bi] = rocksdb_writebatch_create();
+            rocksdb_writebatch_put_cf(o->wb[bi], versions, (const char *)e->vrow.data,
+                                      e->vrow.len, (const char *)e->rec, e->rec_n);
+            rocksdb_writebatch_put_cf(o->wb[bi], objects, (const char *)e->route.data,
+                                      e->route.len, (const char *)e->rec, e->rec_n);
+        }
+        r->f->puts += 2L * n;
     }
-    r->f->puts += 2L * n;
-    char *rerr = NULL;
-    rocksdb_write(r->db, r->wo, wb, &rerr);
-    rocksdb_writebatch_clear(wb);
-    return rerr ? rocks_fail(err, es, "write batch", rerr) : 0;
+    if (rc < 0 && !err[0])
+        snprintf(err, es, "out of memory");
+    pthread_t *th = rc == 0 ? calloc((size_t)nt, sizeof(*th)) : NULL;
+    int started = 0;
+    int64_t t0 = bench_mono_us();
+    for (; th && started < nt; started++)
+        if (pthread_create(&th[started], NULL, raw_writer_run, &w[started]) != 0)
+            break;
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    r->f->seconds = (double)(bench_mono_us() - t0) / 1e6;
+    if (rc == 0 && started < nt) {
+        snprintf(err, es, "cannot start %d writer threads", nt);
+        rc = -1;
+    }
+    for (int t = 0; w && t < nt; t++) {
+        if (rc == 0 && w[t].rc < 0) {
+            snprintf(err, es, "%s", w[t].err);
+            rc = -1;
+        }
+        for (long i = 0; w[t].wb && i < nb; i++)
+            if (w[t].wb[i])
+                rocksdb_writebatch_destroy(w[t].wb[i]);
+        free(w[t].wb);
+    }
+    free(th);
+    free(w);
+    return rc;
 }
 
 /* One read as apply.c makes it (batch_get); the value is dropped. */
@@ -515,11 +588,19 @@ int bench_apply_rocks(const bench_apply_load *l, int pattern, bench_apply_rocks_
                       char *errstr, size_t errstr_size) {
     rocks r = {.l = l, .f = f};
     memset(f, 0, sizeof(*f));
+    errstr[0] = '\0';
     const char *name = pattern ? "rocksdb-apply-pattern" : "rocksdb-raw";
     int rc = rocks_open(&r, errstr, errstr_size);
-    if (rc == 0 && pattern)
+    if (rc == 0 && !pattern) {
+        if (l->progress)
+            fprintf(stderr, "objlog: bench: %s: %d writer%s\n", name,
+                    l->threads > 1 ? l->threads : 1, l->threads > 1 ? "s" : "");
+        rc = rocks_raw_threads(&r, errstr, errstr_size);
+        rocks_free(&r);
+        return rc;
+    }
+    if (rc == 0)
         rc = rocks_seed(&r, errstr, errstr_size);
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     /* overwrite_key as in apply_batch_new */
     rocksdb_writebatch_wi_t *wbi = rocksdb_writebatch_wi_create(0, 1);
     int64_t busy = 0, last = bench_mono_us();
@@ -535,8 +616,7 @@ int bench_apply_rocks(const bench_apply_load *l, int pattern, bench_apply_rocks_
         if (rc < 0)
             break;
         int64_t t0 = bench_mono_us();
-        rc = pattern ? rocks_pattern_batch(&r, wbi, n, errstr, errstr_size)
-                     : rocks_raw_batch(&r, wb, n, errstr, errstr_size);
+        rc = rocks_pattern_batch(&r, wbi, n, errstr, errstr_size);
         int64_t t1 = bench_mono_us();
         busy += t1 - t0;
         if (l->progress && t1 - last >= ROCKS_PROGRESS_US) {
@@ -546,7 +626,6 @@ int bench_apply_rocks(const bench_apply_load *l, int pattern, bench_apply_rocks_
         }
     }
     f->seconds = (double)busy / 1e6;
-    rocksdb_writebatch_destroy(wb);
     rocksdb_writebatch_wi_destroy(wbi);
     rocks_free(&r);
     return rc;

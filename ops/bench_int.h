@@ -71,6 +71,7 @@ typedef struct bench {
     void *sread;                 /* the stats_read the GET threads share */
     /* --apply */
     int apply, apply_buckets;
+    int apply_threads;           /* --apply-threads: objlogd's; 0 its default */
     int lifecycle;               /* --lifecycle: bench_lifecycle.c */
     /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
     int ckpt;

@@ -6,7 +6,10 @@
 # It checks that no acknowledged write is lost or applied twice and that the
 # view equals a rebuild from the topic; exit status 0 only if so.
 #
-#   ops/soak.sh [CYCLES]     CYCLES >= 1 (default 50)
+#   ops/soak.sh [--wal on|off|both] [CYCLES]   CYCLES >= 1 (default 50)
+#
+# --wal: the views' RocksDB WAL (objlogd --wal); both (the default) runs
+# the soak once with it off (objlogd's default) and once with it on.
 #
 # Environment: OBJLOG_BUILD_DIR (default <repo>/build), OBJLOG_TEST_SEED
 # (replays a run's kill timing). The terminal shows one line per cycle
@@ -15,9 +18,19 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { echo "usage: ops/soak.sh [--wal on|off|both] [CYCLES]   (CYCLES a positive integer)" >&2; exit 2; }
+modes="off on"
+if [ "${1:-}" = "--wal" ]; then
+  case "${2:-}" in
+    on|off) modes=$2 ;;
+    both) modes="off on" ;;
+    *) echo "soak.sh: --wal needs on, off or both (got '${2:-}')" >&2; usage ;;
+  esac
+  shift 2
+fi
 cycles=${1:-50}
 case "$cycles" in
-  ''|*[!0-9]*) echo "usage: ops/soak.sh [CYCLES]   (CYCLES a positive integer)" >&2; exit 2 ;;
+  ''|*[!0-9]*) usage ;;
 esac
 [ "$cycles" -ge 1 ] || { echo "soak.sh: CYCLES must be at least 1" >&2; exit 2; }
 build=${OBJLOG_BUILD_DIR:-$root/build}
@@ -28,14 +41,18 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" -j"$(nproc)" --target test_soak objlogd objlog
 
-log="$build/soak-$(date +%Y%m%d-%H%M%S).log"
-echo "soak.sh: $cycles cycles; full output in $log" >&2
-start=$(date +%s)
-set +e
-OBJLOG_BIN_DIR=$build OBJLOG_SRC_DIR=$root OBJLOG_TEST_LOG=kafka OBJLOG_FETCH_WAIT_MS=100 \
-  OBJLOG_SOAK_CYCLES=$cycles "$build/tests/test_soak" 2>&1 | tee "$log" |
-  grep --line-buffered -E '^(soak \[|SOAK_SUMMARY|first problem|\[  (FAILED|ERROR|  OK)|ERROR:)'
-rc=${PIPESTATUS[0]}
-set -e
-echo "soak.sh: exit $rc after $(( $(date +%s) - start )) s; full output in $log" >&2
+rc=0
+for wal in $modes; do
+  log="$build/soak-wal$wal-$(date +%Y%m%d-%H%M%S).log"
+  echo "soak.sh: $cycles cycles, views' WAL $wal; full output in $log" >&2
+  start=$(date +%s)
+  set +e
+  OBJLOG_BIN_DIR=$build OBJLOG_SRC_DIR=$root OBJLOG_TEST_LOG=kafka OBJLOG_FETCH_WAIT_MS=100 \
+    OBJLOG_WAL=$wal OBJLOG_SOAK_CYCLES=$cycles "$build/tests/test_soak" 2>&1 | tee "$log" |
+    grep --line-buffered -E '^(soak \[|SOAK_SUMMARY|first problem|\[  (FAILED|ERROR|  OK)|ERROR:)'
+  mrc=${PIPESTATUS[0]}
+  set -e
+  echo "soak.sh: WAL $wal: exit $mrc after $(( $(date +%s) - start )) s; full output in $log" >&2
+  [ "$mrc" -eq 0 ] || rc=$mrc
+done
 exit "$rc"

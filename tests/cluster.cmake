@@ -3,7 +3,7 @@
 # GET /v1/cluster agreeing), writes and reads through every node, SIGKILL of
 # a partition's node and the survivors taking over. Real Kafka only: the
 # nodes share a consumer group on the brokers.
-objlog_add_test(test_cluster KAFKA_ONLY SOURCES test_cluster.c TIMEOUT 300
+objlog_add_test(test_cluster KAFKA_ONLY WAL_BOTH SOURCES test_cluster.c TIMEOUT 300
   LIBS objlog_testkit PkgConfig::JANSSON)
 if(TARGET test_cluster)
   add_dependencies(test_cluster objlogd objlog)
@@ -11,7 +11,7 @@ endif()
 
 # Standby replicas: three nodes with --standbys 1; the
 # active node of a busy partition is SIGKILLed while its standby answers.
-objlog_add_test(test_standby KAFKA_ONLY SOURCES test_standby.c TIMEOUT 300
+objlog_add_test(test_standby KAFKA_ONLY WAL_BOTH SOURCES test_standby.c TIMEOUT 300
   LIBS objlog_testkit PkgConfig::JANSSON)
 if(TARGET test_standby)
   add_dependencies(test_standby objlogd)

@@ -83,7 +83,7 @@ endif()
 # Lifecycle end to end: objlogd processes on a
 # --kafka-only log, the worker with its test clock offset, a SIGKILL while
 # the backlog drains, the CLI.
-objlog_add_test(test_lifecycle_objlogd SOURCES test_lifecycle_objlogd.c TIMEOUT 240
+objlog_add_test(test_lifecycle_objlogd WAL_BOTH SOURCES test_lifecycle_objlogd.c TIMEOUT 240
   LIBS objlog_testkit PkgConfig::CURL)
 add_dependencies(test_lifecycle_objlogd objlogd objlog)
 # The lifecycle worker on a LogAppendTime log whose clock is not its own:

@@ -1127,12 +1127,15 @@ static void test_bench_apply(void **state) {
                       "never the test's log: checked by the mock variant only\n");
         skip();
     }
-    char *run[] = {"--json", "bench", "--apply", "--count", "2000", "--buckets", "8", NULL};
+    char *run[] = {"--json", "bench", "--apply", "--count", "2000", "--buckets", "8",
+                   "--apply-threads", "3", NULL};
     assert_ok(objlog_own(120000, run));
     assert_string_equal(g_err, "");
     json_t *all = json_out();
     json_t *j = json_object_get(all, "apply");
     assert_int_equal(json_integer_value(json_object_get(j, "count")), 2000);
+    assert_int_equal(json_integer_value(json_object_get(j, "apply_threads")), 3);
+    assert_string_equal(js(j, "wal"), "off");
     assert_int_equal(json_integer_value(json_object_get(j, "buckets")), 8);
     assert_int_equal(json_integer_value(json_object_get(j, "partitions")), 8);
     assert_int_equal(json_integer_value(json_object_get(j, "batch_events")), 1000);
@@ -1191,6 +1194,10 @@ static void test_bench_apply(void **state) {
         {{"bench", "--apply", "--count", "2k", NULL}, "bad value \"2k\" for --count"},
         {{"bench", "--apply", "--buckets", "0", NULL}, "bad value \"0\" for --buckets"},
         {{"bench", "--apply", "--buckets", "x", NULL}, "bad value \"x\" for --buckets"},
+        {{"bench", "--apply", "--apply-threads", "0", NULL},
+         "bad value \"0\" for --apply-threads"},
+        {{"bench", "--apply", "--apply-threads", "65", NULL},
+         "bad value \"65\" for --apply-threads"},
         /* all 100000 PUTs and the 64 CreateBuckets on one partition */
         {{"bench", "--apply", "--partitions", "1", "--count", "100000", NULL},
          "--apply would put 100064 events ("},

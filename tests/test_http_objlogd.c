@@ -385,6 +385,10 @@ static void test_bad_flags_exit_2(void **state) {
         {{"--s3-listen", "127.0.0.1:0"}, "--s3-listen needs --s3-credentials FILE"},
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--standbys", "5"}, "--standbys needs an integer in 0..4 (got '5')"},
         {{"--brokers", "127.0.0.1:1", "--cluster", "c1", "--standbys", "x"}, "--standbys needs an integer in 0..4 (got 'x')"},
+        {{"--wal", "maybe"}, "objlogd: --wal must be on or off (got 'maybe')"},
+        {{"--flush-interval-ms", "-1"}, "--flush-interval-ms needs an integer in 0..86400000"},
+        {{"--apply-threads", "0"}, "--apply-threads needs an integer in 1..64 (got '0')"},
+        {{"--apply-threads", "65"}, "--apply-threads needs an integer in 1..64 (got '65')"},
     };
     for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
         char out[1024], err[4096];

@@ -508,6 +508,31 @@ static void metrics_kafka(FILE *f, objlog_query *q) {
             (unsigned long long)ps.kafka_queue);
 }
 
+/* The view's durability (a cache of the log, WAL off by default) and its
+ * apply threads. */
+static void metrics_durability(FILE *f, objlog_query *q) {
+    objlog_store_durability d;
+    objlog_store_durability_get(q->store, &d);
+    metrics_family(f, "objlog_store_wal", "gauge",
+                   "1 when view batches go through RocksDB's WAL (--wal on), 0 when the "
+                   "view is a cache of the log flushed atomically with its offsets.");
+    fprintf(f, "objlog_store_wal %d\n", d.wal);
+    metrics_family(f, "objlog_store_flushes_total", "counter",
+                   "Atomic flushes of every column family by the flusher or at stop.");
+    fprintf(f, "objlog_store_flushes_total %llu\n", (unsigned long long)d.flushes);
+    metrics_family(f, "objlog_store_flush_errors_total", "counter",
+                   "Flushes RocksDB refused (the writes stay in memory; retried).");
+    fprintf(f, "objlog_store_flush_errors_total %llu\n", (unsigned long long)d.flush_errors);
+    metrics_family(f, "objlog_store_unflushed", "gauge",
+                   "1 while a view write is in memory only (WAL off): a crash re-applies it.");
+    fprintf(f, "objlog_store_unflushed %d\n", d.unflushed);
+    if (!q->m)
+        return;
+    metrics_family(f, "objlog_apply_threads", "gauge",
+                   "Threads applying partitions, each owning a fixed set (--apply-threads).");
+    fprintf(f, "objlog_apply_threads %d\n", objlog_materializer_apply_threads(q->m));
+}
+
 /* RocksDB's own figures per column family (integer properties). */
 static void metrics_rocksdb(FILE *f, objlog_query *q) {
     static const struct {
@@ -535,6 +560,7 @@ static void metrics_rocksdb(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_rocksdb_block_cache_capacity_bytes", "gauge",
                    "Capacity of that cache (--block-cache-mb).");
     fprintf(f, "objlog_rocksdb_block_cache_capacity_bytes %zu\n", cap);
+    metrics_durability(f, q);
     rocksdb_t *db = objlog_store_db(q->store);
     for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++) {
         metrics_family(f, fam[i].name, fam[i].type, fam[i].help);
