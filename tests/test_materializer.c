@@ -131,7 +131,8 @@ static objlog_materializer_conf mat_conf(fixture *f, int batch_max, int no_stats
     return conf;
 }
 
-/* threads: apply threads, 0 one per core (the default). */
+/* threads: apply threads, 0 one per core (the default); the other tests
+ * apply on 2, as every objlogd a test starts does. */
 static objlog_materializer *start_materializer_threads(fixture *f, int batch_max,
                                                        int no_stats, int threads) {
     char err[512];
@@ -149,7 +150,7 @@ static objlog_materializer *start_materializer_threads(fixture *f, int batch_max
 
 static objlog_materializer *start_materializer_ex(fixture *f, int batch_max,
                                                   int no_stats) {
-    return start_materializer_threads(f, batch_max, no_stats, 0);
+    return start_materializer_threads(f, batch_max, no_stats, 2);
 }
 
 static objlog_materializer *start_materializer(fixture *f, int batch_max) {
