@@ -1023,7 +1023,7 @@ static int apply_op(apply_ev *a) {
 
 /* ---- entry points ---- */
 
-rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b) {
+rocksdb_writebatch_t *apply_batch_wb(apply_batch *b) {
     stage_stats_flush(b);
     indexes_stage(b, apply_batch_index_counts(b));
     return apply_batch_staged(b);

@@ -16,8 +16,8 @@
 /* ---- the state machine ---- */
 
 /* The batch's WriteBatch with its counter rows staged (`stats`, index
- * counts): write it with rocksdb_write_writebatch_wi. */
-rocksdb_writebatch_wi_t *apply_batch_wb(apply_batch *b);
+ * counts): write it with objlog_store_write_view (or rocksdb_write). */
+rocksdb_writebatch_t *apply_batch_wb(apply_batch *b);
 
 /* Decodes a message payload. NULL (and why) if it is not an applicable
  * Event: not protobuf, no operation set, or no bucket. */

@@ -1,16 +1,23 @@
-/* batch.c: one batch of the state machine in progress, staged in a
- * RocksDB WriteBatchWithIndex over the store. Owns the staging every
- * module of the state machine writes through (apply, indexes, the
- * counters): reads that see the batch's own earlier writes, the small
- * cache of hot rows (bucket records, meta) in front of them, and the key
- * range of the batch's deletes for the janitor.
+/* batch.c: one batch of the state machine in progress over the store.
+ * Owns the staging every module of the state machine writes through
+ * (apply, indexes, the counters): the plain WriteBatch that is written,
+ * reads that see the batch's own earlier writes (the overlay of written
+ * rows, overlay.h, then the store), iterators that see them (a
+ * WriteBatchWithIndex built for a column family only once something
+ * iterates it), the small cache of hot rows (bucket records, meta) in
+ * front of the reads, the key range of the batch's deletes for the
+ * janitor, and the count of what it asked of RocksDB.
  *
  * Invariant: a read through the batch answers what the store will hold
  * once the batch is written, so an event decides exactly as it would had
- * every earlier event of the batch been written on its own: the cache is
- * written through on every put and delete of its column families, and
- * cleared with the batch. */
+ * every earlier event of the batch been written on its own: every put and
+ * delete goes to the WriteBatch, the overlay, the cache when its column
+ * family is cached, and the index when its column family is indexed
+ * (which holds every earlier write of that family from the moment it is
+ * indexed); all are cleared with the batch. */
 #include "batch.h"
+
+#include "overlay.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +27,11 @@ struct apply_batch {
     objlog_store *store;
     rocksdb_t *db;
     const rangemap *rm;
-    rocksdb_writebatch_wi_t *wb;
+    rocksdb_writebatch_t *wb;      /* what is written */
+    overlay written;               /* its rows by key, for reads */
+    rocksdb_writebatch_wi_t *ix;   /* its rows of the indexed families */
+    unsigned indexed;              /* 1 << cf: cf is in ix */
+    apply_batch_ops ops;
     rocksdb_readoptions_t *ro;
     /* Deletes staged in `objects` and `versions` and the key range they
      * span: the materializer's janitor compacts it (janitor.h). */
@@ -47,8 +58,10 @@ apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
     b->store = store;
     b->db = objlog_store_db(store);
     b->rm = rm;
+    b->wb = rocksdb_writebatch_create();
     /* overwrite_key: an iterator over the batch shows one entry per key. */
-    b->wb = rocksdb_writebatch_wi_create(0, 1);
+    b->ix = rocksdb_writebatch_wi_create(0, 1);
+    overlay_init(&b->written);
     b->ro = rocksdb_readoptions_create();
     b->window_ms = OBJLOG_DEDUP_WINDOW_MS;
     b->max_ids = OBJLOG_DEDUP_MAX_IDS;
@@ -74,13 +87,28 @@ void apply_batch_destroy(apply_batch *b) {
     statrows_free(&b->stats);
     statrows_free(&b->ixcounts);
     rowcache_clear(&b->hot);
-    rocksdb_writebatch_wi_destroy(b->wb);
+    overlay_free(&b->written);
+    rocksdb_writebatch_destroy(b->wb);
+    rocksdb_writebatch_wi_destroy(b->ix);
     rocksdb_readoptions_destroy(b->ro);
     free(b);
 }
 
+/* RocksDB counts every key comparison and block read in a thread-local
+ * perf context unless the thread says not to (Debian's librocksdb
+ * reaches it through __tls_get_addr: ~12% of the instructions of an
+ * applied event); nothing reads those counters. The thread that applies a
+ * batch clears it first, so that thread stops counting. */
+#define BATCH_PERF_DISABLE 1 /* rocksdb::PerfLevel::kDisable */
+
 void apply_batch_clear(apply_batch *b) {
-    rocksdb_writebatch_wi_clear(b->wb);
+    rocksdb_set_perf_level(BATCH_PERF_DISABLE);
+    rocksdb_writebatch_clear(b->wb);
+    overlay_clear(&b->written);
+    if (b->indexed)
+        rocksdb_writebatch_wi_clear(b->ix);
+    b->indexed = 0;
+    memset(&b->ops, 0, sizeof(b->ops));
     statrows_clear(&b->stats);
     statrows_clear(&b->ixcounts);
     rowcache_clear(&b->hot);
@@ -124,18 +152,37 @@ static int hot_cf(objlog_cf cf) { return cf == OBJLOG_CF_BUCKETS || cf == OBJLOG
 
 /* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
  * rocksdb_free), 0 absent, -1 error. */
+/* The batch's own value of k: 1 written (*v a malloc'd copy, NULL when
+ * deleted), 0 not written, -1 out of memory. */
+static int written_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn, char **v,
+                       size_t *vn) {
+    const char *w;
+    if (!overlay_get(&b->written, (int)cf, k, kn, &w, vn))
+        return 0;
+    *v = NULL;
+    if (!w)
+        return 1;
+    *v = malloc(*vn ? *vn : 1);
+    if (!*v)
+        return -1;
+    memcpy(*v, w, *vn);
+    return 1;
+}
+
 int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                     char **v, size_t *vn, char *errstr, size_t es) {
     char *err = NULL;
     int hot = hot_cf(cf);
     int rc = hot ? rowcache_get(&b->hot, (int)cf, k, kn, v, vn) : 0;
+    if (rc == 0)
+        rc = written_get(b, cf, k, kn, v, vn);
     if (rc != 0) {
         if (rc < 0)
             snprintf(errstr, es, "out of memory");
         return rc < 0 ? -1 : *v ? 1 : 0;
     }
-    *v = rocksdb_writebatch_wi_get_from_batch_and_db_cf(
-        b->wb, b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
+    b->ops.reads++;
+    *v = rocksdb_get_cf(b->db, b->ro, cfh(b, cf), k, kn, vn, &err);
     if (err) {
         snprintf(errstr, es, "read %s: %s", objlog_cf_name(cf), err);
         rocksdb_free(err);
@@ -146,11 +193,24 @@ int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
     return *v ? 1 : 0;
 }
 
+/* The overlay remembers every write: without it a later read would miss
+ * the batch's own row, so out of memory there aborts (as malloc failing
+ * inside RocksDB's own WriteBatch would). */
+static void written_set(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
+                        const void *v, size_t vn) {
+    if (overlay_set(&b->written, (int)cf, k, kn, v, vn) < 0)
+        abort();
+}
+
 void apply_batch_put(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                      const void *v, size_t vn) {
     if (hot_cf(cf))
         rowcache_set(&b->hot, (int)cf, k, kn, v, vn);
-    rocksdb_writebatch_wi_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
+    written_set(b, cf, k, kn, v ? v : "", vn); /* an empty value is a value */
+    rocksdb_writebatch_put_cf(b->wb, cfh(b, cf), k, kn, v, vn);
+    if (b->indexed & (1u << cf))
+        rocksdb_writebatch_wi_put_cf(b->ix, cfh(b, cf), k, kn, v, vn);
+    b->ops.puts++;
 }
 
 void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
@@ -158,7 +218,11 @@ void apply_batch_del(apply_batch *b, objlog_cf cf, const void *k, size_t kn) {
         note_delete(b, k, kn);
     if (hot_cf(cf))
         rowcache_set(&b->hot, (int)cf, k, kn, NULL, 0);
-    rocksdb_writebatch_wi_delete_cf(b->wb, cfh(b, cf), k, kn);
+    written_set(b, cf, k, kn, NULL, 0);
+    rocksdb_writebatch_delete_cf(b->wb, cfh(b, cf), k, kn);
+    if (b->indexed & (1u << cf))
+        rocksdb_writebatch_wi_delete_cf(b->ix, cfh(b, cf), k, kn);
+    b->ops.deletes++;
 }
 
 /* m packed into a malloc'd buffer (*n bytes), or NULL (errstr). */
@@ -183,17 +247,40 @@ int apply_batch_put_msg(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
     return 0;
 }
 
-/* Iterator over cf that sees the batch's own writes on top of the store. */
+typedef struct index_fill {
+    apply_batch *b;
+    rocksdb_column_family_handle_t *cf;
+} index_fill;
+
+static void index_one(void *arg, const char *k, size_t kn, const char *v, size_t vn) {
+    index_fill *f = arg;
+    if (v)
+        rocksdb_writebatch_wi_put_cf(f->b->ix, f->cf, k, kn, v, vn);
+    else
+        rocksdb_writebatch_wi_delete_cf(f->b->ix, f->cf, k, kn);
+}
+
+/* Iterator over cf that sees the batch's own writes on top of the store.
+ * The first one of a family indexes the rows the batch wrote there; its
+ * later writes are indexed as they come. */
 rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf) {
+    if (!(b->indexed & (1u << cf))) {
+        index_fill f = {b, cfh(b, cf)};
+        overlay_each(&b->written, (int)cf, index_one, &f);
+        b->indexed |= 1u << cf;
+    }
+    b->ops.iterators++;
     rocksdb_iterator_t *base = rocksdb_create_iterator_cf(b->db, b->ro, cfh(b, cf));
     /* The returned iterator takes ownership of base. */
-    return rocksdb_writebatch_wi_create_iterator_with_base_cf(b->wb, base,
+    return rocksdb_writebatch_wi_create_iterator_with_base_cf(b->ix, base,
                                                               cfh(b, cf));
 }
 
 /* ---- what the state machine's modules read of the batch ---- */
 
-rocksdb_writebatch_wi_t *apply_batch_staged(apply_batch *b) { return b->wb; }
+rocksdb_writebatch_t *apply_batch_staged(apply_batch *b) { return b->wb; }
+
+void apply_batch_ops_get(const apply_batch *b, apply_batch_ops *ops) { *ops = b->ops; }
 
 const rangemap *apply_batch_rangemap(const apply_batch *b) { return b->rm; }
 

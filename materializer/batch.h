@@ -17,8 +17,8 @@
 #include "statrows.h"
 
 /* One batch in progress: reads see the store plus every earlier write of
- * the batch (WriteBatchWithIndex). The caller owns store and rm; the batch
- * owns wb until apply_batch_destroy. */
+ * the batch. The caller owns store and rm; the batch owns its WriteBatch
+ * until apply_batch_destroy. */
 typedef struct apply_batch apply_batch;
 
 apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm);
@@ -65,7 +65,14 @@ rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf);
 
 /* The WriteBatch as staged so far (apply_batch_wb, apply.h, stages the
  * counter rows first: call that one to write the batch). */
-rocksdb_writebatch_wi_t *apply_batch_staged(apply_batch *b);
+rocksdb_writebatch_t *apply_batch_staged(apply_batch *b);
+/* What the batch asked of RocksDB since it was cleared: point reads that
+ * reached the store (a row the batch wrote, or the hot-row cache holds,
+ * is answered without one), puts and deletes staged, iterators made. */
+typedef struct apply_batch_ops {
+    uint64_t reads, puts, deletes, iterators;
+} apply_batch_ops;
+void apply_batch_ops_get(const apply_batch *b, apply_batch_ops *ops);
 const rangemap *apply_batch_rangemap(const apply_batch *b);
 int64_t apply_batch_window_ms(const apply_batch *b);
 int64_t apply_batch_max_ids(const apply_batch *b);

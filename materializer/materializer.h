@@ -233,7 +233,7 @@ rocksdb_column_family_handle_t *objlog_store_cf(objlog_store *s, objlog_cf cf);
 const char *objlog_cf_name(objlog_cf cf);
 /* Writes one view batch (a state machine batch, its effects and applied
  * offsets) with the store's WAL mode. 0, or -1 (errstr). Any thread. */
-int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_wi_t *wb, char *errstr,
+int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *errstr,
                             size_t errstr_size);
 /* Flushes every column family's memtables in one atomic flush and waits
  * for it: what was written before is on disk, offsets with their effects.

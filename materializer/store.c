@@ -134,10 +134,10 @@ static void store_set_durability(objlog_store *s, const objlog_store_conf *conf)
 
 /* ---- flushing ---- */
 
-int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_wi_t *wb, char *errstr,
+int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *errstr,
                             size_t errstr_size) {
     char *err = NULL;
-    rocksdb_write_writebatch_wi(s->db, s->view_wo, wb, &err);
+    rocksdb_write(s->db, s->view_wo, wb, &err);
     if (err) {
         snprintf(errstr, errstr_size, "%s", err);
         rocksdb_free(err);

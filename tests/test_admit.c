@@ -258,7 +258,7 @@ static char *rl_apply_all(const char *dir, int per_event, Objlog__BucketRecord *
         apply_set_applied(b, p, next[p]);
         if (per_event || i + 1 == RL_NSTEPS) {
             char *e = NULL;
-            rocksdb_write_writebatch_wi(objlog_store_db(st), wo, apply_batch_wb(b), &e);
+            rocksdb_write(objlog_store_db(st), wo, apply_batch_wb(b), &e);
             assert_null(e);
             apply_batch_clear(b);
         }

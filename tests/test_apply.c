@@ -703,7 +703,7 @@ static Objlog__Event *step_event(const step *s, int idx) {
 static void write_batch(fixture *f, apply_batch *b) {
     char *err = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(f->store), wo, apply_batch_wb(b),
+    rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b),
                                 &err);
     rocksdb_writeoptions_destroy(wo);
     assert_null(err);
@@ -1290,6 +1290,95 @@ static void test_trim_backlog_drains_64_per_event(void **state) {
     apply_batch_destroy(b);
 }
 
+/* ---- what one event asks of RocksDB ---- */
+
+/* One kind of event: the steps that make the state before it (written
+ * in their own batch), the event, and what it costs. */
+typedef struct opcount_case {
+    const char *name;
+    step before[4];
+    step ev;
+    apply_batch_ops want;      /* reads, puts, deletes, iterators */
+} opcount_case;
+
+/* Point reads that reach RocksDB, puts, deletes and iterators of one
+ * event, in a batch where an earlier event (a PUT of another key of the
+ * bucket) already loaded what a batch loads once: the bucket's record,
+ * the partition's outcome low mark, the stats rows (staged once per
+ * batch, with the applied offsets, when the batch is written: not the
+ * event's). Exact counts: a change of the state machine that costs a
+ * RocksDB call more or less per event shows here. */
+static void test_rocksdb_ops_per_event(void **state) {
+    (void)state;
+    static const opcount_case cases[] = {
+        {"PUT of a new key", {MKB("b", "U"), END}, PUT("k", "e1", "null"), {3, 5, 0, 0}},
+        /* the replaced null version is read (its size leaves the
+         * counters) and deleted */
+        {"overwrite (unversioned)", {MKB("b", "U"), PUT("k", "e1", "null"), END},
+         PUT("k", "e2", "null"), {4, 5, 1, 0}},
+        {"versioned PUT over a version", {MKB("b", "E"), PUT("k", "e1", "#"), END},
+         PUT("k", "e2", "#"), {3, 5, 0, 0}},
+        /* the null version, the header and `objects` go; the walk for a
+         * newer current version is the iterator */
+        {"DELETE (unversioned)", {MKB("b", "U"), PUT("k", "e1", "null"), END},
+         DEL("k", "", 0), {4, 2, 3, 1}},
+        /* the precondition reads `objects` once more than a plain
+         * overwrite */
+        {"conditional PUT (If-Match)", {MKB("b", "U"), PUT("k", "e1", "null"), END},
+         {'P', "b", "k", "e2", OK, "null", 0, "e1", 0, 0, 0}, {5, 5, 1, 0}},
+    };
+    int bad = 0;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        fixture *f;
+        setup((void **)&f);
+        apply_batch *b = apply_batch_new(f->store, f->rm);
+        char err[256];
+        Objlog__OutcomeCode code;
+        int idx = 1;
+        const opcount_case *oc = &cases[c];
+        for (int i = 0; oc->before[i].op; i++, idx++) {
+            int p = owner(f, "b", strchr("BXVQ", oc->before[i].op) ? "" : oc->before[i].key);
+            Objlog__Event *ev = step_event(&oc->before[i], idx);
+            assert_int_equal(apply_event(b, p, idx, 5000 + idx, ev, &code, err, sizeof(err)), 0);
+            assert_int_equal(code, oc->before[i].expect);
+            objlog__event__free_unpacked(ev, NULL);
+        }
+        write_batch(f, b);
+        int p = owner(f, "b", "k");
+        step warm = PUT("w", "ew", "");
+        Objlog__Event *ev = step_event(&warm, idx);
+        assert_int_equal(apply_event(b, owner(f, "b", "w"), idx, 5000 + idx, ev, &code, err,
+                                     sizeof(err)), 0);
+        objlog__event__free_unpacked(ev, NULL);
+        idx++;
+        apply_batch_ops before, after;
+        apply_batch_ops_get(b, &before);
+        ev = step_event(&oc->ev, idx);
+        assert_int_equal(apply_event(b, p, idx, 5000 + idx, ev, &code, err, sizeof(err)), 0);
+        objlog__event__free_unpacked(ev, NULL);
+        apply_batch_ops_get(b, &after);
+        if (code != oc->ev.expect)
+            fail_msg("%s: outcome %d, want %d", oc->name, code, oc->ev.expect);
+        apply_batch_ops got = {after.reads - before.reads, after.puts - before.puts,
+                               after.deletes - before.deletes,
+                               after.iterators - before.iterators};
+        print_message("%-30s reads %llu puts %llu deletes %llu iterators %llu\n", oc->name,
+                      (unsigned long long)got.reads, (unsigned long long)got.puts,
+                      (unsigned long long)got.deletes, (unsigned long long)got.iterators);
+        if (memcmp(&got, &oc->want, sizeof(got)) != 0 && ++bad)
+            print_error("%s: reads %llu puts %llu deletes %llu iterators %llu, want %llu %llu "
+                     "%llu %llu", oc->name, (unsigned long long)got.reads,
+                     (unsigned long long)got.puts, (unsigned long long)got.deletes,
+                     (unsigned long long)got.iterators, (unsigned long long)oc->want.reads,
+                     (unsigned long long)oc->want.puts, (unsigned long long)oc->want.deletes,
+                     (unsigned long long)oc->want.iterators);
+        write_batch(f, b);
+        apply_batch_destroy(b);
+        teardown((void **)&f);
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* objlog_store_dump: same events -> identical bytes; one event different
  * (an etag) -> different; the format is "<cf> <hex key> <hex value>". */
 static void test_store_dump(void **state) {
@@ -1637,7 +1726,7 @@ static void test_rowcache_table(void **state) {
 int main(void) {
     size_t nrows = sizeof(rows) / sizeof(rows[0]);
     size_t ndedup = sizeof(dedup_rows) / sizeof(dedup_rows[0]);
-    size_t extra = 10;
+    size_t extra = 11;
     struct CMUnitTest *t = calloc(nrows + ndedup + extra, sizeof(*t));
     for (size_t i = 0; i < nrows; i++) {
         t[i].name = rows[i].name;
@@ -1654,6 +1743,7 @@ int main(void) {
     t[nrows + 7] = (struct CMUnitTest)cmocka_unit_test(test_store_dump);
     t[nrows + 8] = (struct CMUnitTest)cmocka_unit_test(test_statrows_table);
     t[nrows + 9] = (struct CMUnitTest)cmocka_unit_test(test_rowcache_table);
+    t[nrows + 10] = (struct CMUnitTest)cmocka_unit_test(test_rocksdb_ops_per_event);
     t[nrows] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_objects_mirror_newest_version, setup, teardown);
     t[nrows + 1] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(

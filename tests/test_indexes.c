@@ -61,7 +61,7 @@ static void fx_open(fixture *f) {
 static void fx_write(fixture *f) {
     char *err = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(f->store), wo, apply_batch_wb(f->b), &err);
+    rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(f->b), &err);
     rocksdb_writeoptions_destroy(wo);
     assert_null(err);
     apply_batch_clear(f->b);

@@ -500,7 +500,7 @@ static int owner(const fixture *f, const char *key) {
 static void write_batch(fixture *f, apply_batch *b) {
     char *err = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(f->store), wo, apply_batch_wb(b), &err);
+    rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b), &err);
     rocksdb_writeoptions_destroy(wo);
     assert_null(err);
     apply_batch_clear(b);

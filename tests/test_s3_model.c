@@ -62,7 +62,7 @@ static void apply_one(world *w, Objlog__Event *ev, Objlog__OutcomeCode want) {
     apply_set_applied(w->batch, 0, w->offset + 1);
     char *werr = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(w->store), wo, apply_batch_wb(w->batch), &werr);
+    rocksdb_write(objlog_store_db(w->store), wo, apply_batch_wb(w->batch), &werr);
     rocksdb_writeoptions_destroy(wo);
     if (werr)
         fail_msg("write: %s", werr);

@@ -89,7 +89,7 @@ static void flush(world *w) {
             apply_set_applied(w->batch, p, w->offset[p]);
     char *err = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(w->store), wo, apply_batch_wb(w->batch), &err);
+    rocksdb_write(objlog_store_db(w->store), wo, apply_batch_wb(w->batch), &err);
     rocksdb_writeoptions_destroy(wo);
     if (err)
         fail_msg("write: %s", err);

@@ -70,7 +70,7 @@ static void apply(fixture *f, Objlog__Event *ev, Objlog__OutcomeCode want, char 
     apply_set_applied(b, 0, off + 1);
     char *e = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write_writebatch_wi(objlog_store_db(f->store), wo, apply_batch_wb(b), &e);
+    rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b), &e);
     rocksdb_writeoptions_destroy(wo);
     apply_batch_destroy(b);
     assert_null(e);

@@ -20,7 +20,14 @@ struct view {
     rocksdb_readoptions_t *ro;
 };
 
+/* RocksDB counts every key comparison and block read of a thread in a
+ * thread-local perf context unless the thread opts out; nothing here
+ * reads it, and Debian's librocksdb pays a __tls_get_addr for each count.
+ * A read opts its thread out as it opens its view (one TLS write). */
+#define VIEW_PERF_DISABLE 1 /* rocksdb::PerfLevel::kDisable */
+
 view *view_open(objlog_store *store) {
+    rocksdb_set_perf_level(VIEW_PERF_DISABLE);
     view *v = calloc(1, sizeof(*v));
     if (!v)
         return NULL;
