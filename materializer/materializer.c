@@ -1,10 +1,11 @@
 /* materializer.c: the consumer thread that keeps the views equal to the
  * applied log prefix (docs/ARCHITECTURE.md, "The state machine's rules").
- * Owns the Kafka consumer (assign every partition; in cluster mode
- * subscribe, cooperative, and apply what the group assigns, assign.c;
- * auto.offset.reset=error either way), the DLQ producer and the published
- * applied offsets that waiters block on. Its lines and librdkafka's go to
- * the conf's log callback (matlog.h).
+ * Owns the Kafka consumer (made by matkafka.c; assign every partition; in
+ * cluster mode subscribe, cooperative, and apply what the group assigns,
+ * assign.c; auto.offset.reset=error either way), the DLQ producer's
+ * handle, the backlog look (catchup.h) and the published applied offsets
+ * that waiters block on. Its lines and librdkafka's go to the conf's log
+ * callback (matlog.h).
  *
  * A consumed batch is split by partition among the apply threads (lanes.h):
  * each lane applies its partitions' events in log order into its own
@@ -29,6 +30,7 @@
 #include "deadline.h"
 #include "kafkaconf.h"
 #include "matint.h"
+#include "matkafka.h"
 #include "rows.h"
 
 #include <errno.h>
@@ -45,144 +47,15 @@
 
 
 #define MAT_POLL_MS 50
-/* librdkafka statistics interval (broker RTTs for /metrics). */
-#define MAT_STATS_MS "5000"
 /* The longest a stop waits for the consumer's close (mat_close_consumer). */
 #define MAT_CLOSE_MS 1000
 /* While paused for idleness: the poll's wait (a kick ends it early). */
 #define MAT_IDLE_POLL_MS 250
 #define MAT_META_TIMEOUT_MS 10000
-#define MAT_DLQ_TIMEOUT_MS 10000
 /* ---- setup ---- */
 
 static char *mat_strdup(const char *s, const char *dflt) {
     return strdup(s && s[0] ? s : dflt);
-}
-
-static int conf_set(rd_kafka_conf_t *c, const char *k, const char *v,
-                    char *errstr, size_t es) {
-    char tmp[512];
-    if (rd_kafka_conf_set(c, k, v, tmp, sizeof(tmp)) == RD_KAFKA_CONF_OK)
-        return 0;
-    snprintf(errstr, es, "kafka config %s: %s", k, tmp);
-    return -1;
-}
-
-/* Group membership of a cluster node: cooperative-sticky moves only the
- * partitions that must move; a dead node's are reassigned within the
- * session timeout (6 s, the brokers' minimum by default); client.id carries
- * the node's URL for its peers (query/cluster/cluster.c). */
-static int mat_cluster_conf(rd_kafka_conf_t *c, const objlog_materializer_conf *conf,
-                            char *errstr, size_t es) {
-    if (conf_set(c, "partition.assignment.strategy", "cooperative-sticky", errstr, es) ||
-        conf_set(c, "session.timeout.ms", "6000", errstr, es) ||
-        conf_set(c, "heartbeat.interval.ms", "1000", errstr, es) ||
-        (conf->client_id && conf_set(c, "client.id", conf->client_id, errstr, es)))
-        return -1;
-    rd_kafka_conf_set_rebalance_cb(c, assign_rebalance_cb);
-    return 0;
-}
-
-/* librdkafka's lines of the handles made here go where the materializer's
- * go (conf log_cb), named as objlogd has always named them. */
-static void mat_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-    objlog_materializer *m = rk ? rd_kafka_opaque(rk) : NULL;
-    matlog_printf(m ? &m->log : NULL, level, "kafka", "%s: %s: %s",
-                  rk ? rd_kafka_name(rk) : "-", fac, buf);
-}
-
-/* A handle of m made from c (taken: freed on failure), with its lines
- * through mat_kafka_log and m as its callbacks' opaque. NULL with errstr
- * "<what>: why". */
-static rd_kafka_t *mat_kafka_new(objlog_materializer *m, rd_kafka_type_t type,
-                                 rd_kafka_conf_t *c, const char *what, char *errstr,
-                                 size_t es) {
-    rd_kafka_conf_set_log_cb(c, mat_kafka_log);
-    rd_kafka_conf_set_opaque(c, m);
-    char tmp[512];
-    rd_kafka_t *rk = rd_kafka_new(type, c, tmp, sizeof(tmp));
-    if (!rk) {
-        snprintf(errstr, es, "%s: %s", what, tmp);
-        rd_kafka_conf_destroy(c);
-    }
-    return rk;
-}
-
-/* A Kafka conf for brokers with the n settings kv (key, value). NULL with
- * errstr naming the refused key. */
-static rd_kafka_conf_t *mat_kafka_conf(const char *brokers, const char *const kv[][2],
-                                       size_t n, char *errstr, size_t es) {
-    rd_kafka_conf_t *c = objlog_kafka_conf_new(brokers, errstr, es);
-    for (size_t i = 0; c && i < n; i++)
-        if (conf_set(c, kv[i][0], kv[i][1], errstr, es) < 0) {
-            rd_kafka_conf_destroy(c);
-            c = NULL;
-        }
-    return c;
-}
-
-static rd_kafka_t *mat_consumer_new(objlog_materializer *m,
-                                    const objlog_materializer_conf *conf,
-                                    char *errstr, size_t es) {
-    const char *group = conf->group_id && conf->group_id[0]
-                            ? conf->group_id : "objlog-materializer";
-    /* Waiters block on the next batch: the fetch wait bounds idle apply
-     * latency where the broker does not answer early (objlogd.c). */
-    char fetch_wait[16];
-    snprintf(fetch_wait, sizeof(fetch_wait), "%d",
-             conf->fetch_wait_max_ms > 0 ? conf->fetch_wait_max_ms : 100);
-    const char *const kv[][2] = {
-        {"group.id", group},
-        {"enable.auto.commit", "false"},
-        {"enable.auto.offset.store", "false"},
-        {"auto.offset.reset", "error"},
-        {"enable.partition.eof", "false"},
-        {"fetch.wait.max.ms", fetch_wait},
-        /* A fetch request must go out the moment apply wants more. */
-        {"socket.nagle.disable", "true"},
-        /* librdkafka's backoff grows to 10 s over an outage; applying
-         * should resume within a second of the brokers' return. */
-        {"reconnect.backoff.max.ms", "1000"},
-        {"statistics.interval.ms", MAT_STATS_MS},
-        /* librdkafka prefetches up to 64 MB while the view trails the log;
-         * 16 MB keeps ~50,000 events ahead of apply (batches are 1,000)
-         * and bounds the view's memory. */
-        {"queued.max.messages.kbytes", "16384"},
-    };
-    rd_kafka_conf_t *c = mat_kafka_conf(conf->brokers, kv, sizeof(kv) / sizeof(kv[0]), errstr, es);
-    if (c && conf->cluster && mat_cluster_conf(c, conf, errstr, es) < 0) {
-        rd_kafka_conf_destroy(c);
-        c = NULL;
-    }
-    if (!c)
-        return NULL;
-    rd_kafka_conf_set_stats_cb(c, brokerrtt_stats_cb);
-    rd_kafka_t *rk = mat_kafka_new(m, RD_KAFKA_CONSUMER, c, "kafka consumer", errstr, es);
-    if (rk)
-        rd_kafka_poll_set_consumer(rk);
-    return rk;
-}
-
-/* Delivery report: a DLQ message counts only once the broker acked it.
- * Messages carry their attempt number, so a late report of an abandoned
- * attempt cannot be mistaken for the current one. */
-static void mat_dlq_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-    (void)rk;
-    objlog_materializer *mat = opaque;
-    if (!m->err)
-        atomic_store(&mat->dlq_acked, (uint64_t)(uintptr_t)m->_private);
-}
-
-static rd_kafka_t *mat_dlq_new(objlog_materializer *m,
-                               const objlog_materializer_conf *conf,
-                               char *errstr, size_t es) {
-    static const char *const kv[][2] = {
-        {"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "0"}};
-    rd_kafka_conf_t *c = mat_kafka_conf(conf->brokers, kv, sizeof(kv) / sizeof(kv[0]), errstr, es);
-    if (!c)
-        return NULL;
-    rd_kafka_conf_set_dr_msg_cb(c, mat_dlq_dr);
-    return mat_kafka_new(m, RD_KAFKA_PRODUCER, c, "kafka DLQ producer", errstr, es);
 }
 
 static int64_t mat_mono_ms(void) {
@@ -408,7 +281,10 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->next = calloc(np, sizeof(*m->next));
     m->batch_next = calloc(np, sizeof(*m->batch_next));
     m->perr = calloc(np, sizeof(*m->perr));
-    m->msgs = calloc((size_t)m->batch_max, sizeof(*m->msgs));
+    m->batch_cap = m->batch_max > CATCHUP_BULK_BATCH ? m->batch_max : CATCHUP_BULK_BATCH;
+    m->batch_cur = m->batch_max;
+    catchup_init(&m->catchup, mat_mono_ms());
+    m->msgs = calloc((size_t)m->batch_cap, sizeof(*m->msgs));
     m->applied_ts = calloc(np, sizeof(*m->applied_ts));
     m->fetched_ts = calloc(np, sizeof(*m->fetched_ts));
     m->pending_ts = calloc(np, sizeof(*m->pending_ts));
@@ -417,7 +293,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->held = calloc(np, sizeof(*m->held));
     m->hold_want = calloc(np, sizeof(*m->hold_want));
     m->lanes = lanes_new(lanes_pick(conf->apply_threads, sysconf(_SC_NPROCESSORS_ONLN), m->nparts),
-                         m->batch_max, store, m->rm, mat_lane_apply, m);
+                         m->batch_cap, store, m->rm, mat_lane_apply, m);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
         !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
         !m->held || !m->hold_want || !m->lanes || !m->stall) {
@@ -550,7 +426,7 @@ static int mat_take(objlog_materializer *m, rd_kafka_message_t *msg, int standby
  * little, the rest take only what is already fetched. */
 static int mat_gather_one(objlog_materializer *m) {
     int n = 0;
-    while (n < m->batch_max) {
+    while (n < m->batch_cur) {
         rd_kafka_message_t *msg =
             rd_kafka_consumer_poll(m->consumer, n > 0 ? 0
                                                 : atomic_load(&m->paused) ? MAT_IDLE_POLL_MS
@@ -581,12 +457,12 @@ static void mat_wait_wake(objlog_materializer *m, int ms) {
 static int mat_gather_two(objlog_materializer *m) {
     int n = 0;
     for (int waited = 0;; waited = 1) {
-        for (int got = 1; got && n < m->batch_max;) {
+        for (int got = 1; got && n < m->batch_cur;) {
             rd_kafka_message_t *a = rd_kafka_consumer_poll(m->consumer, 0);
             if (a)
                 mat_take(m, a, 0, &n);
             rd_kafka_message_t *b =
-                n < m->batch_max ? rd_kafka_consumer_poll(m->standby_rk, 0) : NULL;
+                n < m->batch_cur ? rd_kafka_consumer_poll(m->standby_rk, 0) : NULL;
             if (b)
                 mat_take(m, b, 1, &n);
             got = a || b;
@@ -598,55 +474,47 @@ static int mat_gather_two(objlog_materializer *m) {
 }
 
 static int mat_gather(objlog_materializer *m) {
+    m->batch_cur = catchup_batch(&m->catchup, m->batch_max);
     return m->standby_rk ? mat_gather_two(m) : mat_gather_one(m);
 }
 
-static void hdr_add_i64(rd_kafka_headers_t *h, const char *name, int64_t v) {
-    char buf[32];
-    int n = snprintf(buf, sizeof(buf), "%" PRId64, v);
-    rd_kafka_header_add(h, name, -1, buf, n);
-}
-
-/* Sends msg to the DLQ and waits for the ack; retries while running.
- * 0 acked, -1 shutting down before it was acked. m->dlq_mu held. */
-static int mat_dlq_send_locked(objlog_materializer *m, const rd_kafka_message_t *msg,
-                               const char *why) {
-    while (atomic_load(&m->running)) {
-        uint64_t attempt = ++m->dlq_attempt;
-        rd_kafka_headers_t *h = rd_kafka_headers_new(3);
-        hdr_add_i64(h, "objlog.partition", msg->partition);
-        hdr_add_i64(h, "objlog.offset", msg->offset);
-        rd_kafka_header_add(h, "objlog.error", -1, why, -1);
-        rd_kafka_resp_err_t err = rd_kafka_producev(
-            m->dlq, RD_KAFKA_V_TOPIC(m->dlq_topic),
-            RD_KAFKA_V_KEY(msg->key, msg->key_len),
-            RD_KAFKA_V_VALUE(msg->payload, msg->len),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
-            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)attempt), RD_KAFKA_V_END);
-        if (err) {
-            rd_kafka_headers_destroy(h); /* not taken over on failure */
-        } else {
-            rd_kafka_flush(m->dlq, MAT_DLQ_TIMEOUT_MS);
-            if (atomic_load(&m->dlq_acked) == attempt)
-                return 0;
-            err = RD_KAFKA_RESP_ERR__MSG_TIMED_OUT;
-        }
-        matlog_printf(&m->log, MATLOG_WARNING, "materializer", "DLQ %s: %s; retrying", m->dlq_topic,
-                      rd_kafka_err2str(err));
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+/* Events in the log past what is applied, over the partitions running
+ * here, from the high watermarks the consumers last saw (cached by
+ * librdkafka from fetch responses: no broker call). */
+static int64_t mat_backlog(objlog_materializer *m) {
+    int64_t sum = 0;
+    for (int p = 0; p < m->nparts; p++) {
+        rd_kafka_t *rk = atomic_load(&m->owned[p])                     ? m->consumer
+                         : m->standby && atomic_load(&m->standby[p]) ? m->standby_rk
+                                                                     : NULL;
+        int64_t lo, hi;
+        if (!rk || !mat_runs(m, p) ||
+            rd_kafka_get_watermark_offsets(rk, m->topic, p, &lo, &hi) != 0 || hi < 0)
+            continue;
+        pthread_mutex_lock(&m->mu);
+        int64_t next = m->next[p];
+        pthread_mutex_unlock(&m->mu);
+        sum += hi > next ? hi - next : 0;
     }
-    return -1;
+    return sum;
 }
 
-/* Lanes send one message at a time: the attempt numbers and their acks
- * (mat_dlq_dr) belong to one flush. */
-static int mat_dlq_send(objlog_materializer *m, const rd_kafka_message_t *msg,
-                        const char *why) {
-    pthread_mutex_lock(&m->dlq_mu);
-    int rc = mat_dlq_send_locked(m, msg, why);
-    pthread_mutex_unlock(&m->dlq_mu);
-    return rc;
+/* After a batch, and every CATCHUP_LOOK_MS when idle: the backlog, its
+ * rate, the figures /metrics shows. */
+#define CATCHUP_LOOK_MS 250
+static void mat_catchup(objlog_materializer *m, int64_t now, int applied) {
+    if (!applied && now - m->catchup_at_ms < CATCHUP_LOOK_MS)
+        return;
+    m->catchup_at_ms = now;
+    pthread_mutex_lock(&m->mu);
+    uint64_t total = m->events_applied;
+    pthread_mutex_unlock(&m->mu);
+    catchup_note(&m->catchup, &m->log, now, total, mat_backlog(m));
+    catchup_figures f;
+    catchup_figures_get(&m->catchup, &f);
+    pthread_mutex_lock(&m->mu);
+    m->cfig = f;
+    pthread_mutex_unlock(&m->mu);
 }
 
 /* Stages one message into its lane's batch. 0, or -1 if the lane's batch
@@ -981,8 +849,10 @@ static void *mat_run(void *arg) {
         }
         int n = mat_gather(m);
         int64_t now = mat_mono_ms();
-        if (n > 0) {
+        if (n > 0)
             mat_process(m, n);
+        mat_catchup(m, now, n > 0);
+        if (n > 0) {
             quiet_since = now;
             continue;
         }
@@ -1104,6 +974,15 @@ int objlog_materializer_set_standbys(objlog_materializer *m, const uint8_t *want
     if (changed)
         objlog_materializer_kick(m); /* an idle thread takes it now */
     return 0;
+}
+
+void objlog_materializer_catchup(objlog_materializer *m, int64_t *backlog,
+                                 double *events_per_s, double *eta_s) {
+    pthread_mutex_lock(&m->mu);
+    *backlog = m->cfig.backlog;
+    *events_per_s = m->cfig.rate;
+    *eta_s = m->cfig.eta_s;
+    pthread_mutex_unlock(&m->mu);
 }
 
 int objlog_materializer_apply_threads(const objlog_materializer *m) {

@@ -461,6 +461,13 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                                              size_t errstr_size);
 /* The apply threads it runs (conf apply_threads as resolved). */
 int objlog_materializer_apply_threads(const objlog_materializer *m);
+/* How far behind the log it is: events in the log past the applied
+ * offsets of the partitions it runs (from the consumers' last fetches),
+ * its apply rate over the last seconds, and the seconds left at that rate
+ * (0 caught up, -1 unknown). A view that far behind applies in larger
+ * batches and says so on its log. */
+void objlog_materializer_catchup(objlog_materializer *m, int64_t *backlog,
+                                 double *events_per_s, double *eta_s);
 /* Starts the consumer thread. */
 int objlog_materializer_start(objlog_materializer *m, char *errstr,
                               size_t errstr_size);

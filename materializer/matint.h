@@ -12,6 +12,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "batch.h"
+#include "catchup.h"
 #include "janitor.h"
 #include "lanes.h"
 #include "materializer.h"
@@ -25,6 +26,8 @@ struct objlog_materializer {
     char *topic;
     char *dlq_topic;
     int batch_max;
+    int batch_cap;        /* room in msgs: batch_max or a bulk batch */
+    int batch_cur;        /* this gather's limit (catchup_batch) */
     int apply_delay_ms;
     int stats_view;       /* 0 only in benches (conf test_no_stats) */
     rd_kafka_t *consumer;
@@ -102,6 +105,9 @@ struct objlog_materializer {
     int64_t *batch_ts;    /* log time of the batch's last event per partition */
     uint64_t batch_outcomes[MAT_OUTCOMES];
     lanes *lanes;         /* the apply threads */
+    catchup catchup;      /* the backlog and its rate (consumer thread) */
+    int64_t catchup_at_ms; /* last backlog look */
+    catchup_figures cfig; /* ... published under mu */
     rd_kafka_message_t **msgs;
     janitor *janitor;     /* compacts away tombstones of mass deletes */
     stall *stall;         /* the store's failed writes and their retries */

@@ -18,6 +18,7 @@
 #include "server.h"
 #include "watermark.h"
 #include "workers.h"
+#include "write.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -411,6 +412,32 @@ static void metrics_latency(FILE *f, objlog_query *q) {
             metrics_histogram(f, q, ep, m);
 }
 
+/* Where an ack=applied write's time goes (write.h, gateway stages). */
+static void metrics_write_stages(FILE *f, objlog_query *q) {
+    metrics_family(f, "objlog_write_stage_seconds", "histogram",
+                   "ack=applied writes answered from their outcome, by stage: log (request "
+                   "to the log's ack), apply (ack to outcome applied), answer (outcome to "
+                   "answer written).");
+    for (int st = 0; q->gw && st < GATEWAY_STAGES; st++) {
+        gateway_stage_hist h;
+        gateway_stage_get(q->gw, st, &h);
+        uint64_t cum = 0;
+        for (int b = 0; b <= HTTP_HIST_BUCKETS; b++) {
+            cum += h.count[b];
+            if (b < HTTP_HIST_BUCKETS)
+                fprintf(f, "objlog_write_stage_seconds_bucket{stage=\"%s\",le=\"%g\"} %llu\n",
+                        gateway_stage_name(st), http_hist_bounds[b], (unsigned long long)cum);
+            else
+                fprintf(f, "objlog_write_stage_seconds_bucket{stage=\"%s\",le=\"+Inf\"} %llu\n",
+                        gateway_stage_name(st), (unsigned long long)cum);
+        }
+        fprintf(f, "objlog_write_stage_seconds_sum{stage=\"%s\"} %.9f\n",
+                gateway_stage_name(st), (double)h.sum_ns / 1e9);
+        fprintf(f, "objlog_write_stage_seconds_count{stage=\"%s\"} %llu\n",
+                gateway_stage_name(st), (unsigned long long)cum);
+    }
+}
+
 /* ------------------------------------------------- process and store */
 
 /* /proc/self/stat field 22 (start time in clock ticks after boot) plus the
@@ -531,6 +558,20 @@ static void metrics_durability(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_apply_threads", "gauge",
                    "Threads applying partitions, each owning a fixed set (--apply-threads).");
     fprintf(f, "objlog_apply_threads %d\n", objlog_materializer_apply_threads(q->m));
+    int64_t backlog;
+    double rate, eta;
+    objlog_materializer_catchup(q->m, &backlog, &rate, &eta);
+    metrics_family(f, "objlog_apply_backlog_events", "gauge",
+                   "Events in the log past the applied offsets of the partitions applied "
+                   "here (from the consumers' last fetches).");
+    fprintf(f, "objlog_apply_backlog_events %lld\n", (long long)backlog);
+    metrics_family(f, "objlog_apply_events_per_second", "gauge",
+                   "Events applied per second over the last 2 s.");
+    fprintf(f, "objlog_apply_events_per_second %.1f\n", rate);
+    metrics_family(f, "objlog_apply_eta_seconds", "gauge",
+                   "Seconds until the backlog is applied at that rate (0: caught up, "
+                   "-1: unknown).");
+    fprintf(f, "objlog_apply_eta_seconds %.1f\n", eta);
 }
 
 /* RocksDB's own figures per column family (integer properties). */
@@ -594,6 +635,7 @@ void metrics_get(http_ctx *c) {
     metrics_checkpoints(f, c->q);
     admit_metrics(f, c->q->admit);
     metrics_latency(f, c->q);
+    metrics_write_stages(f, c->q);
     metrics_rocksdb(f, c->q);
     if (c->q->cluster)
         cluster_metrics(f, c->q->cluster);

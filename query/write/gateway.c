@@ -67,6 +67,10 @@ enum gw_state {
 
 struct gateway {
     objlog_query *q;
+    /* Stage histograms (write.h): written by worker threads, read by
+     * /metrics; relaxed atomics, as the server's request counters. */
+    atomic_uint_fast64_t stage_hist[GATEWAY_STAGES][HTTP_HIST_BUCKETS + 1];
+    atomic_uint_fast64_t stage_ns[GATEWAY_STAGES];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     gw_req *head, *tail;         /* waiting for their outcome */
@@ -88,6 +92,7 @@ struct gw_req {
     int ack_logged;
     int timeout_ms;
     struct timespec start;
+    int64_t logged_ns, applied_ns; /* CLOCK_MONOTONIC: the log's ack, the outcome */
     objlog_write_result res;
     int wait_rc;                 /* 0 applied, 1 timeout, -1 stopped */
     Objlog__Outcome *outcome;    /* when applied and stored */
@@ -101,6 +106,45 @@ struct gw_req {
     char err[256];
     gw_req *next;
 };
+
+/* ---------------------------------------------------------------- stages */
+
+static int64_t gw_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void gw_stage_add(gateway *g, int stage, int64_t ns) {
+    if (ns < 0)
+        ns = 0;
+    int b = 0;
+    while (b < HTTP_HIST_BUCKETS && (double)ns / 1e9 > http_hist_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&g->stage_hist[stage][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->stage_ns[stage], (uint64_t)ns, memory_order_relaxed);
+}
+
+/* An ack=applied write answered from its applied outcome, now. */
+static void gw_stages_note(gw_req *r) {
+    int64_t start = (int64_t)r->start.tv_sec * 1000000000LL + r->start.tv_nsec;
+    if (!r->logged_ns || !r->applied_ns)
+        return;
+    gw_stage_add(r->g, GATEWAY_STAGE_LOG, r->logged_ns - start);
+    gw_stage_add(r->g, GATEWAY_STAGE_APPLY, r->applied_ns - r->logged_ns);
+    gw_stage_add(r->g, GATEWAY_STAGE_ANSWER, gw_now_ns() - r->applied_ns);
+}
+
+const char *gateway_stage_name(int stage) {
+    static const char *const names[GATEWAY_STAGES] = {"log", "apply", "answer"};
+    return stage >= 0 && stage < GATEWAY_STAGES ? names[stage] : "?";
+}
+
+void gateway_stage_get(gateway *g, int stage, gateway_stage_hist *out) {
+    for (int b = 0; b <= HTTP_HIST_BUCKETS; b++)
+        out->count[b] = atomic_load_explicit(&g->stage_hist[stage][b], memory_order_relaxed);
+    out->sum_ns = atomic_load_explicit(&g->stage_ns[stage], memory_order_relaxed);
+}
 
 /* ----------------------------------------------------------------- reply */
 
@@ -307,6 +351,8 @@ static void gw_done_cb(evutil_socket_t fd, short what, void *arg) {
                            r->err[0] ? r->err : "no outcome stored", NULL);
         else
             gw_reply_outcome(r);
+        if (!r->ack_logged && r->wait_rc == 0 && r->outcome)
+            gw_stages_note(r);
         break;
     }
     gw_req_free(r);
@@ -344,6 +390,7 @@ static void gw_await(gw_req *r) {
         return;
     r->wait_rc = objlog_materializer_wait_applied(q->m, r->res.partition,
                                                   r->res.offset, gw_remaining_ms(r));
+    r->applied_ns = gw_now_ns();
     if (r->wait_rc == 0 &&
         objlog_store_get_outcome(q->store, r->res.partition, r->res.offset,
                                  &r->outcome, r->err, sizeof(r->err)) != 1)
@@ -380,6 +427,7 @@ static void gw_on_logged(const objlog_write_result *res, void *opaque) {
         return;
     }
     r->res = *res;
+    r->logged_ns = gw_now_ns();
     if (res->status != OBJLOG_STATUS_LOGGED || r->ack_logged) {
         gw_hand_over(r, GW_PENDING);
         return;

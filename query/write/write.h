@@ -96,6 +96,22 @@ typedef struct gateway_delete_item {
 int gateway_delete_versions(http_ctx *c, const char *bucket, const gateway_delete_item *items,
                             size_t n, gateway_sink *sink, void *arg);
 
+/* Where an ack=applied write's time goes, stage by stage, over the writes
+ * answered 200 from an applied outcome: log (the request to the log's
+ * acknowledgement: the producer's linger and the brokers' round trip),
+ * apply (that acknowledgement to the outcome applied here: the
+ * consumer's fetch, the batch, the apply, a waiter thread's wake-up) and
+ * answer (the outcome to the answer written: the worker's wake-up and the
+ * HTTP write). Buckets as http_hist_bounds, per bucket (not cumulative);
+ * slot HTTP_HIST_BUCKETS is +Inf. */
+enum { GATEWAY_STAGE_LOG, GATEWAY_STAGE_APPLY, GATEWAY_STAGE_ANSWER, GATEWAY_STAGES };
+typedef struct gateway_stage_hist {
+    uint64_t count[HTTP_HIST_BUCKETS + 1];
+    uint64_t sum_ns;
+} gateway_stage_hist;
+const char *gateway_stage_name(int stage);
+void gateway_stage_get(gateway *g, int stage, gateway_stage_hist *out);
+
 /* A prepared event (SetLifecycle: lcapi.c, s3lc.c) through the same
  * request path as every write: ack=, timeout_ms=, request id, the answer. */
 void gateway_write_event(http_ctx *c, Objlog__Event *ev);
