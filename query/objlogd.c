@@ -45,7 +45,7 @@ typedef struct objlogd_conf {
     char host[64];
     int port;
     int threads;
-    int fetch_wait_ms;           /* -1: 2 embedded, 100 with --brokers */
+    int fetch_wait_ms;           /* -1: 1 embedded, 100 with --brokers */
     int ready_max_lag;           /* /readyz: max lag in messages */
     int test_apply_delay_ms;     /* test only: sleep per applied batch */
     int lifecycle_interval_ms;   /* lifecycle worker period; 0 off */
@@ -683,7 +683,7 @@ static int read_token_secret(const char *path, uint8_t key[OBJLOG_TOKEN_SECRET_L
 static int fetch_wait_ms(const objlogd_conf *c) {
     if (c->fetch_wait_ms > 0)
         return c->fetch_wait_ms;
-    return c->brokers ? 100 : 2;
+    return c->brokers ? 100 : 1;
 }
 
 /* Until SIGTERM or SIGINT; each SIGHUP reads the credentials files of q
