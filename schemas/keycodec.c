@@ -17,7 +17,7 @@ void keybuf_free(keybuf *kb) {
 
 void keybuf_reset(keybuf *kb) { kb->len = 0; }
 
-static int keybuf_reserve(keybuf *kb, size_t extra) {
+int keybuf_reserve(keybuf *kb, size_t extra) {
     if (kb->len + extra <= kb->cap)
         return 0;
     size_t cap = kb->cap ? kb->cap : 64;

@@ -39,6 +39,8 @@ void keybuf_init(keybuf *kb);
 void keybuf_free(keybuf *kb);
 void keybuf_reset(keybuf *kb);
 int keybuf_append(keybuf *kb, const void *p, size_t n); /* 0 or -1 (ENOMEM) */
+/* Room for extra more bytes after len (data may move). 0 or -1 (ENOMEM). */
+int keybuf_reserve(keybuf *kb, size_t extra);
 
 uint16_t keycodec_bucket_hash(const char *bucket, size_t n);
 

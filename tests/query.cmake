@@ -34,6 +34,9 @@ add_dependencies(test_conn objlogd)
 # every ambiguous or malformed body length answered 400 and closed, one
 # rule per row, over raw loopback sockets against `objlogd --embedded`;
 # and query/framing.c alone, each row split at every byte.
+# The JSON writer of the hot answers against jansson, byte for byte.
+objlog_add_test(test_jsonw SOURCES test_jsonw.c TIMEOUT 60
+  LIBS objlog_query PkgConfig::JANSSON)
 objlog_add_test(test_framing SOURCES test_framing.c TIMEOUT 120
   LIBS objlog_query objlog_testkit)
 add_dependencies(test_framing objlogd)

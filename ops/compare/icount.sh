@@ -5,6 +5,9 @@
 #
 #   ops/compare/icount.sh [--requests N]       (default 2000)
 #
+# Rows: GET eventual and strong, PUT ack=logged and ack=applied, LIST of a
+# 100-key page eventual and strong (also per listed entry), the ceiling's
+# constant GET.
 # Runs objlogd --embedded (one HTTP worker, 2 partitions) and the ceiling
 # under valgrind --tool=callgrind with instrumentation off until the
 # measured window; a client outside valgrind (curl, one keep-alive
@@ -55,7 +58,7 @@ urls() {
   done
 }
 
-measure() { # label urlfile warmfile
+measure() { # label urlfile warmfile [entries per request]
   curl -s -K "$3"
   callgrind_control -z "$pid" >/dev/null 2>&1
   callgrind_control -i on "$pid" >/dev/null 2>&1
@@ -65,7 +68,17 @@ measure() { # label urlfile warmfile
   local f total
   f=$(ls -t "$tmp"/*."$pid".* | head -1)
   total=$(sed -n 's/^totals: //p' "$f")
-  printf '%-28s %10d instructions/request\n' "$1" $((total / n))
+  # OBJLOG_ICOUNT_KEEP=DIR keeps each row's profile for callgrind_annotate
+  if [ -n "${OBJLOG_ICOUNT_KEEP:-}" ]; then
+    mkdir -p "$OBJLOG_ICOUNT_KEEP"
+    cp "$f" "$OBJLOG_ICOUNT_KEEP/$(printf '%s' "$1" | tr -c 'A-Za-z0-9=\n' '_').callgrind"
+  fi
+  if [ -n "${4:-}" ]; then
+    printf '%-28s %10d instructions/request %8d per entry\n' "$1" $((total / n)) \
+      $((total / n / $4))
+  else
+    printf '%-28s %10d instructions/request\n' "$1" $((total / n))
+  fi
 }
 
 start objlogd "$build/query/objlogd" --embedded --listen 127.0.0.1:0 --data "$tmp/data" \
@@ -79,11 +92,24 @@ urls "$tmp/ev" "$u/v1/buckets/bench/objects/k1?consistency=eventual"
 urls "$tmp/st" "$u/v1/buckets/bench/objects/k1"
 urls "$tmp/pl" "$u/v1/buckets/bench/objects/l" PUT "?ack=logged"
 urls "$tmp/pa" "$u/v1/buckets/bench/objects/a" PUT ""
+# LIST: a bucket of 100 keys like the side-by-side's (k00000..), a page of all 100
+curl -sf -XPUT "$u/v1/buckets/lbench" >/dev/null
+for i in $(seq 0 99); do
+  printf 'url = "%s/v1/buckets/lbench/objects/k%05d"\nrequest = "PUT"\n' "$u" "$i"
+  printf 'data = "{\\"size\\":1024,\\"etag\\":\\"0123456789abcdef0123456789abcdef\\",'
+  printf '\\"content_type\\":\\"application/octet-stream\\"}"\noutput = "/dev/null"\n'
+  [ "$i" -lt 99 ] && printf 'next\n'
+done >"$tmp/lput"
+curl -s -K "$tmp/lput"
+urls "$tmp/ls" "$u/v1/buckets/lbench/objects?max_keys=100&consistency=eventual"
+urls "$tmp/lss" "$u/v1/buckets/lbench/objects?max_keys=100"
 echo "objlogd --embedded, one worker, $n requests each (callgrind, all threads):"
 measure "GET eventual" "$tmp/ev" "$tmp/warm"
 measure "GET strong" "$tmp/st" "$tmp/warm"
 measure "PUT ack=logged" "$tmp/pl" "$tmp/warm"
 measure "PUT ack=applied" "$tmp/pa" "$tmp/warm"
+measure "LIST 100 eventual" "$tmp/ls" "$tmp/ls" 100
+measure "LIST 100 strong" "$tmp/lss" "$tmp/ls" 100
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 
 start ceiling "$build/ops/compare/objlog-ceiling" --listen 127.0.0.1:0 --threads 1

@@ -88,6 +88,8 @@ typedef struct view_version {
     const char *storage_class;   /* into record; "STANDARD" when unset */
     int64_t last_modified_ms;    /* Kafka timestamp of the event */
     Objlog__VersionRecord *record; /* owned: meta, user metadata ... */
+    int in_page;                 /* key and record belong to a listing
+                                    page's arena (freed with the page) */
 } view_version;
 
 /* GET/HEAD. version_id NULL: the latest version of the key:
@@ -134,6 +136,7 @@ typedef struct view_list {
     int is_truncated;
     view_pos_kind next_kind;     /* when truncated: the last item returned */
     view_bytes next;
+    struct page_arena *arena;    /* the objects' keys and records */
 } view_list;
 
 /* VIEW_OK, VIEW_NO_SUCH_BUCKET, VIEW_INVALID_ARGUMENT (max_keys out of
@@ -174,6 +177,7 @@ typedef struct view_versions {
      * key_marker alone). */
     view_bytes next_key_marker;
     char next_version_id_marker[VIEW_ID_LEN];
+    struct page_arena *arena;    /* the versions' keys and records */
 } view_versions;
 
 view_rc view_list_versions(view *v, const char *bucket,
@@ -391,9 +395,12 @@ void view_usage_page_free(view_usage_page *page);
 const rocksdb_snapshot_t *view_snapshot(const view *v);
 objlog_store *view_store(const view *v);
 /* Fills out from a stored VersionRecord value (key: the object key);
- * -1 if corrupt or out of memory. */
+ * -1 if corrupt or out of memory. page: NULL, or a listing page's arena
+ * the key and record are made in (out->in_page). */
 int view_version_fill(view_version *out, const uint8_t *key, size_t kn,
                       const char *val, size_t vlen);
+int view_version_fill_in(view_version *out, const uint8_t *key, size_t kn, const char *val,
+                         size_t vlen, struct page_arena *page);
 
 /* ------------------------------------------ attribute indexes (viewix.c)
  *

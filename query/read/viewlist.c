@@ -22,6 +22,9 @@
 #define _GNU_SOURCE
 #include "viewint.h"
 
+#include "listentry.h"
+#include "pagearena.h"
+
 /* ---------------------------------------------------------- prefix ranges */
 
 /* The prefix's range [lo, hi) in bucket b. -1 when out of memory. */
@@ -68,6 +71,7 @@ typedef struct scan {
     keybuf bucket_buf, key;      /* the current row's decoded parts */
     view_iter vi;
     int max, count, truncated;
+    page_arena *page;            /* the page's arena (its versions' memory) */
     char *errstr;
     size_t es;
 } scan;
@@ -205,7 +209,7 @@ static view_version *scan_push_version(scan *s, view_version **arr, size_t *n) {
     size_t vl;
     view_version *o = array_push(arr, n, sizeof(*o));
     const char *val = rocksdb_iter_value(s->vi.it, &vl);
-    if (!o || view_version_fill(o, s->key.data, s->key.len, val, vl) < 0) {
+    if (!o || list_entry_fill(o, s->key.data, s->key.len, val, vl, s->page) < 0) {
         if (o)
             (*n)--;
         snprintf(s->errstr, s->es, "corrupt version record or out of memory");
@@ -237,6 +241,7 @@ void view_list_free(view_list *l) {
     free(l->objects);
     free(l->prefixes);
     free(l->next.data);
+    page_arena_free(l->arena);
     memset(l, 0, sizeof(*l));
 }
 
@@ -310,6 +315,10 @@ view_rc view_list_objects(view *v, const char *bucket, const view_list_req *req,
     out->next_kind = VIEW_POS_NONE;
     if (rc != VIEW_OK)
         return rc;
+    if (!(s.page = out->arena = page_arena_new())) {
+        scan_free(&s);
+        return view_oom(errstr, es);
+    }
     int skip_equal = 0;
     if ((req->start_after_len &&
          list_start_after(&s, VIEW_POS_KEY, req->start_after, req->start_after_len,
@@ -337,6 +346,7 @@ void view_versions_free(view_versions *l) {
     free(l->versions);
     free(l->prefixes);
     free(l->next_key_marker.data);
+    page_arena_free(l->arena);
     memset(l, 0, sizeof(*l));
 }
 
@@ -465,6 +475,10 @@ view_rc view_list_versions(view *v, const char *bucket,
                            errstr, es);
     if (rc != VIEW_OK)
         return rc;
+    if (!(s.page = out->arena = page_arena_new())) {
+        scan_free(&s);
+        return view_oom(errstr, es);
+    }
     int skip_equal = 0;
     int st = versions_start(&s, req, &skip_equal);
     if (st <= 0) {

@@ -34,44 +34,82 @@ void jsonw_begin(jsonw *w) {
     jsonw_raw(w, "{", 1);
 }
 
+/* One escape (at most 6 bytes) at out; returns its length. */
+static size_t jsonw_escape(unsigned char ch, char *out) {
+    static const char hex[] = "0123456789ABCDEF"; /* as jansson writes it */
+    out[0] = '\\';
+    switch (ch) {
+    case '"': case '\\': out[1] = (char)ch; return 2;
+    case '\n': out[1] = 'n'; return 2;
+    case '\r': out[1] = 'r'; return 2;
+    case '\t': out[1] = 't'; return 2;
+    case '\b': out[1] = 'b'; return 2;
+    case '\f': out[1] = 'f'; return 2;
+    default:
+        memcpy(out + 1, "u00", 3);
+        out[4] = hex[ch >> 4];
+        out[5] = hex[ch & 15];
+        return 6;
+    }
+}
+
+/* Room for the worst case (every byte escaped) first, then the bytes
+ * straight into the buffer: one reserve a string, not one append a run
+ * (a LIST entry has six strings). */
 static void jsonw_string(jsonw *w, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    jsonw_raw(w, "\"", 1);
-    size_t run = 0;
+    if (w->failed || n > (SIZE_MAX - 2) / 6 || keybuf_reserve(&w->buf, 2 + 6 * n) < 0) {
+        w->failed = 1;
+        return;
+    }
+    char *out = (char *)w->buf.data + w->buf.len, *p = out;
+    *p++ = '"';
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (ch >= 0x20 && ch != '"' && ch != '\\')
-            continue;
-        jsonw_raw(w, s + run, i - run);
-        run = i + 1;
-        char esc[6] = {'\\', (char)ch, 0, 0, 0, 0};
-        size_t en = 2;
-        switch (ch) {
-        case '"': case '\\': break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[ch >> 4];
-            esc[5] = hex[ch & 15];
-            en = 6;
-        }
-        jsonw_raw(w, esc, en);
+            *p++ = (char)ch;
+        else
+            p += jsonw_escape(ch, p);
     }
-    jsonw_raw(w, s + run, n - run);
-    jsonw_raw(w, "\"", 1);
+    *p++ = '"';
+    w->buf.len += (size_t)(p - out);
 }
 
-/* A member's key, or (key NULL) the separator before an array element. */
+/* 1 when s[0..n) needs no escape in a JSON string. */
+static int jsonw_plain(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == '"' || ch == '\\')
+            return 0;
+    }
+    return 1;
+}
+
+/* A member's key, or (key NULL) the separator before an array element.
+ * A short key that needs no escape (the API's own member names always)
+ * goes out with its separator in one append; user metadata names and
+ * tag keys are keys too, so anything else takes the escaping path. */
 static void jsonw_key(jsonw *w, const char *key) {
-    jsonw_sep(w);
-    if (!key)
+    if (!key) {
+        jsonw_sep(w);
         return;
-    jsonw_string(w, key, strlen(key));
-    jsonw_raw(w, ":", 1);
+    }
+    char buf[80];
+    size_t kn = strlen(key), n = 0;
+    if (kn + 4 > sizeof(buf) || !jsonw_plain(key, kn)) {
+        jsonw_sep(w);
+        jsonw_string(w, key, kn);
+        jsonw_raw(w, ":", 1);
+        return;
+    }
+    if (w->need_comma)
+        buf[n++] = ',';
+    w->need_comma = 0;
+    buf[n++] = '"';
+    memcpy(buf + n, key, kn);
+    n += kn;
+    buf[n++] = '"';
+    buf[n++] = ':';
+    jsonw_raw(w, buf, n);
 }
 
 void jsonw_strn(jsonw *w, const char *key, const char *s, size_t n) {
