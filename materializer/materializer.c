@@ -767,22 +767,13 @@ int objlog_materializer_idle(objlog_materializer *m) { return atomic_load(&m->pa
 
 /* ---- a stalled store ---- */
 
-/* An empty write: RocksDB answers it with its background error while it
- * stops writes (its own recovery from a full disk clears that error once
- * there is space again: its SstFileManager looks every 5 s, flushes and
- * resumes); otherwise it costs one empty WAL record. */
+/* RocksDB answers an empty write with its background error while it stops
+ * writes (its own recovery from a full disk clears that error once there
+ * is space again: its SstFileManager looks every 5 s, flushes and
+ * resumes); with the WAL off the store also refuses writes from a failed
+ * flush until one succeeds (objlog_store_probe). */
 static int mat_store_probe(objlog_materializer *m, char *errstr, size_t es) {
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    char *err = NULL;
-    rocksdb_write(objlog_store_db(m->store), wo, wb, &err);
-    rocksdb_writeoptions_destroy(wo);
-    rocksdb_writebatch_destroy(wb);
-    if (!err)
-        return 0;
-    snprintf(errstr, es, "%s", err);
-    rocksdb_free(err);
-    return -1;
+    return objlog_store_probe(m->store, errstr, es);
 }
 
 /* A message taken while stalled is dropped and its partition paused:

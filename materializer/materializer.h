@@ -237,8 +237,13 @@ int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *err
                             size_t errstr_size);
 /* Flushes every column family's memtables in one atomic flush and waits
  * for it: what was written before is on disk, offsets with their effects.
- * 0, or -1 (errstr). Any thread. */
+ * 0, or -1 (errstr). Any thread. With the WAL off a failed flush refuses
+ * view writes (objlog_store_write_view, objlog_store_probe) until a flush
+ * succeeds: the flusher retries every second. */
 int objlog_store_flush(objlog_store *s, char *errstr, size_t errstr_size);
+/* 0 when a view write would be taken now; -1 (errstr) while RocksDB
+ * stops writes or, WAL off, since a failed flush. Writes nothing. */
+int objlog_store_probe(objlog_store *s, char *errstr, size_t errstr_size);
 /* The store's durability as configured and observed: wal 1 when view
  * batches go through the WAL; flushes done by objlog_store_flush and the
  * timer; unflushed 1 while a view write is only in memory (WAL off). */

@@ -14,9 +14,16 @@
  * machine loses the newest batches, effects and offsets alike, and the
  * view re-applies them from the log, which is exact (docs/ARCHITECTURE.md,
  * "Views are caches of the log"). A flusher thread bounds how long a write
- * stays in memory only (conf flush_interval_ms). With conf wal on, batches
- * go through the WAL unsynced as before: a process crash loses nothing.
- * Writes of rows that are not the log's never take this path.
+ * stays in memory only (conf flush_interval_ms) and is the only thing that
+ * starts a flush: RocksDB 7.8 aborts (an assertion Debian's build keeps)
+ * when two atomic flushes with different reasons overlap (fixed in 8.0,
+ * facebook/rocksdb#11111), so its own triggers (a full memtable, the
+ * memory budget) are set out of reach and the flusher flushes once the
+ * view writes since the last flush reach a quarter of the budget, every
+ * flush with one reason. With
+ * conf wal on, batches go through the WAL unsynced as before, without
+ * atomic flush: a process crash loses nothing. Writes of rows that are not
+ * the log's never take the view's path.
  *
  * A full disk: a failed write leaves RocksDB's background error standing
  * and writes stopped until its own recovery clears it (stall.h says how
@@ -48,6 +55,15 @@ struct objlog_store {
      * flusher thread that flushes unflushed writes every interval. */
     int wal;
     int flush_interval_ms;     /* -1: no timer */
+    size_t memtable_budget;    /* WAL off: flush when the bytes written
+                                  since the last flush reach a quarter */
+    atomic_size_t unflushed_bytes;
+    /* WAL off: a flush failed (a full disk) and none has succeeded since.
+     * View writes are refused meanwhile (with flush_err, under fmu): with
+     * no WAL the disk is touched only by flushes, and a view that went on
+     * applying into memory would hide the full disk until memory ran out. */
+    atomic_int flush_failed;
+    char flush_err[256];
     rocksdb_writeoptions_t *view_wo;
     atomic_int unflushed;
     atomic_uint_fast64_t flushes, flush_errors;
@@ -123,19 +139,46 @@ static void store_set_logging(objlog_store *s) {
  * (without it each flushes alone and a crash could keep a batch's offset
  * without its rows, or the reverse); view batches skip the WAL unless
  * conf asks for it. */
+
 static void store_set_durability(objlog_store *s, const objlog_store_conf *conf) {
     s->wal = conf && conf->wal == OBJLOG_STORE_WAL_ON;
     int iv = conf ? conf->flush_interval_ms : 0;
     s->flush_interval_ms = iv == 0 ? OBJLOG_STORE_FLUSH_INTERVAL_DEFAULT_MS : iv < 0 ? -1 : iv;
-    rocksdb_options_set_atomic_flush(s->opts, 1);
+    s->memtable_budget = conf && conf->memtable_bytes ? conf->memtable_bytes
+                                                      : OBJLOG_STORE_MEMTABLE_DEFAULT;
     s->view_wo = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(s->view_wo, !s->wal);
+    if (s->wal)
+        return;
+    rocksdb_options_set_atomic_flush(s->opts, 1);
+    /* The flusher alone flushes (see the top): no budget of RocksDB's
+     * own, and a memtable as large as the whole budget, which the
+     * flusher's quarter keeps out of reach (a memtable holds its rows and
+     * ~50% of skip-list and arena overhead). The memtable bloom filter is
+     * sized from the memtable: 1/128 of it, the same bytes as 1/32 of a
+     * quarter (store_set_memory). */
+    size_t mem = s->memtable_budget > (1 << 20) ? s->memtable_budget : 1 << 20;
+    rocksdb_options_set_db_write_buffer_size(s->opts, 0);
+    rocksdb_options_set_write_buffer_size(s->opts, mem);
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(s->opts, 1.0 / 128);
 }
 
 /* ---- flushing ---- */
 
+/* The last flush's error while flush_failed. 1 set, 0 none. */
+static int store_flush_failure(objlog_store *s, char *errstr, size_t errstr_size) {
+    if (!atomic_load(&s->flush_failed))
+        return 0;
+    pthread_mutex_lock(&s->fmu);
+    snprintf(errstr, errstr_size, "%s", s->flush_err);
+    pthread_mutex_unlock(&s->fmu);
+    return 1;
+}
+
 int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *errstr,
                             size_t errstr_size) {
+    if (store_flush_failure(s, errstr, errstr_size))
+        return -1;
     char *err = NULL;
     rocksdb_write(s->db, s->view_wo, wb, &err);
     if (err) {
@@ -143,8 +186,12 @@ int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *err
         rocksdb_free(err);
         return -1;
     }
-    if (!s->wal)
+    if (!s->wal) {
         atomic_store(&s->unflushed, 1);
+        size_t n = 0;
+        rocksdb_writebatch_data(wb, &n);
+        atomic_fetch_add(&s->unflushed_bytes, n);
+    }
     return 0;
 }
 
@@ -154,48 +201,101 @@ int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *err
  * flush (DBImpl::CompactRangeInternal, SelectColumnFamiliesForAtomicFlush)
  * and waits for it: asked of the default family, which objlog never
  * writes, its compaction finds no file and ends there. */
-int objlog_store_flush(objlog_store *s, char *errstr, size_t errstr_size) {
-    atomic_store(&s->unflushed, 0);
-    rocksdb_compact_range_cf(s->db, s->deflt, NULL, 0, NULL, 0);
-    /* CompactRange reports no error through the C API: the probe write
-     * below returns RocksDB's background error if the flush failed. */
+/* An empty write answers RocksDB's background error, if any. */
+static char *store_probe(objlog_store *s) {
     char *err = NULL;
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     rocksdb_write(s->db, s->view_wo, wb, &err);
     rocksdb_writebatch_destroy(wb);
+    return err;
+}
+
+int objlog_store_flush(objlog_store *s, char *errstr, size_t errstr_size) {
+    /* While RocksDB recovers from a background error (a full disk) its
+     * own recovery flushes: no flush of ours alongside it. */
+    char *err = store_probe(s);
+    if (!err) {
+        atomic_store(&s->unflushed, 0);
+        atomic_store(&s->unflushed_bytes, 0);
+        rocksdb_compact_range_cf(s->db, s->deflt, NULL, 0, NULL, 0);
+        /* CompactRange reports no error through the C API: the probe
+         * returns RocksDB's background error if the flush failed. */
+        err = store_probe(s);
+    }
     if (err) {
         atomic_store(&s->unflushed, 1);
         atomic_fetch_add(&s->flush_errors, 1);
         snprintf(errstr, errstr_size, "flush: %s", err);
         rocksdb_free(err);
+        if (!s->wal) {
+            pthread_mutex_lock(&s->fmu);
+            snprintf(s->flush_err, sizeof(s->flush_err), "%s", errstr);
+            pthread_mutex_unlock(&s->fmu);
+            atomic_store(&s->flush_failed, 1);
+        }
         return -1;
     }
+    atomic_store(&s->flush_failed, 0);
     atomic_fetch_add(&s->flushes, 1);
     return 0;
 }
 
+int objlog_store_probe(objlog_store *s, char *errstr, size_t errstr_size) {
+    if (store_flush_failure(s, errstr, errstr_size))
+        return -1;
+    char *err = store_probe(s);
+    if (!err)
+        return 0;
+    snprintf(errstr, errstr_size, "%s", err);
+    rocksdb_free(err);
+    return -1;
+}
+
+/* How often the flusher looks at the memtables' size. */
+#define STORE_FLUSHER_TICK_MS 50
+
+static int64_t store_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps one tick (or until stopped); fmu held. */
+static void store_flusher_wait(objlog_store *s) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)STORE_FLUSHER_TICK_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    while (!s->flusher_stop && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->fcv, &s->fmu, &ts);
+}
+
 static void *store_flusher_run(void *arg) {
     objlog_store *s = arg;
+    int64_t last = store_mono_ms(), failed_at = -1;
     pthread_mutex_lock(&s->fmu);
-    while (!s->flusher_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += s->flush_interval_ms / 1000;
-        ts.tv_nsec += (long)(s->flush_interval_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        int rc = 0;
-        while (!s->flusher_stop && rc != ETIMEDOUT)
-            rc = pthread_cond_timedwait(&s->fcv, &s->fmu, &ts);
-        if (s->flusher_stop || !atomic_load(&s->unflushed))
-            continue;
+    for (;;) {
+        store_flusher_wait(s);
+        if (s->flusher_stop)
+            break;
         pthread_mutex_unlock(&s->fmu);
-        char why[256];
-        if (objlog_store_flush(s, why, sizeof(why)) < 0)
-            matlog_printf(&s->log, MATLOG_ERR, "store", "%s (retried in %d ms)", why,
-                          s->flush_interval_ms);
+        int64_t now = store_mono_ms();
+        int due = atomic_load(&s->flush_failed) ||
+                  (atomic_load(&s->unflushed) &&
+                   ((s->flush_interval_ms >= 0 && now - last >= s->flush_interval_ms) ||
+                    atomic_load(&s->unflushed_bytes) >= s->memtable_budget / 4));
+        /* after a failure, not before RocksDB's own recovery had a second */
+        if (due && (failed_at < 0 || now - failed_at >= 1000)) {
+            char why[256];
+            last = now;
+            failed_at = objlog_store_flush(s, why, sizeof(why)) < 0 ? now : -1;
+            if (failed_at >= 0)
+                matlog_printf(&s->log, MATLOG_ERR, "store", "%s (retried in 1 s)", why);
+        }
         pthread_mutex_lock(&s->fmu);
     }
     pthread_mutex_unlock(&s->fmu);
@@ -209,7 +309,7 @@ static int store_flusher_start(objlog_store *s) {
     pthread_cond_init(&s->fcv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->fmu, NULL);
-    if (s->wal || s->flush_interval_ms < 0)
+    if (s->wal)
         return 0;
     if (pthread_create(&s->flusher, NULL, store_flusher_run, s) != 0)
         return -1;

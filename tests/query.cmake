@@ -13,7 +13,7 @@ add_dependencies(test_http_objlogd objlogd)
 # mounting is not allowed): objlogd stays up and stalls applying, answers
 # 507 and not ready, and resumes by itself once space returns.
 objlog_add_test(test_disk_full SOURCES test_disk_full.c TIMEOUT 300
-  LIBS objlog_testkit)
+  LIBS objlog_testkit objlog_materializer)
 add_dependencies(test_disk_full objlogd)
 # view.h (the transport-free reads) straight over a store the state machine
 # filled: no Kafka, no HTTP.

@@ -42,7 +42,7 @@ procs_stop() { # stop functions...
   local f
   for f in "$@"; do "$f"; done
   stop_kafka
-  rm -rf "$work"
+  [ -n "${OBJLOG_COMPARE_KEEP:-}" ] && cp -r "$work" "$OBJLOG_COMPARE_KEEP" 2>/dev/null; rm -rf "$work"
 }
 
 # Runs a load generator in the background and waits for it (a trapped
