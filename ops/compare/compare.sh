@@ -16,7 +16,8 @@
 # random start, mix 70/20/5/5 = 70% GET, 20% PUT, 5% LIST, 5% DELETE. Row
 # ids are target/workload/conns (e.g. embedded/put-logged/256); --rows
 # keeps those matching an extended regex. --out FILE.json writes JSON, any
-# other name CSV.
+# other name CSV. OBJLOG_COMPARE_KEEP=DIR copies the run's directory (each
+# server's stdout and stderr, the load generators' output) there at exit.
 #
 # Every server binds 127.0.0.1 on a free port (PostgreSQL: only a Unix
 # socket in the run's temp dir), is started fresh per target and stopped
