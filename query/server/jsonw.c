@@ -85,31 +85,35 @@ static int jsonw_plain(const char *s, size_t n) {
 }
 
 /* A member's key, or (key NULL) the separator before an array element.
- * A short key that needs no escape (the API's own member names always)
- * goes out with its separator in one append; user metadata names and
- * tag keys are keys too, so anything else takes the escaping path. */
+ * A key that needs no escape (the API's own member names always) goes
+ * out with its separator in place after one reserve; user metadata names
+ * and tag keys are keys too, so anything else takes the escaping path. */
 static void jsonw_key(jsonw *w, const char *key) {
     if (!key) {
         jsonw_sep(w);
         return;
     }
-    char buf[80];
-    size_t kn = strlen(key), n = 0;
-    if (kn + 4 > sizeof(buf) || !jsonw_plain(key, kn)) {
+    size_t kn = strlen(key);
+    if (!jsonw_plain(key, kn)) {
         jsonw_sep(w);
         jsonw_string(w, key, kn);
         jsonw_raw(w, ":", 1);
         return;
     }
+    if (w->failed || keybuf_reserve(&w->buf, kn + 4) < 0) {
+        w->failed = 1;
+        return;
+    }
+    char *p = (char *)w->buf.data + w->buf.len, *start = p;
     if (w->need_comma)
-        buf[n++] = ',';
+        *p++ = ',';
     w->need_comma = 0;
-    buf[n++] = '"';
-    memcpy(buf + n, key, kn);
-    n += kn;
-    buf[n++] = '"';
-    buf[n++] = ':';
-    jsonw_raw(w, buf, n);
+    *p++ = '"';
+    memcpy(p, key, kn);
+    p += kn;
+    *p++ = '"';
+    *p++ = ':';
+    w->buf.len += (size_t)(p - start);
 }
 
 void jsonw_strn(jsonw *w, const char *key, const char *s, size_t n) {
