@@ -96,8 +96,8 @@ void apply_batch_destroy(apply_batch *b) {
 
 /* RocksDB counts every key comparison and block read in a thread-local
  * perf context unless the thread says not to (Debian's librocksdb
- * reaches it through __tls_get_addr: ~12% of the instructions of an
- * applied event); nothing reads those counters. The thread that applies a
+ * reaches it through __tls_get_addr: about a tenth of the instructions
+ * of an applied event); nothing reads those counters. The thread that applies a
  * batch clears it first, so that thread stops counting. */
 #define BATCH_PERF_DISABLE 1 /* rocksdb::PerfLevel::kDisable */
 
@@ -150,8 +150,6 @@ static rocksdb_column_family_handle_t *cfh(apply_batch *b, objlog_cf cf) {
 /* The column families whose rows the batch caches (rowcache.h). */
 static int hot_cf(objlog_cf cf) { return cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_META; }
 
-/* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
- * rocksdb_free), 0 absent, -1 error. */
 /* The batch's own value of k: 1 written (*v a malloc'd copy, NULL when
  * deleted), 0 not written, -1 out of memory. */
 static int written_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn, char **v,
@@ -169,6 +167,8 @@ static int written_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn, c
     return 1;
 }
 
+/* Value of key in cf as the batch sees it: 1 found (*v owned by the caller,
+ * rocksdb_free), 0 absent, -1 error. */
 int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                     char **v, size_t *vn, char *errstr, size_t es) {
     char *err = NULL;
@@ -194,8 +194,9 @@ int apply_batch_get(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
 }
 
 /* The overlay remembers every write: without it a later read would miss
- * the batch's own row, so out of memory there aborts (as malloc failing
- * inside RocksDB's own WriteBatch would). */
+ * the batch's own row and decide wrongly, so out of memory there aborts
+ * the process (as RocksDB's own WriteBatch does on a failed allocation):
+ * nothing was written, and the view applies the batch again at start. */
 static void written_set(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
                         const void *v, size_t vn) {
     if (overlay_set(&b->written, (int)cf, k, kn, v, vn) < 0)

@@ -108,7 +108,8 @@ rd_kafka_t *mat_consumer_new(objlog_materializer *m, const objlog_materializer_c
         {"reconnect.backoff.max.ms", "1000"},
         {"statistics.interval.ms", MAT_STATS_MS},
         /* librdkafka prefetches up to 64 MB while the view trails the log;
-         * 16 MB keeps ~50,000 events ahead of apply (batches are 1,000)
+         * 16 MB keeps ~50,000 events ahead of apply (batches are 1,000,
+         * 8,000 while a backlog is applied, catchup.h)
          * and bounds the view's memory. */
         {"queued.max.messages.kbytes", "16384"},
     };

@@ -20,10 +20,10 @@
  * facebook/rocksdb#11111), so its own triggers (a full memtable, the
  * memory budget) are set out of reach and the flusher flushes once the
  * view writes since the last flush reach a quarter of the budget, every
- * flush with one reason. With
- * conf wal on, batches go through the WAL unsynced as before, without
- * atomic flush: a process crash loses nothing. Writes of rows that are not
- * the log's never take the view's path.
+ * flush with one reason. With conf wal on, batches go through the WAL
+ * unsynced as before, without atomic flush: a process crash loses
+ * nothing. Writes of rows that are not the log's never take the view's
+ * path.
  *
  * A full disk: a failed write leaves RocksDB's background error standing
  * and writes stopped until its own recovery clears it (stall.h says how
@@ -52,7 +52,7 @@ struct objlog_store {
     char *dir;
     matlog log;
     /* Durability (see the top): the view batches' write options, and the
-     * flusher thread that flushes unflushed writes every interval. */
+     * flusher thread (with the WAL off, the only trigger of a flush). */
     int wal;
     int flush_interval_ms;     /* -1: no timer */
     size_t memtable_budget;    /* WAL off: flush when the bytes written
@@ -139,7 +139,6 @@ static void store_set_logging(objlog_store *s) {
  * (without it each flushes alone and a crash could keep a batch's offset
  * without its rows, or the reverse); view batches skip the WAL unless
  * conf asks for it. */
-
 static void store_set_durability(objlog_store *s, const objlog_store_conf *conf) {
     s->wal = conf && conf->wal == OBJLOG_STORE_WAL_ON;
     int iv = conf ? conf->flush_interval_ms : 0;
@@ -195,12 +194,6 @@ int objlog_store_write_view(objlog_store *s, rocksdb_writebatch_t *wb, char *err
     return 0;
 }
 
-/* RocksDB 7.8's C API flushes one column family at a time, and a manual
- * flush of one family under atomic_flush flushes that family alone. A
- * CompactRange without bounds first flushes every family in one atomic
- * flush (DBImpl::CompactRangeInternal, SelectColumnFamiliesForAtomicFlush)
- * and waits for it: asked of the default family, which objlog never
- * writes, its compaction finds no file and ends there. */
 /* An empty write answers RocksDB's background error, if any. */
 static char *store_probe(objlog_store *s) {
     char *err = NULL;
@@ -210,6 +203,12 @@ static char *store_probe(objlog_store *s) {
     return err;
 }
 
+/* RocksDB 7.8's C API flushes one column family at a time, and a manual
+ * flush of one family under atomic_flush flushes that family alone. A
+ * CompactRange without bounds first flushes every family in one atomic
+ * flush (DBImpl::CompactRangeInternal, SelectColumnFamiliesForAtomicFlush)
+ * and waits for it: asked of the default family, which objlog never
+ * writes, its compaction finds no file and ends there. */
 int objlog_store_flush(objlog_store *s, char *errstr, size_t errstr_size) {
     /* While RocksDB recovers from a background error (a full disk) its
      * own recovery flushes: no flush of ours alongside it. */
