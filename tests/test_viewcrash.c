@@ -72,6 +72,14 @@ static void vc_put(httpc *c, int i) {
         fail_msg("PUT k%04d: %ld %s", i, r.status, r.body);
 }
 
+static void vc_bucket(void) {
+    httpc *c = httpc_new(V.url);
+    httpc_resp r;
+    assert_int_equal(httpc_do(c, "PUT", "/v1/buckets/" VC_BUCKET, "{}", NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    httpc_destroy(c);
+}
+
 static void vc_puts(int from, int to) {
     httpc *c = httpc_new(V.url);
     for (int i = from; i < to; i++)
@@ -120,11 +128,7 @@ static void crash_before_a_flush_resumes_from_older_offsets(void **state) {
     F.failed = 1;
     /* (1) */
     vc_start("0");
-    httpc *c = httpc_new(V.url);
-    httpc_resp r;
-    assert_int_equal(httpc_do(c, "PUT", "/v1/buckets/" VC_BUCKET, "{}", NULL, &r), 0);
-    assert_int_equal(r.status, 200);
-    httpc_destroy(c);
+    vc_bucket();
     vc_puts(0, VC_A);
     assert_int_equal(viewproc_stop(&V, 30000), 0);
     int64_t l1[VC_PARTS], a1[VC_PARTS];
@@ -148,7 +152,8 @@ static void crash_before_a_flush_resumes_from_older_offsets(void **state) {
     char why[512];
     if (viewproc_wait_applied(V.url, VC_PARTS, l2, 60000, why, sizeof(why)) < 0)
         fail_msg("re-apply: %s", why);
-    c = httpc_new(V.url);
+    httpc *c = httpc_new(V.url);
+    httpc_resp r;
     for (int i = 0; i < VC_A + VC_B; i++) {
         char path[128], want[32];
         snprintf(path, sizeof(path), "/v1/buckets/" VC_BUCKET "/objects/k%04d", i);
@@ -173,11 +178,7 @@ static void the_flusher_bounds_what_a_quiet_view_loses(void **state) {
     (void)state;
     F.failed = 1;
     vc_start("200");
-    httpc *c = httpc_new(V.url);
-    httpc_resp r;
-    assert_int_equal(httpc_do(c, "PUT", "/v1/buckets/" VC_BUCKET, "{}", NULL, &r), 0);
-    assert_int_equal(r.status, 200);
-    httpc_destroy(c);
+    vc_bucket();
     vc_puts(0, VC_A);
     sleep(2);
     viewproc_kill(&V);

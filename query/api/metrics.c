@@ -537,41 +537,45 @@ static void metrics_kafka(FILE *f, objlog_query *q) {
 
 /* The view's durability (a cache of the log, WAL off by default) and its
  * apply threads. */
+static void metrics_gauge(FILE *f, const char *name, const char *help, double v) {
+    metrics_family(f, name, "gauge", help);
+    fprintf(f, "%s %.10g\n", name, v);
+}
+
 static void metrics_durability(FILE *f, objlog_query *q) {
     objlog_store_durability d;
     objlog_store_durability_get(q->store, &d);
-    metrics_family(f, "objlog_store_wal", "gauge",
-                   "1 when view batches go through RocksDB's WAL (--wal on), 0 when the "
-                   "view is a cache of the log flushed atomically with its offsets.");
-    fprintf(f, "objlog_store_wal %d\n", d.wal);
-    metrics_family(f, "objlog_store_flushes_total", "counter",
-                   "Atomic flushes of every column family by the flusher or at stop.");
-    fprintf(f, "objlog_store_flushes_total %llu\n", (unsigned long long)d.flushes);
-    metrics_family(f, "objlog_store_flush_errors_total", "counter",
-                   "Flushes RocksDB refused (the writes stay in memory; retried).");
-    fprintf(f, "objlog_store_flush_errors_total %llu\n", (unsigned long long)d.flush_errors);
-    metrics_family(f, "objlog_store_unflushed", "gauge",
-                   "1 while a view write is in memory only (WAL off): a crash re-applies it.");
-    fprintf(f, "objlog_store_unflushed %d\n", d.unflushed);
+    metrics_gauge(f, "objlog_store_wal",
+                  "1 when view batches go through RocksDB's WAL (--wal on), 0 when the "
+                  "view is a cache of the log flushed atomically with its offsets.",
+                  d.wal);
+    metrics_counter(f, "objlog_store_flushes_total",
+                    "Atomic flushes of every column family by the flusher or at stop.",
+                    (unsigned long long)d.flushes);
+    metrics_counter(f, "objlog_store_flush_errors_total",
+                    "Flushes RocksDB refused (the writes stay in memory; retried).",
+                    (unsigned long long)d.flush_errors);
+    metrics_gauge(f, "objlog_store_unflushed",
+                  "1 while a view write is in memory only (WAL off): a crash re-applies it.",
+                  d.unflushed);
     if (!q->m)
         return;
-    metrics_family(f, "objlog_apply_threads", "gauge",
-                   "Threads applying partitions, each owning a fixed set (--apply-threads).");
-    fprintf(f, "objlog_apply_threads %d\n", objlog_materializer_apply_threads(q->m));
+    metrics_gauge(f, "objlog_apply_threads",
+                  "Threads applying partitions, each owning a fixed set (--apply-threads).",
+                  objlog_materializer_apply_threads(q->m));
     int64_t backlog;
     double rate, eta;
     objlog_materializer_catchup(q->m, &backlog, &rate, &eta);
-    metrics_family(f, "objlog_apply_backlog_events", "gauge",
-                   "Events in the log past the applied offsets of the partitions applied "
-                   "here (from the consumers' last fetches).");
-    fprintf(f, "objlog_apply_backlog_events %lld\n", (long long)backlog);
-    metrics_family(f, "objlog_apply_events_per_second", "gauge",
-                   "Events applied per second over the last 2 s.");
-    fprintf(f, "objlog_apply_events_per_second %.1f\n", rate);
-    metrics_family(f, "objlog_apply_eta_seconds", "gauge",
-                   "Seconds until the backlog is applied at that rate (0: caught up, "
-                   "-1: unknown).");
-    fprintf(f, "objlog_apply_eta_seconds %.1f\n", eta);
+    metrics_gauge(f, "objlog_apply_backlog_events",
+                  "Events in the log past the applied offsets of the partitions applied "
+                  "here (from the consumers' last fetches).",
+                  (double)backlog);
+    metrics_gauge(f, "objlog_apply_events_per_second",
+                  "Events applied per second over the last 2 s.", rate);
+    metrics_gauge(f, "objlog_apply_eta_seconds",
+                  "Seconds until the backlog is applied at that rate (0: caught up, "
+                  "-1: unknown).",
+                  eta);
 }
 
 /* RocksDB's own figures per column family (integer properties). */
