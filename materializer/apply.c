@@ -1,7 +1,7 @@
 /* apply.c: the deterministic state machine (docs/ARCHITECTURE.md, "The
  * state machine's rules"). It owns deciding the outcome of one event and
- * staging all of its effects in the batch's WriteBatchWithIndex, so that
- * later events of the same batch read them.
+ * staging all of its effects in the batch (batch.h), so that later events
+ * of the same batch read them.
  *
  * Contract (what keeps replay exact):
  *   - input is only the event's fields, its Kafka partition, offset and
@@ -10,14 +10,15 @@
  *     configuration;
  *   - every event gets exactly one outcome, stored at
  *     outcomes 'o' be32(p) be64(offset); the first event with a request id
- *     also gets 'r' request_id -> be32(p) be64(offset);
+ *     is found by it there (dedup.c: the row carries it, and an in-memory
+ *     index of the partition's first outcomes finds the row);
  *   - a failed event changes nothing but its outcome rows;
  *   - after each event (rule 4) the partition's oldest outcomes beyond the
  *     dedup window or bound are trimmed, so the stored state is a function
  *     of the applied log prefix whatever the batch boundaries.
  *
  * Decision order, one rule per line (first match wins):
- *   1. request id already decided ('r' row) within the window and the
+ *   1. request id already decided (a kept first outcome) within the window and the
  *      bound -> the stored outcome, copied verbatim (same partition/offset/
  *      version id/log time inside) to this event's own 'o' row, no other
  *      change. Window: T - first outcome's log_time_ms <= window (T = this
@@ -25,7 +26,7 @@
  *      the first outcome's offset >= this offset - max ids (default
  *      1,000,000), i.e. the event remembers the ids of the partition's
  *      previous max-ids offsets. Outside either: a new request, decided by
- *      rules 2-3, and 'r' then points at this event;
+ *      rules 2-3, whose outcome is then the id's newest first outcome;
  *   2. route key (bucket ops use key "") outside this partition's range
  *      -> WrongRange;
  *   3. per operation:
@@ -95,8 +96,8 @@
  *   4. (every event, after its outcome is stored) trim: the partition's 'o'
  *      rows at offsets <= this offset - max ids, or with T - log_time_ms >
  *      window, go, oldest offset first, stopping at the first row that is
- *      neither (at most TRIM_MAX_PER_EVENT per event); each takes its 'r'
- *      row along if that still points at it. meta "olow" = oldest kept
+ *      neither (at most TRIM_MAX_PER_EVENT per event); a first outcome
+ *      takes its request id with it. meta "olow" = oldest kept
  *      offset, so readers tell "trimmed" from "not applied yet".
  *   Undecodable messages (apply_invalid) -> InvalidEvent, counted in
  *   meta "dlq", then rule 4.
@@ -167,8 +168,12 @@
  *
  * Per-key header row: `versions` at route_key(b,k) exactly (it sorts just
  * before the key's version rows) holds u8 format=1, u8 has_null,
- * be64 null_seq, be64 version count. It exists iff the key has a version,
- * so finding the null version is one point read, never a scan.
+ * be64 null_seq, be64 version count. It exists iff the key has a version
+ * and its bucket is not Unversioned, so finding the null version is one
+ * point read, never a scan. A key without one has at most its null
+ * version (written while the bucket was Unversioned), which `objects`
+ * shows: a PUT of a new key into an Unversioned bucket reads one row
+ * (`objects`) and writes three (version, `objects`, outcome).
  * `objects` at route_key(b,k) holds the newest version iff it is live.
  * `uploads` layout: see materializer.h (upload row, then its part rows).
  */
@@ -305,6 +310,7 @@ static int key_gate(apply_ev *a, bucket_state *bs) {
     if (rc <= 0)
         return rc;
     bs->versioning = br->versioning;
+    a->versioning = br->versioning;
     bs->max_versions = br->max_versions ? br->max_versions
                                         : OBJLOG_MAX_VERSIONS_DEFAULT;
     bs->max_bytes = br->quota ? br->quota->max_bytes : 0;
@@ -575,6 +581,8 @@ static int delete_current(apply_ev *a, const bucket_state *bs) {
         h.versions++;
         if (stage_add_version(a, "null", 1, NULL) < 0)
             return -1;
+    } else if (vs == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED) {
+        stage_clear_current(a); /* its one version, the null one, is gone */
     } else if (stage_refresh_current(a) < 0) {
         return -1;
     }
@@ -1128,9 +1136,6 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
     *code = a.res.code;
     rc = dedup_save_outcome(b, partition, offset, log_time_ms, ev->request_id, &a.res,
                             errstr, errstr_size);
-    if (rc == 0)
-        rc = dedup_record_request(b, partition, offset, ev->request_id, errstr,
-                                  errstr_size);
 out:
     keybuf_free(&a.route);
     keybuf_free(&a.bpart);

@@ -18,6 +18,7 @@
 #include "batch.h"
 
 #include "overlay.h"
+#include "ridindex.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,14 @@ struct apply_batch {
     statrows ixcounts;
     /* Hot rows (bucket records, meta) as the batch sees them. */
     rowcache hot;
+    /* The request-id index of each partition this batch applies
+     * (ridindex.h), as the batch sees the store: loaded at the store's
+     * outcomes generation rids_gen; rids_touched[p]: changed since the
+     * batch was last written, so dropped if it is cleared unwritten. */
+    ridindex **rids;
+    unsigned char *rids_touched;
+    int32_t nrids;
+    uint64_t rids_gen;
 };
 
 apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
@@ -79,9 +88,19 @@ void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
 
 void apply_batch_set_stats(apply_batch *b, int on) { b->no_stats = !on; }
 
+static void rids_drop(apply_batch *b, int32_t p) {
+    ridindex_free(b->rids[p]);
+    b->rids[p] = NULL;
+    b->rids_touched[p] = 0;
+}
+
 void apply_batch_destroy(apply_batch *b) {
     if (!b)
         return;
+    for (int32_t p = 0; p < b->nrids; p++)
+        ridindex_free(b->rids[p]);
+    free(b->rids);
+    free(b->rids_touched);
     keybuf_free(&b->del_lo);
     keybuf_free(&b->del_hi);
     statrows_free(&b->stats);
@@ -115,6 +134,54 @@ void apply_batch_clear(apply_batch *b) {
     b->deletes = 0;
     keybuf_reset(&b->del_lo);
     keybuf_reset(&b->del_hi);
+    /* Unwritten changes: the store never got them, so the index reloads. */
+    for (int32_t p = 0; p < b->nrids; p++)
+        if (b->rids_touched[p])
+            rids_drop(b, p);
+}
+
+void apply_batch_written(apply_batch *b) {
+    if (b->nrids)
+        memset(b->rids_touched, 0, (size_t)b->nrids);
+}
+
+ridindex *apply_batch_rids(apply_batch *b, int32_t p) {
+    uint64_t gen = objlog_store_outcomes_gen(b->store);
+    if (gen != b->rids_gen) {
+        for (int32_t q = 0; q < b->nrids; q++)
+            rids_drop(b, q);
+        b->rids_gen = gen;
+    }
+    return p >= 0 && p < b->nrids ? b->rids[p] : NULL;
+}
+
+int apply_batch_rids_set(apply_batch *b, int32_t p, ridindex *x) {
+    if (p >= b->nrids) {
+        int32_t n = p + 1;
+        ridindex **r = realloc(b->rids, (size_t)n * sizeof(*r));
+        if (r)
+            b->rids = r;
+        unsigned char *t = r ? realloc(b->rids_touched, (size_t)n) : NULL;
+        if (!t) {
+            ridindex_free(x);
+            return -1;
+        }
+        b->rids_touched = t;
+        for (int32_t q = b->nrids; q < n; q++) {
+            b->rids[q] = NULL;
+            b->rids_touched[q] = 0;
+        }
+        b->nrids = n;
+    }
+    ridindex_free(b->rids[p]);
+    b->rids[p] = x;
+    b->rids_touched[p] = 1; /* loaded through the batch: its rows included */
+    return 0;
+}
+
+void apply_batch_rids_touch(apply_batch *b, int32_t p) {
+    if (p >= 0 && p < b->nrids)
+        b->rids_touched[p] = 1;
 }
 
 uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,

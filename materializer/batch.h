@@ -43,6 +43,11 @@ void apply_batch_set_dedup_limits(apply_batch *b, int64_t window_ms,
 void apply_batch_set_stats(apply_batch *b, int on);
 /* Empties the batch for reuse after it was written (or abandoned). */
 void apply_batch_clear(apply_batch *b);
+/* Tells the batch the store now holds what it staged (call after the
+ * write succeeded, before apply_batch_clear): what it keeps in memory of
+ * the rows (its request-id indexes) stays. Without it a clear drops
+ * whatever the batch changed, to be reloaded from the store. */
+void apply_batch_written(apply_batch *b);
 
 /* ---- reads and writes through the batch ---- */
 
@@ -60,6 +65,18 @@ int apply_batch_put_msg(apply_batch *b, objlog_cf cf, const void *k, size_t kn,
 uint8_t *apply_batch_pack(const ProtobufCMessage *m, size_t *n, char *errstr, size_t es);
 /* Iterator over cf that sees the batch's own writes on top of the store. */
 rocksdb_iterator_t *apply_batch_iter(apply_batch *b, objlog_cf cf);
+
+/* ---- the request-id index of each partition (ridindex.h) ---- */
+
+struct ridindex;
+/* p's index as the batch sees the store, or NULL: not loaded, or dropped
+ * (the batch was cleared unwritten, or a checkpoint changed the rows). */
+struct ridindex *apply_batch_rids(apply_batch *b, int32_t p);
+/* Installs x (taken) as p's index, loaded through the batch. 0, or -1
+ * out of memory (x freed). */
+int apply_batch_rids_set(apply_batch *b, int32_t p, struct ridindex *x);
+/* Notes that p's index took a change staged in this batch. */
+void apply_batch_rids_touch(apply_batch *b, int32_t p);
 
 /* ---- what the state machine's modules read of the batch ---- */
 

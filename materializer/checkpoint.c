@@ -63,8 +63,7 @@ static int ckpt_meta_part(const uint8_t *k, size_t kn) {
 
 /* The partition row (cf, k, v) belongs to, -1 for none (the store's own
  * meta rows, malformed rows). */
-static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn,
-                         const uint8_t *v, size_t vn) {
+static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn) {
     switch (cf) {
     case OBJLOG_CF_VERSIONS:
     case OBJLOG_CF_OBJECTS:
@@ -77,8 +76,6 @@ static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn
     case OBJLOG_CF_OUTCOMES:
         if (kn == APPLY_OUTCOME_KEY_LEN && k[0] == 'o')
             return (int32_t)apply_get_be32(k + 1);
-        if (kn > 1 && k[0] == 'r' && vn == 12)
-            return (int32_t)apply_get_be32(v);
         return -1;
     case OBJLOG_CF_META:
         return ckpt_meta_part(k, kn);
@@ -112,6 +109,8 @@ static int ckpt_write(objlog_store *s, rocksdb_writebatch_t *wb, int sync, char 
     rocksdb_write(objlog_store_db(s), wo, wb, &err);
     rocksdb_writeoptions_destroy(wo);
     rocksdb_writebatch_clear(wb);
+    /* Even a failed write may have changed rows an index caches. */
+    objlog_store_outcomes_changed(s);
     if (!err)
         return 0;
     snprintf(errstr, es, "store write: %s", err);
@@ -196,12 +195,11 @@ static int ckpt_purge_scan(objlog_store *s, const rangemap *rm, int32_t p, objlo
     int rc = 0;
     for (rocksdb_iter_seek(it, from, fn); rc == 0 && rocksdb_iter_valid(it);
          rocksdb_iter_next(it)) {
-        size_t kn, vn;
+        size_t kn;
         const char *k = rocksdb_iter_key(it, &kn);
         if (kn < fn || memcmp(k, from, fn) != 0)
             break;
-        const char *v = rocksdb_iter_value(it, &vn);
-        if (ckpt_row_part(rm, cf, (const uint8_t *)k, kn, (const uint8_t *)v, vn) != p)
+        if (ckpt_row_part(rm, cf, (const uint8_t *)k, kn) != p)
             continue;
         rocksdb_writebatch_delete_cf(wb, h, k, kn);
         *staged += kn + 16;
@@ -235,8 +233,6 @@ static int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
         rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META),
                                      (const char *)mk, n);
     }
-    if (ckpt_purge_scan(s, rm, p, OBJLOG_CF_OUTCOMES, "r", 1, wb, &staged, errstr, es) < 0)
-        return -1;
     return ckpt_purge_scan(s, rm, p, OBJLOG_CF_STATS, "", 0, wb, &staged, errstr, es);
 }
 
@@ -397,8 +393,7 @@ static int export_span(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
                 break;
         }
         const char *v = rocksdb_iter_value(it, &vn);
-        if (sp->filter &&
-            ckpt_row_part(rm, cf, (const uint8_t *)k, kn, (const uint8_t *)v, vn) != p)
+        if (sp->filter && ckpt_row_part(rm, cf, (const uint8_t *)k, kn) != p)
             continue;
         out_row(o, cf, k, kn, v, vn);
     }
@@ -424,10 +419,8 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
     apply_put_be32(op + 1, (uint32_t)p);
     ckpt_span stats = {.from = (const uint8_t *)"", .filter = 1};
     ckpt_span outs = {.from = op, .fn = 5, .prefix = 1};
-    ckpt_span rids = {.from = (const uint8_t *)"r", .fn = 1, .prefix = 1, .filter = 1};
     if (export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0 ||
-        export_span(s, ro, rm, p, OBJLOG_CF_OUTCOMES, &outs, o, errstr, es) < 0 ||
-        export_span(s, ro, rm, p, OBJLOG_CF_OUTCOMES, &rids, o, errstr, es) < 0)
+        export_span(s, ro, rm, p, OBJLOG_CF_OUTCOMES, &outs, o, errstr, es) < 0)
         return -1;
     for (size_t i = 0; i < CKPT_META_N; i++) {
         uint8_t mk[APPLY_META_KEY_MAX];
@@ -816,7 +809,7 @@ static int import_meta(objlog_ckpt_import *im, const uint8_t *k, const uint8_t *
 
 static int import_row(objlog_ckpt_import *im, const uint8_t *b) {
     const uint8_t *k = b, *v = b + im->klen;
-    int part = ckpt_row_part(im->rm, im->cf, k, im->klen, v, im->vlen);
+    int part = ckpt_row_part(im->rm, im->cf, k, im->klen);
     im->pr.rows++;
     im->state = ST_TAG;
     im->need = 1;

@@ -6,14 +6,17 @@
  * What "the rows of partition p" are (materializer.h has each layout):
  *   versions, objects, uploads, buckets: keys the range map gives to p;
  *   stats:    rows objlog_stats_row_partition() gives to p;
- *   outcomes: 'o' be32(p) ..., and 'r' rows whose value starts be32(p);
+ *   outcomes: 'o' be32(p) ... (a request id is in its first outcome's
+ *             row: there is no row of its own);
  *   meta:     "applied", "dlq", "olow" ‖ be32(p). Never the store's own
  *             rows ("logident", "tokensecret", "nostats").
  *
- * Stream format, version 1 (integers big-endian):
+ * Stream format, version 2 (integers big-endian; version 1 carried the
+ * rows of store format 3, 'r' rows and Unversioned keys' headers, which a
+ * format-4 store must not take in):
  *
  *   header   "OBJLCKPT"                  8 bytes, magic
- *            be32 format version         1
+ *            be32 format version         2
  *            be32 flags                  bit 0: the source keeps no stats
  *                                        view (meta "nostats", bench only)
  *            be16 n, n bytes             the source's meta "logident" text
@@ -53,7 +56,7 @@
 #include "rangemap.h"
 
 #define OBJLOG_CKPT_MAGIC "OBJLCKPT"
-#define OBJLOG_CKPT_VERSION 1
+#define OBJLOG_CKPT_VERSION 2
 #define OBJLOG_CKPT_FLAG_NO_STATS 1u
 /* Meta row of an import in progress (crash rule above). */
 #define OBJLOG_CKPT_META_IMPORTING "importing"

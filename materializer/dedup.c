@@ -1,7 +1,15 @@
 /* dedup.c: the `outcomes` column family as the state machine keeps it:
- * every event's outcome row, the request-id rows that let a retry get the
+ * every event's outcome row, the request ids that let a retry get the
  * first outcome of its request (rule 1 of apply.c) and the trim that keeps
- * both within the dedup window and bound (rule 4).
+ * the rows within the dedup window and bound (rule 4).
+ *
+ * A request id has no row of its own: a request's first outcome row
+ * carries it (Outcome.request_id, and Outcome.offset equal to the row's
+ * offset; a retry's row is a copy naming the first one's offset), and a
+ * partition's ids are found through its in-memory index (ridindex.h),
+ * loaded from those rows by one scan. So a new request costs no read and
+ * one row, and the index can never disagree with the rows for long: it is
+ * rebuilt from them whenever the batch that changed it was not written.
  *
  * Invariant: which outcome a retry gets and which rows the trim removes
  * depend only on the log (offsets and Kafka timestamps, never the wall
@@ -9,10 +17,78 @@
  * and every replay keeps exactly the same rows whatever its batches. */
 #include "dedup.h"
 
+#include "ridindex.h"
 #include "rows.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* ---- the request-id index of a partition ---- */
+
+/* 1 if the outcome row at off is its request's first outcome. */
+static int dedup_is_first(const Objlog__Outcome *o, int64_t off) {
+    return o->request_id.len > 0 && o->offset == off;
+}
+
+/* Builds p's index from its outcome rows as the batch sees them. */
+static ridindex *rids_load(apply_batch *b, int32_t p, char *errstr, size_t es) {
+    ridindex *x = ridindex_new();
+    uint8_t start[5] = {'o'};
+    apply_put_be32(start + 1, (uint32_t)p);
+    rocksdb_iterator_t *it = x ? apply_batch_iter(b, OBJLOG_CF_OUTCOMES) : NULL;
+    int rc = x ? 0 : -1;
+    if (!x)
+        snprintf(errstr, es, "out of memory");
+    for (it ? rocksdb_iter_seek(it, (const char *)start, sizeof(start)) : (void)0;
+         rc == 0 && it && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn != APPLY_OUTCOME_KEY_LEN || memcmp(k, start, sizeof(start)) != 0)
+            break;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
+        int64_t off = (int64_t)apply_get_be64(k + 5);
+        if (!o) {
+            snprintf(errstr, es, "outcome %d.%lld: corrupt record", p, (long long)off);
+            rc = -1;
+            break;
+        }
+        if (dedup_is_first(o, off) &&
+            ridindex_insert(x, ridindex_hash(o->request_id.data, o->request_id.len), off) < 0) {
+            snprintf(errstr, es, "out of memory");
+            rc = -1;
+        }
+        objlog__outcome__free_unpacked(o, NULL);
+    }
+    char *err = NULL;
+    if (it) {
+        rocksdb_iter_get_error(it, &err);
+        rocksdb_iter_destroy(it);
+    }
+    if (err) {
+        snprintf(errstr, es, "scan outcomes of partition %d: %s", p, err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    if (rc < 0) {
+        ridindex_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static ridindex *rids_of(apply_batch *b, int32_t p, char *errstr, size_t es) {
+    ridindex *x = apply_batch_rids(b, p);
+    if (x)
+        return x;
+    x = rids_load(b, p, errstr, es);
+    if (x && apply_batch_rids_set(b, p, x) < 0) {
+        snprintf(errstr, es, "out of memory");
+        return NULL;
+    }
+    return x;
+}
 
 /* ---- outcomes and request ids ---- */
 
@@ -32,44 +108,70 @@ int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_
     o.upload_id = (char *)res->upload_id;
     uint8_t key[APPLY_OUTCOME_KEY_LEN];
     apply_outcome_key(key, p, off);
-    return apply_batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base,
-                               errstr, es);
-}
-
-/* 'r' be32(p) request_id: a partition's request ids are its own, so no
- * event of one partition reads or writes a row of another's (apply
- * threads own disjoint partitions, lanes.h). */
-static int rid_key(keybuf *kb, int32_t p, ProtobufCBinaryData rid) {
-    uint8_t pb[4];
-    apply_put_be32(pb, (uint32_t)p);
-    keybuf_init(kb);
-    return (keybuf_append(kb, "r", 1) < 0 || keybuf_append(kb, pb, 4) < 0 ||
-            keybuf_append(kb, rid.data, rid.len) < 0) ? -1 : 0;
-}
-
-/* Position (partition, offset) of a request id's first outcome, from its
- * 'r' row. 1 found, 0 none, -1 error. */
-static int rid_position(apply_batch *b, int32_t p, ProtobufCBinaryData rid, int32_t *rp,
-                        int64_t *roff, char *errstr, size_t es) {
-    keybuf rk;
-    char *pos;
-    size_t pn;
-    if (rid_key(&rk, p, rid) < 0) {
-        keybuf_free(&rk);
+    if (apply_batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base, errstr, es) < 0)
+        return -1;
+    /* Not loaded: its load, through the batch, will find the row. */
+    ridindex *x = rid.len ? apply_batch_rids(b, p) : NULL;
+    if (!x)
+        return 0;
+    apply_batch_rids_touch(b, p);
+    if (ridindex_insert(x, ridindex_hash(rid.data, rid.len), off) < 0) {
         snprintf(errstr, es, "out of memory");
         return -1;
     }
-    int rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, &pos, &pn,
-                             errstr, es);
-    keybuf_free(&rk);
-    if (rc <= 0)
-        return rc;
-    if (pn == 12) {
-        *rp = (int32_t)apply_get_be32((const uint8_t *)pos);
-        *roff = (int64_t)apply_get_be64((const uint8_t *)pos + 4);
+    return 0;
+}
+
+/* The kept first outcome of rid with the highest offset not below lo:
+ * 1 (*out, its row, owned by the caller; *out_off), 0 none, -1 error. A
+ * candidate of the index whose row names another request (a hash
+ * collision) is passed over. */
+static int rid_first_outcome(apply_batch *b, int32_t p, ProtobufCBinaryData rid, int64_t lo,
+                             char **out, size_t *out_n, char *errstr, size_t es) {
+    ridindex *x = rids_of(b, p, errstr, es);
+    if (!x)
+        return -1;
+    uint64_t h = ridindex_hash(rid.data, rid.len);
+    int64_t few[4], *offs = few;
+    size_t n = ridindex_find(x, h, few, 4);
+    if (n > 4) {
+        offs = malloc(n * sizeof(*offs));
+        if (!offs) {
+            snprintf(errstr, es, "out of memory");
+            return -1;
+        }
+        ridindex_find(x, h, offs, n);
     }
-    rocksdb_free(pos);
-    return pn == 12 ? 1 : 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0 && offs[i] >= lo; i++) {
+        uint8_t okey[APPLY_OUTCOME_KEY_LEN];
+        char *v;
+        size_t vn;
+        apply_outcome_key(okey, p, offs[i]);
+        rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
+        if (rc <= 0)
+            continue;
+        Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
+        if (!o) {
+            rocksdb_free(v);
+            snprintf(errstr, es, "outcome %d.%lld: corrupt record", p, (long long)offs[i]);
+            rc = -1;
+            break;
+        }
+        int mine = o->request_id.len == rid.len && memcmp(o->request_id.data, rid.data,
+                                                          rid.len) == 0;
+        objlog__outcome__free_unpacked(o, NULL);
+        if (!mine) {
+            rocksdb_free(v);
+            rc = 0;
+            continue;
+        }
+        *out = v;
+        *out_n = vn;
+    }
+    if (offs != few)
+        free(offs);
+    return rc;
 }
 
 int dedup_retry(apply_batch *b, int32_t p, int64_t off, int64_t now,
@@ -77,56 +179,32 @@ int dedup_retry(apply_batch *b, int32_t p, int64_t off, int64_t now,
                 size_t es) {
     if (ev->request_id.len == 0)
         return 0;
-    int32_t rp = 0;
-    int64_t roff = 0;
-    int rc = rid_position(b, p, ev->request_id, &rp, &roff, errstr, es);
-    if (rc <= 0)
-        return rc;
-    /* The bound, checked here too so the decision never depends on when
-     * trimming ran: the event at off remembers offsets off-max_ids..off-1. */
-    if (rp == p && roff < off - apply_batch_max_ids(b))
-        return 0;
-    uint8_t okey[APPLY_OUTCOME_KEY_LEN];
+    /* The bound: the event at off remembers offsets off-max_ids..off-1,
+     * checked here too so the decision never depends on when trimming
+     * ran. Only the newest first outcome counts, as the older ones of the
+     * same id were superseded when it was decided. */
     char *v;
     size_t vn;
-    apply_outcome_key(okey, rp, roff);
-    rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), &v, &vn, errstr, es);
+    int rc = rid_first_outcome(b, p, ev->request_id, off - apply_batch_max_ids(b), &v, &vn,
+                               errstr, es);
     if (rc <= 0)
         return rc;
     Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
     if (!o) {
         rocksdb_free(v);
-        snprintf(errstr, es, "outcome %d.%lld: corrupt record", rp,
-                 (long long)roff);
+        snprintf(errstr, es, "outcome in partition %d: corrupt record", p);
         return -1;
     }
     int expired = now - o->log_time_ms > apply_batch_window_ms(b);
     *code = o->code;
     objlog__outcome__free_unpacked(o, NULL);
     if (!expired) {
+        uint8_t okey[APPLY_OUTCOME_KEY_LEN];
         apply_outcome_key(okey, p, off);
         apply_batch_put(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey), v, vn);
     }
     rocksdb_free(v);
     return expired ? 0 : 1;
-}
-
-int dedup_record_request(apply_batch *b, int32_t p, int64_t off, ProtobufCBinaryData rid,
-                         char *errstr, size_t es) {
-    if (rid.len == 0)
-        return 0;
-    keybuf rk;
-    uint8_t pos[12];
-    if (rid_key(&rk, p, rid) < 0) {
-        keybuf_free(&rk);
-        snprintf(errstr, es, "out of memory");
-        return -1;
-    }
-    apply_put_be32(pos, (uint32_t)p);
-    apply_put_be64(pos + 4, (uint64_t)off);
-    apply_batch_put(b, OBJLOG_CF_OUTCOMES, rk.data, rk.len, pos, sizeof(pos));
-    keybuf_free(&rk);
-    return 0;
 }
 
 /* ---- trimming outcomes (the dedup window and bound) ---- */
@@ -138,7 +216,8 @@ int dedup_record_request(apply_batch *b, int32_t p, int64_t off, ProtobufCBinary
 
 typedef struct trim_victim {
     int64_t offset;
-    keybuf rkey; /* 'r' be32(p) request_id, empty if the outcome has none */
+    int first;       /* its request's first outcome: leaves the index */
+    uint64_t rid_hash;
 } trim_victim;
 
 /* meta "olow" be32(p) -> be64(oldest kept 'o' offset) be64(its log time).
@@ -205,15 +284,13 @@ static int trim_collect(apply_batch *b, int32_t p, int64_t off, int64_t now,
         int due = n < TRIM_MAX_PER_EVENT && trim_due(b, off, now, o_off, o->log_time_ms);
         if (due) {
             vict[n].offset = o_off;
-            keybuf_init(&vict[n].rkey);
-            if (o->request_id.len && rid_key(&vict[n].rkey, p, o->request_id) < 0) {
-                snprintf(errstr, es, "out of memory");
-                rc = -1;
-            }
+            vict[n].first = dedup_is_first(o, o_off);
+            vict[n].rid_hash = vict[n].first ? ridindex_hash(o->request_id.data,
+                                                             o->request_id.len) : 0;
             n++;
         }
         objlog__outcome__free_unpacked(o, NULL);
-        if (!due || rc < 0)
+        if (!due)
             break;
     }
     char *err = NULL;
@@ -224,33 +301,20 @@ static int trim_collect(apply_batch *b, int32_t p, int64_t off, int64_t now,
         rocksdb_free(err);
         rc = -1;
     }
-    if (rc < 0)
-        for (int i = 0; i < n; i++)
-            keybuf_free(&vict[i].rkey);
     return rc < 0 ? -1 : n;
 }
 
-/* Deletes a trimmed 'o' row and, if it was its request's first outcome
- * (the 'r' row still points at it), the 'r' row: a retry after the window
- * re-pointed 'r' to its own outcome, which must stay. */
-static int trim_victim_apply(apply_batch *b, int32_t p, const trim_victim *t,
-                             char *errstr, size_t es) {
+/* Deletes a trimmed 'o' row; a request's first outcome leaves the
+ * index with it (a retry copy was never in it). */
+static void trim_victim_apply(apply_batch *b, int32_t p, const trim_victim *t) {
     uint8_t okey[APPLY_OUTCOME_KEY_LEN];
     apply_outcome_key(okey, p, t->offset);
     apply_batch_del(b, OBJLOG_CF_OUTCOMES, okey, sizeof(okey));
-    if (t->rkey.len == 0)
-        return 0;
-    char *pos;
-    size_t pn;
-    int rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len, &pos,
-                             &pn, errstr, es);
-    if (rc <= 0)
-        return rc;
-    int mine = pn == 12 && memcmp(pos, okey + 1, 12) == 0;
-    rocksdb_free(pos);
-    if (mine)
-        apply_batch_del(b, OBJLOG_CF_OUTCOMES, t->rkey.data, t->rkey.len);
-    return 0;
+    ridindex *x = t->first ? apply_batch_rids(b, p) : NULL;
+    if (!x)
+        return;
+    ridindex_remove(x, t->rid_hash, t->offset);
+    apply_batch_rids_touch(b, p);
 }
 
 /* Runs after the event at (p, off, now) stored its outcome: drops the
@@ -270,13 +334,8 @@ int dedup_trim(apply_batch *b, int32_t p, int64_t off, int64_t now, char *errstr
     int n = trim_collect(b, p, off, now, vict, &new_low, &new_ts, errstr, es);
     if (n < 0)
         return -1;
-    for (int i = 0; i < n; i++) {
-        if (rc >= 0)
-            rc = trim_victim_apply(b, p, &vict[i], errstr, es);
-        keybuf_free(&vict[i].rkey);
-    }
-    if (rc < 0)
-        return -1;
+    for (int i = 0; i < n; i++)
+        trim_victim_apply(b, p, &vict[i]);
     /* The event's own outcome is never due, so a row is always kept; when
      * the cap stopped the scan, new_low is the first row not yet trimmed. */
     if (n > 0 && new_low == vict[n - 1].offset) {

@@ -28,8 +28,8 @@ typedef struct apply_result {
     char etag_buf[MULTIPART_ETAG_MAX]; /* etag computed by Complete */
 } apply_result;
 
-/* Stages the outcome res of the event at (p, off) into its 'o' row. 0, or
- * -1 (errstr). */
+/* Stages the outcome res of the event at (p, off) into its 'o' row, the
+ * first outcome of request rid (none when empty). 0, or -1 (errstr). */
 int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_ms,
                        ProtobufCBinaryData rid, const apply_result *res, char *errstr,
                        size_t es);
@@ -38,12 +38,8 @@ int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_
 int dedup_retry(apply_batch *b, int32_t p, int64_t off, int64_t now,
                 const Objlog__Event *ev, Objlog__OutcomeCode *code, char *errstr,
                 size_t es);
-/* Points rid's 'r' row at (p, off): the request's first outcome (none
- * without a request id). 0, or -1 (errstr). */
-int dedup_record_request(apply_batch *b, int32_t p, int64_t off, ProtobufCBinaryData rid,
-                         char *errstr, size_t es);
 /* Rule 4, after the event at (p, off, now) stored its outcome: drops the
- * partition's oldest outcomes (and their request ids) that are out of the
+ * partition's oldest outcomes that are out of the
  * window or the bound, oldest offset first, and records the oldest kept
  * offset in meta "olow". Depends only on the log, so replay is exact. */
 int dedup_trim(apply_batch *b, int32_t p, int64_t off, int64_t now, char *errstr,

@@ -204,7 +204,8 @@ static int lc_iter_error(rocksdb_iterator_t *it, char *errstr, size_t es) {
 int objlog_lc_walk_key(rocksdb_iterator_t *it, const uint8_t *rk, size_t rn,
                        const uint8_t *key, size_t kn, objlog_lc_walk_fn *fn,
                        void *arg, char *errstr, size_t errstr_size) {
-    objlog_lc_version v = {.key = key, .key_len = kn};
+    /* A key without a header row has one version, its null version. */
+    objlog_lc_version v = {.key = key, .key_len = kn, .versions = 1};
     int64_t newer_ms = 0;
     rocksdb_iter_seek(it, (const char *)rk, rn);
     for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {

@@ -569,6 +569,8 @@ static void mat_lane_apply(void *arg, mat_lane *l) {
         l->rc = -1;
         l->store_failed = 1;
     }
+    if (l->rc == 0)
+        apply_batch_written(l->batch);
 }
 
 static void mat_commit_async(objlog_materializer *m) {

@@ -16,7 +16,9 @@
  *   versions  version_row(b,k,seq)        -> VersionRecord (newest first)
  *             route_key(b,k)              -> key header (18 bytes, below):
  *               sorts just before the key's version rows; exists iff the key
- *               has at least one version or delete marker. Scanners of
+ *               has at least one version or delete marker and its bucket
+ *               is not Unversioned (a key without one has at most its null
+ *               version, which `objects` shows). Scanners of
  *               `versions` skip it: objlog_versions_row_is_header().
  *               Layout: u8 format (1) | u8 has_null | be64 null_seq |
  *               be64 version count (delete markers included). Lets the state
@@ -66,13 +68,13 @@
  *               one 't' enc(tenant) and one 'g' row summed over every
  *               partition; objlog_store_upgrade rewrites them.
  *   outcomes  'o' be32(partition) be64(offset) -> Outcome
- *             'r' be32(partition) request_id   -> be32(partition) be64(offset)
- *               of the request's first outcome in that partition (a
- *               partition's request ids are its own; format 2 and older
- *               kept one 'r' request_id row for all partitions). Both are kept for a window
- *               of log time and a bound per partition (below): the oldest
- *               'o' rows of a partition are trimmed first, each with its
- *               'r' row if that still points at it. Trimmed offsets are
+ *               A request's first outcome carries its request id and its
+ *               own offset (a retry's row is a copy naming the first's), so
+ *               it is the request id's record too: found through the
+ *               partition's in-memory index of first outcomes (dedup.c;
+ *               formats 1 to 3 kept an 'r' row per request id). Kept for a
+ *               window of log time and a bound per partition (below): the
+ *               oldest rows of a partition are trimmed first. Trimmed offsets are
  *               told apart from unapplied ones by objlog_store_get_outcome
  *               (OBJLOG_OUTCOME_TRIMMED) / objlog_store_outcomes_low.
  *   meta      "applied" be32(partition)   -> be64(next offset to apply)
@@ -87,7 +89,7 @@
  *               signs continuation tokens (secret.c)
  *             "importing" be32(partition) -> be32(1) RangeMap: a checkpoint
  *               import of the partition is under way (checkpoint.h)
- *             "format"                    -> decimal text, "3": the layout
+ *             "format"                    -> decimal text, "4": the layout
  *               of this store (OBJLOG_STORE_FORMAT; storefmt.c). Written
  *               into a new store at open; a store that holds rows and no
  *               "format" is format 1. Not local: a replay writes the same.
@@ -255,6 +257,12 @@ typedef struct objlog_store_durability {
     int unflushed;
 } objlog_store_durability;
 void objlog_store_durability_get(objlog_store *s, objlog_store_durability *d);
+/* A counter that moves whenever `outcomes` rows change other than through
+ * an apply batch (a checkpoint import or purge calls
+ * objlog_store_outcomes_changed): what the batches keep in memory of
+ * those rows is reloaded then. */
+uint64_t objlog_store_outcomes_gen(objlog_store *s);
+void objlog_store_outcomes_changed(objlog_store *s);
 
 /* Next offset to apply for partition (0 if none applied yet). */
 int64_t objlog_store_applied(objlog_store *s, int32_t partition);
@@ -390,16 +398,16 @@ int objlog_stats_global_key(keybuf *kb, int32_t partition);
 int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n);
 
 /* ---- store format (storefmt.c) ---- */
-#define OBJLOG_STORE_FORMAT 3
+#define OBJLOG_STORE_FORMAT 4
 /* The format the store is in: OBJLOG_STORE_FORMAT, or 1 (a store made
  * before the stats rows were kept per partition) until it is upgraded. */
 int objlog_store_format(objlog_store *s);
-/* Upgrades a format-1 or -2 store in place, in one WriteBatch: a format-1
- * store's 't' and 'g' rows are recomputed per partition from the 'b' rows
- * (exact: a tenant's and the global counters are the sums of their
- * buckets' rows) and checked against the old sums; every 'r' request_id
- * row becomes 'r' be32(partition) request_id (its value names the
- * partition); meta "format" is set. rm: the range map the
+/* Upgrades a store of format 1 to 3 in place, in one WriteBatch: a
+ * format-1 store's 't' and 'g' rows are recomputed per partition from the
+ * 'b' rows (exact: a tenant's and the global counters are the sums of
+ * their buckets' rows) and checked against the old sums; the 'r' request
+ * id rows and the header rows of Unversioned buckets' keys are deleted
+ * (what they said is in the rows that stay); meta "format" is set. rm: the range map the
  * store was applied with. 1 upgraded, 0 already current, -1 (errstr: an
  * old store whose rows disagree is refused with how to rebuild it). */
 int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr,

@@ -40,23 +40,42 @@ int stage_save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
 }
 
 int stage_load_header(apply_ev *a, objlog_key_header *h) {
-    char *v;
-    size_t vn;
     memset(h, 0, sizeof(*h));
-    int rc = apply_batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
-                             &v, &vn, a->errstr, a->es);
-    if (rc <= 0)
-        return rc;
-    rc = objlog_key_header_decode(v, vn, h);
-    rocksdb_free(v);
-    if (rc < 0) {
-        snprintf(a->errstr, a->es, "key header in %s: corrupt", a->ev->bucket);
+    if (a->versioning != OBJLOG__VERSIONING__VERSIONING_UNVERSIONED) {
+        char *v;
+        size_t vn;
+        int rc = apply_batch_get(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len,
+                                 &v, &vn, a->errstr, a->es);
+        if (rc < 0)
+            return -1;
+        if (rc == 1) {
+            rc = objlog_key_header_decode(v, vn, h);
+            rocksdb_free(v);
+            if (rc < 0) {
+                snprintf(a->errstr, a->es, "key header in %s: corrupt", a->ev->bucket);
+                return -1;
+            }
+            return 1;
+        }
+    }
+    /* No header row: the key has no version, or only the null version
+     * written while the bucket was Unversioned, which `objects` shows. */
+    if (!a->obj_live_before)
+        return 0;
+    if (!a->obj_null_before) {
+        snprintf(a->errstr, a->es, "key header in %s: missing for a version that is not "
+                                   "the null version", a->ev->bucket);
         return -1;
     }
+    h->versions = 1;
+    h->has_null = 1;
+    h->null_seq = a->obj_seq_before;
     return 1;
 }
 
 void stage_save_header(apply_ev *a, const objlog_key_header *h) {
+    if (a->versioning == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED)
+        return;
     if (h->versions == 0) {
         apply_batch_del(a->b, OBJLOG_CF_VERSIONS, a->route.data, a->route.len);
         return;
@@ -111,8 +130,15 @@ int stage_load_version(apply_ev *a, uint64_t seq, Objlog__VersionRecord **out) {
 }
 
 int stage_delete_version(apply_ev *a, uint64_t seq) {
-    Objlog__VersionRecord *r;
-    int rc = stage_load_version(a, seq, &r);
+    Objlog__VersionRecord *r = NULL;
+    /* The version `objects` showed when the op began needs no read: its
+     * row is that row (a key's newest live version), counters and all. */
+    int current = a->obj_live_before && seq == a->obj_seq_before && !a->obj_staged;
+    if (current) {
+        a->d.versions--;
+        a->d.version_bytes -= (int64_t)a->obj_size_before;
+    }
+    int rc = current ? 0 : stage_load_version(a, seq, &r);
     if (rc < 0)
         return -1;
     if (rc == 1) {
@@ -146,6 +172,8 @@ static void objects_del(apply_ev *a) {
     apply_batch_del(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len);
     objects_noted(a, 0, 0, NULL, 0);
 }
+
+void stage_clear_current(apply_ev *a) { objects_del(a); }
 
 /* Writes a new newest version (or marker) at a->seq. A new version always
  * has the highest seq of its key, so it is what `objects` must show. */
@@ -404,33 +432,37 @@ int stage_stats_commit(apply_ev *a) {
 }
 
 /* The size of the version in `objects` row v. 0 or -1 (corrupt). */
-static int row_size(apply_ev *a, const char *v, size_t vn, uint64_t *size) {
+/* Notes the current version a->obj_*_before from its `objects` row. */
+static int row_note(apply_ev *a, const char *v, size_t vn) {
     Objlog__VersionRecord *r =
         objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
     if (!r) {
         snprintf(a->errstr, a->es, "object record in %s: corrupt", a->ev->bucket);
         return -1;
     }
-    *size = r->meta ? r->meta->size : 0;
+    a->obj_size_before = r->meta ? r->meta->size : 0;
+    a->obj_seq_before = r->seq;
+    a->obj_null_before = strcmp(r->version_id, "null") == 0;
     objlog__version_record__free_unpacked(r, NULL);
     return 0;
 }
 
-/* Before a key op stages anything: remembers the current live version,
- * and hands its row to the bucket's indexes (one read for both). */
+/* Before a key op stages anything: remembers the current live version
+ * (for the counters, the header of a key without one, and the bucket's
+ * indexes: one read for all). */
 int stage_key_begin(apply_ev *a) {
     a->obj_staged = 0;
     a->obj_live_before = 0;
     a->obj_size_before = 0;
-    if (!apply_batch_stats_on(a->b) && !indexes_key_wants(&a->ix))
-        return 0;
+    a->obj_seq_before = 0;
+    a->obj_null_before = 0;
     char *v = NULL;
     size_t vn = 0;
     int rc = apply_batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
                              &v, &vn, a->errstr, a->es);
     if (rc < 0)
         return -1;
-    if (rc == 1 && apply_batch_stats_on(a->b) && row_size(a, v, vn, &a->obj_size_before) < 0) {
+    if (rc == 1 && row_note(a, v, vn) < 0) {
         rocksdb_free(v);
         return -1;
     }

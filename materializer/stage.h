@@ -37,8 +37,11 @@ typedef struct apply_ev {
     size_t es;
     /* Usage delta of this event (stats CF), staged only if it succeeds. */
     stats_delta d;
+    Objlog__Versioning versioning; /* the bucket's, for key ops */
     int obj_live_before;     /* the `objects` row before a key op */
     uint64_t obj_size_before;
+    uint64_t obj_seq_before; /* ... its version's seq, */
+    int obj_null_before;     /* and whether that is the null version */
     /* ... and after, once the op staged it (objects_noted), so
      * the counters need not read it back. */
     int obj_staged, obj_live_after;
@@ -56,9 +59,13 @@ int stage_load_part(apply_ev *a, const char *upload_id, uint32_t part,
                     Objlog__PartRecord **out);
 
 int stage_save_bucket(apply_ev *a, const Objlog__BucketRecord *r);
-/* The key's header row: 1 found, 0 none (*h all zero), -1 error. */
+/* The key's header (after stage_key_begin): 1 the key has versions, 0
+ * none (*h all zero), -1 error. A key whose versions are its null version
+ * alone has no header row: `objects` shows that version, and says so. */
 int stage_load_header(apply_ev *a, objlog_key_header *h);
-/* Deletes the header row when the key has no version left. */
+/* Writes the header row, or deletes it when the key has no version left;
+ * an Unversioned bucket's keys never have one (their one version is the
+ * null version, which `objects` shows). */
 void stage_save_header(apply_ev *a, const objlog_key_header *h);
 /* Deletes the version row at seq, with its counters. 0 or -1. */
 int stage_delete_version(apply_ev *a, uint64_t seq);
@@ -69,6 +76,8 @@ int stage_add_version(apply_ev *a, const char *version_id, int marker,
 /* Makes `objects` show the key's newest version if it is live, else
  * nothing. Used after a version other than a new newest one changed. */
 int stage_refresh_current(apply_ev *a);
+/* Makes `objects` show nothing: the key has no version left. */
+void stage_clear_current(apply_ev *a);
 /* Keeps the bucket's tenant for the stats rows. 0 or -1. */
 int stage_set_tenant(apply_ev *a, const char *tenant);
 /* 1 if cf has any row under the bucket (in `versions`: a version or a

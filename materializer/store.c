@@ -71,12 +71,20 @@ struct objlog_store {
     pthread_cond_t fcv;
     int flusher_started, flusher_stop;
     pthread_t flusher;
+    /* Bumped whenever `outcomes` rows change other than through a batch
+     * (a checkpoint import or purge): the batches' request-id indexes,
+     * caches of those rows, reload when it moves. */
+    atomic_uint_fast64_t outcomes_gen;
 };
 
 static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
     "versions", "objects", "buckets", "uploads", "stats", "outcomes", "meta",
     "indexes",
 };
+
+uint64_t objlog_store_outcomes_gen(objlog_store *s) { return atomic_load(&s->outcomes_gen); }
+
+void objlog_store_outcomes_changed(objlog_store *s) { atomic_fetch_add(&s->outcomes_gen, 1); }
 
 const char *objlog_cf_name(objlog_cf cf) {
     if ((int)cf < 0 || cf >= OBJLOG_CF_COUNT)

@@ -12,9 +12,14 @@
  *      request ids are its own and partitions apply on separate threads.
  *      The value (be32(p) be64(offset)) names the partition, so the new
  *      keys follow from the old rows alone.
+ *   4  "4". No 'r' rows: a request id is found through the partition's
+ *      in-memory index of its first-outcome rows (ridindex.h), which carry
+ *      it already; and no header row for the keys of an Unversioned
+ *      bucket, whose one version (the null one) `objects` shows. Both go
+ *      by deletion alone: every fact they held is in the rows that stay.
  *
  * A new store (no row in any column family) gets the current marker at
- * open. A format-1 or -2 store opens, but only objlog_store_upgrade, given
+ * open. A store of format 1, 2 or 3 opens, but only objlog_store_upgrade, given
  * the range map it was applied with, makes it current: the materializer
  * calls it before its first batch, so nothing reads or applies rows of
  * an old layout. A marker naming a later format is refused at open.
@@ -34,6 +39,7 @@
  */
 #include "materializer.h"
 
+#include "keycodec.h"
 #include "storefmt.h"
 
 #include <stdio.h>
@@ -111,16 +117,17 @@ int storefmt_open(objlog_store *s, char *errstr, size_t es) {
     int rc = fmt_read(s, &fmt, errstr, es);
     if (rc < 0)
         return -1;
-    if (rc == 1 && fmt != OBJLOG_STORE_FORMAT && fmt != 2) {
+    if (rc == 1 && (fmt < 2 || fmt > OBJLOG_STORE_FORMAT)) {
+        char what[32];
+        snprintf(what, sizeof(what), fmt ? "later than %d" : "unreadable", OBJLOG_STORE_FORMAT);
         snprintf(errstr, es, "this store is in format %s (meta \"%s\"), which this objlog "
                              "does not know (it writes format %d): use the objlog that made "
                              "it, or start with an empty --data to rebuild the view by "
-                             "replaying the log", fmt ? "later than 3" : "unreadable",
-                 FMT_KEY, OBJLOG_STORE_FORMAT);
+                             "replaying the log", what, FMT_KEY, OBJLOG_STORE_FORMAT);
         return -1;
     }
     if (rc == 1 || !fmt_store_empty(s))
-        return 0; /* current, or format 1 or 2 until objlog_store_upgrade */
+        return 0; /* current, or older until objlog_store_upgrade */
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     fmt_marker_put(wb, s);
     rc = fmt_write(s, wb, errstr, es);
@@ -450,59 +457,97 @@ static void fmt_scan_free(fmt_scan *sc) {
     free(sc->old);
 }
 
-/* Format 2 to 3: every 'r' request_id row moves to 'r' be32(p)
- * request_id, p from its value. All deletes are staged before any put,
- * so a new key that happens to equal an old one (an old request id 4
- * bytes longer) keeps the new row. 0, or -1 (why). */
-typedef struct fmt_rid {
-    char *key;     /* new key ‖ value, malloc'd */
-    size_t kn;
-} fmt_rid;
-
-static int fmt_stage_rids(objlog_store *s, rocksdb_writebatch_t *wb, char *why, size_t wn) {
+/* To format 4: every 'r' row goes (formats 1 and 2 keyed them by request
+ * id alone, format 3 by partition and request id). 0, or -1 (why). */
+static int fmt_drop_rids(objlog_store *s, rocksdb_writebatch_t *wb, char *why, size_t wn) {
     rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_OUTCOMES);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, cf);
-    fmt_rid *rows = NULL;
-    size_t n = 0, cap = 0;
-    for (rocksdb_iter_seek(it, "r", 1); rocksdb_iter_valid(it) && !why[0];
-         rocksdb_iter_next(it)) {
-        size_t kn, vn;
+    for (rocksdb_iter_seek(it, "r", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn;
         const char *k = rocksdb_iter_key(it, &kn);
-        const char *v = rocksdb_iter_value(it, &vn);
         if (kn < 1 || k[0] != 'r')
             break;
         rocksdb_writebatch_delete_cf(wb, cf, k, kn);
-        if (vn != 12)
-            continue; /* not a position: nothing to keep */
-        fmt_rid *grown = fmt_grow(rows, &cap, n + 1, sizeof(*rows));
-        char *nk = malloc(kn + 4 + 12);
-        if (!grown || !nk) {
-            free(nk);
-            snprintf(why, wn, "out of memory");
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    if (err)
+        snprintf(why, wn, "scan request ids: %s", err);
+    rocksdb_free(err);
+    return why[0] ? -1 : 0;
+}
+
+/* Deletes the header rows of one Unversioned bucket's keys. Such a key
+ * has exactly its null version, so a header saying otherwise means the
+ * store is not what the log made: refused. 0, or -1 (why). */
+static int fmt_drop_bucket_headers(objlog_store *s, rocksdb_readoptions_t *ro,
+                                   const char *bucket, rocksdb_writebatch_t *wb, char *why,
+                                   size_t wn) {
+    rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_VERSIONS);
+    keybuf pre;
+    keybuf_init(&pre);
+    if (keycodec_bucket_part(&pre, bucket, strlen(bucket)) < 0) {
+        keybuf_free(&pre);
+        snprintf(why, wn, "out of memory");
+        return -1;
+    }
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, cf);
+    for (rocksdb_iter_seek(it, (const char *)pre.data, pre.len);
+         rocksdb_iter_valid(it) && !why[0]; rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        if (kn < pre.len || memcmp(k, pre.data, pre.len) != 0)
+            break;
+        if (!objlog_versions_row_is_header(k, kn))
+            continue;
+        objlog_key_header h;
+        const char *v = rocksdb_iter_value(it, &vn);
+        if (objlog_key_header_decode(v, vn, &h) < 0 || !h.has_null || h.versions != 1)
+            snprintf(why, wn, "a key of the Unversioned bucket %s has a header that does not "
+                              "describe one null version: start with an empty --data to "
+                              "rebuild the view by replaying the log", bucket);
+        else
+            rocksdb_writebatch_delete_cf(wb, cf, k, kn);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    keybuf_free(&pre);
+    if (err && !why[0])
+        snprintf(why, wn, "scan versions of %s: %s", bucket, err);
+    rocksdb_free(err);
+    return why[0] ? -1 : 0;
+}
+
+/* To format 4: the header rows of every Unversioned bucket's keys go. */
+static int fmt_drop_headers(objlog_store *s, rocksdb_writebatch_t *wb, char *why, size_t wn) {
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro,
+                                                        objlog_store_cf(s, OBJLOG_CF_BUCKETS));
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !why[0];
+         rocksdb_iter_next(it)) {
+        size_t vn;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__BucketRecord *r =
+            objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!r) {
+            snprintf(why, wn, "a bucket record is corrupt");
             break;
         }
-        rows = grown;
-        nk[0] = 'r';
-        memcpy(nk + 1, v, 4);
-        memcpy(nk + 5, k + 1, kn - 1);
-        memcpy(nk + kn + 4, v, 12);
-        rows[n++] = (fmt_rid){nk, kn + 4};
+        if (r->versioning == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED)
+            fmt_drop_bucket_headers(s, ro, r->name, wb, why, wn);
+        objlog__bucket_record__free_unpacked(r, NULL);
     }
     char *err = NULL;
     rocksdb_iter_get_error(it, &err);
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     if (err && !why[0])
-        snprintf(why, wn, "scan request ids: %s", err);
+        snprintf(why, wn, "scan buckets: %s", err);
     rocksdb_free(err);
-    for (size_t i = 0; i < n; i++) {
-        if (!why[0])
-            rocksdb_writebatch_put_cf(wb, cf, rows[i].key, rows[i].kn, rows[i].key + rows[i].kn,
-                                      12);
-        free(rows[i].key);
-    }
-    free(rows);
     return why[0] ? -1 : 0;
 }
 
@@ -512,7 +557,7 @@ int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr, size
     if (rc < 0)
         return -1;
     if (rc == 1 && fmt == OBJLOG_STORE_FORMAT)
-        return 0; /* storefmt_open refused any other marker but 2 */
+        return 0; /* storefmt_open refused later ones */
     int from = rc == 1 ? fmt : 1;
     char why[512] = "";
     fmt_scan sc = {.err = why, .es = sizeof(why)};
@@ -527,7 +572,9 @@ int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr, size
     if (rc == 0 && from == 1)
         rc = fmt_stage(&sc, s, wb);
     if (rc == 0)
-        rc = fmt_stage_rids(s, wb, why, sizeof(why));
+        rc = fmt_drop_rids(s, wb, why, sizeof(why));
+    if (rc == 0)
+        rc = fmt_drop_headers(s, wb, why, sizeof(why));
     if (rc == 0) {
         fmt_marker_put(wb, s);
         rc = fmt_write(s, wb, why, sizeof(why));

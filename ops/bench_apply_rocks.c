@@ -23,24 +23,19 @@
  *                          as a view does after the buckets were created.
  *
  * apply.c, per PUT of a new key into an unversioned bucket (no
- * preconditions, no quota), read from the code and counted on a running
- * objlogd with an LD_PRELOAD counter of the rocksdb_writebatch_wi_* calls
- * (3 batches of 1000 such PUTs: 5000 reads, 5000 puts each, no deletes,
- * no iterators, plus the per-batch rows below):
- *   read  outcomes 'r' request_id  apply_dedup > rid_position (absent)
+ * preconditions, no quota), read from the code and pinned per event by
+ * test_apply's operation counts:
  *   read  buckets  bucket_part(b)  object_gate > key_gate > load_bucket
- *   read  objects  route_key(b,k)  stats_key_begin > current_size (absent)
- *   read  versions route_key(b,k)  put_version > load_header (absent)
- *   put   versions version_row     add_version (VersionRecord)
- *   put   objects  route_key(b,k)  add_version (the same VersionRecord)
- *   put   versions route_key(b,k)  save_header (18-byte key header)
- *   put   outcomes 'o' p offset    save_outcome (Outcome)
- *   put   outcomes 'r' request_id  record_request (be32 p, be64 offset)
- *   read  meta     "olow" p        trim_outcomes > olow_get (nothing due)
- * = 5 reads and 5 puts per event; and per batch, for each `stats` row the
+ *   read  objects  route_key(b,k)  stage_key_begin (absent)
+ *   put   versions version_row     stage_add_version (VersionRecord)
+ *   put   objects  route_key(b,k)  stage_add_version (the same record)
+ *   put   outcomes 'o' p offset    dedup_save_outcome (Outcome, with the
+ *                                  request id: no row of its own)
+ *   read  meta     "olow" p        dedup_trim > olow_get (nothing due)
+ * (an Unversioned bucket's key has no header row, and a new request id
+ * is looked up in memory); and per batch, for each `stats` row the
  * batch changed (each bucket's, its partition's tenant and global rows)
- * 1 read at its first touch (stats_commit > stats_row) and 1 put
- * (stats_stage), and
+ * 1 read at its first touch (stage_stats_row) and 1 put, and
  * 1 put of meta "applied" per partition in the batch (apply_set_applied).
  * Since materializer/rowcache.c, apply reads the bucket and "olow" rows
  * through RocksDB only at their first touch in a batch; this pattern
@@ -67,7 +62,6 @@
 #include "objlog.pb-c.h"
 
 #define ROCKS_VALUE_MAX 512
-#define ROCKS_HEADER_LEN 18          /* the key header row (materializer.h) */
 #define ROCKS_RID_LEN 16             /* request ids */
 #define ROCKS_OKEY_LEN 13            /* 'o' be32(partition) be64(offset) */
 #define ROCKS_META_KEY_MAX 16
@@ -76,12 +70,10 @@
 
 /* One PUT event's rows, encoded before its batch's clock starts. */
 typedef struct rocks_ev {
-    keybuf route;                /* route_key(b,k): `objects` row, key header */
+    keybuf route;                /* route_key(b,k): the `objects` row */
     keybuf vrow;                 /* version_row(b,k,seq) */
-    uint8_t rid[1 + ROCKS_RID_LEN];  /* 'r' request_id */
-    uint8_t pos[12];             /* its value: be32(partition) be64(offset) */
+    uint8_t rid[ROCKS_RID_LEN];  /* request id */
     uint8_t okey[ROCKS_OKEY_LEN];
-    uint8_t header[ROCKS_HEADER_LEN];
     uint8_t rec[ROCKS_VALUE_MAX];    /* VersionRecord */
     size_t rec_n;
     uint8_t out[ROCKS_VALUE_MAX];    /* Outcome */
@@ -369,19 +361,13 @@ static int rocks_encode(rocks *r, long first, int n, char *err, size_t es) {
             snprintf(err, es, "out of memory");
             return -1;
         }
-        e->rid[0] = 'r';
         for (int w = 0; w < ROCKS_RID_LEN; w += 8) {
             uint64_t x = rocks_rand(r);
-            memcpy(e->rid + 1 + w, &x, 8);
+            memcpy(e->rid + w, &x, 8);
         }
-        put_be32(e->pos, (uint32_t)e->part);
-        put_be64(e->pos + 4, (uint64_t)off);
         e->okey[0] = 'o';
-        memcpy(e->okey + 1, e->pos, sizeof(e->pos));
-        e->header[0] = 1;            /* format */
-        e->header[1] = 1;            /* has_null */
-        put_be64(e->header + 2, seq);
-        put_be64(e->header + 10, 1); /* versions */
+        put_be32(e->okey + 1, (uint32_t)e->part);
+        put_be64(e->okey + 5, (uint64_t)off);
         Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
         meta.size = (uint64_t)i;
         meta.etag = etag;
@@ -394,7 +380,7 @@ static int rocks_encode(rocks *r, long first, int n, char *err, size_t es) {
         vr.meta = &meta;
         vr.log_time_ms = r->log_ms + i / 100;
         Objlog__Outcome o = OBJLOG__OUTCOME__INIT;
-        o.request_id.data = e->rid + 1;
+        o.request_id.data = e->rid;
         o.request_id.len = ROCKS_RID_LEN;
         o.partition = e->part;
         o.offset = off;
@@ -544,19 +530,13 @@ static int rocks_pattern_batch(rocks *r, rocksdb_writebatch_wi_t *wb, int n, cha
     for (int k = 0; k < n && rc == 0; k++) {
         const rocks_ev *e = &r->ev[k];
         const keybuf *bp = &r->bpart[e->bucket];
-        rc = rocks_get(r, wb, OBJLOG_CF_OUTCOMES, e->rid, sizeof(e->rid), err, es);
-        if (rc == 0)
-            rc = rocks_get(r, wb, OBJLOG_CF_BUCKETS, bp->data, bp->len, err, es);
+        rc = rocks_get(r, wb, OBJLOG_CF_BUCKETS, bp->data, bp->len, err, es);
         if (rc == 0)
             rc = rocks_get(r, wb, OBJLOG_CF_OBJECTS, e->route.data, e->route.len, err, es);
-        if (rc == 0)
-            rc = rocks_get(r, wb, OBJLOG_CF_VERSIONS, e->route.data, e->route.len, err, es);
         if (rc < 0)
             break;
         rocks_put(r, wb, OBJLOG_CF_VERSIONS, e->vrow.data, e->vrow.len, e->rec, e->rec_n);
         rocks_put(r, wb, OBJLOG_CF_OBJECTS, e->route.data, e->route.len, e->rec, e->rec_n);
-        rocks_put(r, wb, OBJLOG_CF_VERSIONS, e->route.data, e->route.len, e->header,
-                  sizeof(e->header));
         int np = r->l->nparts, p = r->l->part[e->bucket];
         const rocks_stat *touch[3] = {&r->stat[e->bucket], &r->stat[nb + p],
                                       &r->stat[nb + np + p]};
@@ -567,7 +547,6 @@ static int rocks_pattern_batch(rocks *r, rocksdb_writebatch_wi_t *wb, int n, cha
         if (rc < 0)
             break;
         rocks_put(r, wb, OBJLOG_CF_OUTCOMES, e->okey, sizeof(e->okey), e->out, e->out_n);
-        rocks_put(r, wb, OBJLOG_CF_OUTCOMES, e->rid, sizeof(e->rid), e->pos, sizeof(e->pos));
         rc = rocks_get(r, wb, OBJLOG_CF_META, r->olow[e->part], r->olow_n, err, es);
     }
     for (int i = 0; i < r->nstat && rc == 0; i++)

@@ -164,6 +164,8 @@ static int ckpt_apply(ckpt_run *r, objlog_store *s, char *err, size_t en) {
                 apply_set_applied(b, p, off[p]);
         if (rc == 0 && objlog_store_write_view(s, apply_batch_wb(b), err, en) < 0)
             rc = -1;
+        if (rc == 0)
+            apply_batch_written(b);
         apply_batch_clear(b);
     }
     free(off);

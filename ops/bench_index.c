@@ -75,6 +75,8 @@ static int ixb_open(ixb_store *x) {
 static int ixb_write(ixb_store *x) {
     char err[256];
     int rc = objlog_store_write_view(x->s, apply_batch_wb(x->b), err, sizeof(err));
+    if (rc == 0)
+        apply_batch_written(x->b);
     apply_batch_clear(x->b);
     if (rc < 0)
         fprintf(stderr, "objlog: bench: write: %s\n", err);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "objlog.pb-c.h"
+#include "rows.h"
 
 static const char *const stats_fields[STATS_NFIELDS] = {
     "objects", "bytes", "versions", "version_bytes", "noncurrent_versions",
@@ -453,37 +454,80 @@ static void rc_put_usage(rocksdb_writebatch_t *wb, objlog_store *s, const void *
                               objlog__usage_stats__pack(&m, buf));
 }
 
-/* Formats 1 and 2 kept one 'r' request_id row for every partition: each
- * 'r' be32(p) request_id row becomes one. Returns the rows rewritten. */
-static long rc_old_rids(objlog_store *s, rocksdb_writebatch_t *wb) {
+/* Formats 1 to 3 kept a row per request id, pointing at its newest first
+ * outcome: 'r' request_id (1, 2) or 'r' be32(p) request_id (3), value
+ * be32(p) be64(offset). Rebuilt from the outcome rows that are first
+ * outcomes (ascending offsets: the newest wins). Returns the rows put. */
+static long rc_old_rids(objlog_store *s, rocksdb_writebatch_t *wb, int fmt) {
     rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_OUTCOMES);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, cf);
     long n = 0;
-    for (rocksdb_iter_seek(it, "r", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+    for (rocksdb_iter_seek(it, "o", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t kn, vn;
-        const char *k = rocksdb_iter_key(it, &kn);
-        const char *v = rocksdb_iter_value(it, &vn);
-        if (kn < 5 || k[0] != 'r')
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vn);
+        if (kn != APPLY_OUTCOME_KEY_LEN || k[0] != 'o')
             break;
-        char old[64];
-        if (kn - 4 > sizeof(old))
-            continue;
-        old[0] = 'r';
-        memcpy(old + 1, k + 5, kn - 5);
-        rocksdb_writebatch_delete_cf(wb, cf, k, kn);
-        rocksdb_writebatch_put_cf(wb, cf, old, kn - 4, v, vn);
-        n++;
+        Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, v);
+        uint8_t key[80], pos[12];
+        if (o && o->request_id.len && o->request_id.len <= 64 &&
+            o->offset == (int64_t)apply_get_be64(k + 5)) {
+            size_t at = 0;
+            key[at++] = 'r';
+            if (fmt == 3) {
+                memcpy(key + at, k + 1, 4);
+                at += 4;
+            }
+            memcpy(key + at, o->request_id.data, o->request_id.len);
+            memcpy(pos, k + 1, 12);
+            rocksdb_writebatch_put_cf(wb, cf, (const char *)key, at + o->request_id.len,
+                                      (const char *)pos, sizeof(pos));
+            n++;
+        }
+        if (o)
+            objlog__outcome__free_unpacked(o, NULL);
     }
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     return n;
 }
 
-long stats_recount_write_format2(objlog_store *s, char *errstr, size_t errstr_size) {
+/* Formats 1 to 3 kept a header row for every key with a version, an
+ * Unversioned bucket's keys too: put back for each version row without
+ * one (the key's null version alone). */
+static void rc_old_headers(objlog_store *s, rocksdb_writebatch_t *wb) {
+    rocksdb_column_family_handle_t *cf = objlog_store_cf(s, OBJLOG_CF_VERSIONS);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, cf);
+    keybuf last; /* route key of the last header or version row */
+    keybuf_init(&last);
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        size_t rn = objlog_versions_row_is_header(k, kn) ? kn : kn - 8;
+        int same = last.len == rn && memcmp(last.data, k, rn) == 0;
+        keybuf_reset(&last);
+        keybuf_append(&last, k, rn);
+        if (same || rn == kn)
+            continue;
+        objlog_key_header h = {.has_null = 1, .null_seq = keycodec_row_seq(k, kn),
+                               .versions = 1};
+        uint8_t v[APPLY_HEADER_LEN];
+        apply_header_encode(&h, v);
+        rocksdb_writebatch_put_cf(wb, cf, (const char *)k, rn, (const char *)v, sizeof(v));
+    }
+    keybuf_free(&last);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+}
+
+static long rc_write_old(objlog_store *s, int fmt, char *errstr, size_t errstr_size) {
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    long n = rc_old_rids(s, wb);
-    rocksdb_writebatch_put_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), "format", 6, "2", 1);
+    long n = rc_old_rids(s, wb, fmt);
+    rc_old_headers(s, wb);
+    char marker[2] = {(char)('0' + fmt), 0};
+    rocksdb_writebatch_put_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), "format", 6, marker, 1);
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     char *err = NULL;
     rocksdb_write(objlog_store_db(s), wo, wb, &err);
@@ -494,6 +538,14 @@ long stats_recount_write_format2(objlog_store *s, char *errstr, size_t errstr_si
     snprintf(errstr, errstr_size, "write: %s", err);
     free(err);
     return -1;
+}
+
+long stats_recount_write_format3(objlog_store *s, char *errstr, size_t errstr_size) {
+    return rc_write_old(s, 3, errstr, errstr_size);
+}
+
+long stats_recount_write_format2(objlog_store *s, char *errstr, size_t errstr_size) {
+    return rc_write_old(s, 2, errstr, errstr_size);
 }
 
 int stats_recount_write_format1(objlog_store *s, const rangemap *rm, char *errstr,
@@ -526,7 +578,8 @@ int stats_recount_write_format1(objlog_store *s, const rangemap *rm, char *errst
     if (!rc.failed && rc.nb > 0)
         rc_put_usage(wb, s, "g", 1, &rc.g);
     rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), "format", 6);
-    rc_old_rids(s, wb);
+    rc_old_rids(s, wb, 1);
+    rc_old_headers(s, wb);
     char *err = NULL;
     if (!rc.failed) {
         rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();

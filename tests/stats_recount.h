@@ -66,13 +66,15 @@ int stats_recount_check(objlog_store *s, const rangemap *rm, stats_recount_summa
 
 /* Rewrites s's stats rows in format 1 (before per-partition rows): one
  * 't' enc(tenant) row per tenant and one 'g' row, from the recount (not
- * from the stored rows), its request id rows as format 2 below, and
- * removes meta "format": a store as an older objlogd left it, for the
+ * from the stored rows), its request id and header rows as format 2
+ * below, and removes meta "format": a store as an older objlogd left it, for the
  * upgrade test. 0, or -1 (errstr). */
-/* Rewrites s's request id rows as format 2 kept them ('r' request_id,
- * no partition) and marks it format 2. The rows rewritten, or -1
- * (errstr). */
+/* Puts back the rows formats 2 and 3 kept and format 4 does not (a row
+ * per request id: 'r' request_id in format 2, 'r' be32(p) request_id in
+ * format 3; a header row for every key of an Unversioned bucket) and
+ * marks s with that format. The request id rows put, or -1 (errstr). */
 long stats_recount_write_format2(objlog_store *s, char *errstr, size_t errstr_size);
+long stats_recount_write_format3(objlog_store *s, char *errstr, size_t errstr_size);
 int stats_recount_write_format1(objlog_store *s, const rangemap *rm, char *errstr,
                                 size_t errstr_size);
 

@@ -260,6 +260,7 @@ static char *rl_apply_all(const char *dir, int per_event, Objlog__BucketRecord *
             char *e = NULL;
             rocksdb_write(objlog_store_db(st), wo, apply_batch_wb(b), &e);
             assert_null(e);
+            apply_batch_written(b);
             apply_batch_clear(b);
         }
     }

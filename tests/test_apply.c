@@ -29,6 +29,7 @@
 #include "keycodec.h"
 #include "materializer.h"
 #include "proc.h"
+#include "ridindex.h"
 #include "rowcache.h"
 #include "rows.h"
 #include "statrows.h"
@@ -710,6 +711,19 @@ static void write_batch(fixture *f, apply_batch *b) {
     apply_batch_clear(b);
 }
 
+/* write_batch, telling the batch it was written: it keeps what it holds
+ * in memory of the rows (the request-id indexes), as the materializer's
+ * batches do. */
+static void write_batch_kept(fixture *f, apply_batch *b) {
+    char *err = NULL;
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b), &err);
+    rocksdb_writeoptions_destroy(wo);
+    assert_null(err);
+    apply_batch_written(b);
+    apply_batch_clear(b);
+}
+
 /* ---- state dumps ---- */
 
 static void append(char *out, size_t n, const char *s) {
@@ -734,7 +748,8 @@ static void version_token(const Objlog__VersionRecord *r, char *out, size_t n) {
 }
 
 /* Dumps a CF of version records; for `versions` also checks every header
- * row against the rows it describes. */
+ * row against the rows it describes, and that a key without one has its
+ * null version alone. */
 static void dump_records(fixture *f, objlog_cf cf, char *out, size_t n) {
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it =
@@ -745,6 +760,8 @@ static void dump_records(fixture *f, objlog_cf cf, char *out, size_t n) {
     objlog_key_header h = {0, 0, 0};
     uint64_t seen = 0;
     int seen_null = 0, have_header = 0;
+    keybuf hdr; /* the route key the header h describes */
+    keybuf_init(&hdr);
     out[0] = '\0';
     for (rocksdb_iter_seek_to_first(it);; rocksdb_iter_next(it)) {
         int valid = rocksdb_iter_valid(it);
@@ -764,6 +781,8 @@ static void dump_records(fixture *f, objlog_cf cf, char *out, size_t n) {
             have_header = 1;
             seen = 0;
             seen_null = 0;
+            keybuf_reset(&hdr);
+            keybuf_append(&hdr, k, kn);
             continue;
         }
         keybuf b, key;
@@ -774,8 +793,22 @@ static void dump_records(fixture *f, objlog_cf cf, char *out, size_t n) {
         Objlog__VersionRecord *r =
             objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
         assert_non_null(r);
+        if (cf == OBJLOG_CF_VERSIONS && (hdr.len != kn - 8 || memcmp(hdr.data, k, kn - 8))) {
+            /* no header row: the key's one version is its null version
+             * (checked when the next key starts) */
+            assert_string_equal(r->version_id, "null");
+            if (have_header) {
+                assert_int_equal(h.versions, seen);
+                assert_int_equal(h.has_null, seen_null);
+            }
+            h = (objlog_key_header){.has_null = 1, .null_seq = r->seq, .versions = 1};
+            have_header = 1;
+            seen = 0;
+            seen_null = 0;
+            keybuf_reset(&hdr);
+            keybuf_append(&hdr, k, kn - 8);
+        }
         if (cf == OBJLOG_CF_VERSIONS) {
-            assert_true(have_header); /* a version row always has a header */
             assert_int_equal(keycodec_row_seq(k, kn), r->seq);
             seen++;
             if (strcmp(r->version_id, "null") == 0) {
@@ -801,6 +834,7 @@ static void dump_records(fixture *f, objlog_cf cf, char *out, size_t n) {
         keybuf_free(&key);
     }
     keybuf_free(&lastkey);
+    keybuf_free(&hdr);
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
 }
@@ -1114,7 +1148,8 @@ static const dedup_row dedup_rows[] = {
      "a=#4:e3,#3:e2,#2:e1", "a=#4:e3", "4,5", "#4@4;R1@5"},
 };
 
-/* Offsets with an 'o' row and the 'r' rows, in the notation above. */
+/* Offsets with an 'o' row and the request ids remembered (the kept rows
+ * that are their request's first outcome), in the notation above. */
 static void dump_outcomes(fixture *f, char *kept, size_t kn, char *rids,
                           size_t rn) {
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
@@ -1130,21 +1165,25 @@ static void dump_outcomes(fixture *f, char *kept, size_t kn, char *rids,
         const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vn);
         if (k[0] == 'o') {
             assert_int_equal(n, APPLY_OUTCOME_KEY_LEN);
-            snprintf(tok, sizeof(tok), "%s%llu", kept[0] ? "," : "",
-                     (unsigned long long)apply_get_be64(k + 5));
+            uint64_t off = apply_get_be64(k + 5);
+            snprintf(tok, sizeof(tok), "%s%llu", kept[0] ? "," : "", (unsigned long long)off);
             append(kept, kn, tok);
+            Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, v);
+            assert_non_null(o);
+            if (o->request_id.len && o->offset == (int64_t)off) {
+                int r;
+                assert_true(o->request_id.len >= sizeof(r));
+                memcpy(&r, o->request_id.data, sizeof(r));
+                snprintf(tok, sizeof(tok), "%s%s%d@%llu", rids[0] ? ";" : "",
+                         r >= 1000 ? "R" : "#", r >= 1000 ? r - 1000 : r,
+                         (unsigned long long)off);
+                append(rids, rn, tok);
+            }
+            objlog__outcome__free_unpacked(o, NULL);
             continue;
         }
-        /* 'r' be32(p) request_id, and the value names the same p */
-        assert_int_equal(k[0], 'r');
-        assert_int_equal(n, 21);
-        assert_int_equal(vn, 12);
-        assert_memory_equal(k + 1, v, 4);
-        int r;
-        memcpy(&r, k + 5, sizeof(r));
-        snprintf(tok, sizeof(tok), "%s%s%d@%llu", rids[0] ? ";" : "",
-                 r >= 1000 ? "R" : "#", r >= 1000 ? r - 1000 : r,
-                 (unsigned long long)apply_get_be64(v + 4));
+        /* nothing but outcome rows: request ids have no row of their own */
+        assert_int_equal(k[0], 'o');
         append(rids, rn, tok);
     }
     rocksdb_iter_destroy(it);
@@ -1163,9 +1202,19 @@ static char *dump_store(fixture *f) {
     return buf;
 }
 
-/* Runs a dedup row into fixture f (one batch per event, or one for all)
- * and checks every outcome and the resulting state. */
-static void run_dedup_row(const dedup_row *r, fixture *f, int one_batch) {
+/* How run_dedup_row writes its batches. */
+enum {
+    DEDUP_BATCH_PER_EVENT,  /* each cleared unwritten-told: indexes reload */
+    DEDUP_ONE_BATCH,
+    DEDUP_KEPT_PER_EVENT,   /* each told it was written: indexes kept */
+    DEDUP_MODES
+};
+static const char *const dedup_mode_name[DEDUP_MODES] = {
+    "batch per event", "one batch", "batch per event, index kept"};
+
+/* Runs a dedup row into fixture f (batches as mode says) and checks every
+ * outcome and the resulting state. */
+static void run_dedup_row(const dedup_row *r, fixture *f, int mode) {
     apply_batch *b = apply_batch_new(f->store, f->rm);
     apply_batch_set_dedup_limits(b, r->window_ms ? r->window_ms : OBJLOG_DEDUP_WINDOW_MS,
                                  r->max_ids ? r->max_ids : OBJLOG_DEDUP_MAX_IDS);
@@ -1185,8 +1234,10 @@ static void run_dedup_row(const dedup_row *r, fixture *f, int one_batch) {
         if (code != s->expect)
             fail_msg("%s step %d: outcome %d, want %d", r->name, n + 1, code,
                      s->expect);
-        if (!one_batch)
+        if (mode == DEDUP_BATCH_PER_EVENT)
             write_batch(f, b);
+        else if (mode == DEDUP_KEPT_PER_EVENT)
+            write_batch_kept(f, b);
     }
     apply_set_applied(b, p0, n + 1);
     write_batch(f, b);
@@ -1196,8 +1247,7 @@ static void run_dedup_row(const dedup_row *r, fixture *f, int one_batch) {
     dump_outcomes(f, kept, sizeof(kept), rids, sizeof(rids));
     if (strcmp(kept, r->kept) || strcmp(rids, r->rids))
         fail_msg("%s (%s): kept '%s' rids '%s', want '%s' '%s'", r->name,
-                 one_batch ? "one batch" : "batch per event", kept, rids,
-                 r->kept, r->rids);
+                 dedup_mode_name[mode], kept, rids, r->kept, r->rids);
     assert_int_equal(objlog_store_outcomes_low(f->store, p0), atoi(r->kept));
     for (int i = 0; i < n; i++) {
         const step *s = &r->steps[i].s;
@@ -1237,17 +1287,19 @@ static void run_dedup_row(const dedup_row *r, fixture *f, int one_batch) {
  * per event, so both stores must dump byte for byte the same. */
 static void test_dedup_rule(void **state) {
     const dedup_row *r = *state;
-    fixture *a, *b;
-    setup((void **)&a);
-    setup((void **)&b);
-    run_dedup_row(r, a, 0);
-    run_dedup_row(r, b, 1);
-    char *da = dump_store(a), *db = dump_store(b);
-    assert_string_equal(da, db);
-    free(da);
-    free(db);
-    teardown((void **)&a);
-    teardown((void **)&b);
+    fixture *f[DEDUP_MODES];
+    char *dump[DEDUP_MODES];
+    for (int m = 0; m < DEDUP_MODES; m++) {
+        setup((void **)&f[m]);
+        run_dedup_row(r, f[m], m);
+        dump[m] = dump_store(f[m]);
+    }
+    for (int m = 1; m < DEDUP_MODES; m++)
+        assert_string_equal(dump[0], dump[m]);
+    for (int m = 0; m < DEDUP_MODES; m++) {
+        free(dump[m]);
+        teardown((void **)&f[m]);
+    }
 }
 
 /* A backlog (here: the bound lowered under 100 kept outcomes) drains at
@@ -1310,22 +1362,31 @@ typedef struct opcount_case {
  * RocksDB call more or less per event shows here. */
 static void test_rocksdb_ops_per_event(void **state) {
     (void)state;
+    /* Point reads that reach the store, puts, deletes, iterators. A new
+     * request's id costs nothing (the in-memory index); an Unversioned
+     * key has no header row (`objects` shows its one version). */
     static const opcount_case cases[] = {
-        {"PUT of a new key", {MKB("b", "U"), END}, PUT("k", "e1", "null"), {3, 5, 0, 0}},
-        /* the replaced null version is read (its size leaves the
-         * counters) and deleted */
+        /* `objects`; the version, `objects`, the outcome */
+        {"PUT of a new key", {MKB("b", "U"), END}, PUT("k", "e1", "null"), {1, 3, 0, 0}},
+        /* the replaced null version is `objects`' row: no read for it */
         {"overwrite (unversioned)", {MKB("b", "U"), PUT("k", "e1", "null"), END},
-         PUT("k", "e2", "null"), {4, 5, 1, 0}},
+         PUT("k", "e2", "null"), {1, 3, 1, 0}},
+        /* plus the header row, read and written */
         {"versioned PUT over a version", {MKB("b", "E"), PUT("k", "e1", "#"), END},
-         PUT("k", "e2", "#"), {3, 5, 0, 0}},
-        /* the null version, the header and `objects` go; the walk for a
-         * newer current version is the iterator */
+         PUT("k", "e2", "#"), {2, 4, 0, 0}},
+        /* the null version and `objects` go; nothing newer to look for */
         {"DELETE (unversioned)", {MKB("b", "U"), PUT("k", "e1", "null"), END},
-         DEL("k", "", 0), {4, 2, 3, 1}},
+         DEL("k", "", 0), {1, 1, 2, 0}},
+        /* a marker: version row, header, `objects` deleted, the outcome */
+        {"DELETE (versioned)", {MKB("b", "E"), PUT("k", "e1", "#"), END},
+         DEL("k", "#", 1), {2, 3, 1, 0}},
         /* the precondition reads `objects` once more than a plain
          * overwrite */
         {"conditional PUT (If-Match)", {MKB("b", "U"), PUT("k", "e1", "null"), END},
-         {'P', "b", "k", "e2", OK, "null", 0, "e1", 0, 0, 0}, {5, 5, 1, 0}},
+         {'P', "b", "k", "e2", OK, "null", 0, "e1", 0, 0, 0}, {2, 3, 1, 0}},
+        /* a retry reads its first outcome and copies it, nothing else */
+        {"retry of a PUT", {MKB("b", "U"), PUTR("k", "e1", 7, "null"), END},
+         PUTR("k", "e1", 7, "null"), {1, 1, 0, 0}},
     };
     int bad = 0;
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -1723,10 +1784,69 @@ static void test_rowcache_table(void **state) {
     assert_int_equal(rowcache_get(&c, 6, "key40", 5, &v, &vn), 0);
 }
 
+/* ridindex against a plain list, over random inserts, removes and finds
+ * with hashes drawn from a few values that share home slots (every probe
+ * run collides, and removes shift runs that wrap the table's end). */
+static void test_ridindex_model(void **state) {
+    (void)state;
+    enum { MODEL_MAX = 4000 };
+    static struct { uint64_t h; int64_t off; } model[MODEL_MAX];
+    size_t n = 0;
+    ridindex *x = ridindex_new();
+    assert_non_null(x);
+    uint64_t rng = 88172645463325252ULL;
+    for (int step = 0; step < 200000; step++) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        /* 12 hashes; homes 0, 63, 1 and their multiples mod small sizes */
+        static const uint64_t hs[] = {0, 63, 64, 127, 1, 65, 129, 62, 126, 255, 256, 511};
+        uint64_t h = hs[rng % 12];
+        int64_t off = (int64_t)((rng >> 8) % 3000);
+        int op = (int)((rng >> 40) % 3);
+        size_t at = n;
+        for (size_t i = 0; i < n; i++)
+            if (model[i].h == h && model[i].off == off)
+                at = i;
+        if (op == 0 && n < MODEL_MAX) {
+            assert_int_equal(ridindex_insert(x, h, off), 0);
+            if (at == n)
+                model[n++] = (typeof(model[0])){h, off};
+        } else if (op == 1) {
+            ridindex_remove(x, h, off);
+            if (at < n)
+                model[at] = model[--n];
+        }
+        int64_t got[8], want[8];
+        size_t nw = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (model[i].h != h)
+                continue;
+            size_t k = nw < 8 ? nw : 7;
+            if (nw >= 8 && model[i].off <= want[7]) {
+                nw++;
+                continue;
+            }
+            while (k > 0 && want[k - 1] < model[i].off) {
+                want[k] = want[k - 1];
+                k--;
+            }
+            want[k] = model[i].off;
+            nw++;
+        }
+        size_t ng = ridindex_find(x, h, got, 8);
+        assert_int_equal(ng, nw);
+        assert_memory_equal(got, want, (ng < 8 ? ng : 8) * sizeof(int64_t));
+        assert_int_equal(ridindex_count(x), n);
+    }
+    assert_true(n > 500); /* the table grew past its first sizes */
+    ridindex_free(x);
+}
+
 int main(void) {
     size_t nrows = sizeof(rows) / sizeof(rows[0]);
     size_t ndedup = sizeof(dedup_rows) / sizeof(dedup_rows[0]);
-    size_t extra = 11;
+    size_t extra = 12;
     struct CMUnitTest *t = calloc(nrows + ndedup + extra, sizeof(*t));
     for (size_t i = 0; i < nrows; i++) {
         t[i].name = rows[i].name;
@@ -1744,6 +1864,7 @@ int main(void) {
     t[nrows + 8] = (struct CMUnitTest)cmocka_unit_test(test_statrows_table);
     t[nrows + 9] = (struct CMUnitTest)cmocka_unit_test(test_rowcache_table);
     t[nrows + 10] = (struct CMUnitTest)cmocka_unit_test(test_rocksdb_ops_per_event);
+    t[nrows + 11] = (struct CMUnitTest)cmocka_unit_test(test_ridindex_model);
     t[nrows] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_objects_mirror_newest_version, setup, teardown);
     t[nrows + 1] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(

@@ -1153,7 +1153,7 @@ static void test_bench_apply(void **state) {
                 /* per batch: 24 stats rows (8 buckets, each on its own
                  * partition with its tenant's and its global row), and
                  * 8 "applied" rows */
-                {"rocksdb-apply-pattern", 2000, 5 * 2000 + 2 * 24, 5 * 2000 + 2 * (24 + 8)}};
+                {"rocksdb-apply-pattern", 2000, 3 * 2000 + 2 * 24, 3 * 2000 + 2 * (24 + 8)}};
     json_t *phases = json_object_get(j, "phases");
     assert_int_equal(json_array_size(phases), 4);
     for (size_t i = 0; i < 4; i++) {

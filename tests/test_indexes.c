@@ -64,6 +64,7 @@ static void fx_write(fixture *f) {
     rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(f->b), &err);
     rocksdb_writeoptions_destroy(wo);
     assert_null(err);
+    apply_batch_written(f->b);
     apply_batch_clear(f->b);
 }
 

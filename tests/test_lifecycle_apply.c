@@ -503,6 +503,7 @@ static void write_batch(fixture *f, apply_batch *b) {
     rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b), &err);
     rocksdb_writeoptions_destroy(wo);
     assert_null(err);
+    apply_batch_written(b);
     apply_batch_clear(b);
 }
 

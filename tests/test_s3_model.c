@@ -66,6 +66,7 @@ static void apply_one(world *w, Objlog__Event *ev, Objlog__OutcomeCode want) {
     rocksdb_writeoptions_destroy(wo);
     if (werr)
         fail_msg("write: %s", werr);
+    apply_batch_written(w->batch);
     apply_batch_clear(w->batch);
     if (code != want)
         fail_msg("offset %lld: outcome %d, want %d", (long long)w->offset, code, want);

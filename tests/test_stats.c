@@ -93,6 +93,7 @@ static void flush(world *w) {
     rocksdb_writeoptions_destroy(wo);
     if (err)
         fail_msg("write: %s", err);
+    apply_batch_written(w->batch);
     apply_batch_clear(w->batch);
     w->in_batch = 0;
 }
@@ -733,17 +734,19 @@ static void format1_upgrades_to_a_replay(world *w, const char *want_dump) {
     remove(got_dump);
 }
 
-/* A format-2 store (one 'r' row per request id for all partitions) opens
- * as format 2 and upgrades to exactly a replay (want_dump). */
-static void format2_upgrades_to_a_replay(world *w, const char *want_dump) {
+/* A format-2 or -3 store (a row per request id, for all partitions or
+ * per partition; a header row for every key) opens as such and upgrades
+ * to exactly a replay (want_dump). */
+static void old_format_upgrades_to_a_replay(world *w, int fmt, const char *want_dump) {
     char err[1024], got_dump[300];
-    long n = stats_recount_write_format2(w->store, err, sizeof(err));
+    long n = fmt == 2 ? stats_recount_write_format2(w->store, err, sizeof(err))
+                      : stats_recount_write_format3(w->store, err, sizeof(err));
     if (n < 0)
-        fail_msg("format 2: %s", err);
+        fail_msg("format %d: %s", fmt, err);
     assert_true(n > 0); /* the workload's writes carry request ids */
     close_world(w);
     open_world(w);
-    assert_int_equal(objlog_store_format(w->store), 2);
+    assert_int_equal(objlog_store_format(w->store), fmt);
     snprintf(got_dump, sizeof(got_dump), "%s.dump4", w->dir);
     dump_to(w->store, got_dump, sizeof(got_dump));
     assert_false(files_equal(want_dump, got_dump));
@@ -760,12 +763,12 @@ static void unknown_format_refused(world *w) {
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     char *werr = NULL;
     rocksdb_put_cf(objlog_store_db(w->store), wo, objlog_store_cf(w->store, OBJLOG_CF_META),
-                   "format", 6, "4", 1, &werr);
+                   "format", 6, "5", 1, &werr);
     rocksdb_writeoptions_destroy(wo);
     assert_null(werr);
     close_world(w);
     assert_null(objlog_store_open(w->dir, err, sizeof(err)));
-    if (!strstr(err, "format later than 3") || !strstr(err, "empty --data"))
+    if (!strstr(err, "format later than 4") || !strstr(err, "empty --data"))
         fail_msg("open error \"%s\"", err);
 }
 
@@ -825,7 +828,8 @@ static void counters_equal_a_recount(void **state) {
     dump_to(w->store, dump2, sizeof(dump2));
     assert_true(files_equal(dump1, dump2));
     format1_upgrades_to_a_replay(w, dump2);
-    format2_upgrades_to_a_replay(w, dump2);
+    old_format_upgrades_to_a_replay(w, 2, dump2);
+    old_format_upgrades_to_a_replay(w, 3, dump2);
     g_rm = w->rm;
     recount_catches_tampering(w->store);
     unknown_format_refused(w);
@@ -885,7 +889,7 @@ static void new_store_is_current_format(void **state) {
     char line[256];
     int found = 0;
     while (fgets(line, sizeof(line), f))
-        found |= strcmp(line, "meta 666f726d6174 33\n") == 0; /* "format" "3" */
+        found |= strcmp(line, "meta 666f726d6174 34\n") == 0; /* "format" "4" */
     fclose(f);
     remove(path);
     assert_true(found);

@@ -53,7 +53,7 @@
 
 #define SK_PARTITIONS 4
 #define SK_OPS 3000           /* workload steps; a step is one write or a purge */
-#define SK_MAX_WRITES (SK_OPS + 100)
+#define SK_MAX_WRITES (SK_OPS + 200)
 #define SK_BUCKETS 6
 #define SK_GONE 5             /* the bucket emptied and deleted halfway */
 #define SK_KEYS 5
@@ -456,10 +456,15 @@ static void check_exact(objlog_store *s, const char *when, stats_recount_summary
  * far is flushed to an ack, then it dies: so the backlog counts the
  * writes of the last moments before the freeze, not only those whose ack
  * happened to arrive in time (a real Kafka acks after replication, which
- * leaves the mock cluster's margin of hundreds at a few dozen). */
+ * leaves the mock cluster's margin of hundreds at a few dozen). A view
+ * that kept up with the paced writes (a fast apply, a quiet machine)
+ * would die with none: a burst of puts issued into the frozen view makes
+ * sure it has a backlog to die with. */
 static void kill_view(int nth) {
     int64_t before[SK_PARTITIONS];
     assert_int_equal(kill(T.view->pid, SIGSTOP), 0);
+    for (int i = 0; i < 20; i++)
+        put((int)(rnd() % (SK_BUCKETS - 1)), (int)(rnd() % SK_KEYS));
     assert_int_equal(objlog_producer_flush(T.p, 60000), 0);
     acked_ends(before);
     proc_kill(T.view);

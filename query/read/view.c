@@ -233,18 +233,38 @@ int view_newest_row(view *v, const keybuf *rk, const uint8_t *key,
     return rc;
 }
 
-/* The key's null version seq from its header row: 1, 0 none, -1 error. */
+/* The key's null version seq: 1, 0 none, -1 error. From its header row;
+ * a key without one has at most its null version, and `objects` shows it
+ * (an Unversioned bucket's keys have no header row). */
 int view_null_seq(view *v, const keybuf *rk, uint64_t *seq,
                   char *errstr, size_t es) {
     char *val = NULL;
     size_t vlen = 0;
     int rc = view_get(v, OBJLOG_CF_VERSIONS, rk, &val, &vlen, errstr, es);
     objlog_key_header h;
-    if (rc == 1)
+    if (rc == 1) {
         rc = objlog_key_header_decode(val, vlen, &h) == 0 && h.has_null ? 1 : 0;
-    if (rc == 1)
-        *seq = h.null_seq;
+        if (rc == 1)
+            *seq = h.null_seq;
+        rocksdb_free(val);
+        return rc;
+    }
+    if (rc < 0)
+        return -1;
+    rc = view_get(v, OBJLOG_CF_OBJECTS, rk, &val, &vlen, errstr, es);
+    if (rc != 1)
+        return rc;
+    Objlog__VersionRecord *r =
+        objlog__version_record__unpack(NULL, vlen, (const uint8_t *)val);
     rocksdb_free(val);
+    if (!r) {
+        snprintf(errstr, es, "corrupt version record");
+        return -1;
+    }
+    rc = strcmp(r->version_id, "null") == 0;
+    if (rc)
+        *seq = r->seq;
+    objlog__version_record__free_unpacked(r, NULL);
     return rc;
 }
 

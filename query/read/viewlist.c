@@ -410,10 +410,19 @@ static int versions_is_newest(scan *s, const uint8_t *row, size_t rkn,
     return rc < 0 ? -1 : latest;
 }
 
+/* 1 if the row (route key length rkn) belongs to another key than the
+ * route key prev holds (then it is its key's first row: a key's rows are
+ * contiguous, newest first). */
+static int versions_new_key(const keybuf *prev, const uint8_t *row, size_t rkn) {
+    return prev->len != rkn || memcmp(prev->data, row, rkn) != 0;
+}
+
 static int versions_scan(scan *s, void *page) {
     view_versions *out = page;
-    int prev_header = 0, fresh = 1, last_is_prefix = 0;
-    while (rocksdb_iter_valid(s->vi.it) && s->max > 0) {
+    int prev_header = 0, fresh = 1, last_is_prefix = 0, rc = 0;
+    keybuf prev; /* the route key of the last row taken */
+    keybuf_init(&prev);
+    while (rc == 0 && rocksdb_iter_valid(s->vi.it) && s->max > 0) {
         size_t kl;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s->vi.it, &kl);
         size_t rkn = scan_row_key(s, k, kl);
@@ -423,8 +432,10 @@ static int versions_scan(scan *s, void *page) {
         }
         size_t before = out->n_prefixes;
         int r = scan_rollup(s, &out->prefixes, &out->n_prefixes);
-        if (r < 0)
-            return -1;
+        if (r < 0) {
+            rc = -1;
+            break;
+        }
         if (r == 2)
             break;
         if (r == 1) {
@@ -437,6 +448,9 @@ static int versions_scan(scan *s, void *page) {
         if (objlog_versions_row_is_header(k, kl)) { /* its versions follow */
             prev_header = 1;
             fresh = 0;
+            keybuf_reset(&prev);
+            if (keybuf_append(&prev, k, rkn) < 0)
+                rc = view_oom(s->errstr, s->es);
             rocksdb_iter_next(s->vi.it);
             continue;
         }
@@ -445,18 +459,32 @@ static int versions_scan(scan *s, void *page) {
             break;
         }
         uint64_t seq = keycodec_row_seq(k, kl);
-        int latest = prev_header;
-        if (!latest && fresh && (latest = versions_is_newest(s, k, rkn, seq)) < 0)
-            return -1;
+        /* Newest: after its header; the first row of a key without one
+         * (an Unversioned bucket's); or, first after a seek, asked. */
+        int latest = prev_header || (!fresh && versions_new_key(&prev, k, rkn));
+        if (!latest && fresh && (latest = versions_is_newest(s, k, rkn, seq)) < 0) {
+            rc = -1;
+            break;
+        }
+        keybuf_reset(&prev);
+        if (keybuf_append(&prev, k, rkn) < 0) {
+            rc = view_oom(s->errstr, s->es);
+            break;
+        }
         view_version *o = scan_push_version(s, &out->versions, &out->n_versions);
-        if (!o)
-            return -1;
+        if (!o) {
+            rc = -1;
+            break;
+        }
         o->is_latest = latest;
         s->count++;
         last_is_prefix = 0;
         prev_header = fresh = 0;
         rocksdb_iter_next(s->vi.it);
     }
+    keybuf_free(&prev);
+    if (rc < 0)
+        return -1;
     out->is_truncated = s->truncated;
     if (!s->truncated)
         return 0;

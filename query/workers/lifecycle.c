@@ -264,9 +264,15 @@ static int lc_scan_versions(lc_scan *s, rocksdb_readoptions_t *ro, const keybuf 
     while (rc == 0 && !s->w->stopping && lc_prefix_has(it, pre)) {
         size_t n, used;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &n);
+        /* A key's first row: its header, or (a key of an Unversioned
+         * bucket has none) its one version row. */
         if (!objlog_versions_row_is_header(k, n)) {
-            rocksdb_iter_next(it);
-            continue;
+            if (n < 8) {
+                snprintf(s->err, sizeof(s->err), "bad versions row");
+                rc = -1;
+                break;
+            }
+            n -= 8;
         }
         keybuf_reset(&rk);
         keybuf_reset(&b);
