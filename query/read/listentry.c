@@ -147,11 +147,9 @@ int list_entry_fill(view_version *out, const uint8_t *key, size_t kn, const char
         if (rc < 0)
             return -1;
     }
-    out->key.data = page_arena_alloc(page, kn + 1);
+    out->key.data = page_arena_strndup(page, key, kn);
     if (!out->key.data)
         return -1;
-    memcpy(out->key.data, key, kn);
-    out->key.data[kn] = 0;
     out->key.len = kn;
     return 0;
 }

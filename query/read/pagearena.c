@@ -4,6 +4,8 @@
  * returned stays valid until page_arena_free. */
 #include "pagearena.h"
 
+#include <string.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -67,3 +69,12 @@ void *page_arena_alloc(page_arena *a, size_t n) {
 }
 
 ProtobufCAllocator *page_arena_pb(page_arena *a) { return &a->pb; }
+
+uint8_t *page_arena_strndup(page_arena *a, const void *src, size_t n) {
+    uint8_t *d = page_arena_alloc(a, n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, src, n);
+    d[n] = 0;
+    return d;
+}

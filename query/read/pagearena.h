@@ -7,6 +7,7 @@
 #define OBJLOG_PAGEARENA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -17,6 +18,9 @@ page_arena *page_arena_new(void);
 void page_arena_free(page_arena *a);
 /* n bytes, 16-aligned, valid until page_arena_free; NULL out of memory. */
 void *page_arena_alloc(page_arena *a, size_t n);
+/* A NUL-terminated copy of src[0..n) in a (n bytes plus the NUL), or NULL
+ * out of memory. */
+uint8_t *page_arena_strndup(page_arena *a, const void *src, size_t n);
 /* protobuf-c's allocator over a: unpack into the page; free is a no-op
  * (never call free_unpacked on what it made). */
 ProtobufCAllocator *page_arena_pb(page_arena *a);

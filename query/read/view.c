@@ -159,11 +159,9 @@ static int view_version_key(view_version *out, const uint8_t *key, size_t kn,
                             page_arena *page) {
     if (!page)
         return bytes_set(&out->key, key, kn);
-    out->key.data = page_arena_alloc(page, kn + 1);
+    out->key.data = page_arena_strndup(page, key, kn);
     if (!out->key.data)
         return -1;
-    memcpy(out->key.data, key, kn);
-    out->key.data[kn] = 0;
     out->key.len = kn;
     return 0;
 }
