@@ -101,6 +101,7 @@ extern const cli_cmd cli_mpu_cmds[];
 extern const cli_cmd cli_index_cmds[];   /* index SUBCOMMAND, find (cmd_index.c) */
 extern const cli_cmd cli_stats_cmds[];
 extern const cli_cmd cli_lifecycle_cmds[]; /* cmd_lifecycle.c */
+extern const cli_cmd cli_ranges_cmds[];    /* ranges ls (cmd_ranges.c) */
 
 /* Options every command takes; a command's table ends with these, then
  * {0}. Own options use values from CLI_OPT_OWN on (or a letter). */

@@ -42,6 +42,7 @@ static const char general_usage[] =
     "  lag                        how far each partition's view trails the log\n"
     "  cluster                    a cluster's nodes and who applies each partition\n"
     "  topics create|check        objlog's Kafka topics\n"
+    "  ranges ls                  the range map (which partition holds which keys)\n"
     "  bench                      benchmarks\n"
     "  lifecycle set|get|delete|status  a bucket's lifecycle rules\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"
@@ -76,6 +77,14 @@ static const cli_cmd lifecycle_group[] = {
      cli_lifecycle_cmds},
     {NULL, NULL, NULL, NULL, NULL}};
 
+static const cli_cmd ranges_group[] = {
+    {"ranges", "ranges", NULL,
+     "usage: objlog ranges SUBCOMMAND ...\n"
+     "  ls                          the range map: which partition holds which keys\n"
+     "objlog help ranges SUBCOMMAND shows one.\n",
+     cli_ranges_cmds},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static const cli_cmd ops_cmds[] = {
     {"lag", "lag", lag_main, lag_usage_text, NULL},
     {"cluster", "cluster", cluster_main, cluster_usage_text, NULL},
@@ -84,7 +93,8 @@ static const cli_cmd ops_cmds[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static const cli_cmd *const cmd_tables[] = {cli_bucket_cmds, cli_object_cmds, mpu_group,
-                                            cli_stats_cmds, ops_cmds, lifecycle_group, cli_index_cmds};
+                                            cli_stats_cmds, ops_cmds, lifecycle_group, cli_index_cmds,
+                                            ranges_group};
 
 static const cli_cmd *cmd_find(const cli_cmd *t, const char *name) {
     for (; t && t->name; t++)

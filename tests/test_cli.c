@@ -826,6 +826,38 @@ static void test_mpu_commands(void **state) {
     assert_non_null(strstr(g_err, "N:ETAG"));
 }
 
+/* ---- objlog ranges ls: the default map of the test's 4 partitions ---- */
+
+static void test_ranges_ls(void **state) {
+    (void)state;
+    assert_ok(objlog("--json", "ranges", "ls", NULL));
+    json_t *j = json_out();
+    assert_int_equal(json_integer_value(json_object_get(j, "epoch")), 1);
+    json_t *rs = json_object_get(j, "ranges");
+    assert_int_equal(json_array_size(rs), 4);
+    static const char *const start[] = {"", "4000", "8000", "c000"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *r = json_array_get(rs, i);
+        assert_string_equal(js(r, "start"), start[i]);
+        assert_int_equal(json_integer_value(json_object_get(r, "partition")), (long)i);
+        assert_string_equal(js(r, "state"), "serving");
+        assert_null(json_object_get(r, "bucket")); /* hash boundaries */
+    }
+    json_decref(j);
+    assert_ok(objlog("ranges", "ls", NULL));
+    assert_string_equal(g_out, "epoch 1, 4 ranges\n"
+                               "START    BUCKET  KEY  PARTITION  STATE\n"
+                               "(first)  -       -            0  serving\n"
+                               "4000     -       -            1  serving\n"
+                               "8000     -       -            2  serving\n"
+                               "c000     -       -            3  serving\n");
+    assert_int_equal(objlog("ranges", NULL), 2);
+    assert_non_null(strstr(g_err, "missing SUBCOMMAND"));
+    assert_int_equal(objlog("ranges", "ls", "x", NULL), 2);
+    assert_non_null(strstr(g_err, "unexpected argument \"x\""));
+    assert_int_equal(objlog("ranges", "split", NULL), 2);
+}
+
 /* ---- objlog lag: runs first in the group, so the log holds
  * only what this test writes and every offset is known. ---- */
 
@@ -1773,6 +1805,7 @@ int main(void) {
         cmocka_unit_test(test_consistency_and_token),
         cmocka_unit_test(test_ls_buckets),
         cmocka_unit_test(test_bench_url_cleanup),
+        cmocka_unit_test(test_ranges_ls),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

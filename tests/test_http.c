@@ -29,6 +29,7 @@
 #include <librdkafka/rdkafka.h>
 #include "rangemap.h"
 #include "keycodec.h"
+#include "control.h"
 
 static env *env_start_conf5(int apply_delay_ms, int threads, long long ready_max_lag,
                             int idle_pause_ms, void (*before_view)(const char *bs)) {
@@ -2555,6 +2556,94 @@ static void test_prefix_usage(void **state) {
                 1);
 }
 
+/* ---- GET /v1/ranges ---- */
+
+/* The map published before the view starts: the first range, one that
+ * starts inside bucket "photos" at key "m", and one at a hash boundary. */
+static uint8_t g_split[64];
+static size_t g_split_len;
+
+static void publish_split_map(const char *bs) {
+    keybuf rk;
+    keybuf_init(&rk);
+    assert_int_equal(keycodec_route_key(&rk, "photos", 6, (const uint8_t *)"m", 1), 0);
+    assert_true(rk.len <= sizeof(g_split));
+    memcpy(g_split, rk.data, rk.len);
+    g_split_len = rk.len;
+    keybuf_free(&rk);
+    /* the hash boundary just above photos' hash, so the starts ascend */
+    uint16_t h = keycodec_bucket_hash("photos", 6);
+    assert_true(h < 0xffff);
+    uint8_t above[2] = {(uint8_t)((h + 1) >> 8), (uint8_t)(h + 1)};
+    Objlog__RangeEntry e[3] = {OBJLOG__RANGE_ENTRY__INIT, OBJLOG__RANGE_ENTRY__INIT,
+                               OBJLOG__RANGE_ENTRY__INIT};
+    Objlog__RangeEntry *ep[3] = {&e[0], &e[1], &e[2]};
+    e[0].partition = 0;
+    e[1].start.data = g_split;
+    e[1].start.len = g_split_len;
+    e[1].partition = 3;
+    e[2].start.data = above;
+    e[2].start.len = 2;
+    e[2].partition = 1;
+    Objlog__RangeMap m = OBJLOG__RANGE_MAP__INIT;
+    m.epoch = 7;
+    m.n_ranges = 3;
+    m.ranges = ep;
+    uint8_t buf[256];
+    size_t n = objlog__range_map__pack(&m, buf);
+    char err[256];
+    rangemap *rm = rangemap_decode(buf, n, err, sizeof(err));
+    assert_non_null(rm);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bs, err, sizeof(err)),
+                     RD_KAFKA_CONF_OK);
+    rd_kafka_t *pub = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    assert_non_null(pub);
+    assert_int_equal(control_publish_rangemap(pub, "objlog.control", rm, 10000, err,
+                                              sizeof(err)), 0);
+    rd_kafka_destroy(pub);
+    rangemap_destroy(rm);
+}
+
+static void test_ranges(void **state) {
+    (void)state;
+    env *e = env_start_conf5(0, 0, 0, 0, publish_split_map);
+    assert_non_null(e);
+    resp r;
+    req(e, "GET", "/v1/ranges", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(json_integer_value(json_object_get(r.json, "epoch")), 7);
+    json_t *rs = json_object_get(r.json, "ranges");
+    assert_int_equal(json_array_size(rs), 3);
+    char hex[2 * sizeof(g_split) + 1];
+    for (size_t i = 0; i < g_split_len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", g_split[i]);
+    uint16_t h = keycodec_bucket_hash("photos", 6) + 1;
+    char above[8];
+    snprintf(above, sizeof(above), "%04x", h);
+    const char *start[3] = {"", hex, above};
+    const int part[3] = {0, 3, 1};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *x = json_array_get(rs, i);
+        assert_string_equal(json_string_value(json_object_get(x, "start")), start[i]);
+        assert_int_equal(json_integer_value(json_object_get(x, "partition")), part[i]);
+        assert_string_equal(json_string_value(json_object_get(x, "state")), "serving");
+        /* only the start inside a bucket names one */
+        assert_int_equal(json_object_size(x), i == 1 ? 5 : 3);
+    }
+    json_t *in = json_array_get(rs, 1);
+    assert_string_equal(json_string_value(json_object_get(in, "bucket")), "photos");
+    assert_string_equal(json_string_value(json_object_get(in, "key")), "m");
+    resp_free(&r);
+    /* GET only */
+    req(e, "POST", "/v1/ranges", NULL, NULL, &r);
+    assert_int_equal(r.status, 405);
+    resp_free(&r);
+    assert_true(metric_of(e, "objlog_ranges") == 3);
+    assert_true(metric_of(e, "objlog_range_map_epoch") == 7);
+    env_stop(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_head),
@@ -2586,6 +2675,7 @@ int main(void) {
         cmocka_unit_test(test_stopped_partition_answers),
         cmocka_unit_test(test_usage_stats_and_quota),
         cmocka_unit_test(test_prefix_usage),
+        cmocka_unit_test(test_ranges),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

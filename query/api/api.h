@@ -46,6 +46,10 @@ void read_top_stats(http_ctx *c);
  * buckets by name, paginated (S3 ListBuckets); fenced on every partition. */
 void read_buckets(http_ctx *c);
 
+/* ---- ranges.c ---- */
+/* GET /v1/ranges: the range map this node routes and fences by. */
+void ranges_get(http_ctx *c);
+
 /* ---- outcomes.c ---- */
 /* GET /v1/outcomes?partition=&from=&max=&timeout_ms=: the outcomes of one
  * partition from an offset on, for producers (one request, many writes). */

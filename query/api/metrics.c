@@ -11,6 +11,7 @@
  * may have moved on since the end was fetched). */
 #define _GNU_SOURCE
 #include "core.h"
+#include "rangemap.h"
 #include "admit.h"
 #include "api.h"
 #include "cluster.h"
@@ -576,6 +577,11 @@ static void metrics_durability(FILE *f, objlog_query *q) {
                   "Seconds until the backlog is applied at that rate (0: caught up, "
                   "-1: unknown).",
                   eta);
+    const rangemap *rm = objlog_materializer_rangemap(q->m);
+    metrics_gauge(f, "objlog_ranges", "Key ranges in the range map (GET /v1/ranges).",
+                  rangemap_count(rm));
+    metrics_gauge(f, "objlog_range_map_epoch", "Epoch of the range map.",
+                  rangemap_epoch(rm));
 }
 
 /* RocksDB's own figures per column family (integer properties). */

@@ -339,6 +339,8 @@ static const api_top_route api_top_routes[] = {
     {"/healthz", API_EXACT, HTTP_EP_HEALTHZ, API_GET_HEAD, API_ANYONE, api_healthz, NULL},
     {"/v1/writes/", API_BELOW, HTTP_EP_WRITES, API_GET, API_ANYONE, NULL, api_writes},
     {"/v1/outcomes", API_EXACT, HTTP_EP_OUTCOMES, API_GET, API_ANYONE, outcomes_get, NULL},
+    /* where keys live: every client's (producers and tools route by it) */
+    {"/v1/ranges", API_EXACT, HTTP_EP_LAG, API_GET_HEAD, API_ANYONE, ranges_get, NULL},
     {"/v1/buckets", API_EXACT, HTTP_EP_BUCKET, API_GET, API_ANYONE, read_buckets, NULL},
     {"/v1/buckets/", API_BELOW, HTTP_EP_OTHER, API_ANY, API_ANYONE, NULL, api_bucket},
     /* a whole partition, every tenant's */
