@@ -16,6 +16,11 @@
 
 typedef struct rangemap rangemap;
 
+/* A range's start is a route key or a prefix of one: at most a bucket
+ * part and an encoded key of the longest bucket name and object key. */
+#define RANGEMAP_START_MAX 4096
+#define RANGEMAP_MAX_RANGES 65536
+
 rangemap *rangemap_new_default(int partitions, uint32_t epoch);
 rangemap *rangemap_decode(const uint8_t *buf, size_t n, char *errstr,
                           size_t errstr_size);
@@ -35,5 +40,24 @@ int rangemap_entry(const rangemap *rm, int i, const uint8_t **start,
 /* 1 if route_key belongs to partition under this map, else 0. */
 int rangemap_owns(const rangemap *rm, int partition, const uint8_t *route_key,
                   size_t n);
+/* Index of the range that starts exactly at k, or -1. */
+int rangemap_start_index(const rangemap *rm, const uint8_t *k, size_t n);
+
+/* The map operations of a handoff. Each returns a new map at rm's epoch
+ * + 1 (rm unchanged; the caller destroys both), or NULL with errstr
+ * naming what is wrong (an unknown partition, a key that is or is not a
+ * range start, the first range, out of memory). partitions: the topic's
+ * partition count (to must be below it). */
+/* Splits the range holding at into [its start, at) on its partition and
+ * [at, its end) on partition to (to may be its own: a split alone). */
+rangemap *rangemap_split(const rangemap *rm, const uint8_t *at, size_t n, int to,
+                         int partitions, char *errstr, size_t errstr_size);
+/* Gives the range starting at start to partition to. */
+rangemap *rangemap_move(const rangemap *rm, const uint8_t *start, size_t n, int to,
+                        int partitions, char *errstr, size_t errstr_size);
+/* Merges the range starting at start into the range before it, whose
+ * partition then holds both. */
+rangemap *rangemap_merge(const rangemap *rm, const uint8_t *start, size_t n,
+                         char *errstr, size_t errstr_size);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,6 +256,124 @@ static void default_rangemap_splits_hash_space_evenly(void **state) {
     rangemap_destroy(rm);
 }
 
+/* "start>partition" per range, starts in hex ("-" for the empty one). */
+static void map_text(const rangemap *rm, char *out, size_t n) {
+    out[0] = '\0';
+    for (int i = 0; i < rangemap_count(rm); i++) {
+        const uint8_t *s, *e;
+        size_t sl, el;
+        int p;
+        assert_int_equal(rangemap_entry(rm, i, &s, &sl, &e, &el, &p), 0);
+        size_t at = strlen(out);
+        snprintf(out + at, n - at, "%s", i ? " " : "");
+        at = strlen(out);
+        if (sl == 0)
+            snprintf(out + at, n - at, "-");
+        for (size_t k = 0; k < sl && k < 8; k++) {
+            at = strlen(out);
+            snprintf(out + at, n - at, "%02x", s[k]);
+        }
+        at = strlen(out);
+        snprintf(out + at, n - at, ">%d", p);
+    }
+}
+
+/* Split, move and merge as map operations: each a new map one epoch on,
+ * the old one untouched, and every bad request refused by name. */
+static void rangemap_split_move_merge(void **state) {
+    (void)state;
+    char err[256], txt[512];
+    rangemap *m0 = rangemap_new_default(4, 5);
+    assert_non_null(m0);
+    const uint8_t at[3] = {0x50, 0x00, 'k'}; /* inside range 1 (0x4000..0x8000) */
+    rangemap *m1 = rangemap_split(m0, at, 3, 3, 4, err, sizeof(err));
+    assert_non_null(m1);
+    assert_int_equal(rangemap_epoch(m1), 6);
+    map_text(m1, txt, sizeof(txt));
+    assert_string_equal(txt, "->0 4000>1 50006b>3 8000>2 c000>3");
+    map_text(m0, txt, sizeof(txt));
+    assert_string_equal(txt, "->0 4000>1 8000>2 c000>3");
+    /* keys below the split stay, keys at and above it move */
+    const uint8_t below[3] = {0x50, 0x00, 'j'}, above[4] = {0x50, 0x00, 'k', 0};
+    assert_int_equal(rangemap_partition(m1, below, 3), 1);
+    assert_int_equal(rangemap_partition(m1, at, 3), 3);
+    assert_int_equal(rangemap_partition(m1, above, 4), 3);
+    /* a split at the end of the map appends */
+    const uint8_t last[2] = {0xf0, 0x00};
+    rangemap *m2 = rangemap_split(m1, last, 2, 0, 4, err, sizeof(err));
+    assert_non_null(m2);
+    map_text(m2, txt, sizeof(txt));
+    assert_string_equal(txt, "->0 4000>1 50006b>3 8000>2 c000>3 f000>0");
+    /* move, merge (into the range before), round trip */
+    rangemap *m3 = rangemap_move(m2, at, 3, 2, 4, err, sizeof(err));
+    assert_non_null(m3);
+    map_text(m3, txt, sizeof(txt));
+    assert_string_equal(txt, "->0 4000>1 50006b>2 8000>2 c000>3 f000>0");
+    rangemap *m4 = rangemap_merge(m3, at, 3, err, sizeof(err));
+    assert_non_null(m4);
+    assert_int_equal(rangemap_epoch(m4), 9);
+    map_text(m4, txt, sizeof(txt));
+    assert_string_equal(txt, "->0 4000>1 8000>2 c000>3 f000>0");
+    assert_int_equal(rangemap_partition(m4, at, 3), 1);
+    uint8_t *buf;
+    size_t n;
+    assert_int_equal(rangemap_encode(m2, &buf, &n), 0);
+    rangemap *rt = rangemap_decode(buf, n, err, sizeof(err));
+    free(buf);
+    assert_non_null(rt);
+    map_text(rt, txt, sizeof(txt));
+    assert_string_equal(txt, "->0 4000>1 50006b>3 8000>2 c000>3 f000>0");
+    rangemap_destroy(rt);
+    /* long starts: a route key of a long key is a range start */
+    uint8_t big[3000];
+    memset(big, 'x', sizeof(big));
+    big[0] = 0x60;
+    rt = rangemap_split(m0, big, sizeof(big), 2, 4, err, sizeof(err));
+    assert_non_null(rt);
+    assert_int_equal(rangemap_partition(rt, big, sizeof(big)), 2);
+    assert_int_equal(rangemap_encode(rt, &buf, &n), 0);
+    rangemap_destroy(rt);
+    rt = rangemap_decode(buf, n, err, sizeof(err));
+    free(buf);
+    assert_non_null(rt);
+    assert_int_equal(rangemap_partition(rt, big, sizeof(big)), 2);
+    rangemap_destroy(rt);
+    /* refusals */
+    const struct {
+        int op; /* 0 split, 1 move, 2 merge */
+        const uint8_t *k;
+        size_t n;
+        int to;
+        const char *why;
+    } bad[] = {
+        {0, at, 3, 4, "unknown partition 4: the topic has partitions 0 to 3"},
+        {0, at, 3, -1, "unknown partition -1"},
+        {0, (const uint8_t *)"\x40\x00", 2, 0, "a range already starts at that key"},
+        {0, (const uint8_t *)"", 0, 0, "a split key must be 1 to 4096 bytes, not 0"},
+        {1, below, 3, 0, "no range starts at that key"},
+        {1, at, 3, 3, "the range is on partition 3 already"},
+        {2, (const uint8_t *)"", 0, 0, "the first range has no range before it"},
+        {2, below, 3, 0, "no range starts at that key"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        rangemap *r = bad[i].op == 0 ? rangemap_split(m1, bad[i].k, bad[i].n, bad[i].to, 4,
+                                                      err, sizeof(err))
+                      : bad[i].op == 1 ? rangemap_move(m1, bad[i].k, bad[i].n, bad[i].to, 4,
+                                                       err, sizeof(err))
+                                       : rangemap_merge(m1, bad[i].k, bad[i].n, err,
+                                                        sizeof(err));
+        assert_null(r);
+        if (!strstr(err, bad[i].why))
+            fail_msg("case %zu: \"%s\", want \"%s\"", i, err, bad[i].why);
+    }
+    rangemap_destroy(m4);
+    rangemap_destroy(m3);
+    rangemap_destroy(m2);
+    rangemap_destroy(m1);
+    rangemap_destroy(m0);
+}
+
 static void rangemap_decode_rejects_unordered_ranges(void **state) {
     (void)state;
     Objlog__RangeMap m = OBJLOG__RANGE_MAP__INIT;
@@ -309,6 +428,7 @@ int main(void) {
         cmocka_unit_test(version_rows_sort_newest_first_inside_their_key),
         cmocka_unit_test(default_rangemap_splits_hash_space_evenly),
         cmocka_unit_test(rangemap_decode_rejects_unordered_ranges),
+        cmocka_unit_test(rangemap_split_move_merge),
         cmocka_unit_test(tokens_round_trip_and_reject_forgeries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
