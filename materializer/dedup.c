@@ -34,14 +34,16 @@ static int dedup_is_first(const Objlog__Outcome *o, int64_t off) {
 /* Builds p's index from its outcome rows as the batch sees them. */
 static ridindex *rids_load(apply_batch *b, int32_t p, char *errstr, size_t es) {
     ridindex *x = ridindex_new();
+    if (!x) {
+        snprintf(errstr, es, "out of memory");
+        return NULL;
+    }
     uint8_t start[5] = {'o'};
     apply_put_be32(start + 1, (uint32_t)p);
-    rocksdb_iterator_t *it = x ? apply_batch_iter(b, OBJLOG_CF_OUTCOMES) : NULL;
-    int rc = x ? 0 : -1;
-    if (!x)
-        snprintf(errstr, es, "out of memory");
-    for (it ? rocksdb_iter_seek(it, (const char *)start, sizeof(start)) : (void)0;
-         rc == 0 && it && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+    rocksdb_iterator_t *it = apply_batch_iter(b, OBJLOG_CF_OUTCOMES);
+    int rc = 0;
+    for (rocksdb_iter_seek(it, (const char *)start, sizeof(start));
+         rc == 0 && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
         size_t kn, vn;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
         if (kn != APPLY_OUTCOME_KEY_LEN || memcmp(k, start, sizeof(start)) != 0)
@@ -62,10 +64,8 @@ static ridindex *rids_load(apply_batch *b, int32_t p, char *errstr, size_t es) {
         objlog__outcome__free_unpacked(o, NULL);
     }
     char *err = NULL;
-    if (it) {
-        rocksdb_iter_get_error(it, &err);
-        rocksdb_iter_destroy(it);
-    }
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
     if (err) {
         snprintf(errstr, es, "scan outcomes of partition %d: %s", p, err);
         rocksdb_free(err);
@@ -123,7 +123,7 @@ int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_
 }
 
 /* The kept first outcome of rid with the highest offset not below lo:
- * 1 (*out, its row, owned by the caller; *out_off), 0 none, -1 error. A
+ * 1 (*out, its row, owned by the caller), 0 none, -1 error. A
  * candidate of the index whose row names another request (a hash
  * collision) is passed over. */
 static int rid_first_outcome(apply_batch *b, int32_t p, ProtobufCBinaryData rid, int64_t lo,
