@@ -701,28 +701,23 @@ static Objlog__Event *step_event(const step *s, int idx) {
     return out;
 }
 
-static void write_batch(fixture *f, apply_batch *b) {
-    char *err = NULL;
-    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
-    rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b),
-                                &err);
-    rocksdb_writeoptions_destroy(wo);
-    assert_null(err);
-    apply_batch_clear(b);
-}
-
-/* write_batch, telling the batch it was written: it keeps what it holds
- * in memory of the rows (the request-id indexes), as the materializer's
- * batches do. */
-static void write_batch_kept(fixture *f, apply_batch *b) {
+/* Writes b's WriteBatch to the store; told (kept), the batch keeps what it
+ * holds in memory of the rows (the request-id indexes), as the
+ * materializer's batches do; untold, it reloads them. */
+static void write_batch_as(fixture *f, apply_batch *b, int told) {
     char *err = NULL;
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     rocksdb_write(objlog_store_db(f->store), wo, apply_batch_wb(b), &err);
     rocksdb_writeoptions_destroy(wo);
     assert_null(err);
-    apply_batch_written(b);
+    if (told)
+        apply_batch_written(b);
     apply_batch_clear(b);
 }
+
+static void write_batch(fixture *f, apply_batch *b) { write_batch_as(f, b, 0); }
+
+static void write_batch_kept(fixture *f, apply_batch *b) { write_batch_as(f, b, 1); }
 
 /* ---- state dumps ---- */
 
