@@ -180,6 +180,7 @@
 #include "apply.h"
 
 #include "dedup.h"
+#include "handoff.h"
 #include "indexes.h"
 #include "keycodec.h"
 #include "lifecycle.h"
@@ -221,6 +222,12 @@ static int is_bucket_op(const Objlog__Event *ev) {
     default:
         return 0;
     }
+}
+
+/* A handoff's events name a range and a partition, no bucket or key. */
+static int is_range_op(const Objlog__Event *ev) {
+    return ev->op_case == OBJLOG__EVENT__OP_RANGE_OUT ||
+           ev->op_case == OBJLOG__EVENT__OP_RANGE_IN;
 }
 
 /* stage_load_bucket for operations that need the bucket: a missing one is
@@ -1022,6 +1029,10 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_DROP_INDEX:
     case OBJLOG__EVENT__OP_BUILD_INDEX:
         return op_index(a);
+    case OBJLOG__EVENT__OP_RANGE_OUT:
+        return handoff_range_out(a);
+    case OBJLOG__EVENT__OP_RANGE_IN:
+        return handoff_range_in(a);
     default:
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
                "event has no operation");
@@ -1047,7 +1058,7 @@ Objlog__Event *apply_decode(const void *payload, size_t n, char *why,
     const char *bad = NULL;
     if (ev->op_case == OBJLOG__EVENT__OP__NOT_SET)
         bad = "event has no operation";
-    else if (!ev->bucket || !ev->bucket[0])
+    else if ((!ev->bucket || !ev->bucket[0]) && !is_range_op(ev))
         bad = "event has no bucket";
     if (bad) {
         snprintf(why, why_size, "%s", bad);
@@ -1113,11 +1124,19 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         rc = -1;
         goto out;
     }
-    if (!rangemap_owns(apply_batch_rangemap(b), partition, a.route.data, a.route.len)) {
+    uint32_t epoch = 0;
+    int owns = is_range_op(ev) ? 1
+                               : handoff_owns(b, partition, a.route.data, a.route.len, &epoch,
+                                              errstr, errstr_size);
+    if (owns < 0) {
+        rc = -1;
+        goto out;
+    }
+    if (!owns) {
         a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
         snprintf(a.res.message, sizeof(a.res.message),
                  "key of bucket %s is not in partition %d's range (epoch %u)",
-                 ev->bucket, partition, rangemap_epoch(apply_batch_rangemap(b)));
+                 ev->bucket, partition, epoch);
     } else if (apply_op(&a) < 0) {
         rc = -1;
         goto out;
@@ -1134,8 +1153,8 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         a.res.upload_id[0] = '\0';
     }
     *code = a.res.code;
-    rc = dedup_save_outcome(b, partition, offset, log_time_ms, ev->request_id, &a.res,
-                            errstr, errstr_size);
+    rc = dedup_save_outcome(b, partition, offset, log_time_ms, ev->request_id,
+                            is_range_op(ev) ? NULL : &a.route, &a.res, errstr, errstr_size);
 out:
     keybuf_free(&a.route);
     keybuf_free(&a.bpart);
@@ -1152,7 +1171,7 @@ int apply_invalid(apply_batch *b, int32_t partition, int64_t offset,
     res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT;
     snprintf(res.message, sizeof(res.message), "%s", why);
     ProtobufCBinaryData none = {0, NULL};
-    if (dedup_save_outcome(b, partition, offset, log_time_ms, none, &res, errstr,
+    if (dedup_save_outcome(b, partition, offset, log_time_ms, none, NULL, &res, errstr,
                            errstr_size) < 0)
         return -1;
     uint8_t key[APPLY_META_KEY_MAX];

@@ -18,6 +18,7 @@
 #include "batch.h"
 
 #include "overlay.h"
+#include "rows.h"
 #include "ridindex.h"
 
 #include <stdio.h>
@@ -58,6 +59,17 @@ struct apply_batch {
     unsigned char *rids_touched;
     int32_t nrids;
     uint64_t rids_gen;
+    /* Each partition's map (apply_batch_partition_map), cached like the
+     * request-id index: pmap[p] its own map, or NULL with pmap_genesis[p]
+     * (no row: the genesis map) or neither (not loaded);
+     * pmap_touched[p] staged since the batch was last written. Maps a
+     * partition stops using are kept in pmap_old until the batch goes: a
+     * caller may still hold one. */
+    rangemap **pmap;
+    unsigned char *pmap_touched, *pmap_genesis;
+    int32_t npmap;
+    rangemap **pmap_old;
+    size_t npmap_old;
 };
 
 apply_batch *apply_batch_new(objlog_store *store, const rangemap *rm) {
@@ -94,9 +106,32 @@ static void rids_drop(apply_batch *b, int32_t p) {
     b->rids_touched[p] = 0;
 }
 
+/* Retires p's cached map (kept until the batch goes, see pmap_old). */
+static void pmap_drop(apply_batch *b, int32_t p) {
+    rangemap *rm = b->pmap[p];
+    b->pmap[p] = NULL;
+    b->pmap_touched[p] = 0;
+    b->pmap_genesis[p] = 0;
+    if (!rm)
+        return;
+    rangemap **o = realloc(b->pmap_old, (b->npmap_old + 1) * sizeof(*o));
+    if (!o)
+        abort(); /* as written_set: a map in use cannot be freed under it */
+    b->pmap_old = o;
+    o[b->npmap_old++] = rm;
+}
+
 void apply_batch_destroy(apply_batch *b) {
     if (!b)
         return;
+    for (int32_t p = 0; p < b->npmap; p++)
+        rangemap_destroy(b->pmap[p]);
+    for (size_t i = 0; i < b->npmap_old; i++)
+        rangemap_destroy(b->pmap_old[i]);
+    free(b->pmap);
+    free(b->pmap_touched);
+    free(b->pmap_genesis);
+    free(b->pmap_old);
     for (int32_t p = 0; p < b->nrids; p++)
         ridindex_free(b->rids[p]);
     free(b->rids);
@@ -138,11 +173,16 @@ void apply_batch_clear(apply_batch *b) {
     for (int32_t p = 0; p < b->nrids; p++)
         if (b->rids_touched[p])
             rids_drop(b, p);
+    for (int32_t p = 0; p < b->npmap; p++)
+        if (b->pmap_touched[p])
+            pmap_drop(b, p);
 }
 
 void apply_batch_written(apply_batch *b) {
     if (b->nrids)
         memset(b->rids_touched, 0, (size_t)b->nrids);
+    if (b->npmap)
+        memset(b->pmap_touched, 0, (size_t)b->npmap);
 }
 
 ridindex *apply_batch_rids(apply_batch *b, int32_t p) {
@@ -150,6 +190,8 @@ ridindex *apply_batch_rids(apply_batch *b, int32_t p) {
     if (gen != b->rids_gen) {
         for (int32_t q = 0; q < b->nrids; q++)
             rids_drop(b, q);
+        for (int32_t q = 0; q < b->npmap; q++)
+            pmap_drop(b, q);
         b->rids_gen = gen;
     }
     return p >= 0 && p < b->nrids ? b->rids[p] : NULL;
@@ -182,6 +224,82 @@ int apply_batch_rids_set(apply_batch *b, int32_t p, ridindex *x) {
 void apply_batch_rids_touch(apply_batch *b, int32_t p) {
     if (p >= 0 && p < b->nrids)
         b->rids_touched[p] = 1;
+}
+
+/* Room for partition p in the map cache. 0, or -1 out of memory. */
+static int pmap_grow(apply_batch *b, int32_t p) {
+    if (p < b->npmap)
+        return 0;
+    int32_t n = p + 1;
+    rangemap **m = realloc(b->pmap, (size_t)n * sizeof(*m));
+    if (m)
+        b->pmap = m;
+    unsigned char *t = m ? realloc(b->pmap_touched, (size_t)n) : NULL;
+    if (t)
+        b->pmap_touched = t;
+    unsigned char *g = t ? realloc(b->pmap_genesis, (size_t)n) : NULL;
+    if (!g)
+        return -1;
+    b->pmap_genesis = g;
+    for (int32_t q = b->npmap; q < n; q++) {
+        b->pmap[q] = NULL;
+        b->pmap_touched[q] = 0;
+        b->pmap_genesis[q] = 0;
+    }
+    b->npmap = n;
+    return 0;
+}
+
+const rangemap *apply_batch_partition_map(apply_batch *b, int32_t p, char *errstr,
+                                          size_t es) {
+    (void)apply_batch_rids(b, p); /* a new outcomes generation drops the maps too */
+    if (p < b->npmap && (b->pmap[p] || b->pmap_genesis[p]))
+        return b->pmap[p] ? b->pmap[p] : b->rm;
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_RANGEMAP, p);
+    char *v;
+    size_t vn;
+    int rc = apply_batch_get(b, OBJLOG_CF_META, key, kn, &v, &vn, errstr, es);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0) {
+        if (pmap_grow(b, p) == 0)
+            b->pmap_genesis[p] = 1;
+        return b->rm;
+    }
+    char why[128];
+    rangemap *rm = rangemap_decode((const uint8_t *)v, vn, why, sizeof(why));
+    rocksdb_free(v);
+    if (!rm) {
+        snprintf(errstr, es, "ranges of partition %d: %s", p, why);
+        return NULL;
+    }
+    if (pmap_grow(b, p) < 0) {
+        rangemap_destroy(rm);
+        snprintf(errstr, es, "out of memory");
+        return NULL;
+    }
+    b->pmap[p] = rm;
+    return rm;
+}
+
+int apply_batch_set_partition_map(apply_batch *b, int32_t p, rangemap *rm, char *errstr,
+                                  size_t es) {
+    uint8_t *enc = NULL;
+    size_t en = 0;
+    if (pmap_grow(b, p) < 0 || rangemap_encode(rm, &enc, &en) < 0) {
+        rangemap_destroy(rm);
+        snprintf(errstr, es, "out of memory");
+        return -1;
+    }
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_RANGEMAP, p);
+    apply_batch_put(b, OBJLOG_CF_META, key, kn, enc, en);
+    free(enc);
+    pmap_drop(b, p);
+    b->pmap[p] = rm;
+    b->pmap_touched[p] = 1;
+    return 0;
 }
 
 uint64_t apply_batch_deletes(const apply_batch *b, const keybuf **lo,

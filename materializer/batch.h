@@ -78,6 +78,20 @@ int apply_batch_rids_set(apply_batch *b, int32_t p, struct ridindex *x);
 /* Notes that p's index took a change staged in this batch. */
 void apply_batch_rids_touch(apply_batch *b, int32_t p);
 
+/* ---- the ranges each partition holds (handoff.h) ---- */
+
+/* The map that decides which keys partition p holds, as the batch sees
+ * p's log: the map its last RangeOut or RangeIn carried (meta "rmap"
+ * be32(p)), else the genesis map the batch was made with. Cached across
+ * batches (dropped as the request-id index is). NULL on a storage error
+ * or a corrupt row (errstr). */
+const rangemap *apply_batch_partition_map(apply_batch *b, int32_t p, char *errstr,
+                                          size_t es);
+/* Stages p's new map (taken; encoded into its meta row). 0, or -1 out of
+ * memory (rm destroyed). */
+int apply_batch_set_partition_map(apply_batch *b, int32_t p, rangemap *rm, char *errstr,
+                                  size_t es);
+
 /* ---- what the state machine's modules read of the batch ---- */
 
 /* The WriteBatch as staged so far (apply_batch_wb, apply.h, stages the
@@ -90,6 +104,7 @@ typedef struct apply_batch_ops {
     uint64_t reads, puts, deletes, iterators;
 } apply_batch_ops;
 void apply_batch_ops_get(const apply_batch *b, apply_batch_ops *ops);
+/* The genesis map: every partition's ranges before its first handoff. */
 const rangemap *apply_batch_rangemap(const apply_batch *b);
 int64_t apply_batch_window_ms(const apply_batch *b);
 int64_t apply_batch_max_ids(const apply_batch *b);

@@ -43,7 +43,7 @@
 
 /* Per-partition meta rows: name ‖ be32(p). */
 static const char *const ckpt_meta_names[] = {
-    APPLY_META_APPLIED, APPLY_META_DLQ, APPLY_META_OUTCOMES_LOW};
+    APPLY_META_APPLIED, APPLY_META_DLQ, APPLY_META_OUTCOMES_LOW, APPLY_META_RANGEMAP};
 #define CKPT_META_N (sizeof(ckpt_meta_names) / sizeof(ckpt_meta_names[0]))
 
 static void put_be16(uint8_t *p, uint16_t v) {
@@ -74,7 +74,9 @@ static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn
     case OBJLOG_CF_STATS:
         return objlog_stats_row_partition(rm, k, kn);
     case OBJLOG_CF_OUTCOMES:
-        if (kn == APPLY_OUTCOME_KEY_LEN && k[0] == 'o')
+        /* 'o' rows; 'x' and 'i' rows, a handoff's (dedup.h) */
+        if ((kn == APPLY_OUTCOME_KEY_LEN && k[0] == 'o') ||
+            (kn >= APPLY_OUTCOME_KEY_LEN && (k[0] == 'x' || k[0] == 'i')))
             return (int32_t)apply_get_be32(k + 1);
         return -1;
     case OBJLOG_CF_META:
@@ -222,11 +224,14 @@ static int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
                            rocksdb_writebatch_t *wb, char *errstr, size_t es) {
     size_t staged = 0;
     ckpt_purge_routes(s, rm, p, wb);
-    uint8_t lo[5] = {'o'}, hi[5] = {'o'};
-    apply_put_be32(lo + 1, (uint32_t)p);
-    apply_put_be32(hi + 1, (uint32_t)p + 1);
-    rocksdb_writebatch_delete_range_cf(wb, objlog_store_cf(s, OBJLOG_CF_OUTCOMES),
-                                       (const char *)lo, 5, (const char *)hi, 5);
+    static const char kinds[] = {'i', 'o', 'x'};
+    for (size_t i = 0; i < sizeof(kinds); i++) {
+        uint8_t lo[5] = {(uint8_t)kinds[i]}, hi[5] = {(uint8_t)kinds[i]};
+        apply_put_be32(lo + 1, (uint32_t)p);
+        apply_put_be32(hi + 1, (uint32_t)p + 1);
+        rocksdb_writebatch_delete_range_cf(wb, objlog_store_cf(s, OBJLOG_CF_OUTCOMES),
+                                           (const char *)lo, 5, (const char *)hi, 5);
+    }
     uint8_t mk[APPLY_META_KEY_MAX];
     for (size_t i = 0; i < CKPT_META_N; i++) {
         size_t n = apply_meta_key(mk, ckpt_meta_names[i], p);
@@ -415,13 +420,17 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
                 return -1;
         }
     }
-    uint8_t op[5] = {'o'};
-    apply_put_be32(op + 1, (uint32_t)p);
     ckpt_span stats = {.from = (const uint8_t *)"", .filter = 1};
-    ckpt_span outs = {.from = op, .fn = 5, .prefix = 1};
-    if (export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0 ||
-        export_span(s, ro, rm, p, OBJLOG_CF_OUTCOMES, &outs, o, errstr, es) < 0)
+    if (export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
         return -1;
+    static const char kinds[] = {'i', 'o', 'x'}; /* the partition's outcome rows */
+    for (size_t i = 0; i < sizeof(kinds); i++) {
+        uint8_t op[5] = {(uint8_t)kinds[i]};
+        apply_put_be32(op + 1, (uint32_t)p);
+        ckpt_span outs = {.from = op, .fn = 5, .prefix = 1};
+        if (export_span(s, ro, rm, p, OBJLOG_CF_OUTCOMES, &outs, o, errstr, es) < 0)
+            return -1;
+    }
     for (size_t i = 0; i < CKPT_META_N; i++) {
         uint8_t mk[APPLY_META_KEY_MAX];
         size_t vn = 0, mn = apply_meta_key(mk, ckpt_meta_names[i], p);

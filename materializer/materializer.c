@@ -28,6 +28,7 @@
 #include "brokerrtt.h"
 #include "control.h"
 #include "deadline.h"
+#include "handoff.h"
 #include "kafkaconf.h"
 #include "matint.h"
 #include "matkafka.h"
@@ -107,6 +108,11 @@ static void mat_free(objlog_materializer *m) {
     janitor_destroy(m->janitor);
     stall_destroy(m->stall);
     rangemap_destroy(m->rm);
+    rangemap_destroy(atomic_load(&m->cur_map));
+    for (size_t i = 0; i < m->nold_maps; i++)
+        rangemap_destroy(m->old_maps[i]);
+    free(m->old_maps);
+    free(m->wait_in);
     lanes_destroy(m->lanes);
     if (m->perr)
         for (int i = 0; i < m->nparts; i++)
@@ -264,10 +270,11 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                                          MAT_META_TIMEOUT_MS, errstr, errstr_size);
     if (m->nparts < 1)
         goto fail;
-    m->rm = control_load_rangemap(m->consumer, control, m->topic,
-                                  MAT_META_TIMEOUT_MS, errstr, errstr_size);
-    if (!m->rm)
+    rangemap *cur = control_load_rangemaps(m->consumer, control, m->topic,
+                                           MAT_META_TIMEOUT_MS, &m->rm, errstr, errstr_size);
+    if (!cur)
         goto fail;
+    atomic_store(&m->cur_map, cur);
     /* Before the first batch applies or anyone reads a stats row. */
     int up = objlog_store_upgrade(store, m->rm, errstr, errstr_size);
     if (up < 0)
@@ -289,6 +296,9 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->fetched_ts = calloc(np, sizeof(*m->fetched_ts));
     m->pending_ts = calloc(np, sizeof(*m->pending_ts));
     m->batch_ts = calloc(np, sizeof(*m->batch_ts));
+    m->wait_in = malloc(np * sizeof(*m->wait_in));
+    for (size_t i = 0; m->wait_in && i < np; i++)
+        m->wait_in[i] = -1;
     m->owned = calloc(np, sizeof(*m->owned));
     m->held = calloc(np, sizeof(*m->held));
     m->hold_want = calloc(np, sizeof(*m->hold_want));
@@ -296,7 +306,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                          m->batch_cap, store, m->rm, mat_lane_apply, m);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
         !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
-        !m->held || !m->hold_want || !m->lanes || !m->stall) {
+        !m->held || !m->hold_want || !m->lanes || !m->stall || !m->wait_in) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
@@ -517,8 +527,22 @@ static void mat_catchup(objlog_materializer *m, int64_t now, int applied) {
     pthread_mutex_unlock(&m->mu);
 }
 
-/* Stages one message into its lane's batch. 0, or -1 if the lane's batch
- * must be abandoned (l->errstr). */
+/* 1 once the source of a RangeIn has applied its RangeOut at from_off
+ * (the range's rows there are final). A source that does not run here
+ * never gets there: the import over the network is not built, and the
+ * wait is logged (docs/ARCHITECTURE.md, deviations). */
+static int mat_source_ready(objlog_materializer *m, int32_t from, int64_t from_off) {
+    if (from < 0 || from >= m->nparts)
+        return 1; /* refused by the state machine */
+    pthread_mutex_lock(&m->mu);
+    int ready = m->applied[from] > from_off;
+    pthread_mutex_unlock(&m->mu);
+    return ready;
+}
+
+/* Stages one message into its lane's batch. 0, 1 if it is a RangeIn that
+ * must wait for its source (nothing staged: its partition stops here for
+ * this batch), or -1 if the lane's batch must be abandoned (l->errstr). */
 static int mat_apply_one(objlog_materializer *m, mat_lane *l, const rd_kafka_message_t *msg) {
     char why[256];
     int64_t ts = rd_kafka_message_timestamp(msg, NULL);
@@ -534,6 +558,13 @@ static int mat_apply_one(objlog_materializer *m, mat_lane *l, const rd_kafka_mes
         l->outcomes[OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT]++;
         return apply_invalid(l->batch, msg->partition, msg->offset, ts, why, l->errstr,
                              sizeof(l->errstr));
+    }
+    int32_t from;
+    int64_t from_off;
+    if (handoff_in_source(ev, &from, &from_off) && !mat_source_ready(m, from, from_off)) {
+        objlog__event__free_unpacked(ev, NULL);
+        m->wait_in[msg->partition] = msg->offset;
+        return 1;
     }
     Objlog__OutcomeCode code = OBJLOG__OUTCOME_CODE__OUTCOME_OK;
     int rc = apply_event(l->batch, msg->partition, msg->offset, ts, ev, &code, l->errstr,
@@ -553,8 +584,11 @@ static void mat_lane_apply(void *arg, mat_lane *l) {
     apply_batch_clear(l->batch);
     for (int i = 0; i < l->n && l->rc == 0; i++) {
         rd_kafka_message_t *msg = l->msgs[i];
-        l->rc = mat_apply_one(m, l, msg);
-        m->batch_next[msg->partition] = msg->offset + 1;
+        if (m->wait_in[msg->partition] >= 0)
+            continue; /* after a RangeIn that waits */
+        int rc = mat_apply_one(m, l, msg);
+        l->rc = rc < 0 ? rc : 0;
+        m->batch_next[msg->partition] = rc == 1 ? msg->offset : msg->offset + 1;
     }
     for (int p = l->index; p < m->nparts && l->rc == 0; p += nl)
         if (m->batch_next[p] >= 0)
@@ -662,6 +696,46 @@ static void mat_stall(objlog_materializer *m, const char *err) {
     mat_fetch(m, 0);
 }
 
+/* The partitions stopped at a RangeIn fetch again from it (their events
+ * after it in this batch were not applied); returns how many events were
+ * skipped that way, and naps a little so that a wait does not spin. */
+static int mat_wait_in_rewind(objlog_materializer *m) {
+    int skipped = 0, waiting = 0;
+    for (int p = 0; p < m->nparts; p++) {
+        if (m->wait_in[p] < 0)
+            continue;
+        for (int i = 0; i < lanes_count(m->lanes); i++) {
+            mat_lane *l = lanes_get(m->lanes, i);
+            for (int j = 0; j < l->n; j++)
+                skipped += l->msgs[j] && l->msgs[j]->partition == p &&
+                           l->msgs[j]->offset >= m->wait_in[p];
+        }
+        rd_kafka_t *rk = atomic_load(&m->owned[p]) ? m->consumer : m->standby_rk;
+        rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(tp, m->topic, p)->offset = m->wait_in[p];
+        pthread_mutex_lock(&m->mu);
+        m->next[p] = m->wait_in[p];
+        pthread_mutex_unlock(&m->mu);
+        rd_kafka_error_t *e = rk ? rd_kafka_seek_partitions(rk, tp, 0) : NULL;
+        if (e)
+            rd_kafka_error_destroy(e);
+        rd_kafka_topic_partition_list_destroy(tp);
+        m->wait_in[p] = -1;
+        waiting = 1;
+    }
+    if (waiting) {
+        int64_t now = mat_mono_ms();
+        if (now - m->wait_logged_ms > 10000) {
+            m->wait_logged_ms = now;
+            matlog_printf(&m->log, MATLOG_INFO, "materializer",
+                          "a RangeIn waits for its source partition to apply its RangeOut");
+        }
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return skipped;
+}
+
 /* The lanes that wrote publish their partitions; a lane that failed
  * leaves its partitions at their stored offsets, so the rewind (or the
  * stall) takes exactly them back. */
@@ -696,6 +770,7 @@ static void mat_process(objlog_materializer *m, int n) {
         }
         apply_batch_clear(l->batch);
     }
+    applied -= mat_wait_in_rewind(m);
     for (int i = 0; i < n; i++)
         rd_kafka_message_destroy(m->msgs[i]);
     if (applied > 0) {
@@ -991,7 +1066,20 @@ int objlog_materializer_stats_view(const objlog_materializer *m) {
 }
 
 const rangemap *objlog_materializer_rangemap(const objlog_materializer *m) {
-    return m->rm;
+    return atomic_load(&((objlog_materializer *)m)->cur_map);
+}
+
+int objlog_materializer_set_rangemap(objlog_materializer *m, rangemap *rm) {
+    pthread_mutex_lock(&m->mu);
+    rangemap **o = realloc(m->old_maps, (m->nold_maps + 1) * sizeof(*o));
+    if (o) {
+        m->old_maps = o;
+        o[m->nold_maps++] = atomic_exchange(&m->cur_map, rm);
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (!o)
+        rangemap_destroy(rm);
+    return o ? 0 : -1;
 }
 
 int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition) {

@@ -522,7 +522,12 @@ int objlog_materializer_held(objlog_materializer *m, int32_t partition);
 int objlog_materializer_partitions(const objlog_materializer *m);
 /* 1 when the stats view is kept (always, but in benches: test_no_stats). */
 int objlog_materializer_stats_view(const objlog_materializer *m);
+/* The current range map (what readers route by): valid until the
+ * materializer goes, even once replaced. */
 const rangemap *objlog_materializer_rangemap(const objlog_materializer *m);
+/* Makes rm (taken) the current map, after a handoff published it. 0, or
+ * -1 out of memory (rm destroyed). */
+int objlog_materializer_set_rangemap(objlog_materializer *m, rangemap *rm);
 /* Next offset to apply for partition, as durable in the store. */
 int64_t objlog_materializer_applied(objlog_materializer *m, int32_t partition);
 /* Blocks until partition's applied offset > offset (the event at offset is

@@ -32,7 +32,13 @@ struct objlog_materializer {
     int stats_view;       /* 0 only in benches (conf test_no_stats) */
     rd_kafka_t *consumer;
     rd_kafka_t *dlq;
-    rangemap *rm;
+    rangemap *rm;         /* the genesis map: what the state machine starts from */
+    /* The current map, as the control topic last published it (readers
+     * route by it); maps it replaced stay in old_maps until the
+     * materializer goes, as a reader may still hold one. */
+    _Atomic(rangemap *) cur_map;
+    rangemap **old_maps;
+    size_t nold_maps;
     int nparts;
     /* Cluster mode (conf cluster): the group assigns partitions to this
      * view; owned[p] is 1 while p is assigned here (always 1 otherwise).
@@ -103,6 +109,8 @@ struct objlog_materializer {
     int64_t *next;        /* next offset to take per partition */
     int64_t *batch_next;  /* next offset after this batch, -1 untouched */
     int64_t *batch_ts;    /* log time of the batch's last event per partition */
+    int64_t *wait_in;     /* the RangeIn this batch stopped at, -1 none (handoff.h) */
+    int64_t wait_logged_ms; /* when a wait was last logged */
     uint64_t batch_outcomes[MAT_OUTCOMES];
     lanes *lanes;         /* the apply threads */
     catchup catchup;      /* the backlog and its rate (consumer thread) */

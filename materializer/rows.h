@@ -15,6 +15,7 @@
 #define APPLY_META_APPLIED "applied"
 #define APPLY_META_DLQ "dlq"
 #define APPLY_META_OUTCOMES_LOW "olow"
+#define APPLY_META_RANGEMAP "rmap" /* the partition's ranges (handoff.c) */
 #define APPLY_META_NO_STATS "nostats" /* bench only: see apply_batch_set_stats */
 /* Local to this copy of the view (objlog_store_meta_is_local; secret.c). */
 #define APPLY_META_TOKEN_SECRET "tokensecret"

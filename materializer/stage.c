@@ -360,6 +360,27 @@ static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
     return 0;
 }
 
+int stage_stats_shift(apply_batch *b, int32_t p, const char *tenant,
+                      const Objlog__UsageStats *u, int sign, char *errstr, size_t es) {
+    if (!apply_batch_stats_on(b))
+        return 0;
+    Objlog__UsageStats c = *u;
+    c.buckets = 1; /* a bucket's own row never counts buckets */
+    stats_delta d;
+    for (int i = 0; i < STATS_FIELDS; i++)
+        *delta_field(&d, i) = sign * (int64_t)*stats_field(&c, i);
+    keybuf k;
+    keybuf_init(&k);
+    int rc = objlog_stats_tenant_key(&k, tenant, p) < 0 ? -2
+             : stats_add(b, &k, &d, 1, errstr, es);
+    if (rc == 0)
+        rc = objlog_stats_global_key(&k, p) < 0 ? -2 : stats_add(b, &k, &d, 1, errstr, es);
+    keybuf_free(&k);
+    if (rc == -2)
+        snprintf(errstr, es, "out of memory");
+    return rc < 0 ? -1 : 0;
+}
+
 /* Sets the row at k to all zero (present) or absent, without reading it. */
 int stage_stats_reset(apply_batch *b, const keybuf *k, int present) {
     if (!apply_batch_stats_on(b))

@@ -100,6 +100,11 @@ int stage_remove_upload(apply_ev *a, const char *upload_id);
 /* The stats row at k as the batch sees it (loaded from the store on first
  * touch; absent = all zero, present 0). NULL on error (errstr). */
 statrow *stage_stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t es);
+/* A bucket's usage u (its 'b' row) leaves (sign -1) or joins (sign +1)
+ * partition p's rows of its tenant and of the global sums, as a handoff
+ * moves the bucket between partitions (handoff.c). 0 or -1. */
+int stage_stats_shift(apply_batch *b, int32_t p, const char *tenant,
+                      const Objlog__UsageStats *u, int sign, char *errstr, size_t es);
 /* Sets the row at k to all zero (present) or absent, without reading it. */
 int stage_stats_reset(apply_batch *b, const keybuf *k, int present);
 /* Stages every changed row into the WriteBatch. Cannot fail: a row packs

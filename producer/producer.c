@@ -29,6 +29,7 @@
 #include "keycodec.h"
 #include "objlog.pb-c.h"
 #include "rangemap.h"
+#include "route.h"
 #include "token.h"
 
 #define PRODUCER_METADATA_TIMEOUT_MS 10000
@@ -36,7 +37,7 @@
 struct objlog_producer {
     objlog_producer_conf *conf;
     rd_kafka_t *rk;
-    rangemap *rm;
+    proute *route;               /* the range map, and a handoff's hold */
     fetcher *fetch;              /* NULL with ack=logged */
     quota *quota;                /* tenant pre-check (quota.c), or NULL */
     padmit *admit;               /* admission=on (admit.c), or NULL */
@@ -189,11 +190,14 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
         goto fail;
     p->ops.rk = p->rk;
     p->ops.topic = conf->topic;
-    p->rm = control_load_rangemap(p->rk, conf->control_topic, conf->topic,
-                                  PRODUCER_METADATA_TIMEOUT_MS, errstr,
-                                  errstr_size);
-    if (!p->rm)
+    rangemap *rm = control_load_rangemap(p->rk, conf->control_topic, conf->topic,
+                                         PRODUCER_METADATA_TIMEOUT_MS, errstr, errstr_size);
+    p->route = rm ? proute_new(rm) : NULL;
+    if (!p->route) {
+        if (rm)
+            snprintf(errstr, errstr_size, "out of memory");
         goto fail;
+    }
     if (conf->ack_applied) {
         p->fetch = fetcher_new(conf->query_url, conf->query_token, errstr, errstr_size);
         if (!p->fetch)
@@ -246,7 +250,7 @@ void objlog_producer_destroy(objlog_producer *p) {
     padmit_destroy(p->admit);
     if (p->rk)
         rd_kafka_destroy(p->rk);
-    rangemap_destroy(p->rm);
+    proute_destroy(p->route);
     objlog_producer_conf_destroy(p->conf);
     writeops_destroy(&p->ops);
     free(p);
@@ -306,13 +310,11 @@ static write_op *op_new(objlog_producer *p, const objlog_write_opts *opts,
     return op;
 }
 
-/* unknown.retries needs the exact bytes again (same timestamp, same
- * request id); copies are kept only when retries are configured. */
-static int producer_keep_bytes(objlog_producer *p, write_op *op,
-                               const uint8_t *buf, size_t n, const keybuf *rk,
+/* Saves the exact bytes sent (same timestamp, same request id) on op, to
+ * produce them again: for unknown.retries, or once a handoff's hold ends
+ * (route.h). 0, or -1 out of memory. */
+static int producer_save_bytes(write_op *op, const uint8_t *buf, size_t n, const keybuf *rk,
                                int32_t part) {
-    if (!p->fetch || p->conf->unknown_retries <= 0)
-        return 0;
     op->payload = malloc(n ? n : 1);
     op->rkey = malloc(rk->len ? rk->len : 1);
     if (!op->payload || !op->rkey) {
@@ -326,12 +328,87 @@ static int producer_keep_bytes(objlog_producer *p, write_op *op,
     op->payload_len = n;
     op->rkey_len = rk->len;
     op->send_partition = part;
+    return 0;
+}
+
+/* unknown.retries needs the exact bytes again; copies are kept only when
+ * retries are configured. */
+static int producer_keep_bytes(objlog_producer *p, write_op *op,
+                               const uint8_t *buf, size_t n, const keybuf *rk,
+                               int32_t part) {
+    if (!p->fetch || p->conf->unknown_retries <= 0)
+        return 0;
+    if (producer_save_bytes(op, buf, n, rk, part) < 0)
+        return -1;
     op->retries_left = p->conf->unknown_retries;
     return 0;
 }
 
+/* Hands op's packed event (buf, n) to librdkafka for partition part; the
+ * routing lock is held. 0, or -1 (errstr). */
+static int producer_produce(objlog_producer *p, write_op *op, const uint8_t *buf, size_t n,
+                            const keybuf *rk, int32_t part, char *errstr,
+                            size_t errstr_size) {
+    if (producer_keep_bytes(p, op, buf, n, rk, part) < 0) {
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    writeops_add(&p->ops, 1);
+    rd_kafka_resp_err_t err;
+    for (;;) {
+        err = rd_kafka_producev(
+            p->rk, RD_KAFKA_V_TOPIC(p->conf->topic), RD_KAFKA_V_PARTITION(part),
+            RD_KAFKA_V_KEY(rk->data, rk->len), RD_KAFKA_V_VALUE((void *)buf, n),
+            RD_KAFKA_V_TIMESTAMP(op->msg_ts),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
+            RD_KAFKA_V_END);
+        /* Backpressure: the delivery thread drains the queue, so waiting
+         * here bounds memory instead of failing a valid write. */
+        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            break;
+        usleep(1000);
+    }
+    if (!err)
+        return 0;
+    free(op->payload);
+    free(op->rkey);
+    op->payload = op->rkey = NULL;
+    writeops_add(&p->ops, -1);
+    snprintf(errstr, errstr_size, "produce to %s [%d]: %s", p->conf->topic, (int)part,
+             rd_kafka_err2str(err));
+    return -1;
+}
+
+/* Routes op's packed event by the map rm (the routing lock held): parked
+ * while a handoff holds its range, refused by admission, or produced. */
+static int producer_route(objlog_producer *p, const rangemap *rm, Objlog__Event *ev,
+                          write_op *op, const uint8_t *buf, size_t n, const keybuf *rk,
+                          char *errstr, size_t errstr_size) {
+    if (proute_is_held(p->route, rk->data, rk->len)) {
+        if (producer_save_bytes(op, buf, n, rk, -1) < 0) {
+            snprintf(errstr, errstr_size, "out of memory");
+            return -1;
+        }
+        writeops_add(&p->ops, 1);
+        proute_park(p->route, op);
+        return 0;
+    }
+    int32_t part = rangemap_partition(rm, rk->data, rk->len);
+    /* Admission (admit.c); a rate-limit change itself is never refused, so
+     * a limit can always be lifted. */
+    if (ev->op_case != OBJLOG__EVENT__OP_SET_RATE_LIMIT &&
+        ev->op_case != OBJLOG__EVENT__OP_DELETE_RATE_LIMIT &&
+        padmit_refuse(p->admit, ev->bucket, part, &op->res)) {
+        writeops_add(&p->ops, 1);
+        padmit_defer(p->admit, op);
+        return 0;
+    }
+    return producer_produce(p, op, buf, n, rk, part, errstr, errstr_size);
+}
+
 /* Stamps ev with the op's identity, routes it and hands it to librdkafka.
- * On success op belongs to librdkafka until its delivery report. */
+ * On success op belongs to librdkafka until its delivery report (or to
+ * the hold, or to admission). */
 static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
                          const objlog_write_opts *opts, char *errstr,
                          size_t errstr_size) {
@@ -343,68 +420,88 @@ static int producer_send(objlog_producer *p, Objlog__Event *ev, write_op *op,
     }
     ev->request_id.data = op->res.request_id;
     ev->request_id.len = OBJLOG_REQUEST_ID_LEN;
-    ev->range_epoch = rangemap_epoch(p->rm);
     ev->timestamp_ms = wall_ms();
 
     keybuf rk;
     keybuf_init(&rk);
+    if (keycodec_route_key(&rk, ev->bucket, strlen(ev->bucket), ev->key.data,
+                           ev->key.len) < 0) {
+        snprintf(errstr, errstr_size, "out of memory");
+        keybuf_free(&rk);
+        return -1;
+    }
+    const rangemap *rm = proute_begin(p->route);
+    ev->range_epoch = rangemap_epoch(rm);
     size_t n = objlog__event__get_packed_size(ev);
     uint8_t *buf = malloc(n ? n : 1);
-    if (!buf || keycodec_route_key(&rk, ev->bucket, strlen(ev->bucket),
-                                   ev->key.data, ev->key.len) < 0) {
+    int rc = -1;
+    if (buf) {
+        objlog__event__pack(ev, buf);
+        rc = producer_route(p, rm, ev, op, buf, n, &rk, errstr, errstr_size);
+    } else {
         snprintf(errstr, errstr_size, "out of memory");
-        free(buf);
-        keybuf_free(&rk);
-        return -1;
     }
-    objlog__event__pack(ev, buf);
-    int32_t part = rangemap_partition(p->rm, rk.data, rk.len);
-    /* Admission (admit.c); a rate-limit change itself is never refused, so
-     * a limit can always be lifted. */
-    if (ev->op_case != OBJLOG__EVENT__OP_SET_RATE_LIMIT &&
-        ev->op_case != OBJLOG__EVENT__OP_DELETE_RATE_LIMIT &&
-        padmit_refuse(p->admit, ev->bucket, part, &op->res)) {
-        free(buf);
-        keybuf_free(&rk);
-        writeops_add(&p->ops, 1);
-        padmit_defer(p->admit, op);
-        return 0;
-    }
-    if (producer_keep_bytes(p, op, buf, n, &rk, part) < 0) {
-        snprintf(errstr, errstr_size, "out of memory");
-        free(buf);
-        keybuf_free(&rk);
-        return -1;
-    }
+    proute_end(p->route);
+    free(buf);
+    keybuf_free(&rk);
+    return rc;
+}
 
-    writeops_add(&p->ops, 1);
-    rd_kafka_resp_err_t err;
-    for (;;) {
-        err = rd_kafka_producev(
-            p->rk, RD_KAFKA_V_TOPIC(p->conf->topic), RD_KAFKA_V_PARTITION(part),
-            RD_KAFKA_V_KEY(rk.data, rk.len), RD_KAFKA_V_VALUE(buf, n),
-            RD_KAFKA_V_TIMESTAMP(op->msg_ts),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
-            RD_KAFKA_V_END);
-        /* Backpressure: the delivery thread drains the queue, so waiting
-         * here bounds memory instead of failing a valid write. */
-        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            break;
-        usleep(1000);
+/* ---- a handoff's events (producer_event.h) ---- */
+
+int producer_write_to_partition(objlog_producer *p, Objlog__Event *ev, int32_t partition,
+                                const uint8_t *kafka_key, size_t key_n,
+                                const objlog_write_opts *opts, objlog_write_cb *cb,
+                                void *opaque, char *errstr, size_t errstr_size) {
+    write_op *op = op_new(p, opts, cb, opaque, errstr, errstr_size);
+    if (!op)
+        return -1;
+    ev->request_id.data = op->res.request_id;
+    ev->request_id.len = OBJLOG_REQUEST_ID_LEN;
+    ev->timestamp_ms = wall_ms();
+    ev->range_epoch = producer_map_epoch(p);
+    size_t n = objlog__event__get_packed_size(ev);
+    uint8_t *buf = malloc(n ? n : 1);
+    keybuf rk;
+    keybuf_init(&rk);
+    int rc = -1;
+    if (buf && keybuf_append(&rk, kafka_key, key_n) == 0) {
+        objlog__event__pack(ev, buf);
+        rc = producer_produce(p, op, buf, n, &rk, partition, errstr, errstr_size);
+    } else {
+        snprintf(errstr, errstr_size, "out of memory");
     }
     free(buf);
     keybuf_free(&rk);
-    if (err) {
-        free(op->payload);
-        free(op->rkey);
-        op->payload = op->rkey = NULL;
-        writeops_add(&p->ops, -1);
-        snprintf(errstr, errstr_size, "produce to %s [%d]: %s",
-                 p->conf->topic, (int)part, rd_kafka_err2str(err));
+    if (rc < 0)
+        free(op);
+    return rc;
+}
+
+/* ---- a handoff's hold (producer_event.h) ---- */
+
+int producer_hold_range(objlog_producer *p, const uint8_t *start, size_t start_n,
+                        const uint8_t *end, size_t end_n, int timeout_ms, char *errstr,
+                        size_t errstr_size) {
+    if (proute_hold(p->route, start, start_n, end, end_n) < 0) {
+        snprintf(errstr, errstr_size, "a hold is already set (or out of memory)");
         return -1;
     }
-    return 0;
+    /* Everything routed before the hold reaches the log before the caller
+     * appends its RangeOut. */
+    rd_kafka_resp_err_t err = rd_kafka_flush(p->rk, timeout_ms);
+    if (!err)
+        return 0;
+    producer_release_range(p, NULL);
+    snprintf(errstr, errstr_size, "flush before the handoff: %s", rd_kafka_err2str(err));
+    return -1;
 }
+
+void producer_release_range(objlog_producer *p, rangemap *rm) {
+    proute_release_send(p->route, rm);
+}
+
+uint32_t producer_map_epoch(objlog_producer *p) { return proute_epoch(p->route); }
 
 static int producer_write(objlog_producer *p, Objlog__Event *ev,
                           const objlog_write_opts *opts, objlog_write_cb *cb,

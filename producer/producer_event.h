@@ -16,6 +16,7 @@
 
 #include "objlog.pb-c.h"
 #include "objlog_producer.h"
+#include "rangemap.h"
 
 /* ev: bucket, key and op set by the caller (borrowed during the call);
  * the library fills request id, range epoch and producer timestamp. 0
@@ -23,5 +24,28 @@
 int producer_write_event(objlog_producer *p, Objlog__Event *ev, int64_t msg_ts_ms,
                          const objlog_write_opts *opts, objlog_write_cb *cb,
                          void *opaque, char *errstr, size_t errstr_size);
+
+/* A handoff's RangeOut or RangeIn (op set by the caller), to partition
+ * with Kafka key kafka_key: no bucket, no routing, no hold, no
+ * admission. The request id comes from opts as usual. 0 or -1. */
+int producer_write_to_partition(objlog_producer *p, Objlog__Event *ev, int32_t partition,
+                                const uint8_t *kafka_key, size_t key_n,
+                                const objlog_write_opts *opts, objlog_write_cb *cb,
+                                void *opaque, char *errstr, size_t errstr_size);
+
+/* A range handoff run by objlogd (query/ranges): from here until
+ * producer_release_range, writes whose route keys lie in [start, end)
+ * (end_n 0: to the end) wait in the producer, and every write routed
+ * before is flushed to the log (within timeout_ms) before this returns.
+ * 0, or -1 with errstr (a hold already set; the flush timed out, and the
+ * hold is released). */
+int producer_hold_range(objlog_producer *p, const uint8_t *start, size_t start_n,
+                        const uint8_t *end, size_t end_n, int timeout_ms, char *errstr,
+                        size_t errstr_size);
+/* Ends the hold: rm (taken; NULL keeps the map) becomes the map, and the
+ * writes that waited go out, stamped with its epoch and routed by it. */
+void producer_release_range(objlog_producer *p, rangemap *rm);
+/* The epoch of the map the producer routes by. */
+uint32_t producer_map_epoch(objlog_producer *p);
 
 #endif

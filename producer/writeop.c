@@ -79,6 +79,13 @@ void writeop_complete(write_op *op) {
 }
 
 int writeop_resend(write_op *op) {
+    if (writeop_produce(op) < 0)
+        return -1;
+    atomic_fetch_add(&op->owner->resends, 1);
+    return 0;
+}
+
+int writeop_produce(write_op *op) {
     writeops *w = op->owner;
     if (!op->payload) {
         snprintf(op->last_error, sizeof(op->last_error), "no saved bytes");
@@ -97,6 +104,5 @@ int writeop_resend(write_op *op) {
                  rd_kafka_err2str(err));
         return -1;
     }
-    atomic_fetch_add(&w->resends, 1);
     return 0;
 }

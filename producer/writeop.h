@@ -70,6 +70,9 @@ void writeop_complete(write_op *op);
  * librdkafka and its delivery report hands it to the fetcher again.
  * 0, or -1 with op->last_error set (op still the caller's). */
 int writeop_resend(write_op *op);
+/* As writeop_resend, not counted as a retry: a write that waited out a
+ * handoff (route.h) going out for the first time. */
+int writeop_produce(write_op *op);
 /* 1 with errstr ("<what> called from a completion callback ...") when the
  * calling thread is running a completion callback, else 0. */
 int writeop_in_callback_refused(const char *what, char *errstr, size_t errstr_size);

@@ -13,6 +13,7 @@
 #include "admit.h"
 #include "api.h"
 #include "cluster.h"
+#include "ranges.h"
 #include "read.h"
 #include "s3.h"
 #include "server.h"
@@ -129,7 +130,8 @@ static int service_server_new(objlog_query *q, const objlog_query_conf *conf, ch
         return -1;
     }
     if (!(q->fence = fence_new(q->srv, errstr, errstr_size)) ||
-        !(q->ckpt = ckpt_server_new(q->srv, errstr, errstr_size)))
+        !(q->ckpt = ckpt_server_new(q->srv, errstr, errstr_size)) ||
+        !(q->ranges = ranges_new(q->srv, errstr, errstr_size)))
         return -1;
     return 0;
 }
@@ -298,6 +300,7 @@ void objlog_query_destroy(objlog_query *q) {
     server_free(q->srv);
     fence_free(q->fence);
     ckpt_server_free(q->ckpt);
+    ranges_free(q->ranges);
     wm_destroy(q->wm);
     s3_conf_free(q);
     api_conf_free(q);

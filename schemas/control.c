@@ -163,15 +163,23 @@ static int control_key_is(const rd_kafka_message_t *m, const char *key) {
            m->len > 0;
 }
 
+/* The newest map under each key: the current one and the genesis. */
+typedef struct control_maps {
+    rangemap *current, *genesis;
+} control_maps;
+
 static void visit_rangemap(const rd_kafka_message_t *m, void *arg) {
-    rangemap **rm = arg;
+    control_maps *cm = arg;
     char tmp[256];
-    if (!control_key_is(m, CONTROL_RANGEMAP_KEY))
+    rangemap **slot = control_key_is(m, CONTROL_RANGEMAP_KEY)  ? &cm->current
+                      : control_key_is(m, CONTROL_GENESIS_KEY) ? &cm->genesis
+                                                               : NULL;
+    if (!slot)
         return;
     rangemap *n = rangemap_decode(m->payload, m->len, tmp, sizeof(tmp));
     if (n) {
-        rangemap_destroy(*rm);
-        *rm = n;
+        rangemap_destroy(*slot);
+        *slot = n;
     }
 }
 
@@ -185,39 +193,81 @@ static int control_brokers(rd_kafka_t *rk, char *out, size_t size,
     return 0;
 }
 
-rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
-                                const char *events_topic, int timeout_ms,
-                                char *errstr, size_t errstr_size) {
+/* 0 if every range of rm names a partition below parts, else -1. */
+static int control_check_parts(const rangemap *rm, int parts, const char *events_topic,
+                               char *errstr, size_t errstr_size) {
+    for (int i = 0; i < rangemap_count(rm); i++) {
+        const uint8_t *s, *e;
+        size_t sl, el;
+        int p;
+        rangemap_entry(rm, i, &s, &sl, &e, &el, &p);
+        if (p < 0 || p >= parts) {
+            snprintf(errstr, errstr_size, "range map epoch %u names partition %d but %s has %d",
+                     rangemap_epoch(rm), p, events_topic, parts);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+rangemap *control_load_rangemaps(rd_kafka_t *rk, const char *control_topic,
+                                 const char *events_topic, int timeout_ms,
+                                 rangemap **genesis, char *errstr, size_t errstr_size) {
     char brokers[1024];
+    if (genesis)
+        *genesis = NULL;
     if (control_brokers(rk, brokers, sizeof(brokers), errstr, errstr_size) < 0)
         return NULL;
     int parts = control_topic_partitions(rk, events_topic, timeout_ms, errstr,
                                          errstr_size);
     if (parts < 0)
         return NULL;
-    rangemap *rm = NULL;
-    if (control_scan(brokers, control_topic, timeout_ms, visit_rangemap, &rm,
-                     errstr, errstr_size) < 0) {
-        rangemap_destroy(rm);
-        return NULL;
+    control_maps cm = {NULL, NULL};
+    if (control_scan(brokers, control_topic, timeout_ms, visit_rangemap, &cm,
+                     errstr, errstr_size) < 0)
+        goto fail;
+    if (!cm.current)
+        cm.current = rangemap_new_default(parts, CONTROL_DEFAULT_EPOCH);
+    /* A log from before handoffs has no genesis key: its one map is it. */
+    if (!cm.genesis && cm.current && rangemap_epoch(cm.current) == CONTROL_DEFAULT_EPOCH)
+        cm.genesis = rangemap_copy(cm.current);
+    if (!cm.current || (genesis && !cm.genesis)) {
+        snprintf(errstr, errstr_size, cm.current ? "control topic %s: range map epoch %u "
+                                                   "but no genesis map"
+                                                 : "range map: out of memory",
+                 control_topic, cm.current ? rangemap_epoch(cm.current) : 0);
+        goto fail;
     }
-    if (rm) {
-        for (int i = 0; i < rangemap_count(rm); i++) {
-            const uint8_t *s, *e;
-            size_t sl, el;
-            int p;
-            rangemap_entry(rm, i, &s, &sl, &e, &el, &p);
-            if (p < 0 || p >= parts) {
-                snprintf(errstr, errstr_size,
-                         "range map epoch %u names partition %d but %s has %d",
-                         rangemap_epoch(rm), p, events_topic, parts);
-                rangemap_destroy(rm);
-                return NULL;
-            }
-        }
-        return rm;
-    }
-    return rangemap_new_default(parts, CONTROL_DEFAULT_EPOCH);
+    if (control_check_parts(cm.current, parts, events_topic, errstr, errstr_size) < 0 ||
+        (cm.genesis &&
+         control_check_parts(cm.genesis, parts, events_topic, errstr, errstr_size) < 0))
+        goto fail;
+    if (genesis)
+        *genesis = cm.genesis;
+    else
+        rangemap_destroy(cm.genesis);
+    return cm.current;
+fail:
+    rangemap_destroy(cm.current);
+    rangemap_destroy(cm.genesis);
+    return NULL;
+}
+
+rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
+                                const char *events_topic, int timeout_ms,
+                                char *errstr, size_t errstr_size) {
+    return control_load_rangemaps(rk, control_topic, events_topic, timeout_ms, NULL, errstr,
+                                  errstr_size);
+}
+
+/* One produce of rm under key; the caller flushes. */
+static rd_kafka_resp_err_t control_produce_map(rd_kafka_t *rk, const char *topic,
+                                               const char *key, const uint8_t *buf,
+                                               size_t n) {
+    return rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+                             RD_KAFKA_V_KEY(key, strlen(key)),
+                             RD_KAFKA_V_VALUE((void *)buf, n),
+                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
 }
 
 int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
@@ -229,11 +279,14 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
         snprintf(errstr, errstr_size, "range map: out of memory");
         return -1;
     }
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        rk, RD_KAFKA_V_TOPIC(control_topic), RD_KAFKA_V_PARTITION(0),
-        RD_KAFKA_V_KEY(CONTROL_RANGEMAP_KEY, strlen(CONTROL_RANGEMAP_KEY)),
-        RD_KAFKA_V_VALUE(buf, n), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_END);
+    /* The first map is also the genesis: every partition's ranges before
+     * its first handoff, kept under a key of its own. */
+    rd_kafka_resp_err_t err =
+        rangemap_epoch(rm) == CONTROL_DEFAULT_EPOCH
+            ? control_produce_map(rk, control_topic, CONTROL_GENESIS_KEY, buf, n)
+            : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (!err)
+        err = control_produce_map(rk, control_topic, CONTROL_RANGEMAP_KEY, buf, n);
     free(buf);
     if (err) {
         snprintf(errstr, errstr_size, "publish range map: %s", rd_kafka_err2str(err));

@@ -4,6 +4,10 @@
  *    holds none, callers fall back to the default map for the events
  *    topic's partition count (epoch 1), which is also what objlogd
  *    publishes first.
+ *  - key "rangemap.genesis": the first map (epoch 1), written with it:
+ *    every partition's ranges before its first handoff, which the state
+ *    machine needs to replay a log whose map has moved on since. A log
+ *    from before handoffs has none; its one map is the genesis.
  *  - key "logid": the log's identity, text "v1 <32 hex digits> <kind>",
  *    kind "kafka" or "embedded" (librdkafka's in-memory mock cluster).
  *    Drawn at random by whoever creates the topics, once; with the Kafka
@@ -17,6 +21,7 @@
 #include "rangemap.h"
 
 #define CONTROL_RANGEMAP_KEY "rangemap"
+#define CONTROL_GENESIS_KEY "rangemap.genesis"
 #define CONTROL_DEFAULT_EPOCH 1
 #define CONTROL_LOGID_KEY "logid"
 
@@ -48,7 +53,14 @@ rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
                                 const char *events_topic, int timeout_ms,
                                 char *errstr, size_t errstr_size);
 
-/* Publishes rm to control_topic (synchronously: waits for the ack). */
+/* As control_load_rangemap, and *genesis (the caller destroys it) gets the
+ * genesis map. */
+rangemap *control_load_rangemaps(rd_kafka_t *rk, const char *control_topic,
+                                 const char *events_topic, int timeout_ms,
+                                 rangemap **genesis, char *errstr, size_t errstr_size);
+
+/* Publishes rm to control_topic (synchronously: waits for the ack); an
+ * epoch-1 map is published as the genesis too. */
 int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
                              const rangemap *rm, int timeout_ms, char *errstr,
                              size_t errstr_size);

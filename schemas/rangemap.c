@@ -166,6 +166,17 @@ void rangemap_destroy(rangemap *rm) {
     free(rm);
 }
 
+rangemap *rangemap_copy(const rangemap *rm) {
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    char why[64];
+    if (rangemap_encode(rm, &buf, &n) < 0)
+        return NULL;
+    rangemap *c = rangemap_decode(buf, n, why, sizeof(why));
+    free(buf);
+    return c;
+}
+
 uint32_t rangemap_epoch(const rangemap *rm) { return rm->epoch; }
 int rangemap_count(const rangemap *rm) { return rm->n; }
 

@@ -27,6 +27,8 @@ rangemap *rangemap_decode(const uint8_t *buf, size_t n, char *errstr,
 /* Serialized RangeMap; caller frees *out. 0 or -1. */
 int rangemap_encode(const rangemap *rm, uint8_t **out, size_t *n);
 void rangemap_destroy(rangemap *rm);
+/* A copy of rm, or NULL (out of memory). */
+rangemap *rangemap_copy(const rangemap *rm);
 
 uint32_t rangemap_epoch(const rangemap *rm);
 int rangemap_count(const rangemap *rm);

@@ -11,6 +11,7 @@
 #include "admit.h"
 #include "api.h"
 #include "cluster.h"
+#include "ranges.h"
 #include "read.h"
 #include "server.h"
 #include "write.h"
@@ -306,6 +307,17 @@ static void api_writes(http_ctx *c, const char *rest) { read_write_status(c, res
 
 static void api_partitions(http_ctx *c, const char *rest) { ckpt_serve(c, rest); }
 
+/* POST /v1/ranges/{split,move,merge}: the operator's. */
+static void api_ranges_post(http_ctx *c, const char *rest) {
+    for (int k = 0; k < RANGES_KINDS; k++)
+        if (strcmp(rest, ranges_kind_name((ranges_kind)k)) == 0) {
+            ranges_post(c, (ranges_kind)k);
+            return;
+        }
+    http_reply_error(c, 404, "NoSuchRoute", "no such route: /v1/ranges/%s (split, move, merge)",
+                     rest);
+}
+
 static void api_bucket(http_ctx *c, const char *rest) {
     api_route_bucket(c, evhttp_request_get_command(c->req), rest);
 }
@@ -341,6 +353,7 @@ static const api_top_route api_top_routes[] = {
     {"/v1/outcomes", API_EXACT, HTTP_EP_OUTCOMES, API_GET, API_ANYONE, outcomes_get, NULL},
     /* where keys live: every client's (producers and tools route by it) */
     {"/v1/ranges", API_EXACT, HTTP_EP_LAG, API_GET_HEAD, API_ANYONE, ranges_get, NULL},
+    {"/v1/ranges/", API_BELOW, HTTP_EP_OTHER, API_ANY, API_ADMIN, NULL, api_ranges_post},
     {"/v1/buckets", API_EXACT, HTTP_EP_BUCKET, API_GET, API_ANYONE, read_buckets, NULL},
     {"/v1/buckets/", API_BELOW, HTTP_EP_OTHER, API_ANY, API_ANYONE, NULL, api_bucket},
     /* a whole partition, every tenant's */

@@ -25,6 +25,7 @@ typedef struct cluster cluster;
 typedef struct ckpt_server ckpt_server;
 typedef struct lc_worker lc_worker;
 typedef struct admit admit;
+typedef struct ranges_state ranges_state;
 typedef struct tls_conf tls_conf;
 
 struct objlog_query {
@@ -48,6 +49,7 @@ struct objlog_query {
     ckpt_server *ckpt;           /* checkpoint exports (cluster.h) */
     lc_worker *lc;               /* the lifecycle worker (workers.h) */
     admit *admit;                /* admission control (admit.h) */
+    ranges_state *ranges;        /* range handoffs (ranges.h) */
 };
 
 #endif

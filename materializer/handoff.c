@@ -1,0 +1,328 @@
+/* handoff.c: the state machine's side of a range handoff
+ * (docs/ARCHITECTURE.md, "Ranges move").
+ *
+ * A partition's ranges are a function of its own log: the map the last
+ * RangeOut or RangeIn in it carried (meta "rmap" be32(p)), or the genesis
+ * map before any. So rule 2 (WrongRange) is decided from log data, and a
+ * replay decides it again exactly.
+ *
+ * RangeOut [start, end) to Q, at (P, X): P's map becomes the event's; from
+ * X on, P answers WrongRange for the range's keys, so its rows there are
+ * final. The range's buckets leave P's tenant and global usage rows; the
+ * records of the range's requests are copied aside ('x' rows, dedup.h);
+ * an 'x' be32(P) be64(X) marker row holds the RangeOut until the RangeIn
+ * takes it.
+ *
+ * RangeIn from (P, X), at (Q, Y): applied only once P has applied X (the
+ * materializer holds Q until then), so what it reads of the range is P's
+ * state as of X. The range's route-keyed rows (versions, objects,
+ * uploads, buckets, indexes, bucket usage) are already in this store,
+ * under their route keys: they stay where they are and are Q's from Y.
+ * Q takes the request records, the buckets' usage into its own tenant
+ * and global rows, and the marker goes.
+ *
+ * Invariant: a key is held by exactly one partition at every point of the
+ * log order that matters: P stops at X before Q starts at Y, and Y comes
+ * after X has been applied. Only ranges whose ends fall between buckets
+ * move (handoff_between_buckets), so a bucket's settings, usage row and
+ * keys always sit on one partition. */
+#include "handoff.h"
+
+#include "dedup.h"
+#include "keycodec.h"
+#include "rows.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void refuse(apply_ev *a, const char *fmt, ...) {
+    va_list ap;
+    a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
+    va_start(ap, fmt);
+    vsnprintf(a->res.message, sizeof(a->res.message), fmt, ap);
+    va_end(ap);
+}
+
+int handoff_owns(apply_batch *b, int32_t p, const uint8_t *rk, size_t n, uint32_t *epoch,
+                 char *errstr, size_t es) {
+    const rangemap *rm = apply_batch_partition_map(b, p, errstr, es);
+    if (!rm)
+        return -1;
+    *epoch = rangemap_epoch(rm);
+    return rangemap_owns(rm, p, rk, n);
+}
+
+int handoff_between_buckets(const uint8_t *k, size_t n) {
+    if (n <= 2)
+        return 1;
+    keybuf name;
+    size_t used = 0;
+    keybuf_init(&name);
+    int whole = keycodec_decode_enc(k + 2, n - 2, &name, &used) < 0 || 2 + used == n;
+    keybuf_free(&name);
+    return whole;
+}
+
+int handoff_in_source(const Objlog__Event *ev, int32_t *from, int64_t *from_off) {
+    if (ev->op_case != OBJLOG__EVENT__OP_RANGE_IN || !ev->range_in)
+        return 0;
+    *from = ev->range_in->from_partition;
+    *from_off = ev->range_in->from_offset;
+    return 1;
+}
+
+/* ---- the range against a map ---- */
+
+static int bytes_cmp(const uint8_t *x, size_t xn, const uint8_t *y, size_t yn) {
+    size_t m = xn < yn ? xn : yn;
+    int c = m ? memcmp(x, y, m) : 0;
+    return c ? c : (xn < yn ? -1 : xn > yn);
+}
+
+/* How the ranges of rm that overlap [s, e) (en 0: no end) sit on p:
+ * *all: every one is p's; *none: none is. */
+static void range_on(const rangemap *rm, const uint8_t *s, size_t sn, const uint8_t *e,
+                     size_t en, int p, int *all, int *none) {
+    *all = 1;
+    *none = 1;
+    for (int i = 0; i < rangemap_count(rm); i++) {
+        const uint8_t *rs, *re;
+        size_t rsn, ren;
+        int part;
+        rangemap_entry(rm, i, &rs, &rsn, &re, &ren, &part);
+        int before_end = !en || bytes_cmp(rs, rsn, e, en) < 0;
+        int after_start = !re || bytes_cmp(re, ren, s, sn) > 0;
+        if (!before_end || !after_start)
+            continue;
+        if (part == p)
+            *none = 0;
+        else
+            *all = 0;
+    }
+}
+
+/* The event's map as a rangemap (validated by its decoder), or NULL with
+ * the reason in a->res (refused) or errstr (out of memory: *oom). */
+static rangemap *event_map(apply_ev *a, const Objlog__RangeMap *m, int *oom) {
+    *oom = 0;
+    if (!m) {
+        refuse(a, "handoff without its range map");
+        return NULL;
+    }
+    size_t n = objlog__range_map__get_packed_size(m);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        *oom = 1;
+        snprintf(a->errstr, a->es, "out of memory");
+        return NULL;
+    }
+    objlog__range_map__pack(m, buf);
+    char why[160];
+    rangemap *rm = rangemap_decode(buf, n, why, sizeof(why));
+    free(buf);
+    if (!rm)
+        refuse(a, "handoff's range map: %s", why);
+    return rm;
+}
+
+/* The checks both events share: a non-empty range whose ends fall
+ * between buckets, a map one epoch or more past the partition's. */
+static int range_checks(apply_ev *a, const uint8_t *s, size_t sn, const uint8_t *e,
+                        size_t en, const rangemap *cur, const rangemap *nm) {
+    if (en && bytes_cmp(s, sn, e, en) >= 0) {
+        refuse(a, "handoff of an empty range");
+        return 0;
+    }
+    if (!handoff_between_buckets(s, sn) || (en && !handoff_between_buckets(e, en))) {
+        refuse(a, "a handoff's range must start and end between buckets");
+        return 0;
+    }
+    if (rangemap_epoch(nm) <= rangemap_epoch(cur)) {
+        refuse(a, "handoff to map epoch %u, but partition %d is at epoch %u",
+               rangemap_epoch(nm), a->partition, rangemap_epoch(cur));
+        return 0;
+    }
+    return 1;
+}
+
+/* Every bucket whose part lies in [s, e): its usage row shifts into
+ * (sign +1) or out of (sign -1) partition p's tenant and global rows. */
+static int shift_buckets(apply_ev *a, int32_t p, const uint8_t *s, size_t sn,
+                         const uint8_t *e, size_t en, int sign) {
+    if (!apply_batch_stats_on(a->b))
+        return 0;
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_BUCKETS);
+    int rc = 0;
+    keybuf k;
+    keybuf_init(&k);
+    for (rocksdb_iter_seek(it, (const char *)s, sn); rc == 0 && rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (en && bytes_cmp(key, kn, e, en) >= 0)
+            break;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__BucketRecord *r = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!r) {
+            snprintf(a->errstr, a->es, "bucket record: corrupt");
+            rc = -1;
+            break;
+        }
+        statrow *row = NULL;
+        if (objlog_stats_bucket_key(&k, r->name, strlen(r->name)) < 0)
+            snprintf(a->errstr, a->es, "out of memory");
+        else
+            row = stage_stats_row(a->b, &k, a->errstr, a->es);
+        /* The tenant and global rows change, never the bucket's own; a
+         * copy, as the shift's inserts may move the row. */
+        Objlog__UsageStats u = row ? row->u : (Objlog__UsageStats)OBJLOG__USAGE_STATS__INIT;
+        rc = !row ? -1 : stage_stats_shift(a->b, p, r->tenant, &u, sign, a->errstr, a->es);
+        objlog__bucket_record__free_unpacked(r, NULL);
+    }
+    keybuf_free(&k);
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan buckets: %s", err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* 'x' be32(p) be64(off): the RangeOut at (p, off) awaiting its RangeIn. */
+static void marker_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t p, int64_t off) {
+    out[0] = 'x';
+    apply_put_be32(out + 1, (uint32_t)p);
+    apply_put_be64(out + 5, (uint64_t)off);
+}
+
+/* ---- the events ---- */
+
+int handoff_range_out(apply_ev *a) {
+    const Objlog__RangeOut *ro = a->ev->range_out;
+    int oom;
+    rangemap *nm = event_map(a, ro->map, &oom);
+    if (!nm)
+        return oom ? -1 : 0;
+    const rangemap *cur = apply_batch_partition_map(a->b, a->partition, a->errstr, a->es);
+    if (!cur) {
+        rangemap_destroy(nm);
+        return -1;
+    }
+    const uint8_t *s = ro->start.data, *e = ro->end.data;
+    size_t sn = ro->start.len, en = ro->end.len;
+    int mine_all, mine_none, to_all, to_none;
+    range_on(cur, s, sn, e, en, a->partition, &mine_all, &mine_none);
+    range_on(nm, s, sn, e, en, ro->to_partition, &to_all, &to_none);
+    if (!range_checks(a, s, sn, e, en, cur, nm)) {
+        rangemap_destroy(nm);
+        return 0;
+    }
+    if (!mine_all || ro->to_partition == a->partition || !to_all) {
+        refuse(a, "RangeOut: partition %d does not hold the whole range, or the new map "
+                  "does not give it to partition %d",
+               a->partition, ro->to_partition);
+        rangemap_destroy(nm);
+        return 0;
+    }
+    uint32_t exported;
+    if (shift_buckets(a, a->partition, s, sn, e, en, -1) < 0 ||
+        dedup_export_range(a->b, a->partition, a->offset, s, sn, e, en, &exported, a->errstr,
+                           a->es) < 0) {
+        rangemap_destroy(nm);
+        return -1;
+    }
+    uint8_t mk[APPLY_OUTCOME_KEY_LEN];
+    marker_key(mk, a->partition, a->offset);
+    if (apply_batch_put_msg(a->b, OBJLOG_CF_OUTCOMES, mk, sizeof(mk), &ro->base, a->errstr,
+                            a->es) < 0) {
+        rangemap_destroy(nm);
+        return -1;
+    }
+    a->res.imported = exported;
+    return apply_batch_set_partition_map(a->b, a->partition, nm, a->errstr, a->es);
+}
+
+/* The RangeOut the RangeIn names, as its marker row holds it: 1 it is
+ * there and moves the same range under the same map epoch, 0 not
+ * (refused), -1 error. */
+static int source_matches(apply_ev *a, const Objlog__RangeIn *ri, const rangemap *nm) {
+    uint8_t mk[APPLY_OUTCOME_KEY_LEN];
+    marker_key(mk, ri->from_partition, ri->from_offset);
+    char *v;
+    size_t vn;
+    int rc = apply_batch_get(a->b, OBJLOG_CF_OUTCOMES, mk, sizeof(mk), &v, &vn, a->errstr,
+                             a->es);
+    if (rc <= 0) {
+        if (rc == 0)
+            refuse(a, "RangeIn: no RangeOut awaits at partition %d offset %lld",
+                   ri->from_partition, (long long)ri->from_offset);
+        return rc;
+    }
+    Objlog__RangeOut *ro = objlog__range_out__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!ro) {
+        snprintf(a->errstr, a->es, "handoff marker %d.%lld: corrupt", ri->from_partition,
+                 (long long)ri->from_offset);
+        return -1;
+    }
+    int same = ro->to_partition == a->partition && ro->map &&
+               ro->map->epoch == rangemap_epoch(nm) &&
+               !bytes_cmp(ro->start.data, ro->start.len, ri->start.data, ri->start.len) &&
+               !bytes_cmp(ro->end.data, ro->end.len, ri->end.data, ri->end.len);
+    objlog__range_out__free_unpacked(ro, NULL);
+    if (!same)
+        refuse(a, "RangeIn: the RangeOut at partition %d offset %lld moves another range",
+               ri->from_partition, (long long)ri->from_offset);
+    return same;
+}
+
+int handoff_range_in(apply_ev *a) {
+    const Objlog__RangeIn *ri = a->ev->range_in;
+    int oom;
+    rangemap *nm = event_map(a, ri->map, &oom);
+    if (!nm)
+        return oom ? -1 : 0;
+    const rangemap *cur = apply_batch_partition_map(a->b, a->partition, a->errstr, a->es);
+    if (!cur) {
+        rangemap_destroy(nm);
+        return -1;
+    }
+    const uint8_t *s = ri->start.data, *e = ri->end.data;
+    size_t sn = ri->start.len, en = ri->end.len;
+    int had_all, had_none, new_all, new_none;
+    range_on(cur, s, sn, e, en, a->partition, &had_all, &had_none);
+    range_on(nm, s, sn, e, en, a->partition, &new_all, &new_none);
+    if (!range_checks(a, s, sn, e, en, cur, nm)) {
+        rangemap_destroy(nm);
+        return 0;
+    }
+    if (!had_none || !new_all || ri->from_partition == a->partition) {
+        refuse(a, "RangeIn: partition %d already holds part of the range, or the new map "
+                  "does not give it the whole range",
+               a->partition);
+        rangemap_destroy(nm);
+        return 0;
+    }
+    int rc = source_matches(a, ri, nm);
+    if (rc <= 0) {
+        rangemap_destroy(nm);
+        return rc;
+    }
+    uint32_t imported;
+    uint8_t mk[APPLY_OUTCOME_KEY_LEN];
+    marker_key(mk, ri->from_partition, ri->from_offset);
+    if (dedup_import_range(a->b, a->partition, a->offset, ri->from_partition,
+                           ri->from_offset, &imported, a->errstr, a->es) < 0 ||
+        shift_buckets(a, a->partition, s, sn, e, en, +1) < 0) {
+        rangemap_destroy(nm);
+        return -1;
+    }
+    apply_batch_del(a->b, OBJLOG_CF_OUTCOMES, mk, sizeof(mk));
+    a->res.imported = imported;
+    return apply_batch_set_partition_map(a->b, a->partition, nm, a->errstr, a->es);
+}

@@ -1,0 +1,451 @@
+/* coordinator.c: one range handoff from request to published map
+ * (docs/ARCHITECTURE.md, "Ranges move").
+ *
+ * In order: the new map is computed from the current one (schemas/
+ * rangemap.c); this node's producer holds writes into the moving range
+ * and flushes what it routed before; the RangeOut is appended to the
+ * source partition and awaited as applied; the RangeIn naming its offset
+ * is appended to the target and awaited as applied (the target's state
+ * machine takes the range's state there, once the source applied its
+ * RangeOut); then the map is published on the control topic, installed
+ * for this node's readers, and the producer releases the held writes,
+ * routed by it.
+ *
+ * Invariant: the map is published only after the RangeIn applied OK. A
+ * failure before the RangeOut applied changes nothing (the hold is
+ * released, the old map stays); a failure after it leaves the handoff to
+ * be finished from the log (the RangeOut's marker row stays until a
+ * RangeIn takes it). The RangeIn's request id is a function of the
+ * RangeOut's position, so sending it twice applies it once. */
+#include "core.h"
+#include "ranges.h"
+
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "control.h"
+#include "objlog.pb-c.h"
+#include "producer_event.h"
+#include "rangemap.h"
+
+#define RANGES_STEP_TIMEOUT_MS 60000
+
+const char *ranges_kind_name(ranges_kind k) {
+    static const char *const names[] = {"split", "move", "merge"};
+    return k >= 0 && k < RANGES_KINDS ? names[k] : "?";
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void fail(ranges_result *out, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail(ranges_result *out, int status, const char *code, const char *fmt, ...) {
+    out->status = status;
+    snprintf(out->code, sizeof(out->code), "%s", code);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the plan: which range moves where ---- */
+
+typedef struct plan {
+    rangemap *next;              /* the map after the handoff */
+    keybuf start, end;           /* the moving range; end empty: no end */
+    int from, to;
+} plan;
+
+static void plan_free(plan *pl) {
+    rangemap_destroy(pl->next);
+    keybuf_free(&pl->start);
+    keybuf_free(&pl->end);
+}
+
+/* 1 if k (a range start) lies inside a bucket: a route key with bytes
+ * past its bucket part. Only ranges between buckets move today. */
+static int inside_bucket(const uint8_t *k, size_t n) {
+    keybuf b, key;
+    size_t used = 0;
+    keybuf_init(&b);
+    keybuf_init(&key);
+    int inside = n > 2 && keycodec_parse_route_key(k, n, &b, &key, &used) == 0 && used == n;
+    keybuf_free(&b);
+    keybuf_free(&key);
+    return inside;
+}
+
+/* The partition with the fewest ranges of rm but `not`, ties to the one
+ * with the fewest applied events here. */
+static int least_loaded(objlog_query *q, const rangemap *rm, int nparts, int not) {
+    int best = -1, best_ranges = 0;
+    int64_t best_applied = 0;
+    for (int p = 0; p < nparts; p++) {
+        if (p == not)
+            continue;
+        int ranges = 0;
+        for (int i = 0; i < rangemap_count(rm); i++) {
+            const uint8_t *s, *e;
+            size_t sn, en;
+            int part;
+            rangemap_entry(rm, i, &s, &sn, &e, &en, &part);
+            ranges += part == p;
+        }
+        int64_t applied = objlog_materializer_applied(q->m, p);
+        if (best < 0 || ranges < best_ranges ||
+            (ranges == best_ranges && applied < best_applied)) {
+            best = p;
+            best_ranges = ranges;
+            best_applied = applied;
+        }
+    }
+    return best;
+}
+
+/* The index of the range holding k in rm. */
+static int range_of(const rangemap *rm, const uint8_t *k, size_t n) {
+    int i = rangemap_count(rm) - 1;
+    while (i > 0) {
+        const uint8_t *s, *e;
+        size_t sn, en;
+        int part;
+        rangemap_entry(rm, i, &s, &sn, &e, &en, &part);
+        size_t m = sn < n ? sn : n;
+        int c = m ? memcmp(s, k, m) : 0;
+        if (c < 0 || (c == 0 && sn <= n))
+            break;
+        i--;
+    }
+    return i;
+}
+
+/* Sets pl from the request against cur. 0, or -1 with out filled. */
+static int plan_make(objlog_query *q, const ranges_req *req, const rangemap *cur,
+                     plan *pl, ranges_result *out) {
+    int nparts = objlog_materializer_partitions(q->m);
+    keybuf at;
+    keybuf_init(&at);
+    int rc = req->key.len
+                 ? keycodec_route_key(&at, req->bucket, strlen(req->bucket), req->key.data,
+                                      req->key.len)
+                 : keycodec_bucket_part(&at, req->bucket, strlen(req->bucket));
+    if (rc < 0) {
+        keybuf_free(&at);
+        fail(out, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    if (req->key.len) {
+        keybuf_free(&at);
+        fail(out, 409, "SplitInsideBucket",
+             "a range can start only between buckets in this version: give the bucket "
+             "alone (a range inside a bucket is not built yet)");
+        return -1;
+    }
+    if (req->to >= nparts) {
+        keybuf_free(&at);
+        fail(out, 409, "NoSuchPartition", "partition %d does not exist (the topic has %d)",
+             req->to, nparts);
+        return -1;
+    }
+    int i = range_of(cur, at.data, at.len);
+    const uint8_t *s, *e;
+    size_t sn, en;
+    int part;
+    rangemap_entry(cur, i, &s, &sn, &e, &en, &part);
+    char why[256] = "";
+    pl->from = part;
+    if (req->kind == RANGES_SPLIT) {
+        pl->to = req->to >= 0 ? req->to : least_loaded(q, cur, nparts, part);
+        pl->next = rangemap_split(cur, at.data, at.len, pl->to, nparts, why, sizeof(why));
+        s = at.data;
+        sn = at.len;
+    } else if (req->kind == RANGES_MOVE) {
+        pl->to = req->to >= 0 ? req->to : least_loaded(q, cur, nparts, part);
+        pl->next = rangemap_move(cur, s, sn, pl->to, nparts, why, sizeof(why));
+    } else {
+        if (i == 0) {
+            snprintf(why, sizeof(why), "the first range has no range before it to merge into");
+        } else {
+            const uint8_t *ps, *pe;
+            size_t psn, pen;
+            rangemap_entry(cur, i - 1, &ps, &psn, &pe, &pen, &pl->to);
+            pl->next = rangemap_merge(cur, s, sn, why, sizeof(why));
+        }
+    }
+    if (pl->next && (inside_bucket(s, sn) || (en && inside_bucket(e, en)))) {
+        snprintf(why, sizeof(why), "the range starts or ends inside a bucket");
+        rangemap_destroy(pl->next);
+        pl->next = NULL;
+    }
+    if (pl->next && (keybuf_append(&pl->start, s, sn) < 0 ||
+                     (en && keybuf_append(&pl->end, e, en) < 0))) {
+        snprintf(why, sizeof(why), "out of memory");
+        rangemap_destroy(pl->next);
+        pl->next = NULL;
+    }
+    keybuf_free(&at);
+    if (!pl->next) {
+        fail(out, 409, "InvalidRange", "%s of the range holding bucket %s: %s",
+             ranges_kind_name(req->kind), req->bucket, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- one event, awaited as applied ---- */
+
+typedef struct delivery {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    objlog_write_result res;
+} delivery;
+
+static void delivered(const objlog_write_result *res, void *opaque) {
+    delivery *d = opaque;
+    pthread_mutex_lock(&d->mu);
+    d->res = *res;
+    d->done = 1;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Appends ev to partition p with request id rid, waits until it is
+ * applied and returns its outcome code (*off its offset), or -1 with out
+ * filled. */
+static int step(objlog_query *q, Objlog__Event *ev, int32_t p, const keybuf *kkey,
+                const uint8_t rid[OBJLOG_REQUEST_ID_LEN], int64_t *off, char *msg,
+                size_t msg_n, ranges_result *out) {
+    delivery d = {.done = 0};
+    pthread_mutex_init(&d.mu, NULL);
+    pthread_cond_init(&d.cv, NULL);
+    objlog_write_opts opts = {.request_id = rid};
+    char err[256];
+    int rc = producer_write_to_partition(q->producer, ev, p, kkey->data, kkey->len, &opts,
+                                         delivered, &d, err, sizeof(err));
+    if (rc == 0) {
+        pthread_mutex_lock(&d.mu);
+        while (!d.done)
+            pthread_cond_wait(&d.cv, &d.mu);
+        pthread_mutex_unlock(&d.mu);
+    }
+    pthread_mutex_destroy(&d.mu);
+    pthread_cond_destroy(&d.cv);
+    if (rc < 0 || d.res.status != OBJLOG_STATUS_LOGGED) {
+        fail(out, 503, "SlowDown", "append to partition %d: %s", p,
+             rc < 0 ? err : d.res.error_message);
+        return -1;
+    }
+    *off = d.res.offset;
+    int w = objlog_materializer_wait_applied(q->m, p, d.res.offset, RANGES_STEP_TIMEOUT_MS);
+    Objlog__Outcome *o = NULL;
+    if (w != 0 || objlog_store_get_outcome(q->store, p, d.res.offset, &o, err,
+                                           sizeof(err)) != 1) {
+        fail(out, 503, "SlowDown", "partition %d offset %lld: %s", p,
+             (long long)d.res.offset,
+             w > 0 ? "not applied in time" : w < 0 ? "the partition stopped" : err);
+        return -1;
+    }
+    int code = o->code;
+    snprintf(msg, msg_n, "%s", o->message);
+    out->imported = o->imported;
+    objlog__outcome__free_unpacked(o, NULL);
+    return code;
+}
+
+/* The RangeIn's request id: a function of the RangeOut's position, so a
+ * RangeIn sent again (a retry, a finisher) is deduplicated. */
+static void range_in_id(int32_t p, int64_t off, uint8_t rid[OBJLOG_REQUEST_ID_LEN]) {
+    char in[64];
+    uint8_t md[SHA256_DIGEST_LENGTH];
+    int n = snprintf(in, sizeof(in), "objlog RangeIn %d %lld", p, (long long)off);
+    SHA256((const unsigned char *)in, (size_t)n, md);
+    memcpy(rid, md, OBJLOG_REQUEST_ID_LEN);
+}
+
+static Objlog__RangeMap *map_msg(const rangemap *rm) {
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    if (rangemap_encode(rm, &buf, &n) < 0)
+        return NULL;
+    Objlog__RangeMap *m = objlog__range_map__unpack(NULL, n, buf);
+    free(buf);
+    return m;
+}
+
+/* RangeOut then RangeIn. 0, or -1 with out filled. */
+static int handoff_events(objlog_query *q, const plan *pl, ranges_result *out) {
+    Objlog__RangeMap *mm = map_msg(pl->next);
+    if (!mm) {
+        fail(out, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    char msg[256];
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
+    Objlog__RangeOut ro = OBJLOG__RANGE_OUT__INIT;
+    ro.map = mm;
+    ro.start = (ProtobufCBinaryData){pl->start.len, pl->start.data};
+    ro.end = (ProtobufCBinaryData){pl->end.len, pl->end.data};
+    ro.to_partition = pl->to;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = "";
+    ev.op_case = OBJLOG__EVENT__OP_RANGE_OUT;
+    ev.range_out = &ro;
+    if (RAND_bytes(rid, sizeof(rid)) != 1) {
+        objlog__range_map__free_unpacked(mm, NULL);
+        fail(out, 500, "InternalError", "no randomness");
+        return -1;
+    }
+    int code = step(q, &ev, pl->from, &pl->start, rid, &out->out_offset, msg, sizeof(msg), out);
+    if (code > 0)
+        fail(out, 409, "HandoffRefused", "RangeOut on partition %d: %s", pl->from, msg);
+    if (code != 0) {
+        objlog__range_map__free_unpacked(mm, NULL);
+        return -1;
+    }
+    Objlog__RangeIn ri = OBJLOG__RANGE_IN__INIT;
+    ri.map = mm;
+    ri.start = ro.start;
+    ri.end = ro.end;
+    ri.from_partition = pl->from;
+    ri.from_offset = out->out_offset;
+    objlog__event__init(&ev);
+    ev.bucket = "";
+    ev.op_case = OBJLOG__EVENT__OP_RANGE_IN;
+    ev.range_in = &ri;
+    range_in_id(pl->from, out->out_offset, rid);
+    code = step(q, &ev, pl->to, &pl->start, rid, &out->in_offset, msg, sizeof(msg), out);
+    objlog__range_map__free_unpacked(mm, NULL);
+    if (code > 0)
+        fail(out, 500, "InternalError", "RangeIn on partition %d refused after the RangeOut "
+                                        "at %d.%lld: %s",
+             pl->to, pl->from, (long long)out->out_offset, msg);
+    return code == 0 ? 0 : -1;
+}
+
+/* ---- publishing ---- */
+
+/* rm on the control topic. 0, or -1 with out filled. */
+static int publish(objlog_query *q, const rangemap *rm, ranges_result *out) {
+    char err[256];
+    rd_kafka_t *rk = control_client_new(q->brokers, err, sizeof(err));
+    int rc = rk ? control_publish_rangemap(rk, q->control_topic, rm, RANGES_STEP_TIMEOUT_MS,
+                                           err, sizeof(err))
+                : -1;
+    if (rk)
+        rd_kafka_destroy(rk);
+    if (rc < 0)
+        fail(out, 503, "SlowDown", "publish the range map: %s", err);
+    return rc;
+}
+
+/* The new map for this node's readers and writers (copies: each owns its
+ * own). The writes held go out, routed by it. */
+static void install(objlog_query *q, const rangemap *rm) {
+    rangemap *readers = rangemap_copy(rm);
+    if (readers)
+        objlog_materializer_set_rangemap(q->m, readers);
+    producer_release_range(q->producer, rangemap_copy(rm));
+}
+
+static void note(objlog_query *q, const ranges_req *req, const ranges_result *out) {
+    ranges_state *r = q->ranges;
+    atomic_fetch_add(&r->done[req->kind][out->status == 200 ? 0 : 1], 1);
+    if (out->status != 200)
+        return;
+    uint64_t held = (uint64_t)(out->held_seconds * 1e6);
+    atomic_fetch_add(&r->imported, out->imported);
+    atomic_fetch_add(&r->seconds_us, (uint64_t)(out->seconds * 1e6));
+    atomic_fetch_add(&r->held_us, held);
+    uint64_t max = atomic_load(&r->held_max_us);
+    while (held > max && !atomic_compare_exchange_weak(&r->held_max_us, &max, held))
+        ;
+}
+
+/* With the run lock held. */
+static void run_locked(objlog_query *q, const ranges_req *req, ranges_result *out) {
+    double t0 = mono_s();
+    const rangemap *cur = objlog_materializer_rangemap(q->m);
+    plan pl;
+    memset(&pl, 0, sizeof(pl));
+    keybuf_init(&pl.start);
+    keybuf_init(&pl.end);
+    if (plan_make(q, req, cur, &pl, out) < 0) {
+        plan_free(&pl);
+        return;
+    }
+    out->from = pl.from;
+    out->to = pl.to;
+    out->epoch = rangemap_epoch(pl.next);
+    if (pl.from != pl.to &&
+        (!objlog_materializer_applies(q->m, pl.from) || !objlog_materializer_applies(q->m, pl.to))) {
+        fail(out, 409, "HandoffAcrossNodes",
+             "partitions %d and %d are not both applied by this node: a range import over "
+             "the network is not built yet",
+             pl.from, pl.to);
+        plan_free(&pl);
+        return;
+    }
+    /* The genesis map goes on the control topic before the first handoff
+     * of a log from before handoffs (publishing epoch 1 writes it). */
+    if (rangemap_epoch(cur) == CONTROL_DEFAULT_EPOCH && publish(q, cur, out) < 0) {
+        plan_free(&pl);
+        return;
+    }
+    char err[256];
+    if (pl.from == pl.to) {
+        /* A split or merge within one partition moves nothing. */
+        if (publish(q, pl.next, out) == 0) {
+            install(q, pl.next);
+            out->status = 200;
+        }
+        plan_free(&pl);
+        out->seconds = mono_s() - t0;
+        return;
+    }
+    if (producer_hold_range(q->producer, pl.start.data, pl.start.len, pl.end.data,
+                            pl.end.len, RANGES_STEP_TIMEOUT_MS, err, sizeof(err)) < 0) {
+        fail(out, 503, "SlowDown", "%s", err);
+        plan_free(&pl);
+        return;
+    }
+    double held_from = mono_s();
+    int rc = handoff_events(q, &pl, out);
+    if (rc == 0)
+        rc = publish(q, pl.next, out);
+    if (rc == 0) {
+        install(q, pl.next);
+        out->status = 200;
+    } else {
+        /* Before the RangeOut applied nothing changed; after it, the held
+         * writes meet WrongRange where they go, until the handoff is
+         * finished from the log. */
+        producer_release_range(q->producer, NULL);
+    }
+    out->held_seconds = mono_s() - held_from;
+    out->seconds = mono_s() - t0;
+    plan_free(&pl);
+}
+
+void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out) {
+    memset(out, 0, sizeof(*out));
+    out->from = out->to = -1;
+    out->out_offset = out->in_offset = -1;
+    if (pthread_mutex_trylock(&q->ranges->run_mu) != 0) {
+        fail(out, 409, "HandoffInProgress", "a handoff is in progress on this node; retry");
+        note(q, req, out);
+        return;
+    }
+    run_locked(q, req, out);
+    pthread_mutex_unlock(&q->ranges->run_mu);
+    note(q, req, out);
+}

@@ -1,0 +1,226 @@
+/* rangeshttp.c: POST /v1/ranges/{split,move,merge} (ranges.h).
+ *
+ * A handoff takes seconds (two events appended and applied, the map
+ * published): it never runs on a worker's event loop. The handler checks
+ * the body, starts a thread that runs the handoff, and that thread wakes
+ * the worker (an event of the request's own), which answers.
+ *
+ * Invariant: a job belongs to the worker that took its request; only that
+ * worker's thread touches the request, joins the thread and frees the
+ * job. A stopping worker waits for its jobs (a handoff is bounded by its
+ * steps' timeouts) and answers them. */
+#include "core.h"
+#include "ranges.h"
+#include "server.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "bucketname.h"
+
+typedef struct ranges_job ranges_job;
+struct ranges_job {
+    http_worker *w;
+    struct evhttp_request *req;
+    char request_id[33];
+    struct timespec start;
+    ranges_req rq;
+    ranges_result res;
+    pthread_t thread;
+    struct event *done_ev;
+    int answered;
+    ranges_job *next;            /* its worker's list */
+};
+
+typedef struct ranges_worker {
+    ranges_job *jobs;
+} ranges_worker;
+
+static ranges_worker *rw_of(const http_worker *w) {
+    return server_slot(w, w->q->ranges->slot);
+}
+
+static void *ranges_job_main(void *arg) {
+    ranges_job *j = arg;
+    ranges_run(j->w->q, &j->rq, &j->res);
+    event_active(j->done_ev, 0, 0);
+    return NULL;
+}
+
+static void job_free(ranges_job *j) {
+    if (j->done_ev)
+        event_free(j->done_ev);
+    keybuf_free(&j->rq.key);
+    free(j);
+}
+
+static void job_unlink(ranges_job *j) {
+    for (ranges_job **pp = &rw_of(j->w)->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            return;
+        }
+}
+
+static void job_answer(ranges_job *j) {
+    http_ctx c = {.req = j->req, .w = j->w, .q = j->w->q, .endpoint = HTTP_EP_OTHER,
+                  .start = j->start};
+    memcpy(c.request_id, j->request_id, sizeof(c.request_id));
+    const ranges_result *r = &j->res;
+    if (r->status != 200) {
+        http_reply_error(&c, r->status, r->code, "%s", r->message);
+        return;
+    }
+    json_t *body = json_pack(
+        "{s:s, s:I, s:i, s:i, s:I, s:I, s:I, s:f, s:f}", "kind", ranges_kind_name(j->rq.kind),
+        "epoch", (json_int_t)r->epoch, "from_partition", r->from, "to_partition", r->to,
+        "range_out_offset", (json_int_t)r->out_offset, "range_in_offset",
+        (json_int_t)r->in_offset, "imported_requests", (json_int_t)r->imported, "seconds",
+        r->seconds, "writes_held_seconds", r->held_seconds);
+    if (!body)
+        http_reply_error(&c, 500, "InternalError", "out of memory");
+    else
+        http_reply_json(&c, 200, body);
+}
+
+static void job_done_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    ranges_job *j = arg;
+    pthread_join(j->thread, NULL);
+    job_unlink(j);
+    job_answer(j);
+    job_free(j);
+}
+
+/* The body's fields into rq; 0, or -1 after answering 400. */
+static int parse_body(http_ctx *c, ranges_req *rq) {
+    struct evbuffer *b = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(b);
+    json_error_t jerr;
+    json_t *j = n ? json_loadb((const char *)evbuffer_pullup(b, -1), n, 0, &jerr) : NULL;
+    const char *usage = "the body must be a JSON object "
+                        "{\"bucket\":B,\"key\":K (optional),\"to_partition\":P (optional)}";
+    json_t *bucket = json_object_get(j, "bucket"), *key = json_object_get(j, "key"),
+           *to = json_object_get(j, "to_partition");
+    const char *why = NULL;
+    char name_why[160];
+    if (!j || !json_is_object(j))
+        why = usage;
+    else if (!json_is_string(bucket))
+        why = "\"bucket\" (a string) is required";
+    else if (bucketname_error(json_string_value(bucket), json_string_length(bucket))) {
+        snprintf(name_why, sizeof(name_why), "invalid bucket name: %s",
+                 bucketname_error(json_string_value(bucket), json_string_length(bucket)));
+        why = name_why;
+    }
+    else if (key && !json_is_string(key))
+        why = "\"key\" must be a string";
+    else if (to && (!json_is_integer(to) || json_integer_value(to) < 0 ||
+                    json_integer_value(to) > 1000000))
+        why = "\"to_partition\" must be a partition number";
+    if (why) {
+        http_reply_error(c, 400, j && json_is_object(j) ? "InvalidArgument" : "MalformedJSON",
+                         "%s", why);
+        json_decref(j);
+        return -1;
+    }
+    snprintf(rq->bucket, sizeof(rq->bucket), "%s", json_string_value(bucket));
+    keybuf_init(&rq->key);
+    rq->to = to ? (int)json_integer_value(to) : -1;
+    int rc = key ? keybuf_append(&rq->key, json_string_value(key), json_string_length(key)) : 0;
+    json_decref(j);
+    if (rc < 0) {
+        keybuf_free(&rq->key);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+    }
+    return rc;
+}
+
+void ranges_post(http_ctx *c, ranges_kind kind) {
+    if (evhttp_request_get_command(c->req) != EVHTTP_REQ_POST) {
+        http_add_header(c, "Allow", "POST");
+        http_reply_error(c, 405, "MethodNotAllowed",
+                         "method not allowed on this resource (allowed: POST)");
+        return;
+    }
+    if (c->w->stopping) {
+        http_reply_error(c, 503, "SlowDown", "the server is stopping");
+        return;
+    }
+    ranges_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    j->rq.kind = kind;
+    if (parse_body(c, &j->rq) < 0) {
+        free(j);
+        return;
+    }
+    j->w = c->w;
+    j->req = c->req;
+    j->start = c->start;
+    memcpy(j->request_id, c->request_id, sizeof(j->request_id));
+    j->done_ev = event_new(c->w->base, -1, 0, job_done_cb, j);
+    if (!j->done_ev || pthread_create(&j->thread, NULL, ranges_job_main, j) != 0) {
+        http_reply_error(c, 500, "InternalError", "cannot start the handoff");
+        job_free(j);
+        return;
+    }
+    j->next = rw_of(c->w)->jobs;
+    rw_of(c->w)->jobs = j;
+}
+
+/* As the worker stops: its handoffs end (bounded by their steps'
+ * timeouts) and are answered, so the in-flight count reaches zero. */
+static void rw_stop(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    ranges_worker *rw = state;
+    while (rw->jobs) {
+        ranges_job *j = rw->jobs;
+        rw->jobs = j->next;
+        pthread_join(j->thread, NULL);
+        job_answer(j);
+        job_free(j);
+    }
+}
+
+static int rw_init(void *arg, http_worker *w, void **state, char *errstr, size_t es) {
+    (void)arg;
+    (void)w;
+    *state = calloc(1, sizeof(ranges_worker));
+    if (!*state)
+        snprintf(errstr, es, "ranges: out of memory");
+    return *state ? 0 : -1;
+}
+
+static void rw_dispose(void *arg, http_worker *w, void *state) {
+    (void)arg;
+    (void)w;
+    free(state);
+}
+
+ranges_state *ranges_new(server *s, char *errstr, size_t errstr_size) {
+    ranges_state *r = calloc(1, sizeof(*r));
+    server_hooks h = {.init = rw_init, .stop = rw_stop, .dispose = rw_dispose};
+    if (!r || (r->slot = server_hooks_add(s, &h)) < 0) {
+        snprintf(errstr, errstr_size, "ranges: %s", r ? "too many server hooks" : "out of memory");
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->run_mu, NULL);
+    return r;
+}
+
+void ranges_free(ranges_state *r) {
+    if (!r)
+        return;
+    pthread_mutex_destroy(&r->run_mu);
+    free(r);
+}
