@@ -286,6 +286,15 @@ uint64_t objlog_store_dlq_count(objlog_store *s, int32_t partition);
 int objlog_store_get_outcome(objlog_store *s, int32_t partition,
                              int64_t offset, Objlog__Outcome **out,
                              char *errstr, size_t errstr_size);
+/* A RangeOut of partition applied here whose RangeIn has not taken it yet
+ * (a handoff to finish): 1 (*offset, *out: the caller frees it), 0 none,
+ * -1 error. */
+int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,
+                                 Objlog__RangeOut **out, char *errstr, size_t errstr_size);
+/* The map partition's last handoff carried (meta "rmap"), or NULL: none
+ * (errstr "") or an error (errstr says it). */
+rangemap *objlog_store_partition_map(objlog_store *s, int32_t partition, char *errstr,
+                                     size_t errstr_size);
 /* Offset of the oldest outcome kept for partition (every applied offset
  * below it is trimmed); 0 when nothing was trimmed or applied yet. */
 int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition);

@@ -489,6 +489,66 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
     return 1;
 }
 
+int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,
+                                 Objlog__RangeOut **out, char *errstr, size_t errstr_size) {
+    uint8_t pre[5] = {'x'};
+    apply_put_be32(pre + 1, (uint32_t)partition);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ro, s->cf[OBJLOG_CF_OUTCOMES]);
+    int rc = 0;
+    *out = NULL;
+    /* The marker is the 13-byte row; the longer ones after it are the
+     * request records it set aside. */
+    for (rocksdb_iter_seek(it, (const char *)pre, sizeof(pre)); rc == 0 && rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < APPLY_OUTCOME_KEY_LEN || memcmp(k, pre, sizeof(pre)) != 0)
+            break;
+        if (kn != APPLY_OUTCOME_KEY_LEN)
+            continue;
+        const char *v = rocksdb_iter_value(it, &vn);
+        *offset = (int64_t)apply_get_be64(k + 5);
+        *out = objlog__range_out__unpack(NULL, vn, (const uint8_t *)v);
+        rc = *out ? 1 : -1;
+        if (!*out)
+            snprintf(errstr, errstr_size, "handoff marker %d.%lld: corrupt", partition,
+                     (long long)*offset);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(errstr, errstr_size, "scan handoff markers: %s", err);
+        rocksdb_free(err);
+        if (*out)
+            objlog__range_out__free_unpacked(*out, NULL);
+        *out = NULL;
+        rc = -1;
+    }
+    return rc;
+}
+
+rangemap *objlog_store_partition_map(objlog_store *s, int32_t partition, char *errstr,
+                                     size_t errstr_size) {
+    uint8_t key[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(key, APPLY_META_RANGEMAP, partition), vn = 0;
+    char *err = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_META], (const char *)key, kn, &vn,
+                             &err);
+    if (err) {
+        snprintf(errstr, errstr_size, "ranges of partition %d: %s", partition, err);
+        rocksdb_free(err);
+        return NULL;
+    }
+    if (!v) {
+        errstr[0] = '\0';
+        return NULL;
+    }
+    rangemap *rm = rangemap_decode((const uint8_t *)v, vn, errstr, errstr_size);
+    rocksdb_free(v);
+    return rm;
+}
+
 int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition) {
     uint8_t key[APPLY_META_KEY_MAX];
     size_t kn = apply_meta_key(key, APPLY_META_OUTCOMES_LOW, partition);

@@ -1,7 +1,9 @@
 /* cmd_ranges.c: `objlog ranges ls`, the range map an objlogd routes and
  * fences by (GET /v1/ranges): its epoch, then one row per range: START
  * (the first route key, hex), BUCKET and KEY when the start lies inside a
- * bucket, PARTITION and STATE.
+ * bucket, PARTITION and STATE; and `objlog ranges split|move|merge`, the
+ * handoffs (POST /v1/ranges/KIND), which print the new epoch, the
+ * partitions, the request records moved and how long writes waited.
  *
  * Invariant: arguments are checked before any request; --json prints the
  * server's answer untouched. */
@@ -48,11 +50,88 @@ static int ranges_ls(cli *c, int argc, char **argv) {
     return cli_list_output(c, j, ranges_print);
 }
 
+/* ---- split, move, merge ---- */
+
+enum { O_TO = 1000 };
+
+/* objlog ranges KIND BUCKET [--to P]: POST /v1/ranges/KIND. */
+static int ranges_handoff(cli *c, int argc, char **argv, const char *kind, int takes_to) {
+    static const struct option opts[] = {{"to", required_argument, NULL, O_TO},
+                                         CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    static const char *const names[] = {"BUCKET"};
+    int rc = 0, o;
+    const char *to = NULL;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
+        to = o == O_TO ? optarg : to;
+    const char *pos[1];
+    if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names, &rc) < 0)
+        return rc;
+    if (to && !takes_to)
+        return cli_usage_error(c, "--to does not apply to a merge (the range joins the one "
+                                  "before it)");
+    if ((rc = cli_check_range(c, "--to", to, 0, 1000000)))
+        return rc;
+    json_t *b = json_pack("{s:s}", "bucket", pos[0]);
+    if (b && to)
+        json_object_set_new(b, "to_partition", json_integer(strtoll(to, NULL, 10)));
+    char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+    json_decref(b);
+    if (!body)
+        return cli_fail(c, pos[0], "InternalError", "out of memory", 0, NULL);
+    char *url = NULL;
+    if (asprintf(&url, "%s/v1/ranges/%s", c->url, kind) < 0)
+        url = NULL;
+    json_t *j = cli_send_json(c, pos[0], "POST", url, body, NULL, &rc);
+    free(body);
+    if (!j)
+        return rc;
+    if (c->json) {
+        cli_print_json(j);
+    } else {
+        printf("%s: the range of %s moved from partition %lld to %lld, epoch %lld; %lld "
+               "request records moved; %.3f s, writes held %.3f s\n",
+               kind, pos[0], cli_jint(j, "from_partition"), cli_jint(j, "to_partition"),
+               cli_jint(j, "epoch"), cli_jint(j, "imported_requests"),
+               json_real_value(json_object_get(j, "seconds")),
+               json_real_value(json_object_get(j, "writes_held_seconds")));
+    }
+    json_decref(j);
+    return 0;
+}
+
+static int ranges_split(cli *c, int argc, char **argv) {
+    return ranges_handoff(c, argc, argv, "split", 1);
+}
+
+static int ranges_move(cli *c, int argc, char **argv) {
+    return ranges_handoff(c, argc, argv, "move", 1);
+}
+
+static int ranges_merge(cli *c, int argc, char **argv) {
+    return ranges_handoff(c, argc, argv, "merge", 0);
+}
+
 const cli_cmd cli_ranges_cmds[] = {
     {"ls", "ranges ls", ranges_ls,
      "usage: objlog ranges ls [--json]\n"
      "The range map: its epoch, then per range its first route key (hex), the\n"
      "bucket and key it falls in (when inside a bucket), its partition and\n"
      "state.\n",
+     NULL},
+    {"split", "ranges split", ranges_split,
+     "usage: objlog ranges split BUCKET [--to PARTITION]\n"
+     "Splits the range holding BUCKET at the bucket's first key: BUCKET and the\n"
+     "buckets after it in that range move to PARTITION (default: the least\n"
+     "loaded one). Answers once the target applied the range's state.\n",
+     NULL},
+    {"move", "ranges move", ranges_move,
+     "usage: objlog ranges move BUCKET [--to PARTITION]\n"
+     "Moves the whole range holding BUCKET to PARTITION (default: the least\n"
+     "loaded one).\n",
+     NULL},
+    {"merge", "ranges merge", ranges_merge,
+     "usage: objlog ranges merge BUCKET\n"
+     "Merges the range holding BUCKET into the range before it, on that\n"
+     "range's partition.\n",
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -43,6 +43,7 @@ static const char general_usage[] =
     "  cluster                    a cluster's nodes and who applies each partition\n"
     "  topics create|check        objlog's Kafka topics\n"
     "  ranges ls                  the range map (which partition holds which keys)\n"
+    "  ranges split|move|merge BUCKET [--to P]  move a range to another partition\n"
     "  bench                      benchmarks\n"
     "  lifecycle set|get|delete|status  a bucket's lifecycle rules\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"

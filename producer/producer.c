@@ -503,6 +503,8 @@ void producer_release_range(objlog_producer *p, rangemap *rm) {
 
 uint32_t producer_map_epoch(objlog_producer *p) { return proute_epoch(p->route); }
 
+uint64_t producer_held_writes(objlog_producer *p) { return proute_parked_total(p->route); }
+
 static int producer_write(objlog_producer *p, Objlog__Event *ev,
                           const objlog_write_opts *opts, objlog_write_cb *cb,
                           void *opaque, char *errstr, size_t errstr_size) {

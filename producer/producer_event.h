@@ -45,6 +45,8 @@ int producer_hold_range(objlog_producer *p, const uint8_t *start, size_t start_n
 /* Ends the hold: rm (taken; NULL keeps the map) becomes the map, and the
  * writes that waited go out, stamped with its epoch and routed by it. */
 void producer_release_range(objlog_producer *p, rangemap *rm);
+/* Writes that waited out a handoff's hold so far. */
+uint64_t producer_held_writes(objlog_producer *p);
 /* The epoch of the map the producer routes by. */
 uint32_t producer_map_epoch(objlog_producer *p);
 

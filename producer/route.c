@@ -3,6 +3,7 @@
 #include "route.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ struct proute {
     keybuf start, end;           /* the held range; end empty: no end */
     pthread_mutex_t park_mu;     /* parking happens under the read side */
     write_op *parked, *parked_tail;
+    atomic_uint_fast64_t parked_total;
 };
 
 proute *proute_new(rangemap *rm) {
@@ -70,6 +72,7 @@ int proute_is_held(proute *r, const uint8_t *rk, size_t n) {
 
 void proute_park(proute *r, write_op *op) {
     op->next = NULL;
+    atomic_fetch_add(&r->parked_total, 1);
     pthread_mutex_lock(&r->park_mu);
     if (r->parked_tail)
         r->parked_tail->next = op;
@@ -159,3 +162,5 @@ uint32_t proute_epoch(proute *r) {
     pthread_rwlock_unlock(&r->lock);
     return e;
 }
+
+uint64_t proute_parked_total(proute *r) { return atomic_load(&r->parked_total); }

@@ -44,6 +44,8 @@ write_op *proute_release(proute *r, rangemap *rm);
  * epoch of the map now in force and routed by it (one that cannot be is
  * completed FAILED). */
 void proute_release_send(proute *r, rangemap *rm);
+/* Writes parked so far. */
+uint64_t proute_parked_total(proute *r);
 /* The current map's epoch. */
 uint32_t proute_epoch(proute *r);
 

@@ -51,6 +51,7 @@ typedef struct objlogd_conf {
     int lifecycle_interval_ms;   /* lifecycle worker period; 0 off */
     int lifecycle_max_rate;      /* Expire events per second; 0 unbounded */
     long long test_lc_offset_ms; /* test only: the worker's clock offset */
+    int test_handoff_pause_ms;   /* test only: between a RangeOut and its RangeIn */
     int test_no_stats;           /* bench only: no stats view */
     int max_timeout_ms;          /* largest per-request timeout_ms */
     const char *group;           /* consumer group; NULL: objlogd_group() */
@@ -152,6 +153,8 @@ static void usage(FILE *f) {
             "               [--slowdown-lag N] (writes to a partition lagging more than N\n"
             "                events get 503 SlowDown; 0 = off, the default)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
+            "               [--test-handoff-pause-ms N (tests only: a handoff waits N ms\n"
+            "                between its RangeOut and its RangeIn)]\n"
             "               [--lifecycle-interval-ms N] (lifecycle scan period, default\n"
             "                60000; 0: no lifecycle worker)\n"
             "               [--lifecycle-max-rate N] (Expire events per second at most,\n"
@@ -163,6 +166,7 @@ static void usage(FILE *f) {
             "env: OBJLOG_BROKERS OBJLOG_TOPIC OBJLOG_PARTITIONS OBJLOG_DATA OBJLOG_GROUP\n"
             "     OBJLOG_LISTEN OBJLOG_THREADS OBJLOG_FETCH_WAIT_MS\n"
             "     OBJLOG_READY_MAX_LAG OBJLOG_MAX_TIMEOUT_MS OBJLOG_TEST_APPLY_DELAY_MS\n"
+            "     OBJLOG_TEST_HANDOFF_PAUSE_MS\n"
             "     OBJLOG_LIFECYCLE_INTERVAL_MS OBJLOG_LIFECYCLE_MAX_RATE\n"
             "     OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS\n"
             "     OBJLOG_MAX_CONNECTIONS OBJLOG_REQUEST_TIMEOUT_MS OBJLOG_IDLE_TIMEOUT_MS\n"
@@ -371,6 +375,9 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS")) && *v &&
         parse_offset("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS", v, &c->test_lc_offset_ms) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_TEST_HANDOFF_PAUSE_MS")) && *v &&
+        parse_int("OBJLOG_TEST_HANDOFF_PAUSE_MS", v, 0, 600000, &c->test_handoff_pause_ms) < 0)
+        return -1;
     return 0;
 }
 
@@ -386,6 +393,7 @@ enum {
     OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY,
     OPT_TLS_CA,
     OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
+    OPT_TEST_HANDOFF_PAUSE_MS,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
 };
 
@@ -410,6 +418,7 @@ static const struct option objlogd_options[] = {
     {"lifecycle-interval-ms", required_argument, NULL, OPT_LIFECYCLE_INTERVAL_MS},
     {"lifecycle-max-rate", required_argument, NULL, OPT_LIFECYCLE_MAX_RATE},
     {"test-lifecycle-clock-offset-ms", required_argument, NULL, OPT_TEST_LC_OFFSET_MS},
+    {"test-handoff-pause-ms", required_argument, NULL, OPT_TEST_HANDOFF_PAUSE_MS},
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT_MS},
@@ -479,6 +488,8 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_LIFECYCLE_INTERVAL_MS:
         return parse_int(flag, v, 0, 86400000, &c->lifecycle_interval_ms);
     case OPT_TEST_LC_OFFSET_MS: return parse_offset(flag, v, &c->test_lc_offset_ms);
+    case OPT_TEST_HANDOFF_PAUSE_MS:
+        return parse_int(flag, v, 0, 600000, &c->test_handoff_pause_ms);
     case OPT_LIFECYCLE_MAX_RATE:
         return parse_int(flag, v, 0, 10000000, &c->lifecycle_max_rate);
     case OPT_LISTEN: return parse_listen(flag, v, c);
@@ -1001,6 +1012,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .s3_blob_url = c->s3_blob_url,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
+                            .test_handoff_pause_ms = c->test_handoff_pause_ms,
                             .lifecycle_max_rate = c->lifecycle_max_rate,
                             .rate_limit_bucket_rps = (unsigned)c->rl_bucket[0],
                             .rate_limit_bucket_burst = (unsigned)c->rl_bucket[1],

@@ -92,6 +92,8 @@ typedef struct objlog_query_conf {
                                     0: no worker */
     long long lifecycle_clock_offset_ms; /* tests only: the worker's clock is
                                     wall + this (objects look days old) */
+    int test_handoff_pause_ms;   /* tests only: a handoff waits this long
+                                    between its RangeOut and its RangeIn */
     int lifecycle_max_rate;      /* Expire events per second at most; 0:
                                     as fast as their outcomes come back */
     /* Admission control (query/admit/admit.c); 0: off. */

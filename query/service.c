@@ -237,8 +237,19 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     if (!(q->lc = lc_worker_new(q, conf->lifecycle_interval_ms,
                                 conf->lifecycle_clock_offset_ms, conf->lifecycle_max_rate,
                                 errstr, errstr_size)) ||
-        service_listen(q, conf, errstr, errstr_size) < 0 ||
-        server_start(q->srv, errstr, errstr_size) < 0) {
+        service_listen(q, conf, errstr, errstr_size) < 0) {
+        objlog_query_destroy(q);
+        return NULL;
+    }
+    /* Before the first request: what a handoff left unfinished is held or
+     * published (ranges.h). */
+    q->ranges->test_pause_ms = conf->test_handoff_pause_ms;
+    if (ranges_finisher_start(q) < 0) {
+        snprintf(errstr, errstr_size, "ranges: pthread_create failed");
+        objlog_query_destroy(q);
+        return NULL;
+    }
+    if (server_start(q->srv, errstr, errstr_size) < 0) {
         objlog_query_destroy(q);
         return NULL;
     }
@@ -288,6 +299,7 @@ void objlog_query_destroy(objlog_query *q) {
     lc_worker_destroy(q->lc); /* its waits are short: it sees stopping soon */
     q->lc = NULL;
     objlog_materializer_cancel_waits(q->m);
+    ranges_finisher_stop(q);
     cluster_destroy(q->cluster);
     q->cluster = NULL;
     ixdriver_stop(q->ixd);

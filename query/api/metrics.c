@@ -15,11 +15,14 @@
 #include "admit.h"
 #include "api.h"
 #include "cluster.h"
+#include "ranges.h"
 #include "read.h"
 #include "server.h"
 #include "watermark.h"
 #include "workers.h"
 #include "write.h"
+
+#include "producer_event.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -543,6 +546,33 @@ static void metrics_gauge(FILE *f, const char *name, const char *help, double v)
     fprintf(f, "%s %.10g\n", name, v);
 }
 
+/* Range handoffs run by this node (ranges.h). */
+static void metrics_handoffs(FILE *f, objlog_query *q) {
+    ranges_state *r = q->ranges;
+    metrics_family(f, "objlog_range_handoffs_total", "counter",
+                   "Range handoffs this node ran, by kind and result.");
+    for (int k = 0; k < RANGES_KINDS; k++)
+        for (int ok = 0; ok < 2; ok++)
+            fprintf(f, "objlog_range_handoffs_total{kind=\"%s\",result=\"%s\"} %llu\n",
+                    ranges_kind_name((ranges_kind)k), ok ? "failed" : "ok",
+                    (unsigned long long)atomic_load(&r->done[k][ok]));
+    metrics_counter(f, "objlog_range_import_requests_total",
+                    "Request records the targets of this node's handoffs took over.",
+                    (unsigned long long)atomic_load(&r->imported));
+    metrics_counter(f, "objlog_range_handoff_microseconds_total",
+                    "Time this node's completed handoffs took, request to published map.",
+                    (unsigned long long)atomic_load(&r->seconds_us));
+    metrics_counter(f, "objlog_range_writes_held_microseconds_total",
+                    "Time writes to moving ranges waited in this node's producer.",
+                    (unsigned long long)atomic_load(&r->held_us));
+    metrics_gauge(f, "objlog_range_writes_held_max_seconds",
+                  "The longest a handoff of this node held writes to its range.",
+                  (double)atomic_load(&r->held_max_us) / 1e6);
+    metrics_counter(f, "objlog_range_writes_held_total",
+                    "Writes that waited in this node's producer for a handoff to end.",
+                    (unsigned long long)producer_held_writes(q->producer));
+}
+
 static void metrics_durability(FILE *f, objlog_query *q) {
     objlog_store_durability d;
     objlog_store_durability_get(q->store, &d);
@@ -582,6 +612,7 @@ static void metrics_durability(FILE *f, objlog_query *q) {
                   rangemap_count(rm));
     metrics_gauge(f, "objlog_range_map_epoch", "Epoch of the range map.",
                   rangemap_epoch(rm));
+    metrics_handoffs(f, q);
 }
 
 /* RocksDB's own figures per column family (integer properties). */

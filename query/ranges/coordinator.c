@@ -30,6 +30,7 @@
 
 #include "control.h"
 #include "objlog.pb-c.h"
+#include "objlog_logger.h"
 #include "producer_event.h"
 #include "rangemap.h"
 
@@ -282,13 +283,10 @@ static Objlog__RangeMap *map_msg(const rangemap *rm) {
     return m;
 }
 
-/* RangeOut then RangeIn. 0, or -1 with out filled. */
-static int handoff_events(objlog_query *q, const plan *pl, ranges_result *out) {
-    Objlog__RangeMap *mm = map_msg(pl->next);
-    if (!mm) {
-        fail(out, 500, "InternalError", "out of memory");
-        return -1;
-    }
+/* The RangeOut of pl, applied on its source: 0 (out->out_offset), or -1
+ * with out filled. */
+static int send_range_out(objlog_query *q, const plan *pl, Objlog__RangeMap *mm,
+                          ranges_result *out) {
     char msg[256];
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
     Objlog__RangeOut ro = OBJLOG__RANGE_OUT__INIT;
@@ -301,35 +299,92 @@ static int handoff_events(objlog_query *q, const plan *pl, ranges_result *out) {
     ev.op_case = OBJLOG__EVENT__OP_RANGE_OUT;
     ev.range_out = &ro;
     if (RAND_bytes(rid, sizeof(rid)) != 1) {
-        objlog__range_map__free_unpacked(mm, NULL);
         fail(out, 500, "InternalError", "no randomness");
         return -1;
     }
     int code = step(q, &ev, pl->from, &pl->start, rid, &out->out_offset, msg, sizeof(msg), out);
     if (code > 0)
         fail(out, 409, "HandoffRefused", "RangeOut on partition %d: %s", pl->from, msg);
-    if (code != 0) {
-        objlog__range_map__free_unpacked(mm, NULL);
-        return -1;
-    }
+    return code == 0 ? 0 : -1;
+}
+
+/* The RangeIn naming the RangeOut at (pl->from, from_off), applied on the
+ * target: 0 (out->in_offset), or -1 with out filled. */
+static int send_range_in(objlog_query *q, const plan *pl, Objlog__RangeMap *mm,
+                         int64_t from_off, ranges_result *out) {
+    char msg[256];
+    uint8_t rid[OBJLOG_REQUEST_ID_LEN];
     Objlog__RangeIn ri = OBJLOG__RANGE_IN__INIT;
     ri.map = mm;
-    ri.start = ro.start;
-    ri.end = ro.end;
+    ri.start = (ProtobufCBinaryData){pl->start.len, pl->start.data};
+    ri.end = (ProtobufCBinaryData){pl->end.len, pl->end.data};
     ri.from_partition = pl->from;
-    ri.from_offset = out->out_offset;
-    objlog__event__init(&ev);
+    ri.from_offset = from_off;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
     ev.bucket = "";
     ev.op_case = OBJLOG__EVENT__OP_RANGE_IN;
     ev.range_in = &ri;
-    range_in_id(pl->from, out->out_offset, rid);
-    code = step(q, &ev, pl->to, &pl->start, rid, &out->in_offset, msg, sizeof(msg), out);
-    objlog__range_map__free_unpacked(mm, NULL);
+    range_in_id(pl->from, from_off, rid);
+    int code = step(q, &ev, pl->to, &pl->start, rid, &out->in_offset, msg, sizeof(msg), out);
     if (code > 0)
-        fail(out, 500, "InternalError", "RangeIn on partition %d refused after the RangeOut "
-                                        "at %d.%lld: %s",
-             pl->to, pl->from, (long long)out->out_offset, msg);
+        fail(out, 500, "InternalError",
+             "RangeIn on partition %d refused after the RangeOut at %d.%lld: %s", pl->to,
+             pl->from, (long long)from_off, msg);
     return code == 0 ? 0 : -1;
+}
+
+/* Tests only (objlogd --test-handoff-pause-ms): a window to kill the
+ * node in the middle of a handoff. */
+static void test_pause(objlog_query *q) {
+    int ms = q->ranges->test_pause_ms;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    if (ms > 0)
+        nanosleep(&ts, NULL);
+}
+
+/* RangeOut then RangeIn (from_off >= 0: the RangeOut is applied there
+ * already, only the RangeIn is sent). 0, or -1 with out filled. */
+static int handoff_events(objlog_query *q, const plan *pl, int64_t from_off,
+                          ranges_result *out) {
+    Objlog__RangeMap *mm = map_msg(pl->next);
+    if (!mm) {
+        fail(out, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    out->out_offset = from_off;
+    int rc = from_off >= 0 ? 0 : send_range_out(q, pl, mm, out);
+    if (rc == 0 && from_off < 0)
+        test_pause(q); /* a test kills the node here: after the RangeOut */
+    if (rc == 0)
+        rc = send_range_in(q, pl, mm, out->out_offset, out);
+    if (rc == 0 && from_off < 0)
+        test_pause(q); /* ... and here: after the RangeIn, before the map is out */
+    objlog__range_map__free_unpacked(mm, NULL);
+    return rc;
+}
+
+/* ---- what GET /v1/ranges shows ---- */
+
+static void set_active(ranges_state *r, const keybuf *start) {
+    pthread_mutex_lock(&r->active_mu);
+    keybuf_reset(&r->active_start);
+    r->active = start && keybuf_append(&r->active_start, start->data, start->len) == 0;
+    pthread_mutex_unlock(&r->active_mu);
+}
+
+static int bytes_cmp(const uint8_t *x, size_t xn, const uint8_t *y, size_t yn) {
+    size_t m = xn < yn ? xn : yn;
+    int c = m ? memcmp(x, y, m) : 0;
+    return c ? c : (xn < yn ? -1 : xn > yn);
+}
+
+int ranges_moving(ranges_state *r, const uint8_t *s, size_t sn, const uint8_t *e, size_t en) {
+    pthread_mutex_lock(&r->active_mu);
+    const keybuf *a = &r->active_start;
+    int m = r->active && bytes_cmp(a->data, a->len, s, sn) >= 0 &&
+            (!en || bytes_cmp(a->data, a->len, e, en) < 0);
+    pthread_mutex_unlock(&r->active_mu);
+    return m;
 }
 
 /* ---- publishing ---- */
@@ -419,7 +474,8 @@ static void run_locked(objlog_query *q, const ranges_req *req, ranges_result *ou
         return;
     }
     double held_from = mono_s();
-    int rc = handoff_events(q, &pl, out);
+    set_active(q->ranges, &pl.start);
+    int rc = handoff_events(q, &pl, -1, out);
     if (rc == 0)
         rc = publish(q, pl.next, out);
     if (rc == 0) {
@@ -431,6 +487,7 @@ static void run_locked(objlog_query *q, const ranges_req *req, ranges_result *ou
          * finished from the log. */
         producer_release_range(q->producer, NULL);
     }
+    set_active(q->ranges, NULL);
     out->held_seconds = mono_s() - held_from;
     out->seconds = mono_s() - t0;
     plan_free(&pl);
@@ -448,4 +505,156 @@ void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out) {
     run_locked(q, req, out);
     pthread_mutex_unlock(&q->ranges->run_mu);
     note(q, req, out);
+}
+
+/* ---- finishing a handoff from the log ---- */
+
+/* The RangeOut at (p, off) whose RangeIn never came (a crash, a failed
+ * step): the RangeIn is sent now, with the id the coordinator would have
+ * used, and the map published. Writes to the range wait meanwhile. */
+static void finish_one(objlog_query *q, int32_t p, int64_t off, const Objlog__RangeOut *ro) {
+    ranges_result out;
+    memset(&out, 0, sizeof(out));
+    plan pl;
+    memset(&pl, 0, sizeof(pl));
+    keybuf_init(&pl.start);
+    keybuf_init(&pl.end);
+    char why[160];
+    uint8_t *buf = NULL;
+    size_t n = ro->map ? objlog__range_map__get_packed_size(ro->map) : 0;
+    buf = n ? malloc(n) : NULL;
+    if (buf) {
+        objlog__range_map__pack(ro->map, buf);
+        pl.next = rangemap_decode(buf, n, why, sizeof(why));
+    }
+    free(buf);
+    pl.from = p;
+    pl.to = ro->to_partition;
+    if (!pl.next || keybuf_append(&pl.start, ro->start.data, ro->start.len) < 0 ||
+        keybuf_append(&pl.end, ro->end.data, ro->end.len) < 0 ||
+        !objlog_materializer_applies(q->m, pl.to)) {
+        plan_free(&pl);
+        return; /* not this node's to finish (or not now) */
+    }
+    char err[256];
+    if (!q->ranges->held_at_start &&
+        producer_hold_range(q->producer, pl.start.data, pl.start.len, pl.end.data,
+                            pl.end.len, RANGES_STEP_TIMEOUT_MS, err, sizeof(err)) < 0) {
+        plan_free(&pl);
+        return;
+    }
+    q->ranges->held_at_start = 0;
+    set_active(q->ranges, &pl.start);
+    int rc = handoff_events(q, &pl, off, &out);
+    if (rc == 0 && rangemap_epoch(pl.next) > rangemap_epoch(objlog_materializer_rangemap(q->m)))
+        rc = publish(q, pl.next, &out);
+    if (rc == 0)
+        install(q, pl.next);
+    else
+        producer_release_range(q->producer, NULL);
+    set_active(q->ranges, NULL);
+    objlog_logf(rc == 0 ? 6 : 4, "ranges",
+                "handoff of partition %d's RangeOut at offset %lld to partition %d %s%s%s", p,
+                (long long)off, pl.to, rc == 0 ? "finished from the log" : "not finished: ",
+                rc == 0 ? "" : out.code, rc == 0 ? "" : out.message);
+    plan_free(&pl);
+}
+
+/* A map the partitions applied here reached (their RangeIns applied) but
+ * the control topic never got: published now. */
+static void publish_newest(objlog_query *q) {
+    rangemap *best = NULL;
+    char err[256];
+    for (int p = 0; p < objlog_materializer_partitions(q->m); p++) {
+        if (!objlog_materializer_applies(q->m, p))
+            continue;
+        rangemap *rm = objlog_store_partition_map(q->store, p, err, sizeof(err));
+        if (rm && (!best || rangemap_epoch(rm) > rangemap_epoch(best))) {
+            rangemap_destroy(best);
+            best = rm;
+        } else {
+            rangemap_destroy(rm);
+        }
+    }
+    ranges_result out;
+    if (best && rangemap_epoch(best) > rangemap_epoch(objlog_materializer_rangemap(q->m)) &&
+        publish(q, best, &out) == 0) {
+        objlog_logf(6, "ranges", "range map epoch %u published from the log",
+                    rangemap_epoch(best));
+        install(q, best);
+    }
+    rangemap_destroy(best);
+}
+
+void ranges_finish(objlog_query *q) {
+    if (pthread_mutex_trylock(&q->ranges->run_mu) != 0)
+        return; /* a handoff runs: it finishes its own */
+    char err[256];
+    int pending = 0;
+    for (int p = 0; p < objlog_materializer_partitions(q->m); p++) {
+        int64_t off;
+        Objlog__RangeOut *ro = NULL;
+        if (!objlog_materializer_applies(q->m, p) ||
+            objlog_store_pending_handoff(q->store, p, &off, &ro, err, sizeof(err)) != 1)
+            continue;
+        pending = 1;
+        finish_one(q, p, off, ro);
+        objlog__range_out__free_unpacked(ro, NULL);
+    }
+    if (!pending)
+        publish_newest(q);
+    pthread_mutex_unlock(&q->ranges->run_mu);
+}
+
+/* Before the node takes requests: a map its partitions reached but the
+ * control topic did not is published, and the range of a RangeOut still
+ * waiting for its RangeIn is held, so this node's writes to it wait for
+ * the finisher rather than meet WrongRange. */
+static void finisher_prepare(objlog_query *q) {
+    char err[256];
+    for (int p = 0; p < objlog_materializer_partitions(q->m); p++) {
+        int64_t off;
+        Objlog__RangeOut *ro = NULL;
+        if (!objlog_materializer_applies(q->m, p) ||
+            objlog_store_pending_handoff(q->store, p, &off, &ro, err, sizeof(err)) != 1)
+            continue;
+        int held = producer_hold_range(q->producer, ro->start.data, ro->start.len,
+                                       ro->end.data, ro->end.len, RANGES_STEP_TIMEOUT_MS, err,
+                                       sizeof(err)) == 0;
+        objlog__range_out__free_unpacked(ro, NULL);
+        if (held) {
+            q->ranges->held_at_start = 1;
+            return;
+        }
+    }
+    publish_newest(q);
+}
+
+static void *finisher_main(void *arg) {
+    objlog_query *q = arg;
+    while (!atomic_load(&q->ranges->finisher_stop)) {
+        for (int i = 0; i < 10 && !atomic_load(&q->ranges->finisher_stop); i++) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (!atomic_load(&q->ranges->finisher_stop))
+            ranges_finish(q);
+    }
+    return NULL;
+}
+
+int ranges_finisher_start(objlog_query *q) {
+    finisher_prepare(q);
+    if (pthread_create(&q->ranges->finisher, NULL, finisher_main, q) != 0)
+        return -1;
+    q->ranges->finisher_on = 1;
+    return 0;
+}
+
+void ranges_finisher_stop(objlog_query *q) {
+    if (!q->ranges || !q->ranges->finisher_on)
+        return;
+    atomic_store(&q->ranges->finisher_stop, 1);
+    pthread_join(q->ranges->finisher, NULL);
+    q->ranges->finisher_on = 0;
 }

@@ -57,13 +57,36 @@ typedef struct ranges_state {
     atomic_uint_fast64_t done[RANGES_KINDS][2]; /* [kind][0 ok, 1 failed] */
     atomic_uint_fast64_t imported;
     atomic_uint_fast64_t seconds_us, held_us, held_max_us;
+    int test_pause_ms;           /* tests only: between RangeOut and RangeIn */
+    int held_at_start;           /* the finisher's first handoff is held already */
+    pthread_t finisher;
+    int finisher_on;
+    atomic_int finisher_stop;
+    /* The handoff under way (GET /v1/ranges shows its range "moving"). */
+    pthread_mutex_t active_mu;
+    int active;
+    keybuf active_start;
 } ranges_state;
 
 ranges_state *ranges_new(server *s, char *errstr, size_t errstr_size);
 void ranges_free(ranges_state *r);
 
+/* 1 if the handoff under way moves keys of the range [s, e) (en 0: to
+ * the end): its range starts there. */
+int ranges_moving(ranges_state *r, const uint8_t *s, size_t sn, const uint8_t *e, size_t en);
+
 /* coordinator.c: runs one handoff to the end (blocking: seconds). */
 void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out);
+
+/* Finishes what a handoff left in the log (a RangeOut without its
+ * RangeIn, a map applied but not published), when this node applies both
+ * partitions; does nothing while a handoff runs here. The finisher thread
+ * calls it every second. */
+void ranges_finish(objlog_query *q);
+/* The finisher thread: started once the service runs, stopped before it
+ * is torn down. 0 or -1. */
+int ranges_finisher_start(objlog_query *q);
+void ranges_finisher_stop(objlog_query *q);
 
 /* rangeshttp.c: POST /v1/ranges/{split,move,merge} with a JSON body
  * {"bucket":B,"key":K,"to_partition":Q}; answered when the handoff is

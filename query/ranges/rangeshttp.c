@@ -215,6 +215,8 @@ ranges_state *ranges_new(server *s, char *errstr, size_t errstr_size) {
         return NULL;
     }
     pthread_mutex_init(&r->run_mu, NULL);
+    pthread_mutex_init(&r->active_mu, NULL);
+    keybuf_init(&r->active_start);
     return r;
 }
 
@@ -222,5 +224,7 @@ void ranges_free(ranges_state *r) {
     if (!r)
         return;
     pthread_mutex_destroy(&r->run_mu);
+    pthread_mutex_destroy(&r->active_mu);
+    keybuf_free(&r->active_start);
     free(r);
 }
