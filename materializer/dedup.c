@@ -39,9 +39,12 @@
 #define DEDUP_RID_MAX 64
 #define DEDUP_REC_KEY_MAX (APPLY_OUTCOME_KEY_LEN + DEDUP_RID_MAX)
 
-/* 1 if the outcome row at off is its request's first outcome. */
+/* 1 if the outcome row at off is its request's first outcome. A
+ * WrongRange is not: the producer resends that request, same id, to the
+ * partition that holds its key now, and it must be decided there. */
 static int dedup_is_first(const Objlog__Outcome *o, int64_t off) {
-    return o->request_id.len > 0 && o->offset == off;
+    return o->request_id.len > 0 && o->offset == off &&
+           o->code != OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
 }
 
 /* kind ('x' exported, 'i' imported) be32(p) be64(off) rid into out
@@ -155,9 +158,8 @@ int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_
                        ProtobufCBinaryData rid, const keybuf *route, const apply_result *res,
                        char *errstr, size_t es) {
     Objlog__Outcome o = OBJLOG__OUTCOME__INIT;
-    if (res->code == OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE)
-        rid.len = 0;
-    if (rid.len && route) {
+    int record = rid.len && res->code != OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
+    if (record && route) {
         o.route_key.data = route->data;
         o.route_key.len = route->len;
     }
@@ -177,7 +179,7 @@ int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_
     if (apply_batch_put_msg(b, OBJLOG_CF_OUTCOMES, key, sizeof(key), &o.base, errstr, es) < 0)
         return -1;
     /* Not loaded: its load, through the batch, will find the row. */
-    ridindex *x = rid.len ? apply_batch_rids(b, p) : NULL;
+    ridindex *x = record ? apply_batch_rids(b, p) : NULL;
     if (!x)
         return 0;
     apply_batch_rids_touch(b, p);

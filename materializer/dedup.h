@@ -31,9 +31,9 @@ typedef struct apply_result {
 
 /* Stages the outcome res of the event at (p, off) with route key route
  * (NULL: none) into its 'o' row, the first outcome of request rid (none
- * when empty). A WrongRange outcome is no request's record: the producer
- * resends that request, same id, to the partition that holds its key.
- * 0, or -1 (errstr). */
+ * when empty). A WrongRange outcome names its request but is not its
+ * record: the producer resends that request, same id, to the partition
+ * that holds its key. 0, or -1 (errstr). */
 int dedup_save_outcome(apply_batch *b, int32_t p, int64_t off, int64_t log_time_ms,
                        ProtobufCBinaryData rid, const keybuf *route, const apply_result *res,
                        char *errstr, size_t es);

@@ -52,6 +52,8 @@ typedef struct fpart {
 
 struct fetcher {
     char *url;
+    fetch_reroute_fn *reroute;   /* WrongRange resends (producer.c), or NULL */
+    void *reroute_arg;
     struct curl_slist *auth;     /* query.token's header, NULL none */
     CURLM *multi;
     pthread_t thread;
@@ -241,6 +243,14 @@ static void fetch_complete_entry(fetcher *f, write_op *op, json_t *e) {
         /* Only create_upload outcomes carry one; absent or "" -> "". */
         copy_str(op->res.upload_id, sizeof(op->res.upload_id), e, "upload_id");
     } else if (status && !strcmp(status, "rejected")) {
+        /* Its range moved after the producer routed it: sent again by the
+         * newer map, same request id (bounded). */
+        const char *code = json_string_value(json_object_get(e, "code"));
+        if (code && !strcmp(code, "WrongRange") && f->reroute && op->reroutes_left > 0) {
+            op->reroutes_left--;
+            if (f->reroute(f->reroute_arg, op) == 0)
+                return;
+        }
         op->res.status = OBJLOG_STATUS_REJECTED;
         copy_str(op->res.error_code, sizeof(op->res.error_code), e, "code");
         copy_str(op->res.error_message, sizeof(op->res.error_message), e,
@@ -418,13 +428,17 @@ static void *fetch_main(void *arg) {
 
 /* ------------------------------------------------------------ lifecycle */
 
-fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
-                     size_t errstr_size) {
+fetcher *fetcher_new(const char *query_url, const char *token, fetch_reroute_fn *reroute,
+                     void *reroute_arg, char *errstr, size_t errstr_size) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(errstr, errstr_size, "curl_global_init failed");
         return NULL;
     }
     fetcher *f = calloc(1, sizeof(*f));
+    if (f) {
+        f->reroute = reroute;
+        f->reroute_arg = reroute_arg;
+    }
     if (f)
         f->url = strdup(query_url);
     if (f)

@@ -427,6 +427,9 @@ typedef struct objlog_producer_stats {
     uint64_t unknown_retries;    /* re-produces done for unknown.retries */
     uint64_t kafka_queue;        /* messages librdkafka holds that the log
                                     has not acknowledged yet (now) */
+    uint64_t wrong_range_resends; /* ack=applied: writes a partition answered
+                                    WrongRange (its range had moved) sent
+                                    again, same request id, by the newer map */
 } objlog_producer_stats;
 void objlog_producer_stats_get(objlog_producer *p,
                                objlog_producer_stats *stats);

@@ -33,6 +33,10 @@
 #include "token.h"
 
 #define PRODUCER_METADATA_TIMEOUT_MS 10000
+/* WrongRange resends of one write, and how long one waits for the map
+ * that moved its range to be published. */
+#define PRODUCER_REROUTES 8
+#define PRODUCER_REROUTE_WAIT_MS 10000
 
 struct objlog_producer {
     objlog_producer_conf *conf;
@@ -75,6 +79,7 @@ void objlog_producer_stats_get(objlog_producer *p,
     stats->writes_completed = atomic_load(&p->ops.completed);
     stats->outcome_requests = p->fetch ? fetcher_requests(p->fetch) : 0;
     stats->unknown_retries = atomic_load(&p->ops.resends);
+    stats->wrong_range_resends = atomic_load(&p->ops.rerouted);
     int q = p->rk ? rd_kafka_outq_len(p->rk) : 0;
     stats->kafka_queue = q > 0 ? (uint64_t)q : 0;
 }
@@ -167,6 +172,8 @@ static int producer_kafka_new(objlog_producer *p, char *errstr,
     return 0;
 }
 
+static int producer_reroute(void *arg, write_op *op);
+
 objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
                                      size_t errstr_size) {
     if (!conf) {
@@ -199,7 +206,8 @@ objlog_producer *objlog_producer_new(objlog_producer_conf *conf, char *errstr,
         goto fail;
     }
     if (conf->ack_applied) {
-        p->fetch = fetcher_new(conf->query_url, conf->query_token, errstr, errstr_size);
+        p->fetch = fetcher_new(conf->query_url, conf->query_token, producer_reroute, p, errstr,
+                               errstr_size);
         if (!p->fetch)
             goto fail;
     }
@@ -331,16 +339,17 @@ static int producer_save_bytes(write_op *op, const uint8_t *buf, size_t n, const
     return 0;
 }
 
-/* unknown.retries needs the exact bytes again; copies are kept only when
- * retries are configured. */
+/* ack=applied keeps the exact bytes: unknown.retries and a WrongRange
+ * (the range moved) send them again. */
 static int producer_keep_bytes(objlog_producer *p, write_op *op,
                                const uint8_t *buf, size_t n, const keybuf *rk,
                                int32_t part) {
-    if (!p->fetch || p->conf->unknown_retries <= 0)
+    if (!p->fetch)
         return 0;
     if (producer_save_bytes(op, buf, n, rk, part) < 0)
         return -1;
     op->retries_left = p->conf->unknown_retries;
+    op->reroutes_left = PRODUCER_REROUTES;
     return 0;
 }
 
@@ -504,6 +513,36 @@ void producer_release_range(objlog_producer *p, rangemap *rm) {
 uint32_t producer_map_epoch(objlog_producer *p) { return proute_epoch(p->route); }
 
 uint64_t producer_held_writes(objlog_producer *p) { return proute_parked_total(p->route); }
+
+/* The fetcher's WrongRange hook (producer_int.h): a handoff moved the
+ * write's range after it was routed. The write goes again, same bytes
+ * but the epoch, by the newest map, read from the control topic when the
+ * one in hand is not newer than the write's (the handoff publishes its
+ * map once the target took the range: waited for, bounded). */
+static int producer_reroute(void *arg, write_op *op) {
+    objlog_producer *p = arg;
+    char err[256];
+    for (int waited = 0; waited <= PRODUCER_REROUTE_WAIT_MS; waited += 100) {
+        int rc = proute_reroute(p->route, op);
+        if (rc < 0)
+            return -1;
+        if (rc == 1) {
+            if (writeop_produce(op) < 0)
+                return -1;
+            atomic_fetch_add(&p->ops.rerouted, 1);
+            return 0;
+        }
+        rangemap *rm = control_load_rangemap(p->rk, p->conf->control_topic, p->conf->topic,
+                                             PRODUCER_METADATA_TIMEOUT_MS, err, sizeof(err));
+        if (rm && rangemap_epoch(rm) > proute_epoch(p->route)) {
+            proute_set_map(p->route, rm);
+            continue;
+        }
+        rangemap_destroy(rm);
+        usleep(100 * 1000);
+    }
+    return -1;
+}
 
 static int producer_write(objlog_producer *p, Objlog__Event *ev,
                           const objlog_write_opts *opts, objlog_write_cb *cb,
@@ -874,192 +913,6 @@ int objlog_producer_abort_upload(objlog_producer *p, const char *bucket,
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
 
-/* ---- synchronous wrappers: one condvar per call ---- */
-
-typedef struct sync_wait {
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    int done;
-    objlog_write_result *res;
-} sync_wait;
-
-static void sync_cb(const objlog_write_result *r, void *opaque) {
-    sync_wait *w = opaque;
-    pthread_mutex_lock(&w->m);
-    *w->res = *r;
-    w->done = 1;
-    pthread_cond_signal(&w->c);
-    pthread_mutex_unlock(&w->m);
-}
-
-/* -1 (errstr filled, nothing sent) on a completion callback's thread. */
-static int sync_init(sync_wait *w, objlog_write_result *res, char *errstr,
-                     size_t errstr_size) {
-    if (writeop_in_callback_refused("a *_sync write", errstr, errstr_size))
-        return -1;
-    pthread_mutex_init(&w->m, NULL);
-    pthread_cond_init(&w->c, NULL);
-    w->done = 0;
-    w->res = res;
-    return 0;
-}
-
-/* rc is the async call's result: wait only if it was accepted. */
-static int sync_finish(sync_wait *w, int rc) {
-    pthread_mutex_lock(&w->m);
-    while (rc == 0 && !w->done)
-        pthread_cond_wait(&w->c, &w->m);
-    pthread_mutex_unlock(&w->m);
-    pthread_cond_destroy(&w->c);
-    pthread_mutex_destroy(&w->m);
-    return rc;
-}
-
-int objlog_producer_create_bucket_sync(objlog_producer *p, const char *bucket,
-                                       const char *tenant,
-                                       objlog_versioning versioning,
-                                       const objlog_write_opts *opts,
-                                       objlog_write_result *res, char *errstr,
-                                       size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_create_bucket(
-                               p, bucket, tenant, versioning, opts, sync_cb,
-                               &w, errstr, errstr_size));
-}
-
-int objlog_producer_put_object_sync(objlog_producer *p, const char *bucket,
-                                    const char *key, size_t key_len,
-                                    const objlog_object_meta *meta,
-                                    const objlog_write_opts *opts,
-                                    objlog_write_result *res, char *errstr,
-                                    size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_put_object(p, bucket, key, key_len,
-                                                      meta, opts, sync_cb, &w,
-                                                      errstr, errstr_size));
-}
-
-int objlog_producer_delete_object_sync(objlog_producer *p, const char *bucket,
-                                       const char *key, size_t key_len,
-                                       const char *version_id,
-                                       const objlog_write_opts *opts,
-                                       objlog_write_result *res, char *errstr,
-                                       size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_delete_object(
-                               p, bucket, key, key_len, version_id, opts,
-                               sync_cb, &w, errstr, errstr_size));
-}
-
-int objlog_producer_create_bucket_ex_sync(objlog_producer *p,
-                                          const char *bucket,
-                                          const objlog_bucket_conf *conf,
-                                          const objlog_write_opts *opts,
-                                          objlog_write_result *res,
-                                          char *errstr, size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_create_bucket_ex(
-                               p, bucket, conf, opts, sync_cb, &w, errstr,
-                               errstr_size));
-}
-
-int objlog_producer_set_versioning_sync(objlog_producer *p, const char *bucket,
-                                        objlog_versioning v,
-                                        const objlog_write_opts *opts,
-                                        objlog_write_result *res, char *errstr,
-                                        size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_set_versioning(
-                               p, bucket, v, opts, sync_cb, &w, errstr,
-                               errstr_size));
-}
-
-int objlog_producer_delete_bucket_sync(objlog_producer *p, const char *bucket,
-                                       const objlog_write_opts *opts,
-                                       objlog_write_result *res, char *errstr,
-                                       size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_delete_bucket(
-                               p, bucket, opts, sync_cb, &w, errstr,
-                               errstr_size));
-}
-
-int objlog_producer_create_upload_sync(objlog_producer *p, const char *bucket,
-                                       const char *key, size_t key_len,
-                                       const objlog_object_meta *meta,
-                                       const objlog_write_opts *opts,
-                                       objlog_write_result *res, char *errstr,
-                                       size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_create_upload(
-                               p, bucket, key, key_len, meta, opts, sync_cb,
-                               &w, errstr, errstr_size));
-}
-
-int objlog_producer_upload_part_sync(objlog_producer *p, const char *bucket,
-                                     const char *key, size_t key_len,
-                                     const char *upload_id,
-                                     uint32_t part_number, uint64_t size,
-                                     const char *etag, const char *blob_id,
-                                     const objlog_write_opts *opts,
-                                     objlog_write_result *res, char *errstr,
-                                     size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_upload_part(
-                               p, bucket, key, key_len, upload_id,
-                               part_number, size, etag, blob_id, opts,
-                               sync_cb, &w, errstr, errstr_size));
-}
-
-int objlog_producer_complete_upload_sync(objlog_producer *p,
-                                         const char *bucket, const char *key,
-                                         size_t key_len, const char *upload_id,
-                                         const objlog_completed_part *parts,
-                                         size_t n_parts,
-                                         const objlog_write_opts *opts,
-                                         objlog_write_result *res,
-                                         char *errstr, size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_complete_upload(
-                               p, bucket, key, key_len, upload_id, parts,
-                               n_parts, opts, sync_cb, &w, errstr,
-                               errstr_size));
-}
-
-int objlog_producer_abort_upload_sync(objlog_producer *p, const char *bucket,
-                                      const char *key, size_t key_len,
-                                      const char *upload_id,
-                                      const objlog_write_opts *opts,
-                                      objlog_write_result *res, char *errstr,
-                                      size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_abort_upload(
-                               p, bucket, key, key_len, upload_id, opts,
-                               sync_cb, &w, errstr, errstr_size));
-}
-
-/* SetQuota: the bucket's quota; 0 = no limit. Enforced by the
- * state machine on later PUTs and CompleteUploads (QuotaExceeded). */
 int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
                               uint64_t max_bytes, uint64_t max_objects,
                               const objlog_write_opts *opts,
@@ -1078,18 +931,6 @@ int objlog_producer_set_quota(objlog_producer *p, const char *bucket,
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
 
-int objlog_producer_set_quota_sync(objlog_producer *p, const char *bucket,
-                                   uint64_t max_bytes, uint64_t max_objects,
-                                   const objlog_write_opts *opts,
-                                   objlog_write_result *res, char *errstr,
-                                   size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_set_quota(
-                               p, bucket, max_bytes, max_objects, opts,
-                               sync_cb, &w, errstr, errstr_size));
-}
 
 /* ---- attribute indexes: bucket events, routed by route_key(b, "") */
 
@@ -1176,15 +1017,3 @@ int objlog_producer_set_rate_limit(objlog_producer *p, const char *bucket,
     return producer_write(p, &ev, opts, cb, opaque, errstr, errstr_size);
 }
 
-int objlog_producer_set_rate_limit_sync(objlog_producer *p, const char *bucket,
-                                        const objlog_rate_limit *limit,
-                                        const objlog_write_opts *opts,
-                                        objlog_write_result *res, char *errstr,
-                                        size_t errstr_size) {
-    sync_wait w;
-    if (sync_init(&w, res, errstr, errstr_size) < 0)
-        return -1;
-    return sync_finish(&w, objlog_producer_set_rate_limit(
-                               p, bucket, limit, opts, sync_cb, &w, errstr,
-                               errstr_size));
-}

@@ -65,8 +65,13 @@ int validate_completed_parts(const objlog_completed_part *parts,
 /* The outcome fetcher: one thread with a curl multi handle that asks the
  * query service for the outcome of each logged write (ack=applied). */
 typedef struct fetcher fetcher;
-fetcher *fetcher_new(const char *query_url, const char *token, char *errstr,
-                     size_t errstr_size);
+/* reroute (may be NULL): called on the fetcher thread for an op whose
+ * outcome is WrongRange and that may still be resent; 0 when it took the
+ * op back to librdkafka (its delivery report submits it again), -1 when
+ * the op is to complete with that outcome. */
+typedef int fetch_reroute_fn(void *arg, write_op *op);
+fetcher *fetcher_new(const char *query_url, const char *token, fetch_reroute_fn *reroute,
+                     void *reroute_arg, char *errstr, size_t errstr_size);
 /* Takes op; its callback runs later from the fetcher thread. */
 void fetcher_submit(fetcher *f, write_op *op);
 /* Stops the thread; the caller has already waited for every op. */

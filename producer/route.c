@@ -156,6 +156,33 @@ void proute_release_send(proute *r, rangemap *rm) {
     proute_end(r);
 }
 
+int proute_reroute(proute *r, write_op *op) {
+    const rangemap *cur = proute_begin(r);
+    Objlog__Event *ev = objlog__event__unpack(NULL, op->payload_len, op->payload);
+    int rc = !ev ? -1 : ev->range_epoch < rangemap_epoch(cur) ? 1 : 0;
+    if (ev)
+        objlog__event__free_unpacked(ev, NULL);
+    if (rc == 1 && restamp(op, cur) < 0)
+        rc = -1;
+    proute_end(r);
+    return rc;
+}
+
+void proute_set_map(proute *r, rangemap *rm) {
+    pthread_rwlock_wrlock(&r->lock);
+    rangemap **o = realloc(r->old, (r->nold + 1) * sizeof(*o));
+    if (o && rangemap_epoch(rm) > rangemap_epoch(r->rm)) {
+        r->old = o;
+        o[r->nold++] = r->rm;
+        r->rm = rm;
+        rm = NULL;
+    } else if (o) {
+        r->old = o;
+    }
+    pthread_rwlock_unlock(&r->lock);
+    rangemap_destroy(rm);
+}
+
 uint32_t proute_epoch(proute *r) {
     pthread_rwlock_rdlock(&r->lock);
     uint32_t e = rangemap_epoch(r->rm);

@@ -44,6 +44,13 @@ write_op *proute_release(proute *r, rangemap *rm);
  * epoch of the map now in force and routed by it (one that cannot be is
  * completed FAILED). */
 void proute_release_send(proute *r, rangemap *rm);
+/* A write a partition answered WrongRange: 1 when the current map is
+ * newer than the one it was stamped with (op now stamped with it and its
+ * send_partition set: produce it), 0 when it is not (refresh the map
+ * first), -1 on a corrupt payload or out of memory. */
+int proute_reroute(proute *r, write_op *op);
+/* rm (taken) becomes the map if it is newer than the current one. */
+void proute_set_map(proute *r, rangemap *rm);
 /* Writes parked so far. */
 uint64_t proute_parked_total(proute *r);
 /* The current map's epoch. */

@@ -33,6 +33,7 @@ typedef struct writeops {
     long outstanding;            /* guarded by lock */
     atomic_uint_fast64_t completed;   /* callbacks run */
     atomic_uint_fast64_t resends;     /* unknown.retries re-produces */
+    atomic_uint_fast64_t rerouted;    /* WrongRange re-produces */
 } writeops;
 
 typedef struct write_op write_op;
@@ -47,6 +48,7 @@ struct write_op {
     write_op *next;             /* fetcher / admission list link */
     /* unknown.retries: the exact bytes sent, to re-produce them */
     int retries_left;
+    int reroutes_left;          /* WrongRange resends still allowed */
     uint8_t *payload;
     size_t payload_len;
     uint8_t *rkey;

@@ -14,6 +14,10 @@
  *    the live one;
  *  - a write first sent before a split and resent after it with the same
  *    request id is applied once (its first outcome comes back);
+ *  - libobjlog_producer (ack=applied) routing by the map from before a
+ *    split gets WrongRange from the old partition, reads the new map
+ *    from the control topic and resends, same request id: the caller
+ *    sees OK, the write is applied once on the new partition;
  *  - bad requests get clear errors and change nothing;
  *  - SIGKILL of the node after the RangeOut and after the RangeIn (before
  *    the map is published; objlogd --test-handoff-pause-ms opens the
@@ -42,6 +46,7 @@
 
 #include "httpc.h"
 #include "linload.h"
+#include "objlog_producer.h"
 #include "viewproc.h"
 
 #define PARTS 4
@@ -475,6 +480,72 @@ static void test_handoffs_under_load(void **state) {
     fprintf(stderr, "rebuild of %lld events dumps as the live view\n", (long long)events);
 }
 
+static objlog_producer *producer_new(void) {
+    objlog_producer_conf *conf = objlog_producer_conf_new();
+    char err[512];
+    assert_non_null(conf);
+    assert_int_equal(objlog_producer_conf_set(conf, "bootstrap.servers",
+                                              testlog_bootstrap(F.log), err, sizeof(err)),
+                     OBJLOG_CONF_OK);
+    assert_int_equal(objlog_producer_conf_set(conf, "ack", "applied", err, sizeof(err)),
+                     OBJLOG_CONF_OK);
+    assert_int_equal(objlog_producer_conf_set(conf, "query.url", LIVE.url, err, sizeof(err)),
+                     OBJLOG_CONF_OK);
+    objlog_producer *p = objlog_producer_new(conf, err, sizeof(err));
+    if (!p)
+        fprintf(stderr, "producer: %s\n", err);
+    assert_non_null(p);
+    return p;
+}
+
+/* A producer of another process (not held by the node's handoff) routes
+ * by the map it read at start; after a split its write meets WrongRange
+ * and is resent by the new map, same request id. */
+static void test_producer_follows_handoff(void **state) {
+    (void)state;
+    httpc *h = httpc_new(LIVE.url);
+    create_buckets(h, "prd");
+    objlog_producer *p = producer_new();
+    objlog_object_meta meta = {.size = 5, .etag = "00000000000000000000000000000005"};
+    objlog_write_result r;
+    char err[256];
+    assert_int_equal(objlog_producer_put_object_sync(p, "prd-4", "before", 6, &meta, NULL, &r,
+                                                     err, sizeof(err)),
+                     0);
+    assert_int_equal(r.status, OBJLOG_STATUS_OK);
+    int p0 = r.partition;
+    json_t *ho = handoff(h, "split", "{\"bucket\":\"prd-2\"}");
+    int q = (int)json_integer_value(json_object_get(ho, "to_partition"));
+    json_decref(ho);
+    assert_int_not_equal(q, p0);
+    assert_int_equal(objlog_producer_put_object_sync(p, "prd-4", "after", 5, &meta, NULL, &r,
+                                                     err, sizeof(err)),
+                     0);
+    if (r.status != OBJLOG_STATUS_OK)
+        fprintf(stderr, "after the split: %s %s: %s\n", objlog_status_name(r.status),
+                r.error_code, r.error_message);
+    assert_int_equal(r.status, OBJLOG_STATUS_OK);
+    assert_int_equal(r.partition, q);
+    objlog_producer_stats st;
+    objlog_producer_stats_get(p, &st);
+    assert_int_equal(st.wrong_range_resends, 1);
+    /* Keys below the split still go where they went, no resend. */
+    assert_int_equal(objlog_producer_put_object_sync(p, "prd-0", "low", 3, &meta, NULL, &r, err,
+                                                     sizeof(err)),
+                     0);
+    assert_int_equal(r.status, OBJLOG_STATUS_OK);
+    assert_int_equal(r.partition, p0);
+    objlog_producer_stats_get(p, &st);
+    assert_int_equal(st.wrong_range_resends, 1);
+    key_count kc[4];
+    assert_int_equal(list_versions(h, "prd-4", kc, 4), 2);
+    assert_int_equal(kc[0].versions, 1); /* "after": applied once */
+    assert_int_equal(kc[1].versions, 1);
+    objlog_producer_destroy(p);
+    json_decref(handoff(h, "merge", "{\"bucket\":\"prd-2\"}"));
+    httpc_destroy(h);
+}
+
 /* POST /v1/ranges/split in a thread: the node is killed under it. */
 typedef struct async_post {
     const char *url, *body;
@@ -599,6 +670,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_retry_across_split),
+        cmocka_unit_test(test_producer_follows_handoff),
         cmocka_unit_test(test_kill_during_handoff),
         cmocka_unit_test(test_handoffs_under_load),
     };
