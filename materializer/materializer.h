@@ -77,10 +77,23 @@
  *               oldest rows of a partition are trimmed first. Trimmed offsets are
  *               told apart from unapplied ones by objlog_store_get_outcome
  *               (OBJLOG_OUTCOME_TRIMMED) / objlog_store_outcomes_low.
+ *               A first outcome names its event's route key
+ *               (Outcome.route_key), so a handoff knows which records
+ *               travel with a range (handoff.c, dedup.c):
+ *             'x' be32(p) be64(off)       -> RangeOut: the handoff of p at
+ *               off awaits its RangeIn (the marker; the RangeIn deletes it)
+ *             'x' be32(p) be64(off) rid   -> Outcome: a request record that
+ *               RangeOut set aside for its target (moved by the RangeIn)
+ *             'i' be32(q) be64(off) rid   -> Outcome: a request record the
+ *               RangeIn at (q, off) took; q's request-id index holds it at
+ *               off; it goes when that RangeIn's 'o' row is trimmed
  *   meta      "applied" be32(partition)   -> be64(next offset to apply)
  *             "dlq" be32(partition)       -> be64(events sent to the DLQ)
  *             "olow" be32(partition)      -> be64(offset of the oldest kept
  *               'o' row) be64(its Outcome.log_time_ms)
+ *             "rmap" be32(partition)      -> RangeMap: the map the
+ *               partition's last RangeOut or RangeIn carried; it decides
+ *               which keys the partition holds (absent: the genesis map)
  *             "nostats"                   -> "" : the store was applied
  *               without the stats view (bench only, test_no_stats below)
  *             "logident"                  -> "v1 <kind> <log id> <cluster id>":

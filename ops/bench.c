@@ -4,7 +4,8 @@
  * (bench_e2e.c), --consistency-modes (bench_modes.c), --list (bench_list.c),
  * --stats (bench_stats.c), --apply (bench_apply.c), --conditional
  * (bench_cond.c), --checkpoint (bench_ckpt.c), --indexes (bench_index.c),
- * --lifecycle (bench_lifecycle.c), --s3 (bench_s3.c). Without --url/--brokers
+ * --lifecycle (bench_lifecycle.c), --s3 (bench_s3.c), --ranges
+ * (bench_ranges.c). Without --url/--brokers
  * it runs its own `objlogd --embedded` (bench_daemon.c) and always stops it.
  * With --url, what the run wrote is removed when it ends, also after a
  * failure or SIGINT, unless --keep (bench_clean.c).
@@ -63,6 +64,8 @@ const char bench_usage_text[] =
     "                    [--count N (default 20000)] [--threads T] [--partitions N]\n"
     "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
     "                    [--heads N (default 4000)]\n"
+    "       objlog bench --ranges [--count N (default 8000)] [--threads T]\n"
+    "                    [--apply-threads A]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
     "data goes with it. With --url it removes, when it ends, the buckets it created\n"
     "and everything in them (every version, delete marker and upload), and says so\n"
@@ -89,7 +92,11 @@ const char bench_usage_text[] =
     "--s3: the S3 endpoint's cost against the JSON API's for the same reads in one\n"
     "run of its own objlogd: N keys, then LISTs of all of them (ListObjectsV2 vs GET\n"
     "/v1/buckets/B/objects) and HEADs of one (HeadObject vs HEAD /objects/K), one\n"
-    "connection each, in alternating blocks; mean, p50, p99 and S3/JSON ratios.\n";
+    "connection each, in alternating blocks; mean, p50, p99 and S3/JSON ratios.\n"
+    "--ranges: on its own objlogd (8 partitions), N puts a round over 8 buckets of\n"
+    "one hot range, applied writes/s with the range on 1 partition, then split\n"
+    "over 2, 4 and 8 (POST /v1/ranges/split between rounds), the ratio to one\n"
+    "partition, and each split's time and how long writes to the range waited.\n";
 
 static cli *bench_cli; /* for usage errors: one bench a process */
 
@@ -118,7 +125,7 @@ enum {
     O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT, O_S3, O_HEADS, O_INDEXES, O_APPLY_THREADS
+    O_BUCKETS, O_CKPT, O_S3, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -165,6 +172,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"checkpoint", no_argument, NULL, O_CKPT},
         {"indexes", no_argument, NULL, O_INDEXES},
         {"s3", no_argument, NULL, O_S3},
+        {"ranges", no_argument, NULL, O_RANGES},
         {"heads", required_argument, NULL, O_HEADS},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
         {"keep", no_argument, NULL, O_KEEP},
@@ -199,6 +207,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_CKPT: b->ckpt = 1; break;
         case O_INDEXES: b->indexes = 1; break;
         case O_S3: b->s3 = 1; break;
+        case O_RANGES: b->ranges = 1; break;
         case O_NO_KEEPALIVE: b->list_fresh = 1; break;
         case O_KEEP: b->keep = 1; break;
         default:
@@ -222,6 +231,9 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         return bench_usage("--stats starts its own objlogd processes (it replays one "
                            "log into fresh views with and without the stats view): "
                            "drop --url/--brokers", NULL);
+    if (b->ranges && (b->url || b->brokers))
+        return bench_usage("--ranges splits the ranges of its own objlogd: drop "
+                           "--url/--brokers", NULL);
     if (b->ckpt && (b->url || b->brokers))
         return bench_usage("--checkpoint runs in this process, against stores of its "
                            "own: drop --url/--brokers", NULL);
@@ -263,7 +275,9 @@ int bench_main(cli *c, int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (!b->count)
-        b->count = b->apply || b->ckpt ? 200000 : b->stats ? 100000 : 20000;
+        b->count = b->apply || b->ckpt ? 200000 : b->stats ? 100000 : b->ranges ? 8000 : 20000;
+    if (b->ranges && !b->partitions)
+        b->partitions = 8;
     int nparts = b->partitions ? b->partitions : STATS_DEFAULT_PARTS;
     if (rc == 0 && b->stats && b->count > STATS_PER_BUCKET * nparts) {
         char why[256];
@@ -317,6 +331,7 @@ int bench_main(cli *c, int argc, char **argv) {
     } else if (rc == 0) {
         rc = b->apply   ? bench_apply_run(b)
              : b->s3    ? bench_s3_run(b)
+             : b->ranges ? bench_ranges_run(b)
              : b->list  ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)
              : b->stats ? bench_stats_run(b)

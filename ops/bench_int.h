@@ -4,7 +4,7 @@
  * (bench_phase.c), the views the bench starts on its log (bench_view.c).
  * Not installed; every includer defines _GNU_SOURCE first. The modes'
  * entry points are here too, for bench_main (bench.c): bench_e2e.c,
- * bench_modes.c, bench_list.c, bench_stats.c, bench_apply.c (its RocksDB
+ * bench_modes.c, bench_list.c, bench_stats.c, bench_ranges.c, bench_apply.c (its RocksDB
  * baselines in bench_apply_rocks.c, bench_apply.h); cleanup in
  * bench_clean.c; --conditional has its own header (bench_cond.h).
  * Invariant: one bench a process; b->lock guards the fields the producer
@@ -76,6 +76,7 @@ typedef struct bench {
     /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
     int ckpt;
     int indexes;                 /* --indexes: bench_index.c */
+    int ranges, ranges_round;    /* --ranges: bench_ranges.c; the round it writes */
     /* --s3: bench_s3.c (our objlogd's S3 listener) */
     int s3, s3_heads;
     char s3_url[128];
@@ -190,6 +191,7 @@ int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 int bench_index_run(bench *b); /* --indexes: bench_index.c */
 int bench_s3_run(bench *b);    /* --s3: bench_s3.c */
+int bench_ranges_run(bench *b); /* --ranges: bench_ranges.c */
 /* --indexes, part (c): over HTTP against b->url (bench_index_http.c). 0/-1. */
 int bench_index_http_run(bench *b);
 /* --apply against our own embedded log: 0 when the run fits in it (~5 MB
