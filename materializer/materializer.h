@@ -304,6 +304,12 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
  * -1 error. */
 int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,
                                  Objlog__RangeOut **out, char *errstr, size_t errstr_size);
+/* Calls fn for the route key of every kept outcome of partition at
+ * offsets >= from that names one (a request's first outcome): which keys
+ * the partition's recent writes went to (automatic splits). 0, or -1. */
+int objlog_store_route_keys(objlog_store *s, int32_t partition, int64_t from,
+                            void (*fn)(const uint8_t *rk, size_t n, void *arg), void *arg,
+                            char *errstr, size_t errstr_size);
 /* The map partition's last handoff carried (meta "rmap"), or NULL: none
  * (errstr "") or an error (errstr says it). */
 rangemap *objlog_store_partition_map(objlog_store *s, int32_t partition, char *errstr,

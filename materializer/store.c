@@ -528,6 +528,36 @@ int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *of
     return rc;
 }
 
+int objlog_store_route_keys(objlog_store *s, int32_t partition, int64_t from,
+                            void (*fn)(const uint8_t *rk, size_t n, void *arg), void *arg,
+                            char *errstr, size_t errstr_size) {
+    uint8_t start[APPLY_OUTCOME_KEY_LEN];
+    apply_outcome_key(start, partition, from < 0 ? 0 : from);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ro, s->cf[OBJLOG_CF_OUTCOMES]);
+    for (rocksdb_iter_seek(it, (const char *)start, sizeof(start)); rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn != APPLY_OUTCOME_KEY_LEN || memcmp(k, start, 5) != 0)
+            break;
+        const char *v = rocksdb_iter_value(it, &vn);
+        Objlog__Outcome *o = objlog__outcome__unpack(NULL, vn, (const uint8_t *)v);
+        if (o && o->route_key.len)
+            fn(o->route_key.data, o->route_key.len, arg);
+        if (o)
+            objlog__outcome__free_unpacked(o, NULL);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(errstr, errstr_size, "scan outcomes of partition %d: %s", partition, err);
+        rocksdb_free(err);
+        return -1;
+    }
+    return 0;
+}
+
 rangemap *objlog_store_partition_map(objlog_store *s, int32_t partition, char *errstr,
                                      size_t errstr_size) {
     uint8_t key[APPLY_META_KEY_MAX];

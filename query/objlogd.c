@@ -85,6 +85,9 @@ typedef struct objlogd_conf {
     const char *tls_cert, *tls_key, *tls_ca; /* TLS of listeners and peers */
     int rl_bucket[2], rl_tenant[2]; /* admission: RPS, BURST; 0 none */
     int slowdown_lag;            /* admission: hot-partition bound; 0 off */
+    int auto_split;              /* --auto-split */
+    int auto_split_rate;         /* events/s (default 20000) */
+    int auto_split_seconds;      /* ... kept for this long (default 10) */
 } objlogd_conf;
 
 static void usage(FILE *f) {
@@ -152,6 +155,10 @@ static void usage(FILE *f) {
             "               [--rate-limit-tenant RPS[:BURST]] (of all buckets of a tenant)\n"
             "               [--slowdown-lag N] (writes to a partition lagging more than N\n"
             "                events get 503 SlowDown; 0 = off, the default)\n"
+            "               [--auto-split] (split a partition's hottest range when its\n"
+            "                applied rate stays above --auto-split-rate N events/s,\n"
+            "                default 20000, for --auto-split-seconds S, default 10;\n"
+            "                then 3*S quiet; off by default)\n"
             "               [--test-apply-delay-ms N (tests only: slows the materializer)]\n"
             "               [--test-handoff-pause-ms N (tests only: a handoff waits N ms\n"
             "                between its RangeOut and its RangeIn)]\n"
@@ -360,6 +367,14 @@ static int conf_from_env(objlogd_conf *c) {
     if ((v = getenv("OBJLOG_RATE_LIMIT_TENANT")) && *v &&
         parse_rate("OBJLOG_RATE_LIMIT_TENANT", v, c->rl_tenant) < 0)
         return -1;
+    if ((v = getenv("OBJLOG_AUTO_SPLIT")) && *v)
+        c->auto_split = strcmp(v, "0") != 0;
+    if ((v = getenv("OBJLOG_AUTO_SPLIT_RATE")) && *v &&
+        parse_int("OBJLOG_AUTO_SPLIT_RATE", v, 1, INT_MAX, &c->auto_split_rate) < 0)
+        return -1;
+    if ((v = getenv("OBJLOG_AUTO_SPLIT_SECONDS")) && *v &&
+        parse_int("OBJLOG_AUTO_SPLIT_SECONDS", v, 1, 3600, &c->auto_split_seconds) < 0)
+        return -1;
     if ((v = getenv("OBJLOG_SLOWDOWN_LAG")) && *v &&
         parse_int("OBJLOG_SLOWDOWN_LAG", v, 0, INT_MAX, &c->slowdown_lag) < 0)
         return -1;
@@ -394,7 +409,8 @@ enum {
     OPT_TLS_CA,
     OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_TEST_HANDOFF_PAUSE_MS,
-    OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG
+    OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG, OPT_AUTO_SPLIT,
+    OPT_AUTO_SPLIT_RATE, OPT_AUTO_SPLIT_SECONDS
 };
 
 static const struct option objlogd_options[] = {
@@ -450,6 +466,9 @@ static const struct option objlogd_options[] = {
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
     {"slowdown-lag", required_argument, NULL, OPT_SLOWDOWN_LAG},
+    {"auto-split", no_argument, NULL, OPT_AUTO_SPLIT},
+    {"auto-split-rate", required_argument, NULL, OPT_AUTO_SPLIT_RATE},
+    {"auto-split-seconds", required_argument, NULL, OPT_AUTO_SPLIT_SECONDS},
     {NULL, 0, NULL, 0}};
 
 /* The long name of option code c, for messages. */
@@ -526,6 +545,9 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
     case OPT_SLOWDOWN_LAG: return parse_int(flag, v, 0, INT_MAX, &c->slowdown_lag);
+    case OPT_AUTO_SPLIT: c->auto_split = 1; return 0;
+    case OPT_AUTO_SPLIT_RATE: return parse_int(flag, v, 1, INT_MAX, &c->auto_split_rate);
+    case OPT_AUTO_SPLIT_SECONDS: return parse_int(flag, v, 1, 3600, &c->auto_split_seconds);
     default: return -1;
     }
 }
@@ -1019,6 +1041,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .rate_limit_tenant_rps = (unsigned)c->rl_tenant[0],
                             .rate_limit_tenant_burst = (unsigned)c->rl_tenant[1],
                             .slowdown_lag = c->slowdown_lag,
+                            .auto_split_rate = c->auto_split ? (unsigned)c->auto_split_rate : 0,
+                            .auto_split_seconds = c->auto_split_seconds,
                             .advertise_url = c->cluster ? advertise : NULL};
     objlog_query *q = objlog_query_new(&qc, err, sizeof(err));
     if (!q) {
@@ -1064,6 +1088,7 @@ int main(int argc, char **argv) {
                       .data = "./objlog-data", .host = "127.0.0.1", .port = 8080,
                       .threads = 4, .fetch_wait_ms = -1,
                       .lifecycle_interval_ms = 60000,
+                      .auto_split_rate = 20000, .auto_split_seconds = 10,
                       .flush_interval_ms = OBJLOG_STORE_FLUSH_INTERVAL_DEFAULT_MS,
                       .ready_max_lag = QUERY_READY_MAX_LAG_DEFAULT,
                       .max_timeout_ms = 30000};

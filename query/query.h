@@ -92,6 +92,9 @@ typedef struct objlog_query_conf {
                                     0: no worker */
     long long lifecycle_clock_offset_ms; /* tests only: the worker's clock is
                                     wall + this (objects look days old) */
+    unsigned auto_split_rate;    /* automatic splits (query/ranges/autosplit.c):
+                                    events/s; 0 off */
+    int auto_split_seconds;      /* ... kept for this many seconds */
     int test_handoff_pause_ms;   /* tests only: a handoff waits this long
                                     between its RangeOut and its RangeIn */
     int lifecycle_max_rate;      /* Expire events per second at most; 0:

@@ -244,6 +244,11 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     /* Before the first request: what a handoff left unfinished is held or
      * published (ranges.h). */
     q->ranges->test_pause_ms = conf->test_handoff_pause_ms;
+    if (ranges_autosplit_conf(q, conf->auto_split_rate, conf->auto_split_seconds) < 0) {
+        snprintf(errstr, errstr_size, "ranges: out of memory");
+        objlog_query_destroy(q);
+        return NULL;
+    }
     if (ranges_finisher_start(q) < 0) {
         snprintf(errstr, errstr_size, "ranges: pthread_create failed");
         objlog_query_destroy(q);

@@ -404,3 +404,95 @@ int objlog_topics_check(const char *brokers, const objlog_topics *t,
     rd_kafka_destroy(rk);
     return rc < 0 ? -1 : o.unsafe;
 }
+
+/* ---- growing the events topic ---- */
+
+static int create_partitions_send(rd_kafka_t *rk, const char *topic, int total,
+                                  int timeout_ms, char *errstr, size_t es) {
+    char tmp[256];
+    rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)total, tmp,
+                                                              sizeof(tmp));
+    if (!np) {
+        snprintf(errstr, es, "add partitions to %s: %s", topic, tmp);
+        return -1;
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *o =
+        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS);
+    rd_kafka_AdminOptions_set_operation_timeout(o, timeout_ms, tmp, sizeof(tmp));
+    rd_kafka_AdminOptions_set_request_timeout(o, timeout_ms, tmp, sizeof(tmp));
+    rd_kafka_CreatePartitions(rk, &np, 1, o, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 5000);
+    int rc = 0;
+    if (!ev) {
+        snprintf(errstr, es, "add partitions to %s: no answer within %d ms", topic,
+                 timeout_ms);
+        rc = -1;
+    } else if (rd_kafka_event_error(ev)) {
+        snprintf(errstr, es, "add partitions to %s: %s", topic, rd_kafka_event_error_string(ev));
+        rc = -1;
+    } else {
+        size_t cnt = 0;
+        const rd_kafka_topic_result_t **res = rd_kafka_CreatePartitions_result_topics(
+            rd_kafka_event_CreatePartitions_result(ev), &cnt);
+        rd_kafka_resp_err_t e = cnt ? rd_kafka_topic_result_error(res[0])
+                                    : RD_KAFKA_RESP_ERR__FAIL;
+        if (e) {
+            const char *msg = cnt ? rd_kafka_topic_result_error_string(res[0]) : NULL;
+            snprintf(errstr, es, "add partitions to %s: %s", topic,
+                     msg ? msg : rd_kafka_err2str(e));
+            rc = -1;
+        }
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(o);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewPartitions_destroy(np);
+    return rc;
+}
+
+int objlog_topics_add_partitions(const char *brokers, const objlog_topics *t, int total,
+                                 int timeout_ms, int *before, char *errstr,
+                                 size_t errstr_size) {
+    rd_kafka_t *rk = control_client_new(brokers, errstr, errstr_size);
+    if (!rk)
+        return -1;
+    int rc = -1;
+    int have = control_topic_partitions(rk, t->events, timeout_ms, errstr, errstr_size);
+    *before = have;
+    rangemap *genesis = NULL, *cur = NULL;
+    if (have < 0)
+        goto out;
+    if (total <= have) {
+        snprintf(errstr, errstr_size, "%s has %d partitions already (a topic cannot shrink)",
+                 t->events, have);
+        goto out;
+    }
+    /* The map every partition starts from must stay the one made for the
+     * old count: it goes on the control topic first if it is not there. */
+    cur = control_load_rangemaps(rk, t->control, t->events, timeout_ms, &genesis, errstr,
+                                 errstr_size);
+    if (!cur ||
+        (rangemap_epoch(cur) == CONTROL_DEFAULT_EPOCH &&
+         control_publish_rangemap(rk, t->control, cur, timeout_ms, errstr, errstr_size) < 0) ||
+        create_partitions_send(rk, t->events, total, timeout_ms, errstr, errstr_size) < 0)
+        goto out;
+    for (int waited = 0; rc < 0; waited += 100) {
+        int n = control_topic_partitions(rk, t->events, timeout_ms, errstr, errstr_size);
+        if (n >= total)
+            rc = 0;
+        else if (waited >= timeout_ms) {
+            snprintf(errstr, errstr_size, "%s: %d partitions after %d ms, not %d", t->events, n,
+                     timeout_ms, total);
+            break;
+        } else {
+            rd_kafka_poll(rk, 100);
+        }
+    }
+out:
+    rangemap_destroy(cur);
+    rangemap_destroy(genesis);
+    rd_kafka_destroy(rk);
+    return rc;
+}

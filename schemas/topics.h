@@ -49,4 +49,14 @@ int objlog_topics_check(const char *brokers, const objlog_topics *t,
                         int timeout_ms, char *problems, size_t problems_size,
                         char *errstr, size_t errstr_size);
 
+/* Grows t->events to total partitions (Kafka's CreatePartitions). The
+ * range map is published first if the control topic holds none, so the
+ * genesis map stays the one of the old count; the new partitions hold no
+ * range until a handoff moves one there, and every objlogd takes them at
+ * its next start. *before gets the old count. 0, or -1 with errstr (total
+ * not above the old count, an unreachable cluster, a refusal). */
+int objlog_topics_add_partitions(const char *brokers, const objlog_topics *t, int total,
+                                 int timeout_ms, int *before, char *errstr,
+                                 size_t errstr_size);
+
 #endif

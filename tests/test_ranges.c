@@ -18,6 +18,11 @@
  *    split gets WrongRange from the old partition, reads the new map
  *    from the control topic and resends, same request id: the caller
  *    sees OK, the write is applied once on the new partition;
+ *  - --auto-split: two writers over buckets of one range make its
+ *    partition hot; the node splits it without a request, and stops
+ *    splitting when the load stops;
+ *  - `objlog topics add-partitions` grows the topic; after a restart a
+ *    range moves onto a new partition and its writes go there;
  *  - bad requests get clear errors and change nothing;
  *  - SIGKILL of the node after the RangeOut and after the RangeIn (before
  *    the map is published; objlogd --test-handoff-pause-ms opens the
@@ -55,6 +60,7 @@
 
 static viewtest_frame F;
 static viewproc LIVE;
+static int NPARTS = PARTS;       /* grows with test_add_partitions */
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -474,9 +480,10 @@ static void test_handoffs_under_load(void **state) {
     /* A rebuild from the log dumps as the live view. */
     size_t rows[OBJLOG_CF_COUNT];
     int64_t events = 0;
-    assert_int_equal(viewproc_rebuild_equal(&LIVE, F.data2, PARTS, rows, &events, msg,
-                                            sizeof(msg)),
-                     0);
+    int same = viewproc_rebuild_equal(&LIVE, F.data2, NPARTS, rows, &events, msg, sizeof(msg));
+    if (same != 0)
+        fprintf(stderr, "rebuild: %s\n", msg);
+    assert_int_equal(same, 0);
     fprintf(stderr, "rebuild of %lld events dumps as the live view\n", (long long)events);
 }
 
@@ -666,12 +673,144 @@ static void test_kill_during_handoff(void **state) {
     httpc_destroy(h);
 }
 
+/* Restarts LIVE with env (NAME=VALUE pairs, NULL-ended) in its
+ * environment, then takes them away again for later starts. */
+static void restart_live(const char *const *env) {
+    char why[256];
+    viewproc_stop(&LIVE, 10000);
+    for (int i = 0; env && env[i]; i += 2)
+        setenv(env[i], env[i + 1], 1);
+    int rc = viewproc_start(&LIVE, 60000, why, sizeof(why));
+    for (int i = 0; env && env[i]; i += 2)
+        unsetenv(env[i]);
+    if (rc < 0)
+        fprintf(stderr, "restart: %s\n", why);
+    assert_int_equal(rc, 0);
+}
+
+static long map_epoch(httpc *h) {
+    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    long e = (long)json_integer_value(json_object_get(m, "epoch"));
+    json_decref(m);
+    return e;
+}
+
+/* A value of /metrics: the first line starting with series. */
+static long metric(httpc *h, const char *series) {
+    httpc_resp r;
+    assert_int_equal(httpc_do(h, "GET", "/metrics", NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    const char *at = strstr(r.body, series);
+    while (at && at != r.body && at[-1] != '\n')
+        at = strstr(at + 1, series);
+    return at ? atol(at + strlen(series)) : -1;
+}
+
+static void test_auto_split(void **state) {
+    (void)state;
+    static const char *const env[] = {"OBJLOG_AUTO_SPLIT", "1", "OBJLOG_AUTO_SPLIT_RATE", "100",
+                                       "OBJLOG_AUTO_SPLIT_SECONDS", "2", NULL};
+    restart_live(env);
+    httpc *h = httpc_new(LIVE.url);
+    const char *prefix = "aus";
+    create_buckets(h, prefix);
+    long e0 = map_epoch(h);
+    atomic_int stop = 0;
+    writer w[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].kind = i ? W_CREATE : W_PLAIN;
+        w[i].url = LIVE.url;
+        w[i].prefix = prefix;
+        w[i].stop = &stop;
+        w[i].acked = calloc(MAX_KEYS, 48);
+        assert_non_null(w[i].acked);
+        assert_int_equal(pthread_create(&w[i].t, NULL, writer_main, &w[i]), 0);
+    }
+    long e1 = e0;
+    int waited = 0;
+    for (; waited < 30000 && e1 == e0; waited += 200) {
+        sleep_ms(200);
+        e1 = map_epoch(h);
+    }
+    sleep_ms(500);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(w[i].t, NULL);
+    fprintf(stderr, "auto-split: epoch %ld -> %ld after %d ms of load (%ld + %ld writes)\n",
+            e0, e1, waited, w[0].nacked, w[1].nacked);
+    assert_true(e1 > e0);
+    assert_true(metric(h, "objlog_range_auto_splits_total{result=\"ok\"} ") >= 1);
+    /* The split fell between two of the hot buckets. */
+    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    int at_hot = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(m, "ranges"), i, r) {
+        const char *b = json_string_value(json_object_get(r, "bucket"));
+        at_hot += b && strncmp(b, "aus-", 4) == 0 && strcmp(b, "aus-0") != 0;
+    }
+    json_decref(m);
+    assert_true(at_hot >= 1);
+    /* No load, no more splits: three quiet periods later, the same map. */
+    long e2 = map_epoch(h);
+    sleep_ms(8000);
+    assert_int_equal(map_epoch(h), e2);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(w[k].refused, 0);
+        free(w[k].acked);
+    }
+    httpc_destroy(h);
+    restart_live(NULL);
+}
+
+static void test_add_partitions(void **state) {
+    (void)state;
+    char objlog[512], out[2048], err[2048], total[8];
+    proc_bin("ops/objlog", objlog, sizeof(objlog));
+    snprintf(total, sizeof(total), "%d", PARTS + 2);
+    /* A bad count first: the topic cannot shrink. */
+    char *bad[] = {objlog, "topics", "add-partitions", "2", "--brokers",
+                   (char *)testlog_bootstrap(F.log), NULL};
+    assert_int_equal(proc_run(bad, NULL, out, sizeof(out), err, sizeof(err), 60000), 1);
+    assert_non_null(strstr(err, "cannot shrink"));
+    if (!testlog_is_kafka()) {
+        /* librdkafka's mock cluster (2.0.2) answers no CreatePartitions:
+         * the growth itself runs on real Kafka (test_ranges_kafka). */
+        fprintf(stderr, "add-partitions: skipped on the mock cluster\n");
+        return;
+    }
+    char *argv[] = {objlog, "topics", "add-partitions", total, "--brokers",
+                    (char *)testlog_bootstrap(F.log), NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 60000);
+    if (rc != 0)
+        fprintf(stderr, "add-partitions: %s%s\n", out, err);
+    assert_int_equal(rc, 0);
+    NPARTS = PARTS + 2;
+    restart_live(NULL);
+    httpc *h = httpc_new(LIVE.url);
+    json_t *lag = req_json(h, "GET", "/v1/lag", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(lag, "partitions")), NPARTS);
+    json_decref(lag);
+    create_buckets(h, "gro");
+    char body[96];
+    snprintf(body, sizeof(body), "{\"bucket\":\"gro-3\",\"to_partition\":%d}", NPARTS - 1);
+    json_decref(handoff(h, "split", body));
+    json_t *wr = req_json(h, "PUT", "/v1/buckets/gro-4/objects/k",
+                          "{\"size\":1,\"etag\":\"00000000000000000000000000000004\"}", 200);
+    assert_int_equal(token_partition(wr), NPARTS - 1);
+    json_decref(wr);
+    httpc_destroy(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_retry_across_split),
         cmocka_unit_test(test_producer_follows_handoff),
         cmocka_unit_test(test_kill_during_handoff),
+        cmocka_unit_test(test_auto_split),
+        cmocka_unit_test(test_add_partitions),
         cmocka_unit_test(test_handoffs_under_load),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

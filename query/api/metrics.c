@@ -559,18 +559,25 @@ static void metrics_handoffs(FILE *f, objlog_query *q) {
     metrics_counter(f, "objlog_range_import_requests_total",
                     "Request records the targets of this node's handoffs took over.",
                     (unsigned long long)atomic_load(&r->imported));
-    metrics_counter(f, "objlog_range_handoff_microseconds_total",
-                    "Time this node's completed handoffs took, request to published map.",
-                    (unsigned long long)atomic_load(&r->seconds_us));
-    metrics_counter(f, "objlog_range_writes_held_microseconds_total",
-                    "Time writes to moving ranges waited in this node's producer.",
-                    (unsigned long long)atomic_load(&r->held_us));
+    metrics_family(f, "objlog_range_handoff_seconds_total", "counter",
+                   "Time this node's completed handoffs took, request to published map.");
+    fprintf(f, "objlog_range_handoff_seconds_total %.6f\n",
+            (double)atomic_load(&r->seconds_us) / 1e6);
+    metrics_family(f, "objlog_range_writes_held_seconds_total", "counter",
+                   "Time writes to moving ranges waited in this node's producer.");
+    fprintf(f, "objlog_range_writes_held_seconds_total %.6f\n",
+            (double)atomic_load(&r->held_us) / 1e6);
     metrics_gauge(f, "objlog_range_writes_held_max_seconds",
                   "The longest a handoff of this node held writes to its range.",
                   (double)atomic_load(&r->held_max_us) / 1e6);
     metrics_counter(f, "objlog_range_writes_held_total",
                     "Writes that waited in this node's producer for a handoff to end.",
                     (unsigned long long)producer_held_writes(q->producer));
+    metrics_family(f, "objlog_range_auto_splits_total", "counter",
+                   "Splits this node made by itself (--auto-split), by result.");
+    for (int ok = 0; ok < 2; ok++)
+        fprintf(f, "objlog_range_auto_splits_total{result=\"%s\"} %llu\n",
+                ok ? "failed" : "ok", (unsigned long long)atomic_load(&r->auto_splits[ok]));
 }
 
 static void metrics_durability(FILE *f, objlog_query *q) {

@@ -610,7 +610,7 @@ void ranges_finish(objlog_query *q) {
  * control topic did not is published, and the range of a RangeOut still
  * waiting for its RangeIn is held, so this node's writes to it wait for
  * the finisher rather than meet WrongRange. */
-static void finisher_prepare(objlog_query *q) {
+void ranges_finish_prepare(objlog_query *q) {
     char err[256];
     for (int p = 0; p < objlog_materializer_partitions(q->m); p++) {
         int64_t off;
@@ -630,31 +630,3 @@ static void finisher_prepare(objlog_query *q) {
     publish_newest(q);
 }
 
-static void *finisher_main(void *arg) {
-    objlog_query *q = arg;
-    while (!atomic_load(&q->ranges->finisher_stop)) {
-        for (int i = 0; i < 10 && !atomic_load(&q->ranges->finisher_stop); i++) {
-            struct timespec ts = {0, 100 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        if (!atomic_load(&q->ranges->finisher_stop))
-            ranges_finish(q);
-    }
-    return NULL;
-}
-
-int ranges_finisher_start(objlog_query *q) {
-    finisher_prepare(q);
-    if (pthread_create(&q->ranges->finisher, NULL, finisher_main, q) != 0)
-        return -1;
-    q->ranges->finisher_on = 1;
-    return 0;
-}
-
-void ranges_finisher_stop(objlog_query *q) {
-    if (!q->ranges || !q->ranges->finisher_on)
-        return;
-    atomic_store(&q->ranges->finisher_stop, 1);
-    pthread_join(q->ranges->finisher, NULL);
-    q->ranges->finisher_on = 0;
-}

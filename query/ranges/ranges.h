@@ -58,6 +58,15 @@ typedef struct ranges_state {
     atomic_uint_fast64_t imported;
     atomic_uint_fast64_t seconds_us, held_us, held_max_us;
     int test_pause_ms;           /* tests only: between RangeOut and RangeIn */
+    /* Automatic splits (autosplit.c; the ranges thread's own): rate 0 off. */
+    unsigned auto_rate;          /* events/s a partition must keep up */
+    int auto_seconds;            /* ... for this many seconds in a row */
+    int as_nparts;
+    int64_t *as_prev;            /* applied offset at the last tick, -1 none */
+    int *as_hot;                 /* consecutive seconds at or above the rate */
+    int64_t *as_quiet_until;     /* no split before (monotonic ms) */
+    int64_t as_prev_ms;
+    atomic_uint_fast64_t auto_splits[2]; /* [0 ok, 1 failed] */
     int held_at_start;           /* the finisher's first handoff is held already */
     pthread_t finisher;
     int finisher_on;
@@ -80,13 +89,25 @@ void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out);
 
 /* Finishes what a handoff left in the log (a RangeOut without its
  * RangeIn, a map applied but not published), when this node applies both
- * partitions; does nothing while a handoff runs here. The finisher thread
- * calls it every second. */
+ * partitions; does nothing while a handoff runs here. The ranges thread
+ * (the finisher) calls it every second, then ticks the automatic splits. */
 void ranges_finish(objlog_query *q);
-/* The finisher thread: started once the service runs, stopped before it
- * is torn down. 0 or -1. */
+/* Before the node takes requests: the range of a RangeOut still waiting
+ * for its RangeIn is held (this node's writes to it wait for the
+ * finisher), or else a map the partitions reached but the control topic
+ * did not is published. */
+void ranges_finish_prepare(objlog_query *q);
+/* rangesthread.c: the ranges thread (the finisher, then the automatic
+ * splits, once a second): started once the service is built, stopped
+ * before it is torn down. 0 or -1. */
 int ranges_finisher_start(objlog_query *q);
 void ranges_finisher_stop(objlog_query *q);
+
+/* autosplit.c: automatic splits. ranges_autosplit_conf sets them up
+ * (rate 0: off) before the ranges thread starts; the thread ticks them
+ * once a second. 0, or -1 out of memory. */
+int ranges_autosplit_conf(objlog_query *q, unsigned rate, int seconds);
+void ranges_autosplit_tick(objlog_query *q, int64_t now_ms);
 
 /* rangeshttp.c: POST /v1/ranges/{split,move,merge} with a JSON body
  * {"bucket":B,"key":K,"to_partition":Q}; answered when the handoff is

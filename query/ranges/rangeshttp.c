@@ -223,6 +223,9 @@ ranges_state *ranges_new(server *s, char *errstr, size_t errstr_size) {
 void ranges_free(ranges_state *r) {
     if (!r)
         return;
+    free(r->as_prev);
+    free(r->as_hot);
+    free(r->as_quiet_until);
     pthread_mutex_destroy(&r->run_mu);
     pthread_mutex_destroy(&r->active_mu);
     keybuf_free(&r->active_start);

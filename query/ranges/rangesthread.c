@@ -1,0 +1,46 @@
+/* rangesthread.c: the ranges thread of a node: once a second it finishes
+ * what a handoff left in the log (coordinator.c, ranges_finish) and ticks
+ * the automatic splits (autosplit.c). Started once the service is built,
+ * before the server takes requests, after what a crash left was held or
+ * published (ranges_finish_prepare); stopped before the service goes.
+ *
+ * Invariant: the thread never runs a handoff while another runs here: both
+ * of its calls go through the coordinator's run lock. */
+#include "core.h"
+#include "ranges.h"
+
+#include <stdatomic.h>
+#include <time.h>
+
+static void *finisher_main(void *arg) {
+    objlog_query *q = arg;
+    while (!atomic_load(&q->ranges->finisher_stop)) {
+        for (int i = 0; i < 10 && !atomic_load(&q->ranges->finisher_stop); i++) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (atomic_load(&q->ranges->finisher_stop))
+            break;
+        ranges_finish(q);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ranges_autosplit_tick(q, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    }
+    return NULL;
+}
+
+int ranges_finisher_start(objlog_query *q) {
+    ranges_finish_prepare(q);
+    if (pthread_create(&q->ranges->finisher, NULL, finisher_main, q) != 0)
+        return -1;
+    q->ranges->finisher_on = 1;
+    return 0;
+}
+
+void ranges_finisher_stop(objlog_query *q) {
+    if (!q->ranges || !q->ranges->finisher_on)
+        return;
+    atomic_store(&q->ranges->finisher_stop, 1);
+    pthread_join(q->ranges->finisher, NULL);
+    q->ranges->finisher_on = 0;
+}
