@@ -75,7 +75,7 @@ int topics_main(cli *c, int argc, char **argv) {
         return cli_usage_error(c, "--brokers (or $OBJLOG_BROKERS) is required");
     char err[512], problems[4096];
     if (grow) {
-        int total, before = 0;
+        int total = 0, before = 0;
         if ((rc = topics_int(c, "N", pos[1], 1, 4096, &total)))
             return rc;
         if (objlog_topics_add_partitions(brokers, &t, total, 30000, &before, err,

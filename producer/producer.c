@@ -29,6 +29,7 @@
 #include "keycodec.h"
 #include "objlog.pb-c.h"
 #include "rangemap.h"
+#include "keptsends.h"
 #include "route.h"
 #include "token.h"
 
@@ -43,6 +44,7 @@ struct objlog_producer {
     rd_kafka_t *rk;
     proute *route;               /* the range map, and a handoff's hold */
     fetcher *fetch;              /* NULL with ack=logged */
+    keptsends *kept;             /* ack=logged writes' bytes (producer_keep_logged), or NULL */
     quota *quota;                /* tenant pre-check (quota.c), or NULL */
     padmit *admit;               /* admission=on (admit.c), or NULL */
     pthread_t dr_thread;
@@ -112,6 +114,8 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     token_format(&tp, 1, op->res.token, sizeof(op->res.token));
     if (!p->fetch) {
         op->res.status = OBJLOG_STATUS_LOGGED;
+        if (p->kept)
+            keptsends_put(p->kept, op);
         writeop_complete(op);
         return;
     }
@@ -254,6 +258,7 @@ void objlog_producer_destroy(objlog_producer *p) {
         pthread_join(p->dr_thread, NULL);
     }
     fetcher_destroy(p->fetch);
+    keptsends_free(p->kept);
     quota_destroy(p->quota);
     padmit_destroy(p->admit);
     if (p->rk)
@@ -340,11 +345,12 @@ static int producer_save_bytes(write_op *op, const uint8_t *buf, size_t n, const
 }
 
 /* ack=applied keeps the exact bytes: unknown.retries and a WrongRange
- * (the range moved) send them again. */
+ * (the range moved) send them again; so does ack=logged when its bytes
+ * are kept for the gateway (producer_keep_logged). */
 static int producer_keep_bytes(objlog_producer *p, write_op *op,
                                const uint8_t *buf, size_t n, const keybuf *rk,
                                int32_t part) {
-    if (!p->fetch)
+    if (!p->fetch && !p->kept)
         return 0;
     if (producer_save_bytes(op, buf, n, rk, part) < 0)
         return -1;
@@ -542,6 +548,45 @@ static int producer_reroute(void *arg, write_op *op) {
         usleep(100 * 1000);
     }
     return -1;
+}
+
+int producer_keep_logged(objlog_producer *p, size_t n) {
+    if (p->fetch || p->kept)
+        return -1;
+    p->kept = keptsends_new(n);
+    return p->kept ? 0 : -1;
+}
+
+int producer_reroute_logged(objlog_producer *p, int32_t partition, int64_t offset,
+                            const uint8_t rid[OBJLOG_REQUEST_ID_LEN], objlog_write_cb *cb,
+                            void *opaque, char *errstr, size_t errstr_size) {
+    objlog_write_opts opts = {.request_id = rid};
+    write_op *op = p->kept ? op_new(p, &opts, cb, opaque, errstr, errstr_size) : NULL;
+    if (!op)
+        return -1;
+    if (keptsends_get(p->kept, partition, offset, op) < 0) {
+        snprintf(errstr, errstr_size, "the bytes of the write at %d.%lld are no longer kept",
+                 partition, (long long)offset);
+        free(op);
+        return -1;
+    }
+    writeops_add(&p->ops, 1);
+    if (producer_reroute(p, op) == 0)
+        return 0;
+    writeops_add(&p->ops, -1);
+    snprintf(errstr, errstr_size, "no newer range map to send the write at %d.%lld by",
+             partition, (long long)offset);
+    free(op->payload);
+    free(op->rkey);
+    free(op);
+    return -1;
+}
+
+rangemap *producer_map_copy(objlog_producer *p) {
+    const rangemap *rm = proute_begin(p->route);
+    rangemap *c = rangemap_copy(rm);
+    proute_end(p->route);
+    return c;
 }
 
 static int producer_write(objlog_producer *p, Objlog__Event *ev,

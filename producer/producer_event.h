@@ -45,6 +45,22 @@ int producer_hold_range(objlog_producer *p, const uint8_t *start, size_t start_n
 /* Ends the hold: rm (taken; NULL keeps the map) becomes the map, and the
  * writes that waited go out, stamped with its epoch and routed by it. */
 void producer_release_range(objlog_producer *p, rangemap *rm);
+/* ack=logged only, before the first write: the bytes of the last n
+ * logged writes are kept (keptsends.h), for producer_reroute_logged. 0,
+ * or -1 (ack=applied, already on, out of memory). */
+int producer_keep_logged(objlog_producer *p, size_t n);
+/* The write logged at (partition, offset) with request id rid met
+ * WrongRange: sent again, same request id and bytes, by the newest range
+ * map (read from the control topic when the one in hand is not newer than
+ * the write's; waits for it, bounded); cb reports where it landed as for
+ * a new write. Blocks up to about 10 s: not on an event loop. 0, or -1
+ * with errstr (its bytes no longer kept, no newer map). */
+int producer_reroute_logged(objlog_producer *p, int32_t partition, int64_t offset,
+                            const uint8_t rid[OBJLOG_REQUEST_ID_LEN], objlog_write_cb *cb,
+                            void *opaque, char *errstr, size_t errstr_size);
+/* A copy of the map the producer routes by (the caller destroys it), or
+ * NULL out of memory. */
+rangemap *producer_map_copy(objlog_producer *p);
 /* Writes that waited out a handoff's hold so far. */
 uint64_t producer_held_writes(objlog_producer *p);
 /* The epoch of the map the producer routes by. */

@@ -18,6 +18,9 @@
  *    split gets WrongRange from the old partition, reads the new map
  *    from the control topic and resends, same request id: the caller
  *    sees OK, the write is applied once on the new partition;
+ *  - another objlogd on the same log, which did not run the handoff,
+ *    resends a write that meets WrongRange by the new map (same request
+ *    id): the client gets 200, and that node's readers follow the map;
  *  - --auto-split: two writers over buckets of one range make its
  *    partition hot; the node splits it without a request, and stops
  *    splitting when the load stops;
@@ -553,6 +556,45 @@ static void test_producer_follows_handoff(void **state) {
     httpc_destroy(h);
 }
 
+static long map_epoch(httpc *h);
+
+/* A second objlogd on the log, which did not run the handoff: its gateway
+ * routed by the old map, meets WrongRange, resends by the new one. */
+static void test_other_node_follows(void **state) {
+    (void)state;
+    httpc *h = httpc_new(LIVE.url);
+    create_buckets(h, "oth");
+    char data[320], url[128];
+    snprintf(data, sizeof(data), "%s/other", F.root);
+    proc *other = testlog_start_view(F.log, data, NULL, url, sizeof(url));
+    assert_non_null(other);
+    httpc *o = httpc_new(url);
+    const char *body = "{\"size\":2,\"etag\":\"00000000000000000000000000000002\"}";
+    json_t *w = req_json(o, "PUT", "/v1/buckets/oth-4/objects/a", body, 200);
+    int p0 = token_partition(w);
+    json_decref(w);
+    json_t *ho = handoff(h, "split", "{\"bucket\":\"oth-2\"}");
+    int q = (int)json_integer_value(json_object_get(ho, "to_partition"));
+    long epoch = (long)json_integer_value(json_object_get(ho, "epoch"));
+    json_decref(ho);
+    assert_int_not_equal(q, p0);
+    /* Through the other node: 200 on the new partition, applied once. */
+    w = req_json(o, "PUT", "/v1/buckets/oth-4/objects/b", body, 200);
+    assert_int_equal(token_partition(w), q);
+    json_decref(w);
+    key_count kc[4];
+    assert_int_equal(list_versions(h, "oth-4", kc, 4), 2);
+    assert_int_equal(kc[1].versions, 1);
+    /* Its readers route by the new map: the new write reads back there. */
+    assert_int_equal(map_epoch(o), epoch);
+    json_decref(req_json(o, "GET", "/v1/buckets/oth-4/objects/b?consistency=strong", NULL,
+                         200));
+    httpc_destroy(o);
+    proc_stop(other, 10000);
+    json_decref(handoff(h, "merge", "{\"bucket\":\"oth-2\"}"));
+    httpc_destroy(h);
+}
+
 /* POST /v1/ranges/split in a thread: the node is killed under it. */
 typedef struct async_post {
     const char *url, *body;
@@ -808,6 +850,7 @@ int main(void) {
         cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_retry_across_split),
         cmocka_unit_test(test_producer_follows_handoff),
+        cmocka_unit_test(test_other_node_follows),
         cmocka_unit_test(test_kill_during_handoff),
         cmocka_unit_test(test_auto_split),
         cmocka_unit_test(test_add_partitions),

@@ -34,6 +34,12 @@
  * the sink, on the same worker thread, under the same exactly-once rule;
  * the batch answers the HTTP request once its last write has reported.
  *
+ * A write whose outcome is WrongRange (a handoff another node ran moved
+ * its range after this node routed it) is sent again by the gateway, same
+ * request id and bytes, by the newer map (the producer keeps the bytes of
+ * its recent writes for that), up to GW_REROUTES times within the
+ * request's timeout: the client never sees a WrongRange for a move.
+ *
  * While the store cannot write (a full disk: objlog_materializer_store_
  * stalled), a new write is refused before it reaches the log, 507
  * InsufficientStorage naming the store's error, and a logged write whose
@@ -55,6 +61,7 @@
 #include "keycodec.h"
 #include "outcome.h"
 #include "producer_event.h"
+#include "rangemap.h"
 
 typedef struct gw_req gw_req;
 
@@ -104,6 +111,7 @@ struct gw_req {
     void *sink_arg;
     size_t sink_index;
     char err[256];
+    int reroutes;                /* WrongRange resends so far (gw_reroute) */
     gw_req *next;
 };
 
@@ -368,6 +376,40 @@ static int gw_remaining_ms(const gw_req *r) {
     return used >= r->timeout_ms ? 0 : (int)(r->timeout_ms - used);
 }
 
+/* A handoff moved the write's range after it was routed (the node that
+ * ran it holds its own writes; this one learns from the WrongRange): the
+ * write goes again, same request id and bytes, by the newer map, and r
+ * waits for that one's outcome. 1 when r went (it is the producer's
+ * callback's again, or freed), 0 when it is to be answered as it is. */
+#define GW_REROUTES 8
+static void gw_on_logged(const objlog_write_result *res, void *opaque);
+
+static int gw_reroute(gw_req *r) {
+    objlog_query *q = r->c.q;
+    if (r->reroutes >= GW_REROUTES || !gw_move(r, GW_LOGGED, GW_PENDING))
+        return 0;
+    r->reroutes++;
+    Objlog__Outcome *wrong = r->outcome;
+    r->outcome = NULL; /* the callback may run before the call returns */
+    char err[256];
+    if (producer_reroute_logged(q->producer, r->res.partition, r->res.offset,
+                                r->res.request_id, gw_on_logged, r, err, sizeof(err)) == 0) {
+        objlog__outcome__free_unpacked(wrong, NULL);
+        rangemap *rm = producer_map_copy(q->producer);
+        if (rm && rangemap_epoch(rm) > rangemap_epoch(objlog_materializer_rangemap(q->m)))
+            objlog_materializer_set_rangemap(q->m, rm); /* this node's readers too */
+        else
+            rangemap_destroy(rm);
+        return 1;
+    }
+    r->outcome = wrong;
+    if (!gw_move(r, GW_PENDING, GW_LOGGED)) {
+        gw_req_free(r); /* the timer answered meanwhile */
+        return 1;
+    }
+    return 0;
+}
+
 /* A cluster node that does not apply the write's partition takes its
  * outcome from the node that does. 1 handled, 0 wait here. */
 static int gw_await_remote(gw_req *r) {
@@ -380,6 +422,9 @@ static int gw_await_remote(gw_req *r) {
     if (rc == CLUSTER_OUTCOME_LOCAL)
         return 0;
     r->wait_rc = rc < 0 ? 0 : rc; /* an error: no outcome, r->err says why */
+    if (r->outcome && r->outcome->code == OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE &&
+        gw_reroute(r))
+        return 1;
     gw_hand_over(r, GW_LOGGED);
     return 1;
 }
@@ -395,6 +440,9 @@ static void gw_await(gw_req *r) {
         objlog_store_get_outcome(q->store, r->res.partition, r->res.offset,
                                  &r->outcome, r->err, sizeof(r->err)) != 1)
         r->outcome = NULL;
+    if (r->outcome && r->outcome->code == OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE &&
+        gw_reroute(r))
+        return;
     gw_hand_over(r, GW_LOGGED);
 }
 
