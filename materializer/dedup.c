@@ -47,6 +47,20 @@ static int dedup_is_first(const Objlog__Outcome *o, int64_t off) {
            o->code != OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
 }
 
+/* Ends a scan of p's rows: the iterator's error (what), if any, into
+ * errstr; the iterator goes. 0, or -1. */
+static int scan_end(rocksdb_iterator_t *it, const char *what, int32_t p, char *errstr,
+                    size_t es) {
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (!err)
+        return 0;
+    snprintf(errstr, es, "scan %s of partition %d: %s", what, p, err);
+    rocksdb_free(err);
+    return -1;
+}
+
 /* kind ('x' exported, 'i' imported) be32(p) be64(off) rid into out
  * (room for APPLY_OUTCOME_KEY_LEN + rid_n bytes, rid_n <= DEDUP_RID_MAX);
  * returns the length. */
@@ -80,14 +94,8 @@ static int rids_load_imported(apply_batch *b, int32_t p, ridindex *x, char *errs
             rc = -1;
         }
     }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(errstr, es, "scan imported requests of partition %d: %s", p, err);
-        rocksdb_free(err);
+    if (scan_end(it, "imported requests", p, errstr, es) < 0)
         rc = -1;
-    }
     return rc;
 }
 
@@ -123,14 +131,8 @@ static ridindex *rids_load(apply_batch *b, int32_t p, char *errstr, size_t es) {
         }
         objlog__outcome__free_unpacked(o, NULL);
     }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(errstr, es, "scan outcomes of partition %d: %s", p, err);
-        rocksdb_free(err);
+    if (scan_end(it, "outcomes", p, errstr, es) < 0)
         rc = -1;
-    }
     if (rc == 0)
         rc = rids_load_imported(b, p, x, errstr, es);
     if (rc < 0) {
@@ -607,14 +609,8 @@ static int export_scan(apply_batch *b, int32_t p, char kind, int64_t off,
         }
         objlog__outcome__free_unpacked(o, NULL);
     }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(errstr, es, "scan outcomes of partition %d: %s", p, err);
-        rocksdb_free(err);
+    if (scan_end(it, "outcomes", p, errstr, es) < 0)
         rc = -1;
-    }
     return rc;
 }
 

@@ -202,26 +202,36 @@ static void marker_key(uint8_t out[APPLY_OUTCOME_KEY_LEN], int32_t p, int64_t of
 
 /* ---- the events ---- */
 
+/* What both events begin with: the event's map (*nm, the caller's to
+ * destroy), the partition's own (*cur) and the checks they share. 1 go
+ * on, 0 refused (a->res says why; *nm NULL), -1 error. */
+static int handoff_begin(apply_ev *a, const Objlog__RangeMap *m, ProtobufCBinaryData start,
+                         ProtobufCBinaryData end, rangemap **nm, const rangemap **cur) {
+    int oom;
+    *nm = event_map(a, m, &oom);
+    if (!*nm)
+        return oom ? -1 : 0;
+    *cur = apply_batch_partition_map(a->b, a->partition, a->errstr, a->es);
+    int rc = !*cur ? -1 : range_checks(a, start.data, start.len, end.data, end.len, *cur, *nm);
+    if (rc <= 0) {
+        rangemap_destroy(*nm);
+        *nm = NULL;
+    }
+    return rc;
+}
+
 int handoff_range_out(apply_ev *a) {
     const Objlog__RangeOut *ro = a->ev->range_out;
-    int oom;
-    rangemap *nm = event_map(a, ro->map, &oom);
-    if (!nm)
-        return oom ? -1 : 0;
-    const rangemap *cur = apply_batch_partition_map(a->b, a->partition, a->errstr, a->es);
-    if (!cur) {
-        rangemap_destroy(nm);
-        return -1;
-    }
+    rangemap *nm;
+    const rangemap *cur;
+    int go = handoff_begin(a, ro->map, ro->start, ro->end, &nm, &cur);
+    if (go <= 0)
+        return go;
     const uint8_t *s = ro->start.data, *e = ro->end.data;
     size_t sn = ro->start.len, en = ro->end.len;
     int mine_all, mine_none, to_all, to_none;
     range_on(cur, s, sn, e, en, a->partition, &mine_all, &mine_none);
     range_on(nm, s, sn, e, en, ro->to_partition, &to_all, &to_none);
-    if (!range_checks(a, s, sn, e, en, cur, nm)) {
-        rangemap_destroy(nm);
-        return 0;
-    }
     if (!mine_all || ro->to_partition == a->partition || !to_all) {
         refuse(a, "RangeOut: partition %d does not hold the whole range, or the new map "
                   "does not give it to partition %d",
@@ -283,24 +293,16 @@ static int source_matches(apply_ev *a, const Objlog__RangeIn *ri, const rangemap
 
 int handoff_range_in(apply_ev *a) {
     const Objlog__RangeIn *ri = a->ev->range_in;
-    int oom;
-    rangemap *nm = event_map(a, ri->map, &oom);
-    if (!nm)
-        return oom ? -1 : 0;
-    const rangemap *cur = apply_batch_partition_map(a->b, a->partition, a->errstr, a->es);
-    if (!cur) {
-        rangemap_destroy(nm);
-        return -1;
-    }
+    rangemap *nm;
+    const rangemap *cur;
+    int go = handoff_begin(a, ri->map, ri->start, ri->end, &nm, &cur);
+    if (go <= 0)
+        return go;
     const uint8_t *s = ri->start.data, *e = ri->end.data;
     size_t sn = ri->start.len, en = ri->end.len;
     int had_all, had_none, new_all, new_none;
     range_on(cur, s, sn, e, en, a->partition, &had_all, &had_none);
     range_on(nm, s, sn, e, en, a->partition, &new_all, &new_none);
-    if (!range_checks(a, s, sn, e, en, cur, nm)) {
-        rangemap_destroy(nm);
-        return 0;
-    }
     if (!had_none || !new_all || ri->from_partition == a->partition) {
         refuse(a, "RangeIn: partition %d already holds part of the range, or the new map "
                   "does not give it the whole range",

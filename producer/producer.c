@@ -582,6 +582,8 @@ int producer_reroute_logged(objlog_producer *p, int32_t partition, int64_t offse
     return -1;
 }
 
+void producer_set_rangemap(objlog_producer *p, rangemap *rm) { proute_set_map(p->route, rm); }
+
 rangemap *producer_map_copy(objlog_producer *p) {
     const rangemap *rm = proute_begin(p->route);
     rangemap *c = rangemap_copy(rm);

@@ -58,6 +58,8 @@ int producer_keep_logged(objlog_producer *p, size_t n);
 int producer_reroute_logged(objlog_producer *p, int32_t partition, int64_t offset,
                             const uint8_t rid[OBJLOG_REQUEST_ID_LEN], objlog_write_cb *cb,
                             void *opaque, char *errstr, size_t errstr_size);
+/* rm (taken) becomes the map the producer routes by if it is newer. */
+void producer_set_rangemap(objlog_producer *p, rangemap *rm);
 /* A copy of the map the producer routes by (the caller destroys it), or
  * NULL out of memory. */
 rangemap *producer_map_copy(objlog_producer *p);

@@ -300,6 +300,53 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
     return 0;
 }
 
+/* ---- watching the map ---- */
+
+rd_kafka_t *control_watch_new(const char *brokers, const char *control_topic, char *errstr,
+                              size_t errstr_size) {
+    char tmp[512];
+    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
+    if (!conf)
+        return NULL;
+    if (rd_kafka_conf_set(conf, "group.id", "objlog-control-watch", tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "enable.auto.commit", "false", tmp, sizeof(tmp)) ||
+        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp))) {
+        snprintf(errstr, errstr_size, "control watch config: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, tmp, sizeof(tmp));
+    if (!c) {
+        snprintf(errstr, errstr_size, "control watch: %s", tmp);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(tp, control_topic, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(c, tp);
+    rd_kafka_topic_partition_list_destroy(tp);
+    return c;
+}
+
+rangemap *control_watch_poll(rd_kafka_t *c) {
+    rangemap *newest = NULL;
+    char tmp[256];
+    rd_kafka_message_t *m;
+    while ((m = rd_kafka_consumer_poll(c, 0)) != NULL) {
+        rangemap *rm = !m->err && control_key_is(m, CONTROL_RANGEMAP_KEY)
+                           ? rangemap_decode(m->payload, m->len, tmp, sizeof(tmp))
+                           : NULL;
+        if (rm && (!newest || rangemap_epoch(rm) > rangemap_epoch(newest))) {
+            rangemap_destroy(newest);
+            newest = rm;
+        } else {
+            rangemap_destroy(rm);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    return newest;
+}
+
 /* ---- log id ---- */
 
 static void visit_logid(const rd_kafka_message_t *m, void *arg) {

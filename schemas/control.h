@@ -65,6 +65,15 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
                              const rangemap *rm, int timeout_ms, char *errstr,
                              size_t errstr_size);
 
+/* A consumer that follows control_topic from its start (a handoff's map
+ * reaches every node that watches), or NULL with errstr. Destroy it with
+ * rd_kafka_consumer_close and rd_kafka_destroy. */
+rd_kafka_t *control_watch_new(const char *brokers, const char *control_topic, char *errstr,
+                              size_t errstr_size);
+/* The newest range map among the messages the watch has received since
+ * the last poll (the caller destroys it), or NULL: none. Never blocks. */
+rangemap *control_watch_poll(rd_kafka_t *c);
+
 /* Newest log id in control_topic: 1 found, 0 none, -1 error (errstr). */
 int control_load_logid(rd_kafka_t *rk, const char *control_topic,
                        int timeout_ms, control_logid *out, char *errstr,

@@ -180,7 +180,7 @@ rangemap *rangemap_copy(const rangemap *rm) {
 uint32_t rangemap_epoch(const rangemap *rm) { return rm->epoch; }
 int rangemap_count(const rangemap *rm) { return rm->n; }
 
-static int rangemap_index(const rangemap *rm, const uint8_t *k, size_t n) {
+int rangemap_index(const rangemap *rm, const uint8_t *k, size_t n) {
     /* Last entry whose start <= k; entries[0].start is empty so one exists. */
     int lo = 0, hi = rm->n - 1;
     while (lo < hi) {

@@ -32,6 +32,8 @@ rangemap *rangemap_copy(const rangemap *rm);
 
 uint32_t rangemap_epoch(const rangemap *rm);
 int rangemap_count(const rangemap *rm);
+/* Index of the range holding route key k. */
+int rangemap_index(const rangemap *rm, const uint8_t *k, size_t n);
 /* Partition that owns route_key. */
 int rangemap_partition(const rangemap *rm, const uint8_t *route_key, size_t n);
 /* Range of entry i: start (inclusive) and end (exclusive; *end_len = 0 and

@@ -537,6 +537,10 @@ static void metrics_kafka(FILE *f, objlog_query *q) {
                    "Gateway writes librdkafka holds that the log has not acknowledged.");
     fprintf(f, "objlog_gateway_produce_queue_messages %llu\n",
             (unsigned long long)ps.kafka_queue);
+    metrics_counter(f, "objlog_gateway_wrong_range_resends_total",
+                    "Gateway writes a partition answered WrongRange (a handoff moved their "
+                    "range) sent again by the newer map.",
+                    (unsigned long long)ps.wrong_range_resends);
 }
 
 /* The view's durability (a cache of the log, WAL off by default) and its

@@ -74,21 +74,6 @@ static int as_cmp_part(const void *x, const void *y) {
     return c ? c : (a->part.len > b->part.len) - (a->part.len < b->part.len);
 }
 
-/* The index of the range of rm holding k. */
-static int as_range_of(const rangemap *rm, const uint8_t *k, size_t n) {
-    for (int i = rangemap_count(rm) - 1; i > 0; i--) {
-        const uint8_t *s, *e;
-        size_t sn, en;
-        int part;
-        rangemap_entry(rm, i, &s, &sn, &e, &en, &part);
-        size_t m = sn < n ? sn : n;
-        int c = m ? memcmp(s, k, m) : 0;
-        if (c < 0 || (c == 0 && sn <= n))
-            return i;
-    }
-    return 0;
-}
-
 /* The bucket to split p's hottest range at (out), or 0 when its hottest
  * range has a single busy bucket (why says so). */
 static int as_choose(objlog_query *q, int32_t p, char out[64], char *why, size_t why_n) {
@@ -108,7 +93,7 @@ static int as_choose(objlog_query *q, int32_t p, char out[64], char *why, size_t
     long best = 0;
     int hot = -1;
     for (int i = 0; i < c.n; i++)
-        c.b[i].range = as_range_of(rm, c.b[i].part.data, c.b[i].part.len);
+        c.b[i].range = rangemap_index(rm, c.b[i].part.data, c.b[i].part.len);
     for (int r = 0; r < rangemap_count(rm); r++) {
         long w = 0;
         for (int i = 0; i < c.n; i++)

@@ -112,23 +112,6 @@ static int least_loaded(objlog_query *q, const rangemap *rm, int nparts, int not
     return best;
 }
 
-/* The index of the range holding k in rm. */
-static int range_of(const rangemap *rm, const uint8_t *k, size_t n) {
-    int i = rangemap_count(rm) - 1;
-    while (i > 0) {
-        const uint8_t *s, *e;
-        size_t sn, en;
-        int part;
-        rangemap_entry(rm, i, &s, &sn, &e, &en, &part);
-        size_t m = sn < n ? sn : n;
-        int c = m ? memcmp(s, k, m) : 0;
-        if (c < 0 || (c == 0 && sn <= n))
-            break;
-        i--;
-    }
-    return i;
-}
-
 /* Sets pl from the request against cur. 0, or -1 with out filled. */
 static int plan_make(objlog_query *q, const ranges_req *req, const rangemap *cur,
                      plan *pl, ranges_result *out) {
@@ -157,7 +140,7 @@ static int plan_make(objlog_query *q, const ranges_req *req, const rangemap *cur
              req->to, nparts);
         return -1;
     }
-    int i = range_of(cur, at.data, at.len);
+    int i = rangemap_index(cur, at.data, at.len);
     const uint8_t *s, *e;
     size_t sn, en;
     int part;

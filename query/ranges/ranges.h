@@ -68,6 +68,7 @@ typedef struct ranges_state {
     int64_t as_prev_ms;
     atomic_uint_fast64_t auto_splits[2]; /* [0 ok, 1 failed] */
     int held_at_start;           /* the finisher's first handoff is held already */
+    struct rd_kafka_s *watch;    /* follows the control topic (rangesthread.c) */
     pthread_t finisher;
     int finisher_on;
     atomic_int finisher_stop;

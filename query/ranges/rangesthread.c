@@ -1,6 +1,8 @@
-/* rangesthread.c: the ranges thread of a node: once a second it finishes
- * what a handoff left in the log (coordinator.c, ranges_finish) and ticks
- * the automatic splits (autosplit.c). Started once the service is built,
+/* rangesthread.c: the ranges thread of a node: once a second it takes a
+ * newer range map the control topic got (a handoff another node ran) for
+ * this node's readers and writers, finishes what a handoff left in the
+ * log (coordinator.c, ranges_finish) and ticks the automatic splits
+ * (autosplit.c). Started once the service is built,
  * before the server takes requests, after what a crash left was held or
  * published (ranges_finish_prepare); stopped before the service goes.
  *
@@ -12,6 +14,24 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "control.h"
+#include "objlog_logger.h"
+#include "producer_event.h"
+#include "rangemap.h"
+
+/* A newer map on the control topic: this node's readers and writers take
+ * it (each its own copy). */
+static void watch_tick(objlog_query *q) {
+    rangemap *rm = q->ranges->watch ? control_watch_poll(q->ranges->watch) : NULL;
+    if (!rm || rangemap_epoch(rm) <= rangemap_epoch(objlog_materializer_rangemap(q->m))) {
+        rangemap_destroy(rm);
+        return;
+    }
+    objlog_logf(6, "ranges", "range map epoch %u from the control topic", rangemap_epoch(rm));
+    producer_set_rangemap(q->producer, rangemap_copy(rm));
+    objlog_materializer_set_rangemap(q->m, rm);
+}
+
 static void *finisher_main(void *arg) {
     objlog_query *q = arg;
     while (!atomic_load(&q->ranges->finisher_stop)) {
@@ -21,6 +41,7 @@ static void *finisher_main(void *arg) {
         }
         if (atomic_load(&q->ranges->finisher_stop))
             break;
+        watch_tick(q);
         ranges_finish(q);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -30,9 +51,21 @@ static void *finisher_main(void *arg) {
 }
 
 int ranges_finisher_start(objlog_query *q) {
+    char err[256];
+    q->ranges->watch = control_watch_new(q->brokers, q->control_topic, err, sizeof(err));
+    if (!q->ranges->watch)
+        objlog_logf(4, "ranges", "no watch on the control topic (%s): this node takes a "
+                                 "newer range map only when a write meets WrongRange",
+                    err);
     ranges_finish_prepare(q);
-    if (pthread_create(&q->ranges->finisher, NULL, finisher_main, q) != 0)
+    if (pthread_create(&q->ranges->finisher, NULL, finisher_main, q) != 0) {
+        if (q->ranges->watch) {
+            rd_kafka_consumer_close(q->ranges->watch);
+            rd_kafka_destroy(q->ranges->watch);
+            q->ranges->watch = NULL;
+        }
         return -1;
+    }
     q->ranges->finisher_on = 1;
     return 0;
 }
@@ -43,4 +76,9 @@ void ranges_finisher_stop(objlog_query *q) {
     atomic_store(&q->ranges->finisher_stop, 1);
     pthread_join(q->ranges->finisher, NULL);
     q->ranges->finisher_on = 0;
+    if (q->ranges->watch) {
+        rd_kafka_consumer_close(q->ranges->watch);
+        rd_kafka_destroy(q->ranges->watch);
+        q->ranges->watch = NULL;
+    }
 }
