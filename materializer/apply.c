@@ -5,9 +5,10 @@
  *
  * Contract (what keeps replay exact):
  *   - input is only the event's fields, its Kafka partition, offset and
- *     message timestamp, the range map and the bucket record (which carries
- *     the version cap); never the wall clock, randomness or local
- *     configuration;
+ *     message timestamp, the partition's range map (the genesis map, then
+ *     the one its last handoff event carried: handoff.h) and the bucket
+ *     record (which carries the version cap); never the wall clock,
+ *     randomness or local configuration;
  *   - every event gets exactly one outcome, stored at
  *     outcomes 'o' be32(p) be64(offset); the first event with a request id
  *     is found by it there (dedup.c: the row carries it, and an in-memory
@@ -28,7 +29,7 @@
  *      previous max-ids offsets. Outside either: a new request, decided by
  *      rules 2-3, whose outcome is then the id's newest first outcome;
  *   2. route key (bucket ops use key "") outside this partition's range
- *      -> WrongRange;
+ *      under its own map -> WrongRange (RangeOut/RangeIn: handoff.c);
  *   3. per operation:
  *      CreateBucket   exists -> BucketAlreadyExists; else OK (versioning,
  *                     quota and max_versions copied into the record)

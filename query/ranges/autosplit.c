@@ -175,7 +175,8 @@ void ranges_autosplit_tick(objlog_query *q, int64_t now_ms) {
     char why[256] = "";
     keybuf_init(&req.key);
     if (!as_choose(q, p, req.bucket, why, sizeof(why))) {
-        objlog_logf(5, "ranges", "partition %d is hot but not split: %s", p, why);
+        objlog_logf(OBJLOG_LEVEL_NOTICE, "ranges", "partition %d is hot but not split: %s", p,
+                    why);
         return;
     }
     ranges_result out;
@@ -183,13 +184,15 @@ void ranges_autosplit_tick(objlog_query *q, int64_t now_ms) {
     atomic_fetch_add(&r->auto_splits[out.status == 200 ? 0 : 1], 1);
     if (out.status == 200 && out.to >= 0 && out.to < r->as_nparts)
         r->as_quiet_until[out.to] = quiet;
-    objlog_logf(out.status == 200 ? 6 : 4, "ranges",
-                "automatic split of partition %d at bucket %s: %s%s%s", p, req.bucket,
-                out.status == 200 ? "moved to partition " : out.code,
-                out.status == 200 ? "" : ": ", out.status == 200 ? "" : out.message);
     if (out.status == 200)
-        objlog_logf(6, "ranges", "... partition %d, epoch %u, writes held %.3f s", out.to,
-                    out.epoch, out.held_seconds);
+        objlog_logf(OBJLOG_LEVEL_INFO, "ranges",
+                    "automatic split of partition %d at bucket %s: moved to partition %d, "
+                    "epoch %u, writes held %.3f s",
+                    p, req.bucket, out.to, out.epoch, out.held_seconds);
+    else
+        objlog_logf(OBJLOG_LEVEL_WARNING, "ranges",
+                    "automatic split of partition %d at bucket %s failed: %s: %s", p, req.bucket,
+                    out.code, out.message);
 }
 
 int ranges_autosplit_conf(objlog_query *q, unsigned rate, int seconds) {

@@ -536,10 +536,16 @@ static void finish_one(objlog_query *q, int32_t p, int64_t off, const Objlog__Ra
     else
         producer_release_range(q->producer, NULL);
     set_active(q->ranges, NULL);
-    objlog_logf(rc == 0 ? 6 : 4, "ranges",
-                "handoff of partition %d's RangeOut at offset %lld to partition %d %s%s%s", p,
-                (long long)off, pl.to, rc == 0 ? "finished from the log" : "not finished: ",
-                rc == 0 ? "" : out.code, rc == 0 ? "" : out.message);
+    if (rc == 0)
+        objlog_logf(OBJLOG_LEVEL_INFO, "ranges",
+                    "handoff of partition %d's RangeOut at offset %lld to partition %d "
+                    "finished from the log",
+                    p, (long long)off, pl.to);
+    else /* tried again every second: said once in a while */
+        objlog_logf_limited(&q->ranges->finish_log, OBJLOG_LEVEL_WARNING, "ranges",
+                            "handoff of partition %d's RangeOut at offset %lld to partition %d "
+                            "not finished: %s: %s",
+                            p, (long long)off, pl.to, out.code, out.message);
     plan_free(&pl);
 }
 
@@ -562,7 +568,7 @@ static void publish_newest(objlog_query *q) {
     ranges_result out;
     if (best && rangemap_epoch(best) > rangemap_epoch(objlog_materializer_rangemap(q->m)) &&
         publish(q, best, &out) == 0) {
-        objlog_logf(6, "ranges", "range map epoch %u published from the log",
+        objlog_logf(OBJLOG_LEVEL_INFO, "ranges", "range map epoch %u published from the log",
                     rangemap_epoch(best));
         install(q, best);
     }

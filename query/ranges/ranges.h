@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "keycodec.h"
+#include "objlog_logger.h"
 
 typedef struct objlog_query objlog_query;
 typedef struct server server;
@@ -68,6 +69,7 @@ typedef struct ranges_state {
     int64_t as_prev_ms;
     atomic_uint_fast64_t auto_splits[2]; /* [0 ok, 1 failed] */
     int held_at_start;           /* the finisher's first handoff is held already */
+    objlog_logger_limit finish_log; /* a handoff that cannot be finished, said */
     struct rd_kafka_s *watch;    /* follows the control topic (rangesthread.c) */
     pthread_t finisher;
     int finisher_on;

@@ -27,7 +27,8 @@ static void watch_tick(objlog_query *q) {
         rangemap_destroy(rm);
         return;
     }
-    objlog_logf(6, "ranges", "range map epoch %u from the control topic", rangemap_epoch(rm));
+    objlog_logf(OBJLOG_LEVEL_INFO, "ranges", "range map epoch %u from the control topic",
+                rangemap_epoch(rm));
     producer_set_rangemap(q->producer, rangemap_copy(rm));
     objlog_materializer_set_rangemap(q->m, rm);
 }
@@ -54,7 +55,7 @@ int ranges_finisher_start(objlog_query *q) {
     char err[256];
     q->ranges->watch = control_watch_new(q->brokers, q->control_topic, err, sizeof(err));
     if (!q->ranges->watch)
-        objlog_logf(4, "ranges", "no watch on the control topic (%s): this node takes a "
+        objlog_logf(OBJLOG_LEVEL_WARNING, "ranges", "no watch on the control topic (%s): this node takes a "
                                  "newer range map only when a write meets WrongRange",
                     err);
     ranges_finish_prepare(q);
