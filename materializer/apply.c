@@ -30,7 +30,9 @@
  *      rules 2-3, whose outcome is then the id's newest first outcome;
  *   2. route key (bucket ops use key "") outside this partition's range
  *      under its own map -> WrongRange (RangeOut/RangeIn: handoff.c);
- *   3. per operation:
+ *   3. per operation (DeleteBucket, SetVersioning, SetQuota, SetLifecycle
+ *      and PutIndex first: a bucket with a range on another partition
+ *      under this one's map -> BucketSpansRanges, stake.h):
  *      CreateBucket   exists -> BucketAlreadyExists; else OK (versioning,
  *                     quota and max_versions copied into the record)
  *      DeleteBucket   missing -> NoSuchBucket; any version row or delete
@@ -136,9 +138,11 @@
  *                     bucket behaviour is 404 NoSuchKey when If-Match is
  *                     sent and the object is absent, 412 on a mismatch).
  *
- * Q, bucket quota (BucketRecord.quota; 0 = no limit), for PutObject and
- * CompleteUpload, read from the bucket's `stats` row as this event sees it
- * (so it is a function of the log prefix, deterministic under replay):
+ * Q, bucket quota (BucketRecord.quota; 0 = no limit; of a bucket spread
+ * over partitions, the share this partition's stake holds, stake.h), for
+ * PutObject and CompleteUpload, read from this partition's `stats` row of
+ * the bucket as this event sees it (so it is a function of the log
+ * prefix, deterministic under replay):
  * live usage after the write = objects - (1 if the key has a live current
  * version) + 1, bytes - its size + the new size. objects > max_objects or
  * bytes > max_bytes -> QuotaExceeded (403), nothing changes, UNLESS the
@@ -188,6 +192,7 @@
 #include "ratelimit.h"
 #include "rows.h"
 #include "stage.h"
+#include "stake.h"
 #include "statrows.h"
 
 #include <openssl/evp.h>
@@ -302,7 +307,7 @@ static int check_preconditions(apply_ev *a) {
 typedef struct bucket_state {
     Objlog__Versioning versioning;
     uint64_t max_versions; /* the cap, default applied */
-    uint64_t max_bytes, max_objects; /* quota, 0 = none */
+    stake_quota quota;               /* this partition's (stake.h) */
 } bucket_state;
 
 /* Gate of every key op: non-empty key, existing bucket. 1 passed (*bs
@@ -321,8 +326,7 @@ static int key_gate(apply_ev *a, bucket_state *bs) {
     a->versioning = br->versioning;
     bs->max_versions = br->max_versions ? br->max_versions
                                         : OBJLOG_MAX_VERSIONS_DEFAULT;
-    bs->max_bytes = br->quota ? br->quota->max_bytes : 0;
-    bs->max_objects = br->quota ? br->quota->max_objects : 0;
+    stake_quota_of(br, &bs->quota);
     rc = stage_set_tenant(a, br->tenant);
     indexes_key_keep(&a->ix, &br);
     objlog__bucket_record__free_unpacked(br, NULL);
@@ -346,39 +350,6 @@ static int cap_allows_one_more(apply_ev *a, const objlog_key_header *h,
     reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_VERSIONS,
            "the key already has the bucket's maximum of %s versions "
            "(delete markers included)", n);
-    return 0;
-}
-
-/* Bucket quota (0 = none), checked before a PUT or CompleteUpload stages
- * anything: the live usage after the write (it replaces the key's current
- * version) must stay within the quota. A write that does not grow a
- * dimension is never refused for it, so a bucket over a lowered quota can
- * still be overwritten or shrunk. 1 allowed, 0 QuotaExceeded, -1 error. */
-static int quota_allows(apply_ev *a, const bucket_state *bs, uint64_t size) {
-    if (!apply_batch_stats_on(a->b) || (!bs->max_bytes && !bs->max_objects))
-        return 1;
-    keybuf k;
-    keybuf_init(&k);
-    statrow *row = NULL;
-    if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0)
-        snprintf(a->errstr, a->es, "out of memory");
-    else
-        row = stage_stats_row(a->b, &k, a->errstr, a->es);
-    keybuf_free(&k);
-    if (!row)
-        return -1;
-    Objlog__UsageStats u = row->u;
-    uint64_t objects = u.objects - (uint64_t)a->obj_live_before + 1;
-    uint64_t bytes = u.bytes - a->obj_size_before + size;
-    const char *what = NULL;
-    if (bs->max_objects && objects > bs->max_objects && objects > u.objects)
-        what = "objects";
-    else if (bs->max_bytes && bytes > bs->max_bytes && bytes > u.bytes)
-        what = "bytes";
-    if (!what)
-        return 1;
-    reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_QUOTA_EXCEEDED,
-           "the write would exceed the bucket's quota of max %s", what);
     return 0;
 }
 
@@ -498,6 +469,7 @@ static int op_bucket_settings(apply_ev *a) {
         a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
         return 0;
     }
+    r->settings_seq = a->seq;
     rc = stage_save_bucket(a, r);
     r->quota = old_quota; /* free only what unpack allocated */
     r->rate_limit = old_limit;
@@ -519,7 +491,7 @@ static int put_version(apply_ev *a, const bucket_state *bs,
     int replaces_null = vs != OBJLOG__VERSIONING__VERSIONING_ENABLED && h.has_null;
     if (!replaces_null && !cap_allows_one_more(a, &h, bs))
         return 0;
-    int qrc = quota_allows(a, bs, meta ? meta->size : 0);
+    int qrc = stake_quota_allows(a, &bs->quota, meta ? meta->size : 0);
     if (qrc <= 0)
         return qrc;
     if (vs == OBJLOG__VERSIONING__VERSIONING_ENABLED) {
@@ -1001,6 +973,9 @@ static int op_index(apply_ev *a) {
 }
 
 static int apply_op(apply_ev *a) {
+    int go = stake_bucket_gate(a);
+    if (go <= 0)
+        return go;
     switch (a->ev->op_case) {
     case OBJLOG__EVENT__OP_CREATE_BUCKET:
         return op_create_bucket(a);
@@ -1115,6 +1090,7 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
     a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_OK;
     keybuf_init(&a.route);
     keybuf_init(&a.bpart);
+    keybuf_init(&a.stake);
     size_t bn = strlen(ev->bucket);
     int bucket_op = is_bucket_op(ev);
     if (keycodec_route_key(&a.route, ev->bucket, bn,
@@ -1129,6 +1105,9 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
     int owns = is_range_op(ev) ? 1
                                : handoff_owns(b, partition, a.route.data, a.route.len, &epoch,
                                               errstr, errstr_size);
+    if (owns > 0 && !is_range_op(ev))
+        owns = stake_key(b, partition, a.bpart.data, a.bpart.len, &a.stake, errstr,
+                         errstr_size) < 0 ? -1 : 1;
     if (owns < 0) {
         rc = -1;
         goto out;
@@ -1159,6 +1138,7 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
 out:
     keybuf_free(&a.route);
     keybuf_free(&a.bpart);
+    keybuf_free(&a.stake);
     free(a.tenant);
     indexes_key_done(&a.ix);
     return rc;

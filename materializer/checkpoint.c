@@ -65,9 +65,15 @@ static int ckpt_meta_part(const uint8_t *k, size_t kn) {
  * meta rows, malformed rows). */
 static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn) {
     switch (cf) {
+    case OBJLOG_CF_BUCKETS: {
+        /* a stake row names its partition; a home row routes */
+        size_t bn;
+        int32_t p;
+        int kind = objlog_bucket_row_kind(k, kn, &bn, &p);
+        return kind < 0 ? -1 : kind == 1 ? p : rangemap_partition(rm, k, kn);
+    }
     case OBJLOG_CF_VERSIONS:
     case OBJLOG_CF_OBJECTS:
-    case OBJLOG_CF_BUCKETS:
     case OBJLOG_CF_UPLOADS:
     case OBJLOG_CF_INDEXES:
         return kn ? rangemap_partition(rm, k, kn) : -1;
@@ -86,10 +92,11 @@ static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn
     }
 }
 
+/* CFs whose rows are p's exactly when p's ranges hold their keys. Not
+ * `buckets`: a stake row of p sits in the range of its bucket's home. */
 static int ckpt_is_route_cf(int cf) {
     return cf == OBJLOG_CF_VERSIONS || cf == OBJLOG_CF_OBJECTS ||
-           cf == OBJLOG_CF_BUCKETS || cf == OBJLOG_CF_UPLOADS ||
-           cf == OBJLOG_CF_INDEXES;
+           cf == OBJLOG_CF_UPLOADS || cf == OBJLOG_CF_INDEXES;
 }
 
 static int ckpt_iter_error(rocksdb_iterator_t *it, const char *what, char *errstr,
@@ -238,6 +245,8 @@ static int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
         rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META),
                                      (const char *)mk, n);
     }
+    if (ckpt_purge_scan(s, rm, p, OBJLOG_CF_BUCKETS, "", 0, wb, &staged, errstr, es) < 0)
+        return -1;
     return ckpt_purge_scan(s, rm, p, OBJLOG_CF_STATS, "", 0, wb, &staged, errstr, es);
 }
 
@@ -420,6 +429,9 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
                 return -1;
         }
     }
+    ckpt_span buckets = {.from = (const uint8_t *)"", .filter = 1};
+    if (export_span(s, ro, rm, p, OBJLOG_CF_BUCKETS, &buckets, o, errstr, es) < 0)
+        return -1;
     ckpt_span stats = {.from = (const uint8_t *)"", .filter = 1};
     if (export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
         return -1;

@@ -8,29 +8,29 @@
  *
  * RangeOut [start, end) to Q, at (P, X): P's map becomes the event's; from
  * X on, P answers WrongRange for the range's keys, so its rows there are
- * final. The range's buckets leave P's tenant and global usage rows; the
+ * final. The range's part of each bucket leaves P's stake (stake.h: its
+ * record, its usage, P's tenant and global rows) for the marker; the
  * records of the range's requests are copied aside ('x' rows, dedup.h);
- * an 'x' be32(P) be64(X) marker row holds the RangeOut until the RangeIn
- * takes it.
+ * an 'x' be32(P) be64(X) marker row holds the RangeOut, with the stakes,
+ * until the RangeIn takes it.
  *
  * RangeIn from (P, X), at (Q, Y): applied only once P has applied X (the
  * materializer holds Q until then), so what it reads of the range is P's
  * state as of X. The range's route-keyed rows (versions, objects,
- * uploads, buckets, indexes, bucket usage) are already in this store,
- * under their route keys: they stay where they are and are Q's from Y.
- * Q takes the request records, the buckets' usage into its own tenant
- * and global rows, and the marker goes.
+ * uploads) are already in this store, under their route keys: they stay
+ * where they are and are Q's from Y. Q takes the request records and the
+ * marker's stakes, and the marker goes.
  *
  * Invariant: a key is held by exactly one partition at every point of the
  * log order that matters: P stops at X before Q starts at Y, and Y comes
- * after X has been applied. Only ranges whose ends fall between buckets
- * move (handoff_between_buckets), so a bucket's settings, usage row and
- * keys always sit on one partition. */
+ * after X has been applied. A range ends between buckets or at a key
+ * (handoff_bound_ok), so all rows of a key sit on one partition. */
 #include "handoff.h"
 
 #include "dedup.h"
 #include "keycodec.h"
 #include "rows.h"
+#include "stake.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,15 +54,18 @@ int handoff_owns(apply_batch *b, int32_t p, const uint8_t *rk, size_t n, uint32_
     return rangemap_owns(rm, p, rk, n);
 }
 
-int handoff_between_buckets(const uint8_t *k, size_t n) {
+int handoff_bound_ok(const uint8_t *k, size_t n) {
     if (n <= 2)
         return 1;
-    keybuf name;
+    keybuf name, key;
     size_t used = 0;
     keybuf_init(&name);
-    int whole = keycodec_decode_enc(k + 2, n - 2, &name, &used) < 0 || 2 + used == n;
+    keybuf_init(&key);
+    int ok = keycodec_decode_enc(k + 2, n - 2, &name, &used) < 0 || 2 + used == n ||
+             (keycodec_parse_route_key(k, n, &name, &key, &used) == 0 && used == n);
     keybuf_free(&name);
-    return whole;
+    keybuf_free(&key);
+    return ok;
 }
 
 int handoff_in_source(const Objlog__Event *ev, int32_t *from, int64_t *from_off) {
@@ -79,28 +82,6 @@ static int bytes_cmp(const uint8_t *x, size_t xn, const uint8_t *y, size_t yn) {
     size_t m = xn < yn ? xn : yn;
     int c = m ? memcmp(x, y, m) : 0;
     return c ? c : (xn < yn ? -1 : xn > yn);
-}
-
-/* How the ranges of rm that overlap [s, e) (en 0: no end) sit on p:
- * *all: every one is p's; *none: none is. */
-static void range_on(const rangemap *rm, const uint8_t *s, size_t sn, const uint8_t *e,
-                     size_t en, int p, int *all, int *none) {
-    *all = 1;
-    *none = 1;
-    for (int i = 0; i < rangemap_count(rm); i++) {
-        const uint8_t *rs, *re;
-        size_t rsn, ren;
-        int part;
-        rangemap_entry(rm, i, &rs, &rsn, &re, &ren, &part);
-        int before_end = !en || bytes_cmp(rs, rsn, e, en) < 0;
-        int after_start = !re || bytes_cmp(re, ren, s, sn) > 0;
-        if (!before_end || !after_start)
-            continue;
-        if (part == p)
-            *none = 0;
-        else
-            *all = 0;
-    }
 }
 
 /* The event's map as a rangemap (validated by its decoder), or NULL with
@@ -128,15 +109,16 @@ static rangemap *event_map(apply_ev *a, const Objlog__RangeMap *m, int *oom) {
 }
 
 /* The checks both events share: a non-empty range whose ends fall
- * between buckets, a map one epoch or more past the partition's. */
+ * between buckets or at a key, a map one epoch or more past the
+ * partition's. */
 static int range_checks(apply_ev *a, const uint8_t *s, size_t sn, const uint8_t *e,
                         size_t en, const rangemap *cur, const rangemap *nm) {
     if (en && bytes_cmp(s, sn, e, en) >= 0) {
         refuse(a, "handoff of an empty range");
         return 0;
     }
-    if (!handoff_between_buckets(s, sn) || (en && !handoff_between_buckets(e, en))) {
-        refuse(a, "a handoff's range must start and end between buckets");
+    if (!handoff_bound_ok(s, sn) || (en && !handoff_bound_ok(e, en))) {
+        refuse(a, "a handoff's range must start and end between buckets or at a key");
         return 0;
     }
     if (rangemap_epoch(nm) <= rangemap_epoch(cur)) {
@@ -145,52 +127,6 @@ static int range_checks(apply_ev *a, const uint8_t *s, size_t sn, const uint8_t 
         return 0;
     }
     return 1;
-}
-
-/* Every bucket whose part lies in [s, e): its usage row shifts into
- * (sign +1) or out of (sign -1) partition p's tenant and global rows. */
-static int shift_buckets(apply_ev *a, int32_t p, const uint8_t *s, size_t sn,
-                         const uint8_t *e, size_t en, int sign) {
-    if (!apply_batch_stats_on(a->b))
-        return 0;
-    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_BUCKETS);
-    int rc = 0;
-    keybuf k;
-    keybuf_init(&k);
-    for (rocksdb_iter_seek(it, (const char *)s, sn); rc == 0 && rocksdb_iter_valid(it);
-         rocksdb_iter_next(it)) {
-        size_t kn, vn;
-        const uint8_t *key = (const uint8_t *)rocksdb_iter_key(it, &kn);
-        if (en && bytes_cmp(key, kn, e, en) >= 0)
-            break;
-        const char *v = rocksdb_iter_value(it, &vn);
-        Objlog__BucketRecord *r = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
-        if (!r) {
-            snprintf(a->errstr, a->es, "bucket record: corrupt");
-            rc = -1;
-            break;
-        }
-        statrow *row = NULL;
-        if (objlog_stats_bucket_key(&k, r->name, strlen(r->name)) < 0)
-            snprintf(a->errstr, a->es, "out of memory");
-        else
-            row = stage_stats_row(a->b, &k, a->errstr, a->es);
-        /* The tenant and global rows change, never the bucket's own; a
-         * copy, as the shift's inserts may move the row. */
-        Objlog__UsageStats u = row ? row->u : (Objlog__UsageStats)OBJLOG__USAGE_STATS__INIT;
-        rc = !row ? -1 : stage_stats_shift(a->b, p, r->tenant, &u, sign, a->errstr, a->es);
-        objlog__bucket_record__free_unpacked(r, NULL);
-    }
-    keybuf_free(&k);
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(a->errstr, a->es, "scan buckets: %s", err);
-        rocksdb_free(err);
-        rc = -1;
-    }
-    return rc;
 }
 
 /* 'x' be32(p) be64(off): the RangeOut at (p, off) awaiting its RangeIn. */
@@ -230,8 +166,8 @@ int handoff_range_out(apply_ev *a) {
     const uint8_t *s = ro->start.data, *e = ro->end.data;
     size_t sn = ro->start.len, en = ro->end.len;
     int mine_all, mine_none, to_all, to_none;
-    range_on(cur, s, sn, e, en, a->partition, &mine_all, &mine_none);
-    range_on(nm, s, sn, e, en, ro->to_partition, &to_all, &to_none);
+    rangemap_covers(cur, s, sn, e, en, a->partition, &mine_all, &mine_none);
+    rangemap_covers(nm, s, sn, e, en, ro->to_partition, &to_all, &to_none);
     if (!mine_all || ro->to_partition == a->partition || !to_all) {
         refuse(a, "RangeOut: partition %d does not hold the whole range, or the new map "
                   "does not give it to partition %d",
@@ -239,28 +175,33 @@ int handoff_range_out(apply_ev *a) {
         rangemap_destroy(nm);
         return 0;
     }
+    /* The marker: the event, with the stakes the target takes. */
+    Objlog__RangeOut marker = *ro;
+    marker.stakes = NULL;
+    marker.n_stakes = 0;
     uint32_t exported;
-    if (shift_buckets(a, a->partition, s, sn, e, en, -1) < 0 ||
-        dedup_export_range(a->b, a->partition, a->offset, s, sn, e, en, &exported, a->errstr,
-                           a->es) < 0) {
-        rangemap_destroy(nm);
-        return -1;
-    }
+    go = stake_range_out(a, s, sn, e, en, cur, nm, &marker);
     uint8_t mk[APPLY_OUTCOME_KEY_LEN];
     marker_key(mk, a->partition, a->offset);
-    if (apply_batch_put_msg(a->b, OBJLOG_CF_OUTCOMES, mk, sizeof(mk), &ro->base, a->errstr,
+    if (go <= 0 ||
+        dedup_export_range(a->b, a->partition, a->offset, s, sn, e, en, &exported, a->errstr,
+                           a->es) < 0 ||
+        apply_batch_put_msg(a->b, OBJLOG_CF_OUTCOMES, mk, sizeof(mk), &marker.base, a->errstr,
                             a->es) < 0) {
+        stake_marker_free(&marker);
         rangemap_destroy(nm);
-        return -1;
+        return go == 0 ? 0 : -1;
     }
+    stake_marker_free(&marker);
     a->res.imported = exported;
     return apply_batch_set_partition_map(a->b, a->partition, nm, a->errstr, a->es);
 }
 
-/* The RangeOut the RangeIn names, as its marker row holds it: 1 it is
- * there and moves the same range under the same map epoch, 0 not
- * (refused), -1 error. */
-static int source_matches(apply_ev *a, const Objlog__RangeIn *ri, const rangemap *nm) {
+/* The RangeOut the RangeIn names, as its marker row holds it (*out, the
+ * caller's to free): 1 it is there and moves the same range under the
+ * same map epoch, 0 not (refused), -1 error. */
+static int source_matches(apply_ev *a, const Objlog__RangeIn *ri, const rangemap *nm,
+                          Objlog__RangeOut **out) {
     uint8_t mk[APPLY_OUTCOME_KEY_LEN];
     marker_key(mk, ri->from_partition, ri->from_offset);
     char *v;
@@ -284,7 +225,10 @@ static int source_matches(apply_ev *a, const Objlog__RangeIn *ri, const rangemap
                ro->map->epoch == rangemap_epoch(nm) &&
                !bytes_cmp(ro->start.data, ro->start.len, ri->start.data, ri->start.len) &&
                !bytes_cmp(ro->end.data, ro->end.len, ri->end.data, ri->end.len);
-    objlog__range_out__free_unpacked(ro, NULL);
+    if (same)
+        *out = ro;
+    else
+        objlog__range_out__free_unpacked(ro, NULL);
     if (!same)
         refuse(a, "RangeIn: the RangeOut at partition %d offset %lld moves another range",
                ri->from_partition, (long long)ri->from_offset);
@@ -301,8 +245,8 @@ int handoff_range_in(apply_ev *a) {
     const uint8_t *s = ri->start.data, *e = ri->end.data;
     size_t sn = ri->start.len, en = ri->end.len;
     int had_all, had_none, new_all, new_none;
-    range_on(cur, s, sn, e, en, a->partition, &had_all, &had_none);
-    range_on(nm, s, sn, e, en, a->partition, &new_all, &new_none);
+    rangemap_covers(cur, s, sn, e, en, a->partition, &had_all, &had_none);
+    rangemap_covers(nm, s, sn, e, en, a->partition, &new_all, &new_none);
     if (!had_none || !new_all || ri->from_partition == a->partition) {
         refuse(a, "RangeIn: partition %d already holds part of the range, or the new map "
                   "does not give it the whole range",
@@ -310,7 +254,8 @@ int handoff_range_in(apply_ev *a) {
         rangemap_destroy(nm);
         return 0;
     }
-    int rc = source_matches(a, ri, nm);
+    Objlog__RangeOut *ro = NULL;
+    int rc = source_matches(a, ri, nm, &ro);
     if (rc <= 0) {
         rangemap_destroy(nm);
         return rc;
@@ -318,9 +263,12 @@ int handoff_range_in(apply_ev *a) {
     uint32_t imported;
     uint8_t mk[APPLY_OUTCOME_KEY_LEN];
     marker_key(mk, ri->from_partition, ri->from_offset);
-    if (dedup_import_range(a->b, a->partition, a->offset, ri->from_partition,
-                           ri->from_offset, &imported, a->errstr, a->es) < 0 ||
-        shift_buckets(a, a->partition, s, sn, e, en, +1) < 0) {
+    rc = dedup_import_range(a->b, a->partition, a->offset, ri->from_partition,
+                            ri->from_offset, &imported, a->errstr, a->es) < 0 ||
+                 stake_range_in(a, ro, cur, nm) < 0
+             ? -1 : 0;
+    objlog__range_out__free_unpacked(ro, NULL);
+    if (rc < 0) {
         rangemap_destroy(nm);
         return -1;
     }

@@ -19,10 +19,10 @@
 int handoff_owns(apply_batch *b, int32_t p, const uint8_t *rk, size_t n, uint32_t *epoch,
                  char *errstr, size_t es);
 
-/* 1 if k (a range start) falls between two buckets rather than inside
- * one: empty, a bucket-hash prefix, or a bucket part exactly. Only such
- * ranges move today (docs/ARCHITECTURE.md, deviations). */
-int handoff_between_buckets(const uint8_t *k, size_t n);
+/* 1 if k may bound a moving range: between two buckets (empty, a
+ * bucket-hash prefix, a bucket part exactly) or at a key (route_key(b, k)
+ * exactly), so that every row of a key stays on one side. */
+int handoff_bound_ok(const uint8_t *k, size_t n);
 
 /* The events; a->res says the outcome (InvalidArgument when the handoff
  * does not fit the partition's map). 0, or -1 on a storage error. */

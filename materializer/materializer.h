@@ -299,6 +299,11 @@ uint64_t objlog_store_dlq_count(objlog_store *s, int32_t partition);
 int objlog_store_get_outcome(objlog_store *s, int32_t partition,
                              int64_t offset, Objlog__Outcome **out,
                              char *errstr, size_t errstr_size);
+/* The bucket's record as the store holds it now (its home row): 1 (*out
+ * the caller's: objlog__bucket_record__free_unpacked), 0 no such bucket,
+ * -1 error. */
+int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketRecord **out,
+                            char *errstr, size_t errstr_size);
 /* A RangeOut of partition applied here whose RangeIn has not taken it yet
  * (a handoff to finish): 1 (*offset, *out: the caller frees it), 0 none,
  * -1 error. */
@@ -419,6 +424,16 @@ int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn);
 int objlog_stats_tenant_key(keybuf *kb, const char *tenant, int32_t partition);
 int objlog_stats_tenant_prefix(keybuf *kb, const char *tenant);
 int objlog_stats_global_key(keybuf *kb, int32_t partition);
+/* 'b' stake: the usage row of a partition's stake in a bucket (stake: the
+ * bucket's `buckets` row key, objlog_bucket_stake_key). */
+int objlog_stats_stake_key(keybuf *kb, const uint8_t *stake, size_t n);
+/* bucket_part(b) be32(p): the `buckets` row of partition p's stake in a
+ * bucket whose home is another partition (kb reset first). 0 or -1. */
+int objlog_bucket_stake_key(keybuf *kb, const uint8_t *bpart, size_t bn, int32_t p);
+/* What a `buckets` row key is: 0 a bucket's home record (bucket_part(b)),
+ * 1 a stake of partition *p (bucket_part(b) be32(p)), -1 malformed.
+ * *bn: the length of its bucket part. */
+int objlog_bucket_row_kind(const void *key, size_t n, size_t *bn, int32_t *p);
 /* The partition a `stats` row belongs to, from its key alone ('b' rows
  * through rm: the owner of their bucket's route keys); -1 if key is not a
  * well-formed stats row of the current format. Selects one partition's

@@ -163,6 +163,36 @@ int objlog_stats_bucket_key(keybuf *kb, const char *bucket, size_t bn) {
                                          : keycodec_bucket_part(kb, bucket, bn);
 }
 
+int objlog_stats_stake_key(keybuf *kb, const uint8_t *stake, size_t n) {
+    keybuf_reset(kb);
+    return keybuf_append(kb, "b", 1) < 0 ? -1 : keybuf_append(kb, stake, n);
+}
+
+int objlog_bucket_stake_key(keybuf *kb, const uint8_t *bpart, size_t bn, int32_t p) {
+    uint8_t be[4];
+    apply_put_be32(be, (uint32_t)p);
+    keybuf_reset(kb);
+    return keybuf_append(kb, bpart, bn) < 0 ? -1 : keybuf_append(kb, be, sizeof(be));
+}
+
+int objlog_bucket_row_kind(const void *key, size_t n, size_t *bn, int32_t *p) {
+    const uint8_t *k = key;
+    keybuf name;
+    size_t used = 0;
+    keybuf_init(&name);
+    int rc = n > 2 ? keycodec_decode_enc(k + 2, n - 2, &name, &used) : -1;
+    keybuf_free(&name);
+    if (rc < 0)
+        return -1;
+    *bn = 2 + used;
+    if (n == *bn)
+        return 0;
+    if (n != *bn + 4 || apply_get_be32(k + *bn) > INT32_MAX)
+        return -1;
+    *p = (int32_t)apply_get_be32(k + *bn);
+    return 1;
+}
+
 int objlog_stats_global_key(keybuf *kb, int32_t partition) {
     uint8_t be[4];
     apply_put_be32(be, (uint32_t)partition);
@@ -184,21 +214,24 @@ int objlog_stats_tenant_key(keybuf *kb, const char *tenant, int32_t partition) {
                                                       : keybuf_append(kb, be, sizeof(be));
 }
 
-/* A 'b' row's partition: its bucket's records and keys route by
- * route_key(b, "") = bucket_part(b) 00 01, as bucket events do. The hash is
- * checked, so that a key objlog_stats_bucket_key could not have made is
- * malformed rather than routed somewhere. */
+/* A 'b' row's partition: a stake row names it (be32 after the bucket
+ * part); a home row's is the owner of route_key(b, "") = bucket_part(b)
+ * 00 01, as bucket events route. The hash is checked, so that a key
+ * objlog_stats_bucket_key could not have made is malformed rather than
+ * routed somewhere. */
 static int stats_bucket_row_partition(const rangemap *rm, const uint8_t *k, size_t n) {
     keybuf name, rk;
-    size_t used = 0;
+    size_t bn = 0;
+    int32_t stake = -1;
     int p = -1;
     keybuf_init(&name);
     keybuf_init(&rk);
-    if (n >= 3 && keycodec_decode_enc(k + 3, n - 3, &name, &used) == 0 &&
-        3 + used == n &&
+    int kind = n >= 3 ? objlog_bucket_row_kind(k + 1, n - 1, &bn, &stake) : -1;
+    size_t used = 0;
+    if (kind >= 0 && keycodec_decode_enc(k + 3, bn - 2, &name, &used) == 0 &&
         keycodec_route_key(&rk, (const char *)name.data, name.len, (const uint8_t *)"", 0) == 0 &&
         memcmp(rk.data, k + 1, 2) == 0)
-        p = rangemap_partition(rm, rk.data, rk.len);
+        p = kind == 1 ? stake : rangemap_partition(rm, rk.data, rk.len);
     keybuf_free(&name);
     keybuf_free(&rk);
     return p;

@@ -21,7 +21,7 @@ int stage_load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
     char *v;
     size_t vn;
     *out = NULL;
-    int rc = apply_batch_get(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+    int rc = apply_batch_get(a->b, OBJLOG_CF_BUCKETS, a->stake.data, a->stake.len,
                              &v, &vn, a->errstr, a->es);
     if (rc <= 0)
         return rc;
@@ -35,7 +35,7 @@ int stage_load_bucket(apply_ev *a, Objlog__BucketRecord **out) {
 }
 
 int stage_save_bucket(apply_ev *a, const Objlog__BucketRecord *r) {
-    return apply_batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len,
+    return apply_batch_put_msg(a->b, OBJLOG_CF_BUCKETS, a->stake.data, a->stake.len,
                                &r->base, a->errstr, a->es);
 }
 
@@ -361,11 +361,12 @@ static int stats_add(apply_batch *b, const keybuf *k, stats_delta *d,
 }
 
 int stage_stats_shift(apply_batch *b, int32_t p, const char *tenant,
-                      const Objlog__UsageStats *u, int sign, char *errstr, size_t es) {
+                      const Objlog__UsageStats *u, int sign, int count_bucket, char *errstr,
+                      size_t es) {
     if (!apply_batch_stats_on(b))
         return 0;
     Objlog__UsageStats c = *u;
-    c.buckets = 1; /* a bucket's own row never counts buckets */
+    c.buckets = count_bucket ? 1 : 0; /* a bucket's own row never counts buckets */
     stats_delta d;
     for (int i = 0; i < STATS_FIELDS; i++)
         *delta_field(&d, i) = sign * (int64_t)*stats_field(&c, i);
@@ -381,8 +382,8 @@ int stage_stats_shift(apply_batch *b, int32_t p, const char *tenant,
     return rc < 0 ? -1 : 0;
 }
 
-/* Sets the row at k to all zero (present) or absent, without reading it. */
-int stage_stats_reset(apply_batch *b, const keybuf *k, int present) {
+int stage_stats_put(apply_batch *b, const keybuf *k, const Objlog__UsageStats *u,
+                    int present) {
     if (!apply_batch_stats_on(b))
         return 0;
     statrow *r = statrows_find(apply_batch_stats_rows(b), k->data, k->len);
@@ -390,11 +391,19 @@ int stage_stats_reset(apply_batch *b, const keybuf *k, int present) {
         r = statrows_insert(apply_batch_stats_rows(b), k->data, k->len);
     if (!r)
         return -1;
-    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
-    r->u = zero;
+    Objlog__UsageStats c = OBJLOG__USAGE_STATS__INIT;
+    for (int i = 0; i < STATS_FIELDS; i++)
+        *stats_field(&c, i) = *stats_field((Objlog__UsageStats *)u, i);
+    r->u = c;
     r->present = present;
     r->dirty = 1;
     return 0;
+}
+
+/* Sets the row at k to all zero (present) or absent, without reading it. */
+int stage_stats_reset(apply_batch *b, const keybuf *k, int present) {
+    Objlog__UsageStats zero = OBJLOG__USAGE_STATS__INIT;
+    return stage_stats_put(b, k, &zero, present);
 }
 
 /* Stages every changed row into the WriteBatch. Cannot fail: a row packs
@@ -415,10 +424,10 @@ void stage_stats_flush(apply_batch *b) {
     }
 }
 
-/* Stages a->d into the bucket's row and into this partition's rows of the
- * tenant and of the global sums: every row belongs to one partition, the
- * event's (a bucket's keys all route to its partition, see ARCHITECTURE,
- * bucket quotas), so a partition's rows are a function of its log alone.
+/* Stages a->d into this partition's stake row of the bucket (stake.h) and
+ * into its rows of the tenant and of the global sums: every row belongs
+ * to one partition, the event's, so a partition's rows are a function of
+ * its log alone.
  * The bucket's own row never counts buckets (DeleteBucket removes it); the
  * tenant's and the global row go when their bucket count drops to 0 (all
  * their other counters are 0 then: only an empty bucket is deleted). */
@@ -431,7 +440,7 @@ int stage_stats_commit(apply_ev *a) {
     keybuf_init(&k);
     if (a->ev->op_case != OBJLOG__EVENT__OP_DELETE_BUCKET) {
         a->d.buckets = 0;
-        rc = objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket));
+        rc = objlog_stats_stake_key(&k, a->stake.data, a->stake.len);
         if (rc < 0)
             rc = -2;
         else

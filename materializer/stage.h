@@ -32,6 +32,7 @@ typedef struct apply_ev {
     uint64_t seq;
     keybuf route;  /* route_key(bucket, key), key "" for bucket ops */
     keybuf bpart;  /* bucket_part(bucket) */
+    keybuf stake;  /* this partition's `buckets` row of it (stake.h) */
     apply_result res;
     char *errstr;
     size_t es;
@@ -100,11 +101,16 @@ int stage_remove_upload(apply_ev *a, const char *upload_id);
 /* The stats row at k as the batch sees it (loaded from the store on first
  * touch; absent = all zero, present 0). NULL on error (errstr). */
 statrow *stage_stats_row(apply_batch *b, const keybuf *k, char *errstr, size_t es);
-/* A bucket's usage u (its 'b' row) leaves (sign -1) or joins (sign +1)
+/* Usage u of a bucket's keys leaves (sign -1) or joins (sign +1)
  * partition p's rows of its tenant and of the global sums, as a handoff
- * moves the bucket between partitions (handoff.c). 0 or -1. */
+ * moves them between partitions (stake.c); with the bucket itself in
+ * their bucket counts if count_bucket. 0 or -1. */
 int stage_stats_shift(apply_batch *b, int32_t p, const char *tenant,
-                      const Objlog__UsageStats *u, int sign, char *errstr, size_t es);
+                      const Objlog__UsageStats *u, int sign, int count_bucket, char *errstr,
+                      size_t es);
+/* Sets the row at k to u (present) or absent. 0 or -1 out of memory. */
+int stage_stats_put(apply_batch *b, const keybuf *k, const Objlog__UsageStats *u,
+                    int present);
 /* Sets the row at k to all zero (present) or absent, without reading it. */
 int stage_stats_reset(apply_batch *b, const keybuf *k, int present);
 /* Stages every changed row into the WriteBatch. Cannot fail: a row packs

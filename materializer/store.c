@@ -489,6 +489,37 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
     return 1;
 }
 
+int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketRecord **out,
+                            char *errstr, size_t errstr_size) {
+    keybuf k;
+    keybuf_init(&k);
+    *out = NULL;
+    if (keycodec_bucket_part(&k, bucket, strlen(bucket)) < 0) {
+        keybuf_free(&k);
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    size_t vn = 0;
+    char *err = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_BUCKETS], (const char *)k.data,
+                             k.len, &vn, &err);
+    keybuf_free(&k);
+    if (err) {
+        snprintf(errstr, errstr_size, "read bucket %s: %s", bucket, err);
+        rocksdb_free(err);
+        return -1;
+    }
+    if (!v)
+        return 0;
+    *out = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out) {
+        snprintf(errstr, errstr_size, "bucket %s: corrupt record", bucket);
+        return -1;
+    }
+    return 1;
+}
+
 int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,
                                  Objlog__RangeOut **out, char *errstr, size_t errstr_size) {
     uint8_t pre[5] = {'x'};

@@ -223,6 +223,26 @@ int rangemap_start_index(const rangemap *rm, const uint8_t *k, size_t n) {
     return key_cmp(rm->e[i].start, rm->e[i].start_len, k, n) == 0 ? i : -1;
 }
 
+void rangemap_covers(const rangemap *rm, const uint8_t *s, size_t sn, const uint8_t *e,
+                     size_t en, int p, int *all, int *none) {
+    *all = 1;
+    *none = 1;
+    for (int i = 0; i < rangemap_count(rm); i++) {
+        const uint8_t *rs, *re;
+        size_t rsn, ren;
+        int part;
+        rangemap_entry(rm, i, &rs, &rsn, &re, &ren, &part);
+        int before_end = !en || key_cmp(rs, rsn, e, en) < 0;
+        int after_start = !re || key_cmp(re, ren, s, sn) > 0;
+        if (!before_end || !after_start)
+            continue;
+        if (part == p)
+            *none = 0;
+        else
+            *all = 0;
+    }
+}
+
 /* rm with room for one entry more or less (delta +1 or -1) at index at:
  * entries before it copied, entries from it shifted; the new entry (+1)
  * zeroed. NULL out of memory. */

@@ -46,6 +46,10 @@ int rangemap_owns(const rangemap *rm, int partition, const uint8_t *route_key,
                   size_t n);
 /* Index of the range that starts exactly at k, or -1. */
 int rangemap_start_index(const rangemap *rm, const uint8_t *k, size_t n);
+/* How the ranges that overlap [s, e) (en 0: no end) sit on partition p:
+ * *all 1 if every one is p's, *none 1 if none is. */
+void rangemap_covers(const rangemap *rm, const uint8_t *s, size_t sn, const uint8_t *e,
+                     size_t en, int p, int *all, int *none);
 
 /* The map operations of a handoff. Each returns a new map at rm's epoch
  * + 1 (rm unchanged; the caller destroys both), or NULL with errstr

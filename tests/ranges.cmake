@@ -5,3 +5,9 @@
 objlog_add_test(test_ranges BOTH_LOGS SOURCES test_ranges.c viewproc.c storedump.c TIMEOUT 300
   LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas PkgConfig::JANSSON PkgConfig::RDKAFKA)
 add_dependencies(test_ranges objlogd)
+
+# A bucket across ranges: split inside a bucket, listings and stats as
+# before, LIST pages across a split, quota by escrow.
+objlog_add_test(test_bucket_ranges BOTH_LOGS SOURCES test_bucket_ranges.c viewproc.c storedump.c TIMEOUT 300
+  LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas PkgConfig::JANSSON PkgConfig::RDKAFKA)
+add_dependencies(test_bucket_ranges objlogd)

@@ -314,8 +314,8 @@ static void test_bad_requests(void **state) {
          "InvalidArgument"},
         {"POST", "/v1/ranges/split", "{\"bucket\":\"bad-one\",\"to_partition\":4}", 409,
          "NoSuchPartition"},
-        {"POST", "/v1/ranges/split", "{\"bucket\":\"bad-one\",\"key\":\"k\"}", 409,
-         "SplitInsideBucket"},
+        {"POST", "/v1/ranges/split", "{\"bucket\":\"bad-one\",\"key\":\"k\"}", 404,
+         "NoSuchBucket"},
         /* bucket hash 0x1cab: the first range, which has none before it */
         {"POST", "/v1/ranges/merge", "{\"bucket\":\"first-range\"}", 409, "InvalidRange"},
         {"GET", "/v1/ranges/split", NULL, 405, "MethodNotAllowed"},

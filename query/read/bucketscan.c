@@ -80,7 +80,11 @@ int buckets_scan(objlog_store *s, const bucket_query *q, bucket_page *p,
     int rc = 0;
     for (rocksdb_iter_seek_to_first(it); rc == 0 && rocksdb_iter_valid(it);
          rocksdb_iter_next(it)) {
-        size_t vn;
+        size_t kn, vn, bn;
+        int32_t stake;
+        const char *key = rocksdb_iter_key(it, &kn);
+        if (objlog_bucket_row_kind(key, kn, &bn, &stake) != 0)
+            continue; /* a stake of another partition: the home row says it */
         const char *val = rocksdb_iter_value(it, &vn);
         Objlog__BucketRecord *r =
             objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)val);

@@ -51,6 +51,43 @@ static int usage_get(view *v, const keybuf *k, view_usage *out, char *errstr,
     return rc < 0 ? -1 : 1;
 }
 
+static void usage_add(view_usage *to, const view_usage *u);
+
+/* The bucket's home row (k) and the rows of its stakes on other
+ * partitions (k be32(p), right after it), summed. 1 the home row is
+ * there, 0 not, -1 error. */
+static int bucket_usage_sum(view *v, const keybuf *k, view_usage *out, char *errstr,
+                            size_t es) {
+    int rc = usage_get(v, k, out, errstr, es);
+    keybuf hi;
+    keybuf_init(&hi);
+    if (rc <= 0 || keybuf_append(&hi, k->data, k->len) < 0 ||
+        keybuf_append(&hi, "\xff\xff\xff\xff\xff", 5) < 0) {
+        keybuf_free(&hi);
+        if (rc > 0)
+            snprintf(errstr, es, "out of memory");
+        return rc > 0 ? -1 : rc;
+    }
+    view_iter vi;
+    view_iter_open(v, OBJLOG_CF_STATS, &hi, &vi);
+    int err = 0;
+    for (view_iter_seek(&vi, k); !err && rocksdb_iter_valid(vi.it); rocksdb_iter_next(vi.it)) {
+        size_t kn, vn;
+        rocksdb_iter_key(vi.it, &kn);
+        if (kn != k->len + 4)
+            continue; /* the home row itself */
+        view_usage u;
+        const char *val = rocksdb_iter_value(vi.it, &vn);
+        err = usage_decode(val, vn, &u, errstr, es) < 0;
+        if (!err)
+            usage_add(out, &u);
+    }
+    if (view_iter_close(&vi, err ? NULL : errstr, err ? 0 : es) < 0)
+        err = 1;
+    keybuf_free(&hi);
+    return err ? -1 : 1;
+}
+
 view_rc view_bucket_usage(view *v, const char *bucket, view_usage *out,
                           char *errstr, size_t es) {
     keybuf k;
@@ -59,7 +96,7 @@ view_rc view_bucket_usage(view *v, const char *bucket, view_usage *out,
     if (rc < 0)
         snprintf(errstr, es, "out of memory");
     else
-        rc = usage_get(v, &k, out, errstr, es);
+        rc = bucket_usage_sum(v, &k, out, errstr, es);
     keybuf_free(&k);
     if (rc < 0)
         return VIEW_ERROR;
@@ -301,26 +338,51 @@ view_rc view_top_buckets(view *v, const view_partset *ps, view_top_by by, size_t
         snprintf(errstr, es, "out of memory");
         return VIEW_ERROR;
     }
+    /* A bucket's rows are adjacent: its home row, then its stakes' rows
+     * (a bucket spread over partitions); they add up to one entry. */
     view_iter vi;
     int rc = 0;
+    view_top_entry e;
+    size_t ebn = 0;
+    uint8_t top_last[2 + 2 * 256 + 2]; /* the entry's bucket part */
+    memset(&e, 0, sizeof(e));
     view_iter_open(v, OBJLOG_CF_STATS, &hi, &vi);
     for (view_iter_seek(&vi, &lo); rc == 0 && rocksdb_iter_valid(vi.it);
          rocksdb_iter_next(vi.it)) {
-        size_t kn, vn;
+        size_t kn, vn, bn;
+        int32_t sp;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(vi.it, &kn);
         if (!partset_has_row(ps, k, kn))
             continue;
         const char *val = rocksdb_iter_value(vi.it, &vn);
-        view_top_entry e;
-        memset(&e, 0, sizeof(e));
-        rc = usage_decode(val, vn, &e.usage, errstr, es);
-        if (rc == 0 && !(e.bucket = top_row_bucket(k, kn))) {
+        view_usage u;
+        rc = usage_decode(val, vn, &u, errstr, es);
+        if (rc == 0 && objlog_bucket_row_kind(k + 1, kn - 1, &bn, &sp) < 0) {
             snprintf(errstr, es, "stats row: bad bucket key");
             rc = -1;
         }
-        if (rc == 0)
+        if (rc < 0)
+            break;
+        if (e.bucket && ebn == bn && memcmp(top_last, k + 1, bn) == 0) {
+            usage_add(&e.usage, &u);
+            continue;
+        }
+        if (e.bucket)
             top_insert(out, limit, &e, by);
+        memset(&e, 0, sizeof(e));
+        e.usage = u;
+        ebn = bn;
+        if (bn > sizeof(top_last) || !(e.bucket = top_row_bucket(k, 1 + bn))) {
+            snprintf(errstr, es, "stats row: bad bucket key");
+            rc = -1;
+        } else {
+            memcpy(top_last, k + 1, bn);
+        }
     }
+    if (rc == 0 && e.bucket)
+        top_insert(out, limit, &e, by);
+    else
+        free(e.bucket);
     if (view_iter_close(&vi, rc < 0 ? NULL : errstr, rc < 0 ? 0 : es) < 0)
         rc = -1;
     keybuf_free(&lo);

@@ -172,7 +172,11 @@ static int ixd_scan(ixdriver *d) {
     int issued = 0;
     for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && issued < IXDRIVER_MAX_STEPS;
          rocksdb_iter_next(it)) {
-        size_t vn;
+        size_t kn, vn, bn;
+        int32_t stake;
+        const char *key = rocksdb_iter_key(it, &kn);
+        if (objlog_bucket_row_kind(key, kn, &bn, &stake) != 0)
+            continue; /* a stake's copy: the home record has the indexes */
         const char *v = rocksdb_iter_value(it, &vn);
         Objlog__BucketRecord *r = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
         if (!r)

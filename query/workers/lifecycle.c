@@ -583,7 +583,11 @@ static long lc_rule_buckets(lc_worker *w, Objlog__BucketRecord ***out) {
     size_t n = 0, cap = 0;
     long rc = 0;
     for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t vn;
+        size_t kn, vn, bn;
+        int32_t stake;
+        const char *key = rocksdb_iter_key(it, &kn);
+        if (objlog_bucket_row_kind(key, kn, &bn, &stake) != 0)
+            continue; /* a stake's copy: the home record has the rules */
         const char *val = rocksdb_iter_value(it, &vn);
         Objlog__BucketRecord *br = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)val);
         if (!br || !br->n_lifecycle || !br->name) {
