@@ -30,9 +30,10 @@
  *      rules 2-3, whose outcome is then the id's newest first outcome;
  *   2. route key (bucket ops use key "") outside this partition's range
  *      under its own map -> WrongRange (RangeOut/RangeIn: handoff.c);
- *   3. per operation (DeleteBucket, SetVersioning, SetQuota, SetLifecycle
- *      and PutIndex first: a bucket with a range on another partition
- *      under this one's map -> BucketSpansRanges, stake.h):
+ *   3. per operation (DeleteBucket and PutIndex first: a bucket with a
+ *      range on another partition under this one's map ->
+ *      BucketSpansRanges; SetQuota on such a bucket as stake.h says;
+ *      BucketRelay: stake.h):
  *      CreateBucket   exists -> BucketAlreadyExists; else OK (versioning,
  *                     quota and max_versions copied into the record)
  *      DeleteBucket   missing -> NoSuchBucket; any version row or delete
@@ -462,6 +463,11 @@ static int op_bucket_settings(apply_ev *a) {
             return 0;
         }
     } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_QUOTA) {
+        int go = stake_quota_change(a, r, a->ev->set_quota->quota);
+        if (go <= 0) {
+            objlog__bucket_record__free_unpacked(r, NULL);
+            return go;
+        }
         r->quota = a->ev->set_quota->quota;
     } else if (ratelimit_settle(a->ev, &r->rate_limit, a->res.message,
                                 sizeof(a->res.message)) < 0) {
@@ -1009,6 +1015,8 @@ static int apply_op(apply_ev *a) {
         return handoff_range_out(a);
     case OBJLOG__EVENT__OP_RANGE_IN:
         return handoff_range_in(a);
+    case OBJLOG__EVENT__OP_BUCKET_RELAY:
+        return stake_relay(a);
     default:
         reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
                "event has no operation");

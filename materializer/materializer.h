@@ -304,6 +304,11 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
  * -1 error. */
 int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketRecord **out,
                             char *errstr, size_t errstr_size);
+/* Likewise, partition's copy of the record of the bucket of bucket part
+ * bpart, kept with its stake when the bucket's home is elsewhere. */
+int objlog_store_get_bucket_stake(objlog_store *s, const uint8_t *bpart, size_t bn,
+                                  int32_t partition, Objlog__BucketRecord **out, char *errstr,
+                                  size_t errstr_size);
 /* A RangeOut of partition applied here whose RangeIn has not taken it yet
  * (a handoff to finish): 1 (*offset, *out: the caller frees it), 0 none,
  * -1 error. */

@@ -115,9 +115,6 @@ int stake_bucket_gate(apply_ev *a) {
     const char *what;
     switch (a->ev->op_case) {
     case OBJLOG__EVENT__OP_DELETE_BUCKET: what = "deleted"; break;
-    case OBJLOG__EVENT__OP_SET_VERSIONING: what = "given a versioning status"; break;
-    case OBJLOG__EVENT__OP_SET_QUOTA: what = "given a quota"; break;
-    case OBJLOG__EVENT__OP_SET_LIFECYCLE: what = "given lifecycle rules"; break;
     case OBJLOG__EVENT__OP_PUT_INDEX: what = "given an index"; break;
     default: return 1;
     }
@@ -692,4 +689,90 @@ int stake_range_in(apply_ev *a, Objlog__RangeOut *marker, const rangemap *cur,
         if (in_stake(a, marker->stakes[i], cur, nm) < 0)
             return -1;
     return 0;
+}
+
+/* ---- settings that follow the home ---- */
+
+/* One dimension of a quota change of a spread bucket, held = the home's
+ * share: 1 (*to, its new share) or 0 refused. */
+static int share_change(uint64_t old, uint64_t new, uint64_t held, uint64_t *to) {
+    if (!new) {
+        *to = 0; /* no limit any more: shares are moot */
+        return 1;
+    }
+    if (!old)
+        return 0; /* the other stakes hold no share to start from */
+    if (new >= old) {
+        *to = held + (new - old);
+        return 1;
+    }
+    if (held < old - new)
+        return 0; /* the cut needs shares other stakes hold */
+    *to = held - (old - new);
+    return 1;
+}
+
+int stake_quota_change(apply_ev *a, Objlog__BucketRecord *r, const Objlog__Quota *nq) {
+    int spread = stake_spread(a->b, a->partition, a->bpart.data, a->bpart.len, a->errstr,
+                              a->es);
+    if (spread <= 0)
+        return spread;
+    Objlog__Quota none = OBJLOG__QUOTA__INIT, share = OBJLOG__QUOTA__INIT;
+    const Objlog__Quota *old = r->quota ? r->quota : &none, *nw = nq ? nq : &none;
+    const Objlog__Quota *held = r->allowance ? r->allowance : old;
+    if (share_change(old->max_bytes, nw->max_bytes, held->max_bytes, &share.max_bytes) &&
+        share_change(old->max_objects, nw->max_objects, held->max_objects,
+                     &share.max_objects))
+        return allowance_set(r, &share) < 0 ? oom(a->errstr, a->es) : 1;
+    a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_SPANS_RANGES;
+    snprintf(a->res.message, sizeof(a->res.message),
+             "bucket %s spans ranges on other partitions, which hold shares of its quota: "
+             "it can be raised or removed, or lowered by at most the share its first range "
+             "holds; merge its ranges for this change",
+             a->ev->bucket);
+    return 0;
+}
+
+int stake_relay(apply_ev *a) {
+    const Objlog__BucketRelay *rl = a->ev->bucket_relay;
+    if (!rl || !rl->record || !rl->record->name || strcmp(rl->record->name, a->ev->bucket)) {
+        a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
+        snprintf(a->res.message, sizeof(a->res.message), "BucketRelay without its bucket's record");
+        return 0;
+    }
+    if (a->stake.len == a->bpart.len) {
+        snprintf(a->res.message, sizeof(a->res.message),
+                 "partition %d is bucket %s's home: nothing to relay", a->partition,
+                 a->ev->bucket);
+        return 0;
+    }
+    Objlog__BucketRecord *mine;
+    int rc = stage_load_bucket(a, &mine);
+    if (rc <= 0) {
+        if (rc == 0) {
+            a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET;
+            snprintf(a->res.message, sizeof(a->res.message),
+                     "partition %d holds no range of bucket %s", a->partition, a->ev->bucket);
+        }
+        return rc;
+    }
+    Objlog__BucketRecord *next = NULL;
+    if (rl->record->settings_seq > mine->settings_seq) {
+        next = record_copy(rl->record);
+        if (!next) {
+            objlog__bucket_record__free_unpacked(mine, NULL);
+            return oom(a->errstr, a->es);
+        }
+        free(next->allowance); /* the share stays this stake's */
+        next->allowance = mine->allowance;
+        mine->allowance = NULL;
+        rc = stage_save_bucket(a, next);
+        objlog__bucket_record__free_unpacked(next, NULL);
+    } else {
+        snprintf(a->res.message, sizeof(a->res.message),
+                 "partition %d has bucket %s's settings of seq %llu already", a->partition,
+                 a->ev->bucket, (unsigned long long)mine->settings_seq);
+    }
+    objlog__bucket_record__free_unpacked(mine, NULL);
+    return rc < 0 ? -1 : 0;
 }

@@ -40,10 +40,23 @@ void stake_quota_of(const Objlog__BucketRecord *r, stake_quota *q);
 int stake_quota_allows(apply_ev *a, const stake_quota *q, uint64_t size);
 
 /* A bucket event that needs every key of its bucket on this partition
- * (DeleteBucket, SetVersioning, SetQuota, SetLifecycle, PutIndex): while
- * the bucket spans other partitions under this one's map it is refused
- * (BucketSpansRanges). 1 go on, 0 refused (a->res), -1 error. */
+ * (DeleteBucket, PutIndex): while the bucket spans other partitions
+ * under this one's map it is refused (BucketSpansRanges). 1 go on, 0
+ * refused (a->res), -1 error. */
 int stake_bucket_gate(apply_ev *a);
+
+/* SetQuota nq on the home record r of a bucket that spans partitions:
+ * the other stakes keep their shares, so the home's share (r->allowance)
+ * takes the change: a raise or a removal always, a cut only as far as
+ * the home's share goes (its usage may stay above it, as over a lowered
+ * quota), a first limit never (BucketSpansRanges).
+ * 1 go on (r's share set), 0 refused (a->res), -1 error. */
+int stake_quota_change(apply_ev *a, Objlog__BucketRecord *r, const Objlog__Quota *nq);
+
+/* BucketRelay at a partition holding a range of the bucket: its copy of
+ * the settings becomes the relayed record's if that is newer
+ * (settings_seq), keeping its quota share. 0 (a->res), -1 error. */
+int stake_relay(apply_ev *a);
 
 /* RangeOut of [s, e) from a->partition (map cur, next nm) to `to`: every
  * bucket the range holds part or all of leaves the partition's stake

@@ -489,23 +489,16 @@ int objlog_store_get_outcome(objlog_store *s, int32_t partition,
     return 1;
 }
 
-int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketRecord **out,
-                            char *errstr, size_t errstr_size) {
-    keybuf k;
-    keybuf_init(&k);
-    *out = NULL;
-    if (keycodec_bucket_part(&k, bucket, strlen(bucket)) < 0) {
-        keybuf_free(&k);
-        snprintf(errstr, errstr_size, "out of memory");
-        return -1;
-    }
+/* The `buckets` row at k: 1 (*out), 0 none, -1 error. */
+static int store_bucket_row(objlog_store *s, const keybuf *k, const char *what,
+                            Objlog__BucketRecord **out, char *errstr, size_t errstr_size) {
     size_t vn = 0;
     char *err = NULL;
-    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_BUCKETS], (const char *)k.data,
-                             k.len, &vn, &err);
-    keybuf_free(&k);
+    *out = NULL;
+    char *v = rocksdb_get_cf(s->db, s->ro, s->cf[OBJLOG_CF_BUCKETS], (const char *)k->data,
+                             k->len, &vn, &err);
     if (err) {
-        snprintf(errstr, errstr_size, "read bucket %s: %s", bucket, err);
+        snprintf(errstr, errstr_size, "read bucket %s: %s", what, err);
         rocksdb_free(err);
         return -1;
     }
@@ -514,10 +507,35 @@ int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketR
     *out = objlog__bucket_record__unpack(NULL, vn, (const uint8_t *)v);
     rocksdb_free(v);
     if (!*out) {
-        snprintf(errstr, errstr_size, "bucket %s: corrupt record", bucket);
+        snprintf(errstr, errstr_size, "bucket %s: corrupt record", what);
         return -1;
     }
     return 1;
+}
+
+int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketRecord **out,
+                            char *errstr, size_t errstr_size) {
+    keybuf k;
+    keybuf_init(&k);
+    int rc = keycodec_bucket_part(&k, bucket, strlen(bucket)) < 0
+                 ? -1 : store_bucket_row(s, &k, bucket, out, errstr, errstr_size);
+    if (rc < 0 && k.len == 0)
+        snprintf(errstr, errstr_size, "out of memory");
+    keybuf_free(&k);
+    return rc;
+}
+
+int objlog_store_get_bucket_stake(objlog_store *s, const uint8_t *bpart, size_t bn,
+                                  int32_t partition, Objlog__BucketRecord **out, char *errstr,
+                                  size_t errstr_size) {
+    keybuf k;
+    keybuf_init(&k);
+    int rc = objlog_bucket_stake_key(&k, bpart, bn, partition) < 0
+                 ? -1 : store_bucket_row(s, &k, "stake", out, errstr, errstr_size);
+    if (rc < 0 && k.len == 0)
+        snprintf(errstr, errstr_size, "out of memory");
+    keybuf_free(&k);
+    return rc;
 }
 
 int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,

@@ -582,6 +582,10 @@ static void metrics_handoffs(FILE *f, objlog_query *q) {
     for (int ok = 0; ok < 2; ok++)
         fprintf(f, "objlog_range_auto_splits_total{result=\"%s\"} %llu\n",
                 ok ? "failed" : "ok", (unsigned long long)atomic_load(&r->auto_splits[ok]));
+    metrics_counter(f, "objlog_range_bucket_relays_total",
+                    "Bucket settings this node relayed to partitions holding ranges inside "
+                    "the bucket.",
+                    (unsigned long long)atomic_load(&r->relays));
 }
 
 static void metrics_durability(FILE *f, objlog_query *q) {

@@ -52,6 +52,8 @@ typedef struct ranges_result {
 } ranges_result;
 
 /* The node's handoffs and their counters (/metrics). */
+#define RANGES_RELAY_SLOTS 64
+
 typedef struct ranges_state {
     pthread_mutex_t run_mu;      /* one handoff at a time */
     int slot;                    /* server slot of the HTTP jobs */
@@ -71,6 +73,16 @@ typedef struct ranges_state {
     int held_at_start;           /* the finisher's first handoff is held already */
     objlog_logger_limit finish_log; /* a handoff that cannot be finished, said */
     struct rd_kafka_s *watch;    /* follows the control topic (rangesthread.c) */
+    /* Relays of bucket settings sent lately (relay.c; the ranges thread's). */
+    struct {
+        int32_t p;
+        uint64_t seq;
+        int64_t at_ms;
+        size_t len;
+        uint8_t start[300];
+    } relay[RANGES_RELAY_SLOTS];
+    int relay_n;
+    atomic_uint_fast64_t relays; /* BucketRelay events sent */
     pthread_t finisher;
     int finisher_on;
     atomic_int finisher_stop;
@@ -111,6 +123,11 @@ void ranges_finisher_stop(objlog_query *q);
  * once a second. 0, or -1 out of memory. */
 int ranges_autosplit_conf(objlog_query *q, unsigned rate, int seconds);
 void ranges_autosplit_tick(objlog_query *q, int64_t now_ms);
+
+/* Relays of bucket settings (relay.c): for each range inside a bucket on
+ * a partition other than its home whose copy of the settings is older
+ * than the home's, a BucketRelay to it. The ranges thread's. */
+void ranges_relay_tick(objlog_query *q);
 
 /* rangeshttp.c: POST /v1/ranges/{split,move,merge} with a JSON body
  * {"bucket":B,"key":K,"to_partition":Q}; answered when the handoff is

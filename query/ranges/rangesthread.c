@@ -2,7 +2,8 @@
  * newer range map the control topic got (a handoff another node ran) for
  * this node's readers and writers, finishes what a handoff left in the
  * log (coordinator.c, ranges_finish) and ticks the automatic splits
- * (autosplit.c). Started once the service is built,
+ * (autosplit.c); five times a second it relays bucket settings to the
+ * partitions holding ranges inside their buckets (relay.c). Started once the service is built,
  * before the server takes requests, after what a crash left was held or
  * published (ranges_finish_prepare); stopped before the service goes.
  *
@@ -39,6 +40,8 @@ static void *finisher_main(void *arg) {
         for (int i = 0; i < 10 && !atomic_load(&q->ranges->finisher_stop); i++) {
             struct timespec ts = {0, 100 * 1000000L};
             nanosleep(&ts, NULL);
+            if (i % 2 == 1)
+                ranges_relay_tick(q);
         }
         if (atomic_load(&q->ranges->finisher_stop))
             break;
