@@ -716,7 +716,7 @@ int stake_quota_change(apply_ev *a, Objlog__BucketRecord *r, const Objlog__Quota
     int spread = stake_spread(a->b, a->partition, a->bpart.data, a->bpart.len, a->errstr,
                               a->es);
     if (spread <= 0)
-        return spread;
+        return spread < 0 ? -1 : 1; /* the whole bucket here: the quota is its own */
     Objlog__Quota none = OBJLOG__QUOTA__INIT, share = OBJLOG__QUOTA__INIT;
     const Objlog__Quota *old = r->quota ? r->quota : &none, *nw = nq ? nq : &none;
     const Objlog__Quota *held = r->allowance ? r->allowance : old;

@@ -93,6 +93,7 @@ static void producer_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     objlog_producer *p = opaque;
     write_op *op = m->_private;
     (void)rk;
+    writeops_reported(&p->ops, op);
     if (m->err) {
         /* A failed re-produce leaves the earlier, logged attempt's outcome
          * unknown: that write may still apply, so it is not FAILED; nor is
@@ -369,6 +370,7 @@ static int producer_produce(objlog_producer *p, write_op *op, const uint8_t *buf
         return -1;
     }
     writeops_add(&p->ops, 1);
+    writeops_sending(&p->ops, op);
     rd_kafka_resp_err_t err;
     for (;;) {
         err = rd_kafka_producev(
@@ -385,6 +387,7 @@ static int producer_produce(objlog_producer *p, write_op *op, const uint8_t *buf
     }
     if (!err)
         return 0;
+    writeops_reported(&p->ops, op);
     free(op->payload);
     free(op->rkey);
     op->payload = op->rkey = NULL;
@@ -503,12 +506,13 @@ int producer_hold_range(objlog_producer *p, const uint8_t *start, size_t start_n
         return -1;
     }
     /* Everything routed before the hold reaches the log before the caller
-     * appends its RangeOut. */
-    rd_kafka_resp_err_t err = rd_kafka_flush(p->rk, timeout_ms);
-    if (!err)
+     * appends its RangeOut: a barrier, not a flush, which under steady
+     * writes to other ranges could wait for ever. */
+    if (writeops_barrier(&p->ops, timeout_ms) == 0)
         return 0;
     producer_release_range(p, NULL);
-    snprintf(errstr, errstr_size, "flush before the handoff: %s", rd_kafka_err2str(err));
+    snprintf(errstr, errstr_size, "the writes sent before the handoff were not delivered "
+                                  "within %d ms", timeout_ms);
     return -1;
 }
 

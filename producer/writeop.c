@@ -1,6 +1,7 @@
 /* writeop.c: the life of an accepted write after produce (writeop.h): its
  * completion, its re-produce from saved bytes, the outstanding count that
- * flush and destroy wait on, and the in-callback guard.
+ * flush and destroy wait on, the delivery barrier a handoff waits on, and
+ * the in-callback guard.
  *
  * Invariant: `outstanding` changes only under lock and reaches zero only
  * after the last callback returned, so a flush that saw zero never races a
@@ -17,9 +18,11 @@
 void writeops_init(writeops *w) {
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->idle, NULL);
+    pthread_cond_init(&w->delivered, NULL);
 }
 
 void writeops_destroy(writeops *w) {
+    pthread_cond_destroy(&w->delivered);
     pthread_cond_destroy(&w->idle);
     pthread_mutex_destroy(&w->lock);
 }
@@ -30,6 +33,36 @@ void writeops_add(writeops *w, long d) {
     if (w->outstanding == 0)
         pthread_cond_broadcast(&w->idle);
     pthread_mutex_unlock(&w->lock);
+}
+
+void writeops_sending(writeops *w, write_op *op) {
+    pthread_mutex_lock(&w->lock);
+    op->msg_no = ++w->next_msg;
+    w->in_lib++;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void writeops_reported(writeops *w, const write_op *op) {
+    pthread_mutex_lock(&w->lock);
+    w->in_lib--;
+    if (w->mark && op->msg_no < w->mark && --w->before_mark == 0)
+        pthread_cond_broadcast(&w->delivered);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int writeops_barrier(writeops *w, int timeout_ms) {
+    struct timespec until;
+    ptime_deadline(&until, timeout_ms > 0 ? timeout_ms : 0);
+    int rc = 0;
+    pthread_mutex_lock(&w->lock);
+    w->mark = w->next_msg + 1;
+    w->before_mark = w->in_lib; /* every one numbered so far, not reported */
+    while (w->before_mark > 0 && rc == 0)
+        if (pthread_cond_timedwait(&w->delivered, &w->lock, &until) == ETIMEDOUT)
+            rc = w->before_mark > 0 ? -1 : 0;
+    w->mark = 0;
+    pthread_mutex_unlock(&w->lock);
+    return rc;
 }
 
 int writeops_wait_idle(writeops *w, int timeout_ms) {
@@ -91,6 +124,7 @@ int writeop_produce(write_op *op) {
         snprintf(op->last_error, sizeof(op->last_error), "no saved bytes");
         return -1;
     }
+    writeops_sending(w, op);
     rd_kafka_resp_err_t err = rd_kafka_producev(
         w->rk, RD_KAFKA_V_TOPIC(w->topic),
         RD_KAFKA_V_PARTITION(op->send_partition),
@@ -100,6 +134,7 @@ int writeop_produce(write_op *op) {
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(op),
         RD_KAFKA_V_END);
     if (err) {
+        writeops_reported(w, op);
         snprintf(op->last_error, sizeof(op->last_error), "re-produce: %s",
                  rd_kafka_err2str(err));
         return -1;

@@ -34,6 +34,14 @@ typedef struct writeops {
     atomic_uint_fast64_t completed;   /* callbacks run */
     atomic_uint_fast64_t resends;     /* unknown.retries re-produces */
     atomic_uint_fast64_t rerouted;    /* WrongRange re-produces */
+    /* The delivery barrier (writeops_barrier), guarded by lock: every
+     * message handed to librdkafka gets the next number; a barrier waits
+     * for the messages numbered below its mark. */
+    pthread_cond_t delivered;
+    uint64_t next_msg;
+    uint64_t mark;               /* 0: no barrier */
+    long before_mark;            /* messages below mark not yet reported */
+    long in_lib;                 /* numbered, not yet reported */
 } writeops;
 
 typedef struct write_op write_op;
@@ -55,6 +63,7 @@ struct write_op {
     size_t rkey_len;
     int32_t send_partition;
     int64_t msg_ts;             /* Kafka timestamp; 0 = now (producer_event.h) */
+    uint64_t msg_no;            /* its number for the delivery barrier */
 };
 
 void writeops_init(writeops *w);
@@ -64,6 +73,17 @@ void writeops_add(writeops *w, long d);
 /* Waits until nothing is outstanding: timeout_ms < 0 forever, 0 just
  * looks. 0 when idle, -1 on timeout. */
 int writeops_wait_idle(writeops *w, int timeout_ms);
+
+/* Around each rd_kafka_producev of op: writeops_sending numbers the
+ * message (before the call, as its report may come first); a failed call
+ * takes it back (writeops_reported), as does its delivery report. */
+void writeops_sending(writeops *w, write_op *op);
+void writeops_reported(writeops *w, const write_op *op);
+/* Waits until every message handed to librdkafka before the call has had
+ * its delivery report, however many are sent meanwhile (a flush would
+ * wait for those too, and under steady writes might never end). One
+ * caller at a time. 0, or -1 on timeout. */
+int writeops_barrier(writeops *w, int timeout_ms);
 
 /* Completes op: runs its callback, frees it, and lets flush() see one
  * fewer outstanding write. Called from library threads only. */

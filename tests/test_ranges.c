@@ -6,7 +6,8 @@
  *    DELETE) and the linearizability load (2 writers, 2 strong readers)
  *    over versioned buckets that share a bucket-hash prefix, while the
  *    range holding the upper ones is split off to another partition,
- *    moved to a third and merged back. Every acknowledged write is there
+ *    moved to a third and merged back, then three buckets are split
+ *    inside (a CAS counter on each side) and one merged back. Every acknowledged write is there
  *    exactly once (one version per key written once), no write is refused
  *    (the handoff holds them, it never answers WrongRange), the counters
  *    are exact, every hot key's history is linearizable, and a view
@@ -426,6 +427,17 @@ static void test_handoffs_under_load(void **state) {
     sleep_ms(1500);
     json_t *c = handoff(h, "merge", "{\"bucket\":\"hol-3\"}");
     sleep_ms(1500);
+    /* Inside buckets: counter 0 stays on its bucket's first range while
+     * the writers' keys move; counter 1 moves; the linearizability load's
+     * keys hot0, hot1 stay and hot2... move. */
+    json_decref(handoff(h, "split", "{\"bucket\":\"hol-0\",\"key\":\"d\"}"));
+    sleep_ms(1000);
+    json_decref(handoff(h, "split", "{\"bucket\":\"hol-5\",\"key\":\"a\"}"));
+    sleep_ms(1000);
+    json_decref(handoff(h, "split", "{\"bucket\":\"hol-4\",\"key\":\"hot2\"}"));
+    sleep_ms(1000);
+    json_decref(handoff(h, "merge", "{\"bucket\":\"hol-0\",\"key\":\"d\"}"));
+    sleep_ms(1000);
     atomic_store(&stop, 1);
     for (int i = 0; i < W_N; i++)
         pthread_join(w[i].t, NULL);
