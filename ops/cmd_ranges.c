@@ -52,17 +52,20 @@ static int ranges_ls(cli *c, int argc, char **argv) {
 
 /* ---- split, move, merge ---- */
 
-enum { O_TO = 1000 };
+enum { O_TO = 1000, O_KEY };
 
-/* objlog ranges KIND BUCKET [--to P]: POST /v1/ranges/KIND. */
+/* objlog ranges KIND BUCKET [--key K] [--to P]: POST /v1/ranges/KIND. */
 static int ranges_handoff(cli *c, int argc, char **argv, const char *kind, int takes_to) {
     static const struct option opts[] = {{"to", required_argument, NULL, O_TO},
+                                         {"key", required_argument, NULL, O_KEY},
                                          CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     static const char *const names[] = {"BUCKET"};
     int rc = 0, o;
-    const char *to = NULL;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
+    const char *to = NULL, *key = NULL;
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
         to = o == O_TO ? optarg : to;
+        key = o == O_KEY ? optarg : key;
+    }
     const char *pos[1];
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 1, 1, names, &rc) < 0)
         return rc;
@@ -71,7 +74,12 @@ static int ranges_handoff(cli *c, int argc, char **argv, const char *kind, int t
                                   "before it)");
     if ((rc = cli_check_range(c, "--to", to, 0, 1000000)))
         return rc;
+    if (key && !*key)
+        return cli_usage_error(c, "--key must not be empty (leave it out for the bucket's "
+                                  "first key)");
     json_t *b = json_pack("{s:s}", "bucket", pos[0]);
+    if (b && key)
+        json_object_set_new(b, "key", json_string(key));
     if (b && to)
         json_object_set_new(b, "to_partition", json_integer(strtoll(to, NULL, 10)));
     char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
@@ -88,9 +96,10 @@ static int ranges_handoff(cli *c, int argc, char **argv, const char *kind, int t
     if (c->json) {
         cli_print_json(j);
     } else {
-        printf("%s: the range of %s moved from partition %lld to %lld, epoch %lld; %lld "
+        printf("%s: the range of %s%s%s moved from partition %lld to %lld, epoch %lld; %lld "
                "request records moved; %.3f s, writes held %.3f s\n",
-               kind, pos[0], cli_jint(j, "from_partition"), cli_jint(j, "to_partition"),
+               kind, pos[0], key ? "/" : "", key ? key : "", cli_jint(j, "from_partition"),
+               cli_jint(j, "to_partition"),
                cli_jint(j, "epoch"), cli_jint(j, "imported_requests"),
                json_real_value(json_object_get(j, "seconds")),
                json_real_value(json_object_get(j, "writes_held_seconds")));
@@ -119,19 +128,21 @@ const cli_cmd cli_ranges_cmds[] = {
      "state.\n",
      NULL},
     {"split", "ranges split", ranges_split,
-     "usage: objlog ranges split BUCKET [--to PARTITION]\n"
-     "Splits the range holding BUCKET at the bucket's first key: BUCKET and the\n"
-     "buckets after it in that range move to PARTITION (default: the least\n"
-     "loaded one). Answers once the target applied the range's state.\n",
+     "usage: objlog ranges split BUCKET [--key KEY] [--to PARTITION]\n"
+     "Splits the range holding BUCKET at the bucket's first key (or at KEY\n"
+     "inside it): from there on, the rest of that range moves to PARTITION\n"
+     "(default: the least loaded one). Answers once the target applied the\n"
+     "range's state. A bucket split inside lists and counts as one; while it\n"
+     "spans partitions it cannot be deleted or indexed (merge it first).\n",
      NULL},
     {"move", "ranges move", ranges_move,
-     "usage: objlog ranges move BUCKET [--to PARTITION]\n"
-     "Moves the whole range holding BUCKET to PARTITION (default: the least\n"
-     "loaded one).\n",
+     "usage: objlog ranges move BUCKET [--key KEY] [--to PARTITION]\n"
+     "Moves the whole range holding BUCKET (or BUCKET/KEY) to PARTITION\n"
+     "(default: the least loaded one).\n",
      NULL},
     {"merge", "ranges merge", ranges_merge,
-     "usage: objlog ranges merge BUCKET\n"
-     "Merges the range holding BUCKET into the range before it, on that\n"
-     "range's partition.\n",
+     "usage: objlog ranges merge BUCKET [--key KEY]\n"
+     "Merges the range holding BUCKET (or BUCKET/KEY) into the range before\n"
+     "it, on that range's partition.\n",
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -14,6 +14,8 @@
  *    of objects, split over 3 partitions: never over the quota, the
  *    usage exact, the writes refused while another range still held
  *    allowance counted;
+ *  - --auto-split: one bucket taking all its partition's writes is cut
+ *    inside, at one of its keys, with no write refused;
  *  - bad requests: a split inside a bucket with an index (409
  *    SplitInsideBucket), inside a bucket that does not exist (404);
  *  - last, with buckets still split: a rebuild from the log into an empty
@@ -38,6 +40,7 @@
 #include <time.h>
 
 #include "httpc.h"
+#include "proc.h"
 #include "viewproc.h"
 
 #define PARTS 4
@@ -340,6 +343,23 @@ static void test_split_inside_bucket(void **state) {
     httpc_destroy(h);
 }
 
+/* objlog ranges split BUCKET --key KEY: exit 0 and what moved. */
+static void cli_split(const char *url, const char *bucket, const char *key) {
+    char bin[512], out[1024], err[1024];
+    char *argv[] = {(char *)proc_bin("ops/objlog", bin, sizeof(bin)), "--url", (char *)url,
+                    "ranges", "split", (char *)bucket, "--key", (char *)key, NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 60000);
+    fprintf(stderr, "objlog ranges split %s --key %s: %s%s", bucket, key, out, err);
+    assert_int_equal(rc, 0);
+    char want[128];
+    snprintf(want, sizeof(want), "split: the range of %s/%s moved from partition ", bucket, key);
+    assert_non_null(strstr(out, want));
+    char *bad_key[] = {argv[0], "--url", (char *)url, "ranges", "split", (char *)bucket,
+                       "--key", "", NULL};
+    assert_int_equal(proc_run(bad_key, NULL, out, sizeof(out), err, sizeof(err), 60000), 2);
+    assert_non_null(strstr(err, "--key must not be empty"));
+}
+
 /* LIST pages with a split between them: every key once, in order. */
 static void test_list_pages_across_split(void **state) {
     (void)state;
@@ -355,8 +375,8 @@ static void test_list_pages_across_split(void **state) {
     for (int page = 0;; page++) {
         if (page == 2) /* after p0000..p0099: split ahead of the reader */
             json_decref(handoff(h, "split", "{\"bucket\":\"pages\",\"key\":\"p0150\"}"));
-        if (page == 4) /* and behind it */
-            json_decref(handoff(h, "split", "{\"bucket\":\"pages\",\"key\":\"p0050\"}"));
+        if (page == 4) /* and behind it, by the CLI */
+            cli_split(LIVE.url, "pages", "p0050");
         char path[700];
         snprintf(path, sizeof(path), "/v1/buckets/pages/objects?max_keys=50&consistency=strong%s%s",
                  *tok ? "&continuation_token=" : "", tok);
@@ -538,6 +558,112 @@ static void test_bad_splits(void **state) {
     httpc_destroy(h);
 }
 
+/* ---- automatic split of one hot bucket ---- */
+
+static void restart_live(const char *const *env) {
+    char why[256];
+    viewproc_stop(&LIVE, 10000);
+    for (int i = 0; env && env[i]; i += 2)
+        setenv(env[i], env[i + 1], 1);
+    int rc = viewproc_start(&LIVE, 60000, why, sizeof(why));
+    for (int i = 0; env && env[i]; i += 2)
+        unsetenv(env[i]);
+    if (rc < 0)
+        fprintf(stderr, "restart: %s\n", why);
+    assert_int_equal(rc, 0);
+}
+
+typedef struct hot_writer {
+    int id;
+    atomic_int *stop;
+    pthread_t t;
+    long acked, refused;
+    char last[200];
+} hot_writer;
+
+static void *hot_writer_main(void *arg) {
+    hot_writer *w = arg;
+    httpc *h = httpc_new(LIVE.url);
+    for (long i = 0; !atomic_load(w->stop); i++) {
+        char path[160];
+        snprintf(path, sizeof(path), "/v1/buckets/hot/objects/%c%05ld-%d" WRITE_TIMEOUT,
+                 'a' + (int)(i % 26), i, w->id);
+        httpc_resp r;
+        memset(&r, 0, sizeof(r));
+        if (httpc_do(h, "PUT", path, "{\"size\":1,\"etag\":\"e\"}", NULL, &r) == 0 &&
+            r.status == 200) {
+            w->acked++;
+        } else {
+            w->refused++;
+            snprintf(w->last, sizeof(w->last), "%ld %.150s", r.status, r.body ? r.body : "");
+        }
+    }
+    httpc_destroy(h);
+    return NULL;
+}
+
+static long map_epoch(httpc *h) {
+    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    long e = (long)json_integer_value(json_object_get(m, "epoch"));
+    json_decref(m);
+    return e;
+}
+
+/* One bucket takes all the writes of its partition: --auto-split cuts
+ * it inside, at a key of its own; no write is refused for it. */
+static void test_auto_split_one_bucket(void **state) {
+    (void)state;
+    static const char *const env[] = {"OBJLOG_AUTO_SPLIT", "1", "OBJLOG_AUTO_SPLIT_RATE", "100",
+                                       "OBJLOG_AUTO_SPLIT_SECONDS", "2", NULL};
+    restart_live(env);
+    httpc *h = httpc_new(LIVE.url);
+    json_decref(req_json(h, "PUT", "/v1/buckets/hot", "{}", 200));
+    long e0 = map_epoch(h), e1 = e0;
+    atomic_int stop = 0;
+    hot_writer w[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].id = i;
+        w[i].stop = &stop;
+        assert_int_equal(pthread_create(&w[i].t, NULL, hot_writer_main, &w[i]), 0);
+    }
+    int waited = 0;
+    for (; waited < 30000 && e1 == e0; waited += 200) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+        e1 = map_epoch(h);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(w[i].t, NULL);
+    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    const char *cut = NULL;
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(m, "ranges"), i, r) {
+        const char *b = json_string_value(json_object_get(r, "bucket"));
+        const char *k = json_string_value(json_object_get(r, "key"));
+        if (b && k && strcmp(b, "hot") == 0 && *k)
+            cut = k;
+    }
+    fprintf(stderr, "auto-split of one bucket: epoch %ld -> %ld after %d ms of load (%ld + %ld "
+                    "writes), cut at hot/%s\n",
+            e0, e1, waited, w[0].acked, w[1].acked, cut ? cut : "(none)");
+    assert_true(e1 > e0);
+    assert_non_null(cut);
+    json_decref(m);
+    for (int k = 0; k < 2; k++) {
+        if (w[k].refused)
+            fprintf(stderr, "writer %d: %ld refused, last %s\n", k, w[k].refused, w[k].last);
+        assert_int_equal(w[k].refused, 0);
+    }
+    json_t *st = req_json(h, "GET", "/v1/buckets/hot/stats?consistency=strong", NULL, 200);
+    assert_int_equal(json_integer_value(json_object_get(st, "objects")), w[0].acked + w[1].acked);
+    json_decref(st);
+    httpc_destroy(h);
+    restart_live(NULL);
+}
+
 /* Last: a rebuild from the log dumps as the live view, byte for byte,
  * with the buckets above still split (their stakes included). */
 static void test_rebuild_equal(void **state) {
@@ -560,6 +686,7 @@ int main(void) {
         cmocka_unit_test(test_split_inside_bucket),
         cmocka_unit_test(test_list_pages_across_split),
         cmocka_unit_test(test_escrow_quota),
+        cmocka_unit_test(test_auto_split_one_bucket),
         cmocka_unit_test(test_rebuild_equal),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -479,11 +479,26 @@ static void run_locked(objlog_query *q, const ranges_req *req, ranges_result *ou
     plan_free(&pl);
 }
 
+/* The run lock is busy: when no handoff holds it (the ranges thread's
+ * finisher does, for a moment each second), waits for it. 1 taken, 0 a
+ * handoff runs (or the lock stayed busy for 10 s). */
+static int run_lock_wait(ranges_state *r) {
+    pthread_mutex_lock(&r->active_mu);
+    int busy = r->active;
+    pthread_mutex_unlock(&r->active_mu);
+    if (busy)
+        return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    return pthread_mutex_timedlock(&r->run_mu, &until) == 0;
+}
+
 void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out) {
     memset(out, 0, sizeof(*out));
     out->from = out->to = -1;
     out->out_offset = out->in_offset = -1;
-    if (pthread_mutex_trylock(&q->ranges->run_mu) != 0) {
+    if (pthread_mutex_trylock(&q->ranges->run_mu) != 0 && !run_lock_wait(q->ranges)) {
         fail(out, 409, "HandoffInProgress", "a handoff is in progress on this node; retry");
         note(q, req, out);
         return;

@@ -68,6 +68,7 @@ typedef struct ranges_state {
     int64_t *as_prev;            /* applied offset at the last tick, -1 none */
     int *as_hot;                 /* consecutive seconds at or above the rate */
     int64_t *as_quiet_until;     /* no split before (monotonic ms) */
+    int64_t *as_hot_from;        /* applied offset where the hot stretch began */
     int64_t as_prev_ms;
     atomic_uint_fast64_t auto_splits[2]; /* [0 ok, 1 failed] */
     int held_at_start;           /* the finisher's first handoff is held already */

@@ -226,6 +226,7 @@ void ranges_free(ranges_state *r) {
     free(r->as_prev);
     free(r->as_hot);
     free(r->as_quiet_until);
+    free(r->as_hot_from);
     pthread_mutex_destroy(&r->run_mu);
     pthread_mutex_destroy(&r->active_mu);
     keybuf_free(&r->active_start);

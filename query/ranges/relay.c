@@ -11,6 +11,11 @@
  * the home record to that partition, keyed by the range's first key. The
  * partition applies it in its log order, if still newer.
  *
+ * Only a node that applies the home partition and has caught up with its
+ * log (and with the target's, when it applies that too) relays: a view
+ * still replaying sees its copies behind its home records, and must not
+ * append for that.
+ *
  * Invariant: a relay changes nothing but a copy's settings, and only
  * forward (settings_seq), so a relay sent twice, late, or by two nodes is
  * harmless; its request id is a function of (bucket, partition, key,
@@ -27,6 +32,7 @@
 #include "objlog_logger.h"
 #include "producer_event.h"
 #include "rangemap.h"
+#include "watermark.h"
 
 /* A relay is sent again after this long if the copy is still older. */
 #define RELAY_RESEND_MS 3000
@@ -40,6 +46,18 @@ static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1 if this node applies p and has applied everything p held a moment
+ * ago: a node still catching up (a rebuild, a restart) sees a home and a
+ * copy at different points of their logs and must not take that for a
+ * change. */
+static int caught_up(objlog_query *q, int32_t p) {
+    int64_t end = -1;
+    if (objlog_materializer_role(q->m, p) != OBJLOG_ROLE_ACTIVE ||
+        wm_end_offset(q->wm, p, 1, 2000, &end) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return 0;
+    return objlog_materializer_applied(q->m, p) >= end;
 }
 
 /* settings_seq of partition p's copy of the bucket here: 1, 0 none here
@@ -96,6 +114,12 @@ static void relay_range(objlog_query *q, const rangemap *rm, const keybuf *b, co
         rangemap_partition(rm, home_key.data, home_key.len) == p ||
         objlog_store_get_bucket(q->store, bucket, &home, err, sizeof(err)) != 1 ||
         copy_seq(q, &bpart, p, &seq) < 0 || home->settings_seq <= seq)
+        goto out;
+    /* Both sides as of their logs' ends: the home here, the copy here too
+     * when this node applies it (else the relay goes; it is harmless). */
+    int32_t hp = rangemap_partition(rm, home_key.data, home_key.len);
+    if (!caught_up(q, hp) ||
+        (objlog_materializer_role(q->m, p) == OBJLOG_ROLE_ACTIVE && !caught_up(q, p)))
         goto out;
     ranges_state *r = q->ranges;
     int64_t t = now_ms();
