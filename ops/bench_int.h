@@ -77,6 +77,8 @@ typedef struct bench {
     int ckpt;
     int indexes;                 /* --indexes: bench_index.c */
     int ranges, ranges_round;    /* --ranges: bench_ranges.c; the round it writes */
+    int ranges_mode;             /* ... its buckets or one bucket's keys */
+    char ranges_bucket[32];      /* ... that one bucket */
     /* --s3: bench_s3.c (our objlogd's S3 listener) */
     int s3, s3_heads;
     char s3_url[128];

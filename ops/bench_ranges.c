@@ -13,6 +13,14 @@
  * partitions and applies on one thread per core (--apply-threads): a
  * split helps as far as partitions land on different lanes.
  *
+ *
+ * Then the same for ONE hot bucket ("lake"), split inside at keys
+ * (`{"bucket","key"}`) over 2, 4 and 8 partitions; what a split inside a
+ * bucket costs its writes as the moving part grows (buckets of 5,000 and
+ * 20,000 keys, split in the middle: the source counts what the moving
+ * keys hold); and a LIST of 1,000 keys of a bucket split over 4 ranges
+ * against one of a bucket in one range.
+ *
  * Invariant: every figure comes from one run on one objlogd; the producer
  * is reopened after each spread so that it routes by the new map (a
  * producer with the old one would pay a WrongRange resend per write). */
@@ -36,27 +44,46 @@ static const int rb_spread[RB_ROUNDS] = {1, 2, 4, 8};
 static const char *const rb_splits[RB_ROUNDS][4] = {
     {NULL}, {"hot-4"}, {"hot-2", "hot-6"}, {"hot-1", "hot-3", "hot-5", "hot-7"}};
 
+/* One bucket's splits: round i cuts at these fractions of the key space. */
+static const int rb_key_splits[RB_ROUNDS][4] = {{0}, {4}, {2, 6}, {1, 3, 5, 7}}; /* eighths */
+#define RB_STALL_SIZES 2
+static const int rb_stall_keys[RB_STALL_SIZES] = {5000, 20000};
+#define RB_LIST_KEYS 1000
+#define RB_LIST_CALLS 200
+
 typedef struct rb_round {
     int partitions;
     double produce_s, apply_s;
 } rb_round;
 
 typedef struct rb_handoff {
-    char bucket[16];
-    long keys;                   /* keys written so far to the moving buckets */
+    char at[48];                 /* bucket, or bucket/key */
+    long keys;                   /* keys written so far to the moving part */
     long imported;
     double seconds, held_s;
 } rb_handoff;
 
+/* What a write round writes: the eight hot buckets, or one bucket
+ * ("lake") whose keys spread evenly over the key space each round. */
+enum { RB_BUCKETS_MODE = 0, RB_ONE_BUCKET = 1 };
+
+static void rb_key_of(int i, char *out, size_t n) { snprintf(out, n, "k%08d", i); }
+
 /* bench_thread fn: its share of b->count puts, round robin over the hot
- * buckets, keys unique per round. */
+ * buckets (or over lake's key space), keys unique per round. */
 static void *rb_produce_main(void *arg) {
     bench_thread *t = arg;
     bench *b = t->b;
     for (int i = t->index; i < b->count && !bench_interrupted; i += b->threads) {
-        char bucket[16], key[48], etag[32], err[256];
-        snprintf(bucket, sizeof(bucket), "hot-%d", i % RB_BUCKETS);
-        snprintf(key, sizeof(key), "r%d/k%08d", b->ranges_round, i);
+        char bucket[32], key[48], etag[32], err[256], k[16];
+        if (b->ranges_mode == RB_ONE_BUCKET) {
+            snprintf(bucket, sizeof(bucket), "%s", b->ranges_bucket);
+            rb_key_of(i, k, sizeof(k));
+            snprintf(key, sizeof(key), "%s/r%d", k, b->ranges_round);
+        } else {
+            snprintf(bucket, sizeof(bucket), "hot-%d", i % RB_BUCKETS);
+            snprintf(key, sizeof(key), "r%d/k%08d", b->ranges_round, i);
+        }
         snprintf(etag, sizeof(etag), "etag-%d", i);
         objlog_object_meta m = {.size = (uint64_t)i, .etag = etag};
         if (objlog_producer_put_object(b->p, bucket, key, strlen(key), &m, NULL, bench_cb, b,
@@ -95,11 +122,15 @@ static int rb_write_round(bench *b, CURL *h, int round, rb_round *out) {
     return 0;
 }
 
-/* POST /v1/ranges/split at bucket, to the least loaded partition. */
-static int rb_split(bench *b, CURL *h, const char *bucket, rb_handoff *out) {
-    char url[256], body[96], err[256];
+/* POST /v1/ranges/split at bucket (key NULL) or bucket/key, to the least
+ * loaded partition. */
+static int rb_split(bench *b, CURL *h, const char *bucket, const char *key, rb_handoff *out) {
+    char url[256], body[128], err[256];
     snprintf(url, sizeof(url), "%s/v1/ranges/split", b->url);
-    snprintf(body, sizeof(body), "{\"bucket\":\"%s\"}", bucket);
+    if (key)
+        snprintf(body, sizeof(body), "{\"bucket\":\"%s\",\"key\":\"%s\"}", bucket, key);
+    else
+        snprintf(body, sizeof(body), "{\"bucket\":\"%s\"}", bucket);
     cli_resp r;
     if (cli_http(h, "POST", url, body, NULL, &r, err, sizeof(err)) < 0) {
         fprintf(stderr, "objlog: bench --ranges: split: %s\n", err);
@@ -113,7 +144,7 @@ static int rb_split(bench *b, CURL *h, const char *bucket, rb_handoff *out) {
         cli_resp_free(&r);
         return -1;
     }
-    snprintf(out->bucket, sizeof(out->bucket), "%s", bucket);
+    snprintf(out->at, sizeof(out->at), "%s%s%s", bucket, key ? "/" : "", key ? key : "");
     out->imported = (long)json_integer_value(json_object_get(j, "imported_requests"));
     out->seconds = json_real_value(json_object_get(j, "seconds"));
     out->held_s = json_real_value(json_object_get(j, "writes_held_seconds"));
@@ -122,69 +153,205 @@ static int rb_split(bench *b, CURL *h, const char *bucket, rb_handoff *out) {
     return 0;
 }
 
-static void rb_report(const bench *b, const rb_round *rs, int nr, const rb_handoff *hs,
-                      int nh) {
+/* Everything one run measures. */
+typedef struct rb_run {
+    rb_round rs[2][RB_ROUNDS];   /* [RB_BUCKETS_MODE or RB_ONE_BUCKET][round] */
+    rb_handoff hs[16];
+    int nh;
+    rb_handoff stall[RB_STALL_SIZES];
+    double list_ms[2][2];        /* mean LIST of 1,000 keys [one range, four][strong, eventual] */
+} rb_run;
+
+static json_t *rb_rounds_json(const bench *b, const rb_round *rs) {
+    json_t *a = json_array();
     double base = bench_rate(b->count, rs[0].apply_s);
-    if (b->json) {
-        json_t *rounds = json_array(), *handoffs = json_array();
-        for (int i = 0; i < nr; i++)
-            json_array_append_new(
-                rounds, json_pack("{s:i,s:i,s:f,s:f,s:f}", "partitions", rs[i].partitions,
-                                  "writes", b->count, "seconds", rs[i].apply_s,
-                                  "applied_per_second", bench_rate(b->count, rs[i].apply_s),
-                                  "ratio", bench_rate(b->count, rs[i].apply_s) / base));
-        for (int i = 0; i < nh; i++)
-            json_array_append_new(
-                handoffs, json_pack("{s:s,s:I,s:I,s:f,s:f}", "split_at", hs[i].bucket,
-                                    "keys_before", (json_int_t)hs[i].keys, "imported_requests",
-                                    (json_int_t)hs[i].imported, "seconds", hs[i].seconds,
-                                    "writes_held_seconds", hs[i].held_s));
-        json_t *j = json_pack("{s:i,s:i,s:o,s:o}", "writes_per_round", b->count, "threads",
-                              b->threads, "rounds", rounds, "handoffs", handoffs);
-        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        return;
-    }
-    printf("objlog bench --ranges: %d buckets of one hot range, %d puts a round, %d "
-           "threads, %s\n",
-           RB_BUCKETS, b->count, b->threads, b->url);
-    printf("%-10s %8s %9s %12s %7s\n", "partitions", "writes", "seconds", "applied/s", "ratio");
-    for (int i = 0; i < nr; i++)
+    for (int i = 0; i < RB_ROUNDS; i++)
+        json_array_append_new(
+            a, json_pack("{s:i,s:i,s:f,s:f,s:f}", "partitions", rs[i].partitions, "writes",
+                         b->count, "seconds", rs[i].apply_s, "applied_per_second",
+                         bench_rate(b->count, rs[i].apply_s),
+                         "ratio", bench_rate(b->count, rs[i].apply_s) / base));
+    return a;
+}
+
+static json_t *rb_handoffs_json(const rb_handoff *hs, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(
+            a, json_pack("{s:s,s:I,s:I,s:f,s:f}", "split_at", hs[i].at, "keys_before",
+                         (json_int_t)hs[i].keys, "imported_requests", (json_int_t)hs[i].imported,
+                         "seconds", hs[i].seconds, "writes_held_seconds", hs[i].held_s));
+    return a;
+}
+
+static void rb_rounds_print(const bench *b, const char *what, const rb_round *rs) {
+    double base = bench_rate(b->count, rs[0].apply_s);
+    printf("%s\n%-10s %8s %9s %12s %7s\n", what, "partitions", "writes", "seconds",
+           "applied/s", "ratio");
+    for (int i = 0; i < RB_ROUNDS; i++)
         printf("%-10d %8d %9.3f %12.1f %6.2fx\n", rs[i].partitions, b->count, rs[i].apply_s,
                bench_rate(b->count, rs[i].apply_s),
                bench_rate(b->count, rs[i].apply_s) / base);
-    printf("%-10s %10s %9s %10s %12s\n", "split at", "keys", "records", "handoff", "writes held");
-    for (int i = 0; i < nh; i++)
-        printf("%-10s %10ld %9ld %8.1f ms %9.1f ms\n", hs[i].bucket, hs[i].keys,
-               hs[i].imported, hs[i].seconds * 1e3, hs[i].held_s * 1e3);
+}
+
+static void rb_report(const bench *b, const rb_run *r) {
+    if (b->json) {
+        json_t *j = json_pack(
+            "{s:i,s:i,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:f,s:f,s:f}}", "writes_per_round", b->count,
+            "threads", b->threads, "rounds", rb_rounds_json(b, r->rs[RB_BUCKETS_MODE]),
+            "one_bucket_rounds", rb_rounds_json(b, r->rs[RB_ONE_BUCKET]), "handoffs",
+            rb_handoffs_json(r->hs, r->nh), "split_inside_by_size",
+            rb_handoffs_json(r->stall, RB_STALL_SIZES), "list", "keys", RB_LIST_KEYS,
+            "one_range_strong_ms", r->list_ms[0][0], "four_ranges_strong_ms", r->list_ms[1][0],
+            "one_range_eventual_ms", r->list_ms[0][1], "four_ranges_eventual_ms",
+            r->list_ms[1][1]);
+        cli_print_json_flags(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        return;
+    }
+    printf("objlog bench --ranges: %d puts a round, %d threads, %s\n", b->count, b->threads,
+           b->url);
+    rb_rounds_print(b, "eight buckets of one hot range, split between buckets:",
+                    r->rs[RB_BUCKETS_MODE]);
+    rb_rounds_print(b, "one hot bucket, split inside at keys:", r->rs[RB_ONE_BUCKET]);
+    printf("%-16s %10s %9s %10s %12s\n", "split at", "keys", "records", "handoff",
+           "writes held");
+    for (int i = 0; i < r->nh; i++)
+        printf("%-16s %10ld %9ld %8.1f ms %9.1f ms\n", r->hs[i].at, r->hs[i].keys,
+               r->hs[i].imported, r->hs[i].seconds * 1e3, r->hs[i].held_s * 1e3);
+    printf("split inside a bucket, in the middle, by its size:\n%-16s %10s %9s %10s %12s\n",
+           "split at", "keys moved", "records", "handoff", "writes held");
+    for (int i = 0; i < RB_STALL_SIZES; i++)
+        printf("%-16s %10ld %9ld %8.1f ms %9.1f ms\n", r->stall[i].at, r->stall[i].keys,
+               r->stall[i].imported, r->stall[i].seconds * 1e3, r->stall[i].held_s * 1e3);
+    for (int c = 0; c < 2; c++)
+        printf("LIST of %d keys, %s (%d calls, mean): one range %.3f ms, four ranges on "
+               "four partitions %.3f ms (%.2fx)\n",
+               RB_LIST_KEYS, c ? "eventual" : "strong", RB_LIST_CALLS, r->list_ms[0][c],
+               r->list_ms[1][c], r->list_ms[1][c] / r->list_ms[0][c]);
+}
+
+/* The eight buckets' rounds, with their splits between buckets. */
+static int rb_buckets_phase(bench *b, CURL *h, rb_run *r) {
+    b->ranges_mode = RB_BUCKETS_MODE;
+    for (int i = 0; i < RB_BUCKETS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "hot-%d", i);
+        if (bench_create_bucket_named(b, h, name) < 0)
+            return -1;
+    }
+    for (int rd = 0; rd < RB_ROUNDS && !bench_interrupted; rd++) {
+        for (int s = 0; s < 4 && rb_splits[rd][s]; s++) {
+            /* every round wrote count / 8 keys to each bucket; the range
+             * split off holds the buckets from the split point to its end */
+            if (rb_split(b, h, rb_splits[rd][s], NULL, &r->hs[r->nh]) < 0)
+                return -1;
+            r->hs[r->nh++].keys = (long)rd * b->count / rb_spread[rd];
+        }
+        if (rb_write_round(b, h, rd, &r->rs[RB_BUCKETS_MODE][rd]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One bucket's rounds, split inside at eighths of its key space. */
+static int rb_one_bucket_phase(bench *b, CURL *h, rb_run *r) {
+    b->ranges_mode = RB_ONE_BUCKET;
+    snprintf(b->ranges_bucket, sizeof(b->ranges_bucket), "lake");
+    if (bench_create_bucket_named(b, h, "lake") < 0)
+        return -1;
+    for (int rd = 0; rd < RB_ROUNDS && !bench_interrupted; rd++) {
+        for (int s = 0; s < 4 && rb_key_splits[rd][s]; s++) {
+            char key[16];
+            rb_key_of(b->count / 8 * rb_key_splits[rd][s], key, sizeof(key));
+            if (rb_split(b, h, "lake", key, &r->hs[r->nh]) < 0)
+                return -1;
+            r->hs[r->nh++].keys = (long)rd * b->count / rb_spread[rd];
+        }
+        if (rb_write_round(b, h, rd, &r->rs[RB_ONE_BUCKET][rd]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Buckets of 5,000 and 20,000 keys, each split in the middle. */
+static int rb_stall_phase(bench *b, CURL *h, rb_run *r) {
+    int count = b->count;
+    for (int i = 0; i < RB_STALL_SIZES && !bench_interrupted; i++) {
+        snprintf(b->ranges_bucket, sizeof(b->ranges_bucket), "size-%d", rb_stall_keys[i]);
+        b->count = rb_stall_keys[i];
+        rb_round unused;
+        char key[16];
+        rb_key_of(rb_stall_keys[i] / 2, key, sizeof(key));
+        int rc = bench_create_bucket_named(b, h, b->ranges_bucket) < 0 ||
+                         rb_write_round(b, h, 0, &unused) < 0 ||
+                         rb_split(b, h, b->ranges_bucket, key, &r->stall[i]) < 0
+                     ? -1 : 0;
+        r->stall[i].keys = rb_stall_keys[i] / 2;
+        b->count = count;
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Mean ms of RB_LIST_CALLS LISTs of bucket's first RB_LIST_KEYS keys, at
+ * consistency c. */
+static int rb_list_ms(bench *b, CURL *h, const char *bucket, const char *c, double *ms) {
+    char url[256], err[256];
+    snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects?max_keys=%d&consistency=%s", b->url,
+             bucket, RB_LIST_KEYS, c);
+    int64_t t0 = bench_mono_us();
+    for (int i = 0; i < RB_LIST_CALLS; i++) {
+        cli_resp resp;
+        memset(&resp, 0, sizeof(resp));
+        int rc = cli_http(h, "GET", url, NULL, NULL, &resp, err, sizeof(err));
+        long status = rc < 0 ? 0 : resp.status;
+        if (rc == 0)
+            cli_resp_free(&resp);
+        if (status != 200) {
+            fprintf(stderr, "objlog: bench --ranges: LIST %s: %s\n", bucket,
+                    rc < 0 ? err : "not 200");
+            return -1;
+        }
+    }
+    *ms = (double)(bench_mono_us() - t0) / 1e3 / RB_LIST_CALLS;
+    return 0;
+}
+
+/* A bucket of 1,000 keys in one range, another split over 4 partitions. */
+static int rb_list_phase(bench *b, CURL *h, rb_run *r) {
+    int count = b->count;
+    static const char *const names[2] = {"list-one", "list-four"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(b->ranges_bucket, sizeof(b->ranges_bucket), "%s", names[i]);
+        b->count = RB_LIST_KEYS;
+        rb_round unused;
+        rb_handoff hs;
+        int rc = bench_create_bucket_named(b, h, names[i]) < 0 ||
+                 rb_write_round(b, h, 0, &unused) < 0;
+        for (int q = 1; rc == 0 && i == 1 && q < 4; q++) {
+            char key[16];
+            rb_key_of(RB_LIST_KEYS / 4 * q, key, sizeof(key));
+            rc = rb_split(b, h, names[i], key, &hs) < 0;
+        }
+        b->count = count;
+        if (rc || rb_list_ms(b, h, names[i], "strong", &r->list_ms[i][0]) < 0 ||
+            rb_list_ms(b, h, names[i], "eventual", &r->list_ms[i][1]) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 int bench_ranges_run(bench *b) {
     CURL *h = curl_easy_init();
-    rb_round rs[RB_ROUNDS];
-    rb_handoff hs[8];
-    int nh = 0, rc = CLI_EXIT_FAIL;
-    for (int i = 0; h && i < RB_BUCKETS; i++) {
-        char name[16];
-        snprintf(name, sizeof(name), "hot-%d", i);
-        if (bench_create_bucket_named(b, h, name) < 0)
-            goto out;
+    rb_run *r = calloc(1, sizeof(*r));
+    int rc = CLI_EXIT_FAIL;
+    if (h && r && rb_buckets_phase(b, h, r) == 0 && rb_one_bucket_phase(b, h, r) == 0 &&
+        rb_stall_phase(b, h, r) == 0 && rb_list_phase(b, h, r) == 0 && !bench_interrupted) {
+        rb_report(b, r);
+        rc = CLI_EXIT_OK;
     }
-    for (int r = 0; h && r < RB_ROUNDS && !bench_interrupted; r++) {
-        for (int s = 0; s < 4 && rb_splits[r][s]; s++) {
-            /* every round wrote count / 8 keys to each bucket; the range
-             * split off holds the buckets from the split point to its end */
-            if (rb_split(b, h, rb_splits[r][s], &hs[nh]) < 0)
-                goto out;
-            hs[nh++].keys = (long)r * b->count / rb_spread[r];
-        }
-        if (rb_write_round(b, h, r, &rs[r]) < 0)
-            goto out;
-    }
-    if (!h || bench_interrupted)
-        goto out;
-    rb_report(b, rs, RB_ROUNDS, hs, nh);
-    rc = CLI_EXIT_OK;
-out:
+    free(r);
     if (h)
         curl_easy_cleanup(h);
     return rc;
