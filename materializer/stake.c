@@ -551,35 +551,40 @@ out:
     return rc;
 }
 
-/* Where the scan of home rows starts: s, or the bucket part of the
- * bucket s lies inside. */
-static int scan_from(const uint8_t *s, size_t sn, keybuf *out) {
-    keybuf_reset(out);
+/* The bucket part of the bucket s lies inside (a range starting at one of
+ * its keys) into out; 0 when s lies between buckets. 1, 0 or -1. */
+static int bucket_inside(const uint8_t *s, size_t sn, keybuf *out) {
     keybuf name;
     size_t used = 0;
     keybuf_init(&name);
     int inside = sn > 2 && keycodec_decode_enc(s + 2, sn - 2, &name, &used) == 0 &&
                  2 + used < sn;
     keybuf_free(&name);
-    return keybuf_append(out, s, inside ? 2 + used : sn);
+    keybuf_reset(out);
+    if (!inside)
+        return 0;
+    return keybuf_append(out, s, 2 + used) < 0 ? -1 : 1;
 }
 
 int stake_range_out(apply_ev *a, const uint8_t *s, size_t sn, const uint8_t *e, size_t en,
                     const rangemap *cur, const rangemap *nm, Objlog__RangeOut *marker) {
     out_ctx c = {a, s, e, sn, en, cur, nm, marker};
-    keybuf from;
-    keybuf_init(&from);
-    if (scan_from(s, sn, &from) < 0) {
-        keybuf_free(&from);
-        return oom(a->errstr, a->es);
-    }
-    /* Home rows first, then the work: out_bucket writes the CF scanned. */
-    keybuf parts;
+    /* The bucket the range starts inside, by its part: its home row may
+     * be another partition's (and on another node). Then the buckets
+     * whose home rows lie in the range, gathered before any is changed
+     * (out_bucket writes the CF scanned). */
+    keybuf parts, first;
     keybuf_init(&parts);
+    keybuf_init(&first);
+    int rc = bucket_inside(s, sn, &first) < 0 ? oom(a->errstr, a->es) : 0;
+    if (rc == 0 && first.len) {
+        uint8_t len[2] = {(uint8_t)(first.len >> 8), (uint8_t)first.len};
+        rc = keybuf_append(&parts, len, 2) < 0 || keybuf_append(&parts, first.data, first.len) < 0
+                 ? oom(a->errstr, a->es) : 0;
+    }
     rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_BUCKETS);
-    int rc = 0;
-    for (rocksdb_iter_seek(it, (const char *)from.data, from.len);
-         rc == 0 && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+    for (rocksdb_iter_seek(it, (const char *)s, sn); rc == 0 && rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
         size_t kn, bn;
         int32_t sp;
         const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
@@ -599,15 +604,16 @@ int stake_range_out(apply_ev *a, const uint8_t *s, size_t sn, const uint8_t *e, 
         rocksdb_free(err);
         rc = -1;
     }
-    for (size_t at = 0; rc == 0 && at < parts.len;) {
+    int go = 1;
+    for (size_t at = 0; rc == 0 && go == 1 && at < parts.len;) {
         size_t bn = ((size_t)parts.data[at] << 8) | parts.data[at + 1];
-        int r = out_bucket(&c, parts.data + at + 2, bn);
-        rc = r < 0 ? -1 : r == 0 ? 1 : 0;
+        go = out_bucket(&c, parts.data + at + 2, bn);
+        rc = go < 0 ? -1 : 0;
         at += 2 + bn;
     }
     keybuf_free(&parts);
-    keybuf_free(&from);
-    return rc < 0 ? -1 : rc == 1 ? 0 : 1;
+    keybuf_free(&first);
+    return rc < 0 ? -1 : go;
 }
 
 /* ---- RangeIn ---- */

@@ -30,8 +30,9 @@
  *  - bad requests get clear errors and change nothing;
  *  - SIGKILL of the node after the RangeOut and after the RangeIn (before
  *    the map is published; objlogd --test-handoff-pause-ms opens the
- *    windows): the restarted node finishes the handoff from the log, and
- *    no acknowledged write is lost or doubled.
+ *    windows), of splits between buckets and inside them: the restarted
+ *    node finishes the handoff from the log, no acknowledged write is
+ *    lost or doubled, and each bucket counts what it lists.
  *
  * Invariant: every process and thread the test starts is stopped by it;
  * worker threads never assert, they count, and the main thread asserts
@@ -665,16 +666,20 @@ static long wait_epoch(const char *url, long want, int timeout_ms) {
     return e;
 }
 
-/* Kills the node `at_ms` into a split of the range holding bucket (the
- * node pauses 3 s after the RangeOut and 3 s after the RangeIn), restarts
- * it, and waits for the handoff to be finished from the log. */
-static void kill_in_handoff(const char *bucket, int at_ms, long epoch_before) {
-    char why[256], body[96];
+/* Kills the node `at_ms` into a split of the range holding bucket (at
+ * key inside it, unless NULL; the node pauses 3 s after the RangeOut and
+ * 3 s after the RangeIn), restarts it, and waits for the handoff to be
+ * finished from the log. */
+static void kill_in_handoff(const char *bucket, const char *key, int at_ms, long epoch_before) {
+    char why[256], body[128];
     viewproc_stop(&LIVE, 10000);
     setenv("OBJLOG_TEST_HANDOFF_PAUSE_MS", "3000", 1);
     assert_int_equal(viewproc_start(&LIVE, 60000, why, sizeof(why)), 0);
     unsetenv("OBJLOG_TEST_HANDOFF_PAUSE_MS");
-    snprintf(body, sizeof(body), "{\"bucket\":\"%s\"}", bucket);
+    if (key)
+        snprintf(body, sizeof(body), "{\"bucket\":\"%s\",\"key\":\"%s\"}", bucket, key);
+    else
+        snprintf(body, sizeof(body), "{\"bucket\":\"%s\"}", bucket);
     async_post a = {.url = LIVE.url, .body = body};
     assert_int_equal(pthread_create(&a.t, NULL, async_post_main, &a), 0);
     sleep_ms(at_ms);
@@ -683,8 +688,9 @@ static void kill_in_handoff(const char *bucket, int at_ms, long epoch_before) {
     assert_int_equal(a.status, -1); /* killed before it answered */
     assert_int_equal(viewproc_start(&LIVE, 60000, why, sizeof(why)), 0);
     long e = wait_epoch(LIVE.url, epoch_before + 1, 30000);
-    fprintf(stderr, "killed %d ms into a split of %s's range: epoch %ld -> %ld after restart\n",
-            at_ms, bucket, epoch_before, e);
+    fprintf(stderr, "killed %d ms into a split of %s%s%s's range: epoch %ld -> %ld after "
+                    "restart\n",
+            at_ms, bucket, key ? "/" : "", key ? key : "", epoch_before, e);
     assert_int_equal(e, epoch_before + 1);
 }
 
@@ -704,9 +710,15 @@ static void test_kill_during_handoff(void **state) {
     assert_int_equal(pthread_create(&w.t, NULL, writer_main, &w), 0);
     sleep_ms(500);
     /* After the RangeOut, and after the RangeIn (the map not yet out). */
-    kill_in_handoff("kil-3", 1500, e0);
+    kill_in_handoff("kil-3", NULL, 1500, e0);
     sleep_ms(500);
-    kill_in_handoff("kil-5", 4500, e0 + 1);
+    kill_in_handoff("kil-5", NULL, 4500, e0 + 1);
+    sleep_ms(500);
+    /* Inside a bucket: after the RangeOut (the stakes in its marker), and
+     * after the RangeIn. */
+    kill_in_handoff("kil-1", "w0-5", 1500, e0 + 2);
+    sleep_ms(500);
+    kill_in_handoff("kil-2", "w0-5", 4500, e0 + 3);
     sleep_ms(500);
     atomic_store(&stop, 1);
     pthread_join(w.t, NULL);
@@ -719,10 +731,13 @@ static void test_kill_during_handoff(void **state) {
     json_t *r;
     json_array_foreach(json_object_get(m, "ranges"), i, r) {
         const char *b = json_string_value(json_object_get(r, "bucket"));
-        starts += b && (strcmp(b, "kil-3") == 0 || strcmp(b, "kil-5") == 0);
+        const char *k = json_string_value(json_object_get(r, "key"));
+        starts += b && (strcmp(b, "kil-3") == 0 || strcmp(b, "kil-5") == 0) && (!k || !*k);
+        starts += b && (strcmp(b, "kil-1") == 0 || strcmp(b, "kil-2") == 0) && k &&
+                  strcmp(k, "w0-5") == 0;
     }
     json_decref(m);
-    assert_int_equal(starts, 2);
+    assert_int_equal(starts, 4);
     /* Acknowledged writes there once; no key written twice. */
     static key_count kc[NBUCKETS][MAX_KEYS];
     size_t nk[NBUCKETS], listed = 0;
@@ -733,6 +748,12 @@ static void test_kill_during_handoff(void **state) {
         for (size_t k = 0; k < nk[b]; k++)
             assert_int_equal(kc[b][k].versions + kc[b][k].markers, 1);
         listed += nk[b];
+        /* Split or not, the bucket counts what it lists. */
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/buckets/%s/stats", bucket);
+        json_t *st = req_json(h, "GET", path, NULL, 200);
+        assert_int_equal(json_integer_value(json_object_get(st, "versions")), nk[b]);
+        json_decref(st);
     }
     for (long k = 0; k < w.nacked; k++) {
         char *slash = strchr(w.acked[k], '/');

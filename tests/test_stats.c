@@ -852,6 +852,27 @@ static void row_partition_from_key(void **state) {
         assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len - 1), -1);
         k.data[1] ^= 1; /* a hash that is not the name's */
         assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), -1);
+        /* A stake of partition 5 (a range inside the bucket, its home
+         * elsewhere): the partition is in the key, in `buckets` and in
+         * `stats` alike. */
+        keybuf bp, st;
+        keybuf_init(&bp);
+        keybuf_init(&st);
+        assert_int_equal(keycodec_bucket_part(&bp, bucket_names[b], strlen(bucket_names[b])), 0);
+        size_t bn = 0;
+        int32_t sp = -1;
+        assert_int_equal(objlog_bucket_row_kind(bp.data, bp.len, &bn, &sp), 0);
+        assert_int_equal(bn, bp.len);
+        assert_int_equal(objlog_bucket_stake_key(&st, bp.data, bp.len, 5), 0);
+        assert_int_equal(objlog_bucket_row_kind(st.data, st.len, &bn, &sp), 1);
+        assert_int_equal(bn, bp.len);
+        assert_int_equal(sp, 5);
+        assert_int_equal(objlog_bucket_row_kind(st.data, st.len - 1, &bn, &sp), -1);
+        assert_int_equal(objlog_stats_stake_key(&k, st.data, st.len), 0);
+        assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), 5);
+        assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len - 1), -1);
+        keybuf_free(&bp);
+        keybuf_free(&st);
     }
     assert_int_equal(objlog_stats_tenant_key(&k, "t1", 3), 0);
     assert_int_equal(objlog_stats_row_partition(rm, k.data, k.len), 3);

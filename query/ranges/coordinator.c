@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "control.h"
+#include "watermark.h"
 #include "objlog.pb-c.h"
 #include "objlog_logger.h"
 #include "producer_event.h"
@@ -479,6 +480,14 @@ static void run_locked(objlog_query *q, const ranges_req *req, ranges_result *ou
     plan_free(&pl);
 }
 
+int ranges_caught_up(objlog_query *q, int32_t p) {
+    int64_t end = -1;
+    if (objlog_materializer_role(q->m, p) != OBJLOG_ROLE_ACTIVE ||
+        wm_end_offset(q->wm, p, 1, 2000, &end) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return 0;
+    return objlog_materializer_applied(q->m, p) >= end;
+}
+
 /* The run lock is busy: when no handoff holds it (the ranges thread's
  * finisher does, for a moment each second), waits for it. 1 taken, 0 a
  * handoff runs (or the lock stayed busy for 10 s). */
@@ -531,9 +540,12 @@ static void finish_one(objlog_query *q, int32_t p, int64_t off, const Objlog__Ra
     free(buf);
     pl.from = p;
     pl.to = ro->to_partition;
+    /* Only once this node applied all the target's log holds: a RangeIn
+     * there not applied yet (a view replaying, a lane behind) is not
+     * missing, and sending one more would grow the log for nothing. */
     if (!pl.next || keybuf_append(&pl.start, ro->start.data, ro->start.len) < 0 ||
         keybuf_append(&pl.end, ro->end.data, ro->end.len) < 0 ||
-        !objlog_materializer_applies(q->m, pl.to)) {
+        !objlog_materializer_applies(q->m, pl.to) || !ranges_caught_up(q, pl.to)) {
         plan_free(&pl);
         return; /* not this node's to finish (or not now) */
     }

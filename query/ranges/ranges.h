@@ -125,6 +125,12 @@ void ranges_finisher_stop(objlog_query *q);
 int ranges_autosplit_conf(objlog_query *q, unsigned rate, int seconds);
 void ranges_autosplit_tick(objlog_query *q, int64_t now_ms);
 
+/* 1 if this node applies p (active) and has applied everything p's log
+ * held a moment ago (a fresh end offset): a node still catching up (a
+ * rebuild, a restart) must not take what it has not applied yet for
+ * missing, nor two partitions seen at different points for a change. */
+int ranges_caught_up(objlog_query *q, int32_t p);
+
 /* Relays of bucket settings (relay.c): for each range inside a bucket on
  * a partition other than its home whose copy of the settings is older
  * than the home's, a BucketRelay to it. The ranges thread's. */

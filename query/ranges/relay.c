@@ -32,7 +32,6 @@
 #include "objlog_logger.h"
 #include "producer_event.h"
 #include "rangemap.h"
-#include "watermark.h"
 
 /* A relay is sent again after this long if the copy is still older. */
 #define RELAY_RESEND_MS 3000
@@ -46,18 +45,6 @@ static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* 1 if this node applies p and has applied everything p held a moment
- * ago: a node still catching up (a rebuild, a restart) sees a home and a
- * copy at different points of their logs and must not take that for a
- * change. */
-static int caught_up(objlog_query *q, int32_t p) {
-    int64_t end = -1;
-    if (objlog_materializer_role(q->m, p) != OBJLOG_ROLE_ACTIVE ||
-        wm_end_offset(q->wm, p, 1, 2000, &end) != RD_KAFKA_RESP_ERR_NO_ERROR)
-        return 0;
-    return objlog_materializer_applied(q->m, p) >= end;
 }
 
 /* settings_seq of partition p's copy of the bucket here: 1, 0 none here
@@ -118,8 +105,8 @@ static void relay_range(objlog_query *q, const rangemap *rm, const keybuf *b, co
     /* Both sides as of their logs' ends: the home here, the copy here too
      * when this node applies it (else the relay goes; it is harmless). */
     int32_t hp = rangemap_partition(rm, home_key.data, home_key.len);
-    if (!caught_up(q, hp) ||
-        (objlog_materializer_role(q->m, p) == OBJLOG_ROLE_ACTIVE && !caught_up(q, p)))
+    if (!ranges_caught_up(q, hp) ||
+        (objlog_materializer_role(q->m, p) == OBJLOG_ROLE_ACTIVE && !ranges_caught_up(q, p)))
         goto out;
     ranges_state *r = q->ranges;
     int64_t t = now_ms();
