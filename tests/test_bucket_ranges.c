@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "httpc.h"
+#include "rangetest.h"
 #include "proc.h"
 #include "viewproc.h"
 
@@ -51,30 +52,19 @@ static viewproc LIVE;
 
 /* ---- HTTP helpers (main thread: they assert) ---- */
 
-static json_t *req_json(httpc *h, const char *method, const char *path, const char *body,
-                        long want) {
-    httpc_resp r;
-    assert_int_equal(httpc_do(h, method, path, body, NULL, &r), 0);
-    if (r.status != want)
-        fprintf(stderr, "%s %s: %ld %s\n", method, path, r.status, r.body);
-    assert_int_equal(r.status, want);
-    json_t *j = json_loads(r.body, 0, NULL);
-    assert_non_null(j);
-    return j;
-}
 
 static void put_key(httpc *h, const char *bucket, const char *key, long size) {
     char path[160], body[96];
     snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s" WRITE_TIMEOUT, bucket, key);
     snprintf(body, sizeof(body), "{\"size\":%ld,\"etag\":\"%032lx\"}", size, size);
-    json_decref(req_json(h, "PUT", path, body, 200));
+    json_decref(rt_req_json(h, "PUT", path, body, 200));
 }
 
 /* The partition a key's write lands on, from its token "p.offset". */
 static int put_partition(httpc *h, const char *bucket, const char *key) {
     char path[160];
     snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s" WRITE_TIMEOUT, bucket, key);
-    json_t *j = req_json(h, "PUT", path, "{\"size\":3,\"etag\":\"e\"}", 200);
+    json_t *j = rt_req_json(h, "PUT", path, "{\"size\":3,\"etag\":\"e\"}", 200);
     int p = atoi(json_string_value(json_object_get(j, "token")));
     json_decref(j);
     return p;
@@ -85,34 +75,13 @@ static const char *put_version(httpc *h, const char *bucket, const char *key) {
     static char vid[64];
     char path[160];
     snprintf(path, sizeof(path), "/v1/buckets/%s/objects/%s" WRITE_TIMEOUT, bucket, key);
-    json_t *j = req_json(h, "PUT", path, "{\"size\":5,\"etag\":\"v\"}", 200);
+    json_t *j = rt_req_json(h, "PUT", path, "{\"size\":5,\"etag\":\"v\"}", 200);
     snprintf(vid, sizeof(vid), "%s", json_string_value(json_object_get(j, "version_id")));
     json_decref(j);
     return vid;
 }
 
-/* A counter of /metrics (the first line of the series), -1 if absent. */
-static long metric(httpc *h, const char *series) {
-    httpc_resp r;
-    assert_int_equal(httpc_do(h, "GET", "/metrics", NULL, NULL, &r), 0);
-    assert_int_equal(r.status, 200);
-    char pat[128];
-    snprintf(pat, sizeof(pat), "\n%s ", series);
-    const char *at = strstr(r.body, pat);
-    return at ? atol(at + strlen(pat)) : -1;
-}
 
-static json_t *handoff(httpc *h, const char *kind, const char *body) {
-    char path[64];
-    snprintf(path, sizeof(path), "/v1/ranges/%s", kind);
-    json_t *j = req_json(h, "POST", path, body, 200);
-    fprintf(stderr, "handoff %s %s: epoch %lld, partition %lld -> %lld, %.3f s\n", kind, body,
-            (long long)json_integer_value(json_object_get(j, "epoch")),
-            (long long)json_integer_value(json_object_get(j, "from_partition")),
-            (long long)json_integer_value(json_object_get(j, "to_partition")),
-            json_real_value(json_object_get(j, "seconds")));
-    return j;
-}
 
 /* Every page of a listing (path ends with '?...' or not), concatenated
  * into one array of the pages' `field` entries. `next`: the answer's
@@ -127,7 +96,7 @@ static json_t *all_pages(httpc *h, const char *path, const char *field, const ch
             snprintf(p, sizeof(p), "%s%s%s=%s", path, strchr(path, '?') ? "&" : "?", param, tok);
         else
             snprintf(p, sizeof(p), "%s", path);
-        json_t *j = req_json(h, "GET", p, NULL, 200);
+        json_t *j = rt_req_json(h, "GET", p, NULL, 200);
         json_array_extend(all, json_object_get(j, field));
         const char *n = json_string_value(json_object_get(j, next));
         int more = json_is_true(json_object_get(j, "is_truncated")) && n && *n;
@@ -151,11 +120,11 @@ static void dump_take(httpc *h, const char *bucket, bucket_dump *d) {
     d->objects = all_pages(h, path, "objects", "next_continuation_token", "continuation_token");
     snprintf(path, sizeof(path), "/v1/buckets/%s/versions?max_keys=1000&consistency=strong",
              bucket);
-    d->versions = req_json(h, "GET", path, NULL, 200);
+    d->versions = rt_req_json(h, "GET", path, NULL, 200);
     snprintf(path, sizeof(path), "/v1/buckets/%s/uploads?consistency=strong", bucket);
-    d->uploads = req_json(h, "GET", path, NULL, 200);
+    d->uploads = rt_req_json(h, "GET", path, NULL, 200);
     snprintf(path, sizeof(path), "/v1/buckets/%s/stats?consistency=strong", bucket);
-    d->stats = req_json(h, "GET", path, NULL, 200);
+    d->stats = rt_req_json(h, "GET", path, NULL, 200);
 }
 
 static void dump_free(bucket_dump *d) {
@@ -217,7 +186,7 @@ static int group_teardown(void **state) {
 static void test_split_inside_bucket(void **state) {
     (void)state;
     httpc *h = httpc_new(LIVE.url);
-    json_decref(req_json(h, "PUT", "/v1/buckets/lake", "{\"versioning\":\"Enabled\"}", 200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/lake", "{\"versioning\":\"Enabled\"}", 200));
     char key[32], path[160];
     for (int i = 0; i < LAKE_KEYS; i++) {
         snprintf(key, sizeof(key), "k%04d", i);
@@ -226,13 +195,13 @@ static void test_split_inside_bucket(void **state) {
             put_key(h, "lake", key, 1000 + i); /* an older version */
         if (i % 11 == 0) {
             snprintf(path, sizeof(path), "/v1/buckets/lake/objects/%s" WRITE_TIMEOUT, key);
-            json_decref(req_json(h, "DELETE", path, NULL, 200)); /* a marker */
+            json_decref(rt_req_json(h, "DELETE", path, NULL, 200)); /* a marker */
         }
     }
     for (int i = 0; i < 4; i++) {
         char body[64];
         snprintf(body, sizeof(body), "{\"key\":\"k%04d\"}", 50 + i * 100);
-        json_decref(req_json(h, "POST", "/v1/buckets/lake/uploads", body, 200));
+        json_decref(rt_req_json(h, "POST", "/v1/buckets/lake/uploads", body, 200));
     }
     int home = put_partition(h, "lake", "k0000-home");
     bucket_dump before, after;
@@ -248,11 +217,11 @@ static void test_split_inside_bucket(void **state) {
         char body[96];
         snprintf(body, sizeof(body), "{\"bucket\":\"lake\",\"key\":\"k%04d\",\"to_partition\":%d}",
                  (i + 1) * 100, to[i]);
-        json_t *j = handoff(h, "split", body);
+        json_t *j = rt_handoff(h, "split", body);
         assert_int_equal(json_integer_value(json_object_get(j, "to_partition")), to[i]);
         json_decref(j);
     }
-    json_t *rg = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *rg = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     int inside = 0;
     size_t i;
     json_t *e;
@@ -282,7 +251,7 @@ static void test_split_inside_bucket(void **state) {
         snprintf(key, sizeof(key), "k%04d-new", (r + 1) * 100 + 50);
         assert_int_equal(put_partition(h, "lake", key), to[r]);
     }
-    json_t *st = req_json(h, "GET", "/v1/buckets/lake/stats?consistency=strong", NULL, 200);
+    json_t *st = rt_req_json(h, "GET", "/v1/buckets/lake/stats?consistency=strong", NULL, 200);
     assert_int_equal(json_integer_value(json_object_get(st, "objects")),
                      json_integer_value(json_object_get(before.stats, "objects")) + 3);
     json_decref(st);
@@ -291,15 +260,15 @@ static void test_split_inside_bucket(void **state) {
     expect_code(h, "DELETE", "/v1/buckets/lake", NULL, 409, "BucketSpansRanges");
     expect_code(h, "PUT", "/v1/buckets/lake/quota", "{\"max_objects\":5}", 409,
                 "BucketSpansRanges");
-    json_t *b = req_json(h, "GET", "/v1/buckets/lake", NULL, 200);
+    json_t *b = rt_req_json(h, "GET", "/v1/buckets/lake", NULL, 200);
     assert_string_equal(json_string_value(json_object_get(b, "versioning")), "Enabled");
     json_decref(b);
 
     /* A setting reaches every range: versioning Suspended on the home
      * partition, relayed to the three others in their log order. */
-    long relays0 = metric(h, "objlog_range_bucket_relays_total");
-    json_decref(req_json(h, "PUT", "/v1/buckets/lake/versioning", "{\"status\":\"Suspended\"}",
-                         200));
+    long relays0 = rt_metric(h, "objlog_range_bucket_relays_total ");
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/lake/versioning", "{\"status\":\"Suspended\"}",
+                            200));
     assert_string_equal(put_version(h, "lake", "k0010"), "null");
     for (int r = 0; r < 3; r++) {
         snprintf(key, sizeof(key), "k%04d", (r + 1) * 100 + 10);
@@ -312,15 +281,15 @@ static void test_split_inside_bucket(void **state) {
         fprintf(stderr, "versioning Suspended reached the range of %s after %d ms\n", key, ms);
         assert_string_equal(put_version(h, "lake", key), "null");
     }
-    assert_true(metric(h, "objlog_range_bucket_relays_total") >= relays0 + 3);
-    json_decref(req_json(h, "PUT", "/v1/buckets/lake/versioning", "{\"status\":\"Enabled\"}",
-                         200));
+    assert_true(rt_metric(h, "objlog_range_bucket_relays_total ") >= relays0 + 3);
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/lake/versioning", "{\"status\":\"Enabled\"}",
+                            200));
 
     /* Merged back, from the last range down: one partition again. */
     for (int r = 3; r >= 1; r--) {
         char body[64];
         snprintf(body, sizeof(body), "{\"bucket\":\"lake\",\"key\":\"k%04d\"}", r * 100);
-        json_t *j = handoff(h, "merge", body);
+        json_t *j = rt_handoff(h, "merge", body);
         assert_int_equal(json_integer_value(json_object_get(j, "to_partition")),
                          r == 1 ? home : to[r - 2]);
         json_decref(j);
@@ -364,7 +333,7 @@ static void cli_split(const char *url, const char *bucket, const char *key) {
 static void test_list_pages_across_split(void **state) {
     (void)state;
     httpc *h = httpc_new(LIVE.url);
-    json_decref(req_json(h, "PUT", "/v1/buckets/pages", "{}", 200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/pages", "{}", 200));
     char key[32];
     for (int i = 0; i < 300; i++) {
         snprintf(key, sizeof(key), "p%04d", i);
@@ -374,13 +343,13 @@ static void test_list_pages_across_split(void **state) {
     char tok[512] = "", last[32] = "";
     for (int page = 0;; page++) {
         if (page == 2) /* after p0000..p0099: split ahead of the reader */
-            json_decref(handoff(h, "split", "{\"bucket\":\"pages\",\"key\":\"p0150\"}"));
+            json_decref(rt_handoff(h, "split", "{\"bucket\":\"pages\",\"key\":\"p0150\"}"));
         if (page == 4) /* and behind it, by the CLI */
             cli_split(LIVE.url, "pages", "p0050");
         char path[700];
         snprintf(path, sizeof(path), "/v1/buckets/pages/objects?max_keys=50&consistency=strong%s%s",
                  *tok ? "&continuation_token=" : "", tok);
-        json_t *j = req_json(h, "GET", path, NULL, 200);
+        json_t *j = rt_req_json(h, "GET", path, NULL, 200);
         size_t i;
         json_t *o;
         json_array_foreach(json_object_get(j, "objects"), i, o) {
@@ -449,14 +418,14 @@ static void test_escrow_quota(void **state) {
     httpc *h = httpc_new(LIVE.url);
     char body[96];
     snprintf(body, sizeof(body), "{\"quota\":{\"max_objects\":%d}}", QUOTA_OBJECTS);
-    json_decref(req_json(h, "PUT", "/v1/buckets/escrow", body, 200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/escrow", body, 200));
     char key[32];
     for (int i = 0; i < 30; i++) {
         snprintf(key, sizeof(key), "%c-seed-%d", 'a' + i % 26, i);
         put_key(h, "escrow", key, 1);
     }
     /* Three ranges on three partitions. */
-    json_t *j = handoff(h, "split", "{\"bucket\":\"escrow\",\"key\":\"i\"}");
+    json_t *j = rt_handoff(h, "split", "{\"bucket\":\"escrow\",\"key\":\"i\"}");
     int home = (int)json_integer_value(json_object_get(j, "from_partition"));
     int first = (int)json_integer_value(json_object_get(j, "to_partition"));
     json_decref(j);
@@ -465,7 +434,7 @@ static void test_escrow_quota(void **state) {
         third++;
     snprintf(body, sizeof(body), "{\"bucket\":\"escrow\",\"key\":\"r\",\"to_partition\":%d}",
              third);
-    json_decref(handoff(h, "split", body));
+    json_decref(rt_handoff(h, "split", body));
     qwriter w[QUOTA_WRITERS];
     for (int i = 0; i < QUOTA_WRITERS; i++) {
         memset(&w[i], 0, sizeof(w[i]));
@@ -483,7 +452,7 @@ static void test_escrow_quota(void **state) {
         refused += w[i].quota_refused;
         share += w[i].share_refused;
     }
-    json_t *st = req_json(h, "GET", "/v1/buckets/escrow/stats?consistency=strong", NULL, 200);
+    json_t *st = rt_req_json(h, "GET", "/v1/buckets/escrow/stats?consistency=strong", NULL, 200);
     long objects = (long)json_integer_value(json_object_get(st, "objects"));
     json_decref(st);
     json_t *all = all_pages(h, "/v1/buckets/escrow/objects?max_keys=1000&consistency=strong",
@@ -500,7 +469,7 @@ static void test_escrow_quota(void **state) {
     assert_true(refused > 0);
 
     /* A raise goes to the home range's share: 10 more there, not 11. */
-    json_decref(req_json(h, "PUT", "/v1/buckets/escrow/quota", "{\"max_objects\":100}", 200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/escrow/quota", "{\"max_objects\":100}", 200));
     int more = 0;
     for (int i = 0; i < 11; i++) {
         char path[128];
@@ -516,7 +485,7 @@ static void test_escrow_quota(void **state) {
     expect_code(h, "PUT", "/v1/buckets/escrow/quota", "{\"max_objects\":1}", 409,
                 "BucketSpansRanges");
     /* Removed, it reaches every range (relayed): writes anywhere go in. */
-    json_decref(req_json(h, "PUT", "/v1/buckets/escrow/quota", "{\"max_objects\":0}", 200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/escrow/quota", "{\"max_objects\":0}", 200));
     static const char *const far[] = {"m-free", "z-free"};
     for (int f = 0; f < 2; f++) {
         char path[128];
@@ -534,7 +503,7 @@ static void test_escrow_quota(void **state) {
         fprintf(stderr, "quota removal reached the range of %s after %d ms\n", far[f], ms);
         assert_true(ms < 10000);
     }
-    st = req_json(h, "GET", "/v1/buckets/escrow/stats?consistency=strong", NULL, 200);
+    st = rt_req_json(h, "GET", "/v1/buckets/escrow/stats?consistency=strong", NULL, 200);
     assert_int_equal(json_integer_value(json_object_get(st, "objects")), 30 + acked + 10 + 2);
     json_decref(st);
     httpc_destroy(h);
@@ -543,15 +512,15 @@ static void test_escrow_quota(void **state) {
 static void test_bad_splits(void **state) {
     (void)state;
     httpc *h = httpc_new(LIVE.url);
-    json_t *before = req_json(h, "GET", "/v1/ranges", NULL, 200);
-    json_decref(req_json(h, "PUT", "/v1/buckets/indexed", "{}", 200));
-    json_decref(req_json(h, "PUT", "/v1/buckets/indexed/indexes/by-type",
-                         "{\"field\":\"content_type\"}", 200));
+    json_t *before = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/indexed", "{}", 200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/indexed/indexes/by-type",
+                            "{\"field\":\"content_type\"}", 200));
     expect_code(h, "POST", "/v1/ranges/split", "{\"bucket\":\"indexed\",\"key\":\"m\"}", 409,
                 "SplitInsideBucket");
     expect_code(h, "POST", "/v1/ranges/split", "{\"bucket\":\"nosuch\",\"key\":\"m\"}", 404,
                 "NoSuchBucket");
-    json_t *after = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *after = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     assert_true(json_equal(before, after));
     json_decref(before);
     json_decref(after);
@@ -560,18 +529,6 @@ static void test_bad_splits(void **state) {
 
 /* ---- automatic split of one hot bucket ---- */
 
-static void restart_live(const char *const *env) {
-    char why[256];
-    viewproc_stop(&LIVE, 10000);
-    for (int i = 0; env && env[i]; i += 2)
-        setenv(env[i], env[i + 1], 1);
-    int rc = viewproc_start(&LIVE, 60000, why, sizeof(why));
-    for (int i = 0; env && env[i]; i += 2)
-        unsetenv(env[i]);
-    if (rc < 0)
-        fprintf(stderr, "restart: %s\n", why);
-    assert_int_equal(rc, 0);
-}
 
 typedef struct hot_writer {
     int id;
@@ -602,12 +559,6 @@ static void *hot_writer_main(void *arg) {
     return NULL;
 }
 
-static long map_epoch(httpc *h) {
-    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
-    long e = (long)json_integer_value(json_object_get(m, "epoch"));
-    json_decref(m);
-    return e;
-}
 
 /* One bucket takes all the writes of its partition: --auto-split cuts
  * it inside, at a key of its own; no write is refused for it. */
@@ -615,10 +566,10 @@ static void test_auto_split_one_bucket(void **state) {
     (void)state;
     static const char *const env[] = {"OBJLOG_AUTO_SPLIT", "1", "OBJLOG_AUTO_SPLIT_RATE", "100",
                                        "OBJLOG_AUTO_SPLIT_SECONDS", "2", NULL};
-    restart_live(env);
+    rt_restart_live(&LIVE, env);
     httpc *h = httpc_new(LIVE.url);
-    json_decref(req_json(h, "PUT", "/v1/buckets/hot", "{}", 200));
-    long e0 = map_epoch(h), e1 = e0;
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/hot", "{}", 200));
+    long e0 = rt_map_epoch(h), e1 = e0;
     atomic_int stop = 0;
     hot_writer w[2];
     for (int i = 0; i < 2; i++) {
@@ -631,12 +582,12 @@ static void test_auto_split_one_bucket(void **state) {
     for (; waited < 30000 && e1 == e0; waited += 200) {
         struct timespec ts = {0, 200 * 1000000L};
         nanosleep(&ts, NULL);
-        e1 = map_epoch(h);
+        e1 = rt_map_epoch(h);
     }
     atomic_store(&stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(w[i].t, NULL);
-    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *m = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     const char *cut = NULL;
     size_t i;
     json_t *r;
@@ -657,11 +608,11 @@ static void test_auto_split_one_bucket(void **state) {
             fprintf(stderr, "writer %d: %ld refused, last %s\n", k, w[k].refused, w[k].last);
         assert_int_equal(w[k].refused, 0);
     }
-    json_t *st = req_json(h, "GET", "/v1/buckets/hot/stats?consistency=strong", NULL, 200);
+    json_t *st = rt_req_json(h, "GET", "/v1/buckets/hot/stats?consistency=strong", NULL, 200);
     assert_int_equal(json_integer_value(json_object_get(st, "objects")), w[0].acked + w[1].acked);
     json_decref(st);
     httpc_destroy(h);
-    restart_live(NULL);
+    rt_restart_live(&LIVE, NULL);
 }
 
 /* Last: a rebuild from the log dumps as the live view, byte for byte,

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "httpc.h"
+#include "rangetest.h"
 #include "linload.h"
 #include "objlog_producer.h"
 #include "viewproc.h"
@@ -74,23 +75,12 @@ static void sleep_ms(int ms) {
 
 /* ---- small HTTP helpers (main thread: they assert) ---- */
 
-static json_t *req_json(httpc *h, const char *method, const char *path, const char *body,
-                        long want) {
-    httpc_resp r;
-    assert_int_equal(httpc_do(h, method, path, body, NULL, &r), 0);
-    if (r.status != want)
-        fprintf(stderr, "%s %s: %ld %s\n", method, path, r.status, r.body);
-    assert_int_equal(r.status, want);
-    json_t *j = json_loads(r.body, 0, NULL);
-    assert_non_null(j);
-    return j;
-}
 
 static void create_buckets(httpc *h, const char *prefix) {
     for (int i = 0; i < NBUCKETS; i++) {
         char path[96];
         snprintf(path, sizeof(path), "/v1/buckets/%s-%d", prefix, i);
-        json_decref(req_json(h, "PUT", path, "{\"versioning\":\"Enabled\"}", 200));
+        json_decref(rt_req_json(h, "PUT", path, "{\"versioning\":\"Enabled\"}", 200));
     }
 }
 
@@ -101,21 +91,6 @@ static int token_partition(json_t *w) {
     return atoi(t);
 }
 
-/* POST /v1/ranges/<kind>; the answer (200 asserted). */
-static json_t *handoff(httpc *h, const char *kind, const char *body) {
-    char path[64];
-    snprintf(path, sizeof(path), "/v1/ranges/%s", kind);
-    json_t *j = req_json(h, "POST", path, body, 200);
-    fprintf(stderr, "handoff %s %s: epoch %lld, partition %lld -> %lld, %lld requests "
-                    "imported, %.3f s, writes held %.3f s\n",
-            kind, body, (long long)json_integer_value(json_object_get(j, "epoch")),
-            (long long)json_integer_value(json_object_get(j, "from_partition")),
-            (long long)json_integer_value(json_object_get(j, "to_partition")),
-            (long long)json_integer_value(json_object_get(j, "imported_requests")),
-            json_real_value(json_object_get(j, "seconds")),
-            json_real_value(json_object_get(j, "writes_held_seconds")));
-    return j;
-}
 
 /* Versions (1) and delete markers (0) per key of a bucket, from
  * ListObjectVersions, page by page: counts[i] for keys[i] found by name. */
@@ -131,7 +106,7 @@ static size_t list_versions(httpc *h, const char *bucket, key_count *out, size_t
         char path[256];
         snprintf(path, sizeof(path), "/v1/buckets/%s/versions?key_marker=%s&version_id_marker=%s",
                  bucket, km, vm);
-        json_t *j = req_json(h, "GET", path, NULL, 200);
+        json_t *j = rt_req_json(h, "GET", path, NULL, 200);
         json_t *vs = json_object_get(j, "versions");
         size_t i;
         json_t *v;
@@ -300,7 +275,7 @@ static int group_teardown(void **state) {
 static void test_bad_requests(void **state) {
     (void)state;
     httpc *h = httpc_new(LIVE.url);
-    json_t *before = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *before = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     static const struct {
         const char *method, *path, *body;
         long status;
@@ -334,7 +309,7 @@ static void test_bad_requests(void **state) {
         assert_non_null(strstr(r.body, cases[i].code));
     }
     /* Nothing moved: the same map, the same epoch. */
-    json_t *after = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *after = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     assert_true(json_equal(before, after));
     json_decref(before);
     json_decref(after);
@@ -356,7 +331,7 @@ static void test_retry_across_split(void **state) {
     assert_int_equal(r.status, 200);
     json_t *first = json_loads(r.body, 0, NULL);
     int p0 = token_partition(first);
-    json_t *ho = handoff(h, "split", "{\"bucket\":\"rty-3\"}");
+    json_t *ho = rt_handoff(h, "split", "{\"bucket\":\"rty-3\"}");
     assert_int_equal(json_integer_value(json_object_get(ho, "from_partition")), p0);
     int q = (int)json_integer_value(json_object_get(ho, "to_partition"));
     assert_int_not_equal(q, p0);
@@ -387,7 +362,7 @@ static void test_retry_across_split(void **state) {
     json_decref(first);
     json_decref(again);
     /* And back: the range merges into the one before it. */
-    json_decref(handoff(h, "merge", "{\"bucket\":\"rty-3\"}"));
+    json_decref(rt_handoff(h, "merge", "{\"bucket\":\"rty-3\"}"));
     httpc_destroy(h);
 }
 
@@ -400,9 +375,9 @@ static void test_handoffs_under_load(void **state) {
     for (int c = 0; c < 2; c++) {
         snprintf(path, sizeof(path), "/v1/buckets/%s-%d/objects/counter", prefix,
                  c ? NBUCKETS - 1 : 0);
-        json_decref(req_json(h, "PUT", path,
-                             "{\"size\":1,\"etag\":\"00000000000000000000000000000000\"}",
-                             200));
+        json_decref(rt_req_json(h, "PUT", path,
+                                "{\"size\":1,\"etag\":\"00000000000000000000000000000000\"}",
+                                200));
     }
     atomic_int stop = 0;
     writer w[W_N];
@@ -422,22 +397,22 @@ static void test_handoffs_under_load(void **state) {
     snprintf(lin_bucket, sizeof(lin_bucket), "%s-4", prefix);
     assert_int_equal(linload_start(&L, urls, 1, lin_bucket), 0);
     sleep_ms(1500);
-    json_t *a = handoff(h, "split", "{\"bucket\":\"hol-3\"}");
+    json_t *a = rt_handoff(h, "split", "{\"bucket\":\"hol-3\"}");
     sleep_ms(1500);
-    json_t *b = handoff(h, "move", "{\"bucket\":\"hol-3\"}");
+    json_t *b = rt_handoff(h, "move", "{\"bucket\":\"hol-3\"}");
     sleep_ms(1500);
-    json_t *c = handoff(h, "merge", "{\"bucket\":\"hol-3\"}");
+    json_t *c = rt_handoff(h, "merge", "{\"bucket\":\"hol-3\"}");
     sleep_ms(1500);
     /* Inside buckets: counter 0 stays on its bucket's first range while
      * the writers' keys move; counter 1 moves; the linearizability load's
      * keys hot0, hot1 stay and hot2... move. */
-    json_decref(handoff(h, "split", "{\"bucket\":\"hol-0\",\"key\":\"d\"}"));
+    json_decref(rt_handoff(h, "split", "{\"bucket\":\"hol-0\",\"key\":\"d\"}"));
     sleep_ms(1000);
-    json_decref(handoff(h, "split", "{\"bucket\":\"hol-5\",\"key\":\"a\"}"));
+    json_decref(rt_handoff(h, "split", "{\"bucket\":\"hol-5\",\"key\":\"a\"}"));
     sleep_ms(1000);
-    json_decref(handoff(h, "split", "{\"bucket\":\"hol-4\",\"key\":\"hot2\"}"));
+    json_decref(rt_handoff(h, "split", "{\"bucket\":\"hol-4\",\"key\":\"hot2\"}"));
     sleep_ms(1000);
-    json_decref(handoff(h, "merge", "{\"bucket\":\"hol-0\",\"key\":\"d\"}"));
+    json_decref(rt_handoff(h, "merge", "{\"bucket\":\"hol-0\",\"key\":\"d\"}"));
     sleep_ms(1000);
     atomic_store(&stop, 1);
     for (int i = 0; i < W_N; i++)
@@ -485,7 +460,7 @@ static void test_handoffs_under_load(void **state) {
     for (int cnt = 0; cnt < 2; cnt++) {
         snprintf(path, sizeof(path), "/v1/buckets/%s-%d/objects/counter", prefix,
                  cnt ? NBUCKETS - 1 : 0);
-        json_t *o = req_json(h, "GET", path, NULL, 200);
+        json_t *o = rt_req_json(h, "GET", path, NULL, 200);
         long v = strtol(json_string_value(json_object_get(o, "etag")), NULL, 16);
         fprintf(stderr, "counter %d: %ld (%ld increments acknowledged)\n", cnt, v,
                 w[W_CAS].cas_ok[cnt]);
@@ -543,7 +518,7 @@ static void test_producer_follows_handoff(void **state) {
                      0);
     assert_int_equal(r.status, OBJLOG_STATUS_OK);
     int p0 = r.partition;
-    json_t *ho = handoff(h, "split", "{\"bucket\":\"prd-2\"}");
+    json_t *ho = rt_handoff(h, "split", "{\"bucket\":\"prd-2\"}");
     int q = (int)json_integer_value(json_object_get(ho, "to_partition"));
     json_decref(ho);
     assert_int_not_equal(q, p0);
@@ -571,12 +546,10 @@ static void test_producer_follows_handoff(void **state) {
     assert_int_equal(kc[0].versions, 1); /* "after": applied once */
     assert_int_equal(kc[1].versions, 1);
     objlog_producer_destroy(p);
-    json_decref(handoff(h, "merge", "{\"bucket\":\"prd-2\"}"));
+    json_decref(rt_handoff(h, "merge", "{\"bucket\":\"prd-2\"}"));
     httpc_destroy(h);
 }
 
-static long map_epoch(httpc *h);
-static long metric(httpc *h, const char *series);
 
 /* A second objlogd on the log, which did not run the handoff: its gateway
  * routed by the old map, meets WrongRange, resends by the new one. */
@@ -590,41 +563,41 @@ static void test_other_node_follows(void **state) {
     assert_non_null(other);
     httpc *o = httpc_new(url);
     const char *body = "{\"size\":2,\"etag\":\"00000000000000000000000000000002\"}";
-    json_t *w = req_json(o, "PUT", "/v1/buckets/oth-4/objects/a", body, 200);
+    json_t *w = rt_req_json(o, "PUT", "/v1/buckets/oth-4/objects/a", body, 200);
     int p0 = token_partition(w);
     json_decref(w);
-    json_t *ho = handoff(h, "split", "{\"bucket\":\"oth-2\"}");
+    json_t *ho = rt_handoff(h, "split", "{\"bucket\":\"oth-2\"}");
     int q = (int)json_integer_value(json_object_get(ho, "to_partition"));
     long epoch = (long)json_integer_value(json_object_get(ho, "epoch"));
     json_decref(ho);
     assert_int_not_equal(q, p0);
     /* Through the other node: 200 on the new partition, applied once. */
-    w = req_json(o, "PUT", "/v1/buckets/oth-4/objects/b", body, 200);
+    w = rt_req_json(o, "PUT", "/v1/buckets/oth-4/objects/b", body, 200);
     assert_int_equal(token_partition(w), q);
     json_decref(w);
     key_count kc[4];
     assert_int_equal(list_versions(h, "oth-4", kc, 4), 2);
     assert_int_equal(kc[1].versions, 1);
     /* Its readers route by the new map: the new write reads back there. */
-    assert_int_equal(map_epoch(o), epoch);
-    json_decref(req_json(o, "GET", "/v1/buckets/oth-4/objects/b?consistency=strong", NULL,
-                         200));
+    assert_int_equal(rt_map_epoch(o), epoch);
+    json_decref(rt_req_json(o, "GET", "/v1/buckets/oth-4/objects/b?consistency=strong", NULL,
+                            200));
     fprintf(stderr, "the other node resent %ld writes by the new map\n",
-            metric(o, "objlog_gateway_wrong_range_resends_total "));
+            rt_metric(o, "objlog_gateway_wrong_range_resends_total "));
     /* Without a write: the other node takes the next map from the control
      * topic (it watches it), and reads the moved range where it went. */
-    ho = handoff(h, "merge", "{\"bucket\":\"oth-2\"}");
+    ho = rt_handoff(h, "merge", "{\"bucket\":\"oth-2\"}");
     epoch = (long)json_integer_value(json_object_get(ho, "epoch"));
     json_decref(ho);
     long seen = -1;
     for (int waited = 0; waited < 10000 && seen != epoch; waited += 100) {
         sleep_ms(100);
-        seen = map_epoch(o);
+        seen = rt_map_epoch(o);
     }
     assert_int_equal(seen, epoch);
-    json_decref(req_json(h, "PUT", "/v1/buckets/oth-4/objects/c", body, 200));
-    json_decref(req_json(o, "GET", "/v1/buckets/oth-4/objects/c?consistency=strong", NULL,
-                         200));
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/oth-4/objects/c", body, 200));
+    json_decref(rt_req_json(o, "GET", "/v1/buckets/oth-4/objects/c?consistency=strong", NULL,
+                            200));
     httpc_destroy(o);
     proc_stop(other, 10000);
     httpc_destroy(h);
@@ -699,7 +672,7 @@ static void test_kill_during_handoff(void **state) {
     httpc *h = httpc_new(LIVE.url);
     const char *prefix = "kil";
     create_buckets(h, prefix);
-    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *m = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     long e0 = (long)json_integer_value(json_object_get(m, "epoch"));
     json_decref(m);
     httpc_destroy(h);
@@ -725,7 +698,7 @@ static void test_kill_during_handoff(void **state) {
     /* The ranges are where the finished handoffs put them: each split's
      * bucket starts a range. */
     h = httpc_new(LIVE.url);
-    m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    m = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     int starts = 0;
     size_t i;
     json_t *r;
@@ -751,7 +724,7 @@ static void test_kill_during_handoff(void **state) {
         /* Split or not, the bucket counts what it lists. */
         char path[128];
         snprintf(path, sizeof(path), "/v1/buckets/%s/stats", bucket);
-        json_t *st = req_json(h, "GET", path, NULL, 200);
+        json_t *st = rt_req_json(h, "GET", path, NULL, 200);
         assert_int_equal(json_integer_value(json_object_get(st, "versions")), nk[b]);
         json_decref(st);
     }
@@ -770,48 +743,18 @@ static void test_kill_during_handoff(void **state) {
     httpc_destroy(h);
 }
 
-/* Restarts LIVE with env (NAME=VALUE pairs, NULL-ended) in its
- * environment, then takes them away again for later starts. */
-static void restart_live(const char *const *env) {
-    char why[256];
-    viewproc_stop(&LIVE, 10000);
-    for (int i = 0; env && env[i]; i += 2)
-        setenv(env[i], env[i + 1], 1);
-    int rc = viewproc_start(&LIVE, 60000, why, sizeof(why));
-    for (int i = 0; env && env[i]; i += 2)
-        unsetenv(env[i]);
-    if (rc < 0)
-        fprintf(stderr, "restart: %s\n", why);
-    assert_int_equal(rc, 0);
-}
 
-static long map_epoch(httpc *h) {
-    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
-    long e = (long)json_integer_value(json_object_get(m, "epoch"));
-    json_decref(m);
-    return e;
-}
 
-/* A value of /metrics: the first line starting with series. */
-static long metric(httpc *h, const char *series) {
-    httpc_resp r;
-    assert_int_equal(httpc_do(h, "GET", "/metrics", NULL, NULL, &r), 0);
-    assert_int_equal(r.status, 200);
-    const char *at = strstr(r.body, series);
-    while (at && at != r.body && at[-1] != '\n')
-        at = strstr(at + 1, series);
-    return at ? atol(at + strlen(series)) : -1;
-}
 
 static void test_auto_split(void **state) {
     (void)state;
     static const char *const env[] = {"OBJLOG_AUTO_SPLIT", "1", "OBJLOG_AUTO_SPLIT_RATE", "100",
                                        "OBJLOG_AUTO_SPLIT_SECONDS", "2", NULL};
-    restart_live(env);
+    rt_restart_live(&LIVE, env);
     httpc *h = httpc_new(LIVE.url);
     const char *prefix = "aus";
     create_buckets(h, prefix);
-    long e0 = map_epoch(h);
+    long e0 = rt_map_epoch(h);
     atomic_int stop = 0;
     writer w[2];
     for (int i = 0; i < 2; i++) {
@@ -828,7 +771,7 @@ static void test_auto_split(void **state) {
     int waited = 0;
     for (; waited < 30000 && e1 == e0; waited += 200) {
         sleep_ms(200);
-        e1 = map_epoch(h);
+        e1 = rt_map_epoch(h);
     }
     sleep_ms(500);
     atomic_store(&stop, 1);
@@ -837,9 +780,9 @@ static void test_auto_split(void **state) {
     fprintf(stderr, "auto-split: epoch %ld -> %ld after %d ms of load (%ld + %ld writes)\n",
             e0, e1, waited, w[0].nacked, w[1].nacked);
     assert_true(e1 > e0);
-    assert_true(metric(h, "objlog_range_auto_splits_total{result=\"ok\"} ") >= 1);
+    assert_true(rt_metric(h, "objlog_range_auto_splits_total{result=\"ok\"} ") >= 1);
     /* The split fell between two of the hot buckets. */
-    json_t *m = req_json(h, "GET", "/v1/ranges", NULL, 200);
+    json_t *m = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
     int at_hot = 0;
     size_t i;
     json_t *r;
@@ -850,9 +793,9 @@ static void test_auto_split(void **state) {
     json_decref(m);
     assert_true(at_hot >= 1);
     /* No load, no more splits: three quiet periods later, the same map. */
-    long e2 = map_epoch(h);
+    long e2 = rt_map_epoch(h);
     sleep_ms(8000);
-    assert_int_equal(map_epoch(h), e2);
+    assert_int_equal(rt_map_epoch(h), e2);
     for (int k = 0; k < 2; k++) {
         if (w[k].refused)
             fprintf(stderr, "auto-split writer %d: %ld not acknowledged, the last: %s\n", k,
@@ -861,7 +804,7 @@ static void test_auto_split(void **state) {
         free(w[k].acked);
     }
     httpc_destroy(h);
-    restart_live(NULL);
+    rt_restart_live(&LIVE, NULL);
 }
 
 static void test_add_partitions(void **state) {
@@ -887,17 +830,17 @@ static void test_add_partitions(void **state) {
         fprintf(stderr, "add-partitions: %s%s\n", out, err);
     assert_int_equal(rc, 0);
     NPARTS = PARTS + 2;
-    restart_live(NULL);
+    rt_restart_live(&LIVE, NULL);
     httpc *h = httpc_new(LIVE.url);
-    json_t *lag = req_json(h, "GET", "/v1/lag", NULL, 200);
+    json_t *lag = rt_req_json(h, "GET", "/v1/lag", NULL, 200);
     assert_int_equal(json_array_size(json_object_get(lag, "partitions")), NPARTS);
     json_decref(lag);
     create_buckets(h, "gro");
     char body[96];
     snprintf(body, sizeof(body), "{\"bucket\":\"gro-3\",\"to_partition\":%d}", NPARTS - 1);
-    json_decref(handoff(h, "split", body));
-    json_t *wr = req_json(h, "PUT", "/v1/buckets/gro-4/objects/k",
-                          "{\"size\":1,\"etag\":\"00000000000000000000000000000004\"}", 200);
+    json_decref(rt_handoff(h, "split", body));
+    json_t *wr = rt_req_json(h, "PUT", "/v1/buckets/gro-4/objects/k",
+                             "{\"size\":1,\"etag\":\"00000000000000000000000000000004\"}", 200);
     assert_int_equal(token_partition(wr), NPARTS - 1);
     json_decref(wr);
     httpc_destroy(h);
