@@ -133,7 +133,7 @@ const cli_cmd cli_ranges_cmds[] = {
      "inside it): from there on, the rest of that range moves to PARTITION\n"
      "(default: the least loaded one). Answers once the target applied the\n"
      "range's state. A bucket split inside lists and counts as one; while it\n"
-     "spans partitions it cannot be deleted or indexed (merge it first).\n",
+     "spans partitions it cannot be indexed (merge it first).\n",
      NULL},
     {"move", "ranges move", ranges_move,
      "usage: objlog ranges move BUCKET [--key KEY] [--to PARTITION]\n"

@@ -5,9 +5,12 @@
  *    multipart uploads) split inside at three keys over four partitions
  *    lists, lists versions and uploads, and counts exactly as it did
  *    before (every page compared with the one taken before the splits);
- *    new writes land on the partition holding their key; the bucket's
- *    events that need all of it (DeleteBucket, versioning, quota) get 409
- *    BucketSpansRanges and change nothing; merged back, they work again;
+ *    new writes land on the partition holding their key; settings reach
+ *    every range (relayed); a quota cut the home's share cannot cover and
+ *    DeleteBucket of a bucket that is not empty are refused and change
+ *    nothing; merged back, the bucket is one partition's again;
+ *  - DeleteBucket of an emptied bucket split over partitions merges its
+ *    ranges back and deletes it;
  *  - LIST pages taken while a split happens between them return every key
  *    once, in order;
  *  - quota by escrow: 8 writers create new keys in a bucket with a quota
@@ -256,8 +259,10 @@ static void test_split_inside_bucket(void **state) {
                      json_integer_value(json_object_get(before.stats, "objects")) + 3);
     json_decref(st);
 
-    /* What needs the whole bucket is refused, and changes nothing. */
-    expect_code(h, "DELETE", "/v1/buckets/lake", NULL, 409, "BucketSpansRanges");
+    /* What needs the whole bucket is refused, and changes nothing: the
+     * bucket is not empty (so its ranges stay), its quota has no shares
+     * to cut into. */
+    expect_code(h, "DELETE", "/v1/buckets/lake", NULL, 409, "BucketNotEmpty");
     expect_code(h, "PUT", "/v1/buckets/lake/quota", "{\"max_objects\":5}", 409,
                 "BucketSpansRanges");
     json_t *b = rt_req_json(h, "GET", "/v1/buckets/lake", NULL, 200);
@@ -327,6 +332,44 @@ static void cli_split(const char *url, const char *bucket, const char *key) {
                        "--key", "", NULL};
     assert_int_equal(proc_run(bad_key, NULL, out, sizeof(out), err, sizeof(err), 60000), 2);
     assert_non_null(strstr(err, "--key must not be empty"));
+}
+
+/* DeleteBucket of a bucket split over partitions: refused while a key
+ * is left (its ranges stay where they are); once it is empty, its ranges
+ * are merged back to its home and the bucket goes. */
+static void test_delete_spread_bucket(void **state) {
+    (void)state;
+    httpc *h = httpc_new(LIVE.url);
+    json_decref(rt_req_json(h, "PUT", "/v1/buckets/gone", "{}", 200));
+    char key[32], path[128];
+    for (int i = 0; i < 30; i++) {
+        snprintf(key, sizeof(key), "g%02d", i);
+        put_key(h, "gone", key, 1);
+    }
+    json_decref(rt_handoff(h, "split", "{\"bucket\":\"gone\",\"key\":\"g10\"}"));
+    json_decref(rt_handoff(h, "split", "{\"bucket\":\"gone\",\"key\":\"g20\"}"));
+    long e0 = rt_map_epoch(h);
+    for (int i = 0; i < 29; i++) {
+        snprintf(path, sizeof(path), "/v1/buckets/gone/objects/g%02d" WRITE_TIMEOUT, i);
+        json_decref(rt_req_json(h, "DELETE", path, NULL, 200));
+    }
+    expect_code(h, "DELETE", "/v1/buckets/gone", NULL, 409, "BucketNotEmpty");
+    assert_int_equal(rt_map_epoch(h), e0); /* nothing merged for it */
+    json_decref(rt_req_json(h, "DELETE", "/v1/buckets/gone/objects/g29" WRITE_TIMEOUT, NULL,
+                            200));
+    json_decref(rt_req_json(h, "DELETE", "/v1/buckets/gone", NULL, 200));
+    expect_code(h, "GET", "/v1/buckets/gone", NULL, 404, "NoSuchBucket");
+    /* Two merges ran first: no range starts inside it any more. */
+    assert_int_equal(rt_map_epoch(h), e0 + 2);
+    json_t *m = rt_req_json(h, "GET", "/v1/ranges", NULL, 200);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(m, "ranges"), i, r) {
+        const char *b = json_string_value(json_object_get(r, "bucket"));
+        assert_false(b && strcmp(b, "gone") == 0 && json_string_length(json_object_get(r, "key")));
+    }
+    json_decref(m);
+    httpc_destroy(h);
 }
 
 /* LIST pages with a split between them: every key once, in order. */
@@ -636,6 +679,7 @@ int main(void) {
         cmocka_unit_test(test_bad_splits),
         cmocka_unit_test(test_split_inside_bucket),
         cmocka_unit_test(test_list_pages_across_split),
+        cmocka_unit_test(test_delete_spread_bucket),
         cmocka_unit_test(test_escrow_quota),
         cmocka_unit_test(test_auto_split_one_bucket),
         cmocka_unit_test(test_rebuild_equal),

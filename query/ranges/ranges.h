@@ -131,6 +131,13 @@ void ranges_autosplit_tick(objlog_query *q, int64_t now_ms);
  * missing, nor two partitions seen at different points for a change. */
 int ranges_caught_up(objlog_query *q, int32_t p);
 
+/* DeleteBucket of a bucket with ranges on several partitions: answers
+ * BucketNotEmpty when this view shows something in it, else merges its
+ * ranges back (off the event loop) and then runs the request's route
+ * again, so that its home partition decides it with every key. 1 taken
+ * (answered or parked), 0 go on as usual (a re-run, a bucket held whole). */
+int ranges_delete_spread(http_ctx *c, const char *bucket);
+
 /* Relays of bucket settings (relay.c): for each range inside a bucket on
  * a partition other than its home whose copy of the settings is older
  * than the home's, a BucketRelay to it. The ranges thread's. */

@@ -1,9 +1,12 @@
-/* rangeshttp.c: POST /v1/ranges/{split,move,merge} (ranges.h).
+/* rangeshttp.c: POST /v1/ranges/{split,move,merge} (ranges.h), and the
+ * merges a DeleteBucket of a bucket split over partitions waits for.
  *
  * A handoff takes seconds (two events appended and applied, the map
  * published): it never runs on a worker's event loop. The handler checks
  * the body, starts a thread that runs the handoff, and that thread wakes
- * the worker (an event of the request's own), which answers.
+ * the worker (an event of the request's own), which answers; or, for a
+ * DeleteBucket, runs the request's route again once the bucket's ranges
+ * are merged (http_rerun), so the bucket's home decides it whole.
  *
  * Invariant: a job belongs to the worker that took its request; only that
  * worker's thread touches the request, joins the thread and frees the
@@ -21,6 +24,9 @@
 #include <event2/buffer.h>
 
 #include "bucketname.h"
+#include "keycodec.h"
+#include "rangemap.h"
+#include "view.h"
 
 typedef struct ranges_job ranges_job;
 struct ranges_job {
@@ -33,6 +39,8 @@ struct ranges_job {
     pthread_t thread;
     struct event *done_ev;
     int answered;
+    const http_face *face;       /* rerun: the request's face */
+    int rerun;                   /* a DeleteBucket's merges: run its route again */
     ranges_job *next;            /* its worker's list */
 };
 
@@ -44,11 +52,56 @@ static ranges_worker *rw_of(const http_worker *w) {
     return server_slot(w, w->q->ranges->slot);
 }
 
+/* The key of the last range that starts inside bucket under rm into key;
+ * 1, or 0 none. */
+static int last_inside(const rangemap *rm, const char *bucket, keybuf *key) {
+    keybuf b, k;
+    keybuf_init(&b);
+    keybuf_init(&k);
+    int found = 0;
+    for (int i = 0; i < rangemap_count(rm); i++) {
+        const uint8_t *s, *e;
+        size_t sn, en, used = 0;
+        int p;
+        rangemap_entry(rm, i, &s, &sn, &e, &en, &p);
+        keybuf_reset(&b);
+        keybuf_reset(&k);
+        if (sn > 2 && keycodec_parse_route_key(s, sn, &b, &k, &used) == 0 && used == sn &&
+            k.len && b.len == strlen(bucket) && !memcmp(b.data, bucket, b.len)) {
+            keybuf_reset(key);
+            found = keybuf_append(key, k.data, k.len) == 0;
+        }
+    }
+    keybuf_free(&b);
+    keybuf_free(&k);
+    return found;
+}
+
 static void *ranges_job_main(void *arg) {
     ranges_job *j = arg;
-    ranges_run(j->w->q, &j->rq, &j->res);
+    if (!j->rerun) {
+        ranges_run(j->w->q, &j->rq, &j->res);
+        event_active(j->done_ev, 0, 0);
+        return NULL;
+    }
+    /* Merge the bucket's ranges from the last down, until none starts
+     * inside it (at most as many as the map has) or one fails. */
+    for (int n = 0; n < 1024; n++) {
+        if (!last_inside(objlog_materializer_rangemap(j->w->q->m), j->rq.bucket, &j->rq.key))
+            break;
+        ranges_run(j->w->q, &j->rq, &j->res);
+        if (j->res.status != 200)
+            break;
+    }
     event_active(j->done_ev, 0, 0);
     return NULL;
+}
+
+/* A DeleteBucket's merges ended: its route runs again, whatever they did
+ * (a bucket still spread is answered BucketSpansRanges by its home). */
+static void job_rerun(ranges_job *j) {
+    fence_result met = {.rc = FENCE_MET};
+    http_rerun(j->w, j->req, j->request_id, &j->start, &met, j->face);
 }
 
 static void job_free(ranges_job *j) {
@@ -93,7 +146,10 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg) {
     ranges_job *j = arg;
     pthread_join(j->thread, NULL);
     job_unlink(j);
-    job_answer(j);
+    if (j->rerun)
+        job_rerun(j);
+    else
+        job_answer(j);
     job_free(j);
 }
 
@@ -176,6 +232,66 @@ void ranges_post(http_ctx *c, ranges_kind kind) {
     rw_of(c->w)->jobs = j;
 }
 
+/* 1 if bucket has a range starting inside it (keys on several
+ * partitions) under this node's map. */
+static int bucket_spread(objlog_query *q, const char *bucket) {
+    keybuf k;
+    keybuf_init(&k);
+    int spread = last_inside(objlog_materializer_rangemap(q->m), bucket, &k);
+    keybuf_free(&k);
+    return spread;
+}
+
+/* 1 if the view shows nothing under bucket (no version, marker or
+ * upload, summed over its stakes), 0 if something, -1 unknown. */
+static int bucket_looks_empty(objlog_query *q, const char *bucket) {
+    view *v = view_open(q->store);
+    view_usage u;
+    char err[256];
+    view_rc rc = v ? view_bucket_usage(v, bucket, &u, err, sizeof(err)) : VIEW_ERROR;
+    if (v)
+        view_close(v);
+    if (rc != VIEW_OK)
+        return -1;
+    return u.versions + u.delete_markers + u.uploads == 0;
+}
+
+int ranges_delete_spread(http_ctx *c, const char *bucket) {
+    if (c->fenced || !bucket_spread(c->q, bucket))
+        return 0;
+    /* Not empty as far as this view knows: S3's answer at once, and the
+     * ranges stay as they are (a merge would only undo a split). */
+    if (bucket_looks_empty(c->q, bucket) == 0) {
+        http_reply_error(c, 409, "BucketNotEmpty",
+                         "bucket %s is not empty (versions, delete markers or uploads remain)",
+                         bucket);
+        return 1;
+    }
+    ranges_job *j = calloc(1, sizeof(*j));
+    if (!j || c->w->stopping) {
+        free(j);
+        return 0; /* its home answers BucketSpansRanges */
+    }
+    j->rerun = 1;
+    j->rq.kind = RANGES_MERGE;
+    j->rq.to = -1;
+    snprintf(j->rq.bucket, sizeof(j->rq.bucket), "%s", bucket);
+    keybuf_init(&j->rq.key);
+    j->w = c->w;
+    j->req = c->req;
+    j->start = c->start;
+    j->face = c->face;
+    memcpy(j->request_id, c->request_id, sizeof(j->request_id));
+    j->done_ev = event_new(c->w->base, -1, 0, job_done_cb, j);
+    if (!j->done_ev || pthread_create(&j->thread, NULL, ranges_job_main, j) != 0) {
+        job_free(j);
+        return 0;
+    }
+    j->next = rw_of(c->w)->jobs;
+    rw_of(c->w)->jobs = j;
+    return 1;
+}
+
 /* As the worker stops: its handoffs end (bounded by their steps'
  * timeouts) and are answered, so the in-flight count reaches zero. */
 static void rw_stop(void *arg, http_worker *w, void *state) {
@@ -186,7 +302,10 @@ static void rw_stop(void *arg, http_worker *w, void *state) {
         ranges_job *j = rw->jobs;
         rw->jobs = j->next;
         pthread_join(j->thread, NULL);
-        job_answer(j);
+        if (j->rerun)
+            job_rerun(j);
+        else
+            job_answer(j);
         job_free(j);
     }
 }

@@ -47,6 +47,7 @@
  * id: the log is fine, the view's disk is not. */
 #include "core.h"
 #include "cluster.h"
+#include "ranges.h"
 #include "server.h"
 #include "write.h"
 
@@ -875,6 +876,8 @@ void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_l
 }
 
 void gateway_delete_bucket(http_ctx *c, const char *bucket) {
+    if (ranges_delete_spread(c, bucket))
+        return;
     gw_submit(c, &(gw_write){.op = GW_OP_DELETE_BUCKET, .bucket = bucket});
 }
 
