@@ -455,7 +455,46 @@ static void refuse(apply_ev *a, const char *bucket, const char *why) {
              "RangeOut: the range cuts bucket %s, and %s", bucket, why);
 }
 
-/* One bucket of the moving range. 1 done, 0 refused, -1 error. */
+/* 1 if the range cuts through the bucket (the source keeps some of its
+ * keys, or the range starts or ends inside it), 0 not, -1 error. */
+static int out_cuts(const out_ctx *c, const uint8_t *bpart, size_t bn, const keybuf *lo,
+                    const keybuf *hi) {
+    int keeps = holds_any(c->nm, c->a->partition, bpart, bn);
+    if (keeps < 0)
+        return -1;
+    return keeps || bytes_cmp(lo->data, lo->len, c->s, c->sn) < 0 ||
+           (c->en && bytes_cmp(hi->data, hi->len, c->e, c->en) > 0);
+}
+
+/* Checked for every bucket before any is changed (a refused event stages
+ * nothing): 1 the range may take the bucket's part, 0 refused (a->res),
+ * -1 error. */
+static int out_allowed(out_ctx *c, const uint8_t *bpart, size_t bn) {
+    apply_ev *a = c->a;
+    keybuf lo, hi, before;
+    keybuf_init(&lo), keybuf_init(&hi), keybuf_init(&before);
+    Objlog__BucketRecord *rec = NULL;
+    int rc = bucket_span(bpart, bn, &lo, &hi) < 0 ||
+                     key_under(c->cur, a->partition, bpart, bn, &before) < 0
+                 ? oom(a->errstr, a->es)
+                 : load_record(a->b, &before, &rec, a->errstr, a->es);
+    if (rc == 1) {
+        int cut = out_cuts(c, bpart, bn, &lo, &hi);
+        const char *why = cut > 0 ? cut_refused(rec, cut) : NULL;
+        rc = cut < 0 ? oom(a->errstr, a->es) : why ? 0 : 1;
+        if (why)
+            refuse(a, rec->name, why);
+    } else if (rc == 0) {
+        rc = 1; /* no stake here: nothing of it moves */
+    }
+    if (rec)
+        objlog__bucket_record__free_unpacked(rec, NULL);
+    keybuf_free(&lo), keybuf_free(&hi), keybuf_free(&before);
+    return rc;
+}
+
+/* One bucket of the moving range (out_allowed said yes). 1 done, -1
+ * error. */
 static int out_bucket(out_ctx *c, const uint8_t *bpart, size_t bn) {
     apply_ev *a = c->a;
     apply_batch *b = a->b;
@@ -478,12 +517,8 @@ static int out_bucket(out_ctx *c, const uint8_t *bpart, size_t bn) {
         goto out;
     }
     int keeps = holds_any(c->nm, p, bpart, bn);
-    int cut = keeps || bytes_cmp(lo.data, lo.len, c->s, c->sn) < 0 ||
-              (c->en && bytes_cmp(hi.data, hi.len, c->e, c->en) > 0);
-    const char *why = cut_refused(rec, cut);
-    if (why) {
-        refuse(a, rec->name, why);
-        rc = 0;
+    if (keeps < 0) {
+        oom(a->errstr, a->es);
         goto out;
     }
     /* The moving part of the bucket: [max(s, lo), min(e, hi)). */
@@ -607,8 +642,13 @@ int stake_range_out(apply_ev *a, const uint8_t *s, size_t sn, const uint8_t *e, 
     int go = 1;
     for (size_t at = 0; rc == 0 && go == 1 && at < parts.len;) {
         size_t bn = ((size_t)parts.data[at] << 8) | parts.data[at + 1];
-        go = out_bucket(&c, parts.data + at + 2, bn);
+        go = out_allowed(&c, parts.data + at + 2, bn);
         rc = go < 0 ? -1 : 0;
+        at += 2 + bn;
+    }
+    for (size_t at = 0; rc == 0 && go == 1 && at < parts.len;) {
+        size_t bn = ((size_t)parts.data[at] << 8) | parts.data[at + 1];
+        rc = out_bucket(&c, parts.data + at + 2, bn) < 0 ? -1 : 0;
         at += 2 + bn;
     }
     keybuf_free(&parts);
