@@ -153,8 +153,9 @@ static int control_scan(const char *brokers, const char *topic, int timeout_ms,
         if (m)
             rd_kafka_message_destroy(m);
     }
-    rd_kafka_consumer_close(c);
-    rd_kafka_destroy(c);
+    /* Assigned, never subscribed, nothing committed: no close to wait for
+     * (it would wait on a group coordinator that may not answer). */
+    rd_kafka_destroy_flags(c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     return rc;
 }
 
@@ -326,6 +327,11 @@ rd_kafka_t *control_watch_new(const char *brokers, const char *control_topic, ch
     rd_kafka_assign(c, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     return c;
+}
+
+void control_watch_free(rd_kafka_t *c) {
+    if (c)
+        rd_kafka_destroy_flags(c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
 rangemap *control_watch_poll(rd_kafka_t *c) {

@@ -67,9 +67,13 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
 
 /* A consumer that follows control_topic from its start (a handoff's map
  * reaches every node that watches), or NULL with errstr. Destroy it with
- * rd_kafka_consumer_close and rd_kafka_destroy. */
+ * control_watch_free. */
 rd_kafka_t *control_watch_new(const char *brokers, const char *control_topic, char *errstr,
                               size_t errstr_size);
+/* Ends a watch at once: it joined no group and commits nothing, and a
+ * consumer close would wait for a group coordinator that may not answer
+ * (brokers down or stopped: librdkafka retries its query for ever). */
+void control_watch_free(rd_kafka_t *c);
 /* The newest range map among the messages the watch has received since
  * the last poll (the caller destroys it), or NULL: none. Never blocks. */
 rangemap *control_watch_poll(rd_kafka_t *c);

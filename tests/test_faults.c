@@ -293,8 +293,13 @@ static void broker_faults_lose_and_duplicate_nothing(void **state) {
             (double)(viewtest_ms() - T.f.t0) / 1000.0);
     if (check != 0)
         fail_msg("end check: %s (view stderr: %s)", rep.first_problem, T.view.log);
-    if (rebuild != 0)
+    if (rebuild != 0) {
+        char cmd[400]; /* what the live view said while it stopped */
+        snprintf(cmd, sizeof(cmd), "grep -v '^%%' '%s' | tail -n 25 >&2", T.view.log);
+        if (system(cmd) != 0)
+            ft_say("(no view log at %s)", T.view.log);
         fail_msg("rebuild: %s", why);
+    }
     const char *strict = getenv("OBJLOG_FAULTS_STRICT_READS");
     if (strong_ms < 0 && strict && !strcmp(strict, "1"))
         fail_msg("strong reads still answer 503 %d ms after the faults: %s", probe_ms, last);

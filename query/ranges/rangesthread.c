@@ -63,11 +63,8 @@ int ranges_finisher_start(objlog_query *q) {
                     err);
     ranges_finish_prepare(q);
     if (pthread_create(&q->ranges->finisher, NULL, finisher_main, q) != 0) {
-        if (q->ranges->watch) {
-            rd_kafka_consumer_close(q->ranges->watch);
-            rd_kafka_destroy(q->ranges->watch);
-            q->ranges->watch = NULL;
-        }
+        control_watch_free(q->ranges->watch);
+        q->ranges->watch = NULL;
         return -1;
     }
     q->ranges->finisher_on = 1;
@@ -80,9 +77,6 @@ void ranges_finisher_stop(objlog_query *q) {
     atomic_store(&q->ranges->finisher_stop, 1);
     pthread_join(q->ranges->finisher, NULL);
     q->ranges->finisher_on = 0;
-    if (q->ranges->watch) {
-        rd_kafka_consumer_close(q->ranges->watch);
-        rd_kafka_destroy(q->ranges->watch);
-        q->ranges->watch = NULL;
-    }
+    control_watch_free(q->ranges->watch);
+    q->ranges->watch = NULL;
 }

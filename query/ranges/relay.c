@@ -105,15 +105,17 @@ static void relay_range(objlog_query *q, const rangemap *rm, const keybuf *b, co
     /* Both sides as of their logs' ends: the home here, the copy here too
      * when this node applies it (else the relay goes; it is harmless). */
     int32_t hp = rangemap_partition(rm, home_key.data, home_key.len);
-    if (!ranges_caught_up(q, hp) ||
-        (objlog_materializer_role(q->m, p) == OBJLOG_ROLE_ACTIVE && !ranges_caught_up(q, p)))
+    int local = objlog_materializer_role(q->m, p) == OBJLOG_ROLE_ACTIVE;
+    if (!ranges_caught_up(q, hp) || (local && !ranges_caught_up(q, p)))
         goto out;
+    /* Sent lately: again only while the copy here is still older; a copy
+     * this node cannot see gets each change once. */
     ranges_state *r = q->ranges;
     int64_t t = now_ms();
     for (int i = 0; i < r->relay_n; i++)
         if (r->relay[i].p == p && r->relay[i].seq == home->settings_seq &&
             r->relay[i].len == rsn && !memcmp(r->relay[i].start, rs, rsn) &&
-            t - r->relay[i].at_ms < RELAY_RESEND_MS)
+            (!local || t - r->relay[i].at_ms < RELAY_RESEND_MS))
             goto out;
     uint8_t rid[OBJLOG_REQUEST_ID_LEN];
     if (relay_id(bucket, p, k, home->settings_seq, rid) < 0)
