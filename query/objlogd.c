@@ -12,7 +12,9 @@
 #include <getopt.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -721,6 +723,25 @@ static int fetch_wait_ms(const objlogd_conf *c) {
 
 /* Until SIGTERM or SIGINT; each SIGHUP reads the credentials files of q
  * (when serving) again. */
+/* Says every 5 s which stage a stop is in, until it is done: a stop that
+ * never ends (a library waiting on a broker) names where it waits. */
+typedef struct stop_watch {
+    _Atomic(const char *) stage;
+    atomic_int done;
+} stop_watch;
+
+static void *stop_watch_main(void *arg) {
+    stop_watch *sw = arg;
+    for (int t = 1; !atomic_load(&sw->done); t++) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        if (t % 50 == 0 && !atomic_load(&sw->done))
+            objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "still stopping after %d s: %s", t / 10,
+                        atomic_load(&sw->stage));
+    }
+    return NULL;
+}
+
 static void wait_for_signal(const sigset_t *set, objlog_query *q) {
     int sig = 0;
     for (;;) {
@@ -1069,13 +1090,22 @@ static int serve(const objlogd_conf *c, const char *brokers,
         fflush(stdout);
         wait_for_signal(set, q);
     }
-    /* Each stage's time on stderr: a stop that takes long says where. */
+    /* Each stage's time on stderr: a stop that takes long says where,
+     * while it takes long too (stop_watch). */
+    stop_watch sw = {.stage = "http and gateway"};
+    pthread_t swt;
+    int sw_on = pthread_create(&swt, NULL, stop_watch_main, &sw) == 0;
     long long t0 = mono_ms();
     objlog_query_destroy(q);
     long long t1 = mono_ms();
+    atomic_store(&sw.stage, "materializer");
     objlog_materializer_destroy(m);
     long long t2 = mono_ms();
+    atomic_store(&sw.stage, "store");
     objlog_store_close(store);
+    atomic_store(&sw.done, 1);
+    if (sw_on)
+        pthread_join(swt, NULL);
     if (q)
         objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "stopped in %lld ms (http and gateway %lld ms, "
                         "materializer %lld ms, store %lld ms)",

@@ -303,42 +303,61 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
 
 /* ---- watching the map ---- */
 
-rd_kafka_t *control_watch_new(const char *brokers, const char *control_topic, char *errstr,
-                              size_t errstr_size) {
+struct control_watch {
+    rd_kafka_t *rk;
+    rd_kafka_topic_t *rkt;
+};
+
+control_watch *control_watch_new(const char *brokers, const char *control_topic,
+                                 char *errstr, size_t errstr_size) {
     char tmp[512];
-    rd_kafka_conf_t *conf = objlog_kafka_conf_new(brokers, errstr, errstr_size);
-    if (!conf)
+    control_watch *w = calloc(1, sizeof(*w));
+    rd_kafka_conf_t *conf = w ? objlog_kafka_conf_new(brokers, errstr, errstr_size) : NULL;
+    if (!conf) {
+        if (!w)
+            snprintf(errstr, errstr_size, "control watch: out of memory");
+        free(w);
         return NULL;
-    if (rd_kafka_conf_set(conf, "group.id", "objlog-control-watch", tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", tmp, sizeof(tmp)) ||
-        rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp))) {
+    }
+    if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp))) {
         snprintf(errstr, errstr_size, "control watch config: %s", tmp);
         rd_kafka_conf_destroy(conf);
+        free(w);
         return NULL;
     }
-    rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, tmp, sizeof(tmp));
-    if (!c) {
+    w->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, tmp, sizeof(tmp));
+    if (!w->rk) {
         snprintf(errstr, errstr_size, "control watch: %s", tmp);
         rd_kafka_conf_destroy(conf);
+        free(w);
         return NULL;
     }
-    rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(tp, control_topic, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    rd_kafka_assign(c, tp);
-    rd_kafka_topic_partition_list_destroy(tp);
-    return c;
+    w->rkt = rd_kafka_topic_new(w->rk, control_topic, NULL);
+    if (!w->rkt || rd_kafka_consume_start(w->rkt, 0, RD_KAFKA_OFFSET_BEGINNING) < 0) {
+        snprintf(errstr, errstr_size, "control watch on %s: %s", control_topic,
+                 rd_kafka_err2str(rd_kafka_last_error()));
+        control_watch_free(w);
+        return NULL;
+    }
+    return w;
 }
 
-void control_watch_free(rd_kafka_t *c) {
-    if (c)
-        rd_kafka_destroy_flags(c, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+void control_watch_free(control_watch *w) {
+    if (!w)
+        return;
+    if (w->rkt) {
+        rd_kafka_consume_stop(w->rkt, 0);
+        rd_kafka_topic_destroy(w->rkt);
+    }
+    rd_kafka_destroy(w->rk);
+    free(w);
 }
 
-rangemap *control_watch_poll(rd_kafka_t *c) {
+rangemap *control_watch_poll(control_watch *w) {
     rangemap *newest = NULL;
     char tmp[256];
     rd_kafka_message_t *m;
-    while ((m = rd_kafka_consumer_poll(c, 0)) != NULL) {
+    while ((m = rd_kafka_consume(w->rkt, 0, 0)) != NULL) {
         rangemap *rm = !m->err && control_key_is(m, CONTROL_RANGEMAP_KEY)
                            ? rangemap_decode(m->payload, m->len, tmp, sizeof(tmp))
                            : NULL;

@@ -65,18 +65,18 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
                              const rangemap *rm, int timeout_ms, char *errstr,
                              size_t errstr_size);
 
-/* A consumer that follows control_topic from its start (a handoff's map
- * reaches every node that watches), or NULL with errstr. Destroy it with
- * control_watch_free. */
-rd_kafka_t *control_watch_new(const char *brokers, const char *control_topic, char *errstr,
-                              size_t errstr_size);
-/* Ends a watch at once: it joined no group and commits nothing, and a
- * consumer close would wait for a group coordinator that may not answer
- * (brokers down or stopped: librdkafka retries its query for ever). */
-void control_watch_free(rd_kafka_t *c);
+/* A reader that follows partition 0 of control_topic from its start (a
+ * handoff's map reaches every node that watches), or NULL with errstr.
+ * It has no consumer group (librdkafka's per-partition consume API): it
+ * commits nothing, and so never waits for a group coordinator, which
+ * after broker faults may not answer for minutes. */
+typedef struct control_watch control_watch;
+control_watch *control_watch_new(const char *brokers, const char *control_topic,
+                                 char *errstr, size_t errstr_size);
+void control_watch_free(control_watch *w);
 /* The newest range map among the messages the watch has received since
  * the last poll (the caller destroys it), or NULL: none. Never blocks. */
-rangemap *control_watch_poll(rd_kafka_t *c);
+rangemap *control_watch_poll(control_watch *w);
 
 /* Newest log id in control_topic: 1 found, 0 none, -1 error (errstr). */
 int control_load_logid(rd_kafka_t *rk, const char *control_topic,

@@ -73,7 +73,7 @@ typedef struct ranges_state {
     atomic_uint_fast64_t auto_splits[2]; /* [0 ok, 1 failed] */
     int held_at_start;           /* the finisher's first handoff is held already */
     objlog_logger_limit finish_log; /* a handoff that cannot be finished, said */
-    struct rd_kafka_s *watch;    /* follows the control topic (rangesthread.c) */
+    struct control_watch *watch; /* follows the control topic (rangesthread.c) */
     /* Relays of bucket settings sent lately (relay.c; the ranges thread's). */
     struct {
         int32_t p;
