@@ -69,3 +69,23 @@ void rt_restart_live(viewproc *live, const char *const *env) {
         fprintf(stderr, "restart: %s\n", why);
     assert_int_equal(rc, 0);
 }
+
+int rt_group_start(viewtest_frame *f, viewproc *live, int partitions) {
+    char why[256];
+    if (viewtest_frame_start(f, partitions, "rebuild", why, sizeof(why)) < 0) {
+        fprintf(stderr, "setup: %s\n", why);
+        return -1;
+    }
+    viewproc_init(live, testlog_bootstrap(f->log), f->data1, 0);
+    if (viewproc_start(live, 60000, why, sizeof(why)) < 0) {
+        fprintf(stderr, "start: %s\n", why);
+        return -1;
+    }
+    return 0;
+}
+
+void rt_group_stop(viewtest_frame *f, viewproc *live, const char *test) {
+    if (live->p)
+        viewproc_kill(live);
+    viewtest_frame_stop(f, test);
+}

@@ -21,6 +21,11 @@ long rt_map_epoch(httpc *h);
 /* The value of the /metrics line starting with series (name, labels and
  * the space before the value), -1 if there is none. */
 long rt_metric(httpc *h, const char *series);
+/* A test group's frame: a log of `partitions` and one view on it (live);
+ * 0, or -1 said on stderr. The end kills the view and stops the frame,
+ * named for its test. */
+int rt_group_start(viewtest_frame *f, viewproc *live, int partitions);
+void rt_group_stop(viewtest_frame *f, viewproc *live, const char *test);
 /* Stops live and starts it again with env (NAME, VALUE pairs, NULL-ended)
  * in its environment, taken away again for later starts. */
 void rt_restart_live(viewproc *live, const char *const *env);

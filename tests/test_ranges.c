@@ -249,24 +249,12 @@ static void *writer_main(void *arg) {
 
 static int group_setup(void **state) {
     (void)state;
-    char why[256];
-    if (viewtest_frame_start(&F, PARTS, "rebuild", why, sizeof(why)) < 0) {
-        fprintf(stderr, "setup: %s\n", why);
-        return -1;
-    }
-    viewproc_init(&LIVE, testlog_bootstrap(F.log), F.data1, 0);
-    if (viewproc_start(&LIVE, 60000, why, sizeof(why)) < 0) {
-        fprintf(stderr, "start: %s\n", why);
-        return -1;
-    }
-    return 0;
+    return rt_group_start(&F, &LIVE, PARTS);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    if (LIVE.p)
-        viewproc_kill(&LIVE);
-    viewtest_frame_stop(&F, "test_ranges");
+    rt_group_stop(&F, &LIVE, "test_ranges");
     return 0;
 }
 
