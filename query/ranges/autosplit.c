@@ -101,8 +101,8 @@ static int as_cmp_key(const void *x, const void *y) {
 }
 
 /* Sets req to the key that halves range hot's recent writes on p: the
- * median route key, as bucket and key (the key empty when it is its
- * bucket's first key there: a cut between buckets). 1 found, 0 not (why). */
+ * median route key (past the range's own start), as bucket and key. 1
+ * found, 0 not (why). */
 static int as_cut_inside(objlog_query *q, int32_t p, const rangemap *rm, int hot,
                          int64_t from, ranges_req *req, char *why, size_t why_n) {
     as_keys c = {rm, hot, calloc(AUTOSPLIT_WINDOW, sizeof(keybuf)), 0};

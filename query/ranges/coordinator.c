@@ -29,11 +29,11 @@
 #include <time.h>
 
 #include "control.h"
-#include "watermark.h"
 #include "objlog.pb-c.h"
 #include "objlog_logger.h"
 #include "producer_event.h"
 #include "rangemap.h"
+#include "watermark.h"
 
 #define RANGES_STEP_TIMEOUT_MS 60000
 
