@@ -203,7 +203,10 @@ int viewproc_rebuild_equal(viewproc *live, const char *rebuild_data, int partiti
     if (rc == 0)
         rc = viewproc_wait_applied(live->url, partitions, hi, 120000, why, why_size);
     int s2 = v2.p ? viewproc_stop(&v2, 30000) : 0;
-    int s1 = live->p ? viewproc_stop(live, 30000) : 0;
+    /* A view that lived through broker faults may take longer to stop:
+     * its materializer's Kafka client waits out requests to brokers that
+     * went away (objlogd names the stage every 5 s); it must still exit 0. */
+    int s1 = live->p ? viewproc_stop(live, 90000) : 0;
     if (rc == 0 && (s1 || s2)) {
         snprintf(why, why_size, "a view did not exit 0 on SIGTERM (live %d, rebuild %d)", s1,
                  s2);
