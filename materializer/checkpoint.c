@@ -11,6 +11,7 @@
  * never written or deleted: the importer refuses any row the range map
  * does not give to p, so a wrong or hostile stream cannot reach them. */
 #include "checkpoint.h"
+#include "ckptint.h"
 
 #include "matlog.h"
 #include "rows.h"
@@ -23,28 +24,11 @@
 
 #include <openssl/evp.h>
 
-/* WriteBatches of the import and the purge stay below this (bounded
- * memory whatever the partition's size); export output is staged in
- * chunks of CKPT_OUT_CHUNK. */
-#define CKPT_BATCH_BYTES ((size_t)4 << 20)
-#define CKPT_OUT_CHUNK ((size_t)256 << 10)
-/* Largest key / value a row may claim: far above any real row (keys are
- * route keys of <= 1024-byte object keys, values small records), so a
- * corrupt length fails instead of allocating gigabytes. */
-#define CKPT_KEY_MAX ((uint32_t)64 << 10)
-#define CKPT_VALUE_MAX ((uint32_t)16 << 20)
-#define CKPT_IDENT_MAX 255
-#define CKPT_SHA_LEN 32
-#define CKPT_FIXED_LEN 18            /* magic, version, flags, ident length */
-#define CKPT_TAIL_LEN 16             /* epoch, partition, applied */
-#define CKPT_ROW_HEAD_LEN 9          /* cf, key length, value length */
-#define CKPT_TRAILER_LEN 16          /* rows, bytes (after the 'E') */
-#define CKPT_MARKER_VERSION 1
+
 
 /* Per-partition meta rows: name ‖ be32(p). */
-static const char *const ckpt_meta_names[] = {
+const char *const ckpt_meta_names[CKPT_META_N] = {
     APPLY_META_APPLIED, APPLY_META_DLQ, APPLY_META_OUTCOMES_LOW, APPLY_META_RANGEMAP};
-#define CKPT_META_N (sizeof(ckpt_meta_names) / sizeof(ckpt_meta_names[0]))
 
 static void put_be16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)(v >> 8);
@@ -63,7 +47,7 @@ static int ckpt_meta_part(const uint8_t *k, size_t kn) {
 
 /* The partition row (cf, k, v) belongs to, -1 for none (the store's own
  * meta rows, malformed rows). */
-static int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn) {
+int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn) {
     switch (cf) {
     case OBJLOG_CF_BUCKETS: {
         /* a stake row names its partition; a home row routes */
@@ -99,7 +83,7 @@ static int ckpt_is_route_cf(int cf) {
            cf == OBJLOG_CF_UPLOADS || cf == OBJLOG_CF_INDEXES;
 }
 
-static int ckpt_iter_error(rocksdb_iterator_t *it, const char *what, char *errstr,
+int ckpt_iter_error(rocksdb_iterator_t *it, const char *what, char *errstr,
                            size_t es) {
     char *err = NULL;
     rocksdb_iter_get_error(it, &err);
@@ -110,7 +94,7 @@ static int ckpt_iter_error(rocksdb_iterator_t *it, const char *what, char *errst
     return -1;
 }
 
-static int ckpt_write(objlog_store *s, rocksdb_writebatch_t *wb, int sync, char *errstr,
+int ckpt_write(objlog_store *s, rocksdb_writebatch_t *wb, int sync, char *errstr,
                       size_t es) {
     rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(wo, sync);
@@ -127,13 +111,13 @@ static int ckpt_write(objlog_store *s, rocksdb_writebatch_t *wb, int sync, char 
     return -1;
 }
 
-static size_t ckpt_marker_key(uint8_t out[APPLY_META_KEY_MAX], int32_t p) {
+size_t ckpt_marker_key(uint8_t out[APPLY_META_KEY_MAX], int32_t p) {
     return apply_meta_key(out, OBJLOG_CKPT_META_IMPORTING, p);
 }
 
 /* The meta row key of s under ro: malloc'd value or NULL (absent, or -1
  * in *rc on a read error). */
-static char *ckpt_meta_get(objlog_store *s, rocksdb_readoptions_t *ro, const void *key,
+char *ckpt_meta_get(objlog_store *s, rocksdb_readoptions_t *ro, const void *key,
                            size_t kn, size_t *vn, int *rc, char *errstr, size_t es) {
     char *err = NULL;
     char *v = rocksdb_get_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_META),
@@ -149,8 +133,36 @@ static char *ckpt_meta_get(objlog_store *s, rocksdb_readoptions_t *ro, const voi
 
 /* ---- purge ---- */
 
-/* Range deletes of p's ranges in the route-keyed CFs. The last range has
- * no end: it ends just past the CF's last key. */
+/* A range delete of [start, end) in h; end NULL: to just past the CF's
+ * last key (nothing when every key sorts before start). */
+static void ckpt_delete_span(objlog_store *s, rocksdb_column_family_handle_t *h,
+                             const uint8_t *start, size_t sl, const uint8_t *end, size_t el,
+                             rocksdb_writebatch_t *wb) {
+    if (end) {
+        rocksdb_writebatch_delete_range_cf(wb, h, (const char *)start, sl, (const char *)end,
+                                           el);
+        return;
+    }
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, h);
+    rocksdb_iter_seek_to_last(it);
+    if (rocksdb_iter_valid(it)) {
+        size_t kn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        keybuf last;
+        keybuf_init(&last);
+        int c = sl ? memcmp(k, start, kn < sl ? kn : sl) : 1;
+        int past = c > 0 || (c == 0 && kn >= sl);
+        if (past && keybuf_append(&last, k, kn) == 0 && keybuf_append(&last, "", 1) == 0)
+            rocksdb_writebatch_delete_range_cf(wb, h, (const char *)start, sl,
+                                               (const char *)last.data, last.len);
+        keybuf_free(&last);
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+}
+
+/* Range deletes of p's ranges in the route-keyed CFs. */
 static void ckpt_purge_routes(objlog_store *s, const rangemap *rm, int32_t p,
                               rocksdb_writebatch_t *wb) {
     for (int cf = 0; cf < OBJLOG_CF_COUNT; cf++) {
@@ -162,32 +174,8 @@ static void ckpt_purge_routes(objlog_store *s, const rangemap *rm, int32_t p,
             size_t sl, el;
             int part;
             rangemap_entry(rm, i, &start, &sl, &end, &el, &part);
-            if (part != p)
-                continue;
-            if (end) {
-                rocksdb_writebatch_delete_range_cf(wb, h, (const char *)start, sl,
-                                                   (const char *)end, el);
-                continue;
-            }
-            rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-            rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, h);
-            rocksdb_iter_seek_to_last(it);
-            if (rocksdb_iter_valid(it)) {
-                size_t kn;
-                const char *k = rocksdb_iter_key(it, &kn);
-                keybuf last;
-                keybuf_init(&last);
-                /* Nothing to delete when every key sorts before start. */
-                int c = memcmp(k, start, kn < sl ? kn : sl);
-                int past = c > 0 || (c == 0 && kn >= sl);
-                if (past && keybuf_append(&last, k, kn) == 0 &&
-                    keybuf_append(&last, "", 1) == 0)
-                    rocksdb_writebatch_delete_range_cf(wb, h, (const char *)start, sl,
-                                                       (const char *)last.data, last.len);
-                keybuf_free(&last);
-            }
-            rocksdb_iter_destroy(it);
-            rocksdb_readoptions_destroy(ro);
+            if (part == p)
+                ckpt_delete_span(s, h, start, sl, end, el, wb);
         }
     }
 }
@@ -227,7 +215,7 @@ static int ckpt_purge_scan(objlog_store *s, const rangemap *rm, int32_t p, objlo
 /* Stages (and writes, past CKPT_BATCH_BYTES) the deletion of every row of
  * p into wb, after whatever wb already holds; the caller writes the rest.
  * The first write carries what wb held before (an import's marker). */
-static int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
+int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
                            rocksdb_writebatch_t *wb, char *errstr, size_t es) {
     size_t staged = 0;
     ckpt_purge_routes(s, rm, p, wb);
@@ -307,7 +295,68 @@ static int ckpt_recover_one(objlog_store *s, const char *k, size_t kn, const cha
     return rc;
 }
 
+/* A range import that did not finish: its rows go. */
+static int ckpt_recover_range(objlog_store *s, const char *k, size_t kn, const char *v,
+                              size_t vn, char *errstr, size_t es) {
+    const uint8_t *b = (const uint8_t *)v;
+    size_t mn = strlen("rimporting");
+    ckpt_range r = {.from = -1};
+    if (kn == mn + 12 && vn >= 8) {
+        r.from = (int32_t)apply_get_be32((const uint8_t *)k + mn);
+        r.from_off = (int64_t)apply_get_be64((const uint8_t *)k + mn + 4);
+        r.sn = apply_get_be32(b);
+        if (r.sn <= vn - 8 && apply_get_be32(b + 4 + r.sn) == vn - 8 - r.sn) {
+            r.start = b + 4;
+            r.en = vn - 8 - r.sn;
+            r.end = b + 8 + r.sn;
+        }
+    }
+    if (!r.start) {
+        snprintf(errstr, es, "a range import marker is corrupt");
+        return -1;
+    }
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    int rc = ckpt_range_purge_into(s, &r, wb, errstr, es);
+    if (rc == 0) {
+        rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), k, kn);
+        rc = ckpt_write(s, wb, 1, errstr, es);
+    }
+    rocksdb_writebatch_destroy(wb);
+    if (rc == 0)
+        matlog_printf(store_log(s), MATLOG_WARNING, "checkpoint",
+                      "the import of the range partition %d gave away at offset %lld did not "
+                      "finish; its rows were removed (it is imported again)", r.from,
+                      (long long)r.from_off);
+    return rc;
+}
+
+static int ckpt_recover_ranges(objlog_store *s, char *errstr, size_t errstr_size) {
+    const char *prefix = "rimporting";
+    size_t pn = strlen(prefix);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro,
+                                                        objlog_store_cf(s, OBJLOG_CF_META));
+    int n = 0;
+    for (rocksdb_iter_seek(it, prefix, pn); n >= 0 && rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        if (kn < pn || memcmp(k, prefix, pn) != 0)
+            break;
+        const char *v = rocksdb_iter_value(it, &vn);
+        n = ckpt_recover_range(s, k, kn, v, vn, errstr, errstr_size) < 0 ? -1 : n + 1;
+    }
+    if (n >= 0 && ckpt_iter_error(it, "recover", errstr, errstr_size) < 0)
+        n = -1;
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return n;
+}
+
 int objlog_ckpt_recover(objlog_store *s, char *errstr, size_t errstr_size) {
+    int ranges = ckpt_recover_ranges(s, errstr, errstr_size);
+    if (ranges < 0)
+        return -1;
     const char *prefix = OBJLOG_CKPT_META_IMPORTING;
     size_t pn = strlen(prefix);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
@@ -328,6 +377,114 @@ int objlog_ckpt_recover(objlog_store *s, char *errstr, size_t errstr_size) {
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     return n;
+}
+
+/* ---- a range as of its handoff ---- */
+
+static int ckpt_key_cmp(const uint8_t *x, size_t xn, const uint8_t *y, size_t yn) {
+    size_t m = xn < yn ? xn : yn;
+    int c = m ? memcmp(x, y, m) : 0;
+    return c ? c : (xn < yn ? -1 : xn > yn);
+}
+
+static int ckpt_in_range(const ckpt_range *r, const uint8_t *k, size_t kn) {
+    return ckpt_key_cmp(k, kn, r->start, r->sn) >= 0 &&
+           (!r->en || ckpt_key_cmp(k, kn, r->end, r->en) < 0);
+}
+
+/* 'x' be32(from) be64(from_off): the RangeOut's marker, and the prefix of
+ * its request records. */
+static void ckpt_range_prefix(uint8_t out[APPLY_OUTCOME_KEY_LEN], const ckpt_range *r) {
+    out[0] = 'x';
+    apply_put_be32(out + 1, (uint32_t)r->from);
+    apply_put_be64(out + 5, (uint64_t)r->from_off);
+}
+
+int ckpt_range_row(const ckpt_range *r, int cf, const uint8_t *k, size_t kn) {
+    if (ckpt_is_route_cf(cf))
+        return kn > 0 && ckpt_in_range(r, k, kn);
+    if (cf == OBJLOG_CF_BUCKETS) {
+        size_t bn;
+        int32_t p;
+        return objlog_bucket_row_kind(k, kn, &bn, &p) == 0 && ckpt_in_range(r, k, kn);
+    }
+    if (cf == OBJLOG_CF_STATS) {
+        keybuf rk;
+        keybuf_init(&rk);
+        int home = objlog_stats_home_route(k, kn, &rk);
+        int in = home && ckpt_in_range(r, rk.data, rk.len);
+        keybuf_free(&rk);
+        return in;
+    }
+    if (cf == OBJLOG_CF_OUTCOMES) {
+        uint8_t x[APPLY_OUTCOME_KEY_LEN];
+        ckpt_range_prefix(x, r);
+        return kn >= sizeof(x) && memcmp(k, x, sizeof(x)) == 0;
+    }
+    return 0;
+}
+
+size_t ckpt_range_marker_key(uint8_t out[32], const ckpt_range *r) {
+    static const char name[] = "rimporting";
+    memcpy(out, name, sizeof(name) - 1);
+    apply_put_be32(out + sizeof(name) - 1, (uint32_t)r->from);
+    apply_put_be64(out + sizeof(name) + 3, (uint64_t)r->from_off);
+    return sizeof(name) - 1 + 12;
+}
+
+/* Point deletes of the rows of cf from `from` on that a range stream
+ * carries, while keys start with from[0..keep) and, with stop, sort
+ * below it. */
+static int ckpt_range_purge_scan(objlog_store *s, const ckpt_range *r, objlog_cf cf,
+                                 const uint8_t *from, size_t fn, size_t keep,
+                                 const uint8_t *stop, size_t stn, rocksdb_writebatch_t *wb,
+                                 size_t *staged, char *errstr, size_t es) {
+    rocksdb_column_family_handle_t *h = objlog_store_cf(s, cf);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, h);
+    int rc = 0;
+    for (rocksdb_iter_seek(it, (const char *)from, fn); rc == 0 && rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t kn;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < keep || memcmp(k, from, keep) != 0 ||
+            (stop && ckpt_key_cmp(k, kn, stop, stn) >= 0))
+            break;
+        if (ckpt_range_row(r, cf, k, kn) != 1)
+            continue;
+        rocksdb_writebatch_delete_cf(wb, h, (const char *)k, kn);
+        *staged += kn + 16;
+        if (*staged >= CKPT_BATCH_BYTES) {
+            rc = ckpt_write(s, wb, 0, errstr, es);
+            *staged = 0;
+        }
+    }
+    if (rc == 0)
+        rc = ckpt_iter_error(it, "range purge scan", errstr, es);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return rc;
+}
+
+int ckpt_range_purge_into(objlog_store *s, const ckpt_range *r, rocksdb_writebatch_t *wb,
+                          char *errstr, size_t es) {
+    size_t staged = 0;
+    for (int cf = 0; cf < OBJLOG_CF_COUNT; cf++)
+        if (ckpt_is_route_cf(cf))
+            ckpt_delete_span(s, objlog_store_cf(s, (objlog_cf)cf), r->start, r->sn,
+                             r->en ? r->end : NULL, r->en, wb);
+    uint8_t lo[APPLY_OUTCOME_KEY_LEN], hi[APPLY_OUTCOME_KEY_LEN];
+    ckpt_range_prefix(lo, r);
+    ckpt_range_prefix(hi, r);
+    apply_put_be64(hi + 5, (uint64_t)r->from_off + 1);
+    rocksdb_writebatch_delete_range_cf(wb, objlog_store_cf(s, OBJLOG_CF_OUTCOMES),
+                                       (const char *)lo, sizeof(lo), (const char *)hi,
+                                       sizeof(hi));
+    if (ckpt_range_purge_scan(s, r, OBJLOG_CF_BUCKETS, r->start, r->sn, 0,
+                              r->en ? r->end : NULL, r->en, wb, &staged, errstr, es) < 0)
+        return -1;
+    return ckpt_range_purge_scan(s, r, OBJLOG_CF_STATS, (const uint8_t *)"b", 1, 1, NULL, 0,
+                                 wb, &staged, errstr, es);
 }
 
 /* ---- export ---- */
@@ -388,6 +545,7 @@ typedef struct ckpt_span {
     size_t tn;
     int prefix;
     int filter;
+    const ckpt_range *range;     /* set: rows a range stream carries only */
 } ckpt_span;
 
 static int export_span(objlog_store *s, rocksdb_readoptions_t *ro, const rangemap *rm,
@@ -408,6 +566,8 @@ static int export_span(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
         }
         const char *v = rocksdb_iter_value(it, &vn);
         if (sp->filter && ckpt_row_part(rm, cf, (const uint8_t *)k, kn) != p)
+            continue;
+        if (sp->range && ckpt_range_row(sp->range, cf, (const uint8_t *)k, kn) != 1)
             continue;
         out_row(o, cf, k, kn, v, vn);
     }
@@ -457,32 +617,14 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
     return 0;
 }
 
-static int export_header(objlog_store *s, rocksdb_readoptions_t *ro, const rangemap *rm,
-                         int32_t p, ckpt_out *o, int64_t *applied, char *errstr,
-                         size_t es) {
+/* The fixed part and the identity of a stream header, into o. */
+static int export_ident(objlog_store *s, rocksdb_readoptions_t *ro, uint32_t flags,
+                        ckpt_out *o, char *errstr, size_t es) {
     int rc = 0;
-    uint8_t mk[APPLY_META_KEY_MAX];
-    size_t vn = 0, mn = apply_meta_key(mk, APPLY_META_APPLIED, p);
-    char *v = ckpt_meta_get(s, ro, mk, mn, &vn, &rc, errstr, es);
-    *applied = v && vn == 8 ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
-    rocksdb_free(v);
-    if (rc < 0)
-        return OBJLOG_CKPT_ERROR;
-    if (*applied <= 0) {
-        snprintf(errstr, es, "partition %d was never applied here", p);
-        return OBJLOG_CKPT_NEVER_APPLIED;
-    }
-    mn = ckpt_marker_key(mk, p);
-    v = ckpt_meta_get(s, ro, mk, mn, &vn, &rc, errstr, es);
-    int importing = v != NULL;
-    rocksdb_free(v);
-    if (importing) {
-        snprintf(errstr, es, "partition %d is being imported here", p);
-        return OBJLOG_CKPT_IMPORTING;
-    }
+    size_t vn = 0;
     char *ns = ckpt_meta_get(s, ro, APPLY_META_NO_STATS, strlen(APPLY_META_NO_STATS), &vn,
                              &rc, errstr, es);
-    uint32_t flags = ns ? OBJLOG_CKPT_FLAG_NO_STATS : 0;
+    flags |= ns ? OBJLOG_CKPT_FLAG_NO_STATS : 0;
     rocksdb_free(ns);
     char *id = ckpt_meta_get(s, ro, "logident", 8, &vn, &rc, errstr, es);
     if (rc == 0 && (!id || vn == 0 || vn > CKPT_IDENT_MAX)) {
@@ -493,18 +635,59 @@ static int export_header(objlog_store *s, rocksdb_readoptions_t *ro, const range
         rocksdb_free(id);
         return OBJLOG_CKPT_ERROR;
     }
-    uint8_t fixed[CKPT_FIXED_LEN], tail[CKPT_TAIL_LEN];
+    uint8_t fixed[CKPT_FIXED_LEN];
     memcpy(fixed, OBJLOG_CKPT_MAGIC, 8);
     apply_put_be32(fixed + 8, OBJLOG_CKPT_VERSION);
     apply_put_be32(fixed + 12, flags);
     put_be16(fixed + 16, (uint16_t)vn);
-    apply_put_be32(tail, rangemap_epoch(rm));
-    apply_put_be32(tail + 4, (uint32_t)p);
-    apply_put_be64(tail + 8, (uint64_t)*applied);
     out_put(o, fixed, sizeof(fixed), 1);
     out_put(o, id, vn, 1);
-    out_put(o, tail, sizeof(tail), 1);
     rocksdb_free(id);
+    return 0;
+}
+
+static void export_tail(ckpt_out *o, uint32_t epoch, int32_t p, int64_t applied) {
+    uint8_t tail[CKPT_TAIL_LEN];
+    apply_put_be32(tail, epoch);
+    apply_put_be32(tail + 4, (uint32_t)p);
+    apply_put_be64(tail + 8, (uint64_t)applied);
+    out_put(o, tail, sizeof(tail), 1);
+}
+
+/* p's applied offset under ro (0 never applied). */
+static int64_t export_applied(objlog_store *s, rocksdb_readoptions_t *ro, int32_t p, int *rc,
+                              char *errstr, size_t es) {
+    uint8_t mk[APPLY_META_KEY_MAX];
+    size_t vn = 0, mn = apply_meta_key(mk, APPLY_META_APPLIED, p);
+    char *v = ckpt_meta_get(s, ro, mk, mn, &vn, rc, errstr, es);
+    int64_t applied = v && vn == 8 ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
+    rocksdb_free(v);
+    return applied;
+}
+
+static int export_header(objlog_store *s, rocksdb_readoptions_t *ro, const rangemap *rm,
+                         int32_t p, ckpt_out *o, int64_t *applied, char *errstr,
+                         size_t es) {
+    int rc = 0;
+    *applied = export_applied(s, ro, p, &rc, errstr, es);
+    if (rc < 0)
+        return OBJLOG_CKPT_ERROR;
+    if (*applied <= 0) {
+        snprintf(errstr, es, "partition %d was never applied here", p);
+        return OBJLOG_CKPT_NEVER_APPLIED;
+    }
+    uint8_t mk[APPLY_META_KEY_MAX];
+    size_t vn = 0, mn = ckpt_marker_key(mk, p);
+    char *v = ckpt_meta_get(s, ro, mk, mn, &vn, &rc, errstr, es);
+    int importing = v != NULL;
+    rocksdb_free(v);
+    if (importing) {
+        snprintf(errstr, es, "partition %d is being imported here", p);
+        return OBJLOG_CKPT_IMPORTING;
+    }
+    if (rc < 0 || export_ident(s, ro, 0, o, errstr, es) < 0)
+        return OBJLOG_CKPT_ERROR;
+    export_tail(o, rangemap_epoch(rm), p, *applied);
     return 0;
 }
 
@@ -520,9 +703,14 @@ static void export_trailer(ckpt_out *o) {
     out_flush(o);
 }
 
-int objlog_ckpt_export(objlog_store *s, const rangemap *rm, int32_t p,
-                       objlog_ckpt_write_fn write, void *opaque,
-                       objlog_ckpt_info *info, char *errstr, size_t errstr_size) {
+/* One export: o and a snapshot around body(), which writes the header
+ * and rows (the trailer follows). */
+typedef int (*export_body_fn)(objlog_store *s, rocksdb_readoptions_t *ro, ckpt_out *o,
+                              void *arg, int64_t *applied, char *errstr, size_t es);
+
+static int export_run(objlog_store *s, export_body_fn body, void *arg,
+                      objlog_ckpt_write_fn write, void *opaque, objlog_ckpt_info *info,
+                      char *errstr, size_t errstr_size) {
     ckpt_out o = {.write = write, .opaque = opaque};
     o.sha = EVP_MD_CTX_new();
     o.buf = malloc(CKPT_OUT_CHUNK);
@@ -538,14 +726,12 @@ int objlog_ckpt_export(objlog_store *s, const rangemap *rm, int32_t p,
     rocksdb_readoptions_set_snapshot(ro, snap);
     rocksdb_readoptions_set_fill_cache(ro, 0); /* a bulk scan: keep the hot set */
     int64_t applied = 0;
-    int rc = export_header(s, ro, rm, p, &o, &applied, errstr, errstr_size);
-    if (rc == 0 && export_rows(s, ro, rm, p, &o, errstr, errstr_size) < 0)
-        rc = OBJLOG_CKPT_ERROR;
+    int rc = body(s, ro, &o, arg, &applied, errstr, errstr_size);
     if (rc == 0)
         export_trailer(&o);
     if (rc == 0 && o.failed) {
-        snprintf(errstr, errstr_size, "checkpoint of partition %d: writing the stream "
-                 "failed after %llu bytes", p, (unsigned long long)o.bytes);
+        snprintf(errstr, errstr_size, "checkpoint: writing the stream failed after %llu bytes",
+                 (unsigned long long)o.bytes);
         rc = OBJLOG_CKPT_ERROR;
     }
     rocksdb_readoptions_destroy(ro);
@@ -560,450 +746,159 @@ int objlog_ckpt_export(objlog_store *s, const rangemap *rm, int32_t p,
     return rc;
 }
 
-/* ---- import ---- */
-
-enum {
-    ST_FIXED,      /* magic, version, flags, identity length */
-    ST_IDENT,      /* the identity text */
-    ST_TAIL,       /* epoch, partition, applied */
-    ST_TAG,        /* 'R' a row, 'E' the trailer */
-    ST_ROW_HEAD,   /* cf, key length, value length */
-    ST_ROW_BODY,   /* key, value */
-    ST_TRAILER,    /* rows, bytes */
-    ST_SHA,        /* the hash (not hashed itself) */
-    ST_DONE
-};
-
-typedef struct ckpt_meta_row {
-    keybuf key, value;
-} ckpt_meta_row;
-
-struct objlog_ckpt_import {
-    objlog_store *s;
+typedef struct part_arg {
     const rangemap *rm;
     int32_t p;
-    char ident[CKPT_IDENT_MAX + 1]; /* the store's own meta "logident" */
-    size_t ident_len;
-    int no_stats;                /* the store keeps no stats view */
-    int state;
-    size_t need;                 /* bytes of the current element */
-    keybuf pend;                 /* ... taken so far */
-    uint64_t pos;                /* stream offset of the current element */
-    EVP_MD_CTX *sha;
-    int64_t applied;             /* the header's */
-    uint8_t cf;                  /* the current row's */
-    uint32_t klen, vlen;
-    uint64_t body_bytes;         /* stream offset of the 'E' */
-    rocksdb_writebatch_t *wb;
-    size_t staged;               /* bytes staged in wb */
-    ckpt_meta_row meta[CKPT_META_N];
-    size_t nmeta;
-    int begun;                   /* the marker is written: p is ours */
-    int failed;
-    int finished;
-    char err[512];
-    objlog_ckpt_progress pr;
-    objlog_ckpt_progress_fn progress;
-    void *progress_opaque;
-};
+} part_arg;
 
-objlog_ckpt_import *objlog_ckpt_import_new(objlog_store *s, const rangemap *rm,
-                                           int32_t p, char *errstr,
-                                           size_t errstr_size) {
-    if (p < 0) {
-        snprintf(errstr, errstr_size, "partition %d is not a partition", p);
-        return NULL;
-    }
-    objlog_ckpt_import *im = calloc(1, sizeof(*im));
-    if (!im) {
-        snprintf(errstr, errstr_size, "out of memory");
-        return NULL;
-    }
-    im->s = s;
-    im->rm = rm;
-    im->p = p;
-    im->need = CKPT_FIXED_LEN;
-    keybuf_init(&im->pend);
-    for (size_t i = 0; i < CKPT_META_N; i++) {
-        keybuf_init(&im->meta[i].key);
-        keybuf_init(&im->meta[i].value);
-    }
-    im->sha = EVP_MD_CTX_new();
-    im->wb = rocksdb_writebatch_create();
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    int rc = 0;
-    size_t idn = 0, nsn = 0;
-    char *id = ckpt_meta_get(s, ro, "logident", 8, &idn, &rc, errstr, errstr_size);
-    char *ns = ckpt_meta_get(s, ro, APPLY_META_NO_STATS, strlen(APPLY_META_NO_STATS), &nsn,
-                             &rc, errstr, errstr_size);
-    rocksdb_readoptions_destroy(ro);
-    im->no_stats = ns != NULL;
-    rocksdb_free(ns);
-    if (id && idn > 0 && idn <= CKPT_IDENT_MAX) {
-        memcpy(im->ident, id, idn);
-        im->ident_len = idn;
-    } else if (rc == 0) {
-        snprintf(errstr, errstr_size, id ? "this store's log identity is corrupt"
-                 : "this store records no log identity yet: bind it to its log "
-                   "(objlog_store_bind_log) before importing a checkpoint");
-        rc = -1;
-    }
-    rocksdb_free(id);
-    if (rc == 0 && (!im->sha || !im->wb || EVP_DigestInit_ex(im->sha, EVP_sha256(), NULL) != 1)) {
-        snprintf(errstr, errstr_size, "out of memory");
-        rc = -1;
-    }
-    if (rc < 0) {
-        objlog_ckpt_import_destroy(im);
-        return NULL;
-    }
-    return im;
-}
-
-void objlog_ckpt_import_set_progress(objlog_ckpt_import *im, objlog_ckpt_progress_fn fn,
-                                     void *opaque) {
-    im->progress = fn;
-    im->progress_opaque = opaque;
-}
-
-void objlog_ckpt_import_set_total(objlog_ckpt_import *im, uint64_t total_bytes) {
-    im->pr.total_bytes = total_bytes;
-}
-
-const objlog_ckpt_progress *objlog_ckpt_import_progress(const objlog_ckpt_import *im) {
-    return &im->pr;
-}
-
-/* Records why the import failed (the first reason only). -1. */
-static int import_fail(objlog_ckpt_import *im, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int import_fail(objlog_ckpt_import *im, const char *fmt, ...) {
-    if (im->failed)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(im->err, sizeof(im->err), fmt, ap);
-    va_end(ap);
-    im->failed = 1;
-    return -1;
-}
-
-/* After a failure: nothing of p stays, nor the marker. */
-static void import_abandon(objlog_ckpt_import *im) {
-    if (!im->begun)
-        return;
-    im->begun = 0;
-    rocksdb_writebatch_clear(im->wb);
-    char why[256];
-    if (objlog_ckpt_purge(im->s, im->rm, im->p, why, sizeof(why)) < 0) {
-        /* The marker stays: the next open purges p. */
-        matlog_printf(store_log(im->s), MATLOG_ERR, "checkpoint",
-                      "partition %d: removing a failed import: %s "
-                      "(it is removed when the store opens next)", im->p, why);
-        size_t n = strlen(im->err);
-        snprintf(im->err + n, sizeof(im->err) - n, "; removing its rows failed too: %s", why);
-    }
-}
-
-/* The header checked out: p is ours from here. The marker goes in the
- * first WriteBatch together with the first deletes of p's old rows. */
-static int import_begin(objlog_ckpt_import *im) {
-    uint8_t *enc = NULL;
-    size_t en = 0;
-    if (rangemap_encode(im->rm, &enc, &en) < 0)
-        return import_fail(im, "out of memory");
-    keybuf v;
-    keybuf_init(&v);
-    uint8_t ver[4], mk[APPLY_META_KEY_MAX];
-    apply_put_be32(ver, CKPT_MARKER_VERSION);
-    int rc = keybuf_append(&v, ver, 4) || keybuf_append(&v, enc, en) ? -1 : 0;
-    free(enc);
-    if (rc < 0) {
-        keybuf_free(&v);
-        return import_fail(im, "out of memory");
-    }
-    size_t mn = ckpt_marker_key(mk, im->p);
-    rocksdb_writebatch_put_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
-                              (const char *)mk, mn, (const char *)v.data, v.len);
-    keybuf_free(&v);
-    im->begun = 1;
-    char why[256];
-    if (ckpt_purge_into(im->s, im->rm, im->p, im->wb, why, sizeof(why)) < 0 ||
-        ckpt_write(im->s, im->wb, 0, why, sizeof(why)) < 0)
-        return import_fail(im, "clearing partition %d: %s", im->p, why);
-    return 0;
-}
-
-static int import_fixed(objlog_ckpt_import *im, const uint8_t *b) {
-    if (memcmp(b, OBJLOG_CKPT_MAGIC, 8) != 0)
-        return import_fail(im, "not a checkpoint (no %s magic at byte 0)",
-                           OBJLOG_CKPT_MAGIC);
-    uint32_t ver = apply_get_be32(b + 8), flags = apply_get_be32(b + 12);
-    if (ver != OBJLOG_CKPT_VERSION)
-        return import_fail(im, "checkpoint format version %u; this objlog reads %d", ver,
-                           OBJLOG_CKPT_VERSION);
-    if (flags & ~OBJLOG_CKPT_FLAG_NO_STATS)
-        return import_fail(im, "checkpoint flags 0x%x unknown", flags);
-    if (!!(flags & OBJLOG_CKPT_FLAG_NO_STATS) != im->no_stats)
-        return import_fail(im, "the checkpoint's view %s the usage stats and this one %s: "
-                           "they cannot be mixed",
-                           flags & OBJLOG_CKPT_FLAG_NO_STATS ? "lacks" : "keeps",
-                           im->no_stats ? "lacks them" : "keeps them");
-    size_t n = (size_t)b[16] << 8 | b[17];
-    if (n == 0 || n > CKPT_IDENT_MAX)
-        return import_fail(im, "checkpoint header: log identity of %zu bytes", n);
-    im->state = ST_IDENT;
-    im->need = n;
-    return 0;
-}
-
-static int import_ident(objlog_ckpt_import *im, const uint8_t *b, size_t n) {
-    if (n != im->ident_len || memcmp(b, im->ident, n) != 0)
-        return import_fail(im, "checkpoint of another log: it was built from \"%.*s\", this "
-                           "store from \"%.*s\"", (int)n, (const char *)b,
-                           (int)im->ident_len, im->ident);
-    im->state = ST_TAIL;
-    im->need = CKPT_TAIL_LEN;
-    return 0;
-}
-
-static int import_tail(objlog_ckpt_import *im, const uint8_t *b) {
-    uint32_t epoch = apply_get_be32(b), part = apply_get_be32(b + 4);
-    im->applied = (int64_t)apply_get_be64(b + 8);
-    if (epoch != rangemap_epoch(im->rm))
-        return import_fail(im, "checkpoint taken under range map epoch %u; this node uses "
-                           "epoch %u", epoch, rangemap_epoch(im->rm));
-    if (part != (uint32_t)im->p)
-        return import_fail(im, "checkpoint of partition %u, not of partition %d", part,
-                           im->p);
-    if (im->applied <= 0)
-        return import_fail(im, "checkpoint with applied offset %lld",
-                           (long long)im->applied);
-    im->state = ST_TAG;
-    im->need = 1;
-    return import_begin(im);
-}
-
-static int import_tag(objlog_ckpt_import *im, uint8_t tag) {
-    if (tag == 'R') {
-        im->state = ST_ROW_HEAD;
-        im->need = CKPT_ROW_HEAD_LEN;
-    } else if (tag == 'E') {
-        im->body_bytes = im->pos;
-        im->state = ST_TRAILER;
-        im->need = CKPT_TRAILER_LEN;
-    } else {
-        return import_fail(im, "corrupt checkpoint: byte 0x%02x at offset %llu is neither "
-                           "a row nor the trailer", tag, (unsigned long long)im->pos);
-    }
-    return 0;
-}
-
-static int import_row_head(objlog_ckpt_import *im, const uint8_t *b) {
-    im->cf = b[0];
-    im->klen = apply_get_be32(b + 1);
-    im->vlen = apply_get_be32(b + 5);
-    if (im->cf >= OBJLOG_CF_COUNT || im->klen == 0 || im->klen > CKPT_KEY_MAX ||
-        im->vlen > CKPT_VALUE_MAX)
-        return import_fail(im, "corrupt checkpoint: row %llu at offset %llu: cf %u, key %u "
-                           "bytes, value %u bytes", (unsigned long long)im->pr.rows,
-                           (unsigned long long)im->pos - 1, im->cf, im->klen, im->vlen);
-    im->state = ST_ROW_BODY;
-    im->need = (size_t)im->klen + im->vlen;
-    return 0;
-}
-
-/* Meta rows wait for the last WriteBatch: until then p reads as never
- * applied, whatever happens. */
-static int import_meta(objlog_ckpt_import *im, const uint8_t *k, const uint8_t *v) {
-    for (size_t i = 0; i < im->nmeta; i++)
-        if (im->meta[i].key.len == im->klen && !memcmp(im->meta[i].key.data, k, im->klen))
-            return import_fail(im, "corrupt checkpoint: meta row %.*s twice",
-                               (int)im->klen - 4, (const char *)k);
-    ckpt_meta_row *m = &im->meta[im->nmeta];
-    if (im->nmeta >= CKPT_META_N || keybuf_append(&m->key, k, im->klen) < 0 ||
-        keybuf_append(&m->value, v, im->vlen) < 0)
-        return import_fail(im, "out of memory");
-    im->nmeta++;
-    return 0;
-}
-
-static int import_row(objlog_ckpt_import *im, const uint8_t *b) {
-    const uint8_t *k = b, *v = b + im->klen;
-    int part = ckpt_row_part(im->rm, im->cf, k, im->klen);
-    im->pr.rows++;
-    im->state = ST_TAG;
-    im->need = 1;
-    if (part != im->p)
-        return import_fail(im, "corrupt checkpoint: row %llu (%s) belongs to %s",
-                           (unsigned long long)im->pr.rows - 1, objlog_cf_name(im->cf),
-                           part < 0 ? "no partition" : "another partition");
-    if (im->cf == OBJLOG_CF_META)
-        return import_meta(im, k, v);
-    rocksdb_writebatch_put_cf(im->wb, objlog_store_cf(im->s, (objlog_cf)im->cf),
-                              (const char *)k, im->klen, (const char *)v, im->vlen);
-    im->staged += (size_t)im->klen + im->vlen + 16;
-    if (im->staged < CKPT_BATCH_BYTES)
-        return 0;
-    im->staged = 0;
-    char why[256];
-    if (ckpt_write(im->s, im->wb, 0, why, sizeof(why)) < 0)
-        return import_fail(im, "%s", why);
-    return 0;
-}
-
-static int import_trailer(objlog_ckpt_import *im, const uint8_t *b) {
-    uint64_t rows = apply_get_be64(b), bytes = apply_get_be64(b + 8);
-    if (rows != im->pr.rows || bytes != im->body_bytes)
-        return import_fail(im, "corrupt checkpoint: the trailer counts %llu rows in %llu "
-                           "bytes, the stream held %llu in %llu",
-                           (unsigned long long)rows, (unsigned long long)bytes,
-                           (unsigned long long)im->pr.rows,
-                           (unsigned long long)im->body_bytes);
-    im->state = ST_SHA;
-    im->need = CKPT_SHA_LEN;
-    return 0;
-}
-
-static int import_sha(objlog_ckpt_import *im, const uint8_t *b) {
-    uint8_t sha[CKPT_SHA_LEN];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(im->sha, sha, &n);
-    if (memcmp(sha, b, CKPT_SHA_LEN) != 0)
-        return import_fail(im, "checkpoint checksum mismatch: the SHA-256 of its %llu bytes "
-                           "differs from the trailer's (corrupted in transit or on disk)",
-                           (unsigned long long)im->pos);
-    im->state = ST_DONE;
-    im->need = 0;
-    return 0;
-}
-
-/* The current element (im->pend, im->need bytes) is whole. */
-static int import_step(objlog_ckpt_import *im) {
-    const uint8_t *b = im->pend.data;
-    size_t n = im->pend.len;
-    int st = im->state, rc;
-    if (st != ST_SHA)
-        EVP_DigestUpdate(im->sha, b, n);
-    switch (st) {
-    case ST_FIXED: rc = import_fixed(im, b); break;
-    case ST_IDENT: rc = import_ident(im, b, n); break;
-    case ST_TAIL: rc = import_tail(im, b); break;
-    case ST_TAG: rc = import_tag(im, b[0]); break;
-    case ST_ROW_HEAD: rc = import_row_head(im, b); break;
-    case ST_ROW_BODY: rc = import_row(im, b); break;
-    case ST_TRAILER: rc = import_trailer(im, b); break;
-    default: rc = import_sha(im, b); break;
-    }
-    im->pos += n;
-    keybuf_reset(&im->pend);
+static int export_part_body(objlog_store *s, rocksdb_readoptions_t *ro, ckpt_out *o,
+                            void *arg, int64_t *applied, char *errstr, size_t es) {
+    const part_arg *a = arg;
+    int rc = export_header(s, ro, a->rm, a->p, o, applied, errstr, es);
+    if (rc == 0 && export_rows(s, ro, a->rm, a->p, o, errstr, es) < 0)
+        rc = OBJLOG_CKPT_ERROR;
     return rc;
 }
 
-static int import_error(objlog_ckpt_import *im, char *errstr, size_t es) {
-    import_abandon(im);
-    snprintf(errstr, es, "import of partition %d: %s", im->p, im->err);
-    return -1;
+int objlog_ckpt_export(objlog_store *s, const rangemap *rm, int32_t p,
+                       objlog_ckpt_write_fn write, void *opaque,
+                       objlog_ckpt_info *info, char *errstr, size_t errstr_size) {
+    part_arg a = {rm, p};
+    return export_run(s, export_part_body, &a, write, opaque, info, errstr, errstr_size);
 }
 
-int objlog_ckpt_import_feed(objlog_ckpt_import *im, const void *data, size_t n,
-                            char *errstr, size_t errstr_size) {
-    const uint8_t *p = data;
-    if (im->finished)
-        import_fail(im, "fed after it finished");
-    while (n > 0 && !im->failed) {
-        if (im->state == ST_DONE) {
-            import_fail(im, "corrupt checkpoint: %zu bytes after its trailer", n);
-            break;
-        }
-        size_t take = im->need - im->pend.len;
-        take = take < n ? take : n;
-        if (keybuf_append(&im->pend, p, take) < 0) {
-            import_fail(im, "out of memory");
-            break;
-        }
-        p += take;
-        n -= take;
-        im->pr.bytes += take;
-        if (im->pend.len == im->need)
-            import_step(im);
+/* ---- a range's export ---- */
+
+typedef struct handoff_arg {
+    int32_t p;
+    int64_t off;
+} handoff_arg;
+
+/* The RangeOut the marker at (p, off) keeps, under ro: 1 (*out the
+ * caller's), 0 none, -1 error. */
+static int export_marker(objlog_store *s, rocksdb_readoptions_t *ro, const ckpt_range *r,
+                         Objlog__RangeOut **out, char *errstr, size_t es) {
+    uint8_t mk[APPLY_OUTCOME_KEY_LEN];
+    ckpt_range_prefix(mk, r);
+    char *err = NULL;
+    size_t vn = 0;
+    char *v = rocksdb_get_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_OUTCOMES),
+                             (const char *)mk, sizeof(mk), &vn, &err);
+    if (err) {
+        snprintf(errstr, es, "store read: %s", err);
+        rocksdb_free(err);
+        return -1;
     }
-    if (im->failed)
-        return import_error(im, errstr, errstr_size);
-    if (im->progress)
-        im->progress(im->progress_opaque, &im->pr);
-    return 0;
-}
-
-static const char *import_state_name(int st) {
-    switch (st) {
-    case ST_FIXED: case ST_IDENT: case ST_TAIL: return "in its header";
-    case ST_TAG: return "before its trailer";
-    case ST_ROW_HEAD: case ST_ROW_BODY: return "inside a row";
-    default: return "inside its trailer";
+    if (!v)
+        return 0;
+    *out = objlog__range_out__unpack(NULL, vn, (const uint8_t *)v);
+    rocksdb_free(v);
+    if (!*out || !(*out)->map) {
+        snprintf(errstr, es, "the RangeOut marker at %d.%lld is corrupt", r->from,
+                 (long long)r->from_off);
+        return -1;
     }
+    return 1;
 }
 
-/* The last WriteBatch: p's meta rows in, the marker out, synced. */
-static int import_commit(objlog_ckpt_import *im) {
-    const ckpt_meta_row *applied = NULL;
-    uint8_t ak[APPLY_META_KEY_MAX];
-    size_t an = apply_meta_key(ak, APPLY_META_APPLIED, im->p);
-    for (size_t i = 0; i < im->nmeta; i++)
-        if (im->meta[i].key.len == an && !memcmp(im->meta[i].key.data, ak, an))
-            applied = &im->meta[i];
-    if (!applied || applied->value.len != 8 ||
-        (int64_t)apply_get_be64(applied->value.data) != im->applied)
-        return import_fail(im, "corrupt checkpoint: its \"applied\" row does not hold the "
-                           "header's offset %lld", (long long)im->applied);
-    char why[256];
-    if (ckpt_write(im->s, im->wb, 0, why, sizeof(why)) < 0)
-        return import_fail(im, "%s", why);
-    for (size_t i = 0; i < im->nmeta; i++)
-        rocksdb_writebatch_put_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
-                                  (const char *)im->meta[i].key.data, im->meta[i].key.len,
-                                  (const char *)im->meta[i].value.data,
-                                  im->meta[i].value.len);
+/* Whether p's own map (meta "rmap" p, under ro) holds any of the range
+ * again: 1 yes, 0 no, -1 error. */
+static int export_moved_on(objlog_store *s, rocksdb_readoptions_t *ro, const ckpt_range *r,
+                           char *errstr, size_t es) {
     uint8_t mk[APPLY_META_KEY_MAX];
-    size_t mn = ckpt_marker_key(mk, im->p);
-    rocksdb_writebatch_delete_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
-                                 (const char *)mk, mn);
-    if (ckpt_write(im->s, im->wb, 1, why, sizeof(why)) < 0)
-        return import_fail(im, "%s", why);
-    im->begun = 0;
-    return 0;
+    size_t vn = 0, mn = apply_meta_key(mk, APPLY_META_RANGEMAP, r->from);
+    int rc = 0;
+    char *v = ckpt_meta_get(s, ro, mk, mn, &vn, &rc, errstr, es);
+    if (rc < 0)
+        return -1;
+    if (!v) {
+        snprintf(errstr, es, "partition %d keeps no range map", r->from);
+        return -1;
+    }
+    rangemap *rm = rangemap_decode((const uint8_t *)v, vn, errstr, es);
+    rocksdb_free(v);
+    if (!rm)
+        return -1;
+    int all, none;
+    rangemap_covers(rm, r->start, r->sn, r->end, r->en, r->from, &all, &none);
+    rangemap_destroy(rm);
+    return !none;
 }
 
-int objlog_ckpt_import_finish(objlog_ckpt_import *im, int64_t *applied, char *errstr,
-                              size_t errstr_size) {
-    if (!im->failed && im->finished)
-        import_fail(im, "finished twice");
-    if (!im->failed && im->state != ST_DONE)
-        import_fail(im, "truncated checkpoint: the stream ended after %llu bytes, %s",
-                    (unsigned long long)im->pr.bytes, import_state_name(im->state));
-    if (!im->failed)
-        import_commit(im);
-    if (im->failed)
-        return import_error(im, errstr, errstr_size);
-    im->finished = 1;
-    *applied = im->applied;
-    return 0;
+static int export_range_rows(objlog_store *s, rocksdb_readoptions_t *ro, const ckpt_range *r,
+                             ckpt_out *o, char *errstr, size_t es) {
+    for (int cf = 0; cf < OBJLOG_CF_COUNT; cf++) {
+        ckpt_span sp = {.from = r->start, .fn = r->sn, .to = r->en ? r->end : NULL,
+                        .tn = r->en};
+        if (ckpt_is_route_cf(cf) &&
+            export_span(s, ro, NULL, -1, (objlog_cf)cf, &sp, o, errstr, es) < 0)
+            return -1;
+    }
+    ckpt_span buckets = {.from = r->start, .fn = r->sn, .to = r->en ? r->end : NULL,
+                         .tn = r->en, .range = r};
+    ckpt_span stats = {.from = (const uint8_t *)"b", .fn = 1, .prefix = 1, .range = r};
+    uint8_t x[APPLY_OUTCOME_KEY_LEN];
+    ckpt_range_prefix(x, r);
+    ckpt_span outs = {.from = x, .fn = sizeof(x), .prefix = 1};
+    if (export_span(s, ro, NULL, -1, OBJLOG_CF_BUCKETS, &buckets, o, errstr, es) < 0 ||
+        export_span(s, ro, NULL, -1, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
+        return -1;
+    return export_span(s, ro, NULL, -1, OBJLOG_CF_OUTCOMES, &outs, o, errstr, es);
 }
 
-void objlog_ckpt_import_destroy(objlog_ckpt_import *im) {
-    if (!im)
-        return;
-    if (im->begun) {
-        import_fail(im, "abandoned");
-        import_abandon(im);
+static int export_handoff_body(objlog_store *s, rocksdb_readoptions_t *ro, ckpt_out *o,
+                               void *arg, int64_t *applied, char *errstr, size_t es) {
+    const handoff_arg *a = arg;
+    int rc = 0;
+    int64_t at = export_applied(s, ro, a->p, &rc, errstr, es);
+    if (rc < 0)
+        return OBJLOG_CKPT_ERROR;
+    if (at <= a->off) {
+        snprintf(errstr, es, "partition %d is applied here up to offset %lld, not yet past "
+                 "the RangeOut at %lld", a->p, (long long)at, (long long)a->off);
+        return OBJLOG_CKPT_NOT_YET;
     }
-    keybuf_free(&im->pend);
-    for (size_t i = 0; i < CKPT_META_N; i++) {
-        keybuf_free(&im->meta[i].key);
-        keybuf_free(&im->meta[i].value);
+    ckpt_range r = {.from = a->p, .from_off = a->off};
+    Objlog__RangeOut *ro_ev = NULL;
+    int m = export_marker(s, ro, &r, &ro_ev, errstr, es);
+    if (m <= 0) {
+        if (m == 0)
+            snprintf(errstr, es, "no RangeOut at partition %d offset %lld is kept here",
+                     a->p, (long long)a->off);
+        return m == 0 ? OBJLOG_CKPT_NO_HANDOFF : OBJLOG_CKPT_ERROR;
     }
-    if (im->wb)
-        rocksdb_writebatch_destroy(im->wb);
-    EVP_MD_CTX_free(im->sha);
-    free(im);
+    r.start = ro_ev->start.data;
+    r.sn = ro_ev->start.len;
+    r.end = ro_ev->end.data;
+    r.en = ro_ev->end.len;
+    int moved = export_moved_on(s, ro, &r, errstr, es);
+    if (moved != 0) {
+        if (moved > 0)
+            snprintf(errstr, es, "partition %d holds part of the range it gave away at "
+                     "offset %lld again: its rows are not those of that handoff any more",
+                     a->p, (long long)a->off);
+        objlog__range_out__free_unpacked(ro_ev, NULL);
+        return moved > 0 ? OBJLOG_CKPT_MOVED_ON : OBJLOG_CKPT_ERROR;
+    }
+    rc = export_ident(s, ro, OBJLOG_CKPT_FLAG_RANGE, o, errstr, es);
+    if (rc == 0) {
+        export_tail(o, ro_ev->map->epoch, a->p, a->off);
+        uint8_t lens[CKPT_RANGE_LENS];
+        apply_put_be32(lens, (uint32_t)r.sn);
+        apply_put_be32(lens + 4, (uint32_t)r.en);
+        out_put(o, lens, sizeof(lens), 1);
+        out_put(o, r.start, r.sn, 1);
+        out_put(o, r.end, r.en, 1);
+        *applied = a->off;
+        rc = export_range_rows(s, ro, &r, o, errstr, es) < 0 ? OBJLOG_CKPT_ERROR : 0;
+    }
+    objlog__range_out__free_unpacked(ro_ev, NULL);
+    return rc;
+}
+
+int objlog_ckpt_export_handoff(objlog_store *s, int32_t p, int64_t off,
+                               objlog_ckpt_write_fn write, void *opaque,
+                               objlog_ckpt_info *info, char *errstr, size_t errstr_size) {
+    handoff_arg a = {p, off};
+    return export_run(s, export_handoff_body, &a, write, opaque, info, errstr, errstr_size);
 }

@@ -29,6 +29,19 @@
  *   trailer  u8 'E', be64 rows, be64 bytes before the 'E',
  *            32 bytes SHA-256 of every byte before these 32
  *
+ * A range stream (flags bit 1) carries one range as the partition that
+ * gave it away held it at its RangeOut (a handoff between nodes): the
+ * header's partition and offset are the RangeOut's (p, X), its epoch the
+ * RangeOut's map's, and be32 n, start, be32 n, end (n 0: no end) follow
+ * the offset. Its rows: the route-keyed rows in [start, end), the home
+ * bucket and usage rows of the buckets that start in it, and the 'x'
+ * be32(p) be64(X) rows (the RangeOut's marker, its request records). The
+ * importer first deletes what it holds of those, writes the rows, and
+ * writes the marker last, in the synced WriteBatch that ends the import:
+ * the RangeIn that waits for it applies only then. Meta "rimporting"
+ * be32(p) be64(X) marks an import in progress; objlog_store_open deletes
+ * the range's rows of one that did not finish.
+ *
  * All rows and the applied offset are read from one RocksDB snapshot, so
  * they are one state of the view: the state after applying every event
  * below `applied`. Importing it and then applying the log from `applied`
@@ -58,6 +71,7 @@
 #define OBJLOG_CKPT_MAGIC "OBJLCKPT"
 #define OBJLOG_CKPT_VERSION 2
 #define OBJLOG_CKPT_FLAG_NO_STATS 1u
+#define OBJLOG_CKPT_FLAG_RANGE 2u
 /* Meta row of an import in progress (crash rule above). */
 #define OBJLOG_CKPT_META_IMPORTING "importing"
 
@@ -65,6 +79,9 @@
 #define OBJLOG_CKPT_ERROR (-1)
 #define OBJLOG_CKPT_NEVER_APPLIED (-2) /* export: applied offset 0 here */
 #define OBJLOG_CKPT_IMPORTING (-3)     /* export: an import of p runs here */
+#define OBJLOG_CKPT_NOT_YET (-4)       /* export: p has not applied the RangeOut */
+#define OBJLOG_CKPT_NO_HANDOFF (-5)    /* export: no RangeOut kept at (p, X) here */
+#define OBJLOG_CKPT_MOVED_ON (-6)      /* export: p holds part of the range again */
 
 /* ---- export ---- */
 
@@ -84,6 +101,16 @@ typedef struct objlog_ckpt_info {
 int objlog_ckpt_export(objlog_store *s, const rangemap *rm, int32_t p,
                        objlog_ckpt_write_fn write, void *opaque,
                        objlog_ckpt_info *info, char *errstr, size_t errstr_size);
+
+/* Writes the range stream of the RangeOut at (p, off): the range as p
+ * held it there (format above). 0 (info->applied = off), OBJLOG_CKPT_NOT_YET
+ * (p applied here stops before off), OBJLOG_CKPT_NO_HANDOFF (no RangeOut
+ * marker at (p, off) here), OBJLOG_CKPT_MOVED_ON (p's map holds part of
+ * the range again: its rows are no longer those of off), or
+ * OBJLOG_CKPT_ERROR, each with errstr. */
+int objlog_ckpt_export_handoff(objlog_store *s, int32_t p, int64_t off,
+                               objlog_ckpt_write_fn write, void *opaque,
+                               objlog_ckpt_info *info, char *errstr, size_t errstr_size);
 
 /* ---- import ---- */
 
@@ -107,6 +134,15 @@ typedef struct objlog_ckpt_import objlog_ckpt_import;
 objlog_ckpt_import *objlog_ckpt_import_new(objlog_store *s, const rangemap *rm,
                                            int32_t p, char *errstr,
                                            size_t errstr_size);
+/* An import of the range stream of the RangeOut at (p, off) into s,
+ * expected to move [start, end) (en 0: no end) under map epoch epoch
+ * (the RangeIn's): a header that says otherwise is refused before
+ * anything is written. Finishing gives *applied = off. The bytes are
+ * copied; nothing is borrowed. */
+objlog_ckpt_import *objlog_ckpt_import_handoff_new(objlog_store *s, int32_t p, int64_t off,
+                                                   uint32_t epoch, const uint8_t *start,
+                                                   size_t sn, const uint8_t *end, size_t en,
+                                                   char *errstr, size_t errstr_size);
 void objlog_ckpt_import_set_progress(objlog_ckpt_import *im,
                                      objlog_ckpt_progress_fn fn, void *opaque);
 /* The stream's expected size, when known (Content-Length). */
@@ -165,5 +201,12 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
                       objlog_ckpt_progress_fn progress,
                       void *opaque, const atomic_int *cancel, int64_t *applied,
                       char *errstr, size_t errstr_size);
+/* The same for any import (objlog_ckpt_import_handoff_new's, say) from
+ * url, which it then owns (destroyed, abandoned unless finished). */
+int objlog_ckpt_fetch_into(objlog_ckpt_import *im, const char *url,
+                           const struct curl_slist *headers, const char *ca_file,
+                           int timeout_ms, objlog_ckpt_progress_fn progress, void *opaque,
+                           const atomic_int *cancel, int64_t *applied, char *errstr,
+                           size_t errstr_size);
 
 #endif

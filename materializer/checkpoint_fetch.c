@@ -95,13 +95,22 @@ int objlog_ckpt_fetch(objlog_store *s, const rangemap *rm, const char *base_url,
         snprintf(errstr, errstr_size, "checkpoint URL too long");
         return -1;
     }
-    fetch_ctx f = {.h = curl_easy_init(), .cancel = cancel};
-    f.im = objlog_ckpt_import_new(s, rm, p, errstr, errstr_size);
-    if (!f.h || !f.im) {
-        if (!f.h)
-            snprintf(errstr, errstr_size, "curl: out of memory");
+    objlog_ckpt_import *im = objlog_ckpt_import_new(s, rm, p, errstr, errstr_size);
+    if (!im)
+        return -1;
+    return objlog_ckpt_fetch_into(im, url, headers, ca_file, timeout_ms, progress, opaque,
+                                  cancel, applied, errstr, errstr_size);
+}
+
+int objlog_ckpt_fetch_into(objlog_ckpt_import *im, const char *url,
+                           const struct curl_slist *headers, const char *ca_file,
+                           int timeout_ms, objlog_ckpt_progress_fn progress, void *opaque,
+                           const atomic_int *cancel, int64_t *applied, char *errstr,
+                           size_t errstr_size) {
+    fetch_ctx f = {.h = curl_easy_init(), .cancel = cancel, .im = im};
+    if (!f.h) {
+        snprintf(errstr, errstr_size, "curl: out of memory");
         objlog_ckpt_import_destroy(f.im);
-        curl_easy_cleanup(f.h);
         return -1;
     }
     objlog_ckpt_import_set_progress(f.im, progress, opaque);

@@ -14,9 +14,9 @@
  * an 'x' be32(P) be64(X) marker row holds the RangeOut, with the stakes,
  * until the RangeIn takes it.
  *
- * RangeIn from (P, X), at (Q, Y): applied only once P has applied X (the
- * materializer holds Q until then), so what it reads of the range is P's
- * state as of X. The range's route-keyed rows (versions, objects,
+ * RangeIn from (P, X), at (Q, Y): applied only once this store holds P's
+ * state as of X (P applied X here, or the range was imported from a node
+ * that did: rangewait.h; the materializer holds Q until then). The range's route-keyed rows (versions, objects,
  * uploads) are already in this store, under their route keys: they stay
  * where they are and are Q's from Y. Q takes the request records and the
  * marker's stakes, and the marker goes.
@@ -66,14 +66,6 @@ int handoff_bound_ok(const uint8_t *k, size_t n) {
     keybuf_free(&name);
     keybuf_free(&key);
     return ok;
-}
-
-int handoff_in_source(const Objlog__Event *ev, int32_t *from, int64_t *from_off) {
-    if (ev->op_case != OBJLOG__EVENT__OP_RANGE_IN || !ev->range_in)
-        return 0;
-    *from = ev->range_in->from_partition;
-    *from_off = ev->range_in->from_offset;
-    return 1;
 }
 
 /* ---- the range against a map ---- */

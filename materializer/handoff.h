@@ -2,8 +2,8 @@
  * which keys a partition holds, decided from its own log, and the two
  * events that move a range, RangeOut on the source and RangeIn on the
  * target (docs/ARCHITECTURE.md, "Ranges move"). Internal to the state
- * machine: apply.c calls it, the materializer asks handoff_in_source
- * before it lets a RangeIn be applied. */
+ * machine: apply.c calls it (rangewait.h decides when a RangeIn may
+ * apply). */
 #ifndef OBJLOG_HANDOFF_H
 #define OBJLOG_HANDOFF_H
 
@@ -28,10 +28,5 @@ int handoff_bound_ok(const uint8_t *k, size_t n);
  * does not fit the partition's map). 0, or -1 on a storage error. */
 int handoff_range_out(apply_ev *a);
 int handoff_range_in(apply_ev *a);
-
-/* A RangeIn's source: 1 (*from, *from_off) for a RangeIn, else 0. The
- * materializer applies a RangeIn only once the source partition has
- * applied from_off, so the range's rows there are final. */
-int handoff_in_source(const Objlog__Event *ev, int32_t *from, int64_t *from_off);
 
 #endif

@@ -32,6 +32,7 @@
 #include "kafkaconf.h"
 #include "matint.h"
 #include "matkafka.h"
+#include "rangewait.h"
 #include "rows.h"
 
 #include <errno.h>
@@ -113,6 +114,7 @@ static void mat_free(objlog_materializer *m) {
         rangemap_destroy(m->old_maps[i]);
     free(m->old_maps);
     free(m->wait_in);
+    rangewait_free(m->rwait);
     lanes_destroy(m->lanes);
     if (m->perr)
         for (int i = 0; i < m->nparts; i++)
@@ -299,6 +301,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
     m->wait_in = malloc(np * sizeof(*m->wait_in));
     for (size_t i = 0; m->wait_in && i < np; i++)
         m->wait_in[i] = -1;
+    m->rwait = rangewait_new((int)np);
     m->owned = calloc(np, sizeof(*m->owned));
     m->held = calloc(np, sizeof(*m->held));
     m->hold_want = calloc(np, sizeof(*m->hold_want));
@@ -306,7 +309,7 @@ objlog_materializer *objlog_materializer_new(const objlog_materializer_conf *con
                          m->batch_cap, store, m->rm, mat_lane_apply, m);
     if (!m->applied || !m->next || !m->batch_next || !m->perr || !m->msgs ||
         !m->applied_ts || !m->fetched_ts || !m->pending_ts || !m->batch_ts || !m->owned ||
-        !m->held || !m->hold_want || !m->lanes || !m->stall || !m->wait_in) {
+        !m->held || !m->hold_want || !m->lanes || !m->stall || !m->wait_in || !m->rwait) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
@@ -527,19 +530,6 @@ static void mat_catchup(objlog_materializer *m, int64_t now, int applied) {
     pthread_mutex_unlock(&m->mu);
 }
 
-/* 1 once the source of a RangeIn has applied its RangeOut at from_off
- * (the range's rows there are final). A source that does not run here
- * never gets there: the import over the network is not built, and the
- * wait is logged (docs/ARCHITECTURE.md, deviations). */
-static int mat_source_ready(objlog_materializer *m, int32_t from, int64_t from_off) {
-    if (from < 0 || from >= m->nparts)
-        return 1; /* refused by the state machine */
-    pthread_mutex_lock(&m->mu);
-    int ready = m->applied[from] > from_off;
-    pthread_mutex_unlock(&m->mu);
-    return ready;
-}
-
 /* Stages one message into its lane's batch. 0, 1 if it is a RangeIn that
  * must wait for its source (nothing staged: its partition stops here for
  * this batch), or -1 if the lane's batch must be abandoned (l->errstr). */
@@ -559,9 +549,8 @@ static int mat_apply_one(objlog_materializer *m, mat_lane *l, const rd_kafka_mes
         return apply_invalid(l->batch, msg->partition, msg->offset, ts, why, l->errstr,
                              sizeof(l->errstr));
     }
-    int32_t from;
-    int64_t from_off;
-    if (handoff_in_source(ev, &from, &from_off) && !mat_source_ready(m, from, from_off)) {
+    if (ev->op_case == OBJLOG__EVENT__OP_RANGE_IN && ev->range_in &&
+        !rangewait_ready(m, m->rwait, l->batch, msg->partition, msg->offset, ev->range_in)) {
         objlog__event__free_unpacked(ev, NULL);
         m->wait_in[msg->partition] = msg->offset;
         return 1;
@@ -728,7 +717,8 @@ static int mat_wait_in_rewind(objlog_materializer *m) {
         if (now - m->wait_logged_ms > 10000) {
             m->wait_logged_ms = now;
             matlog_printf(&m->log, MATLOG_INFO, "materializer",
-                          "a RangeIn waits for its source partition to apply its RangeOut");
+                          "a RangeIn waits for its range: its source partition to apply its "
+                          "RangeOut here, or the range's import from the node that did");
         }
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);

@@ -309,11 +309,14 @@ int objlog_store_get_bucket(objlog_store *s, const char *bucket, Objlog__BucketR
 int objlog_store_get_bucket_stake(objlog_store *s, const uint8_t *bpart, size_t bn,
                                   int32_t partition, Objlog__BucketRecord **out, char *errstr,
                                   size_t errstr_size);
-/* A RangeOut of partition applied here whose RangeIn has not taken it yet
- * (a handoff to finish): 1 (*offset, *out: the caller frees it), 0 none,
- * -1 error. */
-int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,
-                                 Objlog__RangeOut **out, char *errstr, size_t errstr_size);
+/* A RangeOut of partition applied here whose RangeIn has not taken it
+ * here and whose map is newer than after_epoch (a handoff to finish: the
+ * map is published only once its RangeIn applied; a marker whose RangeIn
+ * applied on another node stays, for the range's imports): 1 (*offset,
+ * *out: the caller frees it), 0 none, -1 error. */
+int objlog_store_pending_handoff(objlog_store *s, int32_t partition, uint32_t after_epoch,
+                                 int64_t *offset, Objlog__RangeOut **out, char *errstr,
+                                 size_t errstr_size);
 /* Calls fn for the route key of every kept outcome of partition at
  * offsets >= from that names one (a request's first outcome): which keys
  * the partition's recent writes went to (automatic splits). 0, or -1. */
@@ -444,6 +447,9 @@ int objlog_bucket_row_kind(const void *key, size_t n, size_t *bn, int32_t *p);
  * well-formed stats row of the current format. Selects one partition's
  * rows, e.g. for a checkpoint of that partition. */
 int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n);
+/* 1 when key is a bucket's home usage row ('b' bucket_part(b)); *rk then
+ * holds route_key(b, ""), where its owner is decided. 0 any other row. */
+int objlog_stats_home_route(const void *key, size_t n, keybuf *rk);
 
 /* ---- store format (storefmt.c) ---- */
 #define OBJLOG_STORE_FORMAT 4
@@ -566,6 +572,26 @@ int objlog_materializer_hold(objlog_materializer *m, int32_t partition, int time
  * (the imported checkpoint's, or 0 after a failed import). */
 void objlog_materializer_release(objlog_materializer *m, int32_t partition);
 int objlog_materializer_held(objlog_materializer *m, int32_t partition);
+
+/* A RangeIn of `partition` at `offset` waits for the range its source
+ * gave away at (from, from_offset) while no partition applied here will
+ * bring it (its source and every other holder of the range are applied
+ * elsewhere): the range must be imported from a node that applied the
+ * source past its RangeOut (objlog_ckpt_import_handoff_new). The bytes
+ * are copies: objlog_range_wait_free. */
+typedef struct objlog_range_wait {
+    int32_t partition;
+    int64_t offset;
+    int32_t from;
+    int64_t from_offset;
+    uint32_t epoch;              /* the RangeIn's map */
+    uint8_t *start, *end;        /* the range; en 0: no end */
+    size_t sn, en;
+} objlog_range_wait;
+/* 1 with *w filled when partition's RangeIn waits for an import, 0 not. */
+int objlog_materializer_range_wait(objlog_materializer *m, int32_t partition,
+                                   objlog_range_wait *w);
+void objlog_range_wait_free(objlog_range_wait *w);
 
 int objlog_materializer_partitions(const objlog_materializer *m);
 /* 1 when the stats view is kept (always, but in benches: test_no_stats). */

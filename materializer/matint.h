@@ -111,6 +111,7 @@ struct objlog_materializer {
     int64_t *batch_ts;    /* log time of the batch's last event per partition */
     int64_t *wait_in;     /* the RangeIn this batch stopped at, -1 none (handoff.h) */
     int64_t wait_logged_ms; /* when a wait was last logged */
+    struct rangewait *rwait; /* the RangeIns waiting for an import (rangewait.h) */
     uint64_t batch_outcomes[MAT_OUTCOMES];
     lanes *lanes;         /* the apply threads */
     catchup catchup;      /* the backlog and its rate (consumer thread) */

@@ -237,6 +237,23 @@ static int stats_bucket_row_partition(const rangemap *rm, const uint8_t *k, size
     return p;
 }
 
+int objlog_stats_home_route(const void *key, size_t n, keybuf *rk) {
+    const uint8_t *k = key;
+    size_t bn = 0;
+    int32_t stake = -1;
+    if (n < 3 || k[0] != 'b' || objlog_bucket_row_kind(k + 1, n - 1, &bn, &stake) != 0)
+        return 0;
+    keybuf name;
+    keybuf_init(&name);
+    size_t used = 0;
+    int home = keycodec_decode_enc(k + 3, bn - 2, &name, &used) == 0 &&
+               keycodec_route_key(rk, (const char *)name.data, name.len, (const uint8_t *)"",
+                                  0) == 0 &&
+               memcmp(rk->data, k + 1, 2) == 0;
+    keybuf_free(&name);
+    return home;
+}
+
 /* The be32 partition that ends a 't' or 'g' row at k + at; -1 unless
  * exactly 4 bytes are left there and they hold a partition number. */
 static int stats_be32_tail(const uint8_t *k, size_t n, size_t at) {

@@ -538,8 +538,9 @@ int objlog_store_get_bucket_stake(objlog_store *s, const uint8_t *bpart, size_t 
     return rc;
 }
 
-int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *offset,
-                                 Objlog__RangeOut **out, char *errstr, size_t errstr_size) {
+int objlog_store_pending_handoff(objlog_store *s, int32_t partition, uint32_t after_epoch,
+                                 int64_t *offset, Objlog__RangeOut **out, char *errstr,
+                                 size_t errstr_size) {
     uint8_t pre[5] = {'x'};
     apply_put_be32(pre + 1, (uint32_t)partition);
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ro, s->cf[OBJLOG_CF_OUTCOMES]);
@@ -562,6 +563,11 @@ int objlog_store_pending_handoff(objlog_store *s, int32_t partition, int64_t *of
         if (!*out)
             snprintf(errstr, errstr_size, "handoff marker %d.%lld: corrupt", partition,
                      (long long)*offset);
+        if (*out && (!(*out)->map || (*out)->map->epoch <= after_epoch)) {
+            objlog__range_out__free_unpacked(*out, NULL); /* finished elsewhere */
+            *out = NULL;
+            rc = 0;
+        }
     }
     char *err = NULL;
     rocksdb_iter_get_error(it, &err);

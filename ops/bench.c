@@ -64,8 +64,8 @@ const char bench_usage_text[] =
     "                    [--count N (default 20000)] [--threads T] [--partitions N]\n"
     "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
     "                    [--heads N (default 4000)]\n"
-    "       objlog bench --ranges [--count N (default 8000)] [--threads T]\n"
-    "                    [--apply-threads A]\n"
+    "       objlog bench --ranges [--url URL --brokers LIST [--keep]]\n"
+    "                    [--count N (default 8000)] [--threads T] [--apply-threads A]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
     "data goes with it. With --url it removes, when it ends, the buckets it created\n"
     "and everything in them (every version, delete marker and upload), and says so\n"
@@ -93,10 +93,13 @@ const char bench_usage_text[] =
     "run of its own objlogd: N keys, then LISTs of all of them (ListObjectsV2 vs GET\n"
     "/v1/buckets/B/objects) and HEADs of one (HeadObject vs HEAD /objects/K), one\n"
     "connection each, in alternating blocks; mean, p50, p99 and S3/JSON ratios.\n"
-    "--ranges: on its own objlogd (8 partitions), N puts a round over 8 buckets of\n"
-    "one hot range, applied writes/s with the range on 1 partition, then split\n"
-    "over 2, 4 and 8 (POST /v1/ranges/split between rounds), the ratio to one\n"
-    "partition, and each split's time and how long writes to the range waited.\n";
+    "--ranges: on its own objlogd (8 partitions) or --url's (8 partitions or more),\n"
+    "N puts a round over 8 buckets of one hot range, applied writes/s with the range\n"
+    "on 1 partition, then split over 2, 4 and 8 (POST /v1/ranges/split between\n"
+    "rounds), the ratio to one partition, each split's time and how long writes to\n"
+    "the range waited; the same for one bucket split inside; buckets of 5,000 and\n"
+    "20,000 keys (with --url: 10,000, 100,000 and 1,000,000) split in the middle\n"
+    "while a probe writes to the moving half (its p50 and max); LIST across ranges.\n";
 
 static cli *bench_cli; /* for usage errors: one bench a process */
 
@@ -231,9 +234,6 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         return bench_usage("--stats starts its own objlogd processes (it replays one "
                            "log into fresh views with and without the stats view): "
                            "drop --url/--brokers", NULL);
-    if (b->ranges && (b->url || b->brokers))
-        return bench_usage("--ranges splits the ranges of its own objlogd: drop "
-                           "--url/--brokers", NULL);
     if (b->ckpt && (b->url || b->brokers))
         return bench_usage("--checkpoint runs in this process, against stores of its "
                            "own: drop --url/--brokers", NULL);

@@ -19,13 +19,23 @@
  * bucket costs its writes as the moving part grows (buckets of 5,000 and
  * 20,000 keys, split in the middle: the source counts what the moving
  * keys hold); and a LIST of 1,000 keys of a bucket split over 4 ranges
- * against one of a bucket in one range.
+ * against one of a bucket in one range. While a bucket of each size is
+ * split, a probe writes to its moving half one PUT at a time (JSON API,
+ * answered once applied): the p50 and the longest of those writes are
+ * the stall the moving range's writers see.
+ *
+ * Against a deployment (--url, --brokers: a cluster on a real Kafka, say,
+ * ops/bench_ranges_kafka.sh) the buckets split by size hold 10,000,
+ * 100,000 and 1,000,000 keys; on its own objlogd (the mock cluster keeps
+ * about 5 MB a partition) 5,000 and 20,000.
  *
  * Invariant: every figure comes from one run on one objlogd; the producer
  * is reopened after each spread so that it routes by the new map (a
  * producer with the old one would pay a WrongRange resend per write). */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +56,10 @@ static const char *const rb_splits[RB_ROUNDS][4] = {
 
 /* One bucket's splits: round i cuts at these fractions of the key space. */
 static const int rb_key_splits[RB_ROUNDS][4] = {{0}, {4}, {2, 6}, {1, 3, 5, 7}}; /* eighths */
-#define RB_STALL_SIZES 2
-static const int rb_stall_keys[RB_STALL_SIZES] = {5000, 20000};
+#define RB_STALL_SIZES 3
+static const int rb_stall_own[RB_STALL_SIZES] = {5000, 20000, 0};
+static const int rb_stall_deployed[RB_STALL_SIZES] = {10000, 100000, 1000000};
+#define RB_PROBE_MAX 100000
 #define RB_LIST_KEYS 1000
 #define RB_LIST_CALLS 200
 
@@ -61,6 +73,8 @@ typedef struct rb_handoff {
     long keys;                   /* keys written so far to the moving part */
     long imported;
     double seconds, held_s;
+    int probes, probe_failed;     /* writes to the moving part meanwhile */
+    double probe_p50_ms, probe_max_ms;
 } rb_handoff;
 
 /* What a write round writes: the eight hot buckets, or one bucket
@@ -153,12 +167,74 @@ static int rb_split(bench *b, CURL *h, const char *bucket, const char *key, rb_h
     return 0;
 }
 
+/* ---- the stall a split costs the moving range's writers ---- */
+
+typedef struct rb_probe {
+    const bench *b;
+    char bucket[32], prefix[32];
+    atomic_int stop;
+    pthread_t th;
+    int64_t *at_us;              /* when each write was sent */
+    double *ms;                  /* how long it took, -1 failed */
+    int n;
+} rb_probe;
+
+/* One PUT after another into the moving part until stopped. */
+static void *rb_probe_main(void *arg) {
+    rb_probe *pr = arg;
+    CURL *h = curl_easy_init();
+    while (h && !atomic_load(&pr->stop) && pr->n < RB_PROBE_MAX && !bench_interrupted) {
+        char url[256], body[96], err[256];
+        snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%sp%06d", pr->b->url, pr->bucket,
+                 pr->prefix, pr->n);
+        snprintf(body, sizeof(body), "{\"size\":1,\"etag\":\"probe-%d\"}", pr->n);
+        cli_resp r;
+        int64_t t0 = bench_mono_us();
+        int rc = cli_http(h, "PUT", url, body, NULL, &r, err, sizeof(err));
+        double ms = (double)(bench_mono_us() - t0) / 1e3;
+        pr->at_us[pr->n] = t0;
+        pr->ms[pr->n++] = rc == 0 && r.status == 200 ? ms : -1.0;
+        if (rc == 0)
+            cli_resp_free(&r);
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (h)
+        curl_easy_cleanup(h);
+    return NULL;
+}
+
+static int rb_double_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The probes sent while the handoff ran [from, to): p50, max, failures. */
+static void rb_probe_figures(const rb_probe *pr, int64_t from, int64_t to, rb_handoff *out) {
+    double *v = malloc((size_t)(pr->n ? pr->n : 1) * sizeof(*v));
+    int n = 0;
+    for (int i = 0; v && i < pr->n; i++) {
+        if (pr->at_us[i] < from || pr->at_us[i] >= to)
+            continue;
+        if (pr->ms[i] < 0)
+            out->probe_failed++;
+        else
+            v[n++] = pr->ms[i];
+    }
+    qsort(v, (size_t)n, sizeof(*v), rb_double_cmp);
+    out->probes = n + out->probe_failed;
+    out->probe_p50_ms = n ? v[n / 2] : 0;
+    out->probe_max_ms = n ? v[n - 1] : 0;
+    free(v);
+}
+
 /* Everything one run measures. */
 typedef struct rb_run {
     rb_round rs[2][RB_ROUNDS];   /* [RB_BUCKETS_MODE or RB_ONE_BUCKET][round] */
     rb_handoff hs[16];
     int nh;
     rb_handoff stall[RB_STALL_SIZES];
+    int nstall;
     double list_ms[2][2];        /* mean LIST of 1,000 keys [one range, four][strong, eventual] */
 } rb_run;
 
@@ -184,6 +260,17 @@ static json_t *rb_handoffs_json(const rb_handoff *hs, int n) {
     return a;
 }
 
+static json_t *rb_stall_json(const rb_handoff *hs, int n) {
+    json_t *a = rb_handoffs_json(hs, n);
+    for (int i = 0; i < n; i++)
+        json_object_update_new(
+            json_array_get(a, (size_t)i),
+            json_pack("{s:i,s:i,s:f,s:f}", "probe_writes", hs[i].probes, "probe_failed",
+                      hs[i].probe_failed, "probe_p50_ms", hs[i].probe_p50_ms, "probe_max_ms",
+                      hs[i].probe_max_ms));
+    return a;
+}
+
 static void rb_rounds_print(const bench *b, const char *what, const rb_round *rs) {
     double base = bench_rate(b->count, rs[0].apply_s);
     printf("%s\n%-10s %8s %9s %12s %7s\n", what, "partitions", "writes", "seconds",
@@ -201,7 +288,7 @@ static void rb_report(const bench *b, const rb_run *r) {
             "threads", b->threads, "rounds", rb_rounds_json(b, r->rs[RB_BUCKETS_MODE]),
             "one_bucket_rounds", rb_rounds_json(b, r->rs[RB_ONE_BUCKET]), "handoffs",
             rb_handoffs_json(r->hs, r->nh), "split_inside_by_size",
-            rb_handoffs_json(r->stall, RB_STALL_SIZES), "list", "keys", RB_LIST_KEYS,
+            rb_stall_json(r->stall, r->nstall), "list", "keys", RB_LIST_KEYS,
             "one_range_strong_ms", r->list_ms[0][0], "four_ranges_strong_ms", r->list_ms[1][0],
             "one_range_eventual_ms", r->list_ms[0][1], "four_ranges_eventual_ms",
             r->list_ms[1][1]);
@@ -218,11 +305,14 @@ static void rb_report(const bench *b, const rb_run *r) {
     for (int i = 0; i < r->nh; i++)
         printf("%-16s %10ld %9ld %8.1f ms %9.1f ms\n", r->hs[i].at, r->hs[i].keys,
                r->hs[i].imported, r->hs[i].seconds * 1e3, r->hs[i].held_s * 1e3);
-    printf("split inside a bucket, in the middle, by its size:\n%-16s %10s %9s %10s %12s\n",
-           "split at", "keys moved", "records", "handoff", "writes held");
-    for (int i = 0; i < RB_STALL_SIZES; i++)
-        printf("%-16s %10ld %9ld %8.1f ms %9.1f ms\n", r->stall[i].at, r->stall[i].keys,
-               r->stall[i].imported, r->stall[i].seconds * 1e3, r->stall[i].held_s * 1e3);
+    printf("split inside a bucket, in the middle, by its size (a probe writing to the "
+           "moving half meanwhile):\n%-22s %10s %10s %12s %7s %10s %10s\n", "split at",
+           "keys moved", "handoff", "writes held", "probes", "probe p50", "probe max");
+    for (int i = 0; i < r->nstall; i++)
+        printf("%-22s %10ld %7.1f ms %9.1f ms %7d %7.1f ms %7.1f ms%s\n", r->stall[i].at,
+               r->stall[i].keys, r->stall[i].seconds * 1e3, r->stall[i].held_s * 1e3,
+               r->stall[i].probes, r->stall[i].probe_p50_ms, r->stall[i].probe_max_ms,
+               r->stall[i].probe_failed ? " (some failed)" : "");
     for (int c = 0; c < 2; c++)
         printf("LIST of %d keys, %s (%d calls, mean): one range %.3f ms, four ranges on "
                "four partitions %.3f ms (%.2fx)\n",
@@ -273,20 +363,47 @@ static int rb_one_bucket_phase(bench *b, CURL *h, rb_run *r) {
     return 0;
 }
 
-/* Buckets of 5,000 and 20,000 keys, each split in the middle. */
+/* rb_split of bucket at key while a probe writes to the moving part. */
+static int rb_split_probed(bench *b, CURL *h, const char *bucket, const char *key,
+                           rb_handoff *out) {
+    rb_probe pr = {.b = b};
+    snprintf(pr.bucket, sizeof(pr.bucket), "%s", bucket);
+    snprintf(pr.prefix, sizeof(pr.prefix), "%s", key);
+    pr.at_us = malloc(RB_PROBE_MAX * sizeof(*pr.at_us));
+    pr.ms = malloc(RB_PROBE_MAX * sizeof(*pr.ms));
+    int started = pr.at_us && pr.ms && pthread_create(&pr.th, NULL, rb_probe_main, &pr) == 0;
+    struct timespec ts = {0, 200 * 1000000L}; /* the probe under way first */
+    nanosleep(&ts, NULL);
+    int64_t t0 = bench_mono_us();
+    int rc = rb_split(b, h, bucket, key, out);
+    int64_t t1 = bench_mono_us();
+    nanosleep(&ts, NULL);
+    atomic_store(&pr.stop, 1);
+    if (started) {
+        pthread_join(pr.th, NULL);
+        rb_probe_figures(&pr, t0, t1, out);
+    }
+    free(pr.at_us);
+    free(pr.ms);
+    return rc;
+}
+
+/* Buckets of each size in rb_stall_*, each split in the middle. */
 static int rb_stall_phase(bench *b, CURL *h, rb_run *r) {
     int count = b->count;
-    for (int i = 0; i < RB_STALL_SIZES && !bench_interrupted; i++) {
-        snprintf(b->ranges_bucket, sizeof(b->ranges_bucket), "size-%d", rb_stall_keys[i]);
-        b->count = rb_stall_keys[i];
+    const int *sizes = b->daemon ? rb_stall_own : rb_stall_deployed;
+    for (int i = 0; i < RB_STALL_SIZES && sizes[i] && !bench_interrupted; i++) {
+        snprintf(b->ranges_bucket, sizeof(b->ranges_bucket), "size-%d", sizes[i]);
+        b->count = sizes[i];
         rb_round unused;
         char key[16];
-        rb_key_of(rb_stall_keys[i] / 2, key, sizeof(key));
+        rb_key_of(sizes[i] / 2, key, sizeof(key));
         int rc = bench_create_bucket_named(b, h, b->ranges_bucket) < 0 ||
                          rb_write_round(b, h, 0, &unused) < 0 ||
-                         rb_split(b, h, b->ranges_bucket, key, &r->stall[i]) < 0
+                         rb_split_probed(b, h, b->ranges_bucket, key, &r->stall[i]) < 0
                      ? -1 : 0;
-        r->stall[i].keys = rb_stall_keys[i] / 2;
+        r->stall[i].keys = sizes[i] / 2;
+        r->nstall = i + 1;
         b->count = count;
         if (rc < 0)
             return -1;

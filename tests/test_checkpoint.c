@@ -37,6 +37,7 @@
 
 #include "apply.h"
 #include "checkpoint.h"
+#include "objlog.pb-c.h"
 #include "keycodec.h"
 #include "partdump.h"
 #include "proc.h"
@@ -826,6 +827,307 @@ static void test_crash_mid_import(void **state) {
     world_free(&dst);
 }
 
+/* ---- a range as of its handoff ---- */
+
+/* Applies ev at p's next offset now (its own batch): its offset. */
+static int64_t apply_now(world *w, int p, Objlog__Event *ev, Objlog__OutcomeCode *code) {
+    uint8_t rid[16];
+    for (int i = 0; i < 16; i++)
+        rid[i] = (uint8_t)rnd(w);
+    ev->request_id.data = rid;
+    ev->request_id.len = 16;
+    char err[512];
+    int64_t off = w->off[p];
+    if (apply_event(w->batch, p, off, 1000 + off, ev, code, err, sizeof(err)))
+        fail_msg("apply: %s", err);
+    w->off[p]++;
+    w->touched[p] = 1;
+    flush(w);
+    return off;
+}
+
+static Objlog__RangeMap *map_msg(const rangemap *rm) {
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    assert_int_equal(rangemap_encode(rm, &buf, &n), 0);
+    Objlog__RangeMap *m = objlog__range_map__unpack(NULL, n, buf);
+    free(buf);
+    assert_non_null(m);
+    return m;
+}
+
+/* RangeOut [s, e) of partition p under next (or the RangeIn from
+ * (from, from_off) when from >= 0): its offset; the outcome must be OK. */
+static int64_t handoff_ev(world *w, int p, const rangemap *next, const keybuf *s,
+                          const keybuf *e, int to, int from, int64_t from_off) {
+    Objlog__RangeMap *mm = map_msg(next);
+    Objlog__RangeOut ro = OBJLOG__RANGE_OUT__INIT;
+    Objlog__RangeIn ri = OBJLOG__RANGE_IN__INIT;
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = "";
+    ev.range_epoch = rangemap_epoch(next) - 1;
+    if (from < 0) {
+        ro.map = mm;
+        ro.start = (ProtobufCBinaryData){s->len, s->data};
+        ro.end = (ProtobufCBinaryData){e->len, e->data};
+        ro.to_partition = to;
+        ev.op_case = OBJLOG__EVENT__OP_RANGE_OUT;
+        ev.range_out = &ro;
+    } else {
+        ri.map = mm;
+        ri.start = (ProtobufCBinaryData){s->len, s->data};
+        ri.end = (ProtobufCBinaryData){e->len, e->data};
+        ri.from_partition = from;
+        ri.from_offset = from_off;
+        ev.op_case = OBJLOG__EVENT__OP_RANGE_IN;
+        ev.range_in = &ri;
+    }
+    Objlog__OutcomeCode code = OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT;
+    int64_t off = apply_now(w, p, &ev, &code);
+    objlog__range_map__free_unpacked(mm, NULL);
+    if (code != OBJLOG__OUTCOME_CODE__OUTCOME_OK) {
+        Objlog__Outcome *o = NULL;
+        char err[256] = "";
+        objlog_store_get_outcome(w->store, p, off, &o, err, sizeof(err));
+        fail_msg("handoff event on %d: %d %s", p, code, o ? o->message : err);
+    }
+    return off;
+}
+
+/* The lines of text that start (keep) or do not start (!keep) with pre. */
+static char *lines_with(const char *text, const char *pre, int keep) {
+    char *out = NULL;
+    size_t on = 0;
+    FILE *o = open_memstream(&out, &on);
+    for (const char *l = text; *l;) {
+        const char *nl = strchr(l, '\n');
+        if ((strncmp(l, pre, strlen(pre)) == 0) == keep)
+            fwrite(l, 1, (size_t)(nl - l + 1), o);
+        l = nl + 1;
+    }
+    fclose(o);
+    return out;
+}
+
+/* What a range stream of (p, off) must carry, as dump lines: the rows the
+ * map `in` (the range as partition NPARTS) gives the range, then the 'x'
+ * rows of the RangeOut. */
+static char *range_dump(objlog_store *s, const rangemap *in, const char *xpre, size_t *rows) {
+    size_t n = 0;
+    char *mine = partdump(s, in, NPARTS, 1, &n);
+    char *all = partdump(s, in, NPARTS, 0, NULL);
+    char *x = lines_with(all, xpre, 1);
+    char *out = NULL;
+    assert_true(asprintf(&out, "%s%s", mine, x) >= 0);
+    for (const char *c = x; *c; c++)
+        n += *c == '\n';
+    if (rows)
+        *rows = n;
+    free(mine);
+    free(all);
+    free(x);
+    return out;
+}
+
+static int import_range(objlog_store *s, int p, int64_t off, uint32_t epoch, const keybuf *st,
+                        const keybuf *e, const membuf *m, size_t upto, char *err, size_t en) {
+    objlog_ckpt_import *im = objlog_ckpt_import_handoff_new(s, p, off, epoch, st->data, st->len,
+                                                            e->data, e->len, err, en);
+    if (!im)
+        return -1;
+    int64_t applied = -1;
+    int rc = 0;
+    for (size_t at = 0; at < upto && rc == 0; at += 777)
+        rc = objlog_ckpt_import_feed(im, m->data + at, upto - at < 777 ? upto - at : 777, err,
+                                     en);
+    if (rc == 0 && upto == m->len)
+        rc = objlog_ckpt_import_finish(im, &applied, err, en);
+    if (rc == 0 && upto == m->len)
+        assert_int_equal(applied, off);
+    objlog_ckpt_import_destroy(im);
+    return rc;
+}
+
+/* A range moved off partition p: its stream carries exactly its rows as
+ * of the RangeOut and the RangeOut's records; imported into a store with
+ * stale rows of the range, those rows are replaced and nothing else
+ * changes; a header that names another handoff, range, epoch or log is
+ * refused before anything is written; an export of a handoff that is
+ * not there, not applied yet, or whose range came back is refused. */
+static void test_range_roundtrip(void **state) {
+    (void)state;
+    world src, dst;
+    world_build(&src, &log_a, 0x51ed270b2702ef5bULL, 4000);
+    world_build(&dst, &log_a, 0x77ULL, 2000);
+    /* The range from the later (in key order) of partition p's two
+     * buckets on: a whole bucket moves (its buckets have indexes, which
+     * are not cut), the other stays. */
+    int p = part_of(&src, src.buckets[0], "", 0), q = (p + 1) % NPARTS;
+    keybuf at, end, other;
+    keybuf_init(&at);
+    keybuf_init(&end);
+    keybuf_init(&other);
+    for (int b = 0; b < N_BUCKETS; b++) {
+        const char *name = src.buckets[b];
+        if (part_of(&src, name, "", 0) != p)
+            continue;
+        assert_int_equal(keycodec_bucket_part(&other, name, strlen(name)), 0);
+        if (!at.len || memcmp(other.data, at.data, other.len < at.len ? other.len : at.len) > 0) {
+            keybuf_reset(&at);
+            assert_int_equal(keybuf_append(&at, other.data, other.len), 0);
+        }
+    }
+    keybuf_free(&other);
+    const uint8_t *rs, *re;
+    size_t rsn, ren;
+    int part;
+    rangemap_entry(src.rm, rangemap_index(src.rm, at.data, at.len), &rs, &rsn, &re, &ren, &part);
+    assert_int_equal(part, p);
+    assert_int_equal(keybuf_append(&end, re, ren), 0);
+    char why[256];
+    rangemap *next = rangemap_split(src.rm, at.data, at.len, q, NPARTS, why, sizeof(why));
+    rangemap *in = rangemap_split(src.rm, at.data, at.len, NPARTS, NPARTS + 1, why, sizeof(why));
+    assert_non_null(next);
+    assert_non_null(in);
+    int64_t x = handoff_ev(&src, p, next, &at, &end, q, -1, -1);
+    char xpre[64];
+    snprintf(xpre, sizeof(xpre), "outcomes 78%08x%016llx", p, (unsigned long long)x);
+
+    membuf m = {0};
+    objlog_ckpt_info info;
+    char err[512];
+    assert_int_equal(objlog_ckpt_export_handoff(src.store, p, x, membuf_write, &m, &info, err,
+                                                sizeof(err)), 0);
+    assert_int_equal(info.applied, x);
+    assert_int_equal(info.bytes, m.len);
+    size_t want_rows = 0;
+    char *want = range_dump(src.store, in, xpre, &want_rows);
+    assert_true(want_rows > 50);
+    assert_int_equal(info.rows, want_rows);
+    assert_non_null(strstr(want, xpre)); /* the marker rides along */
+
+    /* Refused headers: nothing written. */
+    char *before = partdump(dst.store, in, -3, 0, NULL);
+    keybuf short_end;
+    keybuf_init(&short_end);
+    assert_int_equal(keybuf_append(&short_end, at.data, at.len), 0);
+    assert_int_equal(keybuf_append(&short_end, "z", 1), 0);
+    assert_int_equal(import_range(dst.store, p, x, 3, &at, &end, &m, m.len, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "map epoch 2; its RangeIn has epoch 3"));
+    assert_int_equal(import_range(dst.store, p, x, 2, &at, &short_end, &m, m.len, err,
+                                  sizeof(err)), -1);
+    assert_non_null(strstr(err, "moves another range"));
+    assert_int_equal(import_range(dst.store, p, x + 1, 2, &at, &end, &m, m.len, err,
+                                  sizeof(err)), -1);
+    assert_non_null(strstr(err, "the range given away at"));
+    membuf pm;
+    export_part(&src, p, &pm, &info);
+    assert_int_equal(import_range(dst.store, p, x, 2, &at, &end, &pm, pm.len, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "a partition's checkpoint, not a range's"));
+    free(pm.data);
+    char *after = partdump(dst.store, in, -3, 0, NULL);
+    assert_string_equal(after, before);
+    free(after);
+
+    /* Into a store holding stale rows of the range. */
+    size_t stale = 0;
+    free(partdump(dst.store, in, NPARTS, 1, &stale));
+    assert_true(stale > 0);
+    char *others = partdump(dst.store, in, NPARTS, 0, NULL);
+    if (import_range(dst.store, p, x, 2, &at, &end, &m, m.len, err, sizeof(err)))
+        fail_msg("range import: %s", err);
+    char *got = range_dump(dst.store, in, xpre, NULL);
+    assert_string_equal(got, want);
+    char *others_now = partdump(dst.store, in, NPARTS, 0, NULL);
+    char *others_now_x = lines_with(others_now, xpre, 0);
+    assert_string_equal(others_now_x, others);
+    free(got);
+    free(others_now);
+    free(others_now_x);
+
+    /* Half a stream, abandoned: the range is empty here, no marker. */
+    assert_int_equal(import_range(dst.store, p, x, 2, &at, &end, &m, m.len / 2, err,
+                                  sizeof(err)), 0);
+    size_t left = 1;
+    free(range_dump(dst.store, in, xpre, &left));
+    assert_int_equal(left, 0);
+    char *rest = partdump(dst.store, in, NPARTS, 0, NULL);
+    assert_null(strstr(rest, "meta 72696d706f7274696e67")); /* "rimporting" */
+    free(rest);
+    /* ... and one cut off by a crash: its rows go when the store opens. */
+    objlog_store_close(dst.store);
+    dst.store = NULL;
+    apply_batch_destroy(dst.batch);
+    dst.batch = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        objlog_store *s = objlog_store_open(dst.dir, err, sizeof(err));
+        objlog_ckpt_import *im = s ? objlog_ckpt_import_handoff_new(s, p, x, 2, at.data, at.len,
+                                                                    end.data, end.len, err,
+                                                                    sizeof(err))
+                                   : NULL;
+        _exit(!im || objlog_ckpt_import_feed(im, m.data, m.len * 2 / 3, err, sizeof(err)) < 0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    dst.store = open_store(dst.dir);
+    left = 1;
+    free(range_dump(dst.store, in, xpre, &left));
+    assert_int_equal(left, 0);
+
+    /* Exports refused. */
+    membuf e = {0};
+    assert_int_equal(objlog_ckpt_export_handoff(src.store, p, x + 5, membuf_write, &e, &info,
+                                                err, sizeof(err)), OBJLOG_CKPT_NOT_YET);
+    assert_int_equal(objlog_ckpt_export_handoff(src.store, p, x - 1, membuf_write, &e, &info,
+                                                err, sizeof(err)), OBJLOG_CKPT_NO_HANDOFF);
+    /* The range taken by q, then given back to p: p's rows of it are not
+     * those of x any more. (Here q's RangeIn takes the marker; on a node
+     * that does not apply q it stays, as put back below.) */
+    uint8_t mk[13] = {'x'};
+    apply_put_be32(mk + 1, (uint32_t)p);
+    apply_put_be64(mk + 5, (uint64_t)x);
+    rocksdb_readoptions_t *rro = rocksdb_readoptions_create();
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    char *rerr = NULL;
+    size_t mvn = 0;
+    char *mv = rocksdb_get_cf(objlog_store_db(src.store), rro,
+                              objlog_store_cf(src.store, OBJLOG_CF_OUTCOMES), (const char *)mk,
+                              sizeof(mk), &mvn, &rerr);
+    assert_null(rerr);
+    assert_non_null(mv);
+    handoff_ev(&src, q, next, &at, &end, -1, p, x);
+    rangemap *back = rangemap_move(next, at.data, at.len, p, NPARTS, why, sizeof(why));
+    assert_non_null(back);
+    int64_t y = handoff_ev(&src, q, back, &at, &end, p, -1, -1);
+    handoff_ev(&src, p, back, &at, &end, -1, q, y);
+    rocksdb_put_cf(objlog_store_db(src.store), wo, objlog_store_cf(src.store, OBJLOG_CF_OUTCOMES),
+                   (const char *)mk, sizeof(mk), mv, mvn, &rerr);
+    assert_null(rerr);
+    rocksdb_free(mv);
+    rocksdb_readoptions_destroy(rro);
+    rocksdb_writeoptions_destroy(wo);
+    assert_int_equal(objlog_ckpt_export_handoff(src.store, p, x, membuf_write, &e, &info, err,
+                                                sizeof(err)), OBJLOG_CKPT_MOVED_ON);
+    assert_non_null(strstr(err, "holds part of the range"));
+    free(e.data);
+    rangemap_destroy(back);
+    rangemap_destroy(next);
+    rangemap_destroy(in);
+    keybuf_free(&at);
+    keybuf_free(&end);
+    keybuf_free(&short_end);
+    free(want);
+    free(before);
+    free(others);
+    free(m.data);
+    world_free(&src);
+    world_free(&dst);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
@@ -836,6 +1138,7 @@ int main(void) {
         cmocka_unit_test(test_refused_headers),
         cmocka_unit_test(test_format_by_hand),
         cmocka_unit_test(test_crash_mid_import),
+        cmocka_unit_test(test_range_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

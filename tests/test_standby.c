@@ -16,11 +16,25 @@
  * is read back, and the two survivors settle with a standby again. A
  * 4th node with an empty store then joins: it copies every partition it
  * gets from a peer's checkpoint and applies only the
- * log's tail. */
+ * log's tail.
+ *
+ * Ranges between nodes (test_handoff_across_nodes): a bucket is split
+ * under writes, its upper half moving to a partition applied by nodes
+ * that do not apply the bucket's: the request goes to the coordinator,
+ * each replica of the target that lacks the source imports the range
+ * over the network (counted in /metrics), LIST through every node lists
+ * every key once; the target's active node is SIGKILLed and its standby
+ * serves the moved keys; a merge brings the range back over stale rows,
+ * which the import replaces (a key deleted meanwhile stays deleted). The
+ * coordinator then dies between a split's RangeOut and RangeIn
+ * (test_coordinator_dies): the source's node finishes it from the log,
+ * and no write sent meanwhile is lost. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +55,10 @@
 #define KEYS 12
 
 static cnodes g;
-static char *node_flags[] = {"--standbys", "1", NULL};
+/* Every handoff pauses after its RangeOut and after its RangeIn, so that
+ * test_coordinator_dies can kill the coordinator between them. */
+#define PAUSE_MS 2000
+static char *node_flags[] = {"--standbys", "1", "--test-handoff-pause-ms", "2000", NULL};
 
 static int group_setup(void **state) {
     (void)state;
@@ -278,6 +295,368 @@ static void test_placement(void **state) {
                   "offset %lld\n", bucket_part, act, sb, applied);
 }
 
+/* ---- ranges between nodes ---- */
+
+static long long metric_of(int i, const char *name);
+
+#define XR_KEYS 200
+#define XR_MAX 1200
+
+typedef struct xr_obj {
+    char key[16];
+    char etag[40];
+} xr_obj;
+
+/* The keys acknowledged so far and their etags (one writer at a time). */
+typedef struct xr_set {
+    xr_obj o[XR_MAX];
+    int n;
+} xr_set;
+
+static void xr_put(xr_set *s, const char *key, const char *etag) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->o[i].key, key)) {
+            snprintf(s->o[i].etag, sizeof(s->o[i].etag), "%s", etag);
+            return;
+        }
+    assert_true(s->n < XR_MAX);
+    snprintf(s->o[s->n].key, sizeof(s->o[0].key), "%s", key);
+    snprintf(s->o[s->n].etag, sizeof(s->o[0].etag), "%s", etag);
+    s->n++;
+}
+
+static void xr_del(xr_set *s, const char *key) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->o[i].key, key))
+            s->o[i] = s->o[--s->n];
+}
+
+static int xr_cmp(const void *a, const void *b) {
+    return strcmp(((const xr_obj *)a)->key, ((const xr_obj *)b)->key);
+}
+
+/* "key etag\n" of every object, in key order. */
+static char *xr_text(xr_set *s) {
+    qsort(s->o, (size_t)s->n, sizeof(s->o[0]), xr_cmp);
+    char *out = calloc((size_t)s->n + 1, 64);
+    for (int i = 0; i < s->n; i++)
+        sprintf(out + strlen(out), "%s %s\n", s->o[i].key, s->o[i].etag);
+    return out;
+}
+
+/* A strong LIST of bucket through node via, 37 keys a page, as text. */
+static char *xr_list(int via, const char *bucket) {
+    char *out = calloc(XR_MAX + 1, 64), tok[512] = "", path[1024];
+    for (int pages = 0;; pages++) {
+        assert_true(pages < 100);
+        snprintf(path, sizeof(path), "/v1/buckets/%s/objects?consistency=strong&max_keys=37%s%s",
+                 bucket, tok[0] ? "&continuation_token=" : "", tok);
+        httpc_resp r;
+        assert_int_equal(httpc_do(g.n[via].h, "GET", path, NULL, NULL, &r), 0);
+        if (r.status != 200)
+            fail_msg("LIST %s via node %d: HTTP %ld %s", bucket, via, r.status, r.body);
+        json_t *j = json_loads(r.body, 0, NULL);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(j, "objects"), i, e)
+            sprintf(out + strlen(out), "%s %s\n", json_string_value(json_object_get(e, "key")),
+                    json_string_value(json_object_get(e, "etag")));
+        const char *next = json_string_value(json_object_get(j, "next_continuation_token"));
+        char *esc = next ? httpc_escape(g.n[via].h, next, strlen(next)) : NULL;
+        snprintf(tok, sizeof(tok), "%s", esc ? esc : "");
+        free(esc);
+        json_decref(j);
+        if (!tok[0])
+            return out;
+    }
+}
+
+typedef struct xr_writer {
+    httpc *h;
+    xr_set *set;
+    atomic_int stop;
+    int sent, acked;
+    char err[512];
+} xr_writer;
+
+/* Writes a%04d and w%04d in turn (below and above the split key) until
+ * stopped, recording each acknowledged one. */
+static void *xr_write_main(void *arg) {
+    xr_writer *w = arg;
+    for (int i = 0; !atomic_load(&w->stop) && w->sent < 400; i++) {
+        char path[128], body[128], etag[40], key[16];
+        snprintf(etag, sizeof(etag), "%032d", 500000 + i);
+        snprintf(key, sizeof(key), "%c%04d", i % 2 ? 'w' : 'a', i);
+        /* A write through a node that does not run the handoff meets
+         * WrongRange and waits for the new map: up to the import and the
+         * test's pauses, past the default 2 s. */
+        snprintf(path, sizeof(path), "/v1/buckets/xrr/objects/%s?timeout_ms=20000", key);
+        snprintf(body, sizeof(body), "{\"size\":3,\"etag\":\"%s\"}", etag);
+        httpc_resp r;
+        w->sent++;
+        if (httpc_do(w->h, "PUT", path, body, NULL, &r) == 0 && r.status == 200) {
+            w->acked++;
+            xr_put(w->set, key, etag);
+        } else if (!w->err[0]) {
+            snprintf(w->err, sizeof(w->err), "PUT %s: HTTP %ld %.150s", path, r.status, r.body);
+        }
+    }
+    return NULL;
+}
+
+/* POST /v1/ranges/<kind> through node via; the answer's JSON (200 only). */
+static json_t *xr_handoff(int via, const char *kind, const char *body, char *node, size_t nn) {
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/ranges/%s", kind);
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.n[via].h, "POST", path, body, NULL, &r), 0);
+    if (r.status != 200)
+        fail_msg("%s %s via node %d: HTTP %ld %s", kind, body, via, r.status, r.body);
+    const char *at = strstr(r.headers, "x-objlog-node:");
+    snprintf(node, nn, "%s", at ? at + 15 : "");
+    node[strcspn(node, "\r\n")] = '\0';
+    return json_loads(r.body, 0, NULL);
+}
+
+static int xr_role(int i, int p) {
+    long long a, e;
+    char role[16];
+    return lag_row(i, p, &a, &e, role, sizeof(role)) == 0 && strcmp(role, "none") != 0;
+}
+
+/* Until every running node routes by map epoch `epoch` or newer (each
+ * follows the control topic within about a second). */
+static void xr_wait_epoch(long long epoch) {
+    int64_t until = cnodes_mono_ms() + 10000;
+    for (int i = 0; i < MAX_NODES; i++) {
+        while (g.n[i].p) {
+            httpc_resp r;
+            assert_int_equal(httpc_do(g.n[i].h, "GET", "/v1/ranges", NULL, NULL, &r), 0);
+            json_t *j = json_loads(r.body, 0, NULL);
+            long long e = json_integer_value(json_object_get(j, "epoch"));
+            json_decref(j);
+            if (e >= epoch)
+                break;
+            if (cnodes_mono_ms() > until)
+                fail_msg("node %d still routes by map epoch %lld, not %lld", i, e, epoch);
+            cnodes_sleep_ms(100);
+        }
+    }
+}
+
+static void xr_expect_list(xr_set *want, const char *when) {
+    char *w = xr_text(want);
+    for (int i = 0; i < MAX_NODES; i++) {
+        if (!g.n[i].p)
+            continue;
+        char *got = xr_list(i, "xrr");
+        if (strcmp(got, w) != 0)
+            fail_msg("%s: LIST xrr via node %d differs (%zu bytes, want %zu)", when, i,
+                     strlen(got), strlen(w));
+        free(got);
+    }
+    free(w);
+}
+
+static void test_handoff_across_nodes(void **state) {
+    (void)state;
+    placement pl;
+    wait_placed(&pl, 60000);
+    static xr_set want;
+    make_bucket(0, "xrr");
+    int p = -1;
+    for (int k = 0; k < XR_KEYS; k++) {
+        char key[16], etag[40];
+        snprintf(key, sizeof(key), "k%04d", k);
+        snprintf(etag, sizeof(etag), "%032d", k);
+        p = put_key(k % NODES, "xrr", key, etag);
+        xr_put(&want, key, etag);
+    }
+    /* The target: a partition active on the node that holds no replica
+     * of p; its standby may hold p (then it has the range locally). */
+    int q = -1, coord = pl.active[0];
+    for (int c = 0; c < PARTS; c++)
+        if (c != p && pl.active[c] != pl.active[p] && pl.active[c] != pl.standby[p])
+            q = c;
+    for (int c = 0; q < 0 && c < PARTS; c++)
+        if (c != p && pl.active[c] != pl.active[p])
+            q = c;
+    assert_true(q >= 0);
+    int via = 0;
+    while (via == coord)
+        via++;
+    xr_writer w = {.h = httpc_new(g.n[via].url), .set = &want};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, xr_write_main, &w), 0);
+    cnodes_sleep_ms(300);
+    char body[160], node[256];
+    snprintf(body, sizeof(body), "{\"bucket\":\"xrr\",\"key\":\"k0100\",\"to_partition\":%d}", q);
+    int64_t t0 = cnodes_mono_ms();
+    json_t *j = xr_handoff(via, "split", body, node, sizeof(node));
+    int64_t took = cnodes_mono_ms() - t0;
+    assert_int_equal(json_integer_value(json_object_get(j, "from_partition")), p);
+    assert_int_equal(json_integer_value(json_object_get(j, "to_partition")), q);
+    long long out_off = json_integer_value(json_object_get(j, "range_out_offset"));
+    long long epoch = json_integer_value(json_object_get(j, "epoch"));
+    json_decref(j);
+    assert_string_equal(node, g.n[coord].url); /* run by the coordinator */
+    cnodes_sleep_ms(500);
+    atomic_store(&w.stop, 1);
+    pthread_join(t, NULL);
+    httpc_destroy(w.h);
+    if (w.acked != w.sent)
+        fail_msg("%d of %d writes across the split not acknowledged: %s", w.sent - w.acked,
+                 w.sent, w.err);
+    xr_wait_epoch(epoch);
+    xr_expect_list(&want, "after the split");
+
+    /* Each replica of q that holds no replica of p imported the range over
+     * the network, once; no other node imported anything. */
+    int importers = 0;
+    for (int i = 0; i < NODES; i++) {
+        int of_q = xr_role(i, q), of_p = xr_role(i, p);
+        long long ok = metric_of(i, "objlog_range_imports_total{result=\"ok\"}");
+        assert_int_equal(ok, of_q && !of_p ? 1 : 0);
+        importers += (int)ok;
+        if (ok)
+            assert_true(metric_of(i, "objlog_range_import_rows_total") > 100);
+    }
+    assert_true(importers >= 1);
+    /* The handoff's range stream on a node that applies p but not q (one
+     * that applies both took the RangeIn, and the marker with it); bad
+     * names are refused. */
+    int src = xr_role(pl.active[p], q) ? pl.standby[p] : pl.active[p];
+    char path[128];
+    httpc_resp r;
+    snprintf(path, sizeof(path), "/v1/partitions/%d/handoffs/x1/checkpoint", p);
+    assert_int_equal(httpc_do(g.n[src].h, "GET", path, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 400);
+    snprintf(path, sizeof(path), "/v1/partitions/%d/handoffs/%lld/checkpoint", p, out_off - 1);
+    assert_int_equal(httpc_do(g.n[src].h, "GET", path, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_non_null(strstr(r.body, "NoSuchHandoff"));
+    snprintf(path, sizeof(path), "/v1/partitions/%d/handoffs/%lld/checkpoint", p, out_off);
+    assert_int_equal(httpc_do(g.n[src].h, "GET", path, NULL, NULL, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_memory_equal(r.body, "OBJLCKPT", 8);
+    print_message("across nodes: split of xrr (partition %d -> %d, nodes %d -> %d) under %d "
+                  "writes (%d acknowledged) took %lld ms; %d replica(s) of %d imported the "
+                  "range\n", p, q, pl.active[p], pl.active[q], w.sent, w.acked, (long long)took,
+                  importers, q);
+
+    /* Deleted on q, then merged back to p, whose nodes hold stale rows of
+     * the range: the key stays deleted. */
+    httpc_resp d;
+    assert_int_equal(httpc_do(g.n[0].h, "DELETE", "/v1/buckets/xrr/objects/k0150", NULL, NULL,
+                              &d), 0);
+    assert_int_equal(d.status, 200);
+    xr_del(&want, "k0150");
+    /* q's active node dies: its standby serves the moved keys. */
+    int dead = pl.active[q], sb = pl.standby[q], via2 = 0;
+    while (via2 == dead)
+        via2++;
+    proc_kill(g.n[dead].p);
+    cnodes_forget(&g, dead);
+    char etag[64];
+    assert_int_equal(get_key(via2, "xrr", "k0199", etag, sizeof(etag), NULL), 200);
+    assert_string_equal(etag, "00000000000000000000000000000199");
+    assert_int_equal(get_key(via2, "xrr", "k0150", etag, sizeof(etag), NULL), 404);
+    print_message("across nodes: node %d (active of %d) killed; node %d, its standby, served "
+                  "the moved keys\n", dead, q, sb);
+    assert_int_equal(cnodes_start(&g, dead), 0);
+    wait_placed(&pl, 60000);
+    coord = pl.active[0];
+    snprintf(body, sizeof(body), "{\"bucket\":\"xrr\",\"key\":\"k0100\"}");
+    j = xr_handoff(dead == coord ? (coord + 1) % NODES : dead, "merge", body, node,
+                   sizeof(node));
+    assert_int_equal(json_integer_value(json_object_get(j, "to_partition")), p);
+    xr_wait_epoch(json_integer_value(json_object_get(j, "epoch")));
+    json_decref(j);
+    xr_put(&want, "k0199", "00000000000000000000000000009199");
+    put_key(1, "xrr", "k0199", "00000000000000000000000000009199");
+    xr_expect_list(&want, "after the merge back");
+    assert_int_equal(get_key(2, "xrr", "k0150", etag, sizeof(etag), NULL), 404);
+}
+
+static long long xr_epoch(int i) {
+    httpc_resp r;
+    assert_int_equal(httpc_do(g.n[i].h, "GET", "/v1/ranges", NULL, NULL, &r), 0);
+    json_t *j = json_loads(r.body, 0, NULL);
+    long long e = json_integer_value(json_object_get(j, "epoch"));
+    json_decref(j);
+    return e;
+}
+
+typedef struct xr_post {
+    int via;
+    char body[160];
+    long status;
+} xr_post;
+
+static void *xr_post_main(void *arg) {
+    xr_post *x = arg;
+    httpc *h = httpc_new(g.n[x->via].url);
+    httpc_resp r;
+    x->status = httpc_do(h, "POST", "/v1/ranges/split", x->body, NULL, &r) == 0 ? r.status : -1;
+    httpc_destroy(h);
+    return NULL;
+}
+
+/* The coordinator is SIGKILLed between the RangeOut and the RangeIn of a
+ * split between nodes: the node holding the RangeOut's marker (the
+ * source's) finishes it from the log, the map comes out, and every write
+ * sent meanwhile through another node is acknowledged and listed once. */
+static void test_coordinator_dies(void **state) {
+    (void)state;
+    placement pl;
+    wait_placed(&pl, 60000);
+    int coord = pl.active[0], via = (coord + 1) % NODES;
+    static xr_set want;
+    char *have = xr_list(via, "xrr");
+    for (char *l = have; *l;) {
+        char *sp = strchr(l, ' '), *nl = strchr(l, '\n');
+        *sp = *nl = '\0';
+        xr_put(&want, l, sp + 1);
+        l = nl + 1;
+    }
+    free(have);
+    int p = put_key(via, "xrr", "k0001", "00000000000000000000000000000001");
+    int q = -1;
+    for (int c = 0; c < PARTS; c++)
+        if (c != p && pl.active[c] != coord)
+            q = c;
+    assert_true(q >= 0);
+    long long epoch = xr_epoch(via);
+    xr_writer w = {.h = httpc_new(g.n[via].url), .set = &want};
+    pthread_t wt, st;
+    assert_int_equal(pthread_create(&wt, NULL, xr_write_main, &w), 0);
+    xr_post post = {.via = via};
+    snprintf(post.body, sizeof(post.body),
+             "{\"bucket\":\"xrr\",\"key\":\"k0050\",\"to_partition\":%d}", q);
+    assert_int_equal(pthread_create(&st, NULL, xr_post_main, &post), 0);
+    cnodes_sleep_ms(PAUSE_MS / 2); /* the RangeOut applied, the pause runs */
+    proc_kill(g.n[coord].p);
+    cnodes_forget(&g, coord);
+    int64_t t0 = cnodes_mono_ms();
+    xr_wait_epoch(epoch + 1);
+    int64_t finished = cnodes_mono_ms() - t0;
+    pthread_join(st, NULL);
+    cnodes_sleep_ms(300);
+    atomic_store(&w.stop, 1);
+    pthread_join(wt, NULL);
+    httpc_destroy(w.h);
+    if (w.acked != w.sent)
+        fail_msg("%d of %d writes around the coordinator's death not acknowledged: %s",
+                 w.sent - w.acked, w.sent, w.err);
+    xr_expect_list(&want, "after the coordinator died");
+    print_message("across nodes: coordinator (node %d) killed after the RangeOut of a split "
+                  "%d -> %d (its request answered %ld); the map was out %lld ms later; %d "
+                  "writes, all acknowledged, listed once\n", coord, p, q, post.status,
+                  (long long)finished, w.sent);
+    assert_int_equal(cnodes_start(&g, coord), 0);
+    wait_placed(&pl, 60000);
+}
+
 /* SIGKILL the active node of sb-a's partition under load: its standby
  * keeps answering strong reads and writes complete throughout. */
 static void test_standby_failover(void **state) {
@@ -461,6 +840,8 @@ static void test_bootstrap(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement),
+        cmocka_unit_test(test_handoff_across_nodes),
+        cmocka_unit_test(test_coordinator_dies),
         cmocka_unit_test(test_standby_failover),
         cmocka_unit_test(test_bootstrap),
     };

@@ -13,9 +13,16 @@
  * on from the checkpoint's applied offset, so only the log's tail is
  * replayed.
  *
+ * It also imports a range for a RangeIn that waits for one (a handoff
+ * from a partition applied on another node, materializer.h
+ * objlog_range_wait): the peer's range stream of the RangeOut, written
+ * under the range's route keys; the RangeIn applies once its marker
+ * landed.
+ *
  * Invariant: while a partition's rows are being replaced it is held, so
  * it is neither applied nor read here; a failed import leaves it empty
- * ("never applied"), and the next refresh offers it again. */
+ * ("never applied"), and the next refresh offers it again. A range is
+ * imported only while its RangeIn waits, so no partition here holds it. */
 #include "core.h"
 #include "cluster.h"
 #include "server.h"
@@ -49,6 +56,8 @@ struct bootstrap {
     atomic_int stop;             /* also cancels the transfer in flight */
     int32_t next_p;              /* the offered job, -1 none (under mu) */
     char next_url[CLUSTER_URL_MAX];
+    int next_range;              /* ... a range for next_rw, not a partition */
+    objlog_range_wait next_rw;
     /* The job running, under mu: its partition (-1 none), source and
      * progress. */
     int32_t cur_p;
@@ -56,6 +65,7 @@ struct bootstrap {
     objlog_ckpt_progress pr;
     int64_t t0_ms, logged_ms;
     uint64_t ok, failed, bytes_total, rows_total; /* finished jobs */
+    uint64_t rok, rfailed, rbytes, rrows, rms;   /* finished range imports */
 };
 
 static int64_t boot_mono_ms(void) {
@@ -145,6 +155,55 @@ static void boot_run(bootstrap *b, int32_t p, const char *url) {
                     "the next refresh", (int)p, url, (long long)took, err);
 }
 
+/* Imports the range the RangeIn w waits for from the node at url. */
+static void boot_range_run(bootstrap *b, objlog_range_wait *w, const char *url) {
+    objlog_query *q = b->q;
+    char err[512], ckpt_url[1200];
+    int64_t applied = 0, t0 = boot_mono_ms();
+    pthread_mutex_lock(&b->mu);
+    b->cur_p = w->partition;
+    snprintf(b->cur_url, sizeof(b->cur_url), "%s", url);
+    memset(&b->pr, 0, sizeof(b->pr));
+    b->t0_ms = b->logged_ms = t0;
+    pthread_mutex_unlock(&b->mu);
+    snprintf(ckpt_url, sizeof(ckpt_url), "%s/v1/partitions/%d/handoffs/%" PRId64 "/checkpoint",
+             url, (int)w->from, w->from_offset);
+    objlog_ckpt_import *im = objlog_ckpt_import_handoff_new(
+        q->store, w->from, w->from_offset, w->epoch, w->start, w->sn, w->end, w->en, err,
+        sizeof(err));
+    int rc = -1;
+    if (im) {
+        struct curl_slist *hl = nodesign_curl(b->has_key ? b->key : NULL, "GET", ckpt_url, NULL);
+        rc = objlog_ckpt_fetch_into(im, ckpt_url, hl, tls_ca_file(q->tls), 0, boot_progress, b,
+                                    &b->stop, &applied, err, sizeof(err));
+        curl_slist_free_all(hl);
+    }
+    int64_t took = boot_mono_ms() - t0;
+    pthread_mutex_lock(&b->mu);
+    objlog_ckpt_progress pr = b->pr;
+    b->cur_p = -1;
+    if (rc == 0) {
+        b->rok++;
+        b->rbytes += pr.bytes;
+        b->rrows += pr.rows;
+        b->rms += (uint64_t)took;
+    } else {
+        b->rfailed++;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (rc == 0)
+        objlog_logf(OBJLOG_LEVEL_INFO, "ranges",
+                    "partition %d: imported the range partition %d gave away at offset %"
+                    PRId64 " from %s: %" PRIu64 " rows, %.1f MB in %lld ms; its RangeIn at %"
+                    PRId64 " applies", (int)w->partition, (int)w->from, w->from_offset, url,
+                    pr.rows, (double)pr.bytes / 1e6, (long long)took, w->offset);
+    else
+        objlog_logf(OBJLOG_LEVEL_WARNING, "ranges",
+                    "partition %d: importing the range partition %d gave away at offset %"
+                    PRId64 " from %s failed after %lld ms: %s; tried again at the next refresh",
+                    (int)w->partition, (int)w->from, w->from_offset, url, (long long)took, err);
+}
+
 static void *boot_main(void *arg) {
     bootstrap *b = arg;
     pthread_mutex_lock(&b->mu);
@@ -156,9 +215,17 @@ static void *boot_main(void *arg) {
         int32_t p = b->next_p;
         char url[CLUSTER_URL_MAX];
         snprintf(url, sizeof(url), "%s", b->next_url);
+        int range = b->next_range;
+        objlog_range_wait w = b->next_rw;
+        memset(&b->next_rw, 0, sizeof(b->next_rw));
         b->next_p = -1;
+        b->next_range = 0;
         pthread_mutex_unlock(&b->mu);
-        boot_run(b, p, url);
+        if (range)
+            boot_range_run(b, &w, url);
+        else
+            boot_run(b, p, url);
+        objlog_range_wait_free(&w);
         pthread_mutex_lock(&b->mu);
     }
     pthread_mutex_unlock(&b->mu);
@@ -199,6 +266,7 @@ void bootstrap_destroy(bootstrap *b) {
         pthread_mutex_unlock(&b->mu);
         pthread_join(b->thread, NULL);
     }
+    objlog_range_wait_free(&b->next_rw);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
     OPENSSL_cleanse(b->key, sizeof(b->key));
@@ -231,6 +299,27 @@ int bootstrap_offer(bootstrap *b, int32_t p, const char *url) {
     return taken;
 }
 
+int bootstrap_offer_range(bootstrap *b, const objlog_range_wait *w, const char *url) {
+    uint8_t *start = malloc(w->sn ? w->sn : 1), *end = malloc(w->en ? w->en : 1);
+    pthread_mutex_lock(&b->mu);
+    int taken = start && end && b->cur_p < 0 && b->next_p < 0;
+    if (taken) {
+        b->next_p = w->partition;
+        b->next_range = 1;
+        b->next_rw = *w;
+        b->next_rw.start = memcpy(start, w->start, w->sn);
+        b->next_rw.end = memcpy(end, w->end, w->en);
+        snprintf(b->next_url, sizeof(b->next_url), "%s", url);
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (!taken) {
+        free(start);
+        free(end);
+    }
+    return taken;
+}
+
 void bootstrap_metrics(FILE *f, bootstrap *b) {
     pthread_mutex_lock(&b->mu);
     fprintf(f, "# HELP objlog_bootstraps_total Partitions copied from a peer's checkpoint, "
@@ -252,5 +341,20 @@ void bootstrap_metrics(FILE *f, bootstrap *b) {
                "objlog_bootstrap_progress_bytes{of=\"done\"} %" PRIu64 "\n"
                "objlog_bootstrap_progress_bytes{of=\"total\"} %" PRIu64 "\n",
             b->cur_p >= 0 ? b->pr.bytes : 0, b->cur_p >= 0 ? b->pr.total_bytes : 0);
+    fprintf(f, "# HELP objlog_range_imports_total Ranges imported from a peer for a RangeIn "
+               "(a handoff between nodes), by result.\n"
+               "# TYPE objlog_range_imports_total counter\n"
+               "objlog_range_imports_total{result=\"ok\"} %" PRIu64 "\n"
+               "objlog_range_imports_total{result=\"failed\"} %" PRIu64 "\n",
+            b->rok, b->rfailed);
+    fprintf(f, "# HELP objlog_range_import_rows_total Rows of the ranges imported.\n"
+               "# TYPE objlog_range_import_rows_total counter\n"
+               "objlog_range_import_rows_total %" PRIu64 "\n", b->rrows);
+    fprintf(f, "# HELP objlog_range_import_bytes_total Stream bytes of the ranges imported.\n"
+               "# TYPE objlog_range_import_bytes_total counter\n"
+               "objlog_range_import_bytes_total %" PRIu64 "\n", b->rbytes);
+    fprintf(f, "# HELP objlog_range_import_seconds_total Time the range imports took.\n"
+               "# TYPE objlog_range_import_seconds_total counter\n"
+               "objlog_range_import_seconds_total %.3f\n", (double)b->rms / 1000.0);
     pthread_mutex_unlock(&b->mu);
 }

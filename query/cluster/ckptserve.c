@@ -1,6 +1,9 @@
 /* ckptserve.c: GET /v1/partitions/{p}/checkpoint, this node's copy of one
- * partition for a node that is given it (materializer/checkpoint.h has
- * the stream format; checkpoint_fetch.c is the client).
+ * partition for a node that is given it, and GET
+ * /v1/partitions/{p}/handoffs/{X}/checkpoint, the range p gave away at
+ * its RangeOut at offset X, for a node whose RangeIn waits for it
+ * (materializer/checkpoint.h has the stream format; checkpoint_fetch.c is
+ * the client).
  *
  * An export reads a whole partition, seconds for a big one: it never runs
  * on a worker's event loop. The handler starts a thread that exports into
@@ -41,6 +44,7 @@ struct ckpt_job {
     char request_id[33];
     struct timespec start;
     int32_t p;
+    int64_t off;                 /* a range's RangeOut offset, -1 the partition */
     int fd;                      /* the unlinked temp file, until sent */
     pthread_t thread;
     struct event *done_ev;
@@ -82,8 +86,12 @@ static int ckpt_write_fd(void *opaque, const void *data, size_t n) {
 static void *ckpt_export_main(void *arg) {
     ckpt_job *j = arg;
     objlog_query *q = j->w->q;
-    j->rc = objlog_ckpt_export(q->store, objlog_materializer_rangemap(q->m), j->p,
-                               ckpt_write_fd, j, &j->info, j->err, sizeof(j->err));
+    if (j->off >= 0)
+        j->rc = objlog_ckpt_export_handoff(q->store, j->p, j->off, ckpt_write_fd, j, &j->info,
+                                           j->err, sizeof(j->err));
+    else
+        j->rc = objlog_ckpt_export(q->store, objlog_materializer_rangemap(q->m), j->p,
+                                   ckpt_write_fd, j, &j->info, j->err, sizeof(j->err));
     event_active(j->done_ev, 0, 0);
     return NULL;
 }
@@ -120,6 +128,12 @@ static void ckpt_done_cb(evutil_socket_t fd, short what, void *arg) {
         http_reply_error(&c, 404, "NoSuchCheckpoint", "%s", j->err);
     } else if (j->rc == OBJLOG_CKPT_IMPORTING) {
         http_reply_error(&c, 409, "PartitionImporting", "%s", j->err);
+    } else if (j->rc == OBJLOG_CKPT_NOT_YET) {
+        http_reply_error(&c, 503, "SlowDown", "%s; retry", j->err);
+    } else if (j->rc == OBJLOG_CKPT_NO_HANDOFF) {
+        http_reply_error(&c, 404, "NoSuchHandoff", "%s", j->err);
+    } else if (j->rc == OBJLOG_CKPT_MOVED_ON) {
+        http_reply_error(&c, 409, "HandoffMovedOn", "%s", j->err);
     } else if (j->rc != 0 && atomic_load(&j->cancel)) {
         http_reply_error(&c, 503, "SlowDown", "the server is stopping");
     } else if (j->rc != 0) {
@@ -165,11 +179,27 @@ static int ckpt_tmpfile(objlog_query *q) {
     return fd;
 }
 
-/* rest: what follows "/v1/partitions/". */
+/* A decimal number of at most max_digits digits spanning [s, e), or -1. */
+static long long ckpt_number(const char *s, const char *e, size_t max_digits) {
+    size_t n = (size_t)(e - s);
+    if (n == 0 || n > max_digits || strspn(s, "0123456789") < n)
+        return -1;
+    return strtoll(s, NULL, 10);
+}
+
+/* rest: what follows "/v1/partitions/": "P/checkpoint" or
+ * "P/handoffs/X/checkpoint". */
 void ckpt_serve(http_ctx *c, const char *rest) {
     c->endpoint = HTTP_EP_CHECKPOINT;
     const char *slash = strchr(rest, '/');
-    if (!slash || strcmp(slash, "/checkpoint") != 0) {
+    long long off = -1;
+    int route = slash && strcmp(slash, "/checkpoint") == 0;
+    if (slash && !route && strncmp(slash, "/handoffs/", 10) == 0) {
+        const char *o = slash + 10, *os = strchr(o, '/');
+        off = os && strcmp(os, "/checkpoint") == 0 ? ckpt_number(o, os, 18) : -2;
+        route = 1;
+    }
+    if (!route) {
         http_reply_error(c, 404, "NoSuchRoute", "no such route");
         return;
     }
@@ -180,23 +210,26 @@ void ckpt_serve(http_ctx *c, const char *rest) {
         return;
     }
     int np = objlog_materializer_partitions(c->q->m);
-    size_t n = (size_t)(slash - rest);
-    long p = -1;
-    if (n > 0 && n <= 9 && strspn(rest, "0123456789") == n)
-        p = strtol(rest, NULL, 10);
+    long long p = ckpt_number(rest, slash, 9);
     if (p < 0 || p >= np) {
         http_reply_error(c, 400, "InvalidArgument",
                          "the partition must be an integer in 0..%d", np - 1);
         return;
     }
+    if (off < -1 || (off == -1 && strcmp(slash, "/checkpoint") != 0)) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "the handoff must be named by its RangeOut's offset, a non-negative "
+                         "integer");
+        return;
+    }
     if (objlog_ckpt_importing(c->q->store, (int32_t)p) == 1) {
         http_reply_error(c, 409, "PartitionImporting",
-                         "partition %ld is being imported here", p);
+                         "partition %lld is being imported here", p);
         return;
     }
     if (objlog_store_applied(c->q->store, (int32_t)p) <= 0) {
         http_reply_error(c, 404, "NoSuchCheckpoint",
-                         "partition %ld was never applied here", p);
+                         "partition %lld was never applied here", p);
         return;
     }
     if (c->w->stopping) {
@@ -214,6 +247,7 @@ void ckpt_serve(http_ctx *c, const char *rest) {
         j->w = c->w;
         j->req = c->req;
         j->p = (int32_t)p;
+        j->off = off;
         j->start = c->start;
         memcpy(j->request_id, c->request_id, sizeof(j->request_id));
         j->fd = ckpt_tmpfile(c->q);

@@ -363,6 +363,30 @@ static void cluster_release_to_log(cluster *c, int32_t p, int64_t local, const c
     objlog_materializer_release(c->q->m, p);
 }
 
+/* A RangeIn waiting here for its range: imported from a reachable peer
+ * that applied its source past the RangeOut, one that does not apply the
+ * target first (a node that applies both took the RangeIn itself, and
+ * with it the RangeOut's marker the stream needs). */
+static void cluster_range_plan(cluster *c, const snapshot *s, int32_t p) {
+    objlog_range_wait w;
+    if (!objlog_materializer_range_wait(c->q->m, p, &w))
+        return;
+    int src = -1, src_has_q = 1;
+    for (int i = 0; w.from >= 0 && w.from < c->nparts && i < s->nnodes; i++) {
+        size_t at = (size_t)w.from * (size_t)s->nnodes + (size_t)i;
+        int has_q = s->role[(size_t)p * (size_t)s->nnodes + (size_t)i] != OBJLOG_ROLE_NONE;
+        if (s->nodes[i].self || !s->nodes[i].reachable || s->applied[at] <= w.from_offset)
+            continue;
+        if (src < 0 || (src_has_q && !has_q)) {
+            src = i;
+            src_has_q = has_q;
+        }
+    }
+    if (src >= 0)
+        bootstrap_offer_range(c->boot, &w, s->nodes[src].url);
+    objlog_range_wait_free(&w);
+}
+
 /* Fast bootstrap (bootstrap.c): a held partition (new here) is copied from
  * the peer furthest along, or released to the log when no reachable peer
  * has applied any of it; one applied here far behind a peer is copied too. */
@@ -371,6 +395,7 @@ static void cluster_bootstrap_plan(cluster *c, const snapshot *s) {
     for (int32_t p = 0; c->boot && p < c->nparts; p++) {
         if (!objlog_materializer_fetches(m, p) || bootstrap_busy(c->boot, p))
             continue;
+        cluster_range_plan(c, s, p);
         int64_t best, local = objlog_materializer_applied(m, p);
         int src = cluster_source(c, s, p, &best);
         if (objlog_materializer_held(m, p)) {
@@ -436,13 +461,20 @@ static void cluster_refresh(cluster *c, CURL *h) {
 }
 
 /* 1 when a partition given to this node waits, held, for a decision
- * (bootstrap or release): worth a refresh now rather than in a second. */
+ * (bootstrap or release), or a RangeIn for its range: worth a refresh now
+ * rather than in a second. */
 static int cluster_held_waiting(cluster *c) {
     if (!bootstrap_idle(c->boot)) /* it takes one at a time: no hurry */
         return 0;
-    for (int32_t p = 0; p < c->nparts; p++)
+    for (int32_t p = 0; p < c->nparts; p++) {
+        objlog_range_wait w;
         if (objlog_materializer_held(c->q->m, p) && objlog_materializer_fetches(c->q->m, p))
             return 1;
+        if (objlog_materializer_range_wait(c->q->m, p, &w)) {
+            objlog_range_wait_free(&w);
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -661,6 +693,24 @@ int cluster_pick(cluster *c, int32_t p, int hop, char *url, size_t n) {
     return rc;
 }
 
+int cluster_active(cluster *c, int32_t p, char *url, size_t n) {
+    if (p < 0 || p >= c->nparts)
+        return CLUSTER_OWNER_UNKNOWN;
+    if (objlog_materializer_role(c->q->m, p) == OBJLOG_ROLE_ACTIVE) {
+        snprintf(url, n, "%s", c->self_url);
+        return CLUSTER_OWNER_SELF;
+    }
+    int rc = CLUSTER_OWNER_UNKNOWN;
+    pthread_mutex_lock(&c->mu);
+    int owner = c->parts ? c->parts[p].owner : -1;
+    if (owner >= 0 && !c->nodes[owner].self) {
+        rc = c->nodes[owner].reachable ? CLUSTER_OWNER_PEER : CLUSTER_OWNER_UNREACHABLE;
+        snprintf(url, n, "%s", c->nodes[owner].url);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 void cluster_mark_down(cluster *c, const char *url) {
     pthread_mutex_lock(&c->mu);
     for (int i = 0; i < c->nnodes; i++)
@@ -800,6 +850,37 @@ void cluster_metrics(FILE *f, cluster *c) {
 
 /* An eventual read may take this node's copy of p, applied or not here,
  * while it trails the log's newest known end by at most the flag's lag. */
+/* A node that applies every one of parts[0..n) and is caught up on each
+ * (this one first): SELF, or PEER with url; UNKNOWN none. */
+static int cluster_common(cluster *c, const int32_t *parts, int n, char *url, size_t un) {
+    objlog_query *q = c->q;
+    int self_ok = 1;
+    for (int i = 0; i < n && self_ok; i++) {
+        int64_t end = wm_last_end(q->wm, parts[i]);
+        self_ok = objlog_materializer_applies(q->m, parts[i]) &&
+                  (end < 0 || end - objlog_materializer_applied(q->m, parts[i]) <=
+                                  CLUSTER_CAUGHT_UP);
+    }
+    if (self_ok)
+        return CLUSTER_OWNER_SELF;
+    int found = -1;
+    pthread_mutex_lock(&c->mu);
+    for (int k = 0; c->parts && found < 0 && k < c->nnodes; k++) {
+        int all = !c->nodes[k].self;
+        for (int i = 0; all && i < n; i++) {
+            int64_t lag = parts[i] >= 0 && parts[i] < c->nparts
+                              ? cluster_replica_lag(c, parts[i], k) : -1;
+            all = lag >= 0 && lag <= CLUSTER_CAUGHT_UP;
+        }
+        if (all) {
+            found = k;
+            snprintf(url, un, "%s", c->nodes[k].url);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found >= 0 ? CLUSTER_OWNER_PEER : CLUSTER_OWNER_UNKNOWN;
+}
+
 static int cluster_local_enough(http_ctx *hc, int32_t p) {
     objlog_query *q = hc->q;
     if (q->cluster->eventual_max_lag <= 0 || objlog_materializer_held(q->m, p))
@@ -818,11 +899,13 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
         return 0;
     char url[CLUSTER_URL_MAX] = "", first[CLUSTER_URL_MAX] = "";
     int32_t part = -1;
+    int any_self = 0, several = 0;
     for (int i = 0; i < n; i++) {
         int32_t p = parts[i];
         if (cluster_local_enough(hc, p))
             continue;
         int who = cluster_pick(c, p, http_hop(hc), url, sizeof(url));
+        any_self |= who == CLUSTER_OWNER_SELF;
         if (who == CLUSTER_OWNER_SELF)
             continue;
         if (who == CLUSTER_OWNER_UNREACHABLE) {
@@ -845,15 +928,26 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
             snprintf(first, sizeof(first), "%s", url);
             part = p;
         } else if (strcmp(first, url) != 0) {
-            http_reply_error(hc, 503, "SlowDown",
-                             "this request spans partitions active on several nodes "
-                             "(%s, %s); such reads are not gathered across nodes yet",
-                             first, url);
-            return 1;
+            several = 1;
         }
     }
     if (!first[0])
         return 0;
+    /* Some partitions here and some there, or on several peers: one node
+     * that applies them all answers (a bucket split over partitions of
+     * different nodes, read where a standby joins them). */
+    if (several || any_self) {
+        int who = cluster_common(c, parts, n, first, sizeof(first));
+        if (who == CLUSTER_OWNER_SELF)
+            return 0;
+        if (who != CLUSTER_OWNER_PEER) {
+            http_reply_error(hc, 503, "SlowDown",
+                             "this request spans partitions that no single node applies "
+                             "(%d of them; one is on %s); such reads are not gathered "
+                             "across nodes yet", n, url);
+            return 1;
+        }
+    }
     if (!hc->face->forwards) {
         /* A peer is known by its JSON URL only; its S3 listener is not
          * advertised, so an S3 read is answered where its partition is

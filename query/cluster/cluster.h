@@ -50,6 +50,10 @@ void bootstrap_destroy(bootstrap *b);
 /* Starts copying p from the node at url unless a copy is under way or
  * offered already: 1 taken, 0 busy (offer it again later). */
 int bootstrap_offer(bootstrap *b, int32_t p, const char *url);
+/* Starts importing the range the RangeIn w waits for from the node at
+ * url (one that applied w->from past w->from_offset), unless a copy is
+ * under way or offered: 1 taken (w's bytes copied), 0 busy. */
+int bootstrap_offer_range(bootstrap *b, const objlog_range_wait *w, const char *url);
 /* 1 while p is being copied or offered. */
 int bootstrap_busy(bootstrap *b, int32_t p);
 /* 1 when no copy runs or is offered. */
@@ -84,6 +88,9 @@ enum { CLUSTER_OWNER_UNKNOWN, CLUSTER_OWNER_SELF, CLUSTER_OWNER_PEER,
  * not answer the last refresh (it may be dead and its partitions about to
  * move). UNKNOWN: no node holds p (a rebalance). */
 int cluster_pick(cluster *c, int32_t p, int hop, char *url, size_t n);
+/* The node the group gave p to (its active replica, never a standby):
+ * SELF, PEER or UNREACHABLE with url, UNKNOWN while none has it. */
+int cluster_active(cluster *c, int32_t p, char *url, size_t n);
 /* The node at url did not answer a request: unreachable until the next
  * refresh hears from it. */
 void cluster_mark_down(cluster *c, const char *url);

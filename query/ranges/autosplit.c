@@ -241,8 +241,9 @@ static int as_hot_partition(objlog_query *q, int64_t now_ms) {
 
 void ranges_autosplit_tick(objlog_query *q, int64_t now_ms) {
     ranges_state *r = q->ranges;
-    if (!r->auto_rate || !r->as_prev)
-        return;
+    char url[256];
+    if (!r->auto_rate || !r->as_prev || !ranges_coordinator(q, url, sizeof(url)))
+        return; /* in a cluster, the coordinator splits what it applies */
     int p = as_hot_partition(q, now_ms);
     if (p < 0)
         return;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster.h"
 #include "control.h"
 #include "objlog.pb-c.h"
 #include "objlog_logger.h"
@@ -36,6 +37,10 @@
 #include "watermark.h"
 
 #define RANGES_STEP_TIMEOUT_MS 60000
+
+static uint32_t installed_epoch(objlog_query *q) {
+    return rangemap_epoch(objlog_materializer_rangemap(q->m));
+}
 
 const char *ranges_kind_name(ranges_kind k) {
     static const char *const names[] = {"split", "move", "merge"};
@@ -102,9 +107,12 @@ static int least_loaded(objlog_query *q, const rangemap *rm, int nparts, int not
 
 /* A split inside a bucket whose rows cannot be cut (see stake.c: the
  * state machine refuses it too): 0 fine, -1 with out filled. */
-static int split_refused(objlog_query *q, const ranges_req *req, ranges_result *out) {
+static int split_refused(objlog_query *q, const ranges_req *req, ranges_result *out,
+                         int32_t home) {
     Objlog__BucketRecord *r = NULL;
     char err[256];
+    if (!objlog_materializer_applies(q->m, home))
+        return 0; /* another node's: its state machine refuses such a cut */
     int rc = objlog_store_get_bucket(q->store, req->bucket, &r, err, sizeof(err));
     if (rc < 0) {
         fail(out, 500, "InternalError", "%s", err);
@@ -139,7 +147,8 @@ static int plan_make(objlog_query *q, const ranges_req *req, const rangemap *cur
         fail(out, 500, "InternalError", "out of memory");
         return -1;
     }
-    if (req->key.len && req->kind == RANGES_SPLIT && split_refused(q, req, out) < 0) {
+    if (req->key.len && req->kind == RANGES_SPLIT &&
+        split_refused(q, req, out, rangemap_partition(cur, at.data, at.len)) < 0) {
         keybuf_free(&at);
         return -1;
     }
@@ -207,6 +216,16 @@ static void delivered(const objlog_write_result *res, void *opaque) {
     pthread_mutex_unlock(&d->mu);
 }
 
+/* The outcome of p.off from the node that applies p, when that is not
+ * this one (a handoff between nodes): 0 (*o), 1 not in time, -1 error,
+ * CLUSTER_OUTCOME_LOCAL wait here. */
+static int remote_outcome(objlog_query *q, int32_t p, int64_t off, Objlog__Outcome **o,
+                          char *err, size_t en) {
+    if (!q->cluster || objlog_materializer_applies(q->m, p))
+        return CLUSTER_OUTCOME_LOCAL;
+    return cluster_remote_outcome(q->cluster, q->m, p, off, RANGES_STEP_TIMEOUT_MS, o, err, en);
+}
+
 /* Appends ev to partition p with request id rid, waits until it is
  * applied and returns its outcome code (*off its offset), or -1 with out
  * filled. */
@@ -234,10 +253,12 @@ static int step(objlog_query *q, Objlog__Event *ev, int32_t p, const keybuf *kke
         return -1;
     }
     *off = d.res.offset;
-    int w = objlog_materializer_wait_applied(q->m, p, d.res.offset, RANGES_STEP_TIMEOUT_MS);
     Objlog__Outcome *o = NULL;
-    if (w != 0 || objlog_store_get_outcome(q->store, p, d.res.offset, &o, err,
-                                           sizeof(err)) != 1) {
+    int w = remote_outcome(q, p, d.res.offset, &o, err, sizeof(err));
+    if (w == CLUSTER_OUTCOME_LOCAL)
+        w = objlog_materializer_wait_applied(q->m, p, d.res.offset, RANGES_STEP_TIMEOUT_MS);
+    if (w != 0 || (!o && objlog_store_get_outcome(q->store, p, d.res.offset, &o, err,
+                                                  sizeof(err)) != 1)) {
         fail(out, 503, "SlowDown", "partition %d offset %lld: %s", p,
              (long long)d.res.offset,
              w > 0 ? "not applied in time" : w < 0 ? "the partition stopped" : err);
@@ -428,12 +449,10 @@ static void run_locked(objlog_query *q, const ranges_req *req, ranges_result *ou
     out->from = pl.from;
     out->to = pl.to;
     out->epoch = rangemap_epoch(pl.next);
-    if (pl.from != pl.to &&
+    if (pl.from != pl.to && !q->cluster &&
         (!objlog_materializer_applies(q->m, pl.from) || !objlog_materializer_applies(q->m, pl.to))) {
-        fail(out, 409, "HandoffAcrossNodes",
-             "partitions %d and %d are not both applied by this node: a range import over "
-             "the network is not built yet",
-             pl.from, pl.to);
+        fail(out, 409, "PartitionNotApplied",
+             "partitions %d and %d are not both applied by this objlogd", pl.from, pl.to);
         plan_free(&pl);
         return;
     }
@@ -503,10 +522,26 @@ static int run_lock_wait(ranges_state *r) {
     return pthread_mutex_timedlock(&r->run_mu, &until) == 0;
 }
 
+int ranges_coordinator(objlog_query *q, char *url, size_t n) {
+    if (!q->cluster) {
+        url[0] = '\0';
+        return 1;
+    }
+    return cluster_active(q->cluster, RANGES_COORDINATOR_PARTITION, url, n) ==
+           CLUSTER_OWNER_SELF;
+}
+
 void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out) {
     memset(out, 0, sizeof(*out));
     out->from = out->to = -1;
     out->out_offset = out->in_offset = -1;
+    char url[256];
+    if (!ranges_coordinator(q, url, sizeof(url))) {
+        fail(out, 503, "SlowDown", "handoffs are run by the node that applies partition %d "
+             "(%s); retry there", RANGES_COORDINATOR_PARTITION, url[0] ? url : "none now");
+        note(q, req, out);
+        return;
+    }
     if (pthread_mutex_trylock(&q->ranges->run_mu) != 0 && !run_lock_wait(q->ranges)) {
         fail(out, 409, "HandoffInProgress", "a handoff is in progress on this node; retry");
         note(q, req, out);
@@ -543,9 +578,10 @@ static void finish_one(objlog_query *q, int32_t p, int64_t off, const Objlog__Ra
     /* Only once this node applied all the target's log holds: a RangeIn
      * there not applied yet (a view replaying, a lane behind) is not
      * missing, and sending one more would grow the log for nothing. */
+    int local = objlog_materializer_applies(q->m, pl.to);
     if (!pl.next || keybuf_append(&pl.start, ro->start.data, ro->start.len) < 0 ||
         keybuf_append(&pl.end, ro->end.data, ro->end.len) < 0 ||
-        !objlog_materializer_applies(q->m, pl.to) || !ranges_caught_up(q, pl.to)) {
+        (local && !ranges_caught_up(q, pl.to)) || (!local && !q->cluster)) {
         plan_free(&pl);
         return; /* not this node's to finish (or not now) */
     }
@@ -605,6 +641,32 @@ static void publish_newest(objlog_query *q) {
     rangemap_destroy(best);
 }
 
+/* In a cluster the coordinator runs handoffs on another node than the
+ * source's, where their markers are: one pending here is finished only
+ * once it has been pending for this long (its coordinator died or gave
+ * up after the RangeOut), not while its handoff is under way. */
+#define RANGES_FINISH_GRACE_S 5.0
+
+static int finish_due(objlog_query *q, int32_t p, int64_t off) {
+    ranges_state *r = q->ranges;
+    if (!q->cluster)
+        return 1; /* the run lock orders the finisher after this node's handoffs */
+    double now = mono_s();
+    for (int i = 0; i < r->npending; i++)
+        if (r->pending[i].p == p && r->pending[i].off == off)
+            return now - r->pending[i].since >= RANGES_FINISH_GRACE_S;
+    int at = 0;
+    if (r->npending < 16)
+        at = r->npending++;
+    else /* full: the oldest goes */
+        for (int i = 1; i < 16; i++)
+            at = r->pending[i].since < r->pending[at].since ? i : at;
+    r->pending[at].p = p;
+    r->pending[at].off = off;
+    r->pending[at].since = now;
+    return 0;
+}
+
 void ranges_finish(objlog_query *q) {
     if (pthread_mutex_trylock(&q->ranges->run_mu) != 0)
         return; /* a handoff runs: it finishes its own */
@@ -614,10 +676,12 @@ void ranges_finish(objlog_query *q) {
         int64_t off;
         Objlog__RangeOut *ro = NULL;
         if (!objlog_materializer_applies(q->m, p) ||
-            objlog_store_pending_handoff(q->store, p, &off, &ro, err, sizeof(err)) != 1)
+            objlog_store_pending_handoff(q->store, p, installed_epoch(q), &off, &ro, err,
+                                         sizeof(err)) != 1)
             continue;
         pending = 1;
-        finish_one(q, p, off, ro);
+        if (finish_due(q, p, off))
+            finish_one(q, p, off, ro);
         objlog__range_out__free_unpacked(ro, NULL);
     }
     if (!pending)
@@ -635,7 +699,8 @@ void ranges_finish_prepare(objlog_query *q) {
         int64_t off;
         Objlog__RangeOut *ro = NULL;
         if (!objlog_materializer_applies(q->m, p) ||
-            objlog_store_pending_handoff(q->store, p, &off, &ro, err, sizeof(err)) != 1)
+            objlog_store_pending_handoff(q->store, p, installed_epoch(q), &off, &ro, err,
+                                         sizeof(err)) != 1)
             continue;
         int held = producer_hold_range(q->producer, ro->start.data, ro->start.len,
                                        ro->end.data, ro->end.len, RANGES_STEP_TIMEOUT_MS, err,

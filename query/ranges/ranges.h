@@ -72,6 +72,13 @@ typedef struct ranges_state {
     int64_t as_prev_ms;
     atomic_uint_fast64_t auto_splits[2]; /* [0 ok, 1 failed] */
     int held_at_start;           /* the finisher's first handoff is held already */
+    /* Markers the finisher saw pending, and since when (coordinator.c). */
+    struct {
+        int32_t p;
+        int64_t off;
+        double since;
+    } pending[16];
+    int npending;
     objlog_logger_limit finish_log; /* a handoff that cannot be finished, said */
     struct control_watch *watch; /* follows the control topic (rangesthread.c) */
     /* Relays of bucket settings sent lately (relay.c; the ranges thread's). */
@@ -102,6 +109,12 @@ int ranges_moving(ranges_state *r, const uint8_t *s, size_t sn, const uint8_t *e
 
 /* coordinator.c: runs one handoff to the end (blocking: seconds). */
 void ranges_run(objlog_query *q, const ranges_req *req, ranges_result *out);
+/* In a cluster one node runs every handoff, so that maps are made one
+ * after another: the active node of this partition. */
+#define RANGES_COORDINATOR_PARTITION 0
+/* 1 when this node runs handoffs (always outside a cluster); else 0 with
+ * url the node that does ("" none now). */
+int ranges_coordinator(objlog_query *q, char *url, size_t n);
 
 /* Finishes what a handoff left in the log (a RangeOut without its
  * RangeIn, a map applied but not published), when this node applies both

@@ -24,6 +24,7 @@
 #include <event2/buffer.h>
 
 #include "bucketname.h"
+#include "cluster.h"
 #include "keycodec.h"
 #include "rangemap.h"
 #include "view.h"
@@ -197,6 +198,21 @@ static int parse_body(http_ctx *c, ranges_req *rq) {
     return rc;
 }
 
+/* In a cluster a handoff runs on the coordinator (ranges.h): a request
+ * that came elsewhere goes there (one hop). 1 when c is answered or will
+ * be by the coordinator, 0 run it here. */
+static int ranges_forward(http_ctx *c) {
+    char url[CLUSTER_URL_MAX];
+    if (ranges_coordinator(c->q, url, sizeof(url)))
+        return 0;
+    if (url[0] && !http_hop(c))
+        return forward_request(c, url, -1);
+    http_reply_error(c, 503, "SlowDown",
+                     "handoffs are run by the node that applies partition %d, %s; retry",
+                     RANGES_COORDINATOR_PARTITION, url[0] ? url : "which has none now");
+    return 1;
+}
+
 void ranges_post(http_ctx *c, ranges_kind kind) {
     if (evhttp_request_get_command(c->req) != EVHTTP_REQ_POST) {
         http_add_header(c, "Allow", "POST");
@@ -208,6 +224,8 @@ void ranges_post(http_ctx *c, ranges_kind kind) {
         http_reply_error(c, 503, "SlowDown", "the server is stopping");
         return;
     }
+    if (ranges_forward(c))
+        return;
     ranges_job *j = calloc(1, sizeof(*j));
     if (!j) {
         http_reply_error(c, 500, "InternalError", "out of memory");
