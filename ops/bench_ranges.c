@@ -169,38 +169,104 @@ static int rb_split(bench *b, CURL *h, const char *bucket, const char *key, rb_h
 
 /* ---- the stall a split costs the moving range's writers ---- */
 
+/* One write every RB_PROBE_EVERY_MS, sent whether the ones before it
+ * were answered or not (open loop: a write that arrives late in the
+ * stall waits less than one that arrives early, as a steady stream of
+ * clients would see it), at most RB_PROBE_INFLIGHT at once. */
+#define RB_PROBE_EVERY_MS 2
+#define RB_PROBE_INFLIGHT 4096
+
 typedef struct rb_probe {
     const bench *b;
     char bucket[32], prefix[32];
     atomic_int stop;
     pthread_t th;
+    int n;                       /* writes sent so far */
     int64_t *at_us;              /* when each write was sent */
     double *ms;                  /* how long it took, -1 failed */
-    int n;
 } rb_probe;
 
-/* One PUT after another into the moving part until stopped. */
+typedef struct rb_probe_req {
+    int i;
+    char body[64];
+} rb_probe_req;
+
+static size_t rb_discard(char *d, size_t size, size_t n, void *arg) {
+    (void)d, (void)arg;
+    return size * n;
+}
+
+static void rb_probe_send(rb_probe *pr, CURLM *mh, struct curl_slist *hl) {
+    CURL *e = curl_easy_init();
+    rb_probe_req *rq = malloc(sizeof(*rq));
+    if (!e || !rq) {
+        free(rq);
+        if (e)
+            curl_easy_cleanup(e);
+        return;
+    }
+    char url[256];
+    rq->i = pr->n++;
+    snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%sp%06d?timeout_ms=30000",
+             pr->b->url, pr->bucket, pr->prefix, rq->i);
+    snprintf(rq->body, sizeof(rq->body), "{\"size\":1,\"etag\":\"probe-%d\"}", rq->i);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, rq);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 60000L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rb_discard);
+    pr->at_us[rq->i] = bench_mono_us();
+    pr->ms[rq->i] = -1.0;
+    curl_multi_add_handle(mh, e);
+}
+
+/* The answers that came: their times. How many are still out. */
+static int rb_probe_reap(rb_probe *pr, CURLM *mh) {
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(mh, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        rb_probe_req *rq = NULL;
+        long status = 0;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&rq);
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+        if (rq && msg->data.result == CURLE_OK && status == 200)
+            pr->ms[rq->i] = (double)(bench_mono_us() - pr->at_us[rq->i]) / 1e3;
+        curl_multi_remove_handle(mh, msg->easy_handle);
+        curl_easy_cleanup(msg->easy_handle);
+        free(rq);
+    }
+    int running = 0;
+    curl_multi_perform(mh, &running);
+    return running;
+}
+
 static void *rb_probe_main(void *arg) {
     rb_probe *pr = arg;
-    CURL *h = curl_easy_init();
-    while (h && !atomic_load(&pr->stop) && pr->n < RB_PROBE_MAX && !bench_interrupted) {
-        char url[256], body[96], err[256];
-        snprintf(url, sizeof(url), "%s/v1/buckets/%s/objects/%sp%06d", pr->b->url, pr->bucket,
-                 pr->prefix, pr->n);
-        snprintf(body, sizeof(body), "{\"size\":1,\"etag\":\"probe-%d\"}", pr->n);
-        cli_resp r;
-        int64_t t0 = bench_mono_us();
-        int rc = cli_http(h, "PUT", url, body, NULL, &r, err, sizeof(err));
-        double ms = (double)(bench_mono_us() - t0) / 1e3;
-        pr->at_us[pr->n] = t0;
-        pr->ms[pr->n++] = rc == 0 && r.status == 200 ? ms : -1.0;
-        if (rc == 0)
-            cli_resp_free(&r);
-        struct timespec ts = {0, 2 * 1000000L};
-        nanosleep(&ts, NULL);
+    CURLM *mh = curl_multi_init();
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    int64_t next = bench_mono_us();
+    int running = 0;
+    while (mh && !bench_interrupted) {
+        int stop = atomic_load(&pr->stop);
+        if (!stop && bench_mono_us() >= next && pr->n < RB_PROBE_MAX &&
+            running < RB_PROBE_INFLIGHT) {
+            rb_probe_send(pr, mh, hl);
+            next += RB_PROBE_EVERY_MS * 1000;
+        }
+        running = rb_probe_reap(pr, mh);
+        if (stop && running == 0)
+            break;
+        curl_multi_poll(mh, NULL, 0, 1, NULL);
     }
-    if (h)
-        curl_easy_cleanup(h);
+    rb_probe_reap(pr, mh);
+    if (mh)
+        curl_multi_cleanup(mh);
+    curl_slist_free_all(hl);
     return NULL;
 }
 
@@ -211,9 +277,10 @@ static int rb_double_cmp(const void *a, const void *b) {
 
 /* The probes sent while the handoff ran [from, to): p50, max, failures. */
 static void rb_probe_figures(const rb_probe *pr, int64_t from, int64_t to, rb_handoff *out) {
-    double *v = malloc((size_t)(pr->n ? pr->n : 1) * sizeof(*v));
+    int total = pr->n;
+    double *v = malloc((size_t)(total ? total : 1) * sizeof(*v));
     int n = 0;
-    for (int i = 0; v && i < pr->n; i++) {
+    for (int i = 0; v && i < total; i++) {
         if (pr->at_us[i] < from || pr->at_us[i] >= to)
             continue;
         if (pr->ms[i] < 0)
@@ -372,7 +439,7 @@ static int rb_split_probed(bench *b, CURL *h, const char *bucket, const char *ke
     pr.at_us = malloc(RB_PROBE_MAX * sizeof(*pr.at_us));
     pr.ms = malloc(RB_PROBE_MAX * sizeof(*pr.ms));
     int started = pr.at_us && pr.ms && pthread_create(&pr.th, NULL, rb_probe_main, &pr) == 0;
-    struct timespec ts = {0, 200 * 1000000L}; /* the probe under way first */
+    struct timespec ts = {0, 300 * 1000000L}; /* the probe under way first */
     nanosleep(&ts, NULL);
     int64_t t0 = bench_mono_us();
     int rc = rb_split(b, h, bucket, key, out);
