@@ -233,6 +233,8 @@ int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
         rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META),
                                      (const char *)mk, n);
     }
+    size_t bn = apply_meta_key(mk, OBJLOG_CKPT_META_BASE, p);
+    rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), (const char *)mk, bn);
     if (ckpt_purge_scan(s, rm, p, OBJLOG_CF_BUCKETS, "", 0, wb, &staged, errstr, es) < 0)
         return -1;
     return ckpt_purge_scan(s, rm, p, OBJLOG_CF_STATS, "", 0, wb, &staged, errstr, es);
@@ -424,6 +426,14 @@ int ckpt_range_row(const ckpt_range *r, int cf, const uint8_t *k, size_t kn) {
     return 0;
 }
 
+size_t objlog_ckpt_rimported_key(uint8_t out[32], int32_t p, int64_t off) {
+    static const char name[] = "rimported";
+    memcpy(out, name, sizeof(name) - 1);
+    apply_put_be32(out + sizeof(name) - 1, (uint32_t)p);
+    apply_put_be64(out + sizeof(name) + 3, (uint64_t)off);
+    return sizeof(name) - 1 + 12;
+}
+
 size_t ckpt_range_marker_key(uint8_t out[32], const ckpt_range *r) {
     static const char name[] = "rimporting";
     memcpy(out, name, sizeof(name) - 1);
@@ -480,6 +490,9 @@ int ckpt_range_purge_into(objlog_store *s, const ckpt_range *r, rocksdb_writebat
     rocksdb_writebatch_delete_range_cf(wb, objlog_store_cf(s, OBJLOG_CF_OUTCOMES),
                                        (const char *)lo, sizeof(lo), (const char *)hi,
                                        sizeof(hi));
+    uint8_t rk[32];
+    size_t rn = objlog_ckpt_rimported_key(rk, r->from, r->from_off);
+    rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), (const char *)rk, rn);
     if (ckpt_range_purge_scan(s, r, OBJLOG_CF_BUCKETS, r->start, r->sn, 0,
                               r->en ? r->end : NULL, r->en, wb, &staged, errstr, es) < 0)
         return -1;

@@ -74,6 +74,14 @@
 #define OBJLOG_CKPT_FLAG_RANGE 2u
 /* Meta row of an import in progress (crash rule above). */
 #define OBJLOG_CKPT_META_IMPORTING "importing"
+/* Meta "ckbase" ‖ be32(p): the applied offset of the last checkpoint of
+ * p imported here (absent: p was applied from the log from offset 0).
+ * Below it this store did not apply p's events itself: a RangeOut there
+ * handed its range to a map this store may never have held (rangewait). */
+#define OBJLOG_CKPT_META_BASE "ckbase"
+/* Meta "rimported" be32(p) be64(X): the range p gave away at X was
+ * imported here (its RangeIn may apply; the RangeIn deletes the row). */
+size_t objlog_ckpt_rimported_key(uint8_t out[32], int32_t p, int64_t off);
 
 /* Results besides 0. */
 #define OBJLOG_CKPT_ERROR (-1)

@@ -572,6 +572,10 @@ static int import_range_commit(objlog_ckpt_import *im) {
     rocksdb_writebatch_put_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_OUTCOMES),
                               (const char *)x, sizeof(x), (const char *)im->mark_v.data,
                               im->mark_v.len);
+    uint8_t rk[32];
+    size_t rn = objlog_ckpt_rimported_key(rk, im->r.from, im->r.from_off);
+    rocksdb_writebatch_put_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
+                              (const char *)rk, rn, "", 0);
     rocksdb_writebatch_delete_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
                                  (const char *)mk, mn);
     if (ckpt_write(im->s, im->wb, 1, why, sizeof(why)) < 0)
@@ -602,10 +606,14 @@ static int import_commit(objlog_ckpt_import *im) {
                                   (const char *)im->meta[i].key.data, im->meta[i].key.len,
                                   (const char *)im->meta[i].value.data,
                                   im->meta[i].value.len);
-    uint8_t mk[APPLY_META_KEY_MAX];
+    uint8_t mk[APPLY_META_KEY_MAX], base[8];
     size_t mn = ckpt_marker_key(mk, im->p);
     rocksdb_writebatch_delete_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
                                  (const char *)mk, mn);
+    mn = apply_meta_key(mk, OBJLOG_CKPT_META_BASE, im->p);
+    apply_put_be64(base, (uint64_t)im->applied);
+    rocksdb_writebatch_put_cf(im->wb, objlog_store_cf(im->s, OBJLOG_CF_META),
+                              (const char *)mk, mn, (const char *)base, sizeof(base));
     if (ckpt_write(im->s, im->wb, 1, why, sizeof(why)) < 0)
         return import_fail(im, "%s", why);
     im->begun = 0;

@@ -27,6 +27,7 @@
  * (handoff_bound_ok), so all rows of a key sit on one partition. */
 #include "handoff.h"
 
+#include "checkpoint.h"
 #include "dedup.h"
 #include "keycodec.h"
 #include "rows.h"
@@ -265,6 +266,9 @@ int handoff_range_in(apply_ev *a) {
         return -1;
     }
     apply_batch_del(a->b, OBJLOG_CF_OUTCOMES, mk, sizeof(mk));
+    uint8_t rk[32];
+    size_t rn = objlog_ckpt_rimported_key(rk, ri->from_partition, ri->from_offset);
+    apply_batch_del(a->b, OBJLOG_CF_META, rk, rn);
     a->res.imported = imported;
     return apply_batch_set_partition_map(a->b, a->partition, nm, a->errstr, a->es);
 }

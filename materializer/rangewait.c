@@ -5,10 +5,12 @@
  * The RangeIn from (p, X) reads the range as p held it at X: the rows
  * under the range's route keys, and the RangeOut's marker and request
  * records ('x' be32(p) be64(X)). It may apply once those are in this
- * store: when this store applied p past X, or when an import of the range
- * wrote them (the marker comes last, checkpoint.h). A RangeIn that the
- * state machine will answer from what it has (a repeat, a stale one: q's
- * map is already at its epoch) never waits.
+ * store: when this store applied p's event X itself (past X, and not
+ * from a checkpoint of p taken after X, which under the next map no
+ * longer carries the range: meta "ckbase"), or when an import of the
+ * range wrote them (meta "rimported", written last, checkpoint.h). A
+ * RangeIn that the state machine will answer from what it has (a repeat,
+ * a stale one: q's map is already at its epoch) never waits.
  *
  * Invariant: an import is asked for only while no partition applied here
  * holds any of the range under its own map, nor is p applied here: the
@@ -16,6 +18,7 @@
  * writes them while it runs. One slot per target partition, under mu. */
 #include "rangewait.h"
 
+#include "checkpoint.h"
 #include "matint.h"
 #include "rows.h"
 
@@ -89,18 +92,28 @@ static void rw_want(rangewait *w, int32_t q, int64_t off, const Objlog__RangeIn 
     pthread_mutex_unlock(&w->mu);
 }
 
-/* 1 when the RangeOut's marker is in this store (p applied X here, or the
- * range was imported), 0 not, -1 error. */
-static int rw_marker_here(apply_batch *b, const Objlog__RangeIn *ri) {
-    uint8_t k[APPLY_OUTCOME_KEY_LEN];
-    k[0] = 'x';
-    apply_put_be32(k + 1, (uint32_t)ri->from_partition);
-    apply_put_be64(k + 5, (uint64_t)ri->from_offset);
+/* 1 when the range was imported here for this RangeIn, 0 not, -1 error. */
+static int rw_imported(apply_batch *b, const Objlog__RangeIn *ri) {
+    uint8_t k[32];
+    size_t kn = objlog_ckpt_rimported_key(k, ri->from_partition, ri->from_offset);
     char *v = NULL, err[128];
     size_t vn = 0;
-    int rc = apply_batch_get(b, OBJLOG_CF_OUTCOMES, k, sizeof(k), &v, &vn, err, sizeof(err));
+    int rc = apply_batch_get(b, OBJLOG_CF_META, k, kn, &v, &vn, err, sizeof(err));
     rocksdb_free(v);
     return rc;
+}
+
+/* The offset from which this store applied partition p itself (the last
+ * checkpoint of p imported here; 0 from the log's start). */
+static int64_t rw_base(apply_batch *b, int32_t p) {
+    uint8_t k[APPLY_META_KEY_MAX];
+    size_t kn = apply_meta_key(k, OBJLOG_CKPT_META_BASE, p);
+    char *v = NULL, err[128];
+    size_t vn = 0;
+    int rc = apply_batch_get(b, OBJLOG_CF_META, k, kn, &v, &vn, err, sizeof(err));
+    int64_t base = rc == 1 && vn == 8 ? (int64_t)apply_get_be64((const uint8_t *)v) : 0;
+    rocksdb_free(v);
+    return rc < 0 ? INT64_MAX : base;
 }
 
 /* 1 when a partition applied here other than q holds some of the range
@@ -129,16 +142,20 @@ int rangewait_ready(objlog_materializer *m, rangewait *w, apply_batch *b, int32_
     if (from < 0 || from >= m->nparts || !ri->map)
         return 1; /* refused by the state machine */
     pthread_mutex_lock(&m->mu);
-    int applied = m->applied[from] > ri->from_offset;
+    int64_t applied = m->applied[from];
     pthread_mutex_unlock(&m->mu);
     char err[128];
     const rangemap *own = apply_batch_partition_map(b, q, err, sizeof(err));
-    if (applied || !own || rangemap_epoch(own) >= ri->map->epoch ||
-        rw_marker_here(b, ri) != 0) {
+    /* Ready: a repeat (q's map has the epoch), the range imported, or the
+     * RangeOut applied by this store itself (not skipped over by a
+     * checkpoint of the source, which may not carry the range). */
+    if (!own || rangemap_epoch(own) >= ri->map->epoch || rw_imported(b, ri) != 0 ||
+        (applied > ri->from_offset && rw_base(b, from) <= ri->from_offset)) {
         rw_clear(w, q);
         return 1;
     }
-    if (objlog_materializer_role(m, from) != OBJLOG_ROLE_NONE || rw_held_here(m, q, ri))
+    if ((objlog_materializer_fetches(m, from) && applied <= ri->from_offset) ||
+        rw_held_here(m, q, ri))
         return 0; /* the range comes through this store's own log order */
     rw_want(w, q, off, ri);
     return 0;

@@ -61,4 +61,11 @@ done
 [ "$n" = 2 ] || { echo "bench_ranges_kafka: the two nodes did not share the partitions" >&2; exit 1; }
 echo "bench_ranges_kafka: nodes ${urls[*]} on Kafka $boot" >&2
 "$bin/ops/objlog" bench --ranges --url "${urls[1]}" --brokers "$boot" --keep \
-  --count "$count" "$@"
+  --count "$count" "$@" || { tail -n 50 "$work"/node-*.err; exit 1; }
+# What crossed between the nodes: each node's range imports (a split whose
+# target partition the other node applies is copied over the network).
+for u in "${urls[@]}"; do
+  echo "node $u:"
+  curl -fsS "$u/metrics" | grep -E '^objlog_range_(imports_total|import_rows_total|import_bytes_total|import_seconds_total|handoffs_total\{kind="split",result="ok"\})' |
+    sed 's/^/  /'
+done

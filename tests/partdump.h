@@ -15,8 +15,10 @@
  * for none: the store's own meta rows, tenant and global stats. */
 int partdump_row(const rangemap *rm, const char *line);
 /* The dump lines of s whose partition is p (mine = 1), or all the others
- * (mine = 0), in dump order; *nrows (may be NULL) counts them. Malloc'd
- * text; NULL when the dump failed. */
+ * (mine = 0), in dump order; *nrows (may be NULL) counts them. Neither
+ * holds the meta rows that say how this store came by its rows (a
+ * checkpoint's base, a range imported). Malloc'd text; NULL when the dump
+ * failed. */
 char *partdump(objlog_store *s, const rangemap *rm, int p, int mine, size_t *nrows);
 
 #endif

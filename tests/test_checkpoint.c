@@ -329,6 +329,8 @@ static int import_bytes(objlog_store *s, const rangemap *rm, int p, const uint8_
     return rc;
 }
 
+static int meta_has(objlog_store *s, const uint8_t *k, size_t kn);
+
 /* ---- tests ---- */
 
 /* Every partition, into an empty store and into one holding other rows
@@ -431,6 +433,9 @@ static void test_roundtrip(void **state) {
             fail_msg("import %d: %s", p, err);
         assert_int_equal(applied, src.off[p]);
         assert_int_equal(objlog_store_applied(dst.store, p), src.off[p]);
+        uint8_t bk[APPLY_META_KEY_MAX];
+        size_t bkn = apply_meta_key(bk, OBJLOG_CKPT_META_BASE, p);
+        assert_true(meta_has(dst.store, bk, bkn)); /* applied from here on, not before */
         char *got = partdump(dst.store, dst.rm, p, 1, NULL);
         assert_string_equal(got, want);
         char *others_after = partdump(dst.store, dst.rm, p, 0, NULL);
@@ -929,6 +934,19 @@ static char *range_dump(objlog_store *s, const rangemap *in, const char *xpre, s
     return out;
 }
 
+/* 1 when s holds meta row k. */
+static int meta_has(objlog_store *s, const uint8_t *k, size_t kn) {
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    char *err = NULL;
+    size_t vn = 0;
+    char *v = rocksdb_get_cf(objlog_store_db(s), ro, objlog_store_cf(s, OBJLOG_CF_META),
+                             (const char *)k, kn, &vn, &err);
+    rocksdb_readoptions_destroy(ro);
+    assert_null(err);
+    rocksdb_free(v);
+    return v != NULL;
+}
+
 static int import_range(objlog_store *s, int p, int64_t off, uint32_t epoch, const keybuf *st,
                         const keybuf *e, const membuf *m, size_t upto, char *err, size_t en) {
     objlog_ckpt_import *im = objlog_ckpt_import_handoff_new(s, p, off, epoch, st->data, st->len,
@@ -1039,6 +1057,9 @@ static void test_range_roundtrip(void **state) {
         fail_msg("range import: %s", err);
     char *got = range_dump(dst.store, in, xpre, NULL);
     assert_string_equal(got, want);
+    uint8_t rkey[32];
+    size_t rkn = objlog_ckpt_rimported_key(rkey, p, x);
+    assert_true(meta_has(dst.store, rkey, rkn)); /* the RangeIn may apply */
     char *others_now = partdump(dst.store, in, NPARTS, 0, NULL);
     char *others_now_x = lines_with(others_now, xpre, 0);
     assert_string_equal(others_now_x, others);
@@ -1052,6 +1073,7 @@ static void test_range_roundtrip(void **state) {
     size_t left = 1;
     free(range_dump(dst.store, in, xpre, &left));
     assert_int_equal(left, 0);
+    assert_false(meta_has(dst.store, rkey, rkn));
     char *rest = partdump(dst.store, in, NPARTS, 0, NULL);
     assert_null(strstr(rest, "meta 72696d706f7274696e67")); /* "rimporting" */
     free(rest);

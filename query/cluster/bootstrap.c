@@ -66,6 +66,7 @@ struct bootstrap {
     int64_t t0_ms, logged_ms;
     uint64_t ok, failed, bytes_total, rows_total; /* finished jobs */
     uint64_t rok, rfailed, rbytes, rrows, rms;   /* finished range imports */
+    objlog_logger_limit range_log; /* a range import that keeps failing, said */
 };
 
 static int64_t boot_mono_ms(void) {
@@ -197,8 +198,8 @@ static void boot_range_run(bootstrap *b, objlog_range_wait *w, const char *url) 
                     PRId64 " from %s: %" PRIu64 " rows, %.1f MB in %lld ms; its RangeIn at %"
                     PRId64 " applies", (int)w->partition, (int)w->from, w->from_offset, url,
                     pr.rows, (double)pr.bytes / 1e6, (long long)took, w->offset);
-    else
-        objlog_logf(OBJLOG_LEVEL_WARNING, "ranges",
+    else /* offered again five times a second while it waits: said now and then */
+        objlog_logf_limited(&b->range_log, OBJLOG_LEVEL_WARNING, "ranges",
                     "partition %d: importing the range partition %d gave away at offset %"
                     PRId64 " from %s failed after %lld ms: %s; tried again at the next refresh",
                     (int)w->partition, (int)w->from, w->from_offset, url, (long long)took, err);

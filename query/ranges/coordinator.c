@@ -11,6 +11,13 @@
  * for this node's readers, and the producer releases the held writes,
  * routed by it.
  *
+ * In a cluster one node runs them all, the active node of partition 0
+ * (ranges_coordinator; the others forward requests there), so that maps
+ * are made one after another; a step whose partition another node
+ * applies waits for the outcome there. The finisher of a handoff its
+ * coordinator left runs where the RangeOut's marker is, the source's
+ * node, after a grace (finish_due).
+ *
  * Invariant: the map is published only after the RangeIn applied OK. A
  * failure before the RangeOut applied changes nothing (the hold is
  * released, the old map stays); a failure after it leaves the handoff to
@@ -108,11 +115,17 @@ static int least_loaded(objlog_query *q, const rangemap *rm, int nparts, int not
 /* A split inside a bucket whose rows cannot be cut (see stake.c: the
  * state machine refuses it too): 0 fine, -1 with out filled. */
 static int split_refused(objlog_query *q, const ranges_req *req, ranges_result *out,
-                         int32_t home) {
+                         const rangemap *cur) {
     Objlog__BucketRecord *r = NULL;
     char err[256];
-    if (!objlog_materializer_applies(q->m, home))
-        return 0; /* another node's: its state machine refuses such a cut */
+    keybuf first;
+    keybuf_init(&first);
+    int home = keycodec_route_key(&first, req->bucket, strlen(req->bucket),
+                                  (const uint8_t *)"", 0) == 0
+                   ? rangemap_partition(cur, first.data, first.len) : -1;
+    keybuf_free(&first);
+    if (q->cluster && (home < 0 || !objlog_materializer_applies(q->m, home)))
+        return 0; /* another node's record: its state machine refuses such a cut */
     int rc = objlog_store_get_bucket(q->store, req->bucket, &r, err, sizeof(err));
     if (rc < 0) {
         fail(out, 500, "InternalError", "%s", err);
@@ -148,7 +161,7 @@ static int plan_make(objlog_query *q, const ranges_req *req, const rangemap *cur
         return -1;
     }
     if (req->key.len && req->kind == RANGES_SPLIT &&
-        split_refused(q, req, out, rangemap_partition(cur, at.data, at.len)) < 0) {
+        split_refused(q, req, out, cur) < 0) {
         keybuf_free(&at);
         return -1;
     }

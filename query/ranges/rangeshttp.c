@@ -277,6 +277,14 @@ static int bucket_looks_empty(objlog_query *q, const char *bucket) {
 int ranges_delete_spread(http_ctx *c, const char *bucket) {
     if (c->fenced || !bucket_spread(c->q, bucket))
         return 0;
+    char url[CLUSTER_URL_MAX];
+    if (!ranges_coordinator(c->q, url, sizeof(url))) {
+        /* The merges run on the coordinator: the request goes there (the
+         * S3 endpoint does not forward: its home answers BucketSpansRanges). */
+        if (url[0] && !http_hop(c) && c->face->forwards)
+            return forward_request(c, url, -1);
+        return 0;
+    }
     /* Not empty as far as this view knows: S3's answer at once, and the
      * ranges stay as they are (a merge would only undo a split). */
     if (bucket_looks_empty(c->q, bucket) == 0) {
