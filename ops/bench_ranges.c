@@ -20,9 +20,10 @@
  * 20,000 keys, split in the middle: the source counts what the moving
  * keys hold); and a LIST of 1,000 keys of a bucket split over 4 ranges
  * against one of a bucket in one range. While a bucket of each size is
- * split, a probe writes to its moving half one PUT at a time (JSON API,
- * answered once applied): the p50 and the longest of those writes are
- * the stall the moving range's writers see.
+ * split in the middle, and while another of each size is moved whole, a
+ * probe writes to the moving part (open loop, JSON API, answered once
+ * applied): the p50 and the longest of those writes are the stall the
+ * moving range's writers see.
  *
  * Against a deployment (--url, --brokers: a cluster on a real Kafka, say,
  * ops/bench_ranges_kafka.sh) the buckets split by size hold 10,000,
@@ -137,12 +138,35 @@ static int rb_write_round(bench *b, CURL *h, int round, rb_round *out) {
     return 0;
 }
 
+#define RB_SPLIT_TIMEOUT_MS (10 * 60 * 1000L)
+
+/* On a cluster: the coordinator's URL (the active node of partition 0)
+ * into out, 1; else 0. */
+static int rb_coordinator(bench *b, CURL *h, char *out, size_t n) {
+    char url[256], err[256];
+    snprintf(url, sizeof(url), "%s/v1/cluster", b->url);
+    cli_resp r;
+    if (cli_http(h, "GET", url, NULL, NULL, &r, err, sizeof(err)) < 0)
+        return 0;
+    json_t *j = r.status == 200 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+    cli_resp_free(&r);
+    const char *a = json_string_value(json_object_get(
+        json_array_get(json_object_get(j, "partitions"), 0), "active"));
+    if (a)
+        snprintf(out, n, "%s", a);
+    json_decref(j);
+    return a != NULL;
+}
+
 /* POST /v1/ranges/split at bucket (key NULL) or bucket/key, to partition
  * to (-1: the least loaded). */
 static int rb_split_to(bench *b, CURL *h, const char *bucket, const char *key, int to,
                        rb_handoff *out) {
-    char url[256], body[160], err[256], dest[32] = "";
-    snprintf(url, sizeof(url), "%s/v1/ranges/split", b->url);
+    char url[512], body[160], err[256], dest[32] = "", coord[256];
+    /* On a cluster, to the coordinator itself: a forwarded request ends
+     * with the forward's timeout, and a big range's handoff takes longer. */
+    snprintf(url, sizeof(url), "%s/v1/ranges/split",
+             rb_coordinator(b, h, coord, sizeof(coord)) ? coord : b->url);
     if (to >= 0)
         snprintf(dest, sizeof(dest), ",\"to_partition\":%d", to);
     if (key)
@@ -151,8 +175,9 @@ static int rb_split_to(bench *b, CURL *h, const char *bucket, const char *key, i
     else
         snprintf(body, sizeof(body), "{\"bucket\":\"%s\"%s}", bucket, dest);
     cli_resp r;
-    if (cli_http(h, "POST", url, body, NULL, &r, err, sizeof(err)) < 0) {
-        fprintf(stderr, "objlog: bench --ranges: split: %s\n", err);
+    if (cli_http_timeout(h, "POST", url, body, NULL, RB_SPLIT_TIMEOUT_MS, &r, err,
+                         sizeof(err)) < 0) {
+        fprintf(stderr, "objlog: bench --ranges: split at %s: %s\n", bucket, err);
         return -1;
     }
     json_t *j = r.status == 200 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
@@ -346,6 +371,8 @@ typedef struct rb_run {
     int nh;
     rb_handoff stall[RB_STALL_SIZES];
     int nstall;
+    rb_handoff whole[RB_STALL_SIZES]; /* buckets moved whole, by size */
+    int nwhole;
     double list_ms[2][2];        /* mean LIST of 1,000 keys [one range, four][strong, eventual] */
 } rb_run;
 
@@ -382,6 +409,18 @@ static json_t *rb_stall_json(const rb_handoff *hs, int n) {
     return a;
 }
 
+static void rb_stall_print(const char *what, const rb_handoff *hs, int n) {
+    printf("%s (a probe writing to the moving part meanwhile):\n%-22s %10s %10s %12s %7s "
+           "%10s %10s\n", what, "split at", "keys moved", "handoff", "writes held", "probes",
+           "probe p50", "probe max");
+    for (int i = 0; i < n; i++)
+        printf("%-22s %10ld %7.1f ms %9.1f ms %7d %7.1f ms %7.1f ms%s%s\n", hs[i].at,
+               hs[i].keys, hs[i].seconds * 1e3, hs[i].held_s * 1e3, hs[i].probes,
+               hs[i].probe_p50_ms, hs[i].probe_max_ms,
+               hs[i].probe_failed ? " (some failed)" : "",
+               hs[i].across ? " (to another node)" : "");
+}
+
 static void rb_rounds_print(const bench *b, const char *what, const rb_round *rs) {
     double base = bench_rate(b->count, rs[0].apply_s);
     printf("%s\n%-10s %8s %9s %12s %7s\n", what, "partitions", "writes", "seconds",
@@ -395,11 +434,13 @@ static void rb_rounds_print(const bench *b, const char *what, const rb_round *rs
 static void rb_report(const bench *b, const rb_run *r) {
     if (b->json) {
         json_t *j = json_pack(
-            "{s:i,s:i,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:f,s:f,s:f}}", "writes_per_round", b->count,
+            "{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:{s:i,s:f,s:f,s:f,s:f}}", "writes_per_round",
+            b->count,
             "threads", b->threads, "rounds", rb_rounds_json(b, r->rs[RB_BUCKETS_MODE]),
             "one_bucket_rounds", rb_rounds_json(b, r->rs[RB_ONE_BUCKET]), "handoffs",
             rb_handoffs_json(r->hs, r->nh), "split_inside_by_size",
-            rb_stall_json(r->stall, r->nstall), "list", "keys", RB_LIST_KEYS,
+            rb_stall_json(r->stall, r->nstall), "whole_bucket_by_size",
+            rb_stall_json(r->whole, r->nwhole), "list", "keys", RB_LIST_KEYS,
             "one_range_strong_ms", r->list_ms[0][0], "four_ranges_strong_ms", r->list_ms[1][0],
             "one_range_eventual_ms", r->list_ms[0][1], "four_ranges_eventual_ms",
             r->list_ms[1][1]);
@@ -416,15 +457,8 @@ static void rb_report(const bench *b, const rb_run *r) {
     for (int i = 0; i < r->nh; i++)
         printf("%-16s %10ld %9ld %8.1f ms %9.1f ms\n", r->hs[i].at, r->hs[i].keys,
                r->hs[i].imported, r->hs[i].seconds * 1e3, r->hs[i].held_s * 1e3);
-    printf("split inside a bucket, in the middle, by its size (a probe writing to the "
-           "moving half meanwhile):\n%-22s %10s %10s %12s %7s %10s %10s\n", "split at",
-           "keys moved", "handoff", "writes held", "probes", "probe p50", "probe max");
-    for (int i = 0; i < r->nstall; i++)
-        printf("%-22s %10ld %7.1f ms %9.1f ms %7d %7.1f ms %7.1f ms%s%s\n", r->stall[i].at,
-               r->stall[i].keys, r->stall[i].seconds * 1e3, r->stall[i].held_s * 1e3,
-               r->stall[i].probes, r->stall[i].probe_p50_ms, r->stall[i].probe_max_ms,
-               r->stall[i].probe_failed ? " (some failed)" : "",
-               r->stall[i].across ? " (to another node)" : "");
+    rb_stall_print("split inside a bucket, in the middle, by its size", r->stall, r->nstall);
+    rb_stall_print("a whole bucket moved (split at it), by its size", r->whole, r->nwhole);
     for (int c = 0; c < 2; c++)
         printf("LIST of %d keys, %s (%d calls, mean): one range %.3f ms, four ranges on "
                "four partitions %.3f ms (%.2fx)\n",
@@ -480,7 +514,7 @@ static int rb_split_probed(bench *b, CURL *h, const char *bucket, const char *ke
                            rb_handoff *out) {
     rb_probe pr = {.b = b};
     snprintf(pr.bucket, sizeof(pr.bucket), "%s", bucket);
-    snprintf(pr.prefix, sizeof(pr.prefix), "%s", key);
+    snprintf(pr.prefix, sizeof(pr.prefix), "%s", key ? key : "");
     pr.at_us = malloc(RB_PROBE_MAX * sizeof(*pr.at_us));
     pr.ms = malloc(RB_PROBE_MAX * sizeof(*pr.ms));
     int started = pr.at_us && pr.ms && pthread_create(&pr.th, NULL, rb_probe_main, &pr) == 0;
@@ -503,7 +537,9 @@ static int rb_split_probed(bench *b, CURL *h, const char *bucket, const char *ke
     return rc;
 }
 
-/* Buckets of each size in rb_stall_*, each split in the middle. */
+/* Buckets of each size in rb_stall_*, each split in the middle, then
+ * buckets of the same sizes moved whole (a split at the bucket: the
+ * source gives its whole stake, nothing is counted). */
 static int rb_stall_phase(bench *b, CURL *h, rb_run *r) {
     int count = b->count;
     const int *sizes = b->daemon ? rb_stall_own : rb_stall_deployed;
@@ -519,6 +555,20 @@ static int rb_stall_phase(bench *b, CURL *h, rb_run *r) {
                      ? -1 : 0;
         r->stall[i].keys = sizes[i] / 2;
         r->nstall = i + 1;
+        b->count = count;
+        if (rc < 0)
+            return -1;
+    }
+    for (int i = 0; i < RB_STALL_SIZES && sizes[i] && !bench_interrupted; i++) {
+        snprintf(b->ranges_bucket, sizeof(b->ranges_bucket), "whole-%d", sizes[i]);
+        b->count = sizes[i];
+        rb_round unused;
+        int rc = bench_create_bucket_named(b, h, b->ranges_bucket) < 0 ||
+                         rb_write_round(b, h, 0, &unused) < 0 ||
+                         rb_split_probed(b, h, b->ranges_bucket, NULL, &r->whole[i]) < 0
+                     ? -1 : 0;
+        r->whole[i].keys = sizes[i];
+        r->nwhole = i + 1;
         b->count = count;
         if (rc < 0)
             return -1;

@@ -53,6 +53,11 @@ void cli_resp_free(cli_resp *r);
 int cli_http(CURL *h, const char *method, const char *url, const char *body,
              const char *const *headers, cli_resp *r, char *errstr,
              size_t errstr_size);
+/* The same within timeout_ms instead of 60 s (a request that may run for
+ * minutes: a handoff of a big range). */
+int cli_http_timeout(CURL *h, const char *method, const char *url, const char *body,
+                     const char *const *headers, long timeout_ms, cli_resp *r, char *errstr,
+                     size_t errstr_size);
 
 /* hdrs (NULL-ended, may be NULL) and, when c has a token, its
  * "Authorization: Bearer" header into out[n] (auth holds that line);

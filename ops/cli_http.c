@@ -71,6 +71,12 @@ static size_t header_cb(char *data, size_t size, size_t nmemb, void *arg) {
 int cli_http(CURL *h, const char *method, const char *url, const char *body,
              const char *const *headers, cli_resp *r, char *errstr,
              size_t errstr_size) {
+    return cli_http_timeout(h, method, url, body, headers, 60000L, r, errstr, errstr_size);
+}
+
+int cli_http_timeout(CURL *h, const char *method, const char *url, const char *body,
+                     const char *const *headers, long timeout_ms, cli_resp *r, char *errstr,
+                     size_t errstr_size) {
     memset(r, 0, sizeof(*r));
     struct curl_slist *hl = NULL;
     if (body)
@@ -80,7 +86,7 @@ int cli_http(CURL *h, const char *method, const char *url, const char *body,
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 60000L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

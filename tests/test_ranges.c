@@ -632,10 +632,11 @@ static long wait_epoch(const char *url, long want, int timeout_ms) {
  * 3 s after the RangeIn), restarts it, and waits for the handoff to be
  * finished from the log. */
 static void kill_in_handoff(const char *bucket, const char *key, int at_ms, long epoch_before) {
-    char why[256], body[128];
+    char why[1024], body[128];
     viewproc_stop(&LIVE, 10000);
     setenv("OBJLOG_TEST_HANDOFF_PAUSE_MS", "3000", 1);
-    assert_int_equal(viewproc_start(&LIVE, 60000, why, sizeof(why)), 0);
+    if (viewproc_start(&LIVE, 60000, why, sizeof(why)) != 0)
+        fail_msg("restart: %s", why);
     unsetenv("OBJLOG_TEST_HANDOFF_PAUSE_MS");
     if (key)
         snprintf(body, sizeof(body), "{\"bucket\":\"%s\",\"key\":\"%s\"}", bucket, key);
@@ -647,7 +648,8 @@ static void kill_in_handoff(const char *bucket, const char *key, int at_ms, long
     viewproc_kill(&LIVE);
     pthread_join(a.t, NULL);
     assert_int_equal(a.status, -1); /* killed before it answered */
-    assert_int_equal(viewproc_start(&LIVE, 60000, why, sizeof(why)), 0);
+    if (viewproc_start(&LIVE, 60000, why, sizeof(why)) != 0)
+        fail_msg("restart: %s", why);
     long e = wait_epoch(LIVE.url, epoch_before + 1, 30000);
     fprintf(stderr, "killed %d ms into a split of %s%s%s's range: epoch %ld -> %ld after "
                     "restart\n",

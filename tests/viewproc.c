@@ -49,6 +49,24 @@ void viewproc_init(viewproc *v, const char *boot, const char *data, int port) {
     v->port = port;
 }
 
+/* The last bytes of the view's stderr log, on one line, into out. */
+static void viewproc_log_tail(const viewproc *v, char *out, size_t n) {
+    out[0] = '\0';
+    FILE *f = fopen(v->log, "r");
+    if (!f)
+        return;
+    char buf[400];
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, len > (long)sizeof(buf) - 1 ? len - (long)sizeof(buf) + 1 : 0, SEEK_SET);
+    size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    for (char *c = buf; *c; c++)
+        *c = *c == '\n' ? '|' : *c;
+    snprintf(out, n, "%s", buf);
+}
+
 int viewproc_start(viewproc *v, int timeout_ms, char *why, size_t why_size) {
     char listen[64], got[96];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", v->port);
@@ -63,8 +81,10 @@ int viewproc_start(viewproc *v, int timeout_ms, char *why, size_t why_size) {
     }
     if (proc_wait_line(v->p, "OBJLOG_LISTEN=", got, sizeof(got), timeout_ms) < 0 ||
         proc_wait_line(v->p, "OBJLOG_READY", NULL, 0, timeout_ms) < 0) {
-        snprintf(why, why_size, "objlogd --data %s did not get ready in %d ms (stderr in %s)",
-                 v->data, timeout_ms, v->log);
+        char tail[400];
+        viewproc_log_tail(v, tail, sizeof(tail));
+        snprintf(why, why_size, "objlogd --data %s did not get ready in %d ms (stderr in %s, "
+                 "ending: %s)", v->data, timeout_ms, v->log, tail);
         proc_kill(v->p);
         v->p = NULL;
         return -1;
