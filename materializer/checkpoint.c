@@ -180,25 +180,42 @@ static void ckpt_purge_routes(objlog_store *s, const rangemap *rm, int32_t p,
     }
 }
 
-/* Point deletes of the rows of cf from `from` on (while they start with
- * it) that belong to p, written whenever wb grows past CKPT_BATCH_BYTES.
- * *staged counts the bytes staged in wb. */
-static int ckpt_purge_scan(objlog_store *s, const rangemap *rm, int32_t p, objlog_cf cf,
-                           const char *from, size_t fn, rocksdb_writebatch_t *wb,
-                           size_t *staged, char *errstr, size_t es) {
+/* Which rows a purge scan deletes: p's under rm, or (r set) those a
+ * range stream of r carries. */
+typedef struct ckpt_sel {
+    const rangemap *rm;
+    int32_t p;
+    const ckpt_range *r;
+} ckpt_sel;
+
+static int ckpt_key_cmp(const uint8_t *x, size_t xn, const uint8_t *y, size_t yn) {
+    size_t m = xn < yn ? xn : yn;
+    int c = m ? memcmp(x, y, m) : 0;
+    return c ? c : (xn < yn ? -1 : xn > yn);
+}
+
+/* Point deletes of the rows of cf that sel takes, from `from` on while
+ * keys start with from[0..keep) and, with stop, sort below it; wb is
+ * written whenever it grows past CKPT_BATCH_BYTES (*staged counts). */
+static int ckpt_purge_scan(objlog_store *s, const ckpt_sel *sel, objlog_cf cf,
+                           const uint8_t *from, size_t fn, size_t keep, const uint8_t *stop,
+                           size_t stn, rocksdb_writebatch_t *wb, size_t *staged,
+                           char *errstr, size_t es) {
     rocksdb_column_family_handle_t *h = objlog_store_cf(s, cf);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, h);
     int rc = 0;
-    for (rocksdb_iter_seek(it, from, fn); rc == 0 && rocksdb_iter_valid(it);
+    for (rocksdb_iter_seek(it, (const char *)from, fn); rc == 0 && rocksdb_iter_valid(it);
          rocksdb_iter_next(it)) {
         size_t kn;
-        const char *k = rocksdb_iter_key(it, &kn);
-        if (kn < fn || memcmp(k, from, fn) != 0)
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+        if (kn < keep || memcmp(k, from, keep) != 0 ||
+            (stop && ckpt_key_cmp(k, kn, stop, stn) >= 0))
             break;
-        if (ckpt_row_part(rm, cf, (const uint8_t *)k, kn) != p)
+        if (sel->r ? ckpt_range_row(sel->r, cf, k, kn) != 1
+                   : ckpt_row_part(sel->rm, cf, k, kn) != sel->p)
             continue;
-        rocksdb_writebatch_delete_cf(wb, h, k, kn);
+        rocksdb_writebatch_delete_cf(wb, h, (const char *)k, kn);
         *staged += kn + 16;
         if (*staged >= CKPT_BATCH_BYTES) {
             rc = ckpt_write(s, wb, 0, errstr, es);
@@ -235,9 +252,13 @@ int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
     }
     size_t bn = apply_meta_key(mk, OBJLOG_CKPT_META_BASE, p);
     rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), (const char *)mk, bn);
-    if (ckpt_purge_scan(s, rm, p, OBJLOG_CF_BUCKETS, "", 0, wb, &staged, errstr, es) < 0)
+    ckpt_sel sel = {.rm = rm, .p = p};
+    const uint8_t *all = (const uint8_t *)"";
+    if (ckpt_purge_scan(s, &sel, OBJLOG_CF_BUCKETS, all, 0, 0, NULL, 0, wb, &staged, errstr,
+                        es) < 0)
         return -1;
-    return ckpt_purge_scan(s, rm, p, OBJLOG_CF_STATS, "", 0, wb, &staged, errstr, es);
+    return ckpt_purge_scan(s, &sel, OBJLOG_CF_STATS, all, 0, 0, NULL, 0, wb, &staged, errstr,
+                           es);
 }
 
 int objlog_ckpt_purge(objlog_store *s, const rangemap *rm, int32_t p, char *errstr,
@@ -332,8 +353,12 @@ static int ckpt_recover_range(objlog_store *s, const char *k, size_t kn, const c
     return rc;
 }
 
-static int ckpt_recover_ranges(objlog_store *s, char *errstr, size_t errstr_size) {
-    const char *prefix = "rimporting";
+typedef int (*ckpt_recover_fn)(objlog_store *s, const char *k, size_t kn, const char *v,
+                               size_t vn, char *errstr, size_t es);
+
+/* fn for every meta row whose key starts with prefix: how many, or -1. */
+static int ckpt_recover_each(objlog_store *s, const char *prefix, ckpt_recover_fn fn,
+                             char *errstr, size_t errstr_size) {
     size_t pn = strlen(prefix);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro,
@@ -346,7 +371,7 @@ static int ckpt_recover_ranges(objlog_store *s, char *errstr, size_t errstr_size
         if (kn < pn || memcmp(k, prefix, pn) != 0)
             break;
         const char *v = rocksdb_iter_value(it, &vn);
-        n = ckpt_recover_range(s, k, kn, v, vn, errstr, errstr_size) < 0 ? -1 : n + 1;
+        n = fn(s, k, kn, v, vn, errstr, errstr_size) < 0 ? -1 : n + 1;
     }
     if (n >= 0 && ckpt_iter_error(it, "recover", errstr, errstr_size) < 0)
         n = -1;
@@ -356,38 +381,14 @@ static int ckpt_recover_ranges(objlog_store *s, char *errstr, size_t errstr_size
 }
 
 int objlog_ckpt_recover(objlog_store *s, char *errstr, size_t errstr_size) {
-    int ranges = ckpt_recover_ranges(s, errstr, errstr_size);
-    if (ranges < 0)
+    if (ckpt_recover_each(s, "rimporting", ckpt_recover_range, errstr, errstr_size) < 0)
         return -1;
-    const char *prefix = OBJLOG_CKPT_META_IMPORTING;
-    size_t pn = strlen(prefix);
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro,
-                                                        objlog_store_cf(s, OBJLOG_CF_META));
-    int n = 0;
-    for (rocksdb_iter_seek(it, prefix, pn); n >= 0 && rocksdb_iter_valid(it);
-         rocksdb_iter_next(it)) {
-        size_t kn, vn;
-        const char *k = rocksdb_iter_key(it, &kn);
-        if (kn < pn || memcmp(k, prefix, pn) != 0)
-            break;
-        const char *v = rocksdb_iter_value(it, &vn);
-        n = ckpt_recover_one(s, k, kn, v, vn, errstr, errstr_size) < 0 ? -1 : n + 1;
-    }
-    if (n >= 0 && ckpt_iter_error(it, "recover", errstr, errstr_size) < 0)
-        n = -1;
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
-    return n;
+    return ckpt_recover_each(s, OBJLOG_CKPT_META_IMPORTING, ckpt_recover_one, errstr,
+                             errstr_size);
 }
 
 /* ---- a range as of its handoff ---- */
 
-static int ckpt_key_cmp(const uint8_t *x, size_t xn, const uint8_t *y, size_t yn) {
-    size_t m = xn < yn ? xn : yn;
-    int c = m ? memcmp(x, y, m) : 0;
-    return c ? c : (xn < yn ? -1 : xn > yn);
-}
 
 static int ckpt_in_range(const ckpt_range *r, const uint8_t *k, size_t kn) {
     return ckpt_key_cmp(k, kn, r->start, r->sn) >= 0 &&
@@ -442,40 +443,6 @@ size_t ckpt_range_marker_key(uint8_t out[32], const ckpt_range *r) {
     return sizeof(name) - 1 + 12;
 }
 
-/* Point deletes of the rows of cf from `from` on that a range stream
- * carries, while keys start with from[0..keep) and, with stop, sort
- * below it. */
-static int ckpt_range_purge_scan(objlog_store *s, const ckpt_range *r, objlog_cf cf,
-                                 const uint8_t *from, size_t fn, size_t keep,
-                                 const uint8_t *stop, size_t stn, rocksdb_writebatch_t *wb,
-                                 size_t *staged, char *errstr, size_t es) {
-    rocksdb_column_family_handle_t *h = objlog_store_cf(s, cf);
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro, h);
-    int rc = 0;
-    for (rocksdb_iter_seek(it, (const char *)from, fn); rc == 0 && rocksdb_iter_valid(it);
-         rocksdb_iter_next(it)) {
-        size_t kn;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
-        if (kn < keep || memcmp(k, from, keep) != 0 ||
-            (stop && ckpt_key_cmp(k, kn, stop, stn) >= 0))
-            break;
-        if (ckpt_range_row(r, cf, k, kn) != 1)
-            continue;
-        rocksdb_writebatch_delete_cf(wb, h, (const char *)k, kn);
-        *staged += kn + 16;
-        if (*staged >= CKPT_BATCH_BYTES) {
-            rc = ckpt_write(s, wb, 0, errstr, es);
-            *staged = 0;
-        }
-    }
-    if (rc == 0)
-        rc = ckpt_iter_error(it, "range purge scan", errstr, es);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
-    return rc;
-}
-
 int ckpt_range_purge_into(objlog_store *s, const ckpt_range *r, rocksdb_writebatch_t *wb,
                           char *errstr, size_t es) {
     size_t staged = 0;
@@ -493,11 +460,12 @@ int ckpt_range_purge_into(objlog_store *s, const ckpt_range *r, rocksdb_writebat
     uint8_t rk[32];
     size_t rn = objlog_ckpt_rimported_key(rk, r->from, r->from_off);
     rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), (const char *)rk, rn);
-    if (ckpt_range_purge_scan(s, r, OBJLOG_CF_BUCKETS, r->start, r->sn, 0,
-                              r->en ? r->end : NULL, r->en, wb, &staged, errstr, es) < 0)
+    ckpt_sel sel = {.r = r};
+    if (ckpt_purge_scan(s, &sel, OBJLOG_CF_BUCKETS, r->start, r->sn, 0, r->en ? r->end : NULL,
+                        r->en, wb, &staged, errstr, es) < 0)
         return -1;
-    return ckpt_range_purge_scan(s, r, OBJLOG_CF_STATS, (const uint8_t *)"b", 1, 1, NULL, 0,
-                                 wb, &staged, errstr, es);
+    return ckpt_purge_scan(s, &sel, OBJLOG_CF_STATS, (const uint8_t *)"b", 1, 1, NULL, 0, wb,
+                           &staged, errstr, es);
 }
 
 /* ---- export ---- */

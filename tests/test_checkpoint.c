@@ -758,6 +758,50 @@ static void test_format_by_hand(void **state) {
 
 /* A process dies mid-import: the marker it left makes the next open purge
  * the partition; nothing else changes. */
+/* Closes w's store, lets a child process open it and feed the first n
+ * bytes of m to the import `start` makes (then exit without cleanup, as if
+ * killed: 0 when the import took them and marks, `marked`, what it does),
+ * and opens the store again: its open finishes the crash rule. */
+typedef objlog_ckpt_import *(*import_start_fn)(objlog_store *s, void *arg);
+typedef int (*import_marked_fn)(objlog_store *s, void *arg);
+
+static void crash_mid_import(world *w, import_start_fn start, import_marked_fn marked,
+                             void *arg, const membuf *m, size_t n) {
+    objlog_store_close(w->store);
+    w->store = NULL;
+    apply_batch_destroy(w->batch);
+    w->batch = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char err[512];
+        objlog_store *s = objlog_store_open(w->dir, err, sizeof(err));
+        objlog_ckpt_import *im = s ? start(s, arg) : NULL;
+        _exit(!im || objlog_ckpt_import_feed(im, m->data, n, err, sizeof(err)) < 0 ||
+              !marked(s, arg));
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    w->store = open_store(w->dir);
+}
+
+typedef struct part_start {
+    const rangemap *rm;
+    int p;
+} part_start;
+
+static objlog_ckpt_import *start_part(objlog_store *s, void *arg) {
+    const part_start *a = arg;
+    char err[512];
+    return objlog_ckpt_import_new(s, a->rm, a->p, err, sizeof(err));
+}
+
+static int part_marked(objlog_store *s, void *arg) {
+    return objlog_ckpt_importing(s, ((const part_start *)arg)->p) == 1;
+}
+
 static void test_crash_mid_import(void **state) {
     (void)state;
     world src, dst;
@@ -768,26 +812,8 @@ static void test_crash_mid_import(void **state) {
     objlog_ckpt_info info;
     export_part(&src, p, &m, &info);
     char *others = partdump(dst.store, dst.rm, p, 0, NULL);
-    objlog_store_close(dst.store);
-    dst.store = NULL;
-    apply_batch_destroy(dst.batch);
-    dst.batch = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        char err[512];
-        objlog_store *s = objlog_store_open(dst.dir, err, sizeof(err));
-        objlog_ckpt_import *im = s ? objlog_ckpt_import_new(s, dst.rm, p, err, sizeof(err)) : NULL;
-        if (!im || objlog_ckpt_import_feed(im, m.data, m.len / 2, err, sizeof(err)) < 0 ||
-            objlog_ckpt_importing(s, p) != 1)
-            _exit(1);
-        _exit(0); /* no cleanup: as if killed */
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
-    dst.store = open_store(dst.dir);
+    part_start ps = {dst.rm, p};
+    crash_mid_import(&dst, start_part, part_marked, &ps, &m, m.len / 2);
     assert_int_equal(objlog_ckpt_importing(dst.store, p), 0);
     assert_int_equal(objlog_store_applied(dst.store, p), 0);
     size_t n = 1;
@@ -972,6 +998,29 @@ static int import_range(objlog_store *s, int p, int64_t off, uint32_t epoch, con
  * changes; a header that names another handoff, range, epoch or log is
  * refused before anything is written; an export of a handoff that is
  * not there, not applied yet, or whose range came back is refused. */
+typedef struct range_start {
+    int p;
+    int64_t x;
+    const keybuf *at, *end;
+} range_start;
+
+static objlog_ckpt_import *start_range(objlog_store *s, void *arg) {
+    const range_start *a = arg;
+    char err[512];
+    return objlog_ckpt_import_handoff_new(s, a->p, a->x, 2, a->at->data, a->at->len,
+                                          a->end->data, a->end->len, err, sizeof(err));
+}
+
+/* The range import's own marker ("rimporting" be32 be64) is there. */
+static int range_marked(objlog_store *s, void *arg) {
+    const range_start *a = arg;
+    uint8_t k[22];
+    memcpy(k, "rimporting", 10);
+    apply_put_be32(k + 10, (uint32_t)a->p);
+    apply_put_be64(k + 14, (uint64_t)a->x);
+    return meta_has(s, k, sizeof(k));
+}
+
 static void test_range_roundtrip(void **state) {
     (void)state;
     world src, dst;
@@ -1078,24 +1127,8 @@ static void test_range_roundtrip(void **state) {
     assert_null(strstr(rest, "meta 72696d706f7274696e67")); /* "rimporting" */
     free(rest);
     /* ... and one cut off by a crash: its rows go when the store opens. */
-    objlog_store_close(dst.store);
-    dst.store = NULL;
-    apply_batch_destroy(dst.batch);
-    dst.batch = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        objlog_store *s = objlog_store_open(dst.dir, err, sizeof(err));
-        objlog_ckpt_import *im = s ? objlog_ckpt_import_handoff_new(s, p, x, 2, at.data, at.len,
-                                                                    end.data, end.len, err,
-                                                                    sizeof(err))
-                                   : NULL;
-        _exit(!im || objlog_ckpt_import_feed(im, m.data, m.len * 2 / 3, err, sizeof(err)) < 0);
-    }
-    int st = 0;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    dst.store = open_store(dst.dir);
+    range_start rst = {p, x, &at, &end};
+    crash_mid_import(&dst, start_range, range_marked, &rst, &m, m.len * 2 / 3);
     left = 1;
     free(range_dump(dst.store, in, xpre, &left));
     assert_int_equal(left, 0);

@@ -321,19 +321,24 @@ int bootstrap_offer_range(bootstrap *b, const objlog_range_wait *w, const char *
     return taken;
 }
 
+static void boot_counter(FILE *f, const char *name, const char *help, uint64_t v) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", name, help, name, name, v);
+}
+
+static void boot_results(FILE *f, const char *name, const char *help, uint64_t ok,
+                         uint64_t failed) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s{result=\"ok\"} %" PRIu64 "\n"
+               "%s{result=\"failed\"} %" PRIu64 "\n", name, help, name, name, ok, name, failed);
+}
+
 void bootstrap_metrics(FILE *f, bootstrap *b) {
     pthread_mutex_lock(&b->mu);
-    fprintf(f, "# HELP objlog_bootstraps_total Partitions copied from a peer's checkpoint, "
-               "by result.\n# TYPE objlog_bootstraps_total counter\n"
-               "objlog_bootstraps_total{result=\"ok\"} %" PRIu64 "\n"
-               "objlog_bootstraps_total{result=\"failed\"} %" PRIu64 "\n",
-            b->ok, b->failed);
-    fprintf(f, "# HELP objlog_bootstrap_bytes_total Checkpoint bytes imported by finished "
-               "bootstraps.\n# TYPE objlog_bootstrap_bytes_total counter\n"
-               "objlog_bootstrap_bytes_total %" PRIu64 "\n", b->bytes_total);
-    fprintf(f, "# HELP objlog_bootstrap_rows_total Rows imported by finished bootstraps.\n"
-               "# TYPE objlog_bootstrap_rows_total counter\n"
-               "objlog_bootstrap_rows_total %" PRIu64 "\n", b->rows_total);
+    boot_results(f, "objlog_bootstraps_total",
+                 "Partitions copied from a peer's checkpoint, by result.", b->ok, b->failed);
+    boot_counter(f, "objlog_bootstrap_bytes_total",
+                 "Checkpoint bytes imported by finished bootstraps.", b->bytes_total);
+    boot_counter(f, "objlog_bootstrap_rows_total", "Rows imported by finished bootstraps.",
+                 b->rows_total);
     fprintf(f, "# HELP objlog_bootstrap_partition The partition being copied now, -1 none.\n"
                "# TYPE objlog_bootstrap_partition gauge\nobjlog_bootstrap_partition %d\n",
             (int)b->cur_p);
@@ -342,18 +347,12 @@ void bootstrap_metrics(FILE *f, bootstrap *b) {
                "objlog_bootstrap_progress_bytes{of=\"done\"} %" PRIu64 "\n"
                "objlog_bootstrap_progress_bytes{of=\"total\"} %" PRIu64 "\n",
             b->cur_p >= 0 ? b->pr.bytes : 0, b->cur_p >= 0 ? b->pr.total_bytes : 0);
-    fprintf(f, "# HELP objlog_range_imports_total Ranges imported from a peer for a RangeIn "
-               "(a handoff between nodes), by result.\n"
-               "# TYPE objlog_range_imports_total counter\n"
-               "objlog_range_imports_total{result=\"ok\"} %" PRIu64 "\n"
-               "objlog_range_imports_total{result=\"failed\"} %" PRIu64 "\n",
-            b->rok, b->rfailed);
-    fprintf(f, "# HELP objlog_range_import_rows_total Rows of the ranges imported.\n"
-               "# TYPE objlog_range_import_rows_total counter\n"
-               "objlog_range_import_rows_total %" PRIu64 "\n", b->rrows);
-    fprintf(f, "# HELP objlog_range_import_bytes_total Stream bytes of the ranges imported.\n"
-               "# TYPE objlog_range_import_bytes_total counter\n"
-               "objlog_range_import_bytes_total %" PRIu64 "\n", b->rbytes);
+    boot_results(f, "objlog_range_imports_total",
+                 "Ranges imported from a peer for a RangeIn (a handoff between nodes), by "
+                 "result.", b->rok, b->rfailed);
+    boot_counter(f, "objlog_range_import_rows_total", "Rows of the ranges imported.", b->rrows);
+    boot_counter(f, "objlog_range_import_bytes_total", "Stream bytes of the ranges imported.",
+                 b->rbytes);
     fprintf(f, "# HELP objlog_range_import_seconds_total Time the range imports took.\n"
                "# TYPE objlog_range_import_seconds_total counter\n"
                "objlog_range_import_seconds_total %.3f\n", (double)b->rms / 1000.0);
