@@ -839,6 +839,21 @@ static int export_handoff_body(objlog_store *s, rocksdb_readoptions_t *ro, ckpt_
                  "the RangeOut at %lld", a->p, (long long)at, (long long)a->off);
         return OBJLOG_CKPT_NOT_YET;
     }
+    /* A copy of p from a checkpoint taken after X skipped the RangeOut:
+     * under the next map that checkpoint no longer carried the range. */
+    uint8_t bk[APPLY_META_KEY_MAX];
+    size_t bvn = 0, bkn = apply_meta_key(bk, OBJLOG_CKPT_META_BASE, a->p);
+    char *bv = ckpt_meta_get(s, ro, bk, bkn, &bvn, &rc, errstr, es);
+    int64_t base = bv && bvn == 8 ? (int64_t)apply_get_be64((const uint8_t *)bv) : 0;
+    rocksdb_free(bv);
+    if (rc < 0)
+        return OBJLOG_CKPT_ERROR;
+    if (base > a->off) {
+        snprintf(errstr, es, "partition %d was copied here from a checkpoint at offset %lld, "
+                 "past the RangeOut at %lld: the range's rows of then are not here", a->p,
+                 (long long)base, (long long)a->off);
+        return OBJLOG_CKPT_NO_HANDOFF;
+    }
     ckpt_range r = {.from = a->p, .from_off = a->off};
     Objlog__RangeOut *ro_ev = NULL;
     int m = export_marker(s, ro, &r, &ro_ev, errstr, es);

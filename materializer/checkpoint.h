@@ -113,7 +113,8 @@ int objlog_ckpt_export(objlog_store *s, const rangemap *rm, int32_t p,
 /* Writes the range stream of the RangeOut at (p, off): the range as p
  * held it there (format above). 0 (info->applied = off), OBJLOG_CKPT_NOT_YET
  * (p applied here stops before off), OBJLOG_CKPT_NO_HANDOFF (no RangeOut
- * marker at (p, off) here), OBJLOG_CKPT_MOVED_ON (p's map holds part of
+ * marker at (p, off) here, or p was copied here from a checkpoint past
+ * off), OBJLOG_CKPT_MOVED_ON (p's map holds part of
  * the range again: its rows are no longer those of off), or
  * OBJLOG_CKPT_ERROR, each with errstr. */
 int objlog_ckpt_export_handoff(objlog_store *s, int32_t p, int64_t off,

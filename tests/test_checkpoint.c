@@ -1092,6 +1092,19 @@ static void test_range_roundtrip(void **state) {
     assert_int_equal(import_range(dst.store, p, x, 2, &at, &end, &pm, pm.len, err, sizeof(err)),
                      -1);
     assert_non_null(strstr(err, "a partition's checkpoint, not a range's"));
+    /* A store that got p from that checkpoint (taken after x) did not
+     * apply x itself: it serves no stream of x. */
+    world cp;
+    world_build(&cp, &log_a, 5, 0);
+    int64_t cpa = -1;
+    if (import_bytes(cp.store, cp.rm, p, pm.data, pm.len, 0, &cpa, err, sizeof(err)))
+        fail_msg("import: %s", err);
+    membuf none = {0};
+    assert_int_equal(objlog_ckpt_export_handoff(cp.store, p, x, membuf_write, &none, &info,
+                                                err, sizeof(err)), OBJLOG_CKPT_NO_HANDOFF);
+    assert_non_null(strstr(err, "copied here from a checkpoint"));
+    free(none.data);
+    world_free(&cp);
     free(pm.data);
     char *after = partdump(dst.store, in, -3, 0, NULL);
     assert_string_equal(after, before);

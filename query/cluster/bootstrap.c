@@ -67,6 +67,7 @@ struct bootstrap {
     uint64_t ok, failed, bytes_total, rows_total; /* finished jobs */
     uint64_t rok, rfailed, rbytes, rrows, rms;   /* finished range imports */
     objlog_logger_limit range_log; /* a range import that keeps failing, said */
+    char range_failed_url[CLUSTER_URL_MAX]; /* the last range import failed from */
 };
 
 static int64_t boot_mono_ms(void) {
@@ -191,6 +192,7 @@ static void boot_range_run(bootstrap *b, objlog_range_wait *w, const char *url) 
     } else {
         b->rfailed++;
     }
+    snprintf(b->range_failed_url, sizeof(b->range_failed_url), "%s", rc == 0 ? "" : url);
     pthread_mutex_unlock(&b->mu);
     if (rc == 0)
         objlog_logf(OBJLOG_LEVEL_INFO, "ranges",
@@ -329,6 +331,13 @@ static void boot_results(FILE *f, const char *name, const char *help, uint64_t o
                          uint64_t failed) {
     fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s{result=\"ok\"} %" PRIu64 "\n"
                "%s{result=\"failed\"} %" PRIu64 "\n", name, help, name, name, ok, name, failed);
+}
+
+int bootstrap_range_failed(bootstrap *b, const char *url) {
+    pthread_mutex_lock(&b->mu);
+    int failed = strcmp(b->range_failed_url, url) == 0;
+    pthread_mutex_unlock(&b->mu);
+    return failed;
 }
 
 void bootstrap_metrics(FILE *f, bootstrap *b) {

@@ -364,22 +364,25 @@ static void cluster_release_to_log(cluster *c, int32_t p, int64_t local, const c
 }
 
 /* A RangeIn waiting here for its range: imported from a reachable peer
- * that applied its source past the RangeOut, one that does not apply the
- * target first (a node that applies both took the RangeIn itself, and
- * with it the RangeOut's marker the stream needs). */
+ * that applied its source past the RangeOut, preferring one that does not
+ * apply the target (a node that applies both took the RangeIn itself, and
+ * with it the RangeOut's marker the stream needs) and not the one the
+ * last import failed from (it may have copied the source from a
+ * checkpoint past the RangeOut: 404 NoSuchHandoff). */
 static void cluster_range_plan(cluster *c, const snapshot *s, int32_t p) {
     objlog_range_wait w;
     if (!objlog_materializer_range_wait(c->q->m, p, &w))
         return;
-    int src = -1, src_has_q = 1;
+    int src = -1, src_score = -1;
     for (int i = 0; w.from >= 0 && w.from < c->nparts && i < s->nnodes; i++) {
         size_t at = (size_t)w.from * (size_t)s->nnodes + (size_t)i;
-        int has_q = s->role[(size_t)p * (size_t)s->nnodes + (size_t)i] != OBJLOG_ROLE_NONE;
         if (s->nodes[i].self || !s->nodes[i].reachable || s->applied[at] <= w.from_offset)
             continue;
-        if (src < 0 || (src_has_q && !has_q)) {
+        int score = (s->role[(size_t)p * (size_t)s->nnodes + (size_t)i] == OBJLOG_ROLE_NONE) +
+                    2 * !bootstrap_range_failed(c->boot, s->nodes[i].url);
+        if (score > src_score) {
             src = i;
-            src_has_q = has_q;
+            src_score = score;
         }
     }
     if (src >= 0)

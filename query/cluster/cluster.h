@@ -54,6 +54,9 @@ int bootstrap_offer(bootstrap *b, int32_t p, const char *url);
  * url (one that applied w->from past w->from_offset), unless a copy is
  * under way or offered: 1 taken (w's bytes copied), 0 busy. */
 int bootstrap_offer_range(bootstrap *b, const objlog_range_wait *w, const char *url);
+/* 1 when the last range import failed from the node at url (the next
+ * one tries another source first). */
+int bootstrap_range_failed(bootstrap *b, const char *url);
 /* 1 while p is being copied or offered. */
 int bootstrap_busy(bootstrap *b, int32_t p);
 /* 1 when no copy runs or is offered. */
