@@ -633,13 +633,15 @@ static void topics_made_by_objlogd_have_documented_configs(void **state) {
     char out[8192], err[8192];
     char *create[] = {"topics", "create", "--brokers", T.boot_a, "--topic", "logident.cli",
                       NULL};
-    assert_int_equal(objlog_run(create, out, sizeof(out), err, sizeof(err)), 0);
+    if (objlog_run(create, out, sizeof(out), err, sizeof(err)) != 0)
+        fail_msg("objlog topics create: %s%s", out, err);
     assert_string_equal(out, "created topic logident.cli: 8 partitions, replication 3\n"
                              "topics logident.cli, objlog.control, objlog.dlq: safe\n");
     events_want("2", want);
     expect_topic(T.boot_a, "logident.cli", 8, 3, want);
     /* Again: nothing to make. */
-    assert_int_equal(objlog_run(create, out, sizeof(out), err, sizeof(err)), 0);
+    if (objlog_run(create, out, sizeof(out), err, sizeof(err)) != 0)
+        fail_msg("objlog topics create: %s%s", out, err);
     snprintf(line, sizeof(line), "all three topics exist on %s\n"
              "topics logident.cli, objlog.control, objlog.dlq: safe\n", T.boot_a);
     assert_string_equal(out, line);
