@@ -105,16 +105,23 @@ static void boot_progress(void *opaque, const objlog_ckpt_progress *pr) {
                     (double)pr->bytes / 1e6, pr->rows, mbps);
 }
 
-static void boot_run(bootstrap *b, int32_t p, const char *url) {
-    objlog_query *q = b->q;
-    char err[512];
-    int64_t applied = 0, t0 = boot_mono_ms();
+/* A copy into partition p from url starts: what /metrics and the progress
+ * lines show. Its start time. */
+static int64_t boot_job_begin(bootstrap *b, int32_t p, const char *url) {
+    int64_t t0 = boot_mono_ms();
     pthread_mutex_lock(&b->mu);
     b->cur_p = p;
     snprintf(b->cur_url, sizeof(b->cur_url), "%s", url);
     memset(&b->pr, 0, sizeof(b->pr));
     b->t0_ms = b->logged_ms = t0;
     pthread_mutex_unlock(&b->mu);
+    return t0;
+}
+
+static void boot_run(bootstrap *b, int32_t p, const char *url) {
+    objlog_query *q = b->q;
+    char err[512];
+    int64_t applied = 0, t0 = boot_job_begin(b, p, url);
     int rc = -1;
     if (!objlog_materializer_held(q->m, p) &&
         objlog_materializer_hold(q->m, p, BOOT_HOLD_MS) < 0) {
@@ -161,13 +168,7 @@ static void boot_run(bootstrap *b, int32_t p, const char *url) {
 static void boot_range_run(bootstrap *b, objlog_range_wait *w, const char *url) {
     objlog_query *q = b->q;
     char err[512], ckpt_url[1200];
-    int64_t applied = 0, t0 = boot_mono_ms();
-    pthread_mutex_lock(&b->mu);
-    b->cur_p = w->partition;
-    snprintf(b->cur_url, sizeof(b->cur_url), "%s", url);
-    memset(&b->pr, 0, sizeof(b->pr));
-    b->t0_ms = b->logged_ms = t0;
-    pthread_mutex_unlock(&b->mu);
+    int64_t applied = 0, t0 = boot_job_begin(b, w->partition, url);
     snprintf(ckpt_url, sizeof(ckpt_url), "%s/v1/partitions/%d/handoffs/%" PRId64 "/checkpoint",
              url, (int)w->from, w->from_offset);
     objlog_ckpt_import *im = objlog_ckpt_import_handoff_new(
