@@ -182,8 +182,13 @@
  * (`objects`) and writes three (version, `objects`, outcome).
  * `objects` at route_key(b,k) holds the newest version iff it is live.
  * `uploads` layout: see materializer.h (upload row, then its part rows).
+ *
+ * A circle with applympu.c, on purpose: the multipart rules live there and
+ * are dispatched from here, and they use this file's gates (applyint.h),
+ * which every key operation shares.
  */
 #include "apply.h"
+#include "applyint.h"
 
 #include "dedup.h"
 #include "handoff.h"
@@ -202,12 +207,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PART_NUMBER_MAX 10000
-#define PART_MIN_SIZE (5ULL * 1024 * 1024) /* every part but the last */
 
 /* ---- one event ---- */
 
-static void reject(apply_ev *a, Objlog__OutcomeCode code, const char *fmt,
+void apply_reject(apply_ev *a, Objlog__OutcomeCode code, const char *fmt,
                    const char *arg) {
     a->res.code = code;
     snprintf(a->res.message, sizeof(a->res.message), fmt, arg);
@@ -242,7 +245,7 @@ static int is_range_op(const Objlog__Event *ev) {
 static int require_bucket(apply_ev *a, Objlog__BucketRecord **out) {
     int rc = stage_load_bucket(a, out);
     if (rc == 0)
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_BUCKET,
                "bucket %s does not exist", a->ev->bucket);
     return rc;
 }
@@ -260,7 +263,7 @@ static int etag_eq(const char *x, const char *y) {
 /* Evaluates If-Match / If-None-Match against the current live version (the
  * `objects` row: absent when there is none or the newest is a marker).
  * 1 holds, 0 failed (outcome set), -1 error. */
-static int check_preconditions(apply_ev *a) {
+int apply_check_preconditions(apply_ev *a) {
     const Objlog__Preconditions *p = a->ev->pre;
     int has_match = p && p->if_match && p->if_match[0];
     if (!p || (!has_match && !p->if_none_match))
@@ -273,7 +276,7 @@ static int check_preconditions(apply_ev *a) {
         return -1;
     if (p->if_none_match && rc == 1) {
         rocksdb_free(v);
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
                "If-None-Match: * failed: %s exists", "the key");
         return 0;
     }
@@ -284,7 +287,7 @@ static int check_preconditions(apply_ev *a) {
     if (rc == 0) {
         /* S3 answers 404 NoSuchKey, not 412, when If-Match meets no current
          * version (rule list above). */
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_KEY,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_KEY,
                "If-Match %s: the key has no current version", p->if_match);
         return 0;
     }
@@ -299,23 +302,17 @@ static int check_preconditions(apply_ev *a) {
     int ok = strcmp(p->if_match, "*") == 0 || etag_eq(p->if_match, etag);
     objlog__version_record__free_unpacked(cur, NULL);
     if (!ok)
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_PRECONDITION_FAILED,
                "If-Match %s failed: current etag differs", p->if_match);
     return ok;
 }
 
-/* What object ops need to know about their bucket. */
-typedef struct bucket_state {
-    Objlog__Versioning versioning;
-    uint64_t max_versions; /* the cap, default applied */
-    stake_quota quota;               /* this partition's (stake.h) */
-} bucket_state;
 
 /* Gate of every key op: non-empty key, existing bucket. 1 passed (*bs
  * filled), 0 rejected (outcome set), -1 error. */
-static int key_gate(apply_ev *a, bucket_state *bs) {
+int apply_key_gate(apply_ev *a, bucket_state *bs) {
     if (a->ev->key.len == 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
                "%s", "object key must not be empty");
         return 0;
     }
@@ -336,8 +333,8 @@ static int key_gate(apply_ev *a, bucket_state *bs) {
 
 /* Gate of PUT and DELETE: key_gate, then preconditions. */
 static int object_gate(apply_ev *a, bucket_state *bs) {
-    int rc = key_gate(a, bs);
-    return rc <= 0 ? rc : check_preconditions(a);
+    int rc = apply_key_gate(a, bs);
+    return rc <= 0 ? rc : apply_check_preconditions(a);
 }
 
 /* 1 if one more version (or marker) fits under the cap, else 0 with
@@ -348,7 +345,7 @@ static int cap_allows_one_more(apply_ev *a, const objlog_key_header *h,
         return 1;
     char n[24];
     snprintf(n, sizeof(n), "%llu", (unsigned long long)bs->max_versions);
-    reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_VERSIONS,
+    apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_VERSIONS,
            "the key already has the bucket's maximum of %s versions "
            "(delete markers included)", n);
     return 0;
@@ -365,7 +362,7 @@ static int op_create_bucket(apply_ev *a) {
         return -1;
     if (rc == 1) {
         objlog__bucket_record__free_unpacked(old, NULL);
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_ALREADY_EXISTS,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_ALREADY_EXISTS,
                "bucket %s already exists", a->ev->bucket);
         return 0;
     }
@@ -405,7 +402,7 @@ static int op_delete_bucket(apply_ev *a) {
     if (rc < 0)
         return -1;
     if (rc == 1) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
                "bucket %s is not empty (versions or delete markers remain)",
                a->ev->bucket);
         return 0;
@@ -414,7 +411,7 @@ static int op_delete_bucket(apply_ev *a) {
     if (rc < 0)
         return -1;
     if (rc == 1) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
                "bucket %s is not empty (in-progress multipart uploads: abort "
                "or complete them first)", a->ev->bucket);
         return 0;
@@ -451,7 +448,7 @@ static int op_bucket_settings(apply_ev *a) {
         if (to == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED &&
             r->versioning != OBJLOG__VERSIONING__VERSIONING_UNVERSIONED) {
             objlog__bucket_record__free_unpacked(r, NULL);
-            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+            apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
                    "bucket %s: versioning cannot return to Unversioned once "
                    "enabled (use Suspended)", a->ev->bucket);
             return 0;
@@ -488,7 +485,7 @@ static int op_bucket_settings(apply_ev *a) {
 /* Writes meta as the key's new newest version following the bucket's
  * versioning (PutObject and CompleteUpload). 1 written, 0 refused by the
  * cap (outcome set, nothing staged), -1 error. */
-static int put_version(apply_ev *a, const bucket_state *bs,
+int apply_put_version(apply_ev *a, const bucket_state *bs,
                        Objlog__ObjectMeta *meta) {
     objlog_key_header h;
     if (stage_load_header(a, &h) < 0)
@@ -527,7 +524,7 @@ static int op_put_object(apply_ev *a) {
     Objlog__ObjectMeta *meta = a->ev->put_object->meta;
     if (stage_key_begin(a) < 0)
         return -1;
-    rc = put_version(a, &bs, meta);
+    rc = apply_put_version(a, &bs, meta);
     if (rc <= 0)
         return rc;
     a->res.etag = meta && meta->etag ? meta->etag : "";
@@ -582,7 +579,7 @@ static int delete_version_id(apply_ev *a, const char *vid) {
     uint64_t seq = 0;
     int is_null = strcmp(vid, "null") == 0;
     if (!is_null && keycodec_parse_version_id(vid, &seq) < 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
                "invalid version id %s", vid);
         return 0;
     }
@@ -627,218 +624,16 @@ static int op_delete_object(apply_ev *a) {
     return stage_key_end(a);
 }
 
-/* ---- multipart uploads ---- */
-
 /* Loads the upload row: 1 found (*out owned by the caller), 0 absent with
  * NoSuchUpload decided, -1 error. */
-static int require_upload(apply_ev *a, const char *upload_id,
+int apply_require_upload(apply_ev *a, const char *upload_id,
                           Objlog__UploadRecord **out) {
     int rc = stage_load_upload(a, upload_id ? upload_id : "", out);
     if (rc == 0)
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_UPLOAD,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NO_SUCH_UPLOAD,
                "upload %s does not exist (never created, aborted or "
                "completed)", upload_id ? upload_id : "");
     return rc;
-}
-
-/* A part ETag (optionally quoted) as the 16 bytes of its MD5. 0 or -1 if
- * it is not exactly 32 hex digits. */
-static int etag_md5(const char *etag, uint8_t out[MD5_LEN]) {
-    size_t n = etag ? strlen(etag) : 0;
-    if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"')
-        etag++, n -= 2;
-    if (n != 2 * MD5_LEN)
-        return -1;
-    for (int i = 0; i < MD5_LEN; i++) {
-        int hi = keycodec_hex_digit(etag[2 * i]), lo = keycodec_hex_digit(etag[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return 0;
-}
-
-static int op_create_upload(apply_ev *a) {
-    bucket_state bs;
-    int rc = key_gate(a, &bs);
-    if (rc <= 0)
-        return rc;
-    keycodec_version_id(a->seq, a->res.upload_id);
-    Objlog__UploadRecord r = OBJLOG__UPLOAD_RECORD__INIT;
-    r.upload_id = a->res.upload_id;
-    r.key = a->ev->key;
-    r.meta = a->ev->create_upload->meta;
-    r.initiated_seq = a->seq;
-    r.initiated_ms = a->log_time_ms;
-    keybuf row;
-    if (stage_upload_row(a, r.upload_id, &row) < 0)
-        return -1;
-    rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &r.base,
-                             a->errstr, a->es);
-    keybuf_free(&row);
-    a->d.uploads++;
-    return rc;
-}
-
-static int op_upload_part(apply_ev *a) {
-    bucket_state bs;
-    int rc = key_gate(a, &bs);
-    if (rc <= 0)
-        return rc;
-    const Objlog__UploadPart *up = a->ev->upload_part;
-    if (up->part_number < 1 || up->part_number > PART_NUMBER_MAX) {
-        char n[16];
-        snprintf(n, sizeof(n), "%u", up->part_number);
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT,
-               "part number %s is not between 1 and 10000", n);
-        return 0;
-    }
-    Objlog__UploadRecord *ur;
-    rc = require_upload(a, up->upload_id, &ur);
-    if (rc <= 0)
-        return rc;
-    objlog__upload_record__free_unpacked(ur, NULL);
-    Objlog__PartRecord *old;
-    rc = stage_load_part(a, up->upload_id, up->part_number, &old);
-    if (rc < 0)
-        return -1;
-    if (rc == 1) {
-        a->d.upload_part_bytes -= (int64_t)old->size;
-        objlog__part_record__free_unpacked(old, NULL);
-    }
-    a->d.upload_part_bytes += (int64_t)up->size;
-    Objlog__PartRecord p = OBJLOG__PART_RECORD__INIT;
-    p.part_number = up->part_number;
-    p.size = up->size;
-    p.etag = up->etag;
-    p.blob_id = up->blob_id;
-    p.last_modified_ms = a->log_time_ms;
-    keybuf row;
-    if (stage_part_row(a, up->upload_id, up->part_number, &row) < 0)
-        return -1;
-    rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
-                             a->errstr, a->es);
-    keybuf_free(&row);
-    a->res.etag = up->etag;
-    return rc;
-}
-
-/* Checks Complete's part list against the recorded parts and computes the
- * object's size and S3 multipart ETag into a->res.etag_buf. 1 valid, 0
- * rejected (outcome set), -1 error. */
-static int check_parts(apply_ev *a, const Objlog__CompleteUpload *cu,
-                       uint64_t *size) {
-    char num[16];
-    if (cu->n_parts == 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s",
-               "complete needs at least one part");
-        return 0;
-    }
-    for (size_t i = 1; i < cu->n_parts; i++) {
-        if (cu->parts[i]->part_number > cu->parts[i - 1]->part_number)
-            continue;
-        snprintf(num, sizeof(num), "%u", cu->parts[i]->part_number);
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART_ORDER,
-               "part %s is not in ascending order", num);
-        return 0;
-    }
-    uint8_t *md5s = malloc(cu->n_parts * MD5_LEN);
-    if (!md5s) {
-        snprintf(a->errstr, a->es, "out of memory");
-        return -1;
-    }
-    int rc = 1;
-    *size = 0;
-    for (size_t i = 0; i < cu->n_parts && rc == 1; i++) {
-        const Objlog__CompletedPart *want = cu->parts[i];
-        Objlog__PartRecord *got;
-        uint8_t given[MD5_LEN];
-        snprintf(num, sizeof(num), "%u", want->part_number);
-        rc = stage_load_part(a, cu->upload_id, want->part_number, &got);
-        if (rc < 0)
-            break;
-        if (rc == 0) {
-            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART,
-                   "part %s was not uploaded", num);
-            break;
-        }
-        if (etag_md5(got->etag, md5s + i * MD5_LEN) < 0 ||
-            etag_md5(want->etag, given) < 0 ||
-            memcmp(given, md5s + i * MD5_LEN, MD5_LEN) != 0) {
-            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_PART,
-                   "part %s: the etag does not match the uploaded part", num);
-            rc = 0;
-        } else if (i + 1 < cu->n_parts && got->size < PART_MIN_SIZE) {
-            reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_ENTITY_TOO_SMALL,
-                   "part %s is smaller than 5 MiB and not the last", num);
-            rc = 0;
-        }
-        *size += got->size;
-        objlog__part_record__free_unpacked(got, NULL);
-    }
-    if (rc == 1) {
-        uint8_t md[EVP_MAX_MD_SIZE];
-        unsigned mdn = 0;
-        if (!EVP_Digest(md5s, cu->n_parts * MD5_LEN, md, &mdn, EVP_md5(), NULL)) {
-            snprintf(a->errstr, a->es, "md5 failed");
-            rc = -1;
-        } else {
-            char *p = a->res.etag_buf;
-            for (unsigned i = 0; i < mdn; i++, p += 2)
-                snprintf(p, 3, "%02x", md[i]);
-            snprintf(p, sizeof(a->res.etag_buf) - (size_t)(p - a->res.etag_buf),
-                     "-%u", (unsigned)(cu->n_parts % 100000));
-        }
-    }
-    free(md5s);
-    return rc;
-}
-
-static int op_complete_upload(apply_ev *a) {
-    bucket_state bs;
-    int rc = key_gate(a, &bs);
-    if (rc <= 0)
-        return rc;
-    const Objlog__CompleteUpload *cu = a->ev->complete_upload;
-    Objlog__UploadRecord *ur;
-    rc = require_upload(a, cu->upload_id, &ur);
-    if (rc <= 0)
-        return rc;
-    uint64_t size;
-    rc = check_parts(a, cu, &size);
-    if (rc == 1)
-        rc = check_preconditions(a);
-    if (rc == 1 && stage_key_begin(a) < 0)
-        rc = -1;
-    if (rc == 1) {
-        /* A shallow copy: the strings stay owned by ur. */
-        Objlog__ObjectMeta meta = OBJLOG__OBJECT_META__INIT;
-        if (ur->meta)
-            meta = *ur->meta;
-        meta.size = size;
-        meta.etag = a->res.etag_buf;
-        rc = put_version(a, &bs, &meta);
-    }
-    objlog__upload_record__free_unpacked(ur, NULL);
-    if (rc <= 0)
-        return rc;
-    a->res.etag = a->res.etag_buf;
-    rc = stage_remove_upload(a, cu->upload_id);
-    return rc < 0 ? -1 : stage_key_end(a);
-}
-
-static int op_abort_upload(apply_ev *a) {
-    bucket_state bs;
-    int rc = key_gate(a, &bs);
-    if (rc <= 0)
-        return rc;
-    const char *uid = a->ev->abort_upload->upload_id;
-    Objlog__UploadRecord *ur;
-    rc = require_upload(a, uid, &ur);
-    if (rc <= 0)
-        return rc;
-    objlog__upload_record__free_unpacked(ur, NULL);
-    return stage_remove_upload(a, uid);
 }
 
 /* ---- lifecycle (the rules themselves: lifecycle.c) ---- */
@@ -850,7 +645,7 @@ static int lc_set_rules(apply_ev *a, Objlog__BucketRecord *r) {
     const Objlog__SetLifecycle *sl = a->ev->set_lifecycle;
     char why[200];
     if (objlog_lc_validate(sl->rules, sl->n_rules, why, sizeof(why)) < 0) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s", why);
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s", why);
         return 0;
     }
     r->n_lifecycle = sl->n_rules;
@@ -885,7 +680,7 @@ static int lc_pinned_action(apply_ev *a, const Objlog__LifecycleRule *rule,
     *action = -1;
     if (ex->action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD) {
         Objlog__UploadRecord *ur;
-        int rc = require_upload(a, ex->upload_id, &ur);
+        int rc = apply_require_upload(a, ex->upload_id, &ur);
         if (rc <= 0) {
             a->res.code = OBJLOG__OUTCOME_CODE__OUTCOME_OK; /* decided below */
             return rc;
@@ -917,7 +712,7 @@ static int lc_pinned_action(apply_ev *a, const Objlog__LifecycleRule *rule,
  * would do, with the same counters. */
 static int op_expire(apply_ev *a) {
     bucket_state bs;
-    int rc = key_gate(a, &bs);
+    int rc = apply_key_gate(a, &bs);
     if (rc <= 0)
         return rc;
     Objlog__BucketRecord *br;
@@ -934,18 +729,18 @@ static int op_expire(apply_ev *a) {
     if (rc < 0)
         return -1;
     if (!live) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED,
                "lifecycle rule %s no longer exists or is disabled", ex->rule_id);
         return 0;
     }
     if (action != (int)ex->action) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_LIFECYCLE_SKIPPED,
                "the item is no longer what rule %s expires (overwritten, "
                "removed, or the rule changed)", ex->rule_id);
         return 0;
     }
     if (a->log_time_ms < due_ms) {
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NOT_DUE,
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_NOT_DUE,
                "rule %s: not due yet at this event's log time", ex->rule_id);
         return 0;
     }
@@ -998,13 +793,13 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_DELETE_OBJECT:
         return op_delete_object(a);
     case OBJLOG__EVENT__OP_CREATE_UPLOAD:
-        return op_create_upload(a);
+        return apply_op_create_upload(a);
     case OBJLOG__EVENT__OP_UPLOAD_PART:
-        return op_upload_part(a);
+        return apply_op_upload_part(a);
     case OBJLOG__EVENT__OP_COMPLETE_UPLOAD:
-        return op_complete_upload(a);
+        return apply_op_complete_upload(a);
     case OBJLOG__EVENT__OP_ABORT_UPLOAD:
-        return op_abort_upload(a);
+        return apply_op_abort_upload(a);
     case OBJLOG__EVENT__OP_EXPIRE:
         return op_expire(a);
     case OBJLOG__EVENT__OP_PUT_INDEX:
@@ -1018,7 +813,7 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_BUCKET_RELAY:
         return stake_relay(a);
     default:
-        reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_EVENT, "%s",
                "event has no operation");
         return 0;
     }

@@ -208,7 +208,9 @@ static char *object_url(cli *c, const char *bucket, const char *key, const read_
 static void print_object(cli *c, json_t *j) {
     static const char *const lines[] = {"bucket", "key", "version_id", NULL, "etag",
                                         "content_type", "blob_id", "storage_class",
-                                        "checksum", "last_modified"};
+                                        "checksum", "cache_control", "content_disposition",
+                                        "content_encoding", "content_language", "expires",
+                                        "last_modified"};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         if (!lines[i]) {
             size_line(c, "size", cli_ju64(j, "size"));
@@ -220,6 +222,10 @@ static void print_object(cli *c, json_t *j) {
     }
     const char *name;
     json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(j, "parts"), i, v)
+        printf("part.%zu: %s %llu\n", i + 1, cli_jstr(v, "blob_id"),
+               (unsigned long long)cli_ju64(v, "size"));
     json_object_foreach(json_object_get(j, "user_metadata"), name, v)
         printf("meta.%s: %s\n", name, json_string_value(v) ? json_string_value(v) : "");
     json_object_foreach(json_object_get(j, "tags"), name, v)
@@ -231,7 +237,9 @@ static void print_object(cli *c, json_t *j) {
 static json_t *object_json(json_t *j) {
     static const char *const keep[] = {"bucket", "key", "version_id", "size", "etag",
                                        "content_type", "blob_id", "storage_class",
-                                       "checksum", "last_modified", NULL};
+                                       "checksum", "cache_control", "content_disposition",
+                                       "content_encoding", "content_language", "expires",
+                                       "last_modified", NULL};
     json_t *o = json_object();
     cli_pick(o, j, keep);
     json_t *um = json_object_get(j, "user_metadata");
@@ -240,6 +248,9 @@ static json_t *object_json(json_t *j) {
     json_t *tags = json_object_get(j, "tags");
     if (json_object_size(tags))
         json_object_set(o, "tags", tags);
+    json_t *parts = json_object_get(j, "parts");
+    if (json_array_size(parts))
+        json_object_set(o, "parts", parts);
     return o;
 }
 

@@ -86,14 +86,22 @@ run_tests() { # dir, label
 # survive a restart; Kafka stops when objlogd does, however that happens.
 # The S3 endpoint is on in the run command (127.0.0.1:9000, unsigned
 # requests accepted: loopback only) unless the flags or the environment
-# choose one.
-s3_flags() { # objlogd flags...
-  local a
+# choose one, and keeps object bytes in $OBJLOG_HOME/blobs unless they say
+# where bytes go (--blob-dir, --s3-blob-url).
+s3_flags() { # blob-dir objlogd flags...
+  local a blobs=$1 listen=1 bytes=1
+  shift
   for a in "$@"; do
-    case "$a" in --s3-listen|--s3-listen=*) return 0 ;; esac
+    case "$a" in
+      --s3-listen|--s3-listen=*) listen=0 ;;
+      --blob-dir|--blob-dir=*|--s3-blob-url|--s3-blob-url=*) bytes=0 ;;
+    esac
   done
-  [ -n "${OBJLOG_S3_LISTEN:-}" ] && return 0
-  echo --s3-listen 127.0.0.1:9000 --s3-anonymous
+  [ -n "${OBJLOG_S3_LISTEN:-}" ] && listen=0
+  [ -n "${OBJLOG_BLOB_DIR:-}${OBJLOG_S3_BLOB_URL:-}" ] && bytes=0
+  [ $listen = 1 ] && echo --s3-listen 127.0.0.1:9000 --s3-anonymous
+  [ $bytes = 1 ] && echo --blob-dir "$blobs"
+  return 0
 }
 
 run_durable() {
@@ -104,7 +112,8 @@ run_durable() {
   [ -n "$boot" ] || { echo "setup: Kafka did not start (logs under $kdir)" >&2; exit 1; }
   trap '"$root/ops/kafka.sh" stop --dir "$kdir" >&2' EXIT
   # shellcheck disable=SC2046 # s3_flags prints words
-  "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" $(s3_flags "$@") "$@" &
+  "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" \
+    $(s3_flags "$home/blobs" "$@") "$@" &
   pid=$!
   trap 'kill -TERM $pid 2>/dev/null' INT TERM
   # `wait` returns early when a trapped signal arrives: wait again for the
@@ -126,7 +135,9 @@ case "$cmd" in
     build_tree build
     for a in "$@"; do
       # shellcheck disable=SC2046
-      [ "$a" = "--embedded" ] && exec "$root/build/query/objlogd" $(s3_flags "$@") "$@"
+      [ "$a" = "--embedded" ] && mkdir -p "${OBJLOG_HOME:-$root/objlog-data}" &&
+        exec "$root/build/query/objlogd" \
+          $(s3_flags "${OBJLOG_HOME:-$root/objlog-data}/blobs" "$@") "$@"
     done
     run_durable "$@"
     ;;

@@ -151,14 +151,14 @@ extern "C" {
 /* The release this header belongs to (CMake reads it from here). The
  * shared library's SONAME carries the major: libobjlog_producer.so.0. */
 #define OBJLOG_VERSION_MAJOR 0
-#define OBJLOG_VERSION_MINOR 3
+#define OBJLOG_VERSION_MINOR 4
 #define OBJLOG_VERSION_PATCH 0
-#define OBJLOG_VERSION_STR "0.3.0"
+#define OBJLOG_VERSION_STR "0.4.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
 #define OBJLOG_VERSION 0x000300
 /* 0.3 also adds OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit and
  * the admission.* keys (admission control). */
-/* The library's version at run time ("0.3.0"), which may be newer than
+/* The library's version at run time ("0.4.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
 
@@ -208,6 +208,13 @@ typedef struct objlog_user_meta {
     const char *value;
 } objlog_user_meta;
 
+/* One blob of an object whose bytes are several blobs in order (a
+ * completed multipart upload's parts). */
+typedef struct objlog_blob_part {
+    const char *blob_id;
+    uint64_t size;
+} objlog_blob_part;
+
 typedef struct objlog_object_meta {
     uint64_t size;
     const char *etag;
@@ -224,6 +231,20 @@ typedef struct objlog_object_meta {
      * structs, `{0}` or designated initialisers, need no other change). */
     const objlog_user_meta *tags;
     size_t n_tags;
+    /* HTTP's representation headers, kept and returned as S3 keeps its
+     * system metadata (since 0.4.0; NULL: not given): at most 1024 bytes
+     * each, no control characters. Grown as the tags were above. */
+    const char *cache_control;
+    const char *content_disposition;
+    const char *content_encoding;
+    const char *content_language;
+    const char *expires;
+    /* The object's bytes as several blobs, in order (since 0.4.0): what a
+     * completed multipart upload's version carries, and what a copy of
+     * one must carry too; their sizes add up to size. blob_id is then
+     * NULL. At most 10,000. */
+    const objlog_blob_part *parts;
+    size_t n_parts;
 } objlog_object_meta;
 
 typedef struct objlog_write_opts {

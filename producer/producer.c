@@ -743,6 +743,8 @@ typedef struct meta_build {
     Objlog__ObjectMeta om;
     Objlog__UserMeta *um;
     Objlog__UserMeta **ump;
+    Objlog__BlobPart *bp;
+    Objlog__BlobPart **bpp;
 } meta_build;
 
 static void meta_build_pairs(Objlog__UserMeta *um, Objlog__UserMeta **ump,
@@ -753,6 +755,35 @@ static void meta_build_pairs(Objlog__UserMeta *um, Objlog__UserMeta **ump,
         um[i].value = (char *)src[i].value;
         ump[i] = &um[i];
     }
+}
+
+/* meta's parts (objlog_blob_part) into mb->om.parts. */
+static int meta_build_parts(meta_build *mb, const objlog_object_meta *meta, char *errstr,
+                            size_t errstr_size) {
+    size_t n = meta ? meta->n_parts : 0;
+    mb->bp = NULL;
+    mb->bpp = NULL;
+    if (!n)
+        return 0;
+    mb->bp = calloc(n, sizeof(*mb->bp));
+    mb->bpp = calloc(n, sizeof(*mb->bpp));
+    if (!mb->bp || !mb->bpp) {
+        free(mb->um);
+        free(mb->ump);
+        free(mb->bp);
+        free(mb->bpp);
+        snprintf(errstr, errstr_size, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        objlog__blob_part__init(&mb->bp[i]);
+        mb->bp[i].blob_id = (char *)nz(meta->parts[i].blob_id);
+        mb->bp[i].size = meta->parts[i].size;
+        mb->bpp[i] = &mb->bp[i];
+    }
+    mb->om.n_parts = n;
+    mb->om.parts = mb->bpp;
+    return 0;
 }
 
 static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
@@ -775,6 +806,11 @@ static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
         mb->om.blob_id = (char *)nz(meta->blob_id);
         mb->om.storage_class = (char *)nz(meta->storage_class);
         mb->om.checksum = (char *)nz(meta->checksum);
+        mb->om.cache_control = (char *)nz(meta->cache_control);
+        mb->om.content_disposition = (char *)nz(meta->content_disposition);
+        mb->om.content_encoding = (char *)nz(meta->content_encoding);
+        mb->om.content_language = (char *)nz(meta->content_language);
+        mb->om.expires = (char *)nz(meta->expires);
     }
     if (nu)
         meta_build_pairs(mb->um, mb->ump, meta->user_meta, nu);
@@ -784,12 +820,14 @@ static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
     mb->om.user_metadata = nu ? mb->ump : NULL;
     mb->om.n_tags = nt;
     mb->om.tags = nt ? mb->ump + nu : NULL;
-    return 0;
+    return meta_build_parts(mb, meta, errstr, errstr_size);
 }
 
 static void meta_build_free(meta_build *mb) {
     free(mb->um);
     free(mb->ump);
+    free(mb->bp);
+    free(mb->bpp);
 }
 
 static int check_object(objlog_producer *p, const char *bucket,

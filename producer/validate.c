@@ -34,6 +34,7 @@
 #define FIELD_BLOB_ID_MAX 1024
 #define FIELD_STORAGE_CLASS_MAX 32
 #define FIELD_CHECKSUM_MAX 128
+#define FIELD_SYSTEM_MAX 1024             /* Cache-Control, Expires... */
 #define TAGS_MAX 10
 #define TAG_KEY_MAX 128
 #define TAG_VALUE_MAX 256
@@ -185,6 +186,35 @@ static int validate_tags(const objlog_object_meta *meta, char *errstr, size_t er
     return 0;
 }
 
+/* A multipart object's blobs: at most PARTS_MAX, each id a blob id, their
+ * sizes adding up to the object's, and then no blob_id of its own. */
+static int validate_parts(const objlog_object_meta *meta, char *errstr, size_t errstr_size) {
+    if (!meta->n_parts)
+        return 0;
+    if (!meta->parts || meta->n_parts > PART_NUMBER_MAX) {
+        snprintf(errstr, errstr_size, "invalid parts: %s",
+                 meta->parts ? "more than 10000" : "NULL list");
+        return -1;
+    }
+    if (meta->blob_id && *meta->blob_id) {
+        snprintf(errstr, errstr_size, "invalid parts: an object of parts has no blob id of "
+                                      "its own");
+        return -1;
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < meta->n_parts; i++) {
+        if (validate_blob_id(meta->parts[i].blob_id, errstr, errstr_size) < 0)
+            return -1;
+        total += meta->parts[i].size;
+    }
+    if (total != meta->size) {
+        snprintf(errstr, errstr_size, "invalid parts: their sizes add up to %llu bytes, the "
+                 "object has %llu", (unsigned long long)total, (unsigned long long)meta->size);
+        return -1;
+    }
+    return 0;
+}
+
 int validate_meta(const objlog_object_meta *meta, char *errstr,
                   size_t errstr_size) {
     if (!meta)
@@ -194,7 +224,18 @@ int validate_meta(const objlog_object_meta *meta, char *errstr,
                      errstr_size) < 0 ||
         validate_blob_id(meta->blob_id, errstr, errstr_size) < 0 ||
         validate_storage_class(meta->storage_class, errstr, errstr_size) < 0 ||
-        validate_len("checksum", meta->checksum, FIELD_CHECKSUM_MAX, errstr, errstr_size) < 0)
+        validate_len("checksum", meta->checksum, FIELD_CHECKSUM_MAX, errstr, errstr_size) < 0 ||
+        validate_len("Cache-Control", meta->cache_control, FIELD_SYSTEM_MAX, errstr,
+                     errstr_size) < 0 ||
+        validate_len("Content-Disposition", meta->content_disposition, FIELD_SYSTEM_MAX,
+                     errstr, errstr_size) < 0 ||
+        validate_len("Content-Encoding", meta->content_encoding, FIELD_SYSTEM_MAX, errstr,
+                     errstr_size) < 0 ||
+        validate_len("Content-Language", meta->content_language, FIELD_SYSTEM_MAX, errstr,
+                     errstr_size) < 0 ||
+        validate_len("Expires", meta->expires, FIELD_SYSTEM_MAX, errstr, errstr_size) < 0)
+        return -1;
+    if (validate_parts(meta, errstr, errstr_size) < 0)
         return -1;
     if (meta->n_user_meta && !meta->user_meta) {
         snprintf(errstr, errstr_size, "invalid user metadata: NULL list");

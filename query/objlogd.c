@@ -78,7 +78,7 @@ typedef struct objlogd_conf {
     int s3;                      /* --s3-listen given */
     char s3_host[64];
     int s3_port;
-    const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url;
+    const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url, *blob_dir;
     int s3_anonymous;
     int insecure;                /* credentials files others may read, or an
                                     open JSON API off loopback: allowed */
@@ -148,6 +148,9 @@ static void usage(FILE *f) {
             "                non-loopback address)\n"
             "               [--s3-region R (us-east-1)] [--s3-domain D (localhost:\n"
             "                Host BUCKET.D is virtual-hosted style)]\n"
+            "               [--blob-dir DIR] (the S3 endpoint keeps object bytes there:\n"
+            "                a content-addressed directory; nodes on one machine may share\n"
+            "                it. Without it and --s3-blob-url, a PUT with a body is 501)\n"
             "               [--s3-blob-url TEMPLATE] (GetObject redirects there; {bucket}\n"
             "                {key} {version_id} {blob_id})\n"
             "               [--token-secret-file FILE] (signs continuation tokens; the\n"
@@ -184,7 +187,7 @@ static void usage(FILE *f) {
             "     OBJLOG_WAL OBJLOG_FLUSH_INTERVAL_MS OBJLOG_APPLY_THREADS\n"
             "     OBJLOG_CLUSTER OBJLOG_ADVERTISE OBJLOG_TOKEN_SECRET_FILE\n"
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
-            "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL\n"
+            "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL OBJLOG_BLOB_DIR\n"
             "     OBJLOG_API_CREDENTIALS OBJLOG_KAFKA_CONFIG OBJLOG_TLS_CERT\n"
             "     OBJLOG_TLS_KEY OBJLOG_TLS_CA\n"
             "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
@@ -343,6 +346,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->tls_ca = v;
     if ((v = getenv("OBJLOG_S3_BLOB_URL")) && *v)
         c->s3_blob_url = v;
+    if ((v = getenv("OBJLOG_BLOB_DIR")) && *v)
+        c->blob_dir = v;
     if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
         parse_int("OBJLOG_STANDBYS", v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys) < 0)
         return -1;
@@ -409,7 +414,7 @@ enum {
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
     OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY,
     OPT_TLS_CA,
-    OPT_S3_BLOB_URL, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
+    OPT_S3_BLOB_URL, OPT_BLOB_DIR, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_TEST_HANDOFF_PAUSE_MS,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG, OPT_AUTO_SPLIT,
     OPT_AUTO_SPLIT_RATE, OPT_AUTO_SPLIT_SECONDS
@@ -465,6 +470,7 @@ static const struct option objlogd_options[] = {
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"s3-blob-url", required_argument, NULL, OPT_S3_BLOB_URL},
+    {"blob-dir", required_argument, NULL, OPT_BLOB_DIR},
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
     {"slowdown-lag", required_argument, NULL, OPT_SLOWDOWN_LAG},
@@ -544,6 +550,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_TLS_KEY: c->tls_key = v; return 0;
     case OPT_TLS_CA: c->tls_ca = v; return 0;
     case OPT_S3_BLOB_URL: c->s3_blob_url = v; return 0;
+    case OPT_BLOB_DIR: c->blob_dir = v; return 0;
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
     case OPT_SLOWDOWN_LAG: return parse_int(flag, v, 0, INT_MAX, &c->slowdown_lag);
@@ -593,10 +600,16 @@ static int check_s3(const objlogd_conf *c) {
                          : c->s3_region ? "--s3-region"
                          : c->s3_domain ? "--s3-domain"
                          : c->s3_credentials ? "--s3-credentials"
-                         : c->s3_blob_url ? "--s3-blob-url" : NULL;
+                         : c->s3_blob_url ? "--s3-blob-url"
+                         : c->blob_dir ? "--blob-dir" : NULL;
     if (orphan) {
         fprintf(stderr, "objlogd: %s configures the S3 endpoint; it needs --s3-listen "
                         "HOST:PORT\n", orphan);
+        return -1;
+    }
+    if (c->blob_dir && c->s3_blob_url) {
+        fprintf(stderr, "objlogd: --blob-dir keeps the bytes here, --s3-blob-url says a "
+                        "frontend keeps them elsewhere: give one of them\n");
         return -1;
     }
     if (c->s3 && !c->s3_anonymous && !c->s3_credentials) {
@@ -1053,6 +1066,7 @@ static int serve(const objlogd_conf *c, const char *brokers,
                             .tls_cert = c->tls_cert, .tls_key = c->tls_key,
                             .tls_ca = c->tls_ca,
                             .s3_blob_url = c->s3_blob_url,
+                            .blob_dir = c->blob_dir,
                             .lifecycle_interval_ms = c->lifecycle_interval_ms,
                             .lifecycle_clock_offset_ms = c->test_lc_offset_ms,
                             .test_handoff_pause_ms = c->test_handoff_pause_ms,

@@ -81,8 +81,11 @@ typedef struct objlog_query_conf {
     const char *tls_ca;          /* PEM CAs for peers' certificates; NULL:
                                     the system's */
     const char *s3_blob_url;     /* GetObject: 307 to this template ({bucket},
-                                    {key}, {blob_id}, {version_id}); NULL:
-                                    GetObject answers the headers and 501 */
+                                    {key}, {blob_id}, {version_id}) when
+                                    there is no blob_dir */
+    const char *blob_dir;        /* the S3 endpoint's blob store (blob.h);
+                                    NULL none: a PUT with a body is refused
+                                    unless s3_blob_url says where bytes go */
     const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
                                     continuation tokens; NULL: the store's
                                     own secret. Nodes of a cluster share one

@@ -59,6 +59,15 @@ if(TARGET test_s3_clients)
     OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_dependencies(test_s3_clients objlogd)
 endif()
+# The bytes the S3 endpoint keeps (--blob-dir), through aws-cli, rclone and
+# s3cmd, across a SIGKILL of objlogd; the --s3-blob-url redirect.
+objlog_add_test(test_s3_bytes BOTH_LOGS SOURCES test_s3_bytes.c viewproc.c storedump.c TIMEOUT 600
+  LIBS objlog_query objlog_testkit PkgConfig::JANSSON)
+if(TARGET test_s3_bytes)
+  target_compile_definitions(test_s3_bytes PRIVATE
+    OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+  add_dependencies(test_s3_bytes objlogd)
+endif()
 # The JSON API with --api-credentials: tokens, bucket ownership, admin
 # routes, the CLI's and the producer library's tokens, SIGHUP, loopback.
 objlog_add_test(test_http_auth SOURCES test_http_auth.c TIMEOUT 180

@@ -19,9 +19,16 @@ int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]) {
     char *argv[32] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
                       "--s3-listen", "127.0.0.1:0", "--s3-credentials", path,
                       "--s3-anonymous"};
-    int n = 11;
-    for (int i = 0; extra && extra[i] && n < 31; i++)
+    int n = 11, redirect = 0;
+    for (int i = 0; extra && extra[i] && n < 29; i++) {
+        redirect |= strcmp(extra[i], "--s3-blob-url") == 0;
         argv[n++] = extra[i];
+    }
+    if (!redirect) {
+        snprintf(d->blobs, sizeof(d->blobs), "%s/blobs", d->dir);
+        argv[n++] = "--blob-dir";
+        argv[n++] = d->blobs;
+    }
     argv[n] = NULL;
     d->p = proc_spawn(argv, NULL);
     if (!d->p || proc_wait_line(d->p, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000) < 0)

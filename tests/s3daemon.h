@@ -12,13 +12,16 @@
 typedef struct s3daemon {
     char dir[256];
     proc *p;
+    char blobs[300]; /* its --blob-dir ("" with --s3-blob-url among the flags) */
     char s3[128];    /* http://127.0.0.1:PORT of the S3 listener */
     char json[128];  /* the JSON API's */
     httpc *h;        /* a client of the JSON API */
 } s3daemon;
 
 /* Starts it in a new temp dir with creds (the credentials file's text)
- * and the extra flags (NULL-ended, may be NULL); waits until it is ready.
+ * and the extra flags (NULL-ended, may be NULL), keeping object bytes in
+ * DIR/blobs unless the flags redirect them (--s3-blob-url); waits until
+ * it is ready.
  * 0, or -1 (s3daemon_stop still cleans up). */
 int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]);
 /* Stops it (SIGTERM; 0 when it exits cleanly) and removes its dir. */

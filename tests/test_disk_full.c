@@ -165,9 +165,12 @@ static void start_objlogd(fixture *f) {
     /* --memtable-mb 4 (the least): 1 MB memtables and WAL files, so the
      * store needs the disk again within a megabyte of writes. --wal on:
      * see the top. */
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", f->dir); /* the same full disk */
     char *argv[] = {bin, "--embedded", "--partitions", "2", "--data", f->data,
                     "--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0",
-                    "--s3-anonymous", "--memtable-mb", "4", "--wal", "on", NULL};
+                    "--s3-anonymous", "--memtable-mb", "4", "--wal", "on",
+                    "--blob-dir", blobs, NULL};
     f->d = proc_spawn(argv, NULL);
     assert_non_null(f->d);
     assert_int_equal(proc_wait_line(f->d, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000), 0);
@@ -320,7 +323,7 @@ static void check_refusals(fixture *f, httpc *c) {
     assert_non_null(s3);
     assert_int_equal(httpc_do(s3, "PUT", "/full/s3-refused", "abc", NULL, &r), 0);
     if (r.status != 503 || !strstr(r.body, "<Code>SlowDown</Code>") ||
-        !strstr(r.body, "disk") || !strstr(r.body, f->data))
+        !strstr(r.body, "disk") || !strstr(r.body, f->dir))
         fail_msg("an S3 PutObject with a full disk: %ld %s", r.status, r.body);
     print_message("S3 PutObject: %ld %s\n", r.status, r.body);
     httpc_destroy(s3);

@@ -465,8 +465,10 @@ static int setup(void **state) {
         return -1;
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     snprintf(data, sizeof(data), "%s/data", g.dir);
+    char blobs[300];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", g.dir);
     char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
-                    "--s3-listen", "127.0.0.1:0", "--s3-anonymous", NULL};
+                    "--s3-listen", "127.0.0.1:0", "--s3-anonymous", "--blob-dir", blobs, NULL};
     g.p = proc_spawn(argv, NULL);
     if (!g.p || proc_wait_line(g.p, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000) < 0)
         return -1;

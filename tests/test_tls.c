@@ -29,10 +29,11 @@ static struct {
 
 static int group_setup(void **state) {
     (void)state;
-    char objlogd[512], data[300], creds[300], addr[64];
+    char objlogd[512], data[300], creds[300], addr[64], blobs[300];
     if (proc_tmpdir(g.dir, sizeof(g.dir)) < 0 || tlscerts_make(&g.certs, g.dir) < 0)
         return -1;
     snprintf(data, sizeof(data), "%s/data", g.dir);
+    snprintf(blobs, sizeof(blobs), "%s/blobs", g.dir);
     snprintf(creds, sizeof(creds), "%s/s3-credentials", g.dir);
     FILE *f = fopen(creds, "w");
     if (!f || fputs("tlskey tls-secret tenant-t\n", f) < 0 || fclose(f) != 0 ||
@@ -41,7 +42,8 @@ static int group_setup(void **state) {
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
                     "--s3-listen", "127.0.0.1:0", "--s3-credentials", creds,
-                    "--tls-cert", g.certs.cert, "--tls-key", g.certs.key, NULL};
+                    "--tls-cert", g.certs.cert, "--tls-key", g.certs.key, "--blob-dir", blobs,
+                    NULL};
     g.p = proc_spawn(argv, NULL);
     if (!g.p || proc_wait_line(g.p, "OBJLOG_LISTEN=", addr, sizeof(addr), 60000) < 0)
         return -1;

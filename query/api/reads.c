@@ -73,7 +73,10 @@ static json_t *read_version_json(const view_version *v) {
 
 /* GET's body, written straight (jsonw.c) rather than built with jansson:
  * the fields of a listing's version (read_version_json), then bucket,
- * content_type, blob_id, checksum, user_metadata, tags and delete_marker. */
+ * content_type, blob_id, checksum, the system metadata (cache_control,
+ * content_disposition, content_encoding, content_language, expires), a
+ * multipart object's parts (blob_id, size), user_metadata, tags and
+ * delete_marker. */
 static void read_object_body(http_ctx *c, const char *bucket, const view_version *v) {
     const Objlog__ObjectMeta *m = v->record->meta;
     char ts[40];
@@ -90,6 +93,21 @@ static void read_object_body(http_ctx *c, const char *bucket, const view_version
     jsonw_str(&w, "content_type", m ? m->content_type : NULL);
     jsonw_str(&w, "blob_id", m ? m->blob_id : NULL);
     jsonw_str(&w, "checksum", m ? m->checksum : NULL);
+    jsonw_str(&w, "cache_control", m ? m->cache_control : NULL);
+    jsonw_str(&w, "content_disposition", m ? m->content_disposition : NULL);
+    jsonw_str(&w, "content_encoding", m ? m->content_encoding : NULL);
+    jsonw_str(&w, "content_language", m ? m->content_language : NULL);
+    jsonw_str(&w, "expires", m ? m->expires : NULL);
+    if (m && m->n_parts) {
+        jsonw_array_begin(&w, "parts");
+        for (size_t i = 0; i < m->n_parts; i++) {
+            jsonw_object_begin(&w, NULL);
+            jsonw_str(&w, "blob_id", m->parts[i]->blob_id);
+            jsonw_u64(&w, "size", m->parts[i]->size);
+            jsonw_object_end(&w);
+        }
+        jsonw_array_end(&w);
+    }
     jsonw_object_begin(&w, "user_metadata");
     for (size_t i = 0; m && i < m->n_user_metadata; i++)
         jsonw_str(&w, m->user_metadata[i]->name, m->user_metadata[i]->value);

@@ -219,7 +219,12 @@ static int body_meta(http_ctx *c, json_t *o, objlog_object_meta *m, objlog_user_
         body_string(c, o, "content_type", &m->content_type) < 0 ||
         body_string(c, o, "blob_id", &m->blob_id) < 0 ||
         body_string(c, o, "storage_class", &m->storage_class) < 0 ||
-        body_string(c, o, "checksum", &m->checksum) < 0)
+        body_string(c, o, "checksum", &m->checksum) < 0 ||
+        body_string(c, o, "cache_control", &m->cache_control) < 0 ||
+        body_string(c, o, "content_disposition", &m->content_disposition) < 0 ||
+        body_string(c, o, "content_encoding", &m->content_encoding) < 0 ||
+        body_string(c, o, "content_language", &m->content_language) < 0 ||
+        body_string(c, o, "expires", &m->expires) < 0)
         return -1;
     *um = calloc(body_map_size(o, "user_metadata") + body_map_size(o, "tags") + 1,
                  sizeof(**um));

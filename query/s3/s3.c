@@ -82,6 +82,8 @@ int s3_conf_new(objlog_query *q, const s3_settings *conf, char *errstr,
         return -1;
     }
     s->creds.allow_open = conf->insecure;
+    if (conf->blob_dir && !(s->blobs = blobstore_open(conf->blob_dir, errstr, errstr_size)))
+        return -1;
     if (conf->credentials &&
         !(s->creds.keys = s3creds_load(conf->credentials, conf->insecure, errstr, errstr_size)))
         return -1;
@@ -111,6 +113,7 @@ int s3_conf_reload(objlog_query *q, char *errstr, size_t errstr_size) {
 void s3_conf_free(objlog_query *q) {
     if (q->s3) {
         free(q->s3->blob_url);
+        blobstore_free(q->s3->blobs);
         free(q->s3->creds.path);
         s3creds_free(q->s3->creds.keys);
         pthread_rwlock_destroy(&q->s3->creds.lock);

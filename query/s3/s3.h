@@ -9,6 +9,7 @@
 #ifndef OBJLOG_QUERY_S3_H
 #define OBJLOG_QUERY_S3_H
 
+#include "blob.h"
 #include "read.h"
 #include "server.h"
 #include "write.h"
@@ -24,6 +25,7 @@ struct s3_conf {
     char domain[256];            /* virtual-hosted style: BUCKET.domain */
     int anonymous;
     char *blob_url;              /* GetObject redirect template, NULL none */
+    blobstore *blobs;            /* --blob-dir: where bytes live, NULL none */
     /* --s3-credentials (an s3creds); keys NULL: nothing verified. Swapped
      * whole by s3_conf_reload (SIGHUP); a request holds the read lock only
      * while it checks its signature. */
@@ -110,6 +112,27 @@ typedef struct s3_tags {
 int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m);
 void s3_tags_free(s3_tags *tags);
 
+/* ---- s3blob.c: object bytes in the blob store (blob.h) ---- */
+/* A PutObject's or UploadPart's body into the blob store: id
+ * (BLOB_ID_LEN + 1 bytes) names the blob, which c's answer keeps (2xx,
+ * 5xx: applied or unknown) or drops (4xx: refused); id "" when nothing is
+ * kept (an empty body, or no store but --s3-blob-url and the frontend's
+ * own x-objlog-blob-id). With --s3-blob-url and no id of the frontend's,
+ * id is the body's SHA-256, which the redirect's {blob_id} names; nothing
+ * is kept. -1 after replying: 501 a body and nowhere to keep it, 400
+ * x-objlog-blob-id sent to a store that names its blobs, 507 its disk is
+ * full, 500 the store failed. */
+int s3_blob_store(http_ctx *c, const s3_request *r, char *id);
+/* The Range header against size: 0 the whole object (absent, or not a
+ * single range, which S3 ignores), 1 [*off, *off + *len), -1 after 416
+ * InvalidRange. */
+int s3_blob_range(http_ctx *c, uint64_t size, uint64_t *off, uint64_t *len);
+/* Bytes [off, off + len) of version v into out, from its blob or its
+ * parts' blobs; 0, or -1 after replying (501 no bytes kept here, 500 a
+ * blob missing or unreadable). */
+int s3_blob_body(http_ctx *c, const view_version *v, uint64_t off, uint64_t len,
+                 struct evbuffer *out);
+
 /* ---- s3bucket.c: a bucket's own operations, its listing, ListBuckets ---- */
 void s3_head_bucket(http_ctx *c, const s3_request *r);     /* HEAD /BUCKET */
 void s3_get_location(http_ctx *c, const s3_request *r);    /* GET ?location */
@@ -192,7 +215,7 @@ int s3_checksum_header(const char *stored, char *name, size_t nn, const char **v
 typedef struct s3_settings {
     const char *host;            /* --s3-listen */
     int port;
-    const char *region, *domain, *credentials, *blob_url;
+    const char *region, *domain, *credentials, *blob_url, *blob_dir;
     int anonymous;               /* --s3-anonymous */
     int insecure;                /* --insecure: a credentials file others may read */
 } s3_settings;

@@ -1,12 +1,15 @@
 /* s3object.c: one object's operations on the S3 endpoint: GetObject and
- * HeadObject (the version's headers, S3's conditional requests, the
- * redirect to the blob store), PutObject and DeleteObject.
+ * HeadObject (the version's headers and system metadata, S3's conditional
+ * requests, ranges, response-* overrides, the bytes from the blob store
+ * or a redirect to where a frontend keeps them), PutObject and
+ * DeleteObject.
  *
- * Invariant: objlog keeps metadata, not bytes. A GET answers from the
- * version record only (a 307 to --s3-blob-url, or 501 without one); a PUT
- * derives the size, MD5 ETag and checksum from the body it was sent and
- * hands the gateway only those. Reads go through a fenced view of the
- * key's partition, writes through the gateway, as the JSON routes do. */
+ * Invariant: the version record decides every answer; the bytes only
+ * follow it (s3blob.c). A PUT derives the size, MD5 ETag and checksum from
+ * the body it was sent, keeps the body in the blob store and hands the
+ * gateway the metadata with the blob's id. Reads go through a fenced view
+ * of the key's partition, writes through the gateway, as the JSON routes
+ * do. */
 #define _GNU_SOURCE /* strptime, timegm */
 #include "core.h"
 #include "read.h"
@@ -15,6 +18,7 @@
 #include "write.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,15 +58,64 @@ static int s3_conditions(http_ctx *c, const view_version *v) {
     return 0;
 }
 
-static void s3_object_headers(http_ctx *c, const view_version *v) {
+/* S3's system metadata: the header, the response-* parameter that
+ * overrides it on a signed GET, and the stored field. */
+typedef struct s3_sysmeta {
+    const char *header, *param;
+    size_t field;                /* offsetof in Objlog__ObjectMeta: char * */
+} s3_sysmeta;
+static const s3_sysmeta s3_sysmetas[] = {
+    {"Cache-Control", "response-cache-control", offsetof(Objlog__ObjectMeta, cache_control)},
+    {"Content-Disposition", "response-content-disposition",
+     offsetof(Objlog__ObjectMeta, content_disposition)},
+    {"Content-Encoding", "response-content-encoding",
+     offsetof(Objlog__ObjectMeta, content_encoding)},
+    {"Content-Language", "response-content-language",
+     offsetof(Objlog__ObjectMeta, content_language)},
+    {"Expires", "response-expires", offsetof(Objlog__ObjectMeta, expires)},
+};
+
+static const char *s3_sysmeta_value(const Objlog__ObjectMeta *m, const s3_sysmeta *s) {
+    const char *v = m ? *(char *const *)((const char *)m + s->field) : NULL;
+    return v && *v ? v : NULL;
+}
+
+/* The response-* parameters: S3 takes them on signed requests only
+ * (presigned URLs, say): 0, or -1 after 400 InvalidRequest. */
+static int s3_overrides_allowed(http_ctx *c) {
+    int any = http_param_get(c, "response-content-type", NULL) != NULL;
+    for (size_t i = 0; i < sizeof(s3_sysmetas) / sizeof(s3_sysmetas[0]); i++)
+        any |= http_param_get(c, s3_sysmetas[i].param, NULL) != NULL;
+    if (!any || !c->authz || *c->tenant)
+        return 0;
+    http_reply_error(c, 400, "InvalidRequest",
+                     "Request specific response headers cannot be used for anonymous GET "
+                     "requests.");
+    return -1;
+}
+
+/* The object's Content-Type, as a response-content-type asks. */
+static const char *s3_content_type(http_ctx *c, const view_version *v) {
+    const Objlog__ObjectMeta *m = v->record ? v->record->meta : NULL;
+    const char *o = http_param_get(c, "response-content-type", NULL);
+    if (o)
+        return o;
+    return m && m->content_type && *m->content_type ? m->content_type : "binary/octet-stream";
+}
+
+/* The version's headers; Content-Length only for HEAD (a body's length
+ * is evhttp's to write, once). */
+static void s3_object_headers(http_ctx *c, const view_version *v, int with_length) {
     char quoted[160], date[64], size[32];
     const Objlog__ObjectMeta *m = v->record ? v->record->meta : NULL;
     s3_quoted_etag(v->etag, quoted, sizeof(quoted));
     s3_rfc1123(v->last_modified_ms, date, sizeof(date));
-    snprintf(size, sizeof(size), "%" PRIu64, v->size);
     http_add_header(c, "ETag", quoted);
     http_add_header(c, "Last-Modified", date);
-    http_add_header(c, "Content-Length", size);
+    if (with_length) {
+        snprintf(size, sizeof(size), "%" PRIu64, v->size);
+        http_add_header(c, "Content-Length", size);
+    }
     http_add_header(c, "Accept-Ranges", "bytes");
     if (strcmp(v->version_id, "null") != 0)
         http_add_header(c, "x-amz-version-id", v->version_id);
@@ -70,6 +123,13 @@ static void s3_object_headers(http_ctx *c, const view_version *v) {
         http_add_header(c, "x-amz-storage-class", v->storage_class);
     if (m && m->blob_id && *m->blob_id)
         http_add_header(c, "x-objlog-blob-id", m->blob_id);
+    for (size_t i = 0; i < sizeof(s3_sysmetas) / sizeof(s3_sysmetas[0]); i++) {
+        const char *val = http_param_get(c, s3_sysmetas[i].param, NULL);
+        if (!val)
+            val = s3_sysmeta_value(m, &s3_sysmetas[i]);
+        if (val)
+            http_add_header(c, s3_sysmetas[i].header, val);
+    }
     const char *mode = s3_header(c, "x-amz-checksum-mode"), *sv;
     char sn[48];
     if (m && mode && strcasecmp(mode, "ENABLED") == 0 &&
@@ -84,6 +144,22 @@ static void s3_object_headers(http_ctx *c, const view_version *v) {
         char count[24];
         snprintf(count, sizeof(count), "%zu", m->n_tags);
         http_add_header(c, "x-amz-tagging-count", count);
+    }
+}
+
+/* A value percent-encoded into a URL: unreserved characters and '/' as
+ * they are (a key's folders stay a path), every other byte %XX. */
+static void s3_location_encode(struct evbuffer *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/') {
+            evbuffer_add(b, &ch, 1);
+        } else {
+            char out[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            evbuffer_add(b, out, 3);
+        }
     }
 }
 
@@ -109,10 +185,7 @@ static char *s3_blob_location(const char *tmpl, const char *bucket, const view_v
             evbuffer_add(b, p++, 1);
             continue;
         }
-        char *enc = evhttp_uriencode(val, (ev_ssize_t)vn, 0);
-        if (enc)
-            evbuffer_add(b, enc, strlen(enc));
-        free(enc);
+        s3_location_encode(b, val, vn);
         p += skip;
     }
     size_t n = evbuffer_get_length(b);
@@ -125,7 +198,46 @@ static char *s3_blob_location(const char *tmpl, const char *bucket, const view_v
     return out;
 }
 
+/* GetObject's bytes, or the redirect to them. */
+static void s3_object_bytes(http_ctx *c, const s3_request *r, const view_version *v) {
+    if (!c->q->s3->blobs && c->q->s3->blob_url) {
+        char *loc = s3_blob_location(c->q->s3->blob_url, r->bucket, v);
+        if (!loc) {
+            http_reply_error(c, 500, "InternalError", "out of memory");
+            return;
+        }
+        s3_object_headers(c, v, 0); /* evhttp writes the one Content-Length: 0 */
+        http_add_header(c, "Location", loc);
+        free(loc);
+        s3_reply_empty(c, 307);
+        return;
+    }
+    uint64_t off, len;
+    int partial = s3_blob_range(c, v->size, &off, &len);
+    if (partial < 0)
+        return; /* 416 answered */
+    struct evbuffer *body = evbuffer_new();
+    if (!body) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return;
+    }
+    if (s3_blob_body(c, v, off, len, body) < 0) {
+        evbuffer_free(body);
+        return;
+    }
+    s3_object_headers(c, v, 0);
+    if (partial) {
+        char cr[80];
+        snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
+                 v->size);
+        http_add_header(c, "Content-Range", cr);
+    }
+    http_reply_buffer(c, partial ? 206 : 200, s3_content_type(c, v), body);
+}
+
 static void s3_object_read(http_ctx *c, const s3_request *r, int head) {
+    if (s3_overrides_allowed(c) < 0)
+        return;
     int32_t part;
     if (read_key_partition(c, r->bucket, (const uint8_t *)r->key, r->key_len, &part) < 0)
         return;
@@ -158,28 +270,17 @@ static void s3_object_read(http_ctx *c, const s3_request *r, int head) {
         http_reply_error(c, 412, "PreconditionFailed",
                          "At least one of the pre-conditions you specified did not hold");
     } else if (cond == 304) {
-        char quoted[160];
+        char quoted[160], date[64];
         s3_quoted_etag(ver.etag, quoted, sizeof(quoted));
+        s3_rfc1123(ver.last_modified_ms, date, sizeof(date));
         http_add_header(c, "ETag", quoted);
+        http_add_header(c, "Last-Modified", date);
         s3_reply_empty(c, 304);
     } else if (head) {
-        const Objlog__ObjectMeta *m = ver.record ? ver.record->meta : NULL;
-        s3_object_headers(c, &ver);
-        s3_add_common(c);
-        http_reply_buffer(c, 200, m && m->content_type && *m->content_type
-                                      ? m->content_type : "binary/octet-stream", NULL);
-    } else if (c->q->s3->blob_url) {
-        char *loc = s3_blob_location(c->q->s3->blob_url, r->bucket, &ver);
-        s3_object_headers(c, &ver);
-        http_add_header(c, "Content-Length", "0");
-        if (loc)
-            http_add_header(c, "Location", loc);
-        free(loc);
-        s3_reply_empty(c, 307);
+        s3_object_headers(c, &ver, 1);
+        http_reply_buffer(c, 200, s3_content_type(c, &ver), NULL);
     } else {
-        http_reply_error(c, 501, "NotImplemented",
-                         "objlog keeps object metadata, not bytes: HEAD gives the object's "
-                         "headers; objlogd --s3-blob-url makes GET redirect to the blob store");
+        s3_object_bytes(c, r, &ver);
     }
     view_version_free(&ver);
 }
@@ -211,7 +312,10 @@ void s3_put_object(http_ctx *c, const s3_request *r) {
     meta.etag = etag;
     meta.checksum = has_sum ? sum : NULL;
     s3_tags tags;
-    if (s3_tags_parse(c, &tags, &meta) == 0) {
+    char blob_id[BLOB_ID_LEN + 1];
+    if (s3_tags_parse(c, &tags, &meta) == 0 && s3_blob_store(c, r, blob_id) == 0) {
+        if (*blob_id)
+            meta.blob_id = blob_id;
         c->op = S3_OP_PUT_OBJECT;
         gateway_put_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
     }

@@ -249,12 +249,31 @@ int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]
     return 0;
 }
 
+/* Content-Encoding as the object keeps it: aws-chunked is how this
+ * request's body was framed (SigV4 streaming), not the object's encoding,
+ * so it goes from the list ("aws-chunked,gzip" keeps gzip; S3 does the
+ * same). NULL when nothing is left. */
+static const char *s3_content_encoding(http_ctx *c) {
+    const char *v = s3_header(c, "Content-Encoding");
+    if (!v || strncasecmp(v, "aws-chunked", 11) != 0)
+        return v && *v ? v : NULL;
+    v += 11;
+    while (*v == ',' || *v == ' ')
+        v++;
+    return *v ? v : NULL;
+}
+
 int s3_object_meta(http_ctx *c, objlog_object_meta *m, objlog_user_meta *um,
                    char names[][256]) {
     memset(m, 0, sizeof(*m));
     m->content_type = s3_header(c, "Content-Type");
     m->blob_id = s3_header(c, "x-objlog-blob-id");
     m->storage_class = s3_header(c, "x-amz-storage-class");
+    m->cache_control = s3_header(c, "Cache-Control");
+    m->content_disposition = s3_header(c, "Content-Disposition");
+    m->content_encoding = s3_content_encoding(c);
+    m->content_language = s3_header(c, "Content-Language");
+    m->expires = s3_header(c, "Expires");
     m->user_meta = um;
     return s3_user_meta(c, um, &m->n_user_meta, names);
 }

@@ -261,12 +261,15 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
                               sizeof(sum_header));
     if (has_sum < 0)
         return;
+    char blob_id[BLOB_ID_LEN + 1];
+    if (s3_blob_store(c, r, blob_id) < 0)
+        return;
     if (has_sum)
         http_add_header(c, sum_header, strchr(sum, ':') + 1);
     c->op = S3_OP_UPLOAD_PART;
     gateway_upload_part_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len,
                              upload_id, pn, r->body_len, etag,
-                             s3_header(c, "x-objlog-blob-id"));
+                             *blob_id ? blob_id : s3_header(c, "x-objlog-blob-id"));
 }
 
 typedef struct s3w_parts {
@@ -492,14 +495,45 @@ static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
     m->user_meta = um;
     if (replace) {
         m->content_type = s3_header(c, "Content-Type");
+        m->cache_control = s3_header(c, "Cache-Control");
+        m->content_disposition = s3_header(c, "Content-Disposition");
+        m->content_encoding = s3_header(c, "Content-Encoding");
+        m->content_language = s3_header(c, "Content-Language");
+        m->expires = s3_header(c, "Expires");
         return s3_user_meta(c, um, &m->n_user_meta, names);
     }
     m->content_type = sm && sm->content_type && *sm->content_type ? sm->content_type : NULL;
+    if (sm) {
+        m->cache_control = sm->cache_control;
+        m->content_disposition = sm->content_disposition;
+        m->content_encoding = sm->content_encoding;
+        m->content_language = sm->content_language;
+        m->expires = sm->expires;
+    }
     for (size_t i = 0; sm && i < sm->n_user_metadata && i < S3_USER_META_MAX; i++) {
         um[i].name = sm->user_metadata[i]->name;
         um[i].value = sm->user_metadata[i]->value;
         m->n_user_meta++;
     }
+    return 0;
+}
+
+/* A copy shares its source's bytes: its blob, or its parts' blobs (*parts,
+ * the caller frees it; the ids stay the version's). -1 after replying. */
+static int s3w_copy_parts(http_ctx *c, const view_version *ver, objlog_object_meta *m,
+                          objlog_blob_part **parts) {
+    const Objlog__ObjectMeta *sm = ver->record ? ver->record->meta : NULL;
+    if (!sm || !sm->n_parts)
+        return 0;
+    if (!(*parts = calloc(sm->n_parts, sizeof(**parts)))) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < sm->n_parts; i++)
+        (*parts)[i] = (objlog_blob_part){sm->parts[i]->blob_id, sm->parts[i]->size};
+    m->parts = *parts;
+    m->n_parts = sm->n_parts;
+    m->blob_id = NULL;
     return 0;
 }
 
@@ -547,6 +581,7 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
     objlog_object_meta meta;
     objlog_user_meta um[S3_USER_META_MAX];
     static __thread char names[S3_USER_META_MAX][256];
+    objlog_blob_part *parts = NULL;
     s3_tags tags;
     memset(&tags, 0, sizeof(tags));
     if (strcmp(s.bucket, r->bucket) == 0 && s.key_len == r->key_len &&
@@ -560,7 +595,8 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
         http_reply_error(c, 412, "PreconditionFailed",
                          "At least one of the pre-conditions you specified did not hold");
     } else if (s3w_copy_meta(c, &ver, replace, &meta, um, names) == 0 &&
-               s3w_copy_tags(c, &ver, &tags, &meta) == 0) {
+               s3w_copy_tags(c, &ver, &tags, &meta) == 0 &&
+               s3w_copy_parts(c, &ver, &meta, &parts) == 0) {
         /* Set before the write: an error answer names the source too. */
         if (strcmp(ver.version_id, "null") != 0)
             http_add_header(c, "x-amz-copy-source-version-id", ver.version_id);
@@ -568,6 +604,7 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
         gateway_put_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
     }
     s3_tags_free(&tags);
+    free(parts);
     view_version_free(&ver);
     free(s.key);
 }

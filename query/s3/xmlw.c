@@ -121,9 +121,7 @@ static void xmlw_urlencode(xmlw *x, const unsigned char *s, size_t n) {
         char out[3] = {'%', hex[ch >> 4], hex[ch & 15]};
         if (keep)
             xmlw_add(x, (const char *)&ch, 1);
-        else if (ch == ' ')
-            xmlw_add(x, "+", 1);
-        else
+        else /* a space too: %20, as S3 writes it (botocore decodes both) */
             xmlw_add(x, out, 3);
     }
 }

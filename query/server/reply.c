@@ -247,6 +247,11 @@ static void http_access_log(http_ctx *c, int status, size_t bytes) {
 
 /* The one place an answer leaves (conn.c: written whole or counted as cut). */
 void http_send(http_ctx *c, int status, struct evbuffer *buf) {
+    if (c->on_answer) {
+        void (*fn)(http_ctx *, int, void *) = c->on_answer;
+        c->on_answer = NULL;
+        fn(c, status, c->on_answer_arg);
+    }
     http_note(c, status);
     if (objlog_logger_access_enabled())
         http_access_log(c, status, buf ? evbuffer_get_length(buf) : 0);

@@ -261,6 +261,12 @@ struct http_ctx {
     int admin;                   /* the admin role: every tenant's buckets */
     int node_signed;             /* a peer node signed it (nodeauth.h) */
     int hop;                     /* sent on by a peer node (http_hop) */
+    /* What the API still holds for the request, released once as its
+     * answer leaves (http_send), before it is written, by its status: a
+     * write's bytes kept or dropped by its outcome. NULL: nothing. A copy
+     * of the context (the gateway's) carries it to whoever answers. */
+    void (*on_answer)(http_ctx *c, int status, void *arg);
+    void *on_answer_arg;
 };
 
 /* ---- server.c: workers and listeners ---- */

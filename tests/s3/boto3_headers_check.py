@@ -2,7 +2,8 @@
 """boto3_headers_check.py: Signature V4 covers every header a handler
 reads, however many there are. A presigned PutObject URL sent with 64
 filler headers and an unsigned x-amz-meta-*, x-amz-copy-source or
-x-objlog-blob-id is refused (403) and stores nothing; an honest signed PUT
+x-objlog-blob-id is refused (403) and stores nothing (a signed one too,
+400: the endpoint names its blobs); an honest signed PUT
 with 70 x-amz-meta-* headers is accepted with all 70; more headers than the
 endpoint takes is 400 RequestHeaderSectionTooLarge before any handler.
 Run by test_s3_clients:
@@ -71,11 +72,18 @@ got = json_object("many.txt").get("user_metadata", {})
 check(got == meta, "70 metadata headers kept: %d of them" % len(got))
 check(s3.head_object(Bucket=BUCKET, Key="many.txt")["Metadata"] == meta, "HEAD gives all 70")
 
-# signed with x-objlog-blob-id: accepted, and kept
+# signed with x-objlog-blob-id: this endpoint keeps the bytes and names
+# its blobs itself, so a client's blob id is refused however it is signed
 st, text, _ = s3raw.signed(S3_URL, "PUT", "/%s/blob.txt" % BUCKET, b"b",
                            {"x-objlog-blob-id": "blob-1"}, "objlogtest", "objlogtest-secret")
-check(st == 200, "signed x-objlog-blob-id: %d %s" % (st, text))
-check(json_object("blob.txt").get("blob_id") == "blob-1", "blob id kept")
+check(st == 400 and "<Code>InvalidArgument</Code>" in text and "x-objlog-blob-id" in text and "blob id" in text,
+      "signed x-objlog-blob-id: %d %s" % (st, text))
+check(json_object("blob.txt") == {"status": 404}, "nothing stored with a client's blob id")
+st, text, _ = s3raw.signed(S3_URL, "PUT", "/%s/blob.txt" % BUCKET, b"b", {}, "objlogtest",
+                           "objlogtest-secret")
+blob = json_object("blob.txt").get("blob_id")
+check(st == 200 and blob == "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d",
+      "the store names the blob by the SHA-256 of its bytes: %d %r" % (st, blob))
 
 # more headers than the endpoint takes: refused before anything reads them
 h = {"x-filler-%03d" % i: "f" for i in range(201)}

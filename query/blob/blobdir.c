@@ -1,0 +1,329 @@
+/* blobdir.c: the blob store's local backend, a content-addressed
+ * directory (layout and recovery: blob.h).
+ *
+ * Invariant: a file under DIR/ab/ is complete and fsynced, and its name is
+ * the SHA-256 of its bytes; it appears there only by link(2) from a
+ * fsynced pending file, so a crash leaves either no blob or a whole one.
+ * Nothing here deletes a readable blob but blob_delete. */
+#define _GNU_SOURCE
+#include "blob.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "objlog_logger.h"
+
+struct blobstore {
+    char *dir;
+};
+
+struct blob_put {
+    blobstore *bs;
+    int fd;
+    EVP_MD_CTX *sha;
+    uint64_t size;
+    char nonce[33];
+    char tmp[4096];              /* DIR/.tmp/<nonce> while bytes arrive */
+    char pending[4096];          /* DIR/.pending/<id>.<nonce> once finished */
+    char id[BLOB_ID_LEN + 1];
+    int finished;
+};
+
+/* errno survives: a caller tells a full disk from other failures. */
+static int blob_fail(char *errstr, size_t n, const char *what, const char *path) {
+    int e = errno;
+    snprintf(errstr, n, "blob store: %s %s: %s", what, path, strerror(e));
+    errno = e;
+    return -1;
+}
+
+static int blob_fsync_dir(const char *dir, char *errstr, size_t n) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return blob_fail(errstr, n, "open", dir);
+    int rc = fsync(fd);
+    close(fd);
+    return rc < 0 ? blob_fail(errstr, n, "fsync", dir) : 0;
+}
+
+static int blob_mkdir(const char *path, char *errstr, size_t n) {
+    if (mkdir(path, 0750) == 0 || errno == EEXIST)
+        return 0;
+    return blob_fail(errstr, n, "mkdir", path);
+}
+
+int blob_id_valid(const char *id) {
+    if (!id || strlen(id) != BLOB_ID_LEN)
+        return 0;
+    for (const char *c = id; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+            return 0;
+    return 1;
+}
+
+static void blob_path(const blobstore *bs, const char *id, char *out, size_t n) {
+    snprintf(out, n, "%s/%.2s/%s", bs->dir, id, id);
+}
+
+static void blob_subdir(const blobstore *bs, const char *id, char *out, size_t n) {
+    snprintf(out, n, "%s/%.2s", bs->dir, id);
+}
+
+/* Links pending (named <id>.<nonce>) into place, fsyncs its directory and
+ * unlinks it. The same bytes already in place (another write's) are as
+ * good: the name is their hash. */
+static int blob_promote(blobstore *bs, const char *pending, const char *id, char *errstr,
+                        size_t n) {
+    char sub[4096], path[4200];
+    blob_subdir(bs, id, sub, sizeof(sub));
+    blob_path(bs, id, path, sizeof(path));
+    if (blob_mkdir(sub, errstr, n) < 0)
+        return -1;
+    if (link(pending, path) < 0 && errno != EEXIST)
+        return blob_fail(errstr, n, "link", path);
+    if (blob_fsync_dir(sub, errstr, n) < 0)
+        return -1;
+    if (unlink(pending) < 0 && errno != ENOENT)
+        return blob_fail(errstr, n, "unlink", pending);
+    return 0;
+}
+
+/* What a crash left: bytes of unfinished writes (.tmp) go, finished ones
+ * (.pending) become readable. */
+static int blob_recover(blobstore *bs, char *errstr, size_t n) {
+    char d[4096], f[4400];
+    snprintf(d, sizeof(d), "%s/.tmp", bs->dir);
+    DIR *dh = opendir(d);
+    if (!dh)
+        return blob_fail(errstr, n, "opendir", d);
+    for (struct dirent *e; (e = readdir(dh));) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(f, sizeof(f), "%s/%s", d, e->d_name);
+        unlink(f);
+    }
+    closedir(dh);
+    snprintf(d, sizeof(d), "%s/.pending", bs->dir);
+    if (!(dh = opendir(d)))
+        return blob_fail(errstr, n, "opendir", d);
+    int rc = 0, promoted = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(dh));) {
+        char id[BLOB_ID_LEN + 1];
+        if (strlen(e->d_name) <= BLOB_ID_LEN || e->d_name[BLOB_ID_LEN] != '.')
+            continue;
+        memcpy(id, e->d_name, BLOB_ID_LEN);
+        id[BLOB_ID_LEN] = '\0';
+        if (!blob_id_valid(id))
+            continue;
+        snprintf(f, sizeof(f), "%s/%s", d, e->d_name);
+        rc = blob_promote(bs, f, id, errstr, n);
+        promoted += rc == 0;
+    }
+    closedir(dh);
+    if (promoted)
+        objlog_logf(OBJLOG_LEVEL_INFO, "blob", "%s: %d blobs of writes in flight at the last "
+                    "stop kept", bs->dir, promoted);
+    return rc;
+}
+
+blobstore *blobstore_open(const char *dir, char *errstr, size_t errstr_size) {
+    blobstore *bs = calloc(1, sizeof(*bs));
+    if (!bs || !(bs->dir = strdup(dir))) {
+        free(bs);
+        snprintf(errstr, errstr_size, "blob store: out of memory");
+        return NULL;
+    }
+    char d[4096];
+    int rc = blob_mkdir(dir, errstr, errstr_size);
+    snprintf(d, sizeof(d), "%s/.tmp", dir);
+    if (rc == 0)
+        rc = blob_mkdir(d, errstr, errstr_size);
+    snprintf(d, sizeof(d), "%s/.pending", dir);
+    if (rc == 0)
+        rc = blob_mkdir(d, errstr, errstr_size);
+    if (rc == 0)
+        rc = blob_recover(bs, errstr, errstr_size);
+    if (rc < 0) {
+        blobstore_free(bs);
+        return NULL;
+    }
+    return bs;
+}
+
+void blobstore_free(blobstore *bs) {
+    if (!bs)
+        return;
+    free(bs->dir);
+    free(bs);
+}
+
+const char *blobstore_dir(const blobstore *bs) { return bs->dir; }
+
+/* ------------------------------------------------------------- writing */
+
+blob_put *blob_put_begin(blobstore *bs, char *errstr, size_t errstr_size) {
+    blob_put *p = calloc(1, sizeof(*p));
+    unsigned char r[16];
+    if (!p || !(p->sha = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(p->sha, EVP_sha256(), NULL) ||
+        RAND_bytes(r, sizeof(r)) != 1) {
+        if (p)
+            EVP_MD_CTX_free(p->sha);
+        free(p);
+        snprintf(errstr, errstr_size, "blob store: out of memory");
+        return NULL;
+    }
+    p->bs = bs;
+    for (int i = 0; i < 16; i++)
+        snprintf(p->nonce + 2 * i, 3, "%02x", r[i]);
+    snprintf(p->tmp, sizeof(p->tmp), "%s/.tmp/%s", bs->dir, p->nonce);
+    p->fd = open(p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (p->fd < 0) {
+        blob_fail(errstr, errstr_size, "create", p->tmp);
+        EVP_MD_CTX_free(p->sha);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int blob_put_write(blob_put *p, const void *data, size_t n, char *errstr, size_t errstr_size) {
+    const char *c = data;
+    if (!EVP_DigestUpdate(p->sha, data, n)) {
+        snprintf(errstr, errstr_size, "blob store: sha256 failed");
+        return -1;
+    }
+    while (n) {
+        ssize_t w = write(p->fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return blob_fail(errstr, errstr_size, "write", p->tmp);
+        c += w;
+        n -= (size_t)w;
+        p->size += (uint64_t)w;
+    }
+    return 0;
+}
+
+int blob_put_finish(blob_put *p, char *id, uint64_t *size, char *errstr, size_t errstr_size) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdn = 0;
+    if (!EVP_DigestFinal_ex(p->sha, md, &mdn) || mdn != 32) {
+        snprintf(errstr, errstr_size, "blob store: sha256 failed");
+        return -1;
+    }
+    for (unsigned i = 0; i < mdn; i++)
+        snprintf(p->id + 2 * i, 3, "%02x", md[i]);
+    if (fsync(p->fd) < 0)
+        return blob_fail(errstr, errstr_size, "fsync", p->tmp);
+    snprintf(p->pending, sizeof(p->pending), "%s/.pending/%s.%s", p->bs->dir, p->id, p->nonce);
+    if (rename(p->tmp, p->pending) < 0)
+        return blob_fail(errstr, errstr_size, "rename", p->tmp);
+    p->finished = 1;
+    char d[4096];
+    snprintf(d, sizeof(d), "%s/.pending", p->bs->dir);
+    if (blob_fsync_dir(d, errstr, errstr_size) < 0)
+        return -1;
+    memcpy(id, p->id, BLOB_ID_LEN + 1);
+    *size = p->size;
+    return 0;
+}
+
+static void blob_put_free(blob_put *p) {
+    if (p->fd >= 0)
+        close(p->fd);
+    EVP_MD_CTX_free(p->sha);
+    free(p);
+}
+
+int blob_put_keep(blob_put *p, char *errstr, size_t errstr_size) {
+    int rc = blob_promote(p->bs, p->pending, p->id, errstr, errstr_size);
+    blob_put_free(p);
+    return rc;
+}
+
+void blob_put_drop(blob_put *p) {
+    if (!p)
+        return;
+    unlink(p->finished ? p->pending : p->tmp);
+    blob_put_free(p);
+}
+
+/* ------------------------------------------------------------- reading */
+
+/* The blob's file open for reading (fd, its size): 0, 1 absent, -1. */
+static int blob_open(blobstore *bs, const char *id, int *fd, uint64_t *size, char *errstr,
+                     size_t n) {
+    char path[4200];
+    if (!blob_id_valid(id)) {
+        snprintf(errstr, n, "blob store: \"%s\" is not a blob id", id ? id : "");
+        return -1;
+    }
+    blob_path(bs, id, path, sizeof(path));
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return errno == ENOENT ? 1 : blob_fail(errstr, n, "open", path);
+    struct stat st;
+    if (fstat(*fd, &st) < 0) {
+        blob_fail(errstr, n, "stat", path);
+        close(*fd);
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+int blob_get(blobstore *bs, const char *id, uint64_t off, uint64_t len, struct evbuffer *out,
+             char *errstr, size_t errstr_size) {
+    int fd;
+    uint64_t size;
+    int rc = blob_open(bs, id, &fd, &size, errstr, errstr_size);
+    if (rc != 0)
+        return rc;
+    if (off > size || len > size - off) {
+        snprintf(errstr, errstr_size, "blob store: blob %s has %llu bytes, not %llu", id,
+                 (unsigned long long)size, (unsigned long long)(off + len));
+        close(fd);
+        return -1;
+    }
+    if (len == 0) {
+        close(fd);
+        return 0;
+    }
+    /* evbuffer_add_file owns fd from here, even when it fails */
+    if (evbuffer_add_file(out, fd, (ev_off_t)off, (ev_off_t)len) < 0) {
+        snprintf(errstr, errstr_size, "blob store: cannot send blob %s", id);
+        return -1;
+    }
+    return 0;
+}
+
+int blob_stat(blobstore *bs, const char *id, uint64_t *size, char *errstr, size_t errstr_size) {
+    int fd;
+    int rc = blob_open(bs, id, &fd, size, errstr, errstr_size);
+    if (rc == 0)
+        close(fd);
+    return rc;
+}
+
+int blob_delete(blobstore *bs, const char *id, char *errstr, size_t errstr_size) {
+    char path[4200];
+    if (!blob_id_valid(id)) {
+        snprintf(errstr, errstr_size, "blob store: \"%s\" is not a blob id", id ? id : "");
+        return -1;
+    }
+    blob_path(bs, id, path, sizeof(path));
+    if (unlink(path) < 0 && errno != ENOENT)
+        return blob_fail(errstr, errstr_size, "unlink", path);
+    return 0;
+}
