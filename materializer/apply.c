@@ -407,18 +407,12 @@ static int op_delete_bucket(apply_ev *a) {
                a->ev->bucket);
         return 0;
     }
-    rc = stage_bucket_has_rows(a, OBJLOG_CF_UPLOADS);
-    if (rc < 0)
+    /* In-progress uploads go with the bucket (S3 aborts them too). */
+    if (stage_drop_bucket_uploads(a) < 0)
         return -1;
-    if (rc == 1) {
-        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_NOT_EMPTY,
-               "bucket %s is not empty (in-progress multipart uploads: abort "
-               "or complete them first)", a->ev->bucket);
-        return 0;
-    }
     apply_batch_del(a->b, OBJLOG_CF_BUCKETS, a->bpart.data, a->bpart.len);
-    /* Empty, so it only leaves the bucket counts of its tenant and of the
-     * global row. */
+    /* Empty but for its uploads, so it only leaves the bucket and upload
+     * counts of its tenant and of the global row. */
     keybuf k;
     keybuf_init(&k);
     if (objlog_stats_bucket_key(&k, a->ev->bucket, strlen(a->ev->bucket)) < 0 ||

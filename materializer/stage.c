@@ -669,3 +669,87 @@ int stage_remove_upload(apply_ev *a, const char *upload_id) {
     free(parts);
     return rc;
 }
+
+/* The keys of every row of the bucket in `uploads` (upload rows and their
+ * parts, as the batch sees them), with the counts they held. */
+typedef struct bucket_rows {
+    keybuf *keys;
+    size_t n, cap;
+    int64_t uploads, part_bytes;
+} bucket_rows;
+
+static int bucket_rows_add(apply_ev *a, bucket_rows *r, const char *k, size_t kn) {
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        keybuf *p = realloc(r->keys, cap * sizeof(*p));
+        if (!p)
+            goto oom;
+        r->keys = p;
+        r->cap = cap;
+    }
+    keybuf_init(&r->keys[r->n]);
+    if (keybuf_append(&r->keys[r->n], k, kn) < 0)
+        goto oom;
+    r->n++;
+    return 0;
+oom:
+    snprintf(a->errstr, a->es, "out of memory");
+    return -1;
+}
+
+/* An upload row, or one of its parts (its row ‖ be32): rows sort so that
+ * an upload's parts follow it. */
+static int bucket_rows_scan(apply_ev *a, bucket_rows *r) {
+    rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_UPLOADS);
+    int rc = 0;
+    size_t up = SIZE_MAX; /* index of the last upload row */
+    for (rocksdb_iter_seek(it, (const char *)a->bpart.data, a->bpart.len);
+         rc == 0 && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t kn, vn;
+        const char *k = rocksdb_iter_key(it, &kn);
+        if (kn < a->bpart.len || memcmp(k, a->bpart.data, a->bpart.len) != 0)
+            break;
+        const keybuf *u = up == SIZE_MAX ? NULL : &r->keys[up];
+        int part = u && kn == u->len + 4 && memcmp(k, u->data, u->len) == 0;
+        if (part) {
+            const char *v = rocksdb_iter_value(it, &vn);
+            Objlog__PartRecord *pr = objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
+            if (!pr) {
+                snprintf(a->errstr, a->es, "part record in %s: corrupt", a->ev->bucket);
+                rc = -1;
+                break;
+            }
+            r->part_bytes += (int64_t)pr->size;
+            objlog__part_record__free_unpacked(pr, NULL);
+        } else {
+            r->uploads++;
+            up = r->n;
+        }
+        rc = bucket_rows_add(a, r, k, kn);
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (err) {
+        snprintf(a->errstr, a->es, "scan uploads: %s", err);
+        rocksdb_free(err);
+        rc = -1;
+    }
+    return rc;
+}
+
+int stage_drop_bucket_uploads(apply_ev *a) {
+    bucket_rows r = {0};
+    int rc = bucket_rows_scan(a, &r);
+    for (size_t i = 0; i < r.n; i++) {
+        if (rc == 0)
+            apply_batch_del(a->b, OBJLOG_CF_UPLOADS, r.keys[i].data, r.keys[i].len);
+        keybuf_free(&r.keys[i]);
+    }
+    free(r.keys);
+    if (rc == 0) {
+        a->d.uploads -= r.uploads;
+        a->d.upload_part_bytes -= r.part_bytes;
+    }
+    return rc;
+}

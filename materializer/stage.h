@@ -77,6 +77,10 @@ int stage_add_version(apply_ev *a, const char *version_id, int marker,
 /* Makes `objects` show the key's newest version if it is live, else
  * nothing. Used after a version other than a new newest one changed. */
 int stage_refresh_current(apply_ev *a);
+/* Removes every in-progress upload of the bucket (its rows and its
+ * parts') on this partition, with their counts: DeleteBucket takes them
+ * with it, as S3 does. 0 or -1. */
+int stage_drop_bucket_uploads(apply_ev *a);
 /* Makes `objects` show nothing: the key has no version left. */
 void stage_clear_current(apply_ev *a);
 /* Keeps the bucket's tenant for the stats rows. 0 or -1. */

@@ -442,10 +442,12 @@ static const row rows[] = {
      * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html):
      * "If multipart uploads in a directory bucket are in progress, you
      * can't delete the bucket until all the in-progress multipart uploads
-     * are aborted or completed." */
-    {"delete_bucket_with_in_progress_upload_is_BucketNotEmpty_per_S3_API_DeleteBucket",
-     {MKB("b", "U"), MPU("a"), {'X', "b", "", NULL, NOT_EMPTY, "", 0, NULL, 0, 0, 0},
-      ABORT("a", "#2", OK), {'X', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, END},
+     * are aborted or completed": directory buckets only. A general purpose
+     * bucket goes, and its uploads with it; a version still blocks it. */
+    {"delete_bucket_takes_its_in_progress_uploads_per_S3_API_DeleteBucket",
+     {MKB("b", "U"), MPU("a"), MPU("c"), PUT("d", "e1", "null"),
+      {'X', "b", "", NULL, NOT_EMPTY, "", 0, NULL, 0, 0, 0}, DEL("d", "", 0),
+      {'X', "b", "", NULL, OK, "", 0, NULL, 0, 0, 0}, ABORT("a", "#2", NO_BUCKET), END},
      "", "", "", ""},
     /* ---- version cap ---- */
     {"create_bucket_stores_max_versions",

@@ -318,6 +318,30 @@ static int s3_refuse_unserved(http_ctx *c) {
     return 0;
 }
 
+/* Object Lock: objlog locks nothing, so no request may believe it does.
+ * A bucket asked with it is 501 NotImplemented; an object write naming a
+ * lock is what S3 answers for a bucket without a lock configuration (400
+ * InvalidRequest). 1 after replying. */
+static int s3_refuse_object_lock(http_ctx *c) {
+    const char *b = s3_header(c, "x-amz-bucket-object-lock-enabled");
+    if (b && strcasecmp(b, "true") == 0) {
+        http_reply_error(c, 501, "NotImplemented",
+                         "x-amz-bucket-object-lock-enabled: objlog does not implement Object "
+                         "Lock; create the bucket without it");
+        return 1;
+    }
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    for (struct evkeyval *kv = ih->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strncasecmp(kv->key, "x-amz-object-lock-", 18) != 0)
+            continue;
+        http_reply_error(c, 400, "InvalidRequest",
+                         "Bucket is missing Object Lock Configuration (%s: objlog does not "
+                         "implement Object Lock)", kv->key);
+        return 1;
+    }
+    return 0;
+}
+
 static void s3_method_not_allowed(http_ctx *c) {
     http_reply_error(c, 405, "MethodNotAllowed",
                      "The specified method is not allowed against this resource.");
@@ -408,7 +432,7 @@ static int s3_route_matches(http_ctx *c, const s3_route *rt) {
 /* The handler of t's first matching row, after the subresources objlog
  * does not serve are refused. */
 static void s3_route_handle(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
-    if (s3_refuse_unserved(c))
+    if (s3_refuse_unserved(c) || s3_refuse_object_lock(c))
         return;
     s3_request r = s3_request_of(c, t);
     for (size_t i = 0; i < sizeof(s3_routes) / sizeof(s3_routes[0]); i++) {
@@ -478,9 +502,53 @@ static void s3_run(http_ctx *c) {
     http_params_free(c);
 }
 
+/* A CreateBucket of a name the caller already owns: S3 answers 200 in
+ * us-east-1 (its legacy) and 409 BucketAlreadyOwnedByYou elsewhere. The
+ * state machine decided "taken" from the log alone; whose it is, this
+ * node's view says (a node that does not apply the bucket's partition
+ * has no record: BucketAlreadyExists stands). 1 when answered. */
+static int s3_create_owned(http_ctx *c, const char *request_id) {
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(c->req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    s3_target t;
+    memset(&t, 0, sizeof(t));
+    /* addressed once already, so no error to answer here */
+    if (!path || s3_address(c, *path ? path : "/", &t) < 0 || !t.bucket[0]) {
+        free(t.key);
+        return 0;
+    }
+    free(t.key);
+    view *v = view_open(c->q->store);
+    view_bucket b;
+    char err[256];
+    if (!v)
+        return 0;
+    view_rc rc = view_get_bucket(v, t.bucket, &b, err, sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK)
+        return 0;
+    const char *owner = b.record->tenant ? b.record->tenant : "";
+    int mine = strcmp(owner, c->tenant) == 0;
+    view_bucket_free(&b);
+    if (!mine)
+        return 0;
+    if (strcmp(c->q->s3->region, "us-east-1") == 0) {
+        http_add_header(c, "Location", path);
+        s3_reply_empty(c, 200);
+    } else {
+        s3_reply_error(c, 409, "BucketAlreadyOwnedByYou", request_id,
+                       "Your previous request to create the named bucket succeeded and you "
+                       "already own it.");
+    }
+    return 1;
+}
+
 static void s3_face_error(http_ctx *c, int status, const char *code, const char *request_id,
                           const char *message, json_t *extra) {
     json_decref(extra);
+    if (c->op == S3_OP_CREATE_BUCKET && strcmp(code, "BucketAlreadyExists") == 0 &&
+        s3_create_owned(c, request_id))
+        return;
     s3_reply_error(c, status, code, request_id, message);
 }
 

@@ -112,6 +112,16 @@ typedef struct s3_tags {
 int s3_tags_parse(http_ctx *c, s3_tags *tags, objlog_object_meta *m);
 void s3_tags_free(s3_tags *tags);
 
+/* An Owner (or Initiator): objlog's owners are tenants; a bucket of no
+ * tenant (anonymous, or made by the JSON API without one) is the
+ * service's, S3_NO_OWNER. */
+#define S3_OWNER_MAX 260
+#define S3_NO_OWNER "objlog"
+void s3_owner_xml(struct xmlw *x, const char *tag, const char *owner);
+/* The bucket's owner into out, from this node's view (call after a read
+ * of the bucket fenced it): 0, or -1 after replying. */
+int s3_bucket_owner(http_ctx *c, const char *bucket, char *out, size_t n);
+
 /* ---- s3blob.c: object bytes in the blob store (blob.h) ---- */
 /* A PutObject's or UploadPart's body into the blob store: id
  * (BLOB_ID_LEN + 1 bytes) names the blob, which c's answer keeps (2xx,

@@ -81,18 +81,22 @@ void s3_delete_bucket(http_ctx *c, const s3_request *r) {
 
 /* ------------------------------------------------------------- listing */
 
-static void s3_object_xml(xmlw *x, const view_version *v, int url) {
+/* owner: the bucket's owner when the listing asked for it (FetchOwner),
+ * else NULL. */
+static void s3_object_xml(xmlw *x, const view_version *v, int url, const char *owner) {
     char quoted[160];
     s3_quoted_etag(v->etag, quoted, sizeof(quoted));
     xmlw_bytes(x, "Key", v->key.data, v->key.len, url);
     xmlw_time(x, "LastModified", v->last_modified_ms);
     xmlw_str(x, "ETag", quoted);
     xmlw_u64(x, "Size", v->size);
+    if (owner)
+        s3_owner_xml(x, "Owner", owner);
     xmlw_str(x, "StorageClass", v->storage_class);
 }
 
 static void s3_list_reply(http_ctx *c, const char *bucket, const view_list_req *l,
-                          const view_list *o, int v2, int url) {
+                          const view_list *o, int v2, int url, const char *owner) {
     xmlw x;
     if (xmlw_begin(&x, "ListBucketResult") < 0) {
         http_reply_error(c, 500, "InternalError", "out of memory");
@@ -100,6 +104,8 @@ static void s3_list_reply(http_ctx *c, const char *bucket, const view_list_req *
     }
     size_t tn;
     const char *tok = http_param_get(c, "continuation-token", &tn);
+    if (tok && !tn)
+        tok = NULL; /* an empty token is no token, as S3 takes it */
     xmlw_str(&x, "Name", bucket);
     xmlw_bytes(&x, "Prefix", l->prefix, l->prefix_len, url);
     if (!v2)
@@ -131,7 +137,7 @@ static void s3_list_reply(http_ctx *c, const char *bucket, const view_list_req *
     }
     for (size_t i = 0; i < o->n_objects; i++) {
         xmlw_open(&x, "Contents");
-        s3_object_xml(&x, &o->objects[i], url);
+        s3_object_xml(&x, &o->objects[i], url, owner);
         xmlw_close(&x, "Contents");
     }
     for (size_t i = 0; i < o->n_prefixes; i++) {
@@ -159,7 +165,7 @@ static void s3_list_objects(http_ctx *c, const char *bucket, int v2) {
     l.after_kind = VIEW_POS_NONE;
     size_t tn;
     const char *tok = v2 ? http_param_get(c, "continuation-token", &tn) : NULL;
-    if (tok) {
+    if (tok && tn) {
         int kind;
         size_t last_len = 0;
         if (listtoken_decode(c->q->token_key, bucket, tok, tn, &kind, &last, &last_len) <
@@ -185,8 +191,13 @@ static void s3_list_objects(http_ctx *c, const char *bucket, int v2) {
     if (!l.start_after)
         l.start_after = (const uint8_t *)"";
     view_list o;
+    char owner[S3_OWNER_MAX];
+    const char *fo = v2 ? http_param_get(c, "fetch-owner", NULL) : NULL;
     if (read_list_page(c, bucket, &l, &o) == 0) {
-        s3_list_reply(c, bucket, &l, &o, v2, url);
+        /* ListObjects (v1) always names owners; v2 when fetch-owner=true */
+        int want = !v2 || (fo && strcmp(fo, "true") == 0);
+        if (!want || s3_bucket_owner(c, bucket, owner, sizeof(owner)) == 0)
+            s3_list_reply(c, bucket, &l, &o, v2, url, want ? owner : NULL);
         view_list_free(&o);
     }
     free(last);
@@ -210,10 +221,7 @@ static void s3_list_buckets_reply(http_ctx *c, const bucket_page *p) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
-    xmlw_open(&x, "Owner");
-    xmlw_str(&x, "ID", "objlog");
-    xmlw_str(&x, "DisplayName", "objlog");
-    xmlw_close(&x, "Owner");
+    s3_owner_xml(&x, "Owner", *c->tenant ? c->tenant : S3_NO_OWNER);
     xmlw_open(&x, "Buckets");
     for (size_t i = 0; i < p->n; i++) {
         xmlw_open(&x, "Bucket");

@@ -9,8 +9,8 @@
  * only names, the XML shape and EncodingType=url differ from the JSON
  * answer, so the two front ends agree on every page.
  *
- * objlog has no accounts: every Owner and Initiator is "objlog", as in
- * ListBuckets (s3bucket.c). */
+ * Every Owner and Initiator is the bucket's owner (its tenant; objlog
+ * keeps no uploader per object or upload). */
 #include "core.h"
 #include "read.h"
 #include "s3.h"
@@ -22,7 +22,6 @@
 
 #include <event2/buffer.h>
 
-#define S3LIST_OWNER "objlog"
 #define S3LIST_MAX_PARTS_MARKER 2147483647LL
 
 /* ------------------------------------------------------------- plumbing */
@@ -46,13 +45,6 @@ static const char *s3list_param(http_ctx *c, const char *name, size_t *len) {
     if (!v && len)
         *len = 0;
     return v ? v : "";
-}
-
-static void s3list_owner(xmlw *x, const char *tag) {
-    xmlw_open(x, tag);
-    xmlw_str(x, "ID", S3LIST_OWNER);
-    xmlw_str(x, "DisplayName", S3LIST_OWNER);
-    xmlw_close(x, tag);
 }
 
 /* S3 quotes ETags in listings; objlog stores what the writer gave. */
@@ -82,7 +74,7 @@ static void s3list_prefixes(xmlw *x, const view_bytes *p, size_t n, int url) {
 
 /* A version or a delete marker, in the view's order (key, then newest
  * first): S3 interleaves the two elements the same way. */
-static void s3list_version_xml(xmlw *x, const view_version *v, int url) {
+static void s3list_version_xml(xmlw *x, const view_version *v, int url, const char *owner) {
     const char *tag = v->delete_marker ? "DeleteMarker" : "Version";
     xmlw_open(x, tag);
     xmlw_bytes(x, "Key", v->key.data, v->key.len, url);
@@ -94,12 +86,12 @@ static void s3list_version_xml(xmlw *x, const view_version *v, int url) {
         xmlw_u64(x, "Size", v->size);
         xmlw_str(x, "StorageClass", v->storage_class);
     }
-    s3list_owner(x, "Owner");
+    s3_owner_xml(x, "Owner", owner);
     xmlw_close(x, tag);
 }
 
 static void s3list_versions_reply(http_ctx *c, const char *bucket, const view_versions_req *r,
-                                  const view_versions *o, int url) {
+                                  const view_versions *o, int url, const char *owner) {
     xmlw x;
     if (s3list_begin(c, &x, "ListVersionsResult") < 0)
         return;
@@ -121,7 +113,7 @@ static void s3list_versions_reply(http_ctx *c, const char *bucket, const view_ve
         xmlw_str(&x, "EncodingType", "url");
     xmlw_bool(&x, "IsTruncated", o->is_truncated);
     for (size_t i = 0; i < o->n_versions; i++)
-        s3list_version_xml(&x, &o->versions[i], url);
+        s3list_version_xml(&x, &o->versions[i], url, owner);
     s3list_prefixes(&x, o->prefixes, o->n_prefixes, url);
     s3list_reply(c, &x, "ListVersionsResult");
 }
@@ -138,27 +130,29 @@ void s3list_versions(http_ctx *c, const s3_request *req) {
     r.key_marker = (const uint8_t *)s3list_param(c, "key-marker", &r.key_marker_len);
     r.version_id_marker = s3list_param(c, "version-id-marker", NULL);
     view_versions o;
+    char owner[S3_OWNER_MAX];
     if (read_versions_page(c, bucket, &r, &o) < 0)
         return;
-    s3list_versions_reply(c, bucket, &r, &o, url);
+    if (s3_bucket_owner(c, bucket, owner, sizeof(owner)) == 0)
+        s3list_versions_reply(c, bucket, &r, &o, url, owner);
     view_versions_free(&o);
 }
 
 /* ------------------------------------------------- ListMultipartUploads */
 
-static void s3list_upload_xml(xmlw *x, const view_upload *u, int url) {
+static void s3list_upload_xml(xmlw *x, const view_upload *u, int url, const char *owner) {
     xmlw_open(x, "Upload");
     xmlw_bytes(x, "Key", u->key.data, u->key.len, url);
     xmlw_str(x, "UploadId", u->upload_id);
-    s3list_owner(x, "Initiator");
-    s3list_owner(x, "Owner");
+    s3_owner_xml(x, "Initiator", owner);
+    s3_owner_xml(x, "Owner", owner);
     xmlw_str(x, "StorageClass", s3list_storage_class(u->record ? u->record->meta : NULL));
     xmlw_time(x, "Initiated", u->initiated_ms);
     xmlw_close(x, "Upload");
 }
 
 static void s3list_uploads_reply(http_ctx *c, const char *bucket, const view_uploads_req *r,
-                                 const view_uploads *o, int url) {
+                                 const view_uploads *o, int url, const char *owner) {
     xmlw x;
     if (s3list_begin(c, &x, "ListMultipartUploadsResult") < 0)
         return;
@@ -176,7 +170,7 @@ static void s3list_uploads_reply(http_ctx *c, const char *bucket, const view_upl
     xmlw_u64(&x, "MaxUploads", (uint64_t)r->max_uploads);
     xmlw_bool(&x, "IsTruncated", o->is_truncated);
     for (size_t i = 0; i < o->n_uploads; i++)
-        s3list_upload_xml(&x, &o->uploads[i], url);
+        s3list_upload_xml(&x, &o->uploads[i], url, owner);
     s3list_prefixes(&x, o->prefixes, o->n_prefixes, url);
     if (url)
         xmlw_str(&x, "EncodingType", "url");
@@ -195,16 +189,19 @@ void s3list_uploads(http_ctx *c, const s3_request *req) {
     r.key_marker = (const uint8_t *)s3list_param(c, "key-marker", &r.key_marker_len);
     r.upload_id_marker = s3list_param(c, "upload-id-marker", NULL);
     view_uploads o;
+    char owner[S3_OWNER_MAX];
     if (read_uploads_page(c, bucket, &r, &o) < 0)
         return;
-    s3list_uploads_reply(c, bucket, &r, &o, url);
+    if (s3_bucket_owner(c, bucket, owner, sizeof(owner)) == 0)
+        s3list_uploads_reply(c, bucket, &r, &o, url, owner);
     view_uploads_free(&o);
 }
 
 /* ------------------------------------------------------------- ListParts */
 
 static void s3list_parts_reply(http_ctx *c, const char *bucket, const char *upload_id,
-                               long long marker, int max, const view_parts *o) {
+                               long long marker, int max, const view_parts *o,
+                               const char *owner) {
     xmlw x;
     if (s3list_begin(c, &x, "ListPartsResult") < 0)
         return;
@@ -212,8 +209,8 @@ static void s3list_parts_reply(http_ctx *c, const char *bucket, const char *uplo
     xmlw_str(&x, "Bucket", bucket);
     xmlw_bytes(&x, "Key", u->key.data, u->key.len, 0);
     xmlw_str(&x, "UploadId", upload_id);
-    s3list_owner(&x, "Initiator");
-    s3list_owner(&x, "Owner");
+    s3_owner_xml(&x, "Initiator", owner);
+    s3_owner_xml(&x, "Owner", owner);
     xmlw_str(&x, "StorageClass", s3list_storage_class(u->record ? u->record->meta : NULL));
     xmlw_u64(&x, "PartNumberMarker", (uint64_t)marker);
     /* S3 names the last part listed even on the last page. */
@@ -254,8 +251,10 @@ void s3list_parts(http_ctx *c, const s3_request *req) {
     /* Part numbers end at 10000: a larger marker lists nothing. */
     uint32_t from = marker > 10000 ? 10000 : (uint32_t)marker;
     view_parts o;
+    char owner[S3_OWNER_MAX];
     if (read_parts_page(c, bucket, key, key_len, upload_id, from, max, &o) < 0)
         return;
-    s3list_parts_reply(c, bucket, upload_id, marker, max, &o);
+    if (s3_bucket_owner(c, bucket, owner, sizeof(owner)) == 0)
+        s3list_parts_reply(c, bucket, upload_id, marker, max, &o, owner);
     view_parts_free(&o);
 }

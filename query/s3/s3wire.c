@@ -180,6 +180,33 @@ const char *s3_header(http_ctx *c, const char *name) {
     return evhttp_find_header(evhttp_request_get_input_headers(c->req), name);
 }
 
+void s3_owner_xml(xmlw *x, const char *tag, const char *owner) {
+    xmlw_open(x, tag);
+    xmlw_str(x, "ID", owner);
+    xmlw_str(x, "DisplayName", owner);
+    xmlw_close(x, tag);
+}
+
+int s3_bucket_owner(http_ctx *c, const char *bucket, char *out, size_t n) {
+    view *v = view_open(c->q->store);
+    if (!v) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    view_bucket b;
+    char err[256];
+    view_rc rc = view_get_bucket(v, bucket, &b, err, sizeof(err));
+    view_close(v);
+    if (rc != VIEW_OK) {
+        read_reply_rc(c, rc, bucket, err);
+        return -1;
+    }
+    const char *t = b.record->tenant;
+    snprintf(out, n, "%s", t && *t ? t : S3_NO_OWNER);
+    view_bucket_free(&b);
+    return 0;
+}
+
 int s3_max_param(http_ctx *c, const char *name, int *out) {
     long long v;
     if (http_param_int(c, name, 0, 2147483647LL, VIEW_MAX_KEYS, &v) < 0) {

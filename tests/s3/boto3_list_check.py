@@ -28,7 +28,7 @@ import s3raw  # noqa: E402
 S3_URL, JSON_URL, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
 VER, MP = NAME + "-ver", NAME + "-mp"
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
-OWNER = {"ID": "objlog", "DisplayName": "objlog"}
+OWNER = {"ID": "tenant-a", "DisplayName": "tenant-a"}  # the buckets' tenant
 checks = 0
 
 
@@ -175,13 +175,13 @@ status, root = raw_s3("/%s?versions&max-keys=2" % VER)
 check(root.find(NS + "NextKeyMarker").text == jrows[1]["key"] and
       root.find(NS + "NextVersionIdMarker").text == jrows[1]["version_id"] and
       root.find(NS + "IsTruncated").text == "true", "next markers of a raw page")
-# encoding-type=url: keys, prefix and markers percent-encoded (space as +)
+# encoding-type=url: keys, prefix and markers percent-encoded (space as %20)
 status, root = raw_s3("/%s?versions&encoding-type=url&prefix=dir%%2Fb%%20&key-marker=dir%%2Fb"
                       % VER)
-check(root.find(NS + "Prefix").text == "dir/b+" and
+check(root.find(NS + "Prefix").text == "dir/b%20" and
       root.find(NS + "KeyMarker").text == "dir/b" and
       root.find(NS + "EncodingType").text == "url" and
-      root.find(NS + "Version/" + NS + "Key").text == "dir/b+c.txt", "url-encoded versions")
+      root.find(NS + "Version/" + NS + "Key").text == "dir/b%20c.txt", "url-encoded versions")
 
 # delimiter, two at a time: prefixes and top-level rows as the JSON API's
 jtop, jpre = json_versions(delimiter="/")
@@ -282,8 +282,8 @@ j = json_get("/v1/buckets/%s/uploads" % MP, key_marker="a/one",
 check([u["UploadId"] for u in r["Uploads"]] == [u["upload_id"] for u in j["uploads"]] and
       r["Uploads"][0]["Key"] == "a/one", "upload markers")
 status, root = raw_s3("/%s?uploads&max-uploads=2&encoding-type=url&prefix=b%%20" % MP)
-check(root.find(NS + "Upload/" + NS + "Key").text == "b+c/three" and
-      root.find(NS + "Prefix").text == "b+", "url-encoded uploads")
+check(root.find(NS + "Upload/" + NS + "Key").text == "b%20c/three" and
+      root.find(NS + "Prefix").text == "b%20", "url-encoded uploads")
 status, root = raw_s3("/%s?uploads&max-uploads=2" % MP)
 check(root.find(NS + "NextKeyMarker").text == jups[1]["key"] and
       root.find(NS + "NextUploadIdMarker").text == jups[1]["upload_id"], "next upload markers")

@@ -158,6 +158,8 @@ check(st == 403 and code == "AccessDenied", "tenant-a deletes tenant-b's empty b
 st, code = outcome(lambda: a.create_bucket(Bucket=BETA + "-empty"))
 check(st == 409 and code == "BucketAlreadyExists", "tenant-a re-creates it: %d %s" % (st, code))
 check(json_get("/v1/buckets/%s-empty" % BETA)["tenant"] == "tenant-b", "still tenant-b's")
+st, code = outcome(lambda: b.create_bucket(Bucket=BETA + "-empty"))
+check(st == 200, "tenant-b re-creates its own (us-east-1): %d %s" % (st, code))
 check(outcome(lambda: b.delete_bucket(Bucket=BETA + "-empty"))[0] == 204, "tenant-b deletes it")
 
 print("boto3 tenants: %d checks passed" % checks)
