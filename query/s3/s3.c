@@ -39,8 +39,9 @@
 #include "keycodec.h"
 #include "secretfile.h"
 
-/* A PutObject or UploadPart body is read whole to derive its size and
- * MD5: objlog keeps no bytes, but evhttp holds the body in memory. */
+/* A body that does not stream (conn.c streams PUTs over HTTP_STREAM_MIN
+ * with a Content-Length): Transfer-Encoding chunked, which S3 itself
+ * refuses, is read whole up to this. */
 #define S3_MAX_BODY (64 * 1024 * 1024)
 
 /* What a request addresses. */
@@ -195,6 +196,8 @@ static const char *s3_method_name(enum evhttp_cmd_type cmd) {
  * decoded (every chunk signature checked) into t->body. 0, or -1 after
  * replying. */
 static int s3_auth_body(http_ctx *c, s3_target *t) {
+    if (http_stream_of(c))
+        return 0; /* judged as it streams (s3stream.c) */
     struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
     size_t n = evbuffer_get_length(in);
     const uint8_t *data = n ? evbuffer_pullup(in, -1) : (const uint8_t *)"";
@@ -439,7 +442,13 @@ static void s3_route_handle(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
         const s3_route *rt = &s3_routes[i];
         if (rt->object == (t->key != NULL) && rt->method == cmd && s3_route_matches(c, rt)) {
             c->endpoint = rt->endpoint;
-            rt->handler(c, &r);
+            if (http_stream_of(c) && rt->handler != s3_put_object &&
+                rt->handler != s3_upload_part)
+                http_reply_error(c, 400, "MaxMessageLengthExceeded",
+                                 "Your request was too big (this operation takes at most "
+                                 "%d bytes)", HTTP_STREAM_MIN);
+            else
+                rt->handler(c, &r);
             return;
         }
     }
@@ -573,6 +582,7 @@ const http_face s3_face = {
     .request_id_header = "x-amz-request-id",
     .reserved_path = NULL,
     .forwards = 0,
+    .streams = 1,
     .max_body = S3_MAX_BODY,
     .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                        EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS,

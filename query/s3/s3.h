@@ -133,6 +133,12 @@ int s3_bucket_owner(http_ctx *c, const char *bucket, char *out, size_t n);
  * x-objlog-blob-id sent to a store that names its blobs, 507 its disk is
  * full, 500 the store failed. */
 int s3_blob_store(http_ctx *c, const s3_request *r, char *id);
+/* The blob a write holds, kept or dropped by c's answer (as above). */
+void s3_blob_settle_on_answer(http_ctx *c, blob_put *p);
+/* A body read whole is as long as its Content-Length says (a request
+ * whose streamed body was lost with its connection has none): 0, or -1
+ * after 400 IncompleteBody. */
+int s3_body_whole(http_ctx *c, const s3_request *r);
 /* The Range header against size: 0 the whole object (absent, or not a
  * single range, which S3 ignores), 1 [*off, *off + *len), -1 after 416
  * InvalidRange. */
@@ -142,6 +148,11 @@ int s3_blob_range(http_ctx *c, uint64_t size, uint64_t *off, uint64_t *len);
  * blob missing or unreadable). */
 int s3_blob_body(http_ctx *c, const view_version *v, uint64_t off, uint64_t len,
                  struct evbuffer *out);
+
+/* ---- s3stream.c: PutObject and UploadPart whose body streams ---- */
+void s3_stream_put_object(http_ctx *c, const s3_request *r, http_stream *st);
+void s3_stream_upload_part(http_ctx *c, const s3_request *r, http_stream *st,
+                           const char *upload_id, uint32_t part_number);
 
 /* ---- s3bucket.c: a bucket's own operations, its listing, ListBuckets ---- */
 void s3_head_bucket(http_ctx *c, const s3_request *r);     /* HEAD /BUCKET */
@@ -215,6 +226,19 @@ void xmlw_time(xmlw *x, const char *tag, int64_t ms);
  * answer with; -1 after replying 400 BadDigest. */
 int s3_checksum(http_ctx *c, const struct s3auth *a, const uint8_t *body, size_t n,
                 char *out, size_t out_size, char *header, size_t header_size);
+/* The same over a body that streams: begin picks the algorithm the client
+ * sent (none: the others do nothing); end judges as s3_checksum does. Free
+ * whatever begin returned. */
+typedef struct s3_sum {
+    int alg;                     /* -1 none */
+    uint32_t crc;
+    struct evp_md_ctx_st *md;
+} s3_sum;
+int s3_sum_begin(http_ctx *c, const struct s3auth *a, s3_sum *s);
+void s3_sum_update(s3_sum *s, const void *p, size_t n);
+int s3_sum_end(http_ctx *c, const struct s3auth *a, s3_sum *s, char *out, size_t out_size,
+               char *header, size_t header_size);
+void s3_sum_free(s3_sum *s);
 /* A stored "ALGORITHM:base64" as its x-amz-checksum-* header name and
  * value: 1, or 0 when it is not one of S3's. */
 int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value);

@@ -50,6 +50,11 @@ static int s3_blob_name(http_ctx *c, const s3_request *r, char *id) {
     return 0;
 }
 
+void s3_blob_settle_on_answer(http_ctx *c, blob_put *p) {
+    c->on_answer = s3_blob_settle;
+    c->on_answer_arg = p;
+}
+
 int s3_blob_store(http_ctx *c, const s3_request *r, char *id) {
     blobstore *bs = c->q->s3->blobs;
     id[0] = '\0';
@@ -89,9 +94,18 @@ int s3_blob_store(http_ctx *c, const s3_request *r, char *id) {
                              "bytes: %s", err);
         return -1;
     }
-    c->on_answer = s3_blob_settle;
-    c->on_answer_arg = p;
+    s3_blob_settle_on_answer(c, p);
     return 0;
+}
+
+int s3_body_whole(http_ctx *c, const s3_request *r) {
+    const char *cl = s3_header(c, "Content-Length");
+    if (r->decoded || !cl || strtoull(cl, NULL, 10) == r->body_len)
+        return 0;
+    http_reply_error(c, 400, "IncompleteBody",
+                     "You did not provide the number of bytes specified by the Content-Length "
+                     "HTTP header");
+    return -1;
 }
 
 /* "bytes=A-B", "bytes=A-" or "bytes=-N" against size: 1 with the range

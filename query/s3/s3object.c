@@ -216,7 +216,7 @@ static void s3_object_bytes(http_ctx *c, const s3_request *r, const view_version
     int partial = s3_blob_range(c, v->size, &off, &len);
     if (partial < 0)
         return; /* 416 answered */
-    struct evbuffer *body = evbuffer_new();
+    struct evbuffer *body = http_body_buffer(c);
     if (!body) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
@@ -291,7 +291,12 @@ void s3_head_object(http_ctx *c, const s3_request *r) { s3_object_read(c, r, 1);
 
 void s3_put_object(http_ctx *c, const s3_request *r) {
     unsigned char md5[16];
-    if (s3_body_readable(c, r) < 0 || s3_body_md5(c, r, md5) < 0)
+    http_stream *st = http_stream_of(c);
+    if (st) {
+        s3_stream_put_object(c, r, st);
+        return;
+    }
+    if (s3_body_whole(c, r) < 0 || s3_body_readable(c, r) < 0 || s3_body_md5(c, r, md5) < 0)
         return;
     char etag[33];
     for (int i = 0; i < 16; i++)

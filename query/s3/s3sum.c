@@ -33,7 +33,8 @@ static const s3sum_alg s3sum_algs[] = {
     {"crc32", "CRC32"}, {"crc32c", "CRC32C"}, {"sha1", "SHA1"}, {"sha256", "SHA256"}};
 #define S3SUM_NALGS (sizeof(s3sum_algs) / sizeof(s3sum_algs[0]))
 
-static uint32_t s3sum_crc32c(const uint8_t *p, size_t n) {
+/* CRC32C over p, continuing c (0xFFFFFFFF to begin; inverted at the end). */
+static uint32_t s3sum_crc32c(uint32_t c, const uint8_t *p, size_t n) {
     static uint32_t table[256];
     static int ready; /* filled once; the same values whichever thread does it */
     if (!ready) {
@@ -45,27 +46,40 @@ static uint32_t s3sum_crc32c(const uint8_t *p, size_t n) {
         }
         ready = 1;
     }
-    uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++)
         c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return c;
 }
 
-/* The digest of alg over the body, base64, into out (>= 48 bytes). */
-static void s3sum_digest(size_t alg, const uint8_t *p, size_t n, char *out) {
-    unsigned char d[32];
-    unsigned int dn = 0;
-    uint32_t v = 0;
-    switch (alg) {
-    case 0: v = (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n); break;
-    case 1: v = s3sum_crc32c(p, n); break;
-    case 2: EVP_Digest(p, n, d, &dn, EVP_sha1(), NULL); break;
-    default: EVP_Digest(p, n, d, &dn, EVP_sha256(), NULL); break;
+void s3_sum_update(s3_sum *s, const void *data, size_t n) {
+    const uint8_t *p = data;
+    switch (s->alg) {
+    case 0:
+        while (n) { /* zlib takes an uInt at a time */
+            uInt k = n > 0x40000000u ? 0x40000000u : (uInt)n;
+            s->crc = (uint32_t)crc32(s->crc, p, k);
+            p += k;
+            n -= k;
+        }
+        break;
+    case 1: s->crc = s3sum_crc32c(s->crc, p, n); break;
+    case 2:
+    case 3: EVP_DigestUpdate(s->md, p, n); break;
+    default: break;
     }
-    if (alg < 2) {
+}
+
+/* The digest so far, base64, into out (>= 48 bytes). */
+static void s3sum_final(s3_sum *s, char *out) {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dn = 0;
+    uint32_t v = s->alg == 1 ? s->crc ^ 0xFFFFFFFFu : s->crc;
+    if (s->alg < 2) {
         d[0] = (unsigned char)(v >> 24), d[1] = (unsigned char)(v >> 16);
         d[2] = (unsigned char)(v >> 8), d[3] = (unsigned char)v;
         dn = 4;
+    } else {
+        EVP_DigestFinal_ex(s->md, d, &dn);
     }
     EVP_EncodeBlock((unsigned char *)out, d, (int)dn);
 }
@@ -81,26 +95,55 @@ static const char *s3sum_sent(http_ctx *c, const s3auth *a, size_t alg) {
     return h;
 }
 
-int s3_checksum(http_ctx *c, const s3auth *a, const uint8_t *body, size_t n, char *out,
-                size_t out_size, char *header, size_t header_size) {
-    out[0] = header[0] = '\0';
-    for (size_t alg = 0; alg < S3SUM_NALGS; alg++) {
-        const char *sent = s3sum_sent(c, a, alg);
-        if (!sent)
-            continue;
-        char got[64];
-        s3sum_digest(alg, body, n, got);
-        if (strcmp(got, sent) != 0) {
-            http_reply_error(c, 400, "BadDigest",
-                             "The %s you specified did not match the calculated checksum.",
-                             s3sum_algs[alg].upper);
-            return -1;
-        }
-        snprintf(out, out_size, "%s:%s", s3sum_algs[alg].upper, got);
-        snprintf(header, header_size, "x-amz-checksum-%s", s3sum_algs[alg].name);
-        return 1;
+int s3_sum_begin(http_ctx *c, const s3auth *a, s3_sum *s) {
+    memset(s, 0, sizeof(*s));
+    s->alg = -1;
+    for (size_t alg = 0; alg < S3SUM_NALGS && s->alg < 0; alg++)
+        if (s3sum_sent(c, a, alg))
+            s->alg = (int)alg;
+    if (s->alg == 1)
+        s->crc = 0xFFFFFFFFu;
+    if (s->alg >= 2 && (!(s->md = EVP_MD_CTX_new()) ||
+                        !EVP_DigestInit_ex(s->md, s->alg == 2 ? EVP_sha1() : EVP_sha256(), NULL))) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
     }
     return 0;
+}
+
+int s3_sum_end(http_ctx *c, const s3auth *a, s3_sum *s, char *out, size_t out_size,
+               char *header, size_t header_size) {
+    out[0] = header[0] = '\0';
+    if (s->alg < 0)
+        return 0;
+    const char *sent = s3sum_sent(c, a, (size_t)s->alg);
+    char got[64];
+    s3sum_final(s, got);
+    if (!sent || strcmp(got, sent) != 0) {
+        http_reply_error(c, 400, "BadDigest",
+                         "The %s you specified did not match the calculated checksum.",
+                         s3sum_algs[s->alg].upper);
+        return -1;
+    }
+    snprintf(out, out_size, "%s:%s", s3sum_algs[s->alg].upper, got);
+    snprintf(header, header_size, "x-amz-checksum-%s", s3sum_algs[s->alg].name);
+    return 1;
+}
+
+void s3_sum_free(s3_sum *s) {
+    EVP_MD_CTX_free(s->md);
+    s->md = NULL;
+}
+
+int s3_checksum(http_ctx *c, const s3auth *a, const uint8_t *body, size_t n, char *out,
+                size_t out_size, char *header, size_t header_size) {
+    s3_sum s;
+    if (s3_sum_begin(c, a, &s) < 0)
+        return -1;
+    s3_sum_update(&s, body, n);
+    int rc = s3_sum_end(c, a, &s, out, out_size, header, header_size);
+    s3_sum_free(&s);
+    return rc;
 }
 
 int s3_checksum_header(const char *stored, char *name, size_t nn, const char **value) {

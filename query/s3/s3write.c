@@ -251,7 +251,12 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
     }
     uint8_t md5[16];
     char etag[33];
-    if (s3_body_readable(c, r) < 0 || s3_body_md5(c, r, md5) < 0)
+    http_stream *st = http_stream_of(c);
+    if (st) {
+        s3_stream_upload_part(c, r, st, upload_id, pn);
+        return;
+    }
+    if (s3_body_whole(c, r) < 0 || s3_body_readable(c, r) < 0 || s3_body_md5(c, r, md5) < 0)
         return;
     s3w_md5_hex(md5, etag);
     /* A part's x-amz-checksum-* is checked against its bytes (the object's

@@ -25,6 +25,10 @@
  *  - a request whose framing is not exact (framing.h) is answered 400 and
  *    the connection closed before evhttp acts on it: evhttp's lenient
  *    reading of body lengths is a request-smuggling vector behind a proxy;
+ *  - on a face that streams, a PUT with a body over HTTP_STREAM_MIN is
+ *    dispatched at its head and its body given to the handler as it
+ *    arrives, never read whole (the streamed bodies section below; its
+ *    contract is server.h's);
  *  - an answer handed to evhttp is written whole: reading is off from
  *    dispatch until the answer is out, so a client that half-closes after
  *    its request is not taken for a failure (evhttp reads during a write to
@@ -83,6 +87,43 @@ struct http_conn {
     const http_face *face;       /* of the listener that accepted it */
     unsigned reserve : 1;        /* accepted past the cap: probes only */
     unsigned refused : 1;        /* answered 400 for its framing, lingering */
+    unsigned shuffling : 1;      /* moving bytes in or out of the input: not
+                                    the peer's */
+    /* A PUT's head held from evhttp until it is whole (a face that
+     * streams), with what followed it; held_at: where it began. */
+    struct evbuffer *held;
+    uint64_t held_at;
+    http_stream *stream;         /* the body of the request now read, streamed */
+};
+
+/* A streamed body's life (stream.h's contract, server.h): its head went to
+ * evhttp with Content-Length 0 (HELD) and was dispatched (WAITING: bytes
+ * gather in `early`, at most STREAM_EARLY_MAX, until the handler starts
+ * it); then FLOWING to the handler's sink; DONE once every byte was
+ * delivered (or gathered); DEAD when the request was answered first or
+ * the sink failed (what still comes is dropped, the connection closes). */
+enum { STREAM_HELD, STREAM_WAITING, STREAM_FLOWING, STREAM_DONE, STREAM_DEAD };
+#define STREAM_EARLY_MAX (1 << 20)
+
+static http_conn *conn_of(http_worker *w, struct evhttp_request *req);
+static void conn_stream_end(http_stream *s, int rc);
+static void conn_stream_free(http_conn *cn);
+static void conn_stream_input(http_conn *cn, struct evbuffer *buf, size_t n);
+static void conn_hold(http_conn *cn, struct evbuffer *buf);
+
+struct http_stream {
+    http_conn *cn;
+    uint64_t length;             /* Content-Length, as sent */
+    uint64_t left;               /* body bytes not yet read */
+    char length_text[24];
+    int state;
+    unsigned expect_continue : 1; /* the client waits for 100 Continue */
+    unsigned started : 1;
+    unsigned ended : 1;          /* end called */
+    struct evbuffer *early;
+    http_stream_data_fn *data;
+    http_stream_end_fn *end;
+    void *arg;
 };
 
 /* The worker running on this thread. evconnlistener's error callback gets
@@ -162,6 +203,11 @@ static void conn_accept_error(struct evconnlistener *lev, void *http) {
 
 static void conn_forget(http_conn *cn) {
     http_worker *w = cn->w;
+    if (cn->stream) /* the peer went before its body was read */
+        conn_stream_end(cn->stream, -1);
+    conn_stream_free(cn);
+    if (cn->held)
+        evbuffer_free(cn->held);
     if (cn->fd >= 0 && cn->fd < w->conns_size && w->conns[cn->fd] == cn)
         w->conns[cn->fd] = NULL;
     if (cn->input_cb)
@@ -341,6 +387,10 @@ static void conn_refuse(http_conn *cn) {
     cn->refused = 1;
     cn->refuse_at = UINT64_MAX;
     cn->receiving = 0;
+    if (cn->held) {
+        evbuffer_free(cn->held);
+        cn->held = NULL;
+    }
     evbuffer_drain(in, evbuffer_get_length(in));
     evtimer_del(cn->idle);
     atomic_fetch_add(&w->srv->counters.framing_errors, 1);
@@ -393,7 +443,7 @@ static int conn_frame(http_conn *cn, struct evbuffer *buf, size_t n) {
 static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
                           void *arg) {
     http_conn *cn = arg;
-    if (info->n_added == 0 || !cn->settled)
+    if (info->n_added == 0 || !cn->settled || cn->shuffling)
         return;
     cn->added += info->n_added;
     if (cn->refused) { /* lingering: nothing more is served */
@@ -406,11 +456,302 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
         if (cn->refused)
             return;
     }
+    if (cn->stream) {
+        conn_stream_input(cn, buf, info->n_added);
+        return;
+    }
+    if (cn->face->streams && cn->refuse_at == UINT64_MAX)
+        conn_hold(cn, buf);
     if (cn->receiving)
         return;
     cn->receiving = 1;
     evtimer_del(cn->idle);
     conn_arm(cn->deadline, cn->w->srv->conf.request_timeout_ms);
+}
+
+/* ------------------------------------------------------------ streamed bodies */
+
+/* Moves bytes in or out of the input without taking them for the peer's
+ * (conn_input_cb ignores what it sees meanwhile). */
+static void conn_shuffle_begin(http_conn *cn) { cn->shuffling = 1; }
+static void conn_shuffle_end(http_conn *cn) { cn->shuffling = 0; }
+
+static void conn_stream_free(http_conn *cn) {
+    http_stream *s = cn->stream;
+    if (!s)
+        return;
+    if (s->early)
+        evbuffer_free(s->early);
+    free(s);
+    cn->stream = NULL;
+}
+
+/* Tells the handler how its body ended, once, if it took it and has not
+ * answered yet. */
+static void conn_stream_end(http_stream *s, int rc) {
+    if (!s->started || s->ended)
+        return;
+    s->ended = 1;
+    s->end(s->arg, rc);
+}
+
+/* evhttp's read callback must not run while a dispatched request's body
+ * streams (it would take the bytes for a request of their own): a low
+ * watermark above anything the input holds keeps it quiet, since every
+ * body byte is taken from the input as it arrives. */
+static void conn_stream_quiet(http_conn *cn, int on) {
+    bufferevent_setwatermark(cn->bev, EV_READ, on ? SIZE_MAX / 2 : 0, 0);
+}
+
+/* Hands bytes to the sink; -1 when it refused them (the stream is DEAD). */
+static int conn_stream_deliver(http_stream *s, struct evbuffer *from, size_t n) {
+    while (n > 0) {
+        struct evbuffer_iovec v[8];
+        int nv = evbuffer_peek(from, (ev_ssize_t)n, NULL, v, 8);
+        if (nv <= 0)
+            break;
+        size_t took = 0;
+        for (int i = 0; i < nv && i < 8 && took < n; i++) {
+            size_t k = v[i].iov_len < n - took ? v[i].iov_len : n - took;
+            if (s->data(s->arg, v[i].iov_base, k) < 0) {
+                s->state = STREAM_DEAD;
+                return -1;
+            }
+            took += k;
+        }
+        evbuffer_drain(from, took);
+        n -= took;
+    }
+    return 0;
+}
+
+/* Every body byte read: reading stops until the answer is out (evhttp
+ * starts the next request then). The watermark stays up until the answer
+ * begins: the read that brought the last bytes checks it right after
+ * this, and evhttp's read callback must not run before it answers. */
+static void conn_stream_done(http_conn *cn) {
+    http_stream *s = cn->stream;
+    s->state = STREAM_DONE;
+    evtimer_del(cn->deadline);
+    bufferevent_disable(cn->bev, EV_READ);
+    if (s->started)
+        conn_stream_end(s, 0);
+}
+
+/* The last n bytes of the input, read for a streamed body: its bytes are
+ * taken (to the sink, or gathered until the handler starts); what follows
+ * the body stays for evhttp. */
+static void conn_stream_input(http_conn *cn, struct evbuffer *buf, size_t n) {
+    http_stream *s = cn->stream;
+    if (s->state == STREAM_DEAD) {
+        conn_shuffle_begin(cn);
+        evbuffer_drain(buf, evbuffer_get_length(buf));
+        conn_shuffle_end(cn);
+        return;
+    }
+    if (s->state == STREAM_DONE)
+        return;
+    size_t take = s->left < n ? (size_t)s->left : n;
+    s->left -= take;
+    conn_shuffle_begin(cn);
+    int rc = 0;
+    if (s->state == STREAM_FLOWING)
+        rc = conn_stream_deliver(s, buf, take);
+    else
+        evbuffer_remove_buffer(buf, s->early, take);
+    conn_shuffle_end(cn);
+    if (rc < 0) {
+        evtimer_del(cn->deadline);
+        conn_stream_end(s, -1);
+        return;
+    }
+    if (s->left == 0) {
+        conn_stream_done(cn);
+        return;
+    }
+    if (s->state != STREAM_HELD) /* a stalled body ends like a stalled head */
+        conn_arm(cn->deadline, cn->w->srv->conf.request_timeout_ms);
+    if (s->state == STREAM_WAITING && evbuffer_get_length(s->early) >= STREAM_EARLY_MAX)
+        bufferevent_disable(cn->bev, EV_READ); /* until the handler takes it */
+}
+
+/* A line of head[0..n) that starts at i, up to its CRLF: its end. */
+static size_t conn_line_end(const char *head, size_t n, size_t i) {
+    while (i + 1 < n && !(head[i] == '\r' && head[i + 1] == '\n'))
+        i++;
+    return i;
+}
+
+/* The held head (n bytes) as evhttp is to read it: Content-Length 0, the
+ * value sent kept in s. NULL out of memory or when the field is not found
+ * (framing saw exactly one). */
+static char *conn_head_rewrite(const char *head, size_t n, http_stream *s, size_t *out_n) {
+    size_t i = conn_line_end(head, n, 0) + 2;
+    while (i < n) {
+        size_t e = conn_line_end(head, n, i);
+        const char *line = head + i;
+        size_t ln = e - i;
+        if (ln > 7 && strncasecmp(line, "expect:", 7) == 0) {
+            const char *v = line + 7;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            s->expect_continue = strncasecmp(v, "100-continue", 12) == 0;
+        }
+        if (ln > 15 && strncasecmp(line, "content-length:", 15) == 0) {
+            size_t vs = i + 15, ve = e;
+            while (vs < ve && (head[vs] == ' ' || head[vs] == '\t'))
+                vs++;
+            while (ve > vs && (head[ve - 1] == ' ' || head[ve - 1] == '\t'))
+                ve--;
+            snprintf(s->length_text, sizeof(s->length_text), "%.*s", (int)(ve - vs), head + vs);
+            char *out = malloc(n + 1);
+            if (!out)
+                return NULL;
+            memcpy(out, head, i + 15);
+            out[i + 15] = '0';
+            memcpy(out + i + 16, head + e, n - e);
+            *out_n = i + 16 + (n - e);
+            for (size_t j = e + 2; j < n && !s->expect_continue;) { /* an Expect after it */
+                size_t je = conn_line_end(head, n, j);
+                if (je - j > 7 && strncasecmp(head + j, "expect:", 7) == 0) {
+                    const char *v = head + j + 7;
+                    while (*v == ' ' || *v == '\t')
+                        v++;
+                    s->expect_continue = strncasecmp(v, "100-continue", 12) == 0;
+                }
+                j = je + 2;
+            }
+            return out;
+        }
+        i = e + 2;
+    }
+    return NULL;
+}
+
+/* The held bytes go to evhttp as they came. */
+static void conn_release(http_conn *cn, struct evbuffer *buf) {
+    conn_shuffle_begin(cn);
+    evbuffer_add_buffer(buf, cn->held);
+    conn_shuffle_end(cn);
+    evbuffer_free(cn->held);
+    cn->held = NULL;
+}
+
+/* The held PUT's head is whole and its body long: the head goes to evhttp
+ * with Content-Length 0, its body to a stream. Falls back to releasing it
+ * as it came when that cannot be done (out of memory). */
+static void conn_stream_begin(http_conn *cn, struct evbuffer *buf) {
+    size_t head_n = (size_t)(cn->fr.body_at - cn->held_at);
+    size_t out_n = 0;
+    http_stream *s = calloc(1, sizeof(*s));
+    const char *head = s && evbuffer_get_length(cn->held) >= head_n
+                           ? (const char *)evbuffer_pullup(cn->held, (ev_ssize_t)head_n)
+                           : NULL;
+    char *rewritten = head ? conn_head_rewrite(head, head_n, s, &out_n) : NULL;
+    if (!rewritten || !(s->early = evbuffer_new())) {
+        free(rewritten);
+        free(s);
+        conn_release(cn, buf);
+        return;
+    }
+    s->cn = cn;
+    s->length = cn->fr.body_len;
+    evbuffer_drain(cn->held, head_n);
+    size_t got = evbuffer_get_length(cn->held);
+    s->left = s->length - got;
+    evbuffer_add_buffer(s->early, cn->held);
+    evbuffer_free(cn->held);
+    cn->held = NULL;
+    cn->stream = s;
+    conn_shuffle_begin(cn);
+    evbuffer_add(buf, rewritten, out_n);
+    conn_shuffle_end(cn);
+    free(rewritten);
+}
+
+/* A face that streams: a PUT is held from evhttp from its first byte until
+ * its head is whole, then streamed (a body over HTTP_STREAM_MIN with a
+ * Content-Length) or released. A request behind others evhttp has not
+ * read yet (pipelined) is read whole, as before. */
+static void conn_hold(http_conn *cn, struct evbuffer *buf) {
+    framing *f = &cn->fr;
+    int head = framing_in_head(f);
+    int same = cn->held && f->msg_start == cn->held_at;
+    int body = !head && f->body_at > f->msg_start && f->remaining > 0 && f->body_len;
+    if (cn->held) {
+        conn_shuffle_begin(cn);
+        evbuffer_add_buffer(cn->held, buf);
+        conn_shuffle_end(cn);
+        if (same && head)
+            return;
+        if (same && body && f->body_len > HTTP_STREAM_MIN)
+            conn_stream_begin(cn, buf);
+        else
+            conn_release(cn, buf);
+        return;
+    }
+    int put = f->verb_len == 3 && memcmp(f->verb, "PUT", 3) == 0;
+    if (!put || evbuffer_get_length(buf) != cn->added - f->msg_start)
+        return;
+    if (!head && !(body && f->body_len > HTTP_STREAM_MIN))
+        return;
+    if (!(cn->held = evbuffer_new()))
+        return;
+    cn->held_at = f->msg_start;
+    conn_shuffle_begin(cn);
+    evbuffer_add_buffer(cn->held, buf);
+    conn_shuffle_end(cn);
+    if (!head)
+        conn_stream_begin(cn, buf);
+}
+
+/* The client waits for 100 Continue before its body. Written through the
+ * bufferevent (TLS too) with evhttp's write callback off: that callback
+ * runs the end of the last answer evhttp wrote on this connection, which
+ * would end this request. evhttp sets its callbacks again when it
+ * answers. */
+static void conn_send_continue(http_conn *cn) {
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    bufferevent_data_cb readcb;
+    bufferevent_event_cb eventcb;
+    void *arg;
+    bufferevent_getcb(cn->bev, &readcb, NULL, &eventcb, &arg);
+    bufferevent_setcb(cn->bev, readcb, NULL, eventcb, arg);
+    bufferevent_write(cn->bev, cont, sizeof(cont) - 1);
+    bufferevent_enable(cn->bev, EV_WRITE);
+}
+
+http_stream *http_stream_of(http_ctx *c) {
+    http_conn *cn = conn_of(c->w, c->req);
+    return cn && cn->stream && cn->stream->state != STREAM_HELD ? cn->stream : NULL;
+}
+
+uint64_t http_stream_length(const http_stream *s) { return s->length; }
+
+void http_stream_start(http_stream *s, http_stream_data_fn *data, http_stream_end_fn *end,
+                       void *arg) {
+    http_conn *cn = s->cn;
+    s->data = data;
+    s->end = end;
+    s->arg = arg;
+    s->started = 1;
+    if (s->state == STREAM_DEAD) {
+        conn_stream_end(s, -1);
+        return;
+    }
+    size_t early = evbuffer_get_length(s->early);
+    if (early && conn_stream_deliver(s, s->early, early) < 0) {
+        conn_stream_end(s, -1);
+        return;
+    }
+    if (s->state == STREAM_DONE) {
+        conn_stream_end(s, 0);
+        return;
+    }
+    s->state = STREAM_FLOWING;
+    if (s->expect_continue && s->left == s->length)
+        conn_send_continue(cn);
+    bufferevent_enable(cn->bev, EV_READ);
 }
 
 /* ------------------------------------------------------------ new connections */
@@ -487,6 +828,21 @@ int conn_request_dispatched(http_worker *w, struct evhttp_request *req) {
     cn->dispatched = 1;
     evtimer_del(cn->deadline);
     bufferevent_disable(cn->bev, EV_READ);
+    http_stream *s = cn->stream;
+    if (s && s->state == STREAM_HELD) { /* its body reads on while it is served */
+        struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+        evhttp_remove_header(h, "Content-Length");
+        evhttp_add_header(h, "Content-Length", s->length_text);
+        s->state = STREAM_WAITING;
+        if (s->left == 0) {
+            conn_stream_done(cn);
+        } else {
+            conn_stream_quiet(cn, 1);
+            conn_arm(cn->deadline, cn->w->srv->conf.request_timeout_ms);
+            if (evbuffer_get_length(s->early) < STREAM_EARLY_MAX)
+                bufferevent_enable(cn->bev, EV_READ);
+        }
+    }
     return cn->reserve;
 }
 
@@ -498,6 +854,7 @@ static void conn_answer_written(struct evhttp_request *req, void *arg) {
     http_conn *cn = arg;
     cn->answering = 0;
     cn->dispatched = 0;
+    conn_stream_free(cn);
     conn_refuse_when_due(cn);
     if (cn->refused)
         return;
@@ -514,7 +871,17 @@ http_conn *conn_answer_begin(http_worker *w, struct evhttp_request *req) {
     if (!cn)
         return NULL;
     cn->answering = 1;
-    if (cn->reserve) /* one request each, so the reserve is soon free again */
+    http_stream *s = cn->stream;
+    if (s && s->state != STREAM_DONE) {
+        /* answered before its body was read: what is left of it is
+         * dropped, and the connection closes after the answer */
+        s->ended = 1;
+        s->state = STREAM_DEAD;
+        evtimer_del(cn->deadline);
+    }
+    if (s) /* evhttp takes the read callback away while it writes */
+        conn_stream_quiet(cn, 0);
+    if (cn->reserve || (s && s->state == STREAM_DEAD))
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
     evhttp_request_set_on_complete_cb(req, conn_answer_written, cn);
     return cn;

@@ -161,6 +161,8 @@ static int framing_head(framing *f) {
         f->state = FS_SIZE_FIRST;
     else
         f->state = f->remaining > 0 ? FS_BODY : FS_START;
+    f->body_at = f->at + 1;
+    f->body_len = f->flags & FRAMING_F_CHUNKED ? 0 : f->remaining;
     return 0;
 }
 
@@ -351,6 +353,10 @@ static int framing_chunk_end(framing *f, uint8_t c) {
     }
 }
 
+int framing_in_head(const framing *f) {
+    return f->state >= FS_METHOD && f->state <= FS_HEAD_LF;
+}
+
 int framing_feed(framing *f, uint8_t *p, size_t n) {
     size_t i = 0;
     int rc = 0;
@@ -395,7 +401,10 @@ int framing_feed(framing *f, uint8_t *p, size_t n) {
             break;
         case FS_FIELD_START:
         case FS_VALUE_LF:
+            rc = framing_header(f, p[i]);
+            break;
         case FS_HEAD_LF:
+            f->at = f->offset + i;
             rc = framing_header(f, p[i]);
             break;
         case FS_SIZE_FIRST:

@@ -37,6 +37,9 @@ typedef struct framing {
     uint64_t msg_start;          /* where the request now read began */
     uint64_t remaining;          /* body or chunk bytes still to come */
     uint64_t chunk_size;
+    uint64_t at;                 /* the offset of the byte now judged */
+    uint64_t body_at;            /* where the body of the last head read begins */
+    uint64_t body_len;           /* its Content-Length (0: none, or chunked) */
     const char *error;           /* the rule broken; sticky once set */
     uint8_t state;
     uint8_t method;              /* FRAMING_M_* of the request now read */
@@ -62,5 +65,8 @@ void framing_init(framing *f);
  * looked at; later calls return -1 at once. May turn a chunk extension's
  * ';' into a space (see the top). */
 int framing_feed(framing *f, uint8_t *p, size_t n);
+/* 1 while the request now read is in its head (request line, header
+ * lines), 0 once its body, or nothing, follows. */
+int framing_in_head(const framing *f);
 
 #endif

@@ -271,6 +271,13 @@ void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body) {
     http_send(c, status, body);
 }
 
+struct evbuffer *http_body_buffer(http_ctx *c) {
+    struct evbuffer *b = evbuffer_new();
+    if (b && !tls_serves(c->w->srv->conf.tls))
+        evbuffer_set_flags(b, EVBUFFER_FLAG_DRAINS_TO_FD);
+    return b;
+}
+
 void http_reply_buffer(http_ctx *c, int status, const char *content_type,
                        struct evbuffer *body) {
     http_add_header(c, "Content-Type", content_type);

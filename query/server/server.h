@@ -34,6 +34,7 @@
 #define HTTP_MAX_TIMEOUT_MS 30000
 #define HTTP_MAX_KEY_LEN 1024
 #define HTTP_MAX_BODY (256 * 1024)
+#define HTTP_STREAM_MIN (1 << 20)
 
 typedef struct objlog_query objlog_query; /* the service (service.c): opaque here */
 typedef struct server server;
@@ -126,6 +127,9 @@ typedef struct http_face {
     /* 1: a read of a partition another node applies is forwarded there;
      * 0: answered here with 501 naming the node. */
     int forwards;
+    /* 1: a PUT with a Content-Length over HTTP_STREAM_MIN is dispatched at
+     * its head and its body streamed to the handler (http_stream_of) */
+    int streams;
     size_t max_body;
     int allowed_methods;         /* EVHTTP_REQ_* */
 } http_face;
@@ -314,6 +318,31 @@ void conn_answer_sent(http_conn *cn);
 /* A request's id (32 hex digits): unique, not secret. */
 void http_request_id(http_worker *w, char out[33]);
 
+/* ---- conn.c: streamed request bodies ----
+ * On a face that streams, a PUT whose Content-Length is over
+ * HTTP_STREAM_MIN is dispatched once its head is read (its Content-Length
+ * header as sent); its body is never read whole. The handler takes it
+ * (http_stream_start) and gets every byte in order on the worker's
+ * thread, then the end; it answers after that. An answer sent before the
+ * end drops the rest of the body and closes the connection after it. A
+ * dispatched stream's bytes wait (at most 1 MiB; reading stops beyond)
+ * until the handler starts it, so a route may park first. The body must
+ * keep coming: no byte for the request timeout ends the connection. */
+typedef struct http_stream http_stream;
+/* Some bytes of the body: 0, or -1 to stop (the end follows with -1). */
+typedef int http_stream_data_fn(void *arg, const void *p, size_t n);
+/* Once: rc 0 every byte delivered, -1 the body will not come whole (the
+ * client went or stalled, or the sink stopped). c is answered after it. */
+typedef void http_stream_end_fn(void *arg, int rc);
+/* c's body as a stream, or NULL when it was read whole (or the
+ * connection is gone: the request then has no body to serve). */
+http_stream *http_stream_of(http_ctx *c);
+uint64_t http_stream_length(const http_stream *s);
+/* Once per stream; a 100 Continue goes out first when the client waits
+ * for one. data and end may run before this returns. */
+void http_stream_start(http_stream *s, http_stream_data_fn *data, http_stream_end_fn *end,
+                       void *arg);
+
 /* ---- reply.c: parameters and answers ---- */
 /* Value of query parameter name (NULL if absent); *len gets its length. */
 const char *http_param_get(const http_ctx *c, const char *name, size_t *len);
@@ -330,6 +359,11 @@ void http_reply_json(http_ctx *c, int status, json_t *body);
 /* A peer's answer, relayed (forward.c): its headers are set already; takes
  * body (may be NULL). */
 void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body);
+/* An empty body for c's answer that file segments (evbuffer_add_file) may
+ * fill: on a plain socket they go out by sendfile(2), never read into
+ * memory; under TLS they are mapped and encrypted piece by piece. NULL
+ * out of memory. */
+struct evbuffer *http_body_buffer(http_ctx *c);
 /* body (taken; its length is the Content-Length) of content_type. */
 void http_reply_buffer(http_ctx *c, int status, const char *content_type,
                        struct evbuffer *body);
