@@ -64,6 +64,7 @@ const char bench_usage_text[] =
     "                    [--count N (default 20000)] [--threads T] [--partitions N]\n"
     "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
     "                    [--heads N (default 4000)]\n"
+    "       objlog bench --s3-bytes\n"
     "       objlog bench --ranges [--url URL --brokers LIST [--keep]]\n"
     "                    [--count N (default 8000)] [--threads T] [--apply-threads A]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
@@ -93,6 +94,9 @@ const char bench_usage_text[] =
     "run of its own objlogd: N keys, then LISTs of all of them (ListObjectsV2 vs GET\n"
     "/v1/buckets/B/objects) and HEADs of one (HeadObject vs HEAD /objects/K), one\n"
     "connection each, in alternating blocks; mean, p50, p99 and S3/JSON ratios.\n"
+    "--s3-bytes: PutObject and GetObject MB/s of 1 KiB, 1 MiB and 64 MiB objects on\n"
+    "its own objlogd (blobs in its temp dir) against dd writing (conv=fsync) and\n"
+    "reading the same bytes in the same directory, and the ratios.\n"
     "--ranges: on its own objlogd (8 partitions) or --url's (8 partitions or more),\n"
     "N puts a round over 8 buckets of one hot range, applied writes/s with the range\n"
     "on 1 partition, then split over 2, 4 and 8 (POST /v1/ranges/split between\n"
@@ -128,7 +132,7 @@ enum {
     O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT, O_S3, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES
+    O_BUCKETS, O_CKPT, O_S3, O_S3_BYTES, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -175,6 +179,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"checkpoint", no_argument, NULL, O_CKPT},
         {"indexes", no_argument, NULL, O_INDEXES},
         {"s3", no_argument, NULL, O_S3},
+        {"s3-bytes", no_argument, NULL, O_S3_BYTES},
         {"ranges", no_argument, NULL, O_RANGES},
         {"heads", required_argument, NULL, O_HEADS},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
@@ -210,6 +215,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_CKPT: b->ckpt = 1; break;
         case O_INDEXES: b->indexes = 1; break;
         case O_S3: b->s3 = 1; break;
+        case O_S3_BYTES: b->s3_bytes = 1; break;
         case O_RANGES: b->ranges = 1; break;
         case O_NO_KEEPALIVE: b->list_fresh = 1; break;
         case O_KEEP: b->keep = 1; break;
@@ -298,8 +304,8 @@ int bench_main(cli *c, int argc, char **argv) {
         setenv("OBJLOG_LIFECYCLE_INTERVAL_MS", "100", 1);
         setenv("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS", "172800000", 1);
     }
-    if (rc == 0 && b->s3 && b->url) /* it needs the S3 listener it starts */
-        rc = bench_usage("--s3 runs its own objlogd: drop --url", NULL);
+    if (rc == 0 && (b->s3 || b->s3_bytes) && b->url) /* it needs the S3 listener it starts */
+        rc = bench_usage("--s3 and --s3-bytes run their own objlogd: drop --url", NULL);
     if (rc == 0 && b->apply && !b->url) {
         char why[512];
         if (bench_apply_check(b, why, sizeof(why)) < 0)
@@ -331,6 +337,7 @@ int bench_main(cli *c, int argc, char **argv) {
     } else if (rc == 0) {
         rc = b->apply   ? bench_apply_run(b)
              : b->s3    ? bench_s3_run(b)
+             : b->s3_bytes ? bench_s3bytes_run(b)
              : b->ranges ? bench_ranges_run(b)
              : b->list  ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)

@@ -100,9 +100,13 @@ static pid_t daemon_spawn(bench *b, const char *path, int out_fd) {
         dup2(lf, 2);
     char parts[16];
     snprintf(parts, sizeof(parts), "%d", b->partitions);
-    /* --s3: the S3 listener beside the JSON one (loopback, unsigned). */
+    /* --s3, --s3-bytes: the S3 listener beside the JSON one (loopback,
+     * unsigned), its bytes in the temp dir. */
+    char blobs[140];
+    snprintf(blobs, sizeof(blobs), "%s/blobs", b->tmpdir);
     char *argv[] = {(char *)path, "--embedded", "--listen", "127.0.0.1:0",
                     "--data", data, "--s3-listen", "127.0.0.1:0", "--s3-anonymous",
+                    "--blob-dir", blobs,
                     b->partitions ? "--partitions" : NULL, parts, NULL};
     execvp(path, argv);
     fprintf(stderr, "exec %s: %s\n", path, strerror(errno));

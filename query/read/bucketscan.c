@@ -111,7 +111,7 @@ int buckets_scan(objlog_store *s, const bucket_query *q, bucket_page *p,
 }
 
 
-int buckets_read_all(http_ctx *c, const char *tenant, size_t max, bucket_page *p) {
+int buckets_read_all(http_ctx *c, const bucket_query *want, size_t max, bucket_page *p) {
     int32_t parts[BUCKETS_MAX_PARTS];
     int64_t applied[BUCKETS_MAX_PARTS];
     int np = objlog_materializer_partitions(c->q->m);
@@ -122,7 +122,9 @@ int buckets_read_all(http_ctx *c, const char *tenant, size_t max, bucket_page *p
     memset(p, 0, sizeof(*p));
     if (fence_wait(c, parts, np, applied) != 0)
         return -1;
-    bucket_query q = {.tenant = tenant && *tenant ? tenant : NULL};
+    bucket_query q = *want;
+    if (q.tenant && !*q.tenant)
+        q.tenant = NULL;
     char err[256] = "";
     p->max = max;
     p->rows = calloc(p->max, sizeof(*p->rows));

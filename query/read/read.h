@@ -180,10 +180,11 @@ typedef struct bucket_page {
  * 0, or -1 with err. */
 int buckets_scan(objlog_store *s, const bucket_query *q, bucket_page *p, char *err,
                  size_t es);
-/* The first max buckets of tenant (every bucket for NULL or "") by name
- * into *p: 0 (free it with buckets_page_free), or -1 after replying 500
+/* The first max buckets q wants (its tenant: every bucket for NULL or "";
+ * its prefix and after) by name into *p, at the fence of every
+ * partition: 0 (free it with buckets_page_free), or -1 after replying 500
  * or parking on the fence (which runs c again). */
-int buckets_read_all(http_ctx *c, const char *tenant, size_t max, bucket_page *p);
+int buckets_read_all(http_ctx *c, const bucket_query *q, size_t max, bucket_page *p);
 void buckets_page_free(bucket_page *p);
 
 

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 static const char *s3_versioning_name(Objlog__Versioning v) {
     switch (v) {
     case OBJLOG__VERSIONING__VERSIONING_ENABLED: return "Enabled";
@@ -215,21 +217,59 @@ void s3_list_bucket(http_ctx *c, const s3_request *r) {
 
 #define S3_BUCKETS_MAX 10000 /* S3's default bucket limit per account */
 
-static void s3_list_buckets_reply(http_ctx *c, const bucket_page *p) {
+/* ListBuckets' continuation token: the last bucket listed, base64 (S3's
+ * is opaque too). A bucket name is in the clear in the listing anyway. */
+static void s3_bucket_token(const char *name, char *out, size_t n) {
+    if (n > 4 * ((strlen(name) + 2) / 3))
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)name, (int)strlen(name));
+    else
+        out[0] = '\0';
+}
+
+/* The bucket name a token names into out (64 bytes): 0, or -1 when it
+ * is not one this endpoint gave. */
+static int s3_bucket_untoken(const char *tok, size_t tn, char out[64]) {
+    unsigned char raw[96];
+    if (tn == 0 || tn > 88 || tn % 4)
+        return -1;
+    int n = EVP_DecodeBlock(raw, (const unsigned char *)tok, (int)tn);
+    n -= (tok[tn - 1] == '=') + (tok[tn - 2] == '='); /* padding decodes as NULs */
+    if (n <= 0 || n > 63)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!((raw[i] >= 'a' && raw[i] <= 'z') || (raw[i] >= '0' && raw[i] <= '9') ||
+              raw[i] == '.' || raw[i] == '-'))
+            return -1;
+    memcpy(out, raw, (size_t)n);
+    out[n] = '\0';
+    return 0;
+}
+
+/* max: the page asked for (max-buckets); p holds at most max + 1. */
+static void s3_list_buckets_reply(http_ctx *c, const bucket_page *p, size_t max,
+                                  const char *prefix) {
     xmlw x;
     if (xmlw_begin(&x, "ListAllMyBucketsResult") < 0) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
-    s3_owner_xml(&x, "Owner", *c->tenant ? c->tenant : S3_NO_OWNER);
     xmlw_open(&x, "Buckets");
-    for (size_t i = 0; i < p->n; i++) {
+    size_t n = p->n > max ? max : p->n;
+    for (size_t i = 0; i < n; i++) {
         xmlw_open(&x, "Bucket");
         xmlw_str(&x, "Name", p->rows[i].r->name);
         xmlw_time(&x, "CreationDate", p->rows[i].r->created_ms);
         xmlw_close(&x, "Bucket");
     }
     xmlw_close(&x, "Buckets");
+    s3_owner_xml(&x, "Owner", *c->tenant ? c->tenant : S3_NO_OWNER);
+    if (p->n > max && n) {
+        char tok[100];
+        s3_bucket_token(p->rows[n - 1].r->name, tok, sizeof(tok));
+        xmlw_str(&x, "ContinuationToken", tok);
+    }
+    if (prefix)
+        xmlw_str(&x, "Prefix", prefix);
     xmlw_close(&x, "ListAllMyBucketsResult");
     if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)
         x.buf.len = 0;
@@ -248,9 +288,26 @@ void s3_list_buckets(http_ctx *c, const char *tenant) {
         return;
     }
     /* Anonymous callers (tenant "") see every bucket; a key's, its tenant's. */
-    bucket_page p;
-    if (buckets_read_all(c, tenant, S3_BUCKETS_MAX, &p) < 0)
+    long long max;
+    size_t pn, tn;
+    const char *prefix = http_param_get(c, "prefix", &pn);
+    const char *tok = http_param_get(c, "continuation-token", &tn);
+    char after[64];
+    if (http_param_int(c, "max-buckets", 1, S3_BUCKETS_MAX, S3_BUCKETS_MAX, &max) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "max-buckets must be an integer from 1 to %d", S3_BUCKETS_MAX);
         return;
-    s3_list_buckets_reply(c, &p);
+    }
+    if (tok && tn && s3_bucket_untoken(tok, tn, after) < 0) {
+        http_reply_error(c, 400, "InvalidArgument",
+                         "The continuation token provided is incorrect");
+        return;
+    }
+    bucket_query q = {.tenant = tenant, .prefix = prefix && pn ? prefix : NULL,
+                      .prefix_len = prefix ? pn : 0, .after = tok && tn ? after : NULL};
+    bucket_page p;
+    if (buckets_read_all(c, &q, (size_t)max + 1, &p) < 0)
+        return;
+    s3_list_buckets_reply(c, &p, (size_t)max, prefix && pn ? prefix : NULL);
     buckets_page_free(&p);
 }

@@ -11,17 +11,17 @@ through boto3:
   - CreateBucket of a bucket the caller owns is 200 in us-east-1;
   - Object Lock: a bucket asked with it is 501 NotImplemented, an object
     write naming a lock 400 InvalidRequest; nothing is written;
-  - DeleteBucket takes the bucket's in-progress multipart uploads with it.
+  - DeleteBucket takes the bucket's in-progress multipart uploads with it;
+  - ListBuckets pages with max-buckets, prefix and continuation-token.
 
 Run by test_s3_clients:
 
     boto3_behaviour_check.py S3_URL JSON_URL BLOB_DIR
 
 Exit 0 with "boto3 behaviour: N checks passed"."""
-import json
 import sys
-import urllib.error
-import urllib.request
+import urllib.parse
+import xml.etree.ElementTree as ET
 
 import boto3
 import botocore
@@ -32,6 +32,7 @@ import s3raw
 S3_URL, JSON_URL = sys.argv[1], sys.argv[2]
 BUCKET = "behave-bucket"
 KEY, SECRET = "objlogtest", "objlogtest-secret"
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 checks = 0
 
 
@@ -116,5 +117,31 @@ check(s3.list_multipart_uploads(Bucket="uploads-bucket").get("Uploads", []) == [
       "the upload went with it")
 check(error_of(lambda: s3.list_parts(Bucket="uploads-bucket", Key="big",
                                      UploadId=up["UploadId"]))[1] == "NoSuchUpload", "its parts too")
+
+# ListBuckets pagination (S3's 2024 form): max-buckets, prefix,
+# continuation-token; every bucket once, in name order
+names = ["pg-%s" % c for c in "abcde"]
+for n in names:
+    s3.create_bucket(Bucket=n)
+seen, tok, pages = [], None, 0
+while True:
+    q = "max-buckets=2&prefix=pg-" + ("&continuation-token=" +
+                                      urllib.parse.quote(tok, safe="") if tok else "")
+    st, text, _ = raw("GET", "/?" + q)
+    check(st == 200 and "<Prefix>pg-</Prefix>" in text, "ListBuckets page: %d %s" % (st, text))
+    root = ET.fromstring(text)
+    seen += [b.find(NS + "Name").text for b in root.iter(NS + "Bucket")]
+    pages += 1
+    t = root.find(NS + "ContinuationToken")
+    if t is None:
+        break
+    tok = t.text
+check(seen == names and pages == 3, "paged ListBuckets: %r in %d pages" % (seen, pages))
+st, text, _ = raw("GET", "/?max-buckets=0")
+check(st == 400 and "<Code>InvalidArgument</Code>" in text, "max-buckets=0: %d" % st)
+st, text, _ = raw("GET", "/?continuation-token=bm90IGEgYnVja2V0IQ%3D%3D")
+check(st == 400 and "continuation token" in text, "a token objlog never gave: %d %s" % (st, text))
+check(sorted(b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith("pg-")) ==
+      names, "without max-buckets: every bucket")
 
 print("boto3 behaviour: %d checks passed" % checks)
