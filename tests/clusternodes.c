@@ -1,9 +1,13 @@
 /* clusternodes.c: see clusternodes.h. */
 #include "clusternodes.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 int64_t cnodes_mono_ms(void) {
     struct timespec ts;
@@ -20,10 +24,35 @@ static void cnodes_secret(const cnodes *g, char *out, size_t n) {
     snprintf(out, n, "%s/token-secret", g->dir);
 }
 
+/* A loopback port nothing listens on now (the kernel's choice). */
+static int cnodes_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
 int cnodes_start(cnodes *g, int i) {
     cnode *n = &g->n[i];
-    char secret[300], *argv[40];
+    char secret[300], *argv[40], listen[64], blobs[300];
     int k = 0;
+    if (g->s3) {
+        if (!n->s3_port && !(n->s3_port = cnodes_free_port()))
+            return -1;
+        snprintf(listen, sizeof(listen), "127.0.0.1:%d", n->s3_port);
+        snprintf(n->s3, sizeof(n->s3), "http://%s", listen);
+        snprintf(blobs, sizeof(blobs), "%.250s/blobs", g->dir);
+        argv[k++] = "--s3-listen";
+        argv[k++] = listen;
+        argv[k++] = "--s3-anonymous";
+        argv[k++] = "--blob-dir";
+        argv[k++] = blobs;
+    }
     char data[sizeof(n->data)]; /* g->dir and n->data are both in g */
     snprintf(data, sizeof(data), "%.250s/node-%d", g->dir, i);
     memcpy(n->data, data, sizeof(data));

@@ -20,6 +20,8 @@ typedef struct cnode {
     proc *p;            /* NULL while not running */
     char data[300];
     char url[128];
+    char s3[128];       /* its S3 endpoint's URL (cnodes.s3), else "" */
+    int s3_port;        /* kept across restarts */
     httpc *h;           /* follows redirects */
     httpc *raw;         /* does not */
 } cnode;
@@ -32,6 +34,9 @@ typedef struct cnodes {
     const char *cluster;
     char *const *extra;          /* more objlogd flags, NULL-ended */
     const char *admin_token;     /* sent by cnodes_cluster_of; NULL none */
+    /* Set before cnodes_setup: every node serves S3 too (anonymous, one
+     * blob directory shared by all, DIR/blobs), on a port of its own. */
+    int s3;
 } cnodes;
 
 /* The log of `partitions` partitions, the shared secret and nodes

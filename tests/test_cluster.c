@@ -13,8 +13,10 @@
  * applies a busy partition, its keys are read again with strong
  * consistency through the survivors with the values acknowledged before
  * the kill, and writes to it succeed again. It prints the failover time.
- * Last, the usage stats gathered across the nodes (test_cluster_stats):
- * every node answers the global, tenant, bucket and top stats exactly. */
+ * Then the usage stats gathered across the nodes (test_cluster_stats):
+ * every node answers the global, tenant, bucket and top stats exactly.
+ * Last, S3's ListBuckets gathered the same way through every node. */
+#include <ctype.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -46,6 +48,7 @@ static char *node_flags[] = {"--ready-max-lag", "1", "--eventual-max-lag", "1000
 
 static int group_setup(void **state) {
     (void)state;
+    g.s3 = 1; /* every node serves S3 too */
     return cnodes_setup(&g, "c1", PARTS, NODES, MAX_NODES, node_flags);
 }
 
@@ -865,12 +868,77 @@ static void test_cluster_stats(void **state) {
                   nodes_with_parts, recount.f[ST_FIELDS - 1], recount_tenants);
 }
 
+/* S3's ListBuckets through every node: each gathers every node's buckets
+ * (they live on partitions the nodes share out), whole and in pages of
+ * max-buckets=3 followed by their continuation tokens, in name order. */
+static void test_s3_list_buckets(void **state) {
+    (void)state;
+    char owner[PARTS][128];
+    wait_settled(running(), owner, 30000);
+    static const char *const names[] = {"s3lb-a", "s3lb-b", "s3lb-c", "s3lb-d",
+                                        "s3lb-e", "s3lb-f", "s3lb-g"};
+    const int nn = (int)(sizeof(names) / sizeof(names[0]));
+    int first = other_running(-1);
+    for (int i = 0; i < nn; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/buckets/%s", names[i]);
+        httpc_resp r;
+        assert_int_equal(httpc_do(g.n[first].h, "PUT", path, "{}", NULL, &r), 0);
+        assert_int_equal(r.status, 200);
+    }
+    for (int i = 0; i < MAX_NODES; i++) {
+        if (!g.n[i].p)
+            continue;
+        httpc *s3 = httpc_new(g.n[i].s3);
+        httpc_resp r;
+        assert_int_equal(httpc_do(s3, "GET", "/?prefix=s3lb-", NULL, NULL, &r), 0);
+        if (r.status != 200)
+            fail_msg("node %d ListBuckets: %ld %s", i, r.status, r.body);
+        const char *at = r.body;
+        for (int k = 0; k < nn; k++) { /* each once, in order */
+            char want[64];
+            snprintf(want, sizeof(want), "<Name>%s</Name>", names[k]);
+            const char *hit = strstr(at, want);
+            if (!hit)
+                fail_msg("node %d ListBuckets lacks %s: %s", i, names[k], r.body);
+            at = hit + 1;
+        }
+        /* pages of 3: 3 + 3 + 1, each token the last name of its page */
+        char path[256] = "/?prefix=s3lb-&max-buckets=3";
+        int seen = 0, pages = 0;
+        for (;;) {
+            assert_int_equal(httpc_do(s3, "GET", path, NULL, NULL, &r), 0);
+            assert_int_equal(r.status, 200);
+            pages++;
+            for (const char *p = r.body; (p = strstr(p, "<Name>")); p++)
+                seen++;
+            const char *t = strstr(r.body, "<ContinuationToken>");
+            if (!t)
+                break;
+            t += strlen("<ContinuationToken>");
+            const char *e = strstr(t, "</ContinuationToken>");
+            assert_non_null(e);
+            char tok[128] = "";
+            size_t k = 0;
+            for (const char *c = t; c < e && k + 4 < sizeof(tok); c++) /* '=' and '+' */
+                k += (size_t)snprintf(tok + k, sizeof(tok) - k, isalnum((unsigned char)*c)
+                                      ? "%c" : "%%%02X", *c);
+            snprintf(path, sizeof(path), "/?prefix=s3lb-&max-buckets=3&continuation-token=%s",
+                     tok);
+        }
+        assert_int_equal(seen, nn);
+        assert_int_equal(pages, 3);
+        httpc_destroy(s3);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_nodes),
         cmocka_unit_test(test_join_and_leave),
         cmocka_unit_test(test_failover),
         cmocka_unit_test(test_cluster_stats),
+        cmocka_unit_test(test_s3_list_buckets),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

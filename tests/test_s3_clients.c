@@ -1072,6 +1072,80 @@ static void test_awscli_writes(void **state) {
     assert_int_equal(r.status, 404);
 }
 
+/* An aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, as the AWS
+ * Java SDK sends PutObject) of 3 MiB, over the 1 MiB past which other
+ * bodies stream: read whole and decoded, every chunk signature checked,
+ * the object reads back; one flipped byte is SignatureDoesNotMatch. */
+static void test_chunked_upload_over_stream_min(void **state) {
+    (void)state;
+    char path[300], err[256];
+    snprintf(path, sizeof(path), "%s/s3-credentials", g.dir);
+    s3creds *creds = s3creds_load(path, 0, err, sizeof(err));
+    assert_non_null(creds);
+    json_put("/v1/buckets/chunked-big", "{\"tenant\":\"tenant-a\"}");
+    enum { N = 3 << 20, CHUNK = 65536 };
+    static char data[N + 1], body[N + N / CHUNK * 100 + 200];
+    for (size_t i = 0; i < N; i++)
+        data[i] = (char)('a' + i % 26);
+    char host[300], date[20], authz[512], dlen[24];
+    snprintf(host, sizeof(host), "%s", g.s3 + 7);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(dlen, sizeof(dlen), "%d", N);
+    s3_kv h[] = {{"Host", host}, {"x-amz-date", date},
+                 {"x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"},
+                 {"Content-Encoding", "aws-chunked"}, {"x-amz-decoded-content-length", dlen},
+                 {"Authorization", NULL}};
+    s3auth_req r = {.method = "PUT", .path = "/chunked-big/big", .query = NULL, .headers = h,
+                    .nheaders = 5, .now_s = (int64_t)now};
+    assert_int_equal(s3auth_sign("objlogtest", "objlogtest-secret", "us-east-1", &r,
+                                 "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", authz, sizeof(authz)), 0);
+    h[5].value = authz;
+    r.nheaders = 6;
+    s3auth a;
+    s3auth_check(creds, "us-east-1", 0, &r, &a);
+    assert_int_equal(a.status, 0);
+    char prev[65], sig[65];
+    memcpy(prev, a.seed_signature, 65);
+    size_t n = 0;
+    for (size_t off = 0;; off += CHUNK) {
+        size_t k = off < N ? (N - off < CHUNK ? N - off : CHUNK) : 0;
+        assert_int_equal(s3auth_chunk_signature(&a, prev, data + off, k, sig), 0);
+        n += (size_t)sprintf(body + n, "%zx;chunk-signature=%s\r\n", k, sig);
+        memcpy(body + n, data + off, k);
+        n += k;
+        n += (size_t)sprintf(body + n, "\r\n");
+        memcpy(prev, sig, 65);
+        if (!k)
+            break;
+    }
+    body[n] = '\0';
+    s3auth_wipe(&a);
+    s3creds_free(creds);
+    char hd[6][600];
+    const char *hl[7];
+    for (int i = 0; i < 6; i++) {
+        snprintf(hd[i], sizeof(hd[i]), "%s: %s", h[i].name, h[i].value);
+        hl[i] = hd[i];
+    }
+    hl[6] = NULL;
+    httpc *s3 = httpc_new(g.s3);
+    httpc_resp resp;
+    assert_int_equal(httpc_do(s3, "PUT", "/chunked-big/big", body, hl + 1, &resp), 0);
+    if (resp.status != 200)
+        fail_msg("aws-chunked PUT of 3 MiB: %ld %s", resp.status, resp.body);
+    json_t *j = json_call("GET", "/v1/buckets/chunked-big/objects/big", NULL);
+    assert_int_equal(jint(j, "size"), N);
+    json_decref(j);
+    body[n / 2] ^= 1; /* one flipped byte: refused, nothing written */
+    assert_int_equal(httpc_do(s3, "PUT", "/chunked-big/big2", body, hl + 1, &resp), 0);
+    assert_int_equal(resp.status, 403);
+    assert_non_null(strstr(resp.body, "SignatureDoesNotMatch"));
+    httpc_destroy(s3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boto3),
@@ -1083,6 +1157,7 @@ int main(void) {
         cmocka_unit_test(test_headers_signed),
         cmocka_unit_test(test_bytes_boto3),
         cmocka_unit_test(test_behaviour_boto3),
+        cmocka_unit_test(test_chunked_upload_over_stream_min),
         cmocka_unit_test(test_boto3_lists),
         cmocka_unit_test(test_awscli_lists),
         cmocka_unit_test(test_rclone_s3cmd),

@@ -146,114 +146,50 @@ static int buckets_params(http_ctx *c, bucket_query *q, long long *max, char **a
 /* ---- a cluster node's listing: every node's page of its partitions ---- */
 
 typedef struct buckets_merge {
-    int max;
-    char *scope;
+    char *scope;                 /* the token's (buckets_scope) */
 } buckets_merge;
 
-static int bucket_json_cmp(const void *a, const void *b) {
-    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
-                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
-}
-
-/* Every node answered its partitions' first max names after the position;
- * the first max of their union is this page (each name lives on one
- * partition, so on one node). */
-static void buckets_merged(http_ctx *c, const gather_reply *r, int n, void *arg) {
+/* cluster_buckets_gather's page as the JSON API's, with its token. */
+static void buckets_merged(http_ctx *c, json_t *page, int more, const gather_reply *failed,
+                           void *arg) {
     buckets_merge *bm = arg;
-    json_t *all = json_array(), *parsed[GATHER_MAX] = {0};
-    int truncated = 0, failed = -1;
-    for (int i = 0; i < n && failed < 0; i++) {
-        parsed[i] = r[i].status == 200 ? json_loads(r[i].body, 0, NULL) : NULL;
-        if (!parsed[i]) {
-            failed = i;
-            break;
-        }
-        truncated |= json_is_true(json_object_get(parsed[i], "is_truncated"));
-        size_t k;
-        json_t *b;
-        json_array_foreach(json_object_get(parsed[i], "buckets"), k, b)
-            json_array_append(all, b);
-    }
-    if (failed >= 0) {
-        /* That node's error is the answer (a fence not met, a move). */
-        json_t *ej = json_loads(r[failed].body, 0, NULL);
-        json_t *e = json_object_get(ej, "error");
-        const char *code = json_string_value(json_object_get(e, "code"));
-        const char *msg = json_string_value(json_object_get(e, "message"));
-        http_reply_error(c, r[failed].status >= 400 ? r[failed].status : 503,
-                         code ? code : "SlowDown", "a node of the cluster: %s",
-                         msg ? msg : "did not answer; retry");
-        json_decref(ej);
+    if (failed) {
+        cluster_buckets_failed(c, failed);
     } else {
-        size_t total = json_array_size(all);
-        json_t **v = malloc((total ? total : 1) * sizeof(*v));
-        for (size_t i = 0; v && i < total; i++)
-            v[i] = json_array_get(all, i);
-        if (v)
-            qsort(v, total, sizeof(*v), bucket_json_cmp);
-        size_t keep = total < (size_t)bm->max ? total : (size_t)bm->max;
-        json_t *page = json_array();
-        for (size_t i = 0; v && i < keep; i++)
-            json_array_append(page, v[i]);
+        size_t keep = json_array_size(page);
         char *next = NULL;
-        if (v && (truncated || total > keep) && keep > 0) {
-            const char *last = json_string_value(json_object_get(v[keep - 1], "name"));
+        if (more && keep > 0) {
+            const char *last = json_string_value(json_object_get(json_array_get(page, keep - 1),
+                                                                 "name"));
             next = listtoken_encode(c->q->token_key, bm->scope, LISTTOKEN_KEY,
                                     (const uint8_t *)last, strlen(last));
         }
-        json_t *j = json_pack("{s:o, s:I, s:b}", "buckets", page, "bucket_count",
+        json_t *j = json_pack("{s:O, s:I, s:b}", "buckets", page, "bucket_count",
                               (json_int_t)keep, "is_truncated", next != NULL);
         if (next)
             json_object_set_new(j, "next_continuation_token", json_string(next));
         http_reply_json(c, 200, j);
         free(next);
-        free(v);
     }
-    for (int i = 0; i < n; i++)
-        json_decref(parsed[i]);
-    json_decref(all);
     free(bm->scope);
     free(bm);
 }
 
-/* 1 handled (asked the nodes, or answered 503), 0 this node applies every
+/* 1 handled (asked the nodes, or answered 500/503), 0 this node applies every
  * partition. */
 static int cluster_buckets(http_ctx *c, int max, const bucket_query *q) {
-    int np = objlog_materializer_partitions(c->q->m);
-    cluster_gather_plan g;
-    cluster_gather_plan_init(c, np, &g);
-    for (int i = 0; g.plan == 1 && i < g.nn; i++) {
-        char list[BUCKETS_MAX_PARTS * 5] = "";
-        size_t len = 0;
-        for (int p = 0; p < np; p++)
-            if (g.owner[p] == i)
-                len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", len ? "," : "", p);
-        if (asprintf(&g.paths[i], "/v1/buckets?max_buckets=%d&partitions=%s", max, list) < 0)
-            g.paths[i] = NULL;
-        cluster_query_add(&g.paths[i], "prefix", q->prefix);
-        cluster_query_add(&g.paths[i], "tenant", q->tenant);
-        cluster_query_add(&g.paths[i], "after_name", q->after);
-        cluster_query_add(&g.paths[i], "consistency", http_param_get(c, "consistency", NULL));
-        cluster_query_add(&g.paths[i], "timeout_ms", http_param_get(c, "timeout_ms", NULL));
-        if (!g.paths[i])
-            g.plan = -3;
-    }
-    buckets_merge *bm = g.plan == 1 ? calloc(1, sizeof(*bm)) : NULL;
-    if (bm) {
-        bm->max = max;
-        bm->scope = buckets_scope(q);
-    }
-    if (g.plan == -3 || (g.plan == 1 && (!bm || !bm->scope))) {
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        if (bm)
-            free(bm->scope);
+    buckets_merge *bm = calloc(1, sizeof(*bm));
+    if (!bm || !(bm->scope = buckets_scope(q))) {
         free(bm);
-        g.plan = -3;
-    } else if (g.plan == 1) {
-        forward_gather(c, g.urls, (const char *const *)g.paths, g.nn, buckets_merged, bm);
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return 1;
     }
-    cluster_gather_plan_free(&g);
-    return g.plan != 0;
+    int rc = cluster_buckets_gather(c, max, q->prefix, q->tenant, q->after, buckets_merged, bm);
+    if (rc != 1) { /* done will not run */
+        free(bm->scope);
+        free(bm);
+    }
+    return rc != 0;
 }
 
 void read_buckets(http_ctx *c) {

@@ -180,6 +180,21 @@ typedef struct cluster_gather_plan {
 int cluster_gather_plan_init(http_ctx *c, int np, cluster_gather_plan *g);
 void cluster_gather_plan_free(cluster_gather_plan *g);
 
+/* ---- bucketsgather.c: a bucket listing over every node ---- */
+/* The first max buckets (by name; prefix, tenant and after NULL: none)
+ * of every partition, asked of the nodes that apply them. done runs once
+ * on c's worker and answers c: page (a JSON array of the nodes' bucket
+ * objects, borrowed) and more (names remain after it), or failed (the
+ * first node that did not answer 200; page NULL). 1 asked (done will
+ * run), 2 answered c already (500, 503: done never runs), 0 this node
+ * applies every partition (nothing done). */
+typedef void cluster_buckets_fn(http_ctx *c, json_t *page, int more,
+                                const gather_reply *failed, void *arg);
+int cluster_buckets_gather(http_ctx *c, int max, const char *prefix, const char *tenant,
+                           const char *after, cluster_buckets_fn *done, void *arg);
+/* A failed node's answer as c's error (the JSON error it sent, else 503). */
+void cluster_buckets_failed(http_ctx *c, const gather_reply *failed);
+
 /* ---- the names objlogd gives a cluster's group and a node ---- */
 /* Cluster nodes: the consumer group of cluster name, and the
  * client.id that names a node's URL to its peers. */

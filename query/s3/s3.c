@@ -552,6 +552,23 @@ static int s3_create_owned(http_ctx *c, const char *request_id) {
     return 1;
 }
 
+/* aws-chunked bodies (x-amz-content-sha256: STREAMING-*) are decoded,
+ * their chunk signatures checked, from the whole body (s3chunked.c): they
+ * are read whole, up to S3_MAX_BODY; every other long PUT streams. */
+static int s3_stream_wanted(const char *head, size_t n) {
+    static const char name[] = "\r\nx-amz-content-sha256:";
+    const size_t nl = sizeof(name) - 1;
+    for (size_t i = 0; i + nl < n; i++) {
+        if (head[i] != '\r' || strncasecmp(head + i, name, nl) != 0)
+            continue;
+        size_t v = i + nl;
+        while (v < n && (head[v] == ' ' || head[v] == '\t'))
+            v++;
+        return !(n - v >= 10 && strncmp(head + v, "STREAMING-", 10) == 0);
+    }
+    return 1;
+}
+
 static void s3_face_error(http_ctx *c, int status, const char *code, const char *request_id,
                           const char *message, json_t *extra) {
     json_decref(extra);
@@ -583,6 +600,7 @@ const http_face s3_face = {
     .reserved_path = NULL,
     .forwards = 0,
     .streams = 1,
+    .stream_wanted = s3_stream_wanted,
     .max_body = S3_MAX_BODY,
     .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                        EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS,

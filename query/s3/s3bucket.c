@@ -10,6 +10,7 @@
  * the bucket, so an edited one is a 400. */
 #define _GNU_SOURCE
 #include "core.h"
+#include "cluster.h"
 #include "read.h"
 #include "s3.h"
 #include "server.h"
@@ -245,27 +246,54 @@ static int s3_bucket_untoken(const char *tok, size_t tn, char out[64]) {
     return 0;
 }
 
-/* max: the page asked for (max-buckets); p holds at most max + 1. */
-static void s3_list_buckets_reply(http_ctx *c, const bucket_page *p, size_t max,
-                                  const char *prefix) {
+/* One page of buckets, from this node's records or from the nodes of a
+ * cluster (their JSON): the i-th name and creation time (ISO 8601, ms). */
+typedef struct s3_buckets {
+    size_t n;
+    int more;                    /* names remain after these */
+    const char *(*name)(const struct s3_buckets *l, size_t i);
+    void (*created)(const struct s3_buckets *l, size_t i, char *out, size_t n);
+    const void *src;
+} s3_buckets;
+
+static const char *s3_page_name(const s3_buckets *l, size_t i) {
+    return ((const bucket_page *)l->src)->rows[i].r->name;
+}
+
+static void s3_page_created(const s3_buckets *l, size_t i, char *out, size_t n) {
+    http_format_time(((const bucket_page *)l->src)->rows[i].r->created_ms, out, n);
+}
+
+static const char *s3_json_name(const s3_buckets *l, size_t i) {
+    const char *v = json_string_value(json_object_get(json_array_get(l->src, i), "name"));
+    return v ? v : "";
+}
+
+static void s3_json_created(const s3_buckets *l, size_t i, char *out, size_t n) {
+    const char *v = json_string_value(json_object_get(json_array_get(l->src, i), "created"));
+    snprintf(out, n, "%s", v ? v : "");
+}
+
+static void s3_list_buckets_reply(http_ctx *c, const s3_buckets *l, const char *prefix) {
     xmlw x;
     if (xmlw_begin(&x, "ListAllMyBucketsResult") < 0) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
     xmlw_open(&x, "Buckets");
-    size_t n = p->n > max ? max : p->n;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < l->n; i++) {
+        char created[40];
+        l->created(l, i, created, sizeof(created));
         xmlw_open(&x, "Bucket");
-        xmlw_str(&x, "Name", p->rows[i].r->name);
-        xmlw_time(&x, "CreationDate", p->rows[i].r->created_ms);
+        xmlw_str(&x, "Name", l->name(l, i));
+        xmlw_str(&x, "CreationDate", created);
         xmlw_close(&x, "Bucket");
     }
     xmlw_close(&x, "Buckets");
     s3_owner_xml(&x, "Owner", *c->tenant ? c->tenant : S3_NO_OWNER);
-    if (p->n > max && n) {
+    if (l->more && l->n) {
         char tok[100];
-        s3_bucket_token(p->rows[n - 1].r->name, tok, sizeof(tok));
+        s3_bucket_token(l->name(l, l->n - 1), tok, sizeof(tok));
         xmlw_str(&x, "ContinuationToken", tok);
     }
     if (prefix)
@@ -281,12 +309,21 @@ static void s3_list_buckets_reply(http_ctx *c, const bucket_page *p, size_t max,
         http_reply_buffer(c, 200, "application/xml", body);
 }
 
-void s3_list_buckets(http_ctx *c, const char *tenant) {
-    if (c->q->cluster) {
-        http_reply_error(c, 501, "NotImplemented",
-                         "ListBuckets is not gathered across cluster nodes yet");
-        return;
+/* A cluster's nodes answered (cluster_buckets_gather). */
+static void s3_buckets_gathered(http_ctx *c, json_t *page, int more, const gather_reply *failed,
+                                void *arg) {
+    char *prefix = arg;
+    if (failed) {
+        cluster_buckets_failed(c, failed);
+    } else {
+        s3_buckets l = {.n = json_array_size(page), .more = more, .name = s3_json_name,
+                        .created = s3_json_created, .src = page};
+        s3_list_buckets_reply(c, &l, prefix);
     }
+    free(prefix);
+}
+
+void s3_list_buckets(http_ctx *c, const char *tenant) {
     /* Anonymous callers (tenant "") see every bucket; a key's, its tenant's. */
     long long max;
     size_t pn, tn;
@@ -305,9 +342,23 @@ void s3_list_buckets(http_ctx *c, const char *tenant) {
     }
     bucket_query q = {.tenant = tenant, .prefix = prefix && pn ? prefix : NULL,
                       .prefix_len = prefix ? pn : 0, .after = tok && tn ? after : NULL};
+    if (c->q->cluster && !c->fenced) { /* every node's buckets */
+        char *keep = q.prefix ? strdup(q.prefix) : NULL;
+        int rc = (q.prefix && !keep) ? 2
+                 : cluster_buckets_gather(c, (int)max, q.prefix, tenant && *tenant ? tenant : NULL,
+                                          q.after, s3_buckets_gathered, keep);
+        if (rc == 2 && q.prefix && !keep)
+            http_reply_error(c, 500, "InternalError", "out of memory");
+        if (rc != 1)
+            free(keep);
+        if (rc != 0)
+            return;
+    }
     bucket_page p;
     if (buckets_read_all(c, &q, (size_t)max + 1, &p) < 0)
         return;
-    s3_list_buckets_reply(c, &p, (size_t)max, prefix && pn ? prefix : NULL);
+    s3_buckets l = {.n = p.n > (size_t)max ? (size_t)max : p.n, .more = p.n > (size_t)max,
+                    .name = s3_page_name, .created = s3_page_created, .src = &p};
+    s3_list_buckets_reply(c, &l, q.prefix);
     buckets_page_free(&p);
 }

@@ -197,10 +197,8 @@ static int s3_up_check(http_ctx *c, const s3_request *r, http_stream *st) {
                          "PUT; larger objects go in a multipart upload)");
         return -1;
     }
-    if (sha && strncmp(sha, "STREAMING-", 10) == 0) {
-        http_reply_error(c, 501, "NotImplemented",
-                         "aws-chunked bodies over 1 MiB are not taken yet: send the body with "
-                         "UNSIGNED-PAYLOAD or its SHA-256 (or in parts of at most 1 MiB)");
+    if (sha && strncmp(sha, "STREAMING-", 10) == 0) { /* read whole (s3.c): not here */
+        http_reply_error(c, 500, "InternalError", "an aws-chunked body was streamed");
         return -1;
     }
     if (!c->q->s3->blobs && !c->q->s3->blob_url) {

@@ -639,7 +639,7 @@ static void conn_release(http_conn *cn, struct evbuffer *buf) {
 
 /* The held PUT's head is whole and its body long: the head goes to evhttp
  * with Content-Length 0, its body to a stream. Falls back to releasing it
- * as it came when that cannot be done (out of memory). */
+ * as it came when the face wants it whole, or out of memory. */
 static void conn_stream_begin(http_conn *cn, struct evbuffer *buf) {
     size_t head_n = (size_t)(cn->fr.body_at - cn->held_at);
     size_t out_n = 0;
@@ -647,7 +647,8 @@ static void conn_stream_begin(http_conn *cn, struct evbuffer *buf) {
     const char *head = s && evbuffer_get_length(cn->held) >= head_n
                            ? (const char *)evbuffer_pullup(cn->held, (ev_ssize_t)head_n)
                            : NULL;
-    char *rewritten = head ? conn_head_rewrite(head, head_n, s, &out_n) : NULL;
+    int wanted = head && (!cn->face->stream_wanted || cn->face->stream_wanted(head, head_n));
+    char *rewritten = wanted ? conn_head_rewrite(head, head_n, s, &out_n) : NULL;
     if (!rewritten || !(s->early = evbuffer_new())) {
         free(rewritten);
         free(s);

@@ -130,6 +130,10 @@ typedef struct http_face {
     /* 1: a PUT with a Content-Length over HTTP_STREAM_MIN is dispatched at
      * its head and its body streamed to the handler (http_stream_of) */
     int streams;
+    /* With streams: whether the PUT whose head (n bytes, the request line
+     * and header lines as sent) is head streams, 0 to read it whole.
+     * NULL: every one does. */
+    int (*stream_wanted)(const char *head, size_t n);
     size_t max_body;
     int allowed_methods;         /* EVHTTP_REQ_* */
 } http_face;
