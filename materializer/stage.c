@@ -588,6 +588,18 @@ int stage_load_part(apply_ev *a, const char *upload_id, uint32_t part,
     return rc;
 }
 
+/* The end of a scan of `uploads`: rc, or -1 when the iterator failed. */
+static int stage_uploads_iter_end(apply_ev *a, rocksdb_iterator_t *it, int rc) {
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_destroy(it);
+    if (!err)
+        return rc;
+    snprintf(a->errstr, a->es, "scan uploads: %s", err);
+    rocksdb_free(err);
+    return -1;
+}
+
 /* Part numbers recorded for an upload (ascending), as the batch sees them.
  * *parts is owned by the caller (free). 0 or -1. */
 static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
@@ -631,15 +643,7 @@ static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
         (*parts)[(*n)++] = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 |
                            (uint32_t)be[2] << 8 | be[3];
     }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(a->errstr, a->es, "scan uploads: %s", err);
-        rocksdb_free(err);
-        rc = -1;
-    }
-    return rc;
+    return stage_uploads_iter_end(a, it, rc);
 }
 
 /* Removes the upload row and all its part rows. The part numbers are read
@@ -727,15 +731,7 @@ static int bucket_rows_scan(apply_ev *a, bucket_rows *r) {
         }
         rc = bucket_rows_add(a, r, k, kn);
     }
-    char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
-    rocksdb_iter_destroy(it);
-    if (err) {
-        snprintf(a->errstr, a->es, "scan uploads: %s", err);
-        rocksdb_free(err);
-        rc = -1;
-    }
-    return rc;
+    return stage_uploads_iter_end(a, it, rc);
 }
 
 int stage_drop_bucket_uploads(apply_ev *a) {

@@ -154,7 +154,7 @@ static void buckets_merged(http_ctx *c, json_t *page, int more, const gather_rep
                            void *arg) {
     buckets_merge *bm = arg;
     if (failed) {
-        cluster_buckets_failed(c, failed);
+        forward_gather_error(c, failed);
     } else {
         size_t keep = json_array_size(page);
         char *next = NULL;

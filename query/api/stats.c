@@ -225,17 +225,6 @@ typedef struct stats_merge {
     char *tenant;                /* q.tenant's copy: the request is gone by then */
 } stats_merge;
 
-/* The failed node's error is the answer (a fence not met, a move). */
-static void stats_relay_error(http_ctx *c, const gather_reply *r) {
-    json_t *ej = r->body ? json_loads(r->body, 0, NULL) : NULL;
-    json_t *e = json_object_get(ej, "error");
-    const char *code = json_string_value(json_object_get(e, "code"));
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    http_reply_error(c, r->status >= 400 ? r->status : 503, code ? code : "SlowDown",
-                     "a node of the cluster: %s", msg ? msg : "did not answer; retry");
-    json_decref(ej);
-}
-
 static int stats_name_cmp(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -334,7 +323,7 @@ static void stats_merged(http_ctx *c, const gather_reply *r, int n, void *arg) {
             failed = i;
     }
     if (failed >= 0) {
-        stats_relay_error(c, &r[failed]);
+        forward_gather_error(c, &r[failed]);
     } else {
         json_t *j = sm->q.kind == STATS_TOP ? stats_merge_top(parsed, n, &sm->q)
                                             : stats_merge_sums(parsed, n, sm);

@@ -112,13 +112,3 @@ int cluster_buckets_gather(http_ctx *c, int max, const char *prefix, const char 
     cluster_gather_plan_free(&g);
     return g.plan == 0 ? 0 : g.plan == 1 ? 1 : 2;
 }
-
-void cluster_buckets_failed(http_ctx *c, const gather_reply *failed) {
-    json_t *ej = json_loads(failed->body, 0, NULL);
-    json_t *e = json_object_get(ej, "error");
-    const char *code = json_string_value(json_object_get(e, "code"));
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    http_reply_error(c, failed->status >= 400 ? failed->status : 503, code ? code : "SlowDown",
-                     "a node of the cluster: %s", msg ? msg : "did not answer; retry");
-    json_decref(ej);
-}

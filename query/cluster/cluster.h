@@ -163,6 +163,9 @@ typedef struct gather_reply {
     size_t len;
 } gather_reply;
 typedef void (*gather_done_fn)(http_ctx *c, const gather_reply *r, int n, void *arg);
+/* A node's failed answer as c's error: the JSON error it sent (a fence not
+ * met, a move), else 503 SlowDown. */
+void forward_gather_error(http_ctx *c, const gather_reply *r);
 int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
                    gather_done_fn done, void *arg);
 /* A read over every partition, planned (cluster_plan) for forward_gather:
@@ -192,8 +195,6 @@ typedef void cluster_buckets_fn(http_ctx *c, json_t *page, int more,
                                 const gather_reply *failed, void *arg);
 int cluster_buckets_gather(http_ctx *c, int max, const char *prefix, const char *tenant,
                            const char *after, cluster_buckets_fn *done, void *arg);
-/* A failed node's answer as c's error (the JSON error it sent, else 503). */
-void cluster_buckets_failed(http_ctx *c, const gather_reply *failed);
 
 /* ---- the names objlogd gives a cluster's group and a node ---- */
 /* Cluster nodes: the consumer group of cluster name, and the

@@ -379,6 +379,16 @@ static void gather_sub_cb(struct evhttp_request *resp, void *arg) {
         gather_finish(g);
 }
 
+void forward_gather_error(http_ctx *c, const gather_reply *r) {
+    json_t *ej = r->body ? json_loads(r->body, 0, NULL) : NULL;
+    json_t *e = json_object_get(ej, "error");
+    const char *code = json_string_value(json_object_get(e, "code"));
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    http_reply_error(c, r->status >= 400 ? r->status : 503, code ? code : "SlowDown",
+                     "a node of the cluster: %s", msg ? msg : "did not answer; retry");
+    json_decref(ej);
+}
+
 int forward_gather(http_ctx *c, const char *const *nodes, const char *const *paths, int n,
                    gather_done_fn done, void *arg) {
     http_worker *w = c->w;

@@ -314,7 +314,7 @@ static void s3_buckets_gathered(http_ctx *c, json_t *page, int more, const gathe
                                 void *arg) {
     char *prefix = arg;
     if (failed) {
-        cluster_buckets_failed(c, failed);
+        forward_gather_error(c, failed);
     } else {
         s3_buckets l = {.n = json_array_size(page), .more = more, .name = s3_json_name,
                         .created = s3_json_created, .src = page};
