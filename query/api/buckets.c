@@ -33,6 +33,9 @@
 #include "rangemap.h"
 
 #define BUCKETS_MAX 1000
+/* A node gathering for another API may ask more: S3's ListBuckets gives
+ * up to 10,000 buckets a page. */
+#define BUCKETS_MAX_GATHERED 10000
 #define BUCKETS_MAX_PARTS 256
 
 static const char *versioning_name(Objlog__Versioning v) {
@@ -78,9 +81,10 @@ static json_t *buckets_json(const bucket_page *p, size_t max, const char *next) 
 static int buckets_params(http_ctx *c, bucket_query *q, long long *max, char **after) {
     size_t n;
     *after = NULL;
-    if (http_param_int(c, "max_buckets", 1, BUCKETS_MAX, BUCKETS_MAX, max) < 0) {
+    int cap = http_hop(c) ? BUCKETS_MAX_GATHERED : BUCKETS_MAX;
+    if (http_param_int(c, "max_buckets", 1, cap, BUCKETS_MAX, max) < 0) {
         http_reply_error(c, 400, "InvalidArgument",
-                         "max_buckets must be an integer in 1..%d", BUCKETS_MAX);
+                         "max_buckets must be an integer in 1..%d", cap);
         return -1;
     }
     q->prefix = http_param_get(c, "prefix", &n);
