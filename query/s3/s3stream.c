@@ -66,7 +66,8 @@ static int s3_up_data(void *arg, const void *p, size_t n) {
     s3_up *u = arg;
     u->got += n;
     EVP_DigestUpdate(u->md5, p, n);
-    EVP_DigestUpdate(u->sha, p, n);
+    if (!u->p) /* else the blob's id is this very SHA-256 */
+        EVP_DigestUpdate(u->sha, p, n);
     s3_sum_update(&u->sum, p, n);
     if (u->p && blob_put_write(u->p, p, n, u->err, sizeof(u->err)) < 0) {
         u->write_errno = errno ? errno : EIO;
@@ -105,12 +106,23 @@ static int s3_up_finish(s3_up *u, char *etag, char *id, char *sum, size_t sum_n,
     unsigned char md5[EVP_MAX_MD_SIZE], sha[EVP_MAX_MD_SIZE];
     unsigned n5 = 0, ns = 0;
     EVP_DigestFinal_ex(u->md5, md5, &n5);
-    EVP_DigestFinal_ex(u->sha, sha, &ns);
     s3_hex(md5, n5, etag);
     if (s3_check_content_md5(c, md5) < 0)
         return -1;
     char hex[65];
-    s3_hex(sha, ns, hex);
+    id[0] = '\0';
+    uint64_t size;
+    if (u->p && blob_put_finish(u->p, id, &size, u->err, sizeof(u->err)) < 0) {
+        u->write_errno = errno ? errno : EIO;
+        s3_up_failed(u);
+        return -1;
+    }
+    if (u->p) {
+        memcpy(hex, id, sizeof(hex));
+    } else {
+        EVP_DigestFinal_ex(u->sha, sha, &ns);
+        s3_hex(sha, ns, hex);
+    }
     if (u->check_sha && strcasecmp(hex, s3_header(c, "x-amz-content-sha256")) != 0) {
         http_reply_error(c, 400, "XAmzContentSHA256Mismatch",
                          "The provided 'x-amz-content-sha256' header does not match what was "
@@ -119,13 +131,6 @@ static int s3_up_finish(s3_up *u, char *etag, char *id, char *sum, size_t sum_n,
     }
     if (s3_sum_end(c, NULL, &u->sum, sum, sum_n, sum_h, sum_hn) < 0)
         return -1;
-    id[0] = '\0';
-    uint64_t size;
-    if (u->p && blob_put_finish(u->p, id, &size, u->err, sizeof(u->err)) < 0) {
-        u->write_errno = errno ? errno : EIO;
-        s3_up_failed(u);
-        return -1;
-    }
     if (!u->p && !s3_header(c, "x-objlog-blob-id"))
         memcpy(id, hex, sizeof(hex)); /* the redirect's {blob_id} */
     return 0;

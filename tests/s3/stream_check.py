@@ -149,6 +149,13 @@ check(st == 400 and "<Code>BadDigest</Code>" in text.decode(), "a wrong Content-
 st, _, text = put("/%s/sha" % BUCKET, body, {"x-amz-checksum-sha256": base64.b64encode(
     hashlib.sha256(b"other").digest()).decode()})
 check(st == 400 and "<Code>BadDigest</Code>" in text.decode(), "a wrong checksum: %d" % st)
+st, _, text = put("/%s/payload" % BUCKET, body,
+                  {"x-amz-content-sha256": hashlib.sha256(b"other").hexdigest()})
+check(st == 400 and "<Code>XAmzContentSHA256Mismatch</Code>" in text.decode(),
+      "a payload hash that does not match: %d" % st)
+st, _, _ = put("/%s/payload-ok" % BUCKET, body,
+               {"x-amz-content-sha256": hashlib.sha256(body).hexdigest()})
+check(st == 200, "the right payload hash: %d" % st)
 # a body cut short: the client goes before its last byte
 s = connect()
 s.sendall(head_of("PUT", "/%s/cut" % BUCKET, 4 << 20))
@@ -156,9 +163,10 @@ s.sendall(os.urandom(3 << 20))
 time.sleep(0.3)
 s.close()
 time.sleep(0.5)
-for key in ("md5", "sha", "cut"):
+for key in ("md5", "sha", "payload", "cut"):
     check(get("/%s/%s" % (BUCKET, key))[0] == 404, "%s: nothing written" % key)
-check(blobs() == kept, "no blob left of them: %r" % (blobs(),))
+check(blobs()[0] == kept[0] | {hashlib.sha256(body).hexdigest()} and blobs()[1:] == ([], []),
+      "no blob left of them: %r" % (blobs(),))
 
 # refused from the head: no body is read, the connection closes after
 s = connect()
