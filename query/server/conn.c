@@ -96,7 +96,7 @@ struct http_conn {
     http_stream *stream;         /* the body of the request now read, streamed */
 };
 
-/* A streamed body's life (stream.h's contract, server.h): its head went to
+/* A streamed body's life (its contract: server.h): its head went to
  * evhttp with Content-Length 0 (HELD) and was dispatched (WAITING: bytes
  * gather in `early`, at most STREAM_EARLY_MAX, until the handler starts
  * it); then FLOWING to the handler's sink; DONE once every byte was
