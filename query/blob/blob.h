@@ -14,10 +14,11 @@
  * hex digits), a write's bytes in DIR/.tmp/ while they arrive, then in
  * DIR/.pending/<id>.<nonce> (fsynced, renamed, the directory fsynced)
  * until kept (linked into place, fsynced) or dropped (unlinked). Opening
- * the store deletes what .tmp holds (bytes of writes never finished) and
- * makes every pending blob readable (a write whose outcome nobody waited
- * for may have been applied: its bytes must not be lost). Several objlogd
- * processes on one machine may share a directory.
+ * the store deletes what .tmp holds of writes never finished (files not
+ * written for 10 minutes: a younger one may be another process's upload)
+ * and makes every pending blob readable (a write whose outcome nobody
+ * waited for may have been applied: its bytes must not be lost). Several
+ * objlogd processes on one machine may share a directory.
  *
  * Every call is thread-safe; a blob_put belongs to one thread at a time. */
 #ifndef OBJLOG_QUERY_BLOB_H

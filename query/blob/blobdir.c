@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -99,17 +100,26 @@ static int blob_promote(blobstore *bs, const char *pending, const char *id, char
 }
 
 /* What a crash left: bytes of unfinished writes (.tmp) go, finished ones
- * (.pending) become readable. */
+ * (.pending) become readable. Another process may share the directory
+ * (the nodes of a cluster on one machine): a .tmp file written in the
+ * last BLOB_TMP_STALE_S seconds may be its upload in progress, and stays
+ * (a live upload writes more often than that: a stalled one ends at the
+ * request timeout). */
+#define BLOB_TMP_STALE_S 600
 static int blob_recover(blobstore *bs, char *errstr, size_t n) {
     char d[4096], f[4400];
     snprintf(d, sizeof(d), "%s/.tmp", bs->dir);
     DIR *dh = opendir(d);
     if (!dh)
         return blob_fail(errstr, n, "opendir", d);
+    time_t now = time(NULL);
     for (struct dirent *e; (e = readdir(dh));) {
+        struct stat st;
         if (e->d_name[0] == '.')
             continue;
         snprintf(f, sizeof(f), "%s/%s", d, e->d_name);
+        if (stat(f, &st) == 0 && now - st.st_mtime < BLOB_TMP_STALE_S)
+            continue;
         unlink(f);
     }
     closedir(dh);
