@@ -185,16 +185,33 @@ static void test_awscli_round_trips(void **state) {
     assert_null(strstr(g_out, "upload:"));
 }
 
+/* The test's key for rclone (remote NAME at s3, path style) and for
+ * s3cmd (s3), each in a config file of the test's dir named file. */
+static void rclone_conf(char *path, size_t n, const char *file, const char *name,
+                        const char *s3) {
+    snprintf(path, n, "%s/%s", g.dir, file);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "[%s]\ntype = s3\nprovider = Other\nenv_auth = false\n"
+               "access_key_id = objlogtest\nsecret_access_key = objlogtest-secret\n"
+               "endpoint = %s\nregion = us-east-1\nforce_path_style = true\n", name, s3);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void s3cmd_conf(char *path, size_t n, const char *file, const char *s3) {
+    snprintf(path, n, "%s/%s", g.dir, file);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "[default]\naccess_key = objlogtest\nsecret_key = objlogtest-secret\n"
+               "host_base = %s\nhost_bucket = %s\nuse_https = False\n"
+               "bucket_location = us-east-1\nsignature_v2 = False\n", s3 + 7, s3 + 7);
+    assert_int_equal(fclose(f), 0);
+}
+
 static void test_rclone_round_trips(void **state) {
     (void)state;
     char conf[400], tree[400], back[400];
-    snprintf(conf, sizeof(conf), "%s/rclone.conf", g.dir);
-    FILE *f = fopen(conf, "w");
-    assert_non_null(f);
-    fprintf(f, "[objlog]\ntype = s3\nprovider = Other\nenv_auth = false\n"
-               "access_key_id = objlogtest\nsecret_access_key = objlogtest-secret\n"
-               "endpoint = %s\nregion = us-east-1\nforce_path_style = true\n", g.s3);
-    fclose(f);
+    rclone_conf(conf, sizeof(conf), "rclone.conf", "objlog", g.s3);
     snprintf(tree, sizeof(tree), "%s/rtree", g.dir);
     snprintf(back, sizeof(back), "%s/rtree-back", g.dir);
     make_tree(tree);
@@ -213,13 +230,7 @@ static void test_rclone_round_trips(void **state) {
 static void test_s3cmd_round_trips(void **state) {
     (void)state;
     char cfg[400], up[400], down[400];
-    snprintf(cfg, sizeof(cfg), "%s/s3cfg", g.dir);
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "[default]\naccess_key = objlogtest\nsecret_key = objlogtest-secret\n"
-               "host_base = %s\nhost_bucket = %s\nuse_https = False\n"
-               "bucket_location = us-east-1\nsignature_v2 = False\n", g.s3 + 7, g.s3 + 7);
-    fclose(f);
+    s3cmd_conf(cfg, sizeof(cfg), "s3cfg", g.s3);
     snprintf(up, sizeof(up), "%s/s3cmd-up", g.dir);
     snprintf(down, sizeof(down), "%s/s3cmd-down", g.dir);
     random_file(up, 300000);
@@ -335,25 +346,13 @@ static void test_redirect(void **state) {
     assert_null(strstr(g_err, "Content-Length"));
     /* rclone follows it */
     char conf[400];
-    snprintf(conf, sizeof(conf), "%s/rclone-redirect.conf", g.dir);
-    FILE *f = fopen(conf, "w");
-    assert_non_null(f);
-    fprintf(f, "[r]\ntype = s3\nprovider = Other\nenv_auth = false\n"
-               "access_key_id = objlogtest\nsecret_access_key = objlogtest-secret\n"
-               "endpoint = %s\nregion = us-east-1\nforce_path_style = true\n", d.s3);
-    fclose(f);
+    rclone_conf(conf, sizeof(conf), "rclone-redirect.conf", "r", d.s3);
     assert_int_equal(tool("/usr/bin/rclone", "--config", conf, "cat",
                           "r:redir-bucket/dir/one two.txt"), 0);
     assert_string_equal(g_out, "bytes a frontend keeps\n");
     /* s3cmd: a 307 error, not a crash on the body */
     char cfg[400];
-    snprintf(cfg, sizeof(cfg), "%s/s3cfg-redirect", g.dir);
-    f = fopen(cfg, "w");
-    assert_non_null(f);
-    fprintf(f, "[default]\naccess_key = objlogtest\nsecret_key = objlogtest-secret\n"
-               "host_base = %s\nhost_bucket = %s\nuse_https = False\n"
-               "bucket_location = us-east-1\nsignature_v2 = False\n", d.s3 + 7, d.s3 + 7);
-    fclose(f);
+    s3cmd_conf(cfg, sizeof(cfg), "s3cfg-redirect", d.s3);
     assert_int_not_equal(tool("/usr/bin/s3cmd", "-c", cfg, "get",
                               "s3://redir-bucket/dir/one two.txt", "-"), 0);
     assert_non_null(strstr(g_err, "307"));
