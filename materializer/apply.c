@@ -92,6 +92,10 @@
  *                     (listed or not) are removed
  *      AbortUpload    key/bucket as CreateUpload; no upload row ->
  *                     NoSuchUpload; else OK, upload and parts removed
+ *      SetObjectTags, SetObjectAcl, SetBucketTags, SetBucketAcl: applyattr.c
+ *                     (a version's or the bucket's tags or canned ACL;
+ *                     CreateBucket and PutObject take a canned ACL too:
+ *                     one attrs.h does not name -> InvalidArgument)
  *      PutIndex,      missing bucket -> NoSuchBucket; then indexes.c:
  *      DropIndex,     bad name/field -> InvalidArgument, NoSuchIndex,
  *      BuildIndex     IndexAlreadyExists, TooManyIndexes (rules there);
@@ -228,6 +232,8 @@ static int is_bucket_op(const Objlog__Event *ev) {
     case OBJLOG__EVENT__OP_PUT_INDEX:
     case OBJLOG__EVENT__OP_DROP_INDEX:
     case OBJLOG__EVENT__OP_BUILD_INDEX:
+    case OBJLOG__EVENT__OP_SET_BUCKET_TAGS:
+    case OBJLOG__EVENT__OP_SET_BUCKET_ACL:
         return 1;
     default:
         return 0;
@@ -367,7 +373,10 @@ static int op_create_bucket(apply_ev *a) {
         return 0;
     }
     const Objlog__CreateBucket *cb = a->ev->create_bucket;
+    if (!apply_acl_ok(a, cb->acl))
+        return 0;
     Objlog__BucketRecord r = OBJLOG__BUCKET_RECORD__INIT;
+    r.acl = cb->acl && strcmp(cb->acl, "private") != 0 ? cb->acl : "";
     r.name = a->ev->bucket;
     r.tenant = cb->tenant;
     r.versioning = cb->versioning;
@@ -437,7 +446,15 @@ static int op_bucket_settings(apply_ev *a) {
     Objlog__RateLimit *old_limit = r->rate_limit;
     size_t old_nlc = r->n_lifecycle;
     Objlog__LifecycleRule **old_lc = r->lifecycle;
-    if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
+    attr_keep keep = {r->n_tags, r->tags, r->acl};
+    if (a->ev->op_case == OBJLOG__EVENT__OP_SET_BUCKET_TAGS ||
+        a->ev->op_case == OBJLOG__EVENT__OP_SET_BUCKET_ACL) {
+        int go = apply_bucket_attrs(a, r, &keep);
+        if (go <= 0) {
+            objlog__bucket_record__free_unpacked(r, NULL);
+            return go;
+        }
+    } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_VERSIONING) {
         Objlog__Versioning to = a->ev->set_versioning->status;
         if (to == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED &&
             r->versioning != OBJLOG__VERSIONING__VERSIONING_UNVERSIONED) {
@@ -472,6 +489,7 @@ static int op_bucket_settings(apply_ev *a) {
     r->rate_limit = old_limit;
     r->n_lifecycle = old_nlc;
     r->lifecycle = old_lc;
+    apply_bucket_attrs_restore(r, &keep);
     objlog__bucket_record__free_unpacked(r, NULL);
     return rc;
 }
@@ -516,6 +534,8 @@ static int op_put_object(apply_ev *a) {
     if (rc <= 0)
         return rc;
     Objlog__ObjectMeta *meta = a->ev->put_object->meta;
+    if (meta && !apply_acl_ok(a, meta->acl))
+        return 0;
     if (stage_key_begin(a) < 0)
         return -1;
     rc = apply_put_version(a, &bs, meta);
@@ -781,7 +801,12 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_SET_RATE_LIMIT:
     case OBJLOG__EVENT__OP_DELETE_RATE_LIMIT:
     case OBJLOG__EVENT__OP_SET_LIFECYCLE:
+    case OBJLOG__EVENT__OP_SET_BUCKET_TAGS:
+    case OBJLOG__EVENT__OP_SET_BUCKET_ACL:
         return op_bucket_settings(a);
+    case OBJLOG__EVENT__OP_SET_OBJECT_TAGS:
+    case OBJLOG__EVENT__OP_SET_OBJECT_ACL:
+        return apply_op_object_attrs(a);
     case OBJLOG__EVENT__OP_PUT_OBJECT:
         return op_put_object(a);
     case OBJLOG__EVENT__OP_DELETE_OBJECT:

@@ -1,6 +1,6 @@
 /* applyint.h: what the state machine's rule files share: apply.c (the
- * event, buckets, objects, lifecycle, indexes) and applympu.c (multipart
- * uploads). Not public; the rules themselves are in apply.c's opening
+ * event, buckets, objects, lifecycle, indexes), applympu.c (multipart
+ * uploads) and applyattr.c (tags and ACLs). Not public; the rules themselves are in apply.c's opening
  * comment and docs/ARCHITECTURE.md. */
 #ifndef OBJLOG_APPLYINT_H
 #define OBJLOG_APPLYINT_H
@@ -36,5 +36,22 @@ int apply_op_create_upload(apply_ev *a);
 int apply_op_upload_part(apply_ev *a);
 int apply_op_complete_upload(apply_ev *a);
 int apply_op_abort_upload(apply_ev *a);
+
+/* ---- applyattr.c: tags and ACLs ---- */
+/* SetObjectTags, SetObjectAcl. */
+int apply_op_object_attrs(apply_ev *a);
+/* 1 when acl names a canned ACL ("" is private), else 0 with
+ * InvalidArgument decided. */
+int apply_acl_ok(apply_ev *a, const char *acl);
+/* SetBucketTags, SetBucketAcl on the loaded record r: 1 changed (what r
+ * held kept in *keep, for apply_bucket_attrs_restore before r is freed),
+ * 0 rejected (outcome set), -1 error. */
+typedef struct attr_keep {
+    size_t n_tags;
+    Objlog__UserMeta **tags;
+    char *acl;
+} attr_keep;
+int apply_bucket_attrs(apply_ev *a, Objlog__BucketRecord *r, attr_keep *keep);
+void apply_bucket_attrs_restore(Objlog__BucketRecord *r, const attr_keep *keep);
 
 #endif

@@ -46,6 +46,9 @@ int apply_op_create_upload(apply_ev *a) {
     int rc = apply_key_gate(a, &bs);
     if (rc <= 0)
         return rc;
+    const Objlog__ObjectMeta *m = a->ev->create_upload->meta;
+    if (m && !apply_acl_ok(a, m->acl))
+        return 0;
     keycodec_version_id(a->seq, a->res.upload_id);
     Objlog__UploadRecord r = OBJLOG__UPLOAD_RECORD__INIT;
     r.upload_id = a->res.upload_id;

@@ -214,6 +214,24 @@ int stage_add_version(apply_ev *a, const char *version_id, int marker,
     return 0;
 }
 
+int stage_rewrite_version(apply_ev *a, const Objlog__VersionRecord *r) {
+    keybuf row;
+    if (version_row(a, r->seq, &row) < 0)
+        return -1;
+    int rc = apply_batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len, &r->base,
+                                 a->errstr, a->es);
+    keybuf_free(&row);
+    if (rc < 0 || !a->obj_live_before || r->seq != a->obj_seq_before || a->obj_staged)
+        return rc < 0 ? -1 : 0;
+    size_t n;
+    uint8_t *buf = apply_batch_pack(&r->base, &n, a->errstr, a->es);
+    if (!buf)
+        return -1;
+    apply_batch_put(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len, buf, n);
+    objects_noted(a, 1, r->meta ? r->meta->size : 0, buf, n);
+    return 0;
+}
+
 /* Makes `objects` show the key's newest version if it is live, else
  * nothing. Used after a version other than a new newest one changed. */
 int stage_refresh_current(apply_ev *a) {

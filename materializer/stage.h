@@ -74,6 +74,10 @@ int stage_delete_version(apply_ev *a, uint64_t seq);
  * has the highest seq of its key, so it is what `objects` must show. */
 int stage_add_version(apply_ev *a, const char *version_id, int marker,
                       Objlog__ObjectMeta *meta);
+/* Writes r again in place (its seq; an attribute changed, never its size),
+ * and the `objects` row too when r is the key's current version (after
+ * stage_key_begin, so the bucket's indexes see the change). 0 or -1. */
+int stage_rewrite_version(apply_ev *a, const Objlog__VersionRecord *r);
 /* Makes `objects` show the key's newest version if it is live, else
  * nothing. Used after a version other than a new newest one changed. */
 int stage_refresh_current(apply_ev *a);

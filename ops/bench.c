@@ -65,6 +65,7 @@ const char bench_usage_text[] =
     "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
     "                    [--heads N (default 4000)]\n"
     "       objlog bench --s3-bytes\n"
+    "       objlog bench --s3-forward S3_URL,S3_URL --url URL\n"
     "       objlog bench --ranges [--url URL --brokers LIST [--keep]]\n"
     "                    [--count N (default 8000)] [--threads T] [--apply-threads A]\n"
     "Without --url the bench starts its own objlogd (embedded log) and stops it: its\n"
@@ -97,6 +98,10 @@ const char bench_usage_text[] =
     "--s3-bytes: PutObject and GetObject MB/s of 1 KiB, 1 MiB and 64 MiB objects on\n"
     "its own objlogd (blobs in its temp dir) against dd writing (conv=fsync) and\n"
     "reading the same bytes in the same directory, and the ratios.\n"
+    "--s3-forward: two S3 listeners of one cluster's nodes (anonymous, --url the JSON\n"
+    "API of one of them, where the bench's bucket is made): GetObject MB/s of 1 KiB,\n"
+    "1 MiB and 64 MiB objects and HeadObject/s through the node that applies the\n"
+    "bucket and through the one that forwards to it, and the ratios.\n"
     "--ranges: on its own objlogd (8 partitions) or --url's (8 partitions or more),\n"
     "N puts a round over 8 buckets of one hot range, applied writes/s with the range\n"
     "on 1 partition, then split over 2, 4 and 8 (POST /v1/ranges/split between\n"
@@ -132,13 +137,27 @@ enum {
     O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT, O_S3, O_S3_BYTES, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES
+    O_BUCKETS, O_CKPT, O_S3, O_S3_BYTES, O_S3_FORWARD, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
+/* "http://A,http://B": two S3 endpoints. */
+static int parse_s3_pair(const char *v, char out[2][128]) {
+    const char *comma = strchr(v, ',');
+    size_t n = comma ? (size_t)(comma - v) : 0;
+    if (!comma || n == 0 || n >= 128 || strlen(comma + 1) == 0 || strlen(comma + 1) >= 128 ||
+        strncmp(v, "http", 4) != 0 || strncmp(comma + 1, "http", 4) != 0)
+        return -1;
+    memcpy(out[0], v, n);
+    out[0][n] = '\0';
+    snprintf(out[1], 128, "%s", comma + 1);
+    return 0;
+}
+
 static int bench_value(bench *b, int o, const char *v) {
     switch (o) {
     case O_BROKERS: b->brokers = v; return 0;
+    case O_S3_FORWARD: return parse_s3_pair(v, b->s3_fwd);
     case O_CONSISTENCY: b->consistency = v; return 0;
     case O_WRITE_RATE: return parse_int(v, 1, 100000, &b->write_rate);
     case O_COUNT: return parse_int(v, 1, 100000000, &b->count);
@@ -180,6 +199,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"indexes", no_argument, NULL, O_INDEXES},
         {"s3", no_argument, NULL, O_S3},
         {"s3-bytes", no_argument, NULL, O_S3_BYTES},
+        {"s3-forward", required_argument, NULL, O_S3_FORWARD},
         {"ranges", no_argument, NULL, O_RANGES},
         {"heads", required_argument, NULL, O_HEADS},
         {"no-keepalive", no_argument, NULL, O_NO_KEEPALIVE},
@@ -306,6 +326,9 @@ int bench_main(cli *c, int argc, char **argv) {
     }
     if (rc == 0 && (b->s3 || b->s3_bytes) && b->url) /* it needs the S3 listener it starts */
         rc = bench_usage("--s3 and --s3-bytes run their own objlogd: drop --url", NULL);
+    if (rc == 0 && b->s3_fwd[0][0] && !b->url)
+        rc = bench_usage("--s3-forward measures a cluster's nodes: give --url (the JSON API of "
+                         "one of them)", NULL);
     if (rc == 0 && b->apply && !b->url) {
         char why[512];
         if (bench_apply_check(b, why, sizeof(why)) < 0)
@@ -338,6 +361,7 @@ int bench_main(cli *c, int argc, char **argv) {
         rc = b->apply   ? bench_apply_run(b)
              : b->s3    ? bench_s3_run(b)
              : b->s3_bytes ? bench_s3bytes_run(b)
+             : b->s3_fwd[0][0] ? bench_s3forward_run(b)
              : b->ranges ? bench_ranges_run(b)
              : b->list  ? bench_list_run(b)
              : b->modes ? bench_modes_run(b)

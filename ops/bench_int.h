@@ -83,6 +83,8 @@ typedef struct bench {
     int s3, s3_heads;
     int s3_bytes;                /* --s3-bytes: bench_s3bytes.c */
     char s3_url[128];
+    /* --s3-forward A,B: two nodes' S3 listeners (bench_s3bytes.c) */
+    char s3_fwd[2][128];
     void *apply_run;             /* the apply_run its producer threads share */
     /* With --url the buckets this run created, removed at the end unless
      * --keep (bench_clean). Only buckets whose creation was confirmed are
@@ -194,7 +196,8 @@ int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 int bench_index_run(bench *b); /* --indexes: bench_index.c */
 int bench_s3_run(bench *b);    /* --s3: bench_s3.c */
-int bench_s3bytes_run(bench *b); /* --s3-bytes: bench_s3bytes.c */
+int bench_s3bytes_run(bench *b);
+int bench_s3forward_run(bench *b); /* --s3-bytes: bench_s3bytes.c */
 int bench_ranges_run(bench *b); /* --ranges: bench_ranges.c */
 /* --indexes, part (c): over HTTP against b->url (bench_index_http.c). 0/-1. */
 int bench_index_http_run(bench *b);

@@ -5,6 +5,14 @@
  * connection, against dd writing the same bytes to files in the same
  * directory (conv=fsync: durable, as a PutObject is before its answer)
  * and reading them back, with the ratio objlog/dd.
+ *
+ * `objlog bench --s3-forward A,B --url URL`: the cost of a cluster node
+ * sending an S3 read on to the node that applies its bucket. Objects of
+ * the same sizes go up through A; which of A and B forwards is read from
+ * the answers (X-Objlog-Forwarded-By); then GetObject MB/s and HeadObject/s
+ * through the node that applies the bucket and through the other one, and
+ * the ratio forwarded/direct.
+ *
  * Invariant: every GET must give back as many bytes as were put, and the
  * first of each size the very bytes, so a broken answer cannot pass for a
  * fast one. */
@@ -14,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,6 +172,132 @@ int bench_s3bytes_run(bench *b) {
     }
     rc = CLI_EXIT_OK;
 out:
+    curl_slist_free_all(hl);
+    if (setup)
+        curl_easy_cleanup(setup);
+    if (h)
+        curl_easy_cleanup(h);
+    return rc;
+}
+
+/* ---- --s3-forward ---- */
+
+static size_t sf_header(char *p, size_t sz, size_t n, void *arg) {
+    int *forwarded = arg;
+    if (sz * n > 22 && strncasecmp(p, "X-Objlog-Forwarded-By:", 22) == 0)
+        *forwarded = 1;
+    return sz * n;
+}
+
+/* 1 when node url sends a GET of url/path on, 0 when it answers it, -1. */
+static int sf_forwards(CURL *h, const char *url, const char *path) {
+    char u[512];
+    int forwarded = 0;
+    snprintf(u, sizeof(u), "%s%s", url, path);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sf_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &forwarded);
+    int rc = sb_get(h, u, NULL, 1024);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, NULL);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
+    return rc < 0 ? -1 : forwarded;
+}
+
+static int sf_head(CURL *h, const char *url) {
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    long status = 0;
+    int rc = curl_easy_perform(h) == CURLE_OK ? 0 : -1;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+    return rc == 0 && status == 200 ? 0 : -1;
+}
+
+/* count GETs of the object of size sz through url: MB/s, or -1. */
+static double sf_gets(bench *b, CURL *h, const char *url, const sb_size *sz,
+                      const uint8_t *data) {
+    char u[512];
+    snprintf(u, sizeof(u), "%s/%s/%s", url, b->bucket, sz->name);
+    int64_t t0 = bench_mono_us();
+    for (int i = 0; i < sz->count && !bench_interrupted; i++)
+        if (sb_get(h, u, i == 0 ? data : NULL, sz->bytes) < 0)
+            return -1;
+    return sb_mbps(sz->bytes, sz->count, bench_mono_us() - t0);
+}
+
+static double sf_heads(bench *b, CURL *h, const char *url, int n) {
+    char u[512];
+    snprintf(u, sizeof(u), "%s/%s/1KiB", url, b->bucket);
+    int64_t t0 = bench_mono_us();
+    for (int i = 0; i < n && !bench_interrupted; i++)
+        if (sf_head(h, u) < 0)
+            return -1;
+    int64_t us = bench_mono_us() - t0;
+    return us > 0 ? n / ((double)us / 1e6) : 0;
+}
+
+/* One object of each size through node 0; data[i] its bytes. */
+static int sf_put_all(bench *b, CURL *h, uint8_t *data[3]) {
+    char u[512];
+    for (size_t i = 0; i < 3; i++) {
+        const sb_size *sz = &sb_sizes[i];
+        data[i] = malloc(sz->bytes);
+        if (!data[i])
+            return -1;
+        for (size_t k = 0; k < sz->bytes; k++)
+            data[i][k] = (uint8_t)(rand() >> 7);
+        snprintf(u, sizeof(u), "%s/%s/%s", b->s3_fwd[0], b->bucket, sz->name);
+        if (sb_put(h, u, data[i], sz->bytes) < 0) {
+            fprintf(stderr, "objlog: bench: PUT %s failed\n", u);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int bench_s3forward_run(bench *b) {
+    CURL *setup = curl_easy_init(), *h = curl_easy_init();
+    struct curl_slist *hl = curl_slist_append(NULL, "Expect:");
+    uint8_t *data[3] = {NULL, NULL, NULL};
+    int rc = CLI_EXIT_FAIL;
+    char path[200];
+    if (!setup || !h || !hl || bench_create_bucket(b, setup) < 0)
+        goto out;
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    if (sf_put_all(b, h, data) < 0)
+        goto out;
+    snprintf(path, sizeof(path), "/%s/1KiB", b->bucket);
+    int f0 = sf_forwards(h, b->s3_fwd[0], path), f1 = sf_forwards(h, b->s3_fwd[1], path);
+    if (f0 < 0 || f1 < 0 || f0 == f1) {
+        fprintf(stderr, "objlog: bench: of %s and %s exactly one must forward bucket %s's "
+                "reads (%d, %d): two nodes of one cluster, no standbys\n", b->s3_fwd[0],
+                b->s3_fwd[1], b->bucket, f0, f1);
+        goto out;
+    }
+    const char *direct = f0 ? b->s3_fwd[1] : b->s3_fwd[0], *via = f0 ? b->s3_fwd[0] : b->s3_fwd[1];
+    printf("S3 reads through the node that applies the bucket (%s) and through one that\n"
+           "forwards them (%s), one connection each:\n", direct, via);
+    printf("%-6s %6s %14s %14s %9s\n", "size", "count", "direct_MB/s", "forward_MB/s",
+           "fwd/direct");
+    for (size_t i = 0; i < 3; i++) {
+        double d = sf_gets(b, h, direct, &sb_sizes[i], data[i]);
+        double f = sf_gets(b, h, via, &sb_sizes[i], data[i]);
+        if (d < 0 || f < 0) {
+            fprintf(stderr, "objlog: bench: a GET of %s failed\n", sb_sizes[i].name);
+            goto out;
+        }
+        printf("%-6s %6d %14.1f %14.1f %9.2f\n", sb_sizes[i].name, sb_sizes[i].count, d, f,
+               d > 0 ? f / d : 0);
+        fflush(stdout);
+    }
+    double hd = sf_heads(b, h, direct, 4000), hf = sf_heads(b, h, via, 4000);
+    if (hd < 0 || hf < 0)
+        goto out;
+    printf("%-6s %6d %14s %14s %9.2f\n%-6s %6s %14.0f %14.0f\n", "HEAD", 4000, "direct_/s",
+           "forward_/s", hd > 0 ? hf / hd : 0, "", "", hd, hf);
+    rc = CLI_EXIT_OK;
+out:
+    for (int i = 0; i < 3; i++)
+        free(data[i]);
     curl_slist_free_all(hl);
     if (setup)
         curl_easy_cleanup(setup);

@@ -151,14 +151,14 @@ extern "C" {
 /* The release this header belongs to (CMake reads it from here). The
  * shared library's SONAME carries the major: libobjlog_producer.so.0. */
 #define OBJLOG_VERSION_MAJOR 0
-#define OBJLOG_VERSION_MINOR 4
+#define OBJLOG_VERSION_MINOR 5
 #define OBJLOG_VERSION_PATCH 0
-#define OBJLOG_VERSION_STR "0.4.0"
+#define OBJLOG_VERSION_STR "0.5.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
-#define OBJLOG_VERSION 0x000300
+#define OBJLOG_VERSION 0x000500
 /* 0.3 also adds OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit and
  * the admission.* keys (admission control). */
-/* The library's version at run time ("0.4.0"), which may be newer than
+/* The library's version at run time ("0.5.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
 
@@ -245,6 +245,10 @@ typedef struct objlog_object_meta {
      * NULL. At most 10,000. */
     const objlog_blob_part *parts;
     size_t n_parts;
+    /* A canned ACL, as S3's x-amz-acl (since 0.5.0; NULL or "private":
+     * only the owner): public-read, public-read-write, authenticated-read,
+     * bucket-owner-read, bucket-owner-full-control. */
+    const char *acl;
 } objlog_object_meta;
 
 typedef struct objlog_write_opts {
@@ -263,6 +267,7 @@ typedef struct objlog_bucket_conf {
     uint64_t max_versions;       /* versions per key; 0 = default */
     uint64_t quota_max_bytes;    /* 0 = unlimited */
     uint64_t quota_max_objects;  /* 0 = unlimited */
+    const char *acl;             /* canned ACL, as objlog_object_meta's (0.5.0) */
 } objlog_bucket_conf;
 
 /* One entry of the part list given to complete_upload. */

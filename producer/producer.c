@@ -11,6 +11,7 @@
  * the write path reads it without a lock.
  */
 #define _GNU_SOURCE
+#include "attrs.h"
 #include "producer_int.h"
 #include "producer_event.h"
 #include "producer_time.h"
@@ -678,6 +679,11 @@ int objlog_producer_create_bucket_ex(objlog_producer *p, const char *bucket,
     cb_op.tenant = (char *)(conf->tenant ? conf->tenant : "");
     cb_op.versioning = (Objlog__Versioning)conf->versioning;
     cb_op.max_versions = conf->max_versions;
+    if (attrs_acl_parse(conf->acl) < 0) {
+        snprintf(errstr, errstr_size, "invalid ACL %.64s: not a canned ACL", conf->acl);
+        return -1;
+    }
+    cb_op.acl = (char *)(conf->acl ? conf->acl : "");
     if (conf->quota_max_bytes || conf->quota_max_objects) {
         quota.max_bytes = conf->quota_max_bytes;
         quota.max_objects = conf->quota_max_objects;
@@ -811,6 +817,7 @@ static int meta_build_init(meta_build *mb, const objlog_object_meta *meta,
         mb->om.content_encoding = (char *)nz(meta->content_encoding);
         mb->om.content_language = (char *)nz(meta->content_language);
         mb->om.expires = (char *)nz(meta->expires);
+        mb->om.acl = (char *)nz(meta->acl);
     }
     if (nu)
         meta_build_pairs(mb->um, mb->ump, meta->user_meta, nu);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "bucketname.h"
+#include "attrs.h"
 #include "keycodec.h"
 
 #define KEY_MAX 1024
@@ -235,6 +236,10 @@ int validate_meta(const objlog_object_meta *meta, char *errstr,
                      errstr_size) < 0 ||
         validate_len("Expires", meta->expires, FIELD_SYSTEM_MAX, errstr, errstr_size) < 0)
         return -1;
+    if (attrs_acl_parse(meta->acl) < 0) {
+        snprintf(errstr, errstr_size, "invalid ACL %.64s: not a canned ACL", meta->acl);
+        return -1;
+    }
     if (validate_parts(meta, errstr, errstr_size) < 0)
         return -1;
     if (meta->n_user_meta && !meta->user_meta) {

@@ -34,6 +34,7 @@ static const outcome_row outcome_table[] = {
     {OBJLOG__OUTCOME_CODE__OUTCOME_INDEX_ALREADY_EXISTS, "IndexAlreadyExists", 409},
     {OBJLOG__OUTCOME_CODE__OUTCOME_TOO_MANY_INDEXES, "TooManyIndexes", 400},
     {OBJLOG__OUTCOME_CODE__OUTCOME_BUCKET_SPANS_RANGES, "BucketSpansRanges", 409},
+    {OBJLOG__OUTCOME_CODE__OUTCOME_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405},
 };
 
 static const outcome_row *outcome_find(Objlog__OutcomeCode code) {

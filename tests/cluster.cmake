@@ -25,3 +25,14 @@ objlog_add_test(test_cluster_auth KAFKA_ONLY SOURCES test_cluster_auth.c TIMEOUT
 if(TARGET test_cluster_auth)
   add_dependencies(test_cluster_auth objlogd)
 endif()
+
+# The S3 endpoint of every node: three nodes with --s3-credentials and one
+# shared blob directory; aws-cli, rclone, s3cmd and boto3 through every
+# node, a request for another node's partition sent on to it.
+objlog_add_test(test_s3_cluster KAFKA_ONLY SOURCES test_s3_cluster.c TIMEOUT 600
+  LIBS objlog_testkit PkgConfig::JANSSON)
+if(TARGET test_s3_cluster)
+  target_compile_definitions(test_s3_cluster PRIVATE
+    OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+  add_dependencies(test_s3_cluster objlogd)
+endif()

@@ -49,7 +49,12 @@ int cnodes_start(cnodes *g, int i) {
         snprintf(blobs, sizeof(blobs), "%.250s/blobs", g->dir);
         argv[k++] = "--s3-listen";
         argv[k++] = listen;
-        argv[k++] = "--s3-anonymous";
+        if (g->s3_credentials) {
+            argv[k++] = "--s3-credentials";
+            argv[k++] = (char *)g->s3_credentials;
+        } else {
+            argv[k++] = "--s3-anonymous";
+        }
         argv[k++] = "--blob-dir";
         argv[k++] = blobs;
     }

@@ -34,9 +34,11 @@ typedef struct cnodes {
     const char *cluster;
     char *const *extra;          /* more objlogd flags, NULL-ended */
     const char *admin_token;     /* sent by cnodes_cluster_of; NULL none */
-    /* Set before cnodes_setup: every node serves S3 too (anonymous, one
-     * blob directory shared by all, DIR/blobs), on a port of its own. */
+    /* Set before cnodes_setup: every node serves S3 too (one blob
+     * directory shared by all, DIR/blobs), on a port of its own: signed
+     * with the keys of s3_credentials when set, else anonymous. */
     int s3;
+    const char *s3_credentials;
 } cnodes;
 
 /* The log of `partitions` partitions, the shared secret and nodes

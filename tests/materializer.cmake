@@ -3,6 +3,11 @@
 objlog_add_test(test_apply SOURCES test_apply.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_apply PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+# Tags and canned ACLs: SetObjectTags/Acl, SetBucketTags/Acl, exact
+# outcomes and records, batch boundaries leaving the same rows.
+objlog_add_test(test_apply_attrs SOURCES test_apply_attrs.c
+  LIBS objlog_materializer objlog_testkit TIMEOUT 60)
+target_include_directories(test_apply_attrs PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 objlog_add_test(test_materializer SOURCES test_materializer.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 180)
 objlog_add_test(test_janitor SOURCES test_janitor.c

@@ -17,13 +17,18 @@ int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]) {
     if (!f || fputs(creds, f) < 0 || fclose(f) != 0 || chmod(path, 0600) != 0)
         return -1;
     char *argv[32] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
-                      "--s3-listen", "127.0.0.1:0", "--s3-credentials", path,
-                      "--s3-anonymous"};
-    int n = 11, redirect = 0;
-    for (int i = 0; extra && extra[i] && n < 29; i++) {
+                      "--s3-listen", "127.0.0.1:0", "--s3-credentials", path};
+    int n = 10, redirect = 0, anonymous = 1;
+    for (int i = 0; extra && extra[i] && n < 28; i++) {
+        if (strcmp(extra[i], S3DAEMON_SIGNED_ONLY) == 0) {
+            anonymous = 0;
+            continue;
+        }
         redirect |= strcmp(extra[i], "--s3-blob-url") == 0;
         argv[n++] = extra[i];
     }
+    if (anonymous)
+        argv[n++] = "--s3-anonymous";
     if (!redirect) {
         snprintf(d->blobs, sizeof(d->blobs), "%s/blobs", d->dir);
         argv[n++] = "--blob-dir";

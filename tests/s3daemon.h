@@ -24,6 +24,9 @@ typedef struct s3daemon {
  * it is ready.
  * 0, or -1 (s3daemon_stop still cleans up). */
 int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]);
+/* Among the extra flags: no --s3-anonymous (an unsigned request owns
+ * nothing, and gets what ACLs grant everyone). */
+#define S3DAEMON_SIGNED_ONLY "(signed only)"
 /* Stops it (SIGTERM; 0 when it exits cleanly) and removes its dir. */
 int s3daemon_stop(s3daemon *d);
 

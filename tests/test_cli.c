@@ -635,7 +635,8 @@ static void test_bucket_settings_versioning_rb(void **state) {
     assert_ok(objlog("bucket", "settings", NULL));
     snprintf(want, sizeof(want),
              "name: settings\ntenant: acme\nversioning: \nmax_versions: 2\n"
-             "quota.max_bytes: 0\nquota.max_objects: 0\ncreated: %s\n", created);
+             "quota.max_bytes: 0\nquota.max_objects: 0\ncreated: %s\nacl: private\n",
+             created);
     assert_string_equal(g_out, want);
 
     /* the rate limit in force, as JSON (printed once, freed once) */

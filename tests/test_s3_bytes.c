@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "filetree.h"
 #include "proc.h"
 #include "s3daemon.h"
 #include "testlog.h"
@@ -101,51 +102,17 @@ static int tool_v(char *out, size_t on, char *err, size_t en, const char *const 
     tool_v(g_out, sizeof(g_out), g_err, sizeof(g_err), (const char *const[]){__VA_ARGS__, NULL})
 static char g_out[65536], g_err[65536];
 
-/* n random bytes into path. */
 static void random_file(const char *path, size_t n) {
-    FILE *in = fopen("/dev/urandom", "rb"), *out = fopen(path, "wb");
-    assert_non_null(in);
-    assert_non_null(out);
-    char buf[65536];
-    while (n) {
-        size_t k = n < sizeof(buf) ? n : sizeof(buf);
-        assert_int_equal(fread(buf, 1, k, in), k);
-        assert_int_equal(fwrite(buf, 1, k, out), k);
-        n -= k;
-    }
-    fclose(in);
-    assert_int_equal(fclose(out), 0);
+    assert_int_equal(filetree_random_file(path, n), 0);
 }
 
-/* The two files hold the same bytes (cmp). */
-static void assert_same_file(const char *a, const char *b) {
-    char out[512], err[512];
-    char *argv[] = {"/usr/bin/cmp", (char *)a, (char *)b, NULL};
-    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 60000);
-    if (rc != 0)
-        fail_msg("%s and %s differ: %s%s", a, b, out, err);
-}
+static void make_tree(const char *root) { assert_int_equal(filetree_make(root), 0); }
 
-static void assert_same_tree(const char *a, const char *b) {
-    char out[4096], err[512];
-    char *argv[] = {"/usr/bin/diff", "-r", (char *)a, (char *)b, NULL};
-    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 60000);
-    if (rc != 0)
-        fail_msg("%s and %s differ: %s%s", a, b, out, err);
-}
-
-/* A directory of files to sync: sizes from 0 to 3 MB, a subfolder, a
- * name with a space. */
-static void make_tree(const char *root) {
-    char p[512];
-    snprintf(p, sizeof(p), "%s/sub dir", root);
-    assert_int_equal(mkdir(root, 0700), 0);
-    assert_int_equal(mkdir(p, 0700), 0);
-    static const size_t sizes[] = {0, 1, 4096, 100000, 3 << 20};
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        snprintf(p, sizeof(p), "%s/%sf%zu.bin", root, i % 2 ? "sub dir/" : "", i);
-        random_file(p, sizes[i]);
-    }
+/* The two files (or trees) hold the same bytes. */
+static void assert_same_bytes(const char *a, const char *b) {
+    char why[4800];
+    if (filetree_same(a, b, why, sizeof(why)) < 0)
+        fail_msg("%s", why);
 }
 
 static void test_awscli_round_trips(void **state) {
@@ -164,7 +131,7 @@ static void test_awscli_round_trips(void **state) {
                               "--only-show-errors"), 0);
         assert_int_equal(tool("/usr/bin/aws", "--endpoint-url", g.s3, "s3", "cp", dst, down,
                               "--only-show-errors"), 0);
-        assert_same_file(up, down);
+        assert_same_bytes(up, down);
     }
     /* the 20 MB file went up as a multipart upload (aws-cli's 8 MB parts) */
     assert_int_equal(tool("/usr/bin/aws", "--endpoint-url", g.s3, "--output", "json", "s3api",
@@ -178,7 +145,7 @@ static void test_awscli_round_trips(void **state) {
                           "s3://cli-bytes/tree", "--only-show-errors"), 0);
     assert_int_equal(tool("/usr/bin/aws", "--endpoint-url", g.s3, "s3", "sync",
                           "s3://cli-bytes/tree", back, "--only-show-errors"), 0);
-    assert_same_tree(tree, back);
+    assert_same_bytes(tree, back);
     /* a second sync up finds nothing to do */
     assert_int_equal(tool("/usr/bin/aws", "--endpoint-url", g.s3, "s3", "sync", tree,
                           "s3://cli-bytes/tree"), 0);
@@ -222,7 +189,7 @@ static void test_rclone_round_trips(void **state) {
                           "objlog:rc-bytes/t", "--download"), 0);
     assert_int_equal(tool("/usr/bin/rclone", "--config", conf, "sync", "objlog:rc-bytes/t",
                           back), 0);
-    assert_same_tree(tree, back);
+    assert_same_bytes(tree, back);
     assert_int_equal(tool("/usr/bin/rclone", "--config", conf, "check", back,
                           "objlog:rc-bytes/t"), 0);
 }
@@ -237,7 +204,7 @@ static void test_s3cmd_round_trips(void **state) {
     assert_int_equal(tool("/usr/bin/s3cmd", "-c", cfg, "mb", "s3://s3cmd-bytes"), 0);
     assert_int_equal(tool("/usr/bin/s3cmd", "-c", cfg, "put", up, "s3://s3cmd-bytes/x"), 0);
     assert_int_equal(tool("/usr/bin/s3cmd", "-c", cfg, "get", "s3://s3cmd-bytes/x", down), 0);
-    assert_same_file(up, down);
+    assert_same_bytes(up, down);
 }
 
 static long count_lines(const char *path) {

@@ -79,6 +79,31 @@ static void test_bytes_boto3(void **state) {
     run_check_script("boto3_bytes_check.py");
 }
 
+/* Tags and canned ACLs on an endpoint without --s3-anonymous, whose
+ * unsigned requests get only what an ACL grants everyone
+ * (boto3_attrs_check.py, on a daemon of its own). */
+static void test_attrs_boto3(void **state) {
+    (void)state;
+    s3daemon d;
+    char *extra[] = {S3DAEMON_SIGNED_ONLY, NULL};
+    if (s3daemon_start(&d, "objlogtest objlogtest-secret tenant-a\n"
+                           "otherkey other-secret tenant-b\n", extra) < 0) {
+        s3daemon_stop(&d);
+        fail_msg("objlogd without --s3-anonymous did not start");
+    }
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/boto3_attrs_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "HOME=/nonexistent",
+                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    "/usr/bin/python3", script, d.s3, d.json, NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 120000);
+    assert_int_equal(s3daemon_stop(&d), 0);
+    if (rc != 0)
+        fail_msg("boto3_attrs_check.py exited %d:\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(out, " checks passed"));
+    print_message("%s", out);
+}
+
 /* S3's documented behaviours clients rely on: URL encoding, FetchOwner,
  * an empty continuation token, CreateBucket of an owned bucket, Object
  * Lock refused, DeleteBucket with uploads (boto3_behaviour_check.py). */
@@ -1157,6 +1182,7 @@ int main(void) {
         cmocka_unit_test(test_headers_signed),
         cmocka_unit_test(test_bytes_boto3),
         cmocka_unit_test(test_behaviour_boto3),
+        cmocka_unit_test(test_attrs_boto3),
         cmocka_unit_test(test_chunked_upload_over_stream_min),
         cmocka_unit_test(test_boto3_lists),
         cmocka_unit_test(test_awscli_lists),

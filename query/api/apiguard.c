@@ -109,37 +109,24 @@ static void api_unauthorized(http_ctx *c, const char *why) {
 }
 
 /* A peer node's signed subject: 0 set, -1 after 401. */
-static int api_node_subject(http_ctx *c, const char *value) {
+static int api_node_subject(http_ctx *c) {
     struct api_conf *a = c->q->api;
-    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
-    const char *subject = evhttp_find_header(ih, NODEAUTH_SUBJECT_HEADER);
     char why[200];
-    const uint8_t *key = cluster_node_key(c->q->cluster);
-    if (!key) {
-        api_unauthorized(c, "this node has no cluster secret to check a node signature with");
-        return -1;
-    }
-    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
-    size_t n = evbuffer_get_length(in);
-    const void *body = n ? (const void *)evbuffer_pullup(in, -1) : (const void *)"";
-    if (!subject || nodeauth_verify(key, nodesign_method_name(evhttp_request_get_command(c->req)),
-                                    evhttp_request_get_uri(c->req),
-                                    body, n, subject, value, (int64_t)time(NULL), why,
-                                    sizeof(why)) < 0) {
-        api_unauthorized(c, subject ? why : "a node signature without " NODEAUTH_SUBJECT_HEADER);
-        return -1;
-    }
     apisubject s;
-    int rc = nodeauth_subject_parse(subject, &s);
-    if (rc < 0 || (rc == 1 && a->creds.keys)) {
-        api_unauthorized(c, rc < 0 ? "malformed " NODEAUTH_SUBJECT_HEADER
-                                   : "a node that serves without --api-credentials forwarded "
-                                     "this; this node has them (configure every node alike)");
+    int rc = nodesign_check(cluster_node_key(c->q->cluster), c, &s, why, sizeof(why));
+    if (rc < 0) {
+        api_unauthorized(c, why);
+        return -1;
+    }
+    if (rc == 2 && a->creds.keys) {
+        api_unauthorized(c, "a node that serves without --api-credentials forwarded this; "
+                            "this node has them (configure every node alike)");
         return -1;
     }
     c->node_signed = 1;
     c->authz = rc == 0;
     c->admin = s.admin;
+    c->anonymous = s.anonymous;
     snprintf(c->tenant, sizeof(c->tenant), "%s", s.tenant);
     return 0;
 }
@@ -181,7 +168,7 @@ int api_authenticate(http_ctx *c, const char *path) {
     const char *node = evhttp_find_header(ih, NODEAUTH_HEADER);
     c->authz = 0;
     if (node && a)
-        return api_node_subject(c, node);
+        return api_node_subject(c);
     if (api_open(c->q) || api_is_probe(path))
         return 0;
     return api_bearer_subject(c, evhttp_find_header(ih, "Authorization"));

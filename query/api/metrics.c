@@ -129,12 +129,16 @@ static json_t *metrics_lag_json(objlog_query *q, const lag_row *rows, int n) {
         max_lag = r->lag > max_lag ? r->lag : max_lag;
         max_s = r->lag_s > max_s ? r->lag_s : max_s;
     }
-    return json_pack("{s:o, s:I, s:f, s:I, s:I}", "partitions", parts,
-                     "max_lag_messages", (json_int_t)max_lag,
-                     "max_lag_seconds", max_s, "events_applied",
-                     (json_int_t)objlog_materializer_events_applied(q->m),
-                     "dlq_events",
-                     (json_int_t)objlog_materializer_dlq_count(q->m));
+    json_t *o = json_pack("{s:o, s:I, s:f, s:I, s:I}", "partitions", parts,
+                          "max_lag_messages", (json_int_t)max_lag,
+                          "max_lag_seconds", max_s, "events_applied",
+                          (json_int_t)objlog_materializer_events_applied(q->m),
+                          "dlq_events",
+                          (json_int_t)objlog_materializer_dlq_count(q->m));
+    /* ... and where its other listeners are (its S3 endpoint). */
+    if (o && q->cluster)
+        json_object_set_new(o, "listeners", cluster_listeners_json(q->cluster));
+    return o;
 }
 
 void metrics_lag(http_ctx *c) {

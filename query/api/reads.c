@@ -11,6 +11,7 @@
  * contract, whichever writer (jansson, jsonw.c) produces them. */
 #define _GNU_SOURCE
 #include "core.h"
+#include "attrs.h"
 #include "api.h"
 #include "cluster.h"
 #include "read.h"
@@ -98,6 +99,8 @@ static void read_object_body(http_ctx *c, const char *bucket, const view_version
     jsonw_str(&w, "content_encoding", m ? m->content_encoding : NULL);
     jsonw_str(&w, "content_language", m ? m->content_language : NULL);
     jsonw_str(&w, "expires", m ? m->expires : NULL);
+    if (m && m->acl && *m->acl)
+        jsonw_str(&w, "acl", m->acl);
     if (m && m->n_parts) {
         jsonw_array_begin(&w, "parts");
         for (size_t i = 0; i < m->n_parts; i++) {
@@ -215,6 +218,11 @@ void read_bucket(http_ctx *c, const char *bucket) {
         "max_versions", (json_int_t)(r->max_versions ? r->max_versions
                                                      : READ_DEFAULT_MAX_VERSIONS),
         "quota", quota, "created", read_time_json(r->created_ms));
+    json_t *tags = json_object();
+    for (size_t i = 0; tags && i < r->n_tags; i++)
+        json_object_set_new(tags, r->tags[i]->name, json_string(r->tags[i]->value));
+    json_object_set_new(j, "tags", tags);
+    json_object_set_new(j, "acl", json_string(attrs_acl_name(attrs_acl_parse(r->acl))));
     view_bucket_free(&b);
     http_reply_json(c, 200, j);
 }

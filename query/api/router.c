@@ -435,7 +435,8 @@ const http_face api_face = {
     .edge_content_type = "application/json",
     .request_id_header = "X-Objlog-Request-Id",
     .reserved_path = api_probe_path,
-    .forwards = 1,
+    .forward_writes = 1,
+    .forward_as_sent = 0,
     .max_body = HTTP_MAX_BODY,
     .allowed_methods = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                        EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |

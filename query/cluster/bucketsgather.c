@@ -1,8 +1,16 @@
-/* bucketsgather.c: a bucket listing on a cluster node, for every API:
- * each node is asked (GET /v1/buckets, one hop) for the first names of the
- * partitions it applies, and their answers are merged by name. Each
- * bucket lives on one partition, so on one node, and the first max of the
- * union are the page.
+/* bucketsgather.c: what a cluster node asks other nodes about buckets,
+ * for every API.
+ *
+ * A bucket listing: each node is asked (GET /v1/buckets, one hop) for the
+ * first names of the partitions it applies, and their answers are merged
+ * by name. Each bucket lives on one partition, so on one node, and the
+ * first max of the union are the page.
+ *
+ * A bucket's record (cluster_ask_owner): a write produced where it
+ * arrived (an S3 PUT whose body streams here) needs its bucket's owner
+ * and ACL, which a node that applies the bucket's partition gives (GET
+ * /v1/buckets/{b}, signed as this node, at that node's fence); the
+ * request runs again here with them (http_ctx.peer), and is judged here.
  *
  * Invariant: done is called once, on c's worker, with the page or with
  * the error of the first node that failed; it answers c in its API's
@@ -111,4 +119,45 @@ int cluster_buckets_gather(http_ctx *c, int max, const char *prefix, const char 
     }
     cluster_gather_plan_free(&g);
     return g.plan == 0 ? 0 : g.plan == 1 ? 1 : 2;
+}
+
+/* ---- one bucket's record, from a node that applies it ---- */
+
+static void owner_done(http_ctx *c, const gather_reply *r, int n, void *arg) {
+    (void)n;
+    (void)arg;
+    json_t *j = r[0].status == 200 ? json_loads(r[0].body, 0, NULL) : NULL;
+    const char *tenant = json_string_value(json_object_get(j, "tenant"));
+    const char *acl = json_string_value(json_object_get(j, "acl"));
+    if (!tenant) {
+        forward_gather_error(c, &r[0]);
+    } else {
+        http_peer_bucket pb = {.known = 1};
+        snprintf(pb.tenant, sizeof(pb.tenant), "%s", tenant);
+        snprintf(pb.acl, sizeof(pb.acl), "%s", acl ? acl : "");
+        http_rerun_peer(c, &pb);
+    }
+    json_decref(j);
+}
+
+int cluster_ask_owner(http_ctx *c, const char *bucket, int32_t part) {
+    char url[CLUSTER_URL_MAX], path[128];
+    int who = cluster_pick(c->q->cluster, part, 0, url, sizeof(url));
+    if (who == CLUSTER_OWNER_SELF)
+        return 0;
+    if (who != CLUSTER_OWNER_PEER) {
+        http_reply_error(c, 503, "SlowDown",
+                         "bucket %s's partition %d has no reachable node right now (the "
+                         "cluster is rebalancing); retry", bucket, (int)part);
+        return 1;
+    }
+    /* a bucket name is [a-z0-9.-]: nothing to escape */
+    snprintf(path, sizeof(path), "/v1/buckets/%s", bucket);
+    const char *urls[1] = {url}, *paths[1] = {path};
+    /* asked as the node (the admin role): the record whoever the caller,
+     * whose rights this node judges from it (owner, ACL) */
+    http_ctx as_node = *c;
+    as_node.authz = 1;
+    as_node.admin = 1;
+    return forward_gather(&as_node, urls, paths, 1, owner_done, NULL);
 }

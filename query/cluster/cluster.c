@@ -58,10 +58,20 @@
  * copied from that peer rather than applied from the log. */
 #define CLUSTER_BOOTSTRAP_GAP 50000
 
-typedef struct cluster_node {
+/* A node's other listeners (its S3 endpoint), by face name, as its
+ * GET /v1/lag advertises them. */
+#define CLUSTER_MAX_FACES 4
+typedef struct cluster_face {
+    char name[16];
     char url[CLUSTER_URL_MAX];
+} cluster_face;
+
+typedef struct cluster_node {
+    char url[CLUSTER_URL_MAX];   /* its JSON API: who it is */
     int self;
     int reachable;               /* its /v1/lag answered on the last refresh */
+    cluster_face faces[CLUSTER_MAX_FACES];
+    int nfaces;
 } cluster_node;
 
 /* One partition as the last refresh saw it. */
@@ -228,6 +238,34 @@ static int cluster_role_of(const char *r, int active) {
                                        : OBJLOG_ROLE_NONE;
 }
 
+/* 1 when u is a URL a peer may be sent to: http(s)://, no space or
+ * control character, short enough to keep. */
+static int cluster_url_ok(const char *u) {
+    if (!u || strlen(u) >= CLUSTER_URL_MAX ||
+        (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
+        return 0;
+    for (const char *p = u; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '"' || *p == '\\' || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* A peer's "listeners": {"s3": "http://host:port"} into nd. */
+static void cluster_note_faces(cluster_node *nd, json_t *listeners) {
+    const char *name;
+    json_t *v;
+    nd->nfaces = 0;
+    json_object_foreach(listeners, name, v) {
+        const char *u = json_string_value(v);
+        if (nd->nfaces == CLUSTER_MAX_FACES || strlen(name) >= sizeof(nd->faces[0].name) ||
+            !cluster_url_ok(u))
+            continue;
+        cluster_face *f = &nd->faces[nd->nfaces++];
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        snprintf(f->url, sizeof(f->url), "%s", u);
+    }
+}
+
 /* What a peer applies (active or standby) and how far, from its
  * GET /v1/lag. 0, or -1 (unreachable: left unknown). */
 static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni) {
@@ -266,6 +304,7 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
                       json_integer_value(json_object_get(e, "end")));
     }
     s->nodes[ni].reachable = j != NULL;
+    cluster_note_faces(&s->nodes[ni], json_object_get(j, "listeners"));
     json_decref(j);
     return j ? 0 : -1;
 }
@@ -724,6 +763,43 @@ void cluster_mark_down(cluster *c, const char *url) {
 
 const char *cluster_self(const cluster *c) { return c->self_url; }
 
+int cluster_face_url(cluster *c, const char *node, const char *face, char *out, size_t n) {
+    if (strcmp(face, "json") == 0) {
+        snprintf(out, n, "%s", node);
+        return 0;
+    }
+    int rc = -1;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->nnodes && rc < 0; i++) {
+        if (strcmp(c->nodes[i].url, node) != 0)
+            continue;
+        for (int k = 0; k < c->nodes[i].nfaces && rc < 0; k++) {
+            if (strcmp(c->nodes[i].faces[k].name, face) == 0) {
+                snprintf(out, n, "%s", c->nodes[i].faces[k].url);
+                rc = 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+json_t *cluster_listeners_json(const cluster *c) {
+    json_t *o = json_object();
+    struct evhttp_uri *u = evhttp_uri_parse(c->self_url);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    const http_face *face;
+    char url[CLUSTER_URL_MAX];
+    for (int i = 0; o && host &&
+                    server_listener_url(c->q->srv, i, host, &face, url, sizeof(url)) == 0;
+         i++)
+        if (strcmp(face->name, "json") != 0)
+            json_object_set_new(o, face->name, json_string(url));
+    if (u)
+        evhttp_uri_free(u);
+    return o;
+}
+
 /* ---- GET /v1/cluster ---- */
 
 static json_t *cluster_part_json(cluster *c, int32_t p) {
@@ -774,11 +850,15 @@ void cluster_get(http_ctx *hc) {
             if (c->role[(size_t)p * (size_t)c->nnodes + (size_t)i] == OBJLOG_ROLE_STANDBY)
                 json_array_append_new(standing, json_integer(p));
         }
-        json_array_append_new(nodes, json_pack("{s:s, s:s, s:b, s:b, s:o, s:o}", "id",
+        json_t *faces = c->nodes[i].self ? cluster_listeners_json(c) : json_object();
+        for (int k = 0; !c->nodes[i].self && k < c->nodes[i].nfaces; k++)
+            json_object_set_new(faces, c->nodes[i].faces[k].name,
+                                json_string(c->nodes[i].faces[k].url));
+        json_array_append_new(nodes, json_pack("{s:s, s:s, s:b, s:b, s:o, s:o, s:o}", "id",
                                                c->nodes[i].url, "url", c->nodes[i].url,
                                                "self", c->nodes[i].self, "reachable",
                                                c->nodes[i].reachable, "partitions", owned,
-                                               "standbys", standing));
+                                               "standbys", standing, "listeners", faces));
     }
     for (int p = 0; c->parts && p < c->nparts; p++)
         json_array_append_new(parts, cluster_part_json(c, p));
@@ -950,16 +1030,6 @@ int cluster_route(http_ctx *hc, const int32_t *parts, int n) {
                              "across nodes yet", n, url);
             return 1;
         }
-    }
-    if (!hc->face->forwards) {
-        /* A peer is known by its JSON URL only; its S3 listener is not
-         * advertised, so an S3 read is answered where its partition is
-         * applied (with --standbys N-1 that is every node). */
-        http_reply_error(hc, 501, "NotImplemented",
-                         "this node does not apply partition %d and the S3 endpoint does "
-                         "not forward across cluster nodes yet; ask %s's S3 listener",
-                         (int)part, first);
-        return 1;
     }
     return forward_request(hc, first, n == 1 ? part : -1);
 }

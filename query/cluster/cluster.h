@@ -98,6 +98,12 @@ int cluster_active(cluster *c, int32_t p, char *url, size_t n);
  * refresh hears from it. */
 void cluster_mark_down(cluster *c, const char *url);
 const char *cluster_self(const cluster *c);
+/* The URL of node's listener for face (a face's name: "json" is node
+ * itself), as node advertised it. 0, or -1 when it advertises none. */
+int cluster_face_url(cluster *c, const char *node, const char *face, char *out, size_t n);
+/* This node's listeners but the JSON API's, {"s3": URL}, for its peers
+ * (GET /v1/lag). */
+json_t *cluster_listeners_json(const cluster *c);
 /* For a request on parts[0..n): 0 when this node applies them all (or is
  * not a cluster node); else 1: it is forwarded to the node that applies
  * them (forward.c, answered later), or answered 503 while none does. */
@@ -143,6 +149,14 @@ struct curl_slist;
 struct curl_slist *nodesign_curl(const uint8_t *key, const char *method, const char *url,
                                  struct curl_slist *hl);
 const char *nodesign_method_name(enum evhttp_cmd_type cmd);
+/* A peer node's signature on c's request (its body read whole), checked
+ * with key (cluster_node_key; NULL: none here): 1 when it carries none; 0
+ * when it checks out, *s the subject it signed; 2 the
+ * same from a node serving without credentials ("open"); -1 refused, why
+ * says why (no shared secret here, a bad or stale signature). */
+struct apisubject;
+int nodesign_check(const uint8_t *key, const http_ctx *c, struct apisubject *s, char *why,
+                   size_t wn);
 
 /* ---- forward.c: a read sent on to the node that applies its partition ---- */
 
@@ -195,6 +209,12 @@ typedef void cluster_buckets_fn(http_ctx *c, json_t *page, int more,
                                 const gather_reply *failed, void *arg);
 int cluster_buckets_gather(http_ctx *c, int max, const char *prefix, const char *tenant,
                            const char *after, cluster_buckets_fn *done, void *arg);
+
+/* bucket's owner and ACL (its partition part), asked of a node that
+ * applies part: 1 asked (c runs again with c->peer filled, or is
+ * answered with that node's error: NoSuchBucket, 503) or answered 503 (no
+ * node applies part); 0 this node applies part itself. */
+int cluster_ask_owner(http_ctx *c, const char *bucket, int32_t part);
 
 /* ---- the names objlogd gives a cluster's group and a node ---- */
 /* Cluster nodes: the consumer group of cluster name, and the

@@ -28,8 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include <event2/bufferevent.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 
@@ -45,13 +48,28 @@ typedef struct fwd_peer {
     struct evhttp_connection *conn;
 } fwd_peer;
 
+/* An answer relayed as it arrives holds at most this much unsent to the
+ * client: past it the peer is not read until the client has taken it. */
+#define FWD_STREAM_HIGH (4 << 20)
+/* evhttp reads a peer 4 KiB at a time (libevent 2.1); the client gets
+ * pieces of at least this much, so that each read does not cost a write. */
+#define FWD_PIECE (256 << 10)
+/* While the peer is not read: how often to look whether the client left. */
+#define FWD_PAUSE_CHECK_MS 500
+
 typedef struct fwd_req fwd_req;
 struct fwd_req {
     http_ctx c;                  /* the client's request (params not kept) */
     struct evhttp_request *out;  /* ours to the peer, until its callback */
-    char node[256];
+    char node[256];              /* the peer (its JSON URL: who it is) */
     int32_t part;                /* the partition it is for, -1 several */
     int retried;                 /* sent on to a second replica already */
+    int status;                  /* the peer's answer's, once its head came */
+    int relaying;                /* its head came (and its headers are c's) */
+    int streaming;               /* ... and went to the client, body to follow */
+    int paused;                  /* the peer is not read (client behind) */
+    struct event *check;         /* paused, or the client left: see fwd_check_cb */
+    struct evbuffer *held;       /* read from the peer, not yet a piece */
     fwd_req *prev, *next;
 };
 
@@ -170,19 +188,49 @@ static void fwd_unlink(http_worker *w, fwd_req *r) {
 /* Headers that describe one connection, not the message; and the
  * client's credentials, which the peer never sees: it learns who asks
  * from this node's signature (apiguard.c). */
-static int fwd_hop_by_hop(const char *k) {
-    static const char *const names[] = {"Connection", "Keep-Alive", "Transfer-Encoding",
-                                        "Content-Length", "Date", "Host", "TE", "Trailer",
-                                        "Upgrade", "Proxy-Connection", "Authorization", NULL};
+static int fwd_named(const char *k, const char *const *names) {
     for (int i = 0; names[i]; i++)
         if (evutil_ascii_strcasecmp(k, names[i]) == 0)
             return 1;
     return 0;
 }
 
-static void fwd_copy_headers(struct evkeyvalq *to, struct evkeyvalq *from) {
+static int fwd_hop_by_hop(const char *k) {
+    static const char *const names[] = {"Connection", "Keep-Alive", "Transfer-Encoding",
+                                        "Content-Length", "TE", "Trailer", "Upgrade",
+                                        "Proxy-Connection", "Expect", NULL};
+    return fwd_named(k, names);
+}
+
+/* What the client sent that a face forwarding "as sent" keeps (a SigV4
+ * signature covers them) and another replaces. */
+static int fwd_as_sent(const char *k) {
+    static const char *const names[] = {"Host", "Date", "Authorization", NULL};
+    return fwd_named(k, names);
+}
+
+static void fwd_copy_request_headers(struct evkeyvalq *to, struct evkeyvalq *from,
+                                     int as_sent) {
     for (struct evkeyval *kv = from->tqh_first; kv; kv = kv->next.tqe_next)
-        if (!fwd_hop_by_hop(kv->key))
+        if (!fwd_hop_by_hop(kv->key) && (as_sent || !fwd_as_sent(kv->key)))
+            evhttp_add_header(to, kv->key, kv->value);
+}
+
+static int fwd_answer_header(const char *k) {
+    return evutil_ascii_strcasecmp(k, "Content-Length") == 0 ||
+           (!fwd_hop_by_hop(k) && !fwd_as_sent(k));
+}
+
+/* The peer's answer's headers, in place of any this node set already (a
+ * request id, the node that answers); its Content-Length too, which the
+ * body relayed as it came keeps true (and a HEAD's answer needs). */
+static void fwd_copy_answer_headers(struct evkeyvalq *to, struct evkeyvalq *from) {
+    for (struct evkeyval *kv = from->tqh_first; kv; kv = kv->next.tqe_next)
+        if (fwd_answer_header(kv->key))
+            while (evhttp_remove_header(to, kv->key) == 0)
+                ;
+    for (struct evkeyval *kv = from->tqh_first; kv; kv = kv->next.tqe_next)
+        if (fwd_answer_header(kv->key))
             evhttp_add_header(to, kv->key, kv->value);
 }
 
@@ -204,33 +252,140 @@ static int fwd_retry(fwd_req *r) {
     return 1;
 }
 
+static void fwd_free(fwd_req *r) {
+    if (r->check)
+        event_free(r->check);
+    if (r->held)
+        evbuffer_free(r->held);
+    free(r);
+}
+
+static struct bufferevent *fwd_peer_bev(fwd_req *r) {
+    struct evhttp_connection *evcon = r->out ? evhttp_request_get_connection(r->out) : NULL;
+    return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+}
+
+/* The client took what was written: read the peer again. */
+static void fwd_drained_cb(struct evhttp_connection *evcon, void *arg) {
+    (void)evcon;
+    fwd_req *r = arg;
+    struct bufferevent *bev = r->paused ? fwd_peer_bev(r) : NULL;
+    if (!r->paused)
+        return;
+    r->paused = 0;
+    evtimer_del(r->check);
+    if (bev)
+        bufferevent_enable(bev, EV_READ);
+}
+
+/* The end of a relayed answer: cut (the peer failed mid-body, the client
+ * left) closes the client's connection, so a short body is never taken
+ * for a whole one. */
+static void fwd_relay_end(fwd_req *r, int cut) {
+    if (!r->streaming && !cut) { /* the whole answer came: it goes whole */
+        struct evbuffer *body = r->held;
+        r->held = NULL;
+        http_reply_forwarded(&r->c, r->status, body);
+        return;
+    }
+    if (!r->streaming) {
+        http_reply_error(&r->c, 503, "SlowDown",
+                         "node %s, which applies this partition, did not finish its "
+                         "answer; retry", r->node);
+        return;
+    }
+    if (!cut && evbuffer_get_length(r->held))
+        http_reply_stream_piece(&r->c, r->held, NULL, NULL);
+    struct evhttp_connection *evcon = evhttp_request_get_connection(r->c.req);
+    if (cut && evcon)
+        shutdown(bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)), SHUT_RDWR);
+    http_reply_stream_end(&r->c);
+}
+
+static void fwd_check_in(fwd_req *r, int ms) {
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(r->check, &tv);
+}
+
+/* Paused, or the client left: a client that left ends the relay (the
+ * peer's request is cancelled here, never from evhttp's own callbacks,
+ * which would free it under them). */
+static void fwd_check_cb(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    fwd_req *r = arg;
+    if (!http_reply_gone(&r->c)) {
+        if (r->paused)
+            fwd_check_in(r, FWD_PAUSE_CHECK_MS);
+        return;
+    }
+    fwd_unlink(r->c.w, r);
+    evhttp_cancel_request(r->out); /* frees it; no callback */
+    fwd_relay_end(r, 1);
+    fwd_free(r);
+}
+
+/* The peer's head: the client's answer's headers. It goes out whole
+ * when the peer's body ends within FWD_PIECE, else it streams. */
+static int fwd_head_cb(struct evhttp_request *resp, void *arg) {
+    fwd_req *r = arg;
+    int status = evhttp_request_get_response_code(resp);
+    if (status == 100)
+        return 0; /* the answer follows */
+    http_worker *w = r->c.w;
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(r->c.req);
+    fwd_copy_answer_headers(oh, evhttp_request_get_input_headers(resp));
+    if (!evhttp_find_header(oh, "X-Objlog-Node"))
+        evhttp_add_header(oh, "X-Objlog-Node", r->node);
+    evhttp_add_header(oh, "X-Objlog-Forwarded-By", cluster_self(w->q->cluster));
+    r->relaying = 1;
+    r->status = status;
+    return 0;
+}
+
+/* A piece of the peer's body: on to the client, and the peer waits while
+ * the client is FWD_STREAM_HIGH behind. */
+static void fwd_piece_cb(struct evhttp_request *resp, void *arg) {
+    fwd_req *r = arg;
+    if (!r->relaying)
+        return;
+    evbuffer_add_buffer(r->held, evhttp_request_get_input_buffer(resp));
+    if (evbuffer_get_length(r->held) < FWD_PIECE)
+        return;
+    if (!r->streaming) {
+        r->streaming = 1;
+        http_reply_stream_start(&r->c, r->status);
+    }
+    http_reply_stream_piece(&r->c, r->held, fwd_drained_cb, r);
+    if (!r->paused && (http_reply_gone(&r->c) || http_reply_unsent(&r->c) > FWD_STREAM_HIGH)) {
+        struct bufferevent *bev = fwd_peer_bev(r);
+        if (bev)
+            bufferevent_disable(bev, EV_READ);
+        r->paused = 1;
+        fwd_check_in(r, http_reply_gone(&r->c) ? 0 : FWD_PAUSE_CHECK_MS);
+    }
+}
+
 static void fwd_done_cb(struct evhttp_request *resp, void *arg) {
     fwd_req *r = arg;
     http_worker *w = r->c.w;
     fwd_unlink(w, r);
     int status = resp ? evhttp_request_get_response_code(resp) : 0;
     fwd_count(w, status > 0 ? FORWARD_ANSWERED : FORWARD_UNREACHABLE);
-    if (status <= 0 && fwd_retry(r)) {
-        free(r);
-        return;
-    }
-    if (status <= 0) {
+    if (r->relaying) {
+        fwd_relay_end(r, status <= 0);
+    } else if (status <= 0 && fwd_retry(r)) {
+        ;
+    } else if (status <= 0) {
         http_reply_error(&r->c, 503, "SlowDown",
                          "node %s, which applies this partition, did not answer; retry",
                          r->node);
-        free(r);
-        return;
+    } else {
+        /* answered without a head callback: cannot happen, answered anyway */
+        http_reply_error(&r->c, 502, "InternalError", "node %s answered %d without a head",
+                         r->node, status);
     }
-    struct evkeyvalq *oh = evhttp_request_get_output_headers(r->c.req);
-    fwd_copy_headers(oh, evhttp_request_get_input_headers(resp));
-    if (!evhttp_find_header(oh, "X-Objlog-Node"))
-        evhttp_add_header(oh, "X-Objlog-Node", r->node);
-    evhttp_add_header(oh, "X-Objlog-Forwarded-By", cluster_self(w->q->cluster));
-    struct evbuffer *body = evbuffer_new();
-    if (body)
-        evbuffer_add_buffer(body, evhttp_request_get_input_buffer(resp));
-    http_reply_forwarded(&r->c, status, body);
-    free(r);
+    fwd_free(r);
 }
 
 int forward_request(http_ctx *c, const char *node, int32_t part) {
@@ -249,13 +404,31 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
                          "either (it is moving to %s); retry", hop, node);
         return 1;
     }
-    struct evhttp_connection *conn = fwd_of(w)->inflight < FWD_MAX_INFLIGHT
-                                         ? fwd_conn(w, node) : NULL;
-    fwd_req *r = conn ? calloc(1, sizeof(*r)) : NULL;
-    if (r)
-        r->out = evhttp_request_new(fwd_done_cb, r);
-    if (!r || !r->out) {
+    char target[CLUSTER_URL_MAX];
+    if (cluster_face_url(w->q->cluster, node, c->face->name, target, sizeof(target)) < 0) {
         fwd_count(w, FORWARD_REFUSED);
+        http_reply_error(c, 503, "SlowDown",
+                         "node %s applies this partition but has no %s listener (start "
+                         "every node with the same listeners); retry another node",
+                         node, c->face->name);
+        return 1;
+    }
+    struct evhttp_connection *conn = fwd_of(w)->inflight < FWD_MAX_INFLIGHT
+                                         ? fwd_conn(w, target) : NULL;
+    fwd_req *r = conn ? calloc(1, sizeof(*r)) : NULL;
+    if (r) {
+        r->out = evhttp_request_new(fwd_done_cb, r);
+        r->check = evtimer_new(w->base, fwd_check_cb, r);
+        r->held = evbuffer_new();
+    }
+    if (!r || !r->out || !r->check || !r->held) {
+        fwd_count(w, FORWARD_REFUSED);
+        if (r && r->out)
+            evhttp_request_free(r->out);
+        if (r && r->check)
+            event_free(r->check);
+        if (r && r->held)
+            evbuffer_free(r->held);
         free(r);
         http_reply_error(c, 503, "SlowDown",
                          "cannot forward to node %s now (%d forwards in flight); retry",
@@ -268,9 +441,12 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
     snprintf(r->node, sizeof(r->node), "%s", node);
     r->part = part;
     r->retried = retried;
+    evhttp_request_set_header_cb(r->out, fwd_head_cb);
+    evhttp_request_set_chunked_cb(r->out, fwd_piece_cb);
     struct evkeyvalq *oh = evhttp_request_get_output_headers(r->out);
-    fwd_copy_headers(oh, ih);
-    evhttp_add_header(oh, "Host", fwd_host_of(node));
+    fwd_copy_request_headers(oh, ih, c->face->forward_as_sent);
+    if (!evhttp_find_header(oh, "Host"))
+        evhttp_add_header(oh, "Host", fwd_host_of(target));
     evhttp_add_header(oh, FWD_HOP_HEADER, cluster_self(w->q->cluster));
     evhttp_add_header(oh, "X-Objlog-Request-Id", c->request_id);
     struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
@@ -291,7 +467,7 @@ static int fwd_send(http_ctx *c, const char *node, int32_t part, int retried) {
                             evhttp_request_get_uri(c->req)) != 0) {
         fwd_count(w, FORWARD_UNREACHABLE);
         fwd_unlink(w, r);
-        free(r);
+        fwd_free(r);
         http_reply_error(c, 503, "SlowDown", "cannot forward to node %s; retry", node);
     }
     return 1;
@@ -306,8 +482,11 @@ static void forward_worker_stop(void *arg, http_worker *w, void *state) {
         fwd_req *r = fwd_of(w)->live;
         fwd_unlink(w, r);
         evhttp_cancel_request(r->out); /* frees it; no callback */
-        http_reply_error(&r->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
-        free(r);
+        if (r->relaying)
+            fwd_relay_end(r, 1);
+        else
+            http_reply_error(&r->c, 503, "SlowDown", "objlogd is shutting down; retry the read");
+        fwd_free(r);
     }
 }
 

@@ -109,6 +109,8 @@ int nodeauth_verify(const uint8_t key[NODEAUTH_KEY_LEN], const char *method,
 int nodeauth_subject_format(const apisubject *s, char *out, size_t n) {
     if (s->admin)
         return snprintf(out, n, "admin") < (int)n ? 0 : -1;
+    if (s->anonymous)
+        return snprintf(out, n, "anon") < (int)n ? 0 : -1;
     static const char digits[] = "0123456789ABCDEF";
     size_t w = 0;
     if (n < 3)
@@ -142,6 +144,10 @@ int nodeauth_subject_parse(const char *v, apisubject *out) {
     }
     if (strcmp(v, "open") == 0)
         return 1;
+    if (strcmp(v, "anon") == 0) {
+        out->anonymous = 1;
+        return 0;
+    }
     if (strncmp(v, "t:", 2) != 0)
         return -1;
     size_t w = 0;

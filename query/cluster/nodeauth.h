@@ -5,7 +5,7 @@
  * file). A request one node makes of another (a forwarded read, a gather,
  * a checkpoint fetch, a lag or outcome poll) carries
  *
- *     X-Objlog-Subject:   admin | node | open | t:PERCENT-ENCODED-TENANT
+ *     X-Objlog-Subject:   admin | node | open | anon | t:PERCENT-ENCODED-TENANT
  *     X-Objlog-Node-Auth: t=UNIX-SECONDS,sig=HEX
  *
  * where sig = HMAC-SHA256(node key, "objlog-node-v1\n" METHOD "\n" TARGET
@@ -25,10 +25,13 @@
 
 #define NODEAUTH_MAX_TENANT_LEN 256
 
-/* Who a request is: a tenant, or the admin role (tenant ""). */
+/* Who a request is: a tenant, the admin role (tenant ""), or an
+ * anonymous caller who owns nothing (S3 without --s3-anonymous: what an
+ * ACL grants everyone; "anon"). */
 typedef struct apisubject {
     char tenant[NODEAUTH_MAX_TENANT_LEN + 1];
     int admin;
+    int anonymous;
 } apisubject;
 
 /* 1 when s is a tenant name: 1..256 bytes of UTF-8 without '/'. */

@@ -1,6 +1,7 @@
 /* nodesign.c: the signature this node puts on its requests to a peer (a
  * forwarded read, a gather, a checkpoint fetch, a lag or outcome poll),
- * with the cluster's node key (nodeauth.h); the peer's JSON API checks it.
+ * with the cluster's node key (nodeauth.h), and the check of a peer's
+ * (nodesign_check), which the JSON API and the S3 endpoint both make.
  *
  * Invariant: the subject signed is the client's as this node
  * authenticated it (or "node" for the node's own requests, "open" where
@@ -41,7 +42,7 @@ int nodesign_headers(const uint8_t *key, const char *method, const char *target,
     else if (!c->authz)
         w = snprintf(subject, subject_size, "open");
     else {
-        apisubject s = {.admin = c->admin};
+        apisubject s = {.admin = c->admin, .anonymous = c->anonymous};
         snprintf(s.tenant, sizeof(s.tenant), "%s", c->admin ? "" : c->tenant);
         if (nodeauth_subject_format(&s, subject, subject_size) < 0)
             return -1;
@@ -82,4 +83,34 @@ struct curl_slist *nodesign_curl(const uint8_t *key, const char *method, const c
     hl = curl_slist_append(hl, line);
     snprintf(line, sizeof(line), "%s: %s", NODEAUTH_HEADER, auth);
     return hl ? curl_slist_append(hl, line) : NULL;
+}
+
+int nodesign_check(const uint8_t *key, const http_ctx *c, apisubject *s, char *why,
+                   size_t wn) {
+    struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
+    const char *value = evhttp_find_header(ih, NODEAUTH_HEADER);
+    const char *subject = evhttp_find_header(ih, NODEAUTH_SUBJECT_HEADER);
+    if (!value)
+        return 1;
+    if (!key) {
+        snprintf(why, wn, "this node has no cluster secret to check a node signature with");
+        return -1;
+    }
+    if (!subject) {
+        snprintf(why, wn, "a node signature without " NODEAUTH_SUBJECT_HEADER);
+        return -1;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(in);
+    const void *body = n ? (const void *)evbuffer_pullup(in, -1) : (const void *)"";
+    if (nodeauth_verify(key, nodesign_method_name(evhttp_request_get_command(c->req)),
+                        evhttp_request_get_uri(c->req), body, n, subject, value,
+                        (int64_t)time(NULL), why, wn) < 0)
+        return -1;
+    int rc = nodeauth_subject_parse(subject, s);
+    if (rc < 0) {
+        snprintf(why, wn, "malformed " NODEAUTH_SUBJECT_HEADER);
+        return -1;
+    }
+    return rc == 1 ? 2 : 0;
 }

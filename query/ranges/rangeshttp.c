@@ -279,9 +279,9 @@ int ranges_delete_spread(http_ctx *c, const char *bucket) {
         return 0;
     char url[CLUSTER_URL_MAX];
     if (!ranges_coordinator(c->q, url, sizeof(url))) {
-        /* The merges run on the coordinator: the request goes there (the
-         * S3 endpoint does not forward: its home answers BucketSpansRanges). */
-        if (url[0] && !http_hop(c) && c->face->forwards)
+        /* The merges run on the coordinator: the request (bodiless) goes
+         * there. */
+        if (url[0] && !http_hop(c))
             return forward_request(c, url, -1);
         return 0;
     }

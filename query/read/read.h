@@ -119,6 +119,18 @@ void authz_deny(http_ctx *c);
  * request on a fence (it runs again, as a parked read does). write: a
  * request that changes state (see authz.c for which view decides). */
 int authz_bucket(http_ctx *c, const char *bucket, int write);
+/* What a caller who is not the owner asks of a bucket, which its canned
+ * ACL (attrs.h) may grant: nothing (OWNER), a listing, an object's read
+ * (which the version's own ACL decides: the handler checks it, see
+ * authz_object), an object's write. */
+typedef enum authz_need { AUTHZ_OWNER, AUTHZ_LIST, AUTHZ_READ_OBJECT, AUTHZ_WRITE_OBJECT }
+    authz_need;
+/* authz_bucket with the bucket's ACL: an owner (or admin) always passes,
+ * another caller (or an anonymous one) where the ACL grants need. */
+int authz_bucket_acl(http_ctx *c, const char *bucket, int write, authz_need need);
+/* After a read allowed as AUTHZ_READ_OBJECT: 1 when the version of ACL
+ * acl may be read by the caller; else 0 (the handler answers 403). */
+int authz_object(const http_ctx *c, const char *acl);
 /* A bucket created by a tenant's caller is that tenant's: bc->tenant set
  * to it (naming another is 403), and no quota (the admin's). 0, or -1
  * after answering 403. */

@@ -37,6 +37,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "keycodec.h"
+#include "nodeauth.h"
 #include "secretfile.h"
 
 /* A body that does not stream (conn.c streams PUTs over HTTP_STREAM_MIN
@@ -212,16 +213,56 @@ static int s3_auth_body(http_ctx *c, s3_target *t) {
     return rc;
 }
 
+/* A request a peer node sent on, signed with the cluster's node key: the
+ * peer checked the client's signature, and signed who the client is. 0
+ * with the subject set, -1 after 403, 1 not sent by a node. */
+static int s3_node_subject(http_ctx *c, s3_target *t) {
+    apisubject sub;
+    char why[200];
+    int rc = nodesign_check(cluster_node_key(c->q->cluster), c, &sub, why, sizeof(why));
+    if (rc == 1)
+        return 1;
+    const char *sha = s3_header(c, "x-amz-content-sha256");
+    if (rc == 2 && c->q->s3->creds.keys)
+        snprintf(why, sizeof(why), "a node that serves S3 without --s3-credentials sent this "
+                                   "on; this node has them (configure every node alike)");
+    else if (rc >= 0 && sha && strncmp(sha, "STREAMING-", 10) == 0)
+        snprintf(why, sizeof(why), "an aws-chunked body is never sent on between nodes");
+    else if (rc >= 0)
+        why[0] = '\0';
+    if (why[0]) {
+        http_reply_error(c, 403, "AccessDenied", "node signature: %s", why);
+        return -1;
+    }
+    c->node_signed = 1;
+    c->hop = 1;
+    c->authz = rc == 0;
+    c->admin = sub.admin;
+    c->anonymous = sub.anonymous;
+    snprintf(c->tenant, sizeof(c->tenant), "%s", sub.tenant);
+    snprintf(t->tenant, sizeof(t->tenant), "%s", sub.tenant);
+    t->admin = sub.admin;
+    return 0;
+}
+
 /* Who signed the request: 0 with t->tenant set, or -1 after replying.
  * Without --s3-credentials nothing is verified and every request is
  * anonymous (tenant ""): the endpoint must allow that (--s3-anonymous).
  * With them, Signature V4 (header or presigned query) is checked against
  * the key's secret over every header received (s3_run refused more than
  * S3_MAX_HEADERS), and the key's tenant and role are the caller's; an
- * unsigned request is anonymous only with --s3-anonymous. */
+ * unsigned request is the anonymous tenant's with --s3-anonymous, else a
+ * caller who owns nothing and gets what ACLs grant everyone. */
 static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
     struct s3_conf *s = c->q->s3;
     t->tenant[0] = '\0';
+    int node = s3_node_subject(c, t);
+    if (node <= 0)
+        return node;
+    /* A node that shares no secret with this one sends the request as the
+     * client signed it: checked again here, and its hop header only
+     * routes (any replica here answers it). */
+    c->hop = evhttp_find_header(evhttp_request_get_input_headers(c->req), "X-Objlog-Hop") != NULL;
     if (!s->creds.keys)
         return 0; /* objlogd refuses --s3-listen without one or the other */
     struct evkeyvalq *ih = evhttp_request_get_input_headers(c->req);
@@ -242,7 +283,10 @@ static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
                     .path = path, .query = q, .headers = hs, .nheaders = nh,
                     .now_s = (int64_t)time(NULL)};
     pthread_rwlock_rdlock(&s->creds.lock);
-    s3auth_check(s->creds.keys, s->region, s->anonymous, &r, &t->auth);
+    /* Unsigned: the anonymous tenant's with --s3-anonymous; else a caller
+     * who owns nothing, who gets only what a bucket's or an object's ACL
+     * grants everyone (authz.c). */
+    s3auth_check(s->creds.keys, s->region, 1, &r, &t->auth);
     if (t->auth.cred) { /* copied: a reload may free the keys */
         snprintf(t->tenant, sizeof(t->tenant), "%s", t->auth.cred->tenant);
         t->admin = t->auth.cred->admin;
@@ -257,6 +301,7 @@ static int s3_authenticate(http_ctx *c, s3_target *t, size_t nheaders) {
     c->authz = 1;
     snprintf(c->tenant, sizeof(c->tenant), "%s", t->tenant);
     c->admin = t->admin;
+    c->anonymous = t->auth.anonymous && !s->anonymous;
     return s3_auth_body(c, t);
 }
 
@@ -302,11 +347,11 @@ static void s3_not_implemented(http_ctx *c, const char *what) {
  * delete the bucket, PutObjectTagging overwrite the object with an empty
  * one, GetBucketTagging answer a listing. */
 static const char *const s3_unserved[] = {
-    "accelerate", "acl", "analytics", "attributes", "cors", "encryption",
+    "accelerate", "analytics", "attributes", "cors", "encryption",
     "intelligent-tiering", "inventory", "legal-hold", "logging", "metadataTable",
     "metrics", "notification", "object-lock", "ownershipControls", "policy",
     "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore",
-    "retention", "select", "tagging", "torrent", "website", NULL};
+    "retention", "select", "torrent", "website", NULL};
 
 /* 1 after 501 NotImplemented naming the first unserved subresource. */
 static int s3_refuse_unserved(http_ctx *c) {
@@ -396,6 +441,11 @@ typedef struct s3_route {
 static const s3_route s3_routes[] = {
     /* /BUCKET: s3list.c sets the endpoint of the listings it answers */
     {0, EVHTTP_REQ_GET, {"location"}, NULL, HTTP_EP_BUCKET, s3_get_location},
+    {0, EVHTTP_REQ_GET, {"tagging"}, NULL, HTTP_EP_BUCKET, s3_get_bucket_tagging},
+    {0, EVHTTP_REQ_PUT, {"tagging"}, NULL, HTTP_EP_BUCKET, s3_put_bucket_tagging},
+    {0, EVHTTP_REQ_DELETE, {"tagging"}, NULL, HTTP_EP_BUCKET, s3_delete_bucket_tagging},
+    {0, EVHTTP_REQ_GET, {"acl"}, NULL, HTTP_EP_BUCKET, s3_get_bucket_acl},
+    {0, EVHTTP_REQ_PUT, {"acl"}, NULL, HTTP_EP_BUCKET, s3_put_bucket_acl},
     {0, EVHTTP_REQ_GET, {"versioning"}, NULL, HTTP_EP_BUCKET, s3_get_versioning},
     {0, EVHTTP_REQ_GET, {"lifecycle"}, NULL, HTTP_EP_BUCKET, s3_get_lifecycle},
     {0, EVHTTP_REQ_GET, {"versions"}, NULL, HTTP_EP_BUCKET, s3list_versions},
@@ -410,6 +460,11 @@ static const s3_route s3_routes[] = {
     {0, EVHTTP_REQ_POST, {"delete"}, NULL, HTTP_EP_DELETE_OBJECT, s3_delete_objects},
     {0, EVHTTP_REQ_POST, {NULL}, NULL, HTTP_EP_DELETE_OBJECT, s3_post_not_implemented},
     /* /BUCKET/KEY */
+    {1, EVHTTP_REQ_GET, {"tagging"}, NULL, HTTP_EP_GET_OBJECT, s3_get_object_tagging},
+    {1, EVHTTP_REQ_PUT, {"tagging"}, NULL, HTTP_EP_PUT_OBJECT, s3_put_object_tagging},
+    {1, EVHTTP_REQ_DELETE, {"tagging"}, NULL, HTTP_EP_DELETE_OBJECT, s3_delete_object_tagging},
+    {1, EVHTTP_REQ_GET, {"acl"}, NULL, HTTP_EP_GET_OBJECT, s3_get_object_acl},
+    {1, EVHTTP_REQ_PUT, {"acl"}, NULL, HTTP_EP_PUT_OBJECT, s3_put_object_acl},
     {1, EVHTTP_REQ_GET, S3_UPLOAD, NULL, HTTP_EP_GET_OBJECT, s3list_parts},
     {1, EVHTTP_REQ_GET, {NULL}, NULL, HTTP_EP_GET_OBJECT, s3_get_object},
     {1, EVHTTP_REQ_HEAD, S3_UPLOAD, NULL, HTTP_EP_HEAD_OBJECT, s3list_parts},
@@ -468,15 +523,42 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
  * machine answers BucketAlreadyExists for a name that is taken. */
 static int s3_is_create_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
     return cmd == EVHTTP_REQ_PUT && !t->key && !s3_has(c, "versioning") &&
-           !s3_has(c, "lifecycle");
+           !s3_has(c, "lifecycle") && !s3_has(c, "tagging") && !s3_has(c, "acl");
 }
 
-/* Only the bucket's owner (or an admin) gets past: 0, or -1 after
- * answering 403 (or parking on the fence that reads the owner). */
+/* What a caller who is not the bucket's owner asks, as S3's canned ACLs
+ * grant it: a bucket's READ lists it (objects, versions, uploads), its
+ * WRITE writes its objects, an object's READ reads the object; every
+ * subresource (tagging, ACLs, versioning, lifecycle, parts) and every
+ * bucket setting are the owner's. */
+static authz_need s3_need(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
+    int read = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
+    if (s3_has(c, "tagging") || s3_has(c, "acl"))
+        return AUTHZ_OWNER;
+    if (!t->key) {
+        if (read && !s3_has(c, "location") && !s3_has(c, "versioning") &&
+            !s3_has(c, "lifecycle"))
+            return AUTHZ_LIST;
+        return cmd == EVHTTP_REQ_POST && s3_has(c, "delete") ? AUTHZ_WRITE_OBJECT
+                                                             : AUTHZ_OWNER;
+    }
+    if (read)
+        return s3_has(c, "uploadId") ? AUTHZ_OWNER : AUTHZ_READ_OBJECT;
+    return AUTHZ_WRITE_OBJECT;
+}
+
+/* The bucket's owner (or an admin) gets past, and whoever its ACL grants
+ * what the request asks: 0, or -1 after answering 403 (or parking on the
+ * fence that reads the owner). */
 static int s3_authorize(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
-    if (s3_is_create_bucket(c, cmd, t))
-        return 0;
-    return authz_bucket(c, t->bucket, cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD);
+    if (s3_is_create_bucket(c, cmd, t)) {
+        if (!c->anonymous)
+            return 0;
+        authz_deny(c); /* an anonymous caller would own nothing it made */
+        return -1;
+    }
+    return authz_bucket_acl(c, t->bucket, cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD,
+                            s3_need(c, cmd, t));
 }
 
 static void s3_run(http_ctx *c) {
@@ -587,8 +669,9 @@ static int s3_edge_body(char *out, size_t n, const char *code, const char *messa
 }
 
 /* No reserved path: a connection past the cap is never taken here. A
- * peer is known by its JSON URL only; its S3 listener is not advertised,
- * so an S3 read is answered where its partition is applied. */
+ * request of a partition another node applies goes to that node's S3
+ * listener as the client signed it; a write is produced here, where its
+ * body arrived (see forward_writes). */
 const http_face s3_face = {
     .name = "s3",
     .run = s3_run,
@@ -598,7 +681,8 @@ const http_face s3_face = {
     .edge_content_type = "application/xml",
     .request_id_header = "x-amz-request-id",
     .reserved_path = NULL,
-    .forwards = 0,
+    .forward_writes = 0,
+    .forward_as_sent = 1,
     .streams = 1,
     .stream_wanted = s3_stream_wanted,
     .max_body = S3_MAX_BODY,

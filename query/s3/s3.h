@@ -36,7 +36,7 @@ struct s3_conf {
 enum { S3_OP_NONE, S3_OP_CREATE_BUCKET, S3_OP_DELETE_BUCKET, S3_OP_PUT_VERSIONING,
        S3_OP_PUT_OBJECT, S3_OP_DELETE_OBJECT, S3_OP_CREATE_UPLOAD, S3_OP_UPLOAD_PART,
        S3_OP_COMPLETE_UPLOAD, S3_OP_ABORT_UPLOAD, S3_OP_COPY_OBJECT,
-       S3_OP_DELETE_LIFECYCLE };
+       S3_OP_DELETE_LIFECYCLE, S3_OP_PUT_TAGGING, S3_OP_DELETE_TAGGING, S3_OP_PUT_ACL };
 
 /* What the router hands every handler: the addressed bucket and key, who
  * signed, and the body as signed (an aws-chunked one decoded: decoded set). */
@@ -92,6 +92,10 @@ int s3_body_readable(http_ctx *c, const s3_request *r);
  * many as a request may have headers at all. */
 #define S3_USER_META_MAX S3_MAX_HEADERS
 int s3_user_meta(http_ctx *c, objlog_user_meta *um, size_t *n, char names[][256]);
+/* x-amz-acl, a canned ACL, into *acl (NULL: none given): 0, or -1 after
+ * answering 400 (not a canned ACL) or 501 (x-amz-grant-*: objlog keeps
+ * canned ACLs only). */
+int s3_acl_header(http_ctx *c, const char **acl);
 /* A new object's metadata from the request's headers (Content-Type,
  * x-objlog-blob-id, x-amz-storage-class, x-amz-meta-* into um and names),
  * the rest of m zeroed; -1 after 400 (s3_user_meta). */
@@ -180,6 +184,18 @@ void s3_abort_upload(http_ctx *c, const s3_request *r);    /* DELETE ?uploadId *
 void s3_copy_object(http_ctx *c, const s3_request *r);     /* PUT + x-amz-copy-source */
 void s3_delete_objects(http_ctx *c, const s3_request *r);  /* POST ?delete */
 
+/* ---- s3attr.c: ?tagging and ?acl of buckets and objects ---- */
+void s3_get_object_tagging(http_ctx *c, const s3_request *r);
+void s3_put_object_tagging(http_ctx *c, const s3_request *r);
+void s3_delete_object_tagging(http_ctx *c, const s3_request *r);
+void s3_get_object_acl(http_ctx *c, const s3_request *r);
+void s3_put_object_acl(http_ctx *c, const s3_request *r);
+void s3_get_bucket_tagging(http_ctx *c, const s3_request *r);
+void s3_put_bucket_tagging(http_ctx *c, const s3_request *r);
+void s3_delete_bucket_tagging(http_ctx *c, const s3_request *r);
+void s3_get_bucket_acl(http_ctx *c, const s3_request *r);
+void s3_put_bucket_acl(http_ctx *c, const s3_request *r);
+
 /* ---- s3lc.c: S3's ?lifecycle bucket subresource ---- */
 void s3_put_lifecycle(http_ctx *c, const s3_request *r);    /* PUT ?lifecycle */
 void s3_get_lifecycle(http_ctx *c, const s3_request *r);    /* GET ?lifecycle */
@@ -210,6 +226,8 @@ int xmlw_begin_bare(xmlw *x, const char *root);
 /* Escaped text inside the element open now. */
 void xmlw_raw_text(xmlw *x, const char *s);
 void xmlw_open(xmlw *x, const char *tag);
+/* <tag attrs>: attrs written as given (the caller's constants only). */
+void xmlw_open_attrs(xmlw *x, const char *tag, const char *attrs);
 void xmlw_close(xmlw *x, const char *tag);
 /* <tag>escaped bytes</tag>; url: EncodingType=url (S3's form of it). */
 void xmlw_bytes(xmlw *x, const char *tag, const void *s, size_t n, int url);

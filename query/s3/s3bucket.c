@@ -73,6 +73,8 @@ void s3_get_versioning(http_ctx *c, const s3_request *r) {
 
 void s3_create_bucket(http_ctx *c, const s3_request *r) {
     objlog_bucket_conf bc = {.tenant = *r->tenant ? r->tenant : NULL};
+    if (s3_acl_header(c, &bc.acl) < 0)
+        return;
     c->op = S3_OP_CREATE_BUCKET;
     gateway_create_bucket(c, r->bucket, &bc);
 }

@@ -250,8 +250,20 @@ static void s3_object_read(http_ctx *c, const s3_request *r, int head) {
     view_rc rc = view_get_object(v, r->bucket, (const uint8_t *)r->key, r->key_len, vid, &ver,
                                  err, sizeof(err));
     view_close(v);
+    /* A caller the bucket's ACL does not let list it learns nothing of
+     * which keys exist (S3: 403 without s3:ListBucket). */
+    if (rc != VIEW_OK && c->acl_object == 1 && rc != VIEW_NO_SUCH_BUCKET) {
+        authz_deny(c);
+        return;
+    }
     if (rc != VIEW_OK) {
         read_reply_rc(c, rc, r->bucket, err);
+        return;
+    }
+    if (!authz_object(c, ver.record->meta ? ver.record->meta->acl : NULL) ||
+        (ver.delete_marker && c->acl_object == 1)) {
+        view_version_free(&ver);
+        authz_deny(c);
         return;
     }
     if (ver.delete_marker) {

@@ -10,6 +10,8 @@
  * Helpers that refuse a request have answered it when they return -1. */
 #define _GNU_SOURCE /* strptime, timegm */
 #include "core.h"
+#include "attrs.h"
+#include "cluster.h"
 #include "s3.h"
 #include "server.h"
 
@@ -31,6 +33,10 @@ void s3_add_common(http_ctx *c) {
     struct evkeyvalq *oh = evhttp_request_get_output_headers(c->req);
     if (!evhttp_find_header(oh, "x-amz-request-id"))
         evhttp_add_header(oh, "x-amz-request-id", c->request_id);
+    /* which node answered, where several could (X-Objlog-Forwarded-By
+     * names the one a forwarded request came through) */
+    if (c->q->cluster && !evhttp_find_header(oh, "X-Objlog-Node"))
+        evhttp_add_header(oh, "X-Objlog-Node", cluster_self(c->q->cluster));
 }
 
 void s3_reply_xml(http_ctx *c, int status, xmlw *x, const char *root) {
@@ -132,6 +138,13 @@ void s3_reply_written(http_ctx *c, const struct write_answer *w) {
     case S3_OP_ABORT_UPLOAD:
     case S3_OP_DELETE_LIFECYCLE:
         s3_reply_empty(c, 204);
+        return;
+    case S3_OP_PUT_TAGGING:
+    case S3_OP_DELETE_TAGGING:
+        /* a version's tags name it; a bucket's have no version */
+        if (versioned)
+            http_add_header(c, "x-amz-version-id", w->version_id);
+        s3_reply_empty(c, c->op == S3_OP_PUT_TAGGING ? 200 : 204);
         return;
     case S3_OP_CREATE_UPLOAD:
         if (xmlw_begin(&x, "InitiateMultipartUploadResult") < 0)
@@ -290,9 +303,29 @@ static const char *s3_content_encoding(http_ctx *c) {
     return *v ? v : NULL;
 }
 
+int s3_acl_header(http_ctx *c, const char **acl) {
+    static const char *const grants[] = {"x-amz-grant-read", "x-amz-grant-write",
+                                         "x-amz-grant-read-acp", "x-amz-grant-write-acp",
+                                         "x-amz-grant-full-control", NULL};
+    for (int i = 0; grants[i]; i++) {
+        if (s3_header(c, grants[i])) {
+            http_reply_error(c, 501, "NotImplemented",
+                             "%s: objlog keeps canned ACLs only (x-amz-acl)", grants[i]);
+            return -1;
+        }
+    }
+    *acl = s3_header(c, "x-amz-acl");
+    if (!*acl || attrs_acl_parse(*acl) >= 0)
+        return 0;
+    http_reply_error(c, 400, "InvalidArgument", "%.64s is not a canned ACL (x-amz-acl)", *acl);
+    return -1;
+}
+
 int s3_object_meta(http_ctx *c, objlog_object_meta *m, objlog_user_meta *um,
                    char names[][256]) {
     memset(m, 0, sizeof(*m));
+    if (s3_acl_header(c, &m->acl) < 0)
+        return -1;
     m->content_type = s3_header(c, "Content-Type");
     m->blob_id = s3_header(c, "x-objlog-blob-id");
     m->storage_class = s3_header(c, "x-amz-storage-class");

@@ -19,6 +19,7 @@
 #include "core.h"
 #include "read.h"
 #include "s3.h"
+#include "s3xmlr.h"
 #include "server.h"
 #include "write.h"
 
@@ -32,142 +33,15 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <expat.h>
 
-#define S3W_TEXT_MAX 1024        /* the longest text an element may hold (a key) */
 #define S3W_DELETE_MAX 1000      /* keys per DeleteObjects, as S3 */
 #define S3W_PARTS_MAX 10000
 
 /* --------------------------------------------------------------- helpers */
 
-static void s3w_malformed(http_ctx *c, const char *why) {
-    http_reply_error(c, 400, "MalformedXML",
-                     "The XML you provided was not well-formed or did not validate "
-                     "against our published schema: %s", why);
-}
-
 static void s3w_md5_hex(const uint8_t md5[16], char out[33]) {
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", md5[i]);
-}
-
-/* ------------------------------------------------------------ XML bodies */
-
-/* A request body read with expat: elements down to depth 3 by local name
- * (a namespace prefix dropped), each one's text, and the callback at each
- * start and end. A DTD stops the parse: S3's bodies have none, and
- * without one no entity can expand. */
-typedef struct s3w_xml s3w_xml;
-typedef int s3w_elem_cb(s3w_xml *x, int end);
-struct s3w_xml {
-    XML_Parser p;
-    int depth;
-    char path[4][64];            /* path[1] the root ... path[3] */
-    char text[S3W_TEXT_MAX + 1];
-    size_t text_len;
-    int text_long;               /* the element's text exceeded S3W_TEXT_MAX */
-    s3w_elem_cb *cb;
-    void *arg;
-    const char *error;           /* why the body does not validate */
-};
-
-/* Does the element being started or ended have this path? */
-static int s3w_at(const s3w_xml *x, int depth, const char *a, const char *b, const char *c) {
-    const char *want[4] = {NULL, a, b, c};
-    if (x->depth != depth)
-        return 0;
-    for (int i = 1; i <= depth; i++)
-        if (strcmp(x->path[i], want[i]) != 0)
-            return 0;
-    return 1;
-}
-
-static void s3w_stop(s3w_xml *x, const char *why) {
-    if (!x->error)
-        x->error = why;
-    XML_StopParser(x->p, XML_FALSE);
-}
-
-static void XMLCALL s3w_start(void *ud, const XML_Char *name, const XML_Char **attrs) {
-    (void)attrs;
-    s3w_xml *x = ud;
-    const char *local = strrchr(name, ':');
-    local = local ? local + 1 : name;
-    x->depth++;
-    x->text_len = 0;
-    x->text_long = 0;
-    if (x->depth <= 3)
-        snprintf(x->path[x->depth], sizeof(x->path[0]), "%s", local);
-    if (x->depth <= 3 && x->cb(x, 0) < 0)
-        XML_StopParser(x->p, XML_FALSE);
-}
-
-static void XMLCALL s3w_end(void *ud, const XML_Char *name) {
-    (void)name;
-    s3w_xml *x = ud;
-    x->text[x->text_len] = '\0';
-    if (x->depth <= 3 && x->cb(x, 1) < 0)
-        XML_StopParser(x->p, XML_FALSE);
-    x->depth--;
-    x->text_len = 0;
-}
-
-static void XMLCALL s3w_chars(void *ud, const XML_Char *s, int len) {
-    s3w_xml *x = ud;
-    if (x->text_len + (size_t)len > S3W_TEXT_MAX) {
-        x->text_long = 1;
-        return;
-    }
-    memcpy(x->text + x->text_len, s, (size_t)len);
-    x->text_len += (size_t)len;
-}
-
-static void XMLCALL s3w_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-                                const XML_Char *pubid, int internal) {
-    (void)name, (void)sysid, (void)pubid, (void)internal;
-    s3w_stop(ud, "a DTD is not accepted");
-}
-
-/* Parses the body with cb; 0, or -1 after replying MalformedXML. */
-static int s3w_parse(http_ctx *c, const s3_request *r, s3w_elem_cb *cb, void *arg) {
-    s3w_xml *x = calloc(1, sizeof(*x));
-    if (!x || !(x->p = XML_ParserCreate("UTF-8"))) {
-        free(x);
-        http_reply_error(c, 500, "InternalError", "out of memory");
-        return -1;
-    }
-    x->cb = cb;
-    x->arg = arg;
-    XML_SetUserData(x->p, x);
-    XML_SetElementHandler(x->p, s3w_start, s3w_end);
-    XML_SetCharacterDataHandler(x->p, s3w_chars);
-    XML_SetStartDoctypeDeclHandler(x->p, s3w_doctype);
-    int ok = r->body_len > 0 &&
-             XML_Parse(x->p, (const char *)r->body, (int)r->body_len, XML_TRUE) ==
-                 XML_STATUS_OK;
-    if (!ok) {
-        char why[160];
-        if (x->error)
-            snprintf(why, sizeof(why), "%s", x->error);
-        else if (r->body_len == 0)
-            snprintf(why, sizeof(why), "the body is empty");
-        else
-            snprintf(why, sizeof(why), "line %lu: %s",
-                     (unsigned long)XML_GetCurrentLineNumber(x->p),
-                     XML_ErrorString(XML_GetErrorCode(x->p)));
-        s3w_malformed(c, why);
-    }
-    XML_ParserFree(x->p);
-    free(x);
-    return ok ? 0 : -1;
-}
-
-/* The root must be `root`; -1 stops the parse otherwise. */
-static int s3w_root(s3w_xml *x, const char *root, int end) {
-    if (end || x->depth != 1 || strcmp(x->path[1], root) == 0)
-        return 0;
-    x->error = "unexpected root element";
-    return -1;
 }
 
 /* ------------------------------------------------------ bucket versioning */
@@ -177,11 +51,11 @@ typedef struct s3w_versioning {
     int seen;
 } s3w_versioning;
 
-static int s3w_versioning_cb(s3w_xml *x, int end) {
+static int s3w_versioning_cb(s3x *x, int end) {
     s3w_versioning *v = x->arg;
-    if (s3w_root(x, "VersioningConfiguration", end) < 0)
+    if (s3x_root(x, "VersioningConfiguration", end) < 0)
         return -1;
-    if (end && s3w_at(x, 2, "VersioningConfiguration", "Status", NULL)) {
+    if (end && s3x_at(x, "VersioningConfiguration/Status")) {
         if (!x->text_long && x->text_len < sizeof(v->status))
             memcpy(v->status, x->text, x->text_len + 1);
         v->seen = 1;
@@ -191,7 +65,7 @@ static int s3w_versioning_cb(s3w_xml *x, int end) {
 
 void s3_put_versioning(http_ctx *c, const s3_request *r) {
     s3w_versioning v = {0};
-    if (s3w_parse(c, r, s3w_versioning_cb, &v) < 0)
+    if (s3x_parse(c, r, s3w_versioning_cb, &v) < 0)
         return;
     objlog_versioning vs;
     if (v.seen && strcmp(v.status, "Enabled") == 0) {
@@ -199,7 +73,7 @@ void s3_put_versioning(http_ctx *c, const s3_request *r) {
     } else if (v.seen && strcmp(v.status, "Suspended") == 0) {
         vs = OBJLOG_VERSIONING_SUSPENDED;
     } else {
-        s3w_malformed(c, "Status must be Enabled or Suspended");
+        s3x_malformed(c, "Status must be Enabled or Suspended");
         return;
     }
     c->op = S3_OP_PUT_VERSIONING;
@@ -279,16 +153,16 @@ void s3_upload_part(http_ctx *c, const s3_request *r) {
 
 typedef struct s3w_parts {
     objlog_completed_part *parts; /* etags point into etags */
-    char (*etags)[S3W_TEXT_MAX + 1];
+    char (*etags)[S3X_TEXT_MAX + 1];
     size_t n;
     int has_number, has_etag;
 } s3w_parts;
 
-static int s3w_parts_cb(s3w_xml *x, int end) {
+static int s3w_parts_cb(s3x *x, int end) {
     s3w_parts *p = x->arg;
-    if (s3w_root(x, "CompleteMultipartUpload", end) < 0)
+    if (s3x_root(x, "CompleteMultipartUpload", end) < 0)
         return -1;
-    if (s3w_at(x, 2, "CompleteMultipartUpload", "Part", NULL)) {
+    if (s3x_at(x, "CompleteMultipartUpload/Part")) {
         if (!end && p->n == S3W_PARTS_MAX) {
             x->error = "more than 10000 parts";
             return -1;
@@ -307,13 +181,13 @@ static int s3w_parts_cb(s3w_xml *x, int end) {
     }
     if (!end)
         return 0;
-    if (s3w_at(x, 3, "CompleteMultipartUpload", "Part", "PartNumber")) {
+    if (s3x_at(x, "CompleteMultipartUpload/Part/PartNumber")) {
         if (gateway_part_number(x->text, &p->parts[p->n].part_number) < 0) {
             x->error = "PartNumber must be an integer between 1 and 10000";
             return -1;
         }
         p->has_number = 1;
-    } else if (s3w_at(x, 3, "CompleteMultipartUpload", "Part", "ETag")) {
+    } else if (s3x_at(x, "CompleteMultipartUpload/Part/ETag")) {
         memcpy(p->etags[p->n], x->text, x->text_len + 1);
         p->has_etag = 1;
     }
@@ -342,13 +216,13 @@ void s3_complete_upload(http_ctx *c, const s3_request *r) {
     p.etags = malloc(S3W_PARTS_MAX * sizeof(*p.etags));
     if (!p.parts || !p.etags) {
         http_reply_error(c, 500, "InternalError", "out of memory");
-    } else if (s3w_parse(c, r, s3w_parts_cb, &p) == 0) {
+    } else if (s3x_parse(c, r, s3w_parts_cb, &p) == 0) {
         size_t bad = p.n;
         for (size_t i = 0; i < p.n && bad == p.n; i++)
             if (!s3w_etag_valid(p.parts[i].etag))
                 bad = i;
         if (p.n == 0) {
-            s3w_malformed(c, "no Part");
+            s3x_malformed(c, "no Part");
         } else if (bad < p.n) {
             http_reply_error(c, 400, "InvalidPart",
                              "One or more of the specified parts could not be found: part "
@@ -492,6 +366,9 @@ static int s3w_copy_meta(http_ctx *c, const view_version *ver, int replace,
     const Objlog__ObjectMeta *sm = ver->record ? ver->record->meta : NULL;
     const char *sc = s3_header(c, "x-amz-storage-class");
     memset(m, 0, sizeof(*m));
+    /* a copy's ACL is its request's (x-amz-acl), never its source's: S3 */
+    if (s3_acl_header(c, &m->acl) < 0)
+        return -1;
     m->size = ver->size;
     m->etag = ver->etag;
     m->blob_id = sm && sm->blob_id && *sm->blob_id ? sm->blob_id : NULL;
@@ -650,11 +527,11 @@ static void s3_batch_free(s3_batch *b) {
     free(b);
 }
 
-static int s3w_delete_cb(s3w_xml *x, int end) {
+static int s3w_delete_cb(s3x *x, int end) {
     s3_batch *b = x->arg;
-    if (s3w_root(x, "Delete", end) < 0)
+    if (s3x_root(x, "Delete", end) < 0)
         return -1;
-    if (s3w_at(x, 2, "Delete", "Object", NULL)) {
+    if (s3x_at(x, "Delete/Object")) {
         if (!end && b->n == S3W_DELETE_MAX) {
             x->error = "more than 1000 keys";
             return -1;
@@ -673,9 +550,9 @@ static int s3w_delete_cb(s3w_xml *x, int end) {
     if (!end)
         return 0;
     s3_batch_item *it = &b->items[b->n];
-    if (s3w_at(x, 2, "Delete", "Quiet", NULL)) {
+    if (s3x_at(x, "Delete/Quiet")) {
         b->quiet = strcasecmp(x->text, "true") == 0;
-    } else if (s3w_at(x, 3, "Delete", "Object", "Key")) {
+    } else if (s3x_at(x, "Delete/Object/Key")) {
         if (x->text_long || x->text_len == 0 || it->key) {
             x->error = x->text_long ? "a Key is longer than 1024 bytes" : "a bad Key";
             return -1;
@@ -684,7 +561,7 @@ static int s3w_delete_cb(s3w_xml *x, int end) {
             return -1;
         memcpy(it->key, x->text, x->text_len + 1);
         it->key_len = x->text_len;
-    } else if (s3w_at(x, 3, "Delete", "Object", "VersionId")) {
+    } else if (s3x_at(x, "Delete/Object/VersionId")) {
         free(it->version_id);
         if (x->text_len && !(it->version_id = strdup(x->text)))
             return -1;
@@ -750,11 +627,11 @@ void s3_delete_objects(http_ctx *c, const s3_request *r) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
-    int rc = s3w_parse(c, r, s3w_delete_cb, b);
+    int rc = s3x_parse(c, r, s3w_delete_cb, b);
     free(b->items[b->n].key); /* an Object the parse stopped in */
     free(b->items[b->n].version_id);
     if (rc == 0 && b->n == 0)
-        s3w_malformed(c, "no Object");
+        s3x_malformed(c, "no Object");
     if (rc < 0 || b->n == 0) {
         s3_batch_free(b);
         return;

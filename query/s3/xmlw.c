@@ -60,6 +60,13 @@ void xmlw_open(xmlw *x, const char *tag) {
     xmlw_add(x, ">", 1);
 }
 
+void xmlw_open_attrs(xmlw *x, const char *tag, const char *attrs) {
+    xmlw_tag(x, "<", tag);
+    xmlw_add(x, " ", 1);
+    xmlw_add(x, attrs, strlen(attrs));
+    xmlw_add(x, ">", 1);
+}
+
 void xmlw_close(xmlw *x, const char *tag) {
     xmlw_tag(x, "</", tag);
     xmlw_add(x, ">", 1);

@@ -2,9 +2,10 @@
  * ids, the answers themselves and their accounting (per-worker counters,
  * the access log), the request's end.
  *
- * Invariant: http_send is the one place an answer leaves; it counts it,
- * logs it, hands it to conn.c whole and drops the worker's in-flight
- * count, which graceful shutdown waits on. An error goes through the
+ * Invariant: http_send is the one place an answer leaves whole, and
+ * http_reply_stream_start/end the one where an answer streams; each
+ * counts it, logs it, hands it to conn.c and drops the worker's in-flight
+ * count (once, at the answer's end), which graceful shutdown waits on. An error goes through the
  * request's face, so each API answers its errors in its own format. */
 #include "core.h"
 #include "server.h"
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 
 static const char *const http_endpoint_names[HTTP_EP_COUNT] = {
@@ -246,7 +248,8 @@ static void http_access_log(http_ctx *c, int status, size_t bytes) {
 }
 
 /* The one place an answer leaves (conn.c: written whole or counted as cut). */
-void http_send(http_ctx *c, int status, struct evbuffer *buf) {
+/* What every answer does first: settle what the API holds, count, log. */
+static void http_answer_begin(http_ctx *c, int status, size_t bytes) {
     if (c->on_answer) {
         void (*fn)(http_ctx *, int, void *) = c->on_answer;
         c->on_answer = NULL;
@@ -254,7 +257,11 @@ void http_send(http_ctx *c, int status, struct evbuffer *buf) {
     }
     http_note(c, status);
     if (objlog_logger_access_enabled())
-        http_access_log(c, status, buf ? evbuffer_get_length(buf) : 0);
+        http_access_log(c, status, bytes);
+}
+
+void http_send(http_ctx *c, int status, struct evbuffer *buf) {
+    http_answer_begin(c, status, buf ? evbuffer_get_length(buf) : 0);
     http_conn *cn = conn_answer_begin(c->w, c->req);
     evhttp_send_reply(c->req, status, NULL, buf);
     conn_answer_sent(cn);
@@ -264,6 +271,48 @@ void http_send(http_ctx *c, int status, struct evbuffer *buf) {
 }
 
 int http_hop(const http_ctx *c) { return c->hop; }
+
+/* ---------------------------------------------------- streamed answers */
+
+int http_reply_gone(const http_ctx *c) { return evhttp_request_get_connection(c->req) == NULL; }
+
+size_t http_reply_unsent(const http_ctx *c) {
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    return evcon ? evbuffer_get_length(bufferevent_get_output(
+                       evhttp_connection_get_bufferevent(evcon)))
+                 : 0;
+}
+
+/* evhttp reads while it writes, to notice a close; see conn_answer_sent. */
+static void http_reply_quiet(http_ctx *c) {
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    if (evcon)
+        bufferevent_disable(evhttp_connection_get_bufferevent(evcon), EV_READ);
+}
+
+void http_reply_stream_start(http_ctx *c, int status) {
+    const char *cl =
+        evhttp_find_header(evhttp_request_get_output_headers(c->req), "Content-Length");
+    http_answer_begin(c, status, cl ? strtoull(cl, NULL, 10) : 0);
+    http_conn *cn = conn_answer_begin(c->w, c->req);
+    evhttp_send_reply_start(c->req, status, NULL);
+    conn_answer_sent(cn);
+}
+
+void http_reply_stream_piece(http_ctx *c, struct evbuffer *piece,
+                             void (*drained)(struct evhttp_connection *, void *), void *arg) {
+    if (http_reply_gone(c)) {
+        evbuffer_drain(piece, evbuffer_get_length(piece));
+        return;
+    }
+    evhttp_send_reply_chunk_with_cb(c->req, piece, drained, arg);
+    http_reply_quiet(c);
+}
+
+void http_reply_stream_end(http_ctx *c) {
+    evhttp_send_reply_end(c->req); /* frees a request whose client is gone */
+    http_request_done(c->w);
+}
 
 void http_reply_forwarded(http_ctx *c, int status, struct evbuffer *body) {
     if (body && evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD)

@@ -65,6 +65,13 @@ static void server_dispatch_1(struct evhttp_request *req, void *arg) {
     server_dispatch(req, &w->ls[1], w);
 }
 
+void http_rerun_peer(const http_ctx *c, const http_peer_bucket *pb) {
+    http_ctx r = {.req = c->req, .w = c->w, .q = c->q, .face = c->face,
+                  .endpoint = HTTP_EP_OTHER, .start = c->start, .peer = *pb};
+    memcpy(r.request_id, c->request_id, sizeof(r.request_id));
+    c->face->run(&r);
+}
+
 /* Parsing again is cheaper than keeping every request's parameters while
  * it is parked, and the route decides the same way the second time. */
 void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,
@@ -165,6 +172,21 @@ int server_listen(server *s, const http_face *face, const char *host, int port, 
     s->listeners[i].face = face;
     s->listeners[i].fd = fd;
     s->listeners[i].port = server_socket_port(fd);
+    snprintf(s->listeners[i].host, sizeof(s->listeners[i].host), "%s",
+             host ? host : "127.0.0.1");
+    return 0;
+}
+
+int server_listener_url(const server *s, int i, const char *self_host, const http_face **face,
+                        char *out, size_t n) {
+    if (!s || i < 0 || i >= s->nlisteners)
+        return -1;
+    const char *host = s->listeners[i].host;
+    if (strcmp(host, "0.0.0.0") == 0 || !*host)
+        host = self_host;
+    *face = s->listeners[i].face;
+    snprintf(out, n, "%s://%s:%d", tls_serves(s->conf.tls) ? "https" : "http", host,
+             s->listeners[i].port);
     return 0;
 }
 

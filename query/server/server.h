@@ -124,9 +124,18 @@ typedef struct http_face {
     /* Paths a connection taken past the connection cap may ask (probes);
      * NULL: this listener takes no connection past the cap. */
     int (*reserved_path)(const char *path);
-    /* 1: a read of a partition another node applies is forwarded there;
-     * 0: answered here with 501 naming the node. */
-    int forwards;
+    /* Where a cluster node sends a request of a partition another node
+     * applies (forward.c): to that node's listener of this face's name,
+     * which its peers learn from its GET /v1/lag.
+     * forward_writes 1: a write is sent on whole, like a read; 0: a write
+     * is produced where it arrived (its body never crosses nodes), and
+     * only its owner check asks the bucket's node (authz.c).
+     * forward_as_sent 1: Host, Date and Authorization go as the client
+     * sent them (a signature over them, not a secret: a peer that shares
+     * no node key with this one checks it again); 0: the peer learns who
+     * asks from this node's signature alone. */
+    int forward_writes;
+    int forward_as_sent;
     /* 1: a PUT with a Content-Length over HTTP_STREAM_MIN is dispatched at
      * its head and its body streamed to the handler (http_stream_of) */
     int streams;
@@ -222,6 +231,7 @@ struct server {
         const http_face *face;
         int fd;                  /* until the workers take it */
         int port;                /* bound */
+        char host[64];           /* as asked: "0.0.0.0" is every address */
     } listeners[SERVER_MAX_LISTENERS];
     int nlisteners;
 };
@@ -250,6 +260,14 @@ typedef struct fence_result {
     rd_kafka_resp_err_t err;
 } fence_result;
 
+/* A bucket's owner and canned ACL as a node that applies it told this
+ * one (cluster_ask_owner), for a write produced here. */
+typedef struct http_peer_bucket {
+    int known;
+    char tenant[257];
+    char acl[32];
+} http_peer_bucket;
+
 struct http_ctx {
     struct evhttp_request *req;
     http_worker *w;
@@ -269,6 +287,11 @@ struct http_ctx {
     int admin;                   /* the admin role: every tenant's buckets */
     int node_signed;             /* a peer node signed it (nodeauth.h) */
     int hop;                     /* sent on by a peer node (http_hop) */
+    int anonymous;               /* unsigned, owning nothing: only what an ACL
+                                    grants everyone (S3) */
+    int acl_object;              /* allowed so far by no more than a version's
+                                    ACL may grant: the handler checks it (S3) */
+    http_peer_bucket peer;       /* the bucket's owner and ACL, from a peer */
     /* What the API still holds for the request, released once as its
      * answer leaves (http_send), before it is written, by its status: a
      * write's bytes kept or dropped by its outcome. NULL: nothing. A copy
@@ -284,6 +307,12 @@ server *server_new(const server_conf *conf, char *errstr, size_t errstr_size);
 int server_listen(server *s, const http_face *face, const char *host, int port, int fd,
                   char *errstr, size_t errstr_size);
 int server_port(const server *s, const http_face *face); /* -1 none */
+/* Where a peer on the network reaches listener i: http(s)://HOST:PORT,
+ * HOST the listener's own address, or self_host (the node's advertised
+ * host) when it listens on every address. *face set. 0, or -1 when
+ * there is no listener i. */
+int server_listener_url(const server *s, int i, const char *self_host, const http_face **face,
+                        char *out, size_t n);
 /* The slot of these hooks in every worker (server_slot), or -1 when full.
  * Before server_start. */
 int server_hooks_add(server *s, const server_hooks *h);
@@ -295,6 +324,23 @@ void server_free(server *s);
 /* A listening socket (objlog_query_listen); its port into *port. */
 int server_listen_socket(const char *host, int port, int *bound_port, char *errstr,
                          size_t errstr_size);
+/* An answer whose body streams (a forwarded GET of a large object): the
+ * status and the headers set now, then the body in pieces, then its end.
+ * A piece whose client went away is dropped (http_reply_gone says so);
+ * drained runs once the connection has written every piece given so far
+ * (never, when the client went away). The end answers c (exactly once,
+ * as http_send does). */
+void http_reply_stream_start(http_ctx *c, int status);
+void http_reply_stream_piece(http_ctx *c, struct evbuffer *piece,
+                             void (*drained)(struct evhttp_connection *, void *), void *arg);
+void http_reply_stream_end(http_ctx *c);
+/* 1 when c's client closed its connection before the answer was out. */
+int http_reply_gone(const http_ctx *c);
+/* Bytes of c's answer written to its connection but not yet sent. */
+size_t http_reply_unsent(const http_ctx *c);
+/* Runs c's route again from the top on its worker with the bucket record
+ * a peer gave (authz.c), no fence. */
+void http_rerun_peer(const http_ctx *c, const http_peer_bucket *pb);
 /* Runs req's route again on its worker, after its fence ended with res
  * (fence.c); same request id, start time and face. */
 void http_rerun(http_worker *w, struct evhttp_request *req, const char *request_id,

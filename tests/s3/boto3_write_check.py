@@ -257,22 +257,23 @@ for tagging, code in [(too_many, "BadRequest"), ("a=1&a=2", "InvalidTag"), ("=v"
 check(error_code(lambda: s3.get_object(Bucket=BUCKET, Key="tag/bad")) == "NoSuchKey", "bad tags write nothing")
 
 # --- subresources objlog does not serve: 501, never the method's plain
-# operation (DeleteBucketPolicy must not delete the bucket, PutObjectTagging
+# operation (DeleteBucketPolicy must not delete the bucket, PutObjectRetention
 # must not overwrite the object)
 s3.create_bucket(Bucket=BUCKET + "-empty")
-for method, path in [("DELETE", "/%s-empty?policy" % BUCKET), ("GET", "/%s?tagging" % BUCKET),
-                     ("PUT", "/%s?cors" % BUCKET), ("PUT", "/%s/tag/a?tagging" % BUCKET),
-                     ("DELETE", "/%s/tag/a?tagging" % BUCKET), ("GET", "/%s/tag/a?acl" % BUCKET)]:
-    st, text = raw(method, path, b"<Tagging/>" if method == "PUT" else b"")
+for method, path in [("DELETE", "/%s-empty?policy" % BUCKET), ("GET", "/%s?cors" % BUCKET),
+                     ("PUT", "/%s?cors" % BUCKET), ("PUT", "/%s/tag/a?retention" % BUCKET),
+                     ("PUT", "/%s/tag/a?legal-hold" % BUCKET),
+                     ("GET", "/%s/tag/a?attributes" % BUCKET)]:
+    st, text = raw(method, path, b"<Retention/>" if method == "PUT" else b"")
     check(st == 501 and "<Code>NotImplemented</Code>" in text, "%s %s: %d %s" % (method, path, st, text))
 check(s3.head_bucket(Bucket=BUCKET + "-empty")["ResponseMetadata"]["HTTPStatusCode"] == 200,
       "DELETE ?policy left the bucket")
 check(json_object("tag/a")["tags"] == {"team": "blue sky", "cost": "", "x+y": "1"},
-      "PUT/DELETE ?tagging left the object")
+      "PUT ?retention left the object")
 check(error_code(lambda: s3.delete_bucket_policy(Bucket=BUCKET + "-empty")) == "NotImplemented",
       "boto3 delete_bucket_policy")
-check(error_code(lambda: s3.get_object_tagging(Bucket=BUCKET, Key="tag/a")) == "NotImplemented",
-      "boto3 get_object_tagging")
+check(error_code(lambda: s3.get_bucket_cors(Bucket=BUCKET)) == "NotImplemented",
+      "boto3 get_bucket_cors")
 s3.delete_bucket(Bucket=BUCKET + "-empty")
 
 # --- DeleteObjects
