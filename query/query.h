@@ -86,6 +86,9 @@ typedef struct objlog_query_conf {
     const char *blob_dir;        /* the S3 endpoint's blob store (blob.h);
                                     NULL none: a PUT with a body is refused
                                     unless s3_blob_url says where bytes go */
+    const char *blob_s3;         /* blobs in this S3 store instead, blob_dir
+                                    their spool (blob.h, remote backend) */
+    const char *blob_s3_credentials;
     const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
                                     continuation tokens; NULL: the store's
                                     own secret. Nodes of a cluster share one

@@ -241,7 +241,8 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     s3_settings ss = {.host = conf->s3_host, .port = conf->s3_port,
                       .region = conf->s3_region, .domain = conf->s3_domain,
                       .credentials = conf->s3_credentials, .blob_url = conf->s3_blob_url,
-                      .blob_dir = conf->blob_dir,
+                      .blob_dir = conf->blob_dir, .blob_s3 = conf->blob_s3,
+                      .blob_s3_credentials = conf->blob_s3_credentials,
                       .anonymous = conf->s3_anonymous, .insecure = conf->insecure};
     if (api_conf_new(q, &as, errstr, errstr_size) < 0 ||
         (conf->s3_host && s3_conf_new(q, &ss, errstr, errstr_size) < 0)) {

@@ -24,7 +24,7 @@ int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]) {
             anonymous = 0;
             continue;
         }
-        redirect |= strcmp(extra[i], "--s3-blob-url") == 0;
+        redirect |= strcmp(extra[i], "--s3-blob-url") == 0 || strcmp(extra[i], "--blob-s3") == 0;
         argv[n++] = extra[i];
     }
     if (anonymous)

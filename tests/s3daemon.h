@@ -20,7 +20,8 @@ typedef struct s3daemon {
 
 /* Starts it in a new temp dir with creds (the credentials file's text)
  * and the extra flags (NULL-ended, may be NULL), keeping object bytes in
- * DIR/blobs unless the flags redirect them (--s3-blob-url); waits until
+ * DIR/blobs unless the flags put them elsewhere (--s3-blob-url,
+ * --blob-s3); waits until
  * it is ready.
  * 0, or -1 (s3daemon_stop still cleans up). */
 int s3daemon_start(s3daemon *d, const char *creds, char *const extra[]);

@@ -104,6 +104,96 @@ static void test_attrs_boto3(void **state) {
     print_message("%s", out);
 }
 
+/* --blob-s3: a second objlogd's S3 endpoint is the store the first keeps
+ * its bytes in (blob_s3_check.py). */
+static void test_blob_s3(void **state) {
+    (void)state;
+    s3daemon up, front;
+    if (s3daemon_start(&up, "up upsecret tenant-up\n", NULL) < 0) {
+        s3daemon_stop(&up);
+        fail_msg("the upstream objlogd did not start");
+    }
+    char url[200], creds[300], spool[400];
+    snprintf(url, sizeof(url), "%s/upstream", up.s3);
+    snprintf(creds, sizeof(creds), "%s/upstream-key", up.dir);
+    FILE *f = fopen(creds, "w");
+    assert_non_null(f);
+    assert_true(fputs("# the front's key to the upstream store\nup upsecret us-east-1\n", f) >= 0);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(creds, 0600), 0);
+    char *extra[] = {"--blob-s3", url, "--blob-s3-credentials", creds, NULL};
+    if (s3daemon_start(&front, "objlogtest objlogtest-secret tenant-a\n", extra) < 0) {
+        s3daemon_stop(&front);
+        s3daemon_stop(&up);
+        fail_msg("objlogd --blob-s3 did not start");
+    }
+    snprintf(spool, sizeof(spool), "%s/data/blob-spool", front.dir);
+    char script[512], out[8192], err[8192];
+    snprintf(script, sizeof(script), "%s/s3/blob_s3_check.py", OBJLOG_TESTS_DIR);
+    char *argv[] = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "HOME=/nonexistent",
+                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    "/usr/bin/python3", script, front.s3, up.s3, spool, NULL};
+    int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 180000);
+    /* then the store goes away: the front answers 5xx, never 200 */
+    int up_rc = s3daemon_stop(&up);
+    char *down[] = {"/usr/bin/env", "-u", "AWS_CA_BUNDLE", "HOME=/nonexistent",
+                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    "/usr/bin/python3", script, front.s3, url, spool, "--upstream-down",
+                    NULL};
+    char out2[4096], err2[8192];
+    int rc2 = rc == 0 ? proc_run(down, NULL, out2, sizeof(out2), err2, sizeof(err2), 180000)
+                      : 0;
+    assert_int_equal(s3daemon_stop(&front), 0);
+    assert_int_equal(up_rc, 0);
+    if (rc != 0)
+        fail_msg("blob_s3_check.py exited %d:\n%s\n%s", rc, out, err);
+    if (rc2 != 0)
+        fail_msg("blob_s3_check.py --upstream-down exited %d:\n%s\n%s", rc2, out2, err2);
+    print_message("%s%s", out, out2);
+}
+
+/* --blob-s3 that cannot be used: objlogd says why and does not start. */
+static void test_blob_s3_refused(void **state) {
+    (void)state;
+    char dir[256], objlogd[512], data[300], creds[300], s3creds[300], out[1024], err[4096];
+    assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
+    proc_bin("query/objlogd", objlogd, sizeof(objlogd));
+    snprintf(data, sizeof(data), "%s/data", dir);
+    snprintf(creds, sizeof(creds), "%s/up", dir);
+    snprintf(s3creds, sizeof(s3creds), "%s/s3", dir);
+    FILE *f = fopen(creds, "w");
+    assert_non_null(f);
+    fputs("up upsecret\n", f);
+    assert_int_equal(fclose(f), 0);
+    f = fopen(s3creds, "w");
+    assert_non_null(f);
+    fputs("k s tenant\n", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(s3creds, 0600), 0);
+    struct { const char *url, *creds, *named; } rows[] = {
+        {"ftp://127.0.0.1:1/b", creds, "--blob-s3 'ftp://127.0.0.1:1/b'"},
+        {"http://127.0.0.1:1", creds, "HOST[:PORT]/BUCKET"},
+        {"http://127.0.0.1:1/b", "/nonexistent/key", "/nonexistent/key"},
+        {"http://127.0.0.1:1/b", creds, "group or others may read it"}, /* 0644 */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (i < 2)
+            assert_int_equal(chmod(creds, 0600), 0);
+        else
+            assert_int_equal(chmod(creds, 0644), 0);
+        char *argv[] = {objlogd, "--embedded", "--data", data, "--listen", "127.0.0.1:0",
+                        "--s3-listen", "127.0.0.1:0", "--s3-credentials", s3creds,
+                        "--blob-s3", (char *)rows[i].url, "--blob-s3-credentials",
+                        (char *)rows[i].creds, NULL};
+        int rc = proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 30000);
+        if (rc == 0 || !strstr(err, rows[i].named))
+            print_error("row %zu: rc %d: %s\n", i, rc, err);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(err, rows[i].named));
+    }
+    proc_rmtree(dir);
+}
+
 /* S3's documented behaviours clients rely on: URL encoding, FetchOwner,
  * an empty continuation token, CreateBucket of an owned bucket, Object
  * Lock refused, DeleteBucket with uploads (boto3_behaviour_check.py). */
@@ -1183,6 +1273,8 @@ int main(void) {
         cmocka_unit_test(test_bytes_boto3),
         cmocka_unit_test(test_behaviour_boto3),
         cmocka_unit_test(test_attrs_boto3),
+        cmocka_unit_test(test_blob_s3),
+        cmocka_unit_test(test_blob_s3_refused),
         cmocka_unit_test(test_chunked_upload_over_stream_min),
         cmocka_unit_test(test_boto3_lists),
         cmocka_unit_test(test_awscli_lists),

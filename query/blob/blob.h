@@ -20,6 +20,15 @@
  * waited for may have been applied: its bytes must not be lost). Several
  * objlogd processes on one machine may share a directory.
  *
+ * The remote backend (--blob-s3, blobs3.c) keeps the blobs in an
+ * S3-compatible store under their ids, and this layout as its spool: a
+ * finished write's pending file goes up to the store (its SHA-256 signed
+ * as the payload hash) before blob_put_finish returns, and is removed
+ * here; keep has nothing left to do, and drop leaves an uploaded blob in
+ * the store (the same bytes may be another write's); a read comes down
+ * into an unlinked file. Transfers block the calling thread, as the local
+ * backend's fsync does.
+ *
  * Every call is thread-safe; a blob_put belongs to one thread at a time. */
 #ifndef OBJLOG_QUERY_BLOB_H
 #define OBJLOG_QUERY_BLOB_H
@@ -37,8 +46,16 @@ typedef struct blob_put blob_put;
 /* The store in dir (created when missing), recovered as above. NULL with
  * errstr naming the path and the reason. */
 blobstore *blobstore_open(const char *dir, char *errstr, size_t errstr_size);
+/* The remote backend (--blob-s3): blobs kept in the S3-compatible store
+ * at url (http(s)://HOST[:PORT]/BUCKET) with the key in creds (blobs3.h),
+ * dir the local spool of writes in flight (recovered as above: a pending
+ * blob goes up to the store). NULL with errstr. */
+blobstore *blobstore_open_remote(const char *dir, const char *url, const char *creds,
+                                 int allow_open, char *errstr, size_t errstr_size);
 void blobstore_free(blobstore *bs);
 const char *blobstore_dir(const blobstore *bs);
+/* The remote store's URL, NULL for the local backend. */
+const char *blobstore_remote(const blobstore *bs);
 
 /* 1 when id is one this store could hold (64 lowercase hex digits): ids
  * from metadata are checked before they name a file. */

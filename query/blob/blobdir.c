@@ -1,5 +1,9 @@
 /* blobdir.c: the blob store's local backend, a content-addressed
- * directory (layout and recovery: blob.h).
+ * directory (layout and recovery: blob.h), and the spool of its remote
+ * one (blobs3.c): with --blob-s3 a write's bytes arrive here the same way,
+ * and its finished, fsynced pending file goes up to the S3 store before
+ * the write is answered (and is then removed here); a read comes down
+ * into an unlinked file of .tmp that the answer sends.
  *
  * Invariant: a file under DIR/ab/ is complete and fsynced, and its name is
  * the SHA-256 of its bytes; it appears there only by link(2) from a
@@ -22,10 +26,12 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "blobs3.h"
 #include "objlog_logger.h"
 
 struct blobstore {
     char *dir;
+    blobs3 *remote;              /* --blob-s3: where the blobs live; dir spools */
 };
 
 struct blob_put {
@@ -38,6 +44,7 @@ struct blob_put {
     char pending[4096];          /* DIR/.pending/<id>.<nonce> once finished */
     char id[BLOB_ID_LEN + 1];
     int finished;
+    int uploaded;                /* remote: in the S3 store, pending removed */
 };
 
 /* errno survives: a caller tells a full disk from other failures. */
@@ -99,6 +106,16 @@ static int blob_promote(blobstore *bs, const char *pending, const char *id, char
     return 0;
 }
 
+/* Remote: the pending file goes up to the S3 store, then goes here. */
+static int blob_upload(blobstore *bs, const char *pending, const char *id, char *errstr,
+                       size_t n) {
+    if (blobs3_put_file(bs->remote, id, pending, errstr, n) < 0)
+        return -1;
+    if (unlink(pending) < 0 && errno != ENOENT)
+        return blob_fail(errstr, n, "unlink", pending);
+    return 0;
+}
+
 /* What a crash left: bytes of unfinished writes (.tmp) go, finished ones
  * (.pending) become readable. Another process may share the directory
  * (the nodes of a cluster on one machine): a .tmp file written in the
@@ -136,7 +153,7 @@ static int blob_recover(blobstore *bs, char *errstr, size_t n) {
         if (!blob_id_valid(id))
             continue;
         snprintf(f, sizeof(f), "%s/%s", d, e->d_name);
-        rc = blob_promote(bs, f, id, errstr, n);
+        rc = bs->remote ? blob_upload(bs, f, id, errstr, n) : blob_promote(bs, f, id, errstr, n);
         promoted += rc == 0;
     }
     closedir(dh);
@@ -147,10 +164,19 @@ static int blob_recover(blobstore *bs, char *errstr, size_t n) {
 }
 
 blobstore *blobstore_open(const char *dir, char *errstr, size_t errstr_size) {
+    return blobstore_open_remote(dir, NULL, NULL, 0, errstr, errstr_size);
+}
+
+blobstore *blobstore_open_remote(const char *dir, const char *url, const char *creds,
+                                 int allow_open, char *errstr, size_t errstr_size) {
     blobstore *bs = calloc(1, sizeof(*bs));
     if (!bs || !(bs->dir = strdup(dir))) {
         free(bs);
         snprintf(errstr, errstr_size, "blob store: out of memory");
+        return NULL;
+    }
+    if (url && !(bs->remote = blobs3_new(url, creds, allow_open, errstr, errstr_size))) {
+        blobstore_free(bs);
         return NULL;
     }
     char d[4096];
@@ -173,8 +199,13 @@ blobstore *blobstore_open(const char *dir, char *errstr, size_t errstr_size) {
 void blobstore_free(blobstore *bs) {
     if (!bs)
         return;
+    blobs3_free(bs->remote);
     free(bs->dir);
     free(bs);
+}
+
+const char *blobstore_remote(const blobstore *bs) {
+    return bs->remote ? blobs3_url(bs->remote) : NULL;
 }
 
 const char *blobstore_dir(const blobstore *bs) { return bs->dir; }
@@ -244,6 +275,11 @@ int blob_put_finish(blob_put *p, char *id, uint64_t *size, char *errstr, size_t 
     snprintf(d, sizeof(d), "%s/.pending", p->bs->dir);
     if (blob_fsync_dir(d, errstr, errstr_size) < 0)
         return -1;
+    if (p->bs->remote) {
+        if (blob_upload(p->bs, p->pending, p->id, errstr, errstr_size) < 0)
+            return -1;
+        p->uploaded = 1;
+    }
     memcpy(id, p->id, BLOB_ID_LEN + 1);
     *size = p->size;
     return 0;
@@ -257,15 +293,18 @@ static void blob_put_free(blob_put *p) {
 }
 
 int blob_put_keep(blob_put *p, char *errstr, size_t errstr_size) {
-    int rc = blob_promote(p->bs, p->pending, p->id, errstr, errstr_size);
+    int rc = p->uploaded ? 0 : blob_promote(p->bs, p->pending, p->id, errstr, errstr_size);
     blob_put_free(p);
     return rc;
 }
 
+/* An uploaded blob stays in the S3 store: the same bytes may be another
+ * write's there (the store's collector finds what no version names). */
 void blob_put_drop(blob_put *p) {
     if (!p)
         return;
-    unlink(p->finished ? p->pending : p->tmp);
+    if (!p->uploaded)
+        unlink(p->finished ? p->pending : p->tmp);
     blob_put_free(p);
 }
 
@@ -293,8 +332,36 @@ static int blob_open(blobstore *bs, const char *id, int *fd, uint64_t *size, cha
     return 0;
 }
 
+/* Remote: the range comes down into an unlinked file of .tmp, which the
+ * answer sends as a file segment (never held in memory). */
+static int blob_get_remote(blobstore *bs, const char *id, uint64_t off, uint64_t len,
+                           struct evbuffer *out, char *errstr, size_t n) {
+    char d[4096];
+    snprintf(d, sizeof(d), "%s/.tmp", bs->dir);
+    int fd = open(d, O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return blob_fail(errstr, n, "create a file in", d);
+    int rc = blobs3_get(bs->remote, id, off, len, fd, errstr, n);
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    if (evbuffer_add_file(out, fd, 0, (ev_off_t)len) < 0) { /* owns fd */
+        snprintf(errstr, n, "blob store: cannot send blob %s", id);
+        return -1;
+    }
+    return 0;
+}
+
 int blob_get(blobstore *bs, const char *id, uint64_t off, uint64_t len, struct evbuffer *out,
              char *errstr, size_t errstr_size) {
+    if (bs->remote && !blob_id_valid(id)) {
+        snprintf(errstr, errstr_size, "blob store: \"%s\" is not a blob id", id ? id : "");
+        return -1;
+    }
+    if (bs->remote)
+        return len ? blob_get_remote(bs, id, off, len, out, errstr, errstr_size)
+                   : blob_stat(bs, id, &(uint64_t){0}, errstr, errstr_size);
     int fd;
     uint64_t size;
     int rc = blob_open(bs, id, &fd, &size, errstr, errstr_size);
@@ -319,6 +386,8 @@ int blob_get(blobstore *bs, const char *id, uint64_t off, uint64_t len, struct e
 }
 
 int blob_stat(blobstore *bs, const char *id, uint64_t *size, char *errstr, size_t errstr_size) {
+    if (bs->remote && blob_id_valid(id))
+        return blobs3_stat(bs->remote, id, size, errstr, errstr_size);
     int fd;
     int rc = blob_open(bs, id, &fd, size, errstr, errstr_size);
     if (rc == 0)
@@ -332,6 +401,8 @@ int blob_delete(blobstore *bs, const char *id, char *errstr, size_t errstr_size)
         snprintf(errstr, errstr_size, "blob store: \"%s\" is not a blob id", id ? id : "");
         return -1;
     }
+    if (bs->remote)
+        return blobs3_delete(bs->remote, id, errstr, errstr_size);
     blob_path(bs, id, path, sizeof(path));
     if (unlink(path) < 0 && errno != ENOENT)
         return blob_fail(errstr, errstr_size, "unlink", path);

@@ -84,7 +84,10 @@ int s3_conf_new(objlog_query *q, const s3_settings *conf, char *errstr,
         return -1;
     }
     s->creds.allow_open = conf->insecure;
-    if (conf->blob_dir && !(s->blobs = blobstore_open(conf->blob_dir, errstr, errstr_size)))
+    if (conf->blob_dir &&
+        !(s->blobs = blobstore_open_remote(conf->blob_dir, conf->blob_s3,
+                                           conf->blob_s3_credentials, conf->insecure, errstr,
+                                           errstr_size)))
         return -1;
     if (conf->credentials &&
         !(s->creds.keys = s3creds_load(conf->credentials, conf->insecure, errstr, errstr_size)))

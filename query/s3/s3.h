@@ -268,6 +268,7 @@ typedef struct s3_settings {
     const char *host;            /* --s3-listen */
     int port;
     const char *region, *domain, *credentials, *blob_url, *blob_dir;
+    const char *blob_s3, *blob_s3_credentials; /* blob_dir the spool then */
     int anonymous;               /* --s3-anonymous */
     int insecure;                /* --insecure: a credentials file others may read */
 } s3_settings;
