@@ -39,3 +39,14 @@ bench_wait_ready() { # out, err
 bench_daemon_stop() {
   [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
 }
+
+# Stops every objlogd node in the nodes array (SIGTERM, reaped), the Kafka
+# in $work/kafka and removes $work: the EXIT trap of the benches that run
+# a cluster of nodes. Never fails.
+bench_nodes_stop() {
+  for pid in "${nodes[@]}"; do
+    kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  done
+  bench_kafka_stop "$work/kafka"
+  rm -rf "$work"
+}

@@ -28,14 +28,7 @@ bench_need_build bench_ranges_kafka
 work=$(mktemp -d /tmp/objlog-bench-ranges-kafka.XXXXXX)
 daemon=""
 nodes=()
-cleanup() {
-  for pid in "${nodes[@]}"; do
-    kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  done
-  bench_kafka_stop "$work/kafka"
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_nodes_stop EXIT
 
 boot=$(bench_kafka_start "$work/kafka" 1)
 [ -n "$boot" ] || { echo "bench_ranges_kafka: Kafka did not start" >&2; exit 1; }
