@@ -199,6 +199,7 @@
 #include "indexes.h"
 #include "keycodec.h"
 #include "lifecycle.h"
+#include "notify.h"
 #include "ratelimit.h"
 #include "rows.h"
 #include "stage.h"
@@ -234,6 +235,7 @@ static int is_bucket_op(const Objlog__Event *ev) {
     case OBJLOG__EVENT__OP_BUILD_INDEX:
     case OBJLOG__EVENT__OP_SET_BUCKET_TAGS:
     case OBJLOG__EVENT__OP_SET_BUCKET_ACL:
+    case OBJLOG__EVENT__OP_SET_NOTIFICATIONS:
         return 1;
     default:
         return 0;
@@ -333,6 +335,7 @@ int apply_key_gate(apply_ev *a, bucket_state *bs) {
     stake_quota_of(br, &bs->quota);
     rc = stage_set_tenant(a, br->tenant);
     indexes_key_keep(&a->ix, &br);
+    feed_bucket_keep(&a->feed, &br, a->ix.br);
     objlog__bucket_record__free_unpacked(br, NULL);
     return rc < 0 ? -1 : 1;
 }
@@ -360,6 +363,23 @@ static int cap_allows_one_more(apply_ev *a, const objlog_key_header *h,
 /* ---- operations ---- */
 
 static int lc_set_rules(apply_ev *a, Objlog__BucketRecord *r);
+
+/* SetNotifications: the event's configurations, checked as the API edge
+ * checks them, become r's from this event on (notifications_seq), so a
+ * change before it is never notified and every matching one after it is.
+ * 1 set (r borrows the event's configurations), 0 rejected. */
+static int notify_set(apply_ev *a, Objlog__BucketRecord *r) {
+    const Objlog__SetNotifications *sn = a->ev->set_notifications;
+    char why[sizeof(a->res.message)];
+    if (notify_configs_check(sn->configs, sn->n_configs, why, sizeof(why)) < 0) {
+        apply_reject(a, OBJLOG__OUTCOME_CODE__OUTCOME_INVALID_ARGUMENT, "%s", why);
+        return 0;
+    }
+    r->n_notifications = sn->n_configs;
+    r->notifications = sn->configs;
+    r->notifications_seq = sn->n_configs ? a->seq : 0;
+    return 1;
+}
 
 static int op_create_bucket(apply_ev *a) {
     Objlog__BucketRecord *old;
@@ -446,6 +466,8 @@ static int op_bucket_settings(apply_ev *a) {
     Objlog__RateLimit *old_limit = r->rate_limit;
     size_t old_nlc = r->n_lifecycle;
     Objlog__LifecycleRule **old_lc = r->lifecycle;
+    size_t old_nn = r->n_notifications;
+    Objlog__NotifyConfig **old_nc = r->notifications;
     attr_keep keep = {r->n_tags, r->tags, r->acl};
     if (a->ev->op_case == OBJLOG__EVENT__OP_SET_BUCKET_TAGS ||
         a->ev->op_case == OBJLOG__EVENT__OP_SET_BUCKET_ACL) {
@@ -470,6 +492,11 @@ static int op_bucket_settings(apply_ev *a) {
             objlog__bucket_record__free_unpacked(r, NULL);
             return 0;
         }
+    } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_NOTIFICATIONS) {
+        if (notify_set(a, r) == 0) {
+            objlog__bucket_record__free_unpacked(r, NULL);
+            return 0;
+        }
     } else if (a->ev->op_case == OBJLOG__EVENT__OP_SET_QUOTA) {
         int go = stake_quota_change(a, r, a->ev->set_quota->quota);
         if (go <= 0) {
@@ -489,6 +516,8 @@ static int op_bucket_settings(apply_ev *a) {
     r->rate_limit = old_limit;
     r->n_lifecycle = old_nlc;
     r->lifecycle = old_lc;
+    r->n_notifications = old_nn;
+    r->notifications = old_nc;
     apply_bucket_attrs_restore(r, &keep);
     objlog__bucket_record__free_unpacked(r, NULL);
     return rc;
@@ -542,6 +571,10 @@ static int op_put_object(apply_ev *a) {
     if (rc <= 0)
         return rc;
     a->res.etag = meta && meta->etag ? meta->etag : "";
+    const char *src = a->ev->put_object->copy_source;
+    a->feed_event = src && src[0] ? "ObjectCreated:Copy" : "ObjectCreated:Put";
+    a->feed_size = meta ? meta->size : 0;
+    a->feed_etag = a->res.etag;
     return stage_key_end(a);
 }
 
@@ -559,6 +592,7 @@ static int delete_current(apply_ev *a, const bucket_state *bs) {
         keycodec_version_id(a->seq, a->res.version_id);
         h.versions++;
         a->res.delete_marker = 1;
+        a->feed_event = "ObjectRemoved:DeleteMarkerCreated";
         if (stage_add_version(a, a->res.version_id, 1, NULL) < 0)
             return -1;
         stage_save_header(a, &h);
@@ -569,10 +603,12 @@ static int delete_current(apply_ev *a, const bucket_state *bs) {
             return -1;
         h.has_null = 0;
         h.versions--;
+        a->feed_event = "ObjectRemoved:Delete";
     }
     if (vs == OBJLOG__VERSIONING__VERSIONING_SUSPENDED) {
         snprintf(a->res.version_id, sizeof(a->res.version_id), "null");
         a->res.delete_marker = 1;
+        a->feed_event = "ObjectRemoved:DeleteMarkerCreated";
         h.has_null = 1;
         h.null_seq = a->seq;
         h.versions++;
@@ -617,6 +653,7 @@ static int delete_version_id(apply_ev *a, const char *vid) {
         return 0;
     if (stage_delete_version(a, seq) < 0)
         return -1;
+    a->feed_event = "ObjectRemoved:Delete";
     if (is_null)
         h.has_null = 0;
     h.versions--;
@@ -770,6 +807,10 @@ static int op_expire(apply_ev *a) {
         return rc;
     if (action == OBJLOG__EXPIRE_ACTION__EXPIRE_ABORT_UPLOAD)
         snprintf(a->res.upload_id, sizeof(a->res.upload_id), "%s", ex->upload_id);
+    /* S3 names what a rule removed LifecycleExpiration:* */
+    if (a->feed_event)
+        a->feed_event = a->res.delete_marker ? "LifecycleExpiration:DeleteMarkerCreated"
+                                             : "LifecycleExpiration:Delete";
     return stage_key_end(a);
 }
 
@@ -803,6 +844,7 @@ static int apply_op(apply_ev *a) {
     case OBJLOG__EVENT__OP_SET_LIFECYCLE:
     case OBJLOG__EVENT__OP_SET_BUCKET_TAGS:
     case OBJLOG__EVENT__OP_SET_BUCKET_ACL:
+    case OBJLOG__EVENT__OP_SET_NOTIFICATIONS:
         return op_bucket_settings(a);
     case OBJLOG__EVENT__OP_SET_OBJECT_TAGS:
     case OBJLOG__EVENT__OP_SET_OBJECT_ACL:
@@ -871,6 +913,28 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
                         Objlog__OutcomeCode *code, char *errstr,
                         size_t errstr_size);
 
+/* The change an OK key op made, staged as feed rows for the bucket's
+ * configurations that match it (feed.h). 0 or -1. */
+static int feed_note(apply_ev *a) {
+    if (!a->feed_event || !a->feed.br)
+        return 0;
+    int unversioned = a->versioning == OBJLOG__VERSIONING__VERSIONING_UNVERSIONED;
+    feed_change ch = {
+        .event_name = a->feed_event,
+        .bucket = a->ev->bucket,
+        .key = a->ev->key.data,
+        .key_len = a->ev->key.len,
+        .size = a->feed_size,
+        .etag = a->feed_etag,
+        .version_id = unversioned ? "" : a->res.version_id,
+        .log_time_ms = a->log_time_ms,
+        .request_id = a->ev->request_id,
+        .owner = a->tenant,
+    };
+    return feed_stage(a->b, a->partition, a->offset, a->map_epoch, &a->feed, &ch, &a->feed_n,
+                      a->errstr, a->es);
+}
+
 int apply_event(apply_batch *b, int32_t partition, int64_t offset,
                 int64_t log_time_ms, const Objlog__Event *ev,
                 Objlog__OutcomeCode *code, char *errstr, size_t errstr_size) {
@@ -934,6 +998,7 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         rc = -1;
         goto out;
     }
+    a.map_epoch = epoch;
     if (!owns) {
         a.res.code = OBJLOG__OUTCOME_CODE__OUTCOME_WRONG_RANGE;
         snprintf(a.res.message, sizeof(a.res.message),
@@ -943,7 +1008,8 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         rc = -1;
         goto out;
     }
-    if (a.res.code == OBJLOG__OUTCOME_CODE__OUTCOME_OK && stage_stats_commit(&a) < 0) {
+    if (a.res.code == OBJLOG__OUTCOME_CODE__OUTCOME_OK &&
+        (stage_stats_commit(&a) < 0 || feed_note(&a) < 0)) {
         rc = -1;
         goto out;
     }
@@ -963,6 +1029,7 @@ out:
     keybuf_free(&a.stake);
     free(a.tenant);
     indexes_key_done(&a.ix);
+    feed_bucket_done(&a.feed);
     return rc;
 }
 

@@ -112,6 +112,33 @@ static int attr_version(apply_ev *a, const char *vid, Objlog__VersionRecord **ou
     return 1;
 }
 
+/* 1 if the tag sets hold the same pairs, in any order (keys are unique). */
+static int tags_same(Objlog__UserMeta *const *x, size_t xn, Objlog__UserMeta *const *y,
+                     size_t yn) {
+    if (xn != yn)
+        return 0;
+    for (size_t i = 0; i < xn; i++) {
+        size_t j = 0;
+        while (j < yn && strcmp(x[i]->name, y[j]->name) != 0)
+            j++;
+        if (j == yn || strcmp(x[i]->value, y[j]->value) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The change feed's name for the attribute write (NULL: nothing changed):
+ * S3's ObjectTagging:Put or :Delete when the tags change, ObjectAcl:Put. */
+static const char *attr_feed_event(apply_ev *a, const Objlog__ObjectMeta *m) {
+    if (a->ev->op_case != OBJLOG__EVENT__OP_SET_OBJECT_TAGS)
+        return "ObjectAcl:Put";
+    const Objlog__SetObjectTags *st = a->ev->set_object_tags;
+    size_t old_n = m ? m->n_tags : 0;
+    if (tags_same(st->tags, st->n_tags, m ? m->tags : NULL, old_n))
+        return NULL;
+    return st->n_tags ? "ObjectTagging:Put" : "ObjectTagging:Delete";
+}
+
 /* The version's meta with the event's attribute in place, written back.
  * The event's strings and tags are borrowed for the write, then the
  * record's own are put back for its free. */
@@ -155,6 +182,12 @@ int apply_op_object_attrs(apply_ev *a) {
     if (rc <= 0)
         return rc;
     snprintf(a->res.version_id, sizeof(a->res.version_id), "%s", r->version_id);
+    a->feed_event = attr_feed_event(a, r->meta);
+    a->feed_size = r->meta ? r->meta->size : 0;
+    /* the record's strings are freed below: the etag is kept in res */
+    snprintf(a->res.etag_buf, sizeof(a->res.etag_buf), "%s",
+             r->meta && r->meta->etag ? r->meta->etag : "");
+    a->feed_etag = a->res.etag_buf;
     rc = attr_rewrite(a, r);
     objlog__version_record__free_unpacked(r, NULL);
     return rc < 0 ? -1 : stage_key_end(a);

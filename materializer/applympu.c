@@ -251,6 +251,9 @@ int apply_op_complete_upload(apply_ev *a) {
     if (rc <= 0)
         return rc;
     a->res.etag = a->res.etag_buf;
+    a->feed_event = "ObjectCreated:CompleteMultipartUpload";
+    a->feed_size = size;
+    a->feed_etag = a->res.etag;
     rc = stage_remove_upload(a, cu->upload_id);
     return rc < 0 ? -1 : stage_key_end(a);
 }

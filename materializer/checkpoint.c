@@ -12,6 +12,7 @@
  * does not give to p, so a wrong or hostile stream cannot reach them. */
 #include "checkpoint.h"
 #include "ckptint.h"
+#include "feed.h"
 
 #include "matlog.h"
 #include "rows.h"
@@ -64,9 +65,11 @@ int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn) {
     case OBJLOG_CF_STATS:
         return objlog_stats_row_partition(rm, k, kn);
     case OBJLOG_CF_OUTCOMES:
-        /* 'o' rows; 'x' and 'i' rows, a handoff's (dedup.h) */
+        /* 'o' rows; 'x' and 'i' rows, a handoff's (dedup.h); 'n' rows, the
+         * change feed's (feed.h) */
         if ((kn == APPLY_OUTCOME_KEY_LEN && k[0] == 'o') ||
-            (kn >= APPLY_OUTCOME_KEY_LEN && (k[0] == 'x' || k[0] == 'i')))
+            (kn >= APPLY_OUTCOME_KEY_LEN && (k[0] == 'x' || k[0] == 'i')) ||
+            (kn == FEED_KEY_LEN && k[0] == 'n'))
             return (int32_t)apply_get_be32(k + 1);
         return -1;
     case OBJLOG_CF_META:
@@ -236,7 +239,7 @@ int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
                            rocksdb_writebatch_t *wb, char *errstr, size_t es) {
     size_t staged = 0;
     ckpt_purge_routes(s, rm, p, wb);
-    static const char kinds[] = {'i', 'o', 'x'};
+    static const char kinds[] = {'i', 'n', 'o', 'x'};
     for (size_t i = 0; i < sizeof(kinds); i++) {
         uint8_t lo[5] = {(uint8_t)kinds[i]}, hi[5] = {(uint8_t)kinds[i]};
         apply_put_be32(lo + 1, (uint32_t)p);
@@ -576,7 +579,7 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
     ckpt_span stats = {.from = (const uint8_t *)"", .filter = 1};
     if (export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
         return -1;
-    static const char kinds[] = {'i', 'o', 'x'}; /* the partition's outcome rows */
+    static const char kinds[] = {'i', 'n', 'o', 'x'}; /* the partition's outcome rows */
     for (size_t i = 0; i < sizeof(kinds); i++) {
         uint8_t op[5] = {(uint8_t)kinds[i]};
         apply_put_be32(op + 1, (uint32_t)p);

@@ -21,6 +21,7 @@
  * clock) and on limits that are constants outside tests, so every replica
  * and every replay keeps exactly the same rows whatever its batches. */
 #include "dedup.h"
+#include "feed.h"
 
 #include "ridindex.h"
 #include "rows.h"
@@ -516,7 +517,8 @@ int dedup_trim(apply_batch *b, int32_t p, int64_t off, int64_t now, char *errstr
         new_ts = now;
     }
     olow_put(b, p, new_low, new_ts);
-    return 0;
+    /* the change feed lives as long as the outcomes (feed.h) */
+    return feed_trim(b, p, rc == 1 ? low : new_low, new_low, errstr, es);
 }
 
 /* ---- a handoff's request records ---- */

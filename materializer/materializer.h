@@ -331,6 +331,19 @@ rangemap *objlog_store_partition_map(objlog_store *s, int32_t partition, char *e
  * below it is trimmed); 0 when nothing was trimmed or applied yet. */
 int64_t objlog_store_outcomes_low(objlog_store *s, int32_t partition);
 
+/* The change feed (materializer/feed.h): fn gets partition's records
+ * from offset `from` on, in (offset, index) order, at most max of them
+ * but never part of an event's; fn returning non-zero stops the scan
+ * (negative: an error, the scan returns -1). Returns how many fn took. */
+typedef int objlog_feed_fn(void *arg, int64_t offset, uint16_t index,
+                           const Objlog__FeedRecord *r);
+long objlog_store_feed_scan(objlog_store *s, int32_t partition, int64_t from, size_t max,
+                            objlog_feed_fn *fn, void *arg, char *errstr, size_t errstr_size);
+/* The offset below which partition's feed records are trimmed (with the
+ * outcomes: the dedup window and bound), which a notifier behind it can
+ * no longer deliver. */
+int64_t objlog_store_feed_low(objlog_store *s, int32_t partition);
+
 /* Logical dump for replay-determinism checks: every row of every column
  * family (in objlog_cf order, then key order), one line per row,
  * "<cf name> <key hex> <value hex>\n", lowercase hex, read from one

@@ -10,6 +10,7 @@
 
 #include "batch.h"
 #include "dedup.h"
+#include "feed.h"
 #include "indexes.h"
 #include "keycodec.h"
 #include "materializer.h"
@@ -49,6 +50,15 @@ typedef struct apply_ev {
     uint64_t obj_size_after;
     char *tenant;            /* the bucket's tenant once loaded (owned) */
     indexes_key ix;          /* the bucket's indexes, for key ops */
+    /* The change feed (feed.h): the bucket's notification configurations
+     * for key ops, the change an OK op made (event name NULL: none), the
+     * partition's map epoch (for the sequencer) and the rows staged. */
+    feed_bucket feed;
+    const char *feed_event;
+    uint64_t feed_size;
+    const char *feed_etag;
+    uint32_t map_epoch;
+    uint16_t feed_n;
 } apply_ev;
 
 /* Loaders of a record as the batch sees it: 1 found (*out owned by the

@@ -151,14 +151,14 @@ extern "C" {
 /* The release this header belongs to (CMake reads it from here). The
  * shared library's SONAME carries the major: libobjlog_producer.so.0. */
 #define OBJLOG_VERSION_MAJOR 0
-#define OBJLOG_VERSION_MINOR 5
+#define OBJLOG_VERSION_MINOR 6
 #define OBJLOG_VERSION_PATCH 0
-#define OBJLOG_VERSION_STR "0.5.0"
+#define OBJLOG_VERSION_STR "0.6.0"
 /* (major << 16) | (minor << 8) | patch, for #if */
-#define OBJLOG_VERSION 0x000500
+#define OBJLOG_VERSION 0x000600
 /* 0.3 also adds OBJLOG_STATUS_SLOW_DOWN, objlog_producer_set_rate_limit and
  * the admission.* keys (admission control). */
-/* The library's version at run time ("0.5.0"), which may be newer than
+/* The library's version at run time ("0.6.0"), which may be newer than
  * the header's OBJLOG_VERSION_STR a program was built with. */
 const char *objlog_producer_version(void);
 
@@ -256,6 +256,10 @@ typedef struct objlog_write_opts {
     int if_none_match;           /* 1: If-None-Match: * */
     const uint8_t *request_id;   /* OBJLOG_REQUEST_ID_LEN bytes to retry a
                                     write; NULL: a new random id */
+    /* PutObject only (since 0.6.0): the write copies this source
+     * ("bucket/key[?versionId=V]", at most 2,048 bytes), so the change
+     * feed names it s3:ObjectCreated:Copy. NULL: a plain PUT. */
+    const char *copy_source;
 } objlog_write_opts;
 
 /* Bucket settings for objlog_producer_create_bucket_ex. NULL conf or zero

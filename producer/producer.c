@@ -844,6 +844,10 @@ static int check_object(objlog_producer *p, const char *bucket,
     if (check_common(p, bucket, opts, errstr, errstr_size) < 0 ||
         validate_key(key, key_len, errstr, errstr_size) < 0)
         return -1;
+    if (opts && opts->copy_source && strlen(opts->copy_source) > 2048) {
+        snprintf(errstr, errstr_size, "copy_source is longer than 2048 bytes");
+        return -1;
+    }
     return 0;
 }
 
@@ -877,6 +881,7 @@ static int producer_write_meta(objlog_producer *p, const char *bucket,
     event_object(&ev, bucket, key, key_len, op_case);
     if (put) {
         po.meta = &mb.om;
+        po.copy_source = opts && opts->copy_source ? (char *)opts->copy_source : "";
         ev.put_object = &po;
     } else {
         cu.meta = &mb.om;

@@ -28,3 +28,9 @@ target_include_directories(test_lifecycle_apply PRIVATE ${CMAKE_SOURCE_DIR}/mate
 objlog_add_test(test_indexes SOURCES test_indexes.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 180)
 target_include_directories(test_indexes PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
+# The change feed: SetNotifications, the records an applied change leaves
+# (event names, filters, none for failures and retries), batch
+# boundaries, lifecycle's names, the trim.
+objlog_add_test(test_apply_feed SOURCES test_apply_feed.c
+  LIBS objlog_materializer objlog_testkit TIMEOUT 60)
+target_include_directories(test_apply_feed PRIVATE ${CMAKE_SOURCE_DIR}/materializer)

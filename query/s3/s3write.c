@@ -483,7 +483,8 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
         if (strcmp(ver.version_id, "null") != 0)
             http_add_header(c, "x-amz-copy-source-version-id", ver.version_id);
         c->op = S3_OP_COPY_OBJECT;
-        gateway_put_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta);
+        gateway_copy_object_meta(c, r->bucket, (const uint8_t *)r->key, r->key_len, &meta,
+                                 s3_header(c, "x-amz-copy-source"));
     }
     s3_tags_free(&tags);
     free(parts);

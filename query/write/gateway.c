@@ -762,6 +762,7 @@ typedef struct gw_write {
     const objlog_completed_part *parts;
     size_t nparts;
     const char *index, *field;   /* PUT_INDEX, DROP_INDEX */
+    const char *copy_source;     /* PUT_OBJECT: CopyObject's source */
     int last_modified;
     Objlog__Event *ev;           /* EVENT: prepared by the caller */
 } gw_write;
@@ -846,8 +847,10 @@ static void gw_submit(http_ctx *c, const gw_write *w) {
     gw_req *r = w->cond == GW_COND_NONE
                     ? gw_req_new(c, &opts, rid)
                     : gw_req_new_cond(c, &opts, rid, w->cond == GW_COND_IF_MATCH_OR_NONE);
-    if (r)
-        gw_issue(c, r, &opts, w);
+    if (!r)
+        return;
+    opts.copy_source = w->copy_source;
+    gw_issue(c, r, &opts, w);
 }
 
 /* ------------------------------------------------------------- the writes */
@@ -886,6 +889,14 @@ void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key
     gw_submit(c, &(gw_write){.op = GW_OP_PUT_OBJECT, .cond = GW_COND_IF_MATCH_OR_NONE,
                              .bucket = bucket, .key = key, .key_len = key_len,
                              .meta = meta});
+}
+
+void gateway_copy_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const objlog_object_meta *meta,
+                              const char *source) {
+    gw_submit(c, &(gw_write){.op = GW_OP_PUT_OBJECT, .cond = GW_COND_IF_MATCH_OR_NONE,
+                             .bucket = bucket, .key = key, .key_len = key_len,
+                             .meta = meta, .copy_source = source});
 }
 
 /* A version id as the state machine takes it: NULL, "null" or one of its

@@ -53,6 +53,11 @@ void gateway_set_rate_limit(http_ctx *c, const char *bucket, const objlog_rate_l
 void gateway_delete_rate_limit(http_ctx *c, const char *bucket);
 void gateway_put_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
                              size_t key_len, const objlog_object_meta *meta);
+/* CopyObject's write: as gateway_put_object_meta, the event naming its
+ * source ("bucket/key[?versionId=V]") for the change feed. */
+void gateway_copy_object_meta(http_ctx *c, const char *bucket, const uint8_t *key,
+                              size_t key_len, const objlog_object_meta *meta,
+                              const char *source);
 void gateway_delete_version(http_ctx *c, const char *bucket, const uint8_t *key,
                             size_t key_len, const char *version_id);
 
