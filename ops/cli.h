@@ -10,6 +10,7 @@
  *   cmd_mpu.c     mpu create|part|complete|abort|ls|parts
  *   cmd_stats.c   stats usage
  *   cmd_lifecycle.c lifecycle set|get|delete|status
+ *   cmd_notify.c  notify set|get|delete
  *   lag.c topics.c bench*.c (bench_int.h, bench_cond.h)
  *
  * Exit codes, process-wide: 0 ok, 1 the request failed, 2 usage error.
@@ -106,6 +107,7 @@ extern const cli_cmd cli_mpu_cmds[];
 extern const cli_cmd cli_index_cmds[];   /* index SUBCOMMAND, find (cmd_index.c) */
 extern const cli_cmd cli_stats_cmds[];
 extern const cli_cmd cli_lifecycle_cmds[]; /* cmd_lifecycle.c */
+extern const cli_cmd cli_notify_cmds[];    /* cmd_notify.c */
 extern const cli_cmd cli_ranges_cmds[];    /* ranges ls (cmd_ranges.c) */
 
 /* Options every command takes; a command's table ends with these, then
@@ -160,6 +162,12 @@ int cli_parse_u64(const char *s, unsigned long long *v);
  * usage error "NAME must be LO to HI, not \"V\"" (2). */
 int cli_check_range(cli *c, const char *name, const char *v, unsigned long long lo,
                     unsigned long long hi);
+
+/* A FILE argument holding a JSON request body (path "-": stdin), checked
+ * to be JSON but sent as it is (the server judges it): the text
+ * (caller frees), or NULL with *rc = 2 after the usage error naming what
+ * ("the rules") or the file. */
+char *cli_read_json_file(cli *c, const char *path, const char *what, int *rc);
 
 /* A command with only the common options and exactly n positionals into
  * pos: 0, or -1 with *rc set (--help shown: 0; a usage error: 2). */

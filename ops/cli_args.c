@@ -1,13 +1,15 @@
 /* cli_args.c: how every objlog command reads its arguments: getopt_long
  * over the command's option table (--opt=value, "--" ends options,
  * positionals permuted to the end), the positional count check, the
- * shared value parsers, and cli_usage_error, the one way a usage error is
- * reported. Commands call these; none of them calls a command.
+ * shared value parsers, a FILE argument's JSON, and cli_usage_error, the
+ * one way a usage error is reported. Commands call these; none of them
+ * calls a command.
  *
  * Invariant: a usage error is reported before any request is sent, names
  * the option or argument at fault and exits 2 (one JSON object on stderr
  * with --json); `objlog CMD --help` prints the usage on stdout and exits 0. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,4 +152,56 @@ int cli_check_range(cli *c, const char *name, const char *v, unsigned long long 
     if (v && (cli_parse_u64(v, &n) < 0 || n < lo || n > hi))
         return cli_usage_error(c, "%s must be %llu to %llu, not \"%s\"", name, lo, hi, v);
     return 0;
+}
+
+/* ---- file arguments ---- */
+
+/* The whole file (or stdin for "-"), NUL-terminated; NULL with why. */
+static char *read_file(const char *path, char *why, size_t wn) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        snprintf(why, wn, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    if (f != stdin)
+        fclose(f);
+    if (!buf) {
+        snprintf(why, wn, "out of memory");
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+char *cli_read_json_file(cli *c, const char *path, const char *what, int *rc) {
+    char why[512];
+    char *body = read_file(path, why, sizeof(why));
+    if (!body) {
+        *rc = cli_usage_error(c, "cannot read %s: %s", what, why);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *j = json_loads(body, 0, &jerr);
+    if (!j) {
+        free(body);
+        *rc = cli_usage_error(c, "%s is not JSON: line %d: %s", path, jerr.line, jerr.text);
+        return NULL;
+    }
+    json_decref(j);
+    return body;
 }

@@ -5,44 +5,11 @@
  * it, so the CLI can never accept what objlogd refuses. */
 #include "cli.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const names_b[] = {"BUCKET", "FILE"};
-
-/* The whole file (or stdin for "-"), NUL-terminated; NULL with why. */
-static char *lc_read_file(const char *path, char *why, size_t wn) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) {
-        snprintf(why, wn, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    if (f != stdin)
-        fclose(f);
-    if (!buf) {
-        snprintf(why, wn, "out of memory");
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
-}
 
 static int lc_write(cli *c, const char *bucket, const char *method, const char *body) {
     static const char *const hdrs[] = {"Content-Type: application/json", NULL};
@@ -58,18 +25,9 @@ static int cmd_set(cli *c, int argc, char **argv) {
     int rc = 0;
     if (cli_args_fixed(c, argc, argv, pos, 2, names_b, &rc) < 0)
         return rc;
-    char why[512];
-    char *body = lc_read_file(pos[1], why, sizeof(why));
+    char *body = cli_read_json_file(c, pos[1], "the rules", &rc);
     if (!body)
-        return cli_usage_error(c, "cannot read the rules: %s", why);
-    json_error_t jerr;
-    json_t *j = json_loads(body, 0, &jerr);
-    if (!j) {
-        free(body);
-        return cli_usage_error(c, "%s is not JSON: line %d: %s", pos[1], jerr.line,
-                               jerr.text);
-    }
-    json_decref(j);
+        return rc;
     rc = lc_write(c, pos[0], "PUT", body);
     free(body);
     return rc;

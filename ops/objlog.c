@@ -46,6 +46,7 @@ static const char general_usage[] =
     "  ranges split|move|merge BUCKET [--to P]  move a range to another partition\n"
     "  bench                      benchmarks\n"
     "  lifecycle set|get|delete|status  a bucket's lifecycle rules\n"
+    "  notify set|get|delete|status  a bucket's event notifications\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"
     "--token TOKEN (default $OBJLOG_TOKEN: objlogd --api-credentials' Bearer token),\n"
     "--json and --help. Options may follow arguments; \"--\" ends the options\n"
@@ -78,6 +79,17 @@ static const cli_cmd lifecycle_group[] = {
      cli_lifecycle_cmds},
     {NULL, NULL, NULL, NULL, NULL}};
 
+static const cli_cmd notify_group[] = {
+    {"notify", "notify", NULL,
+     "usage: objlog notify SUBCOMMAND ...\n"
+     "  set BUCKET FILE.json        replace the bucket's notification configurations\n"
+     "  get BUCKET                  the configurations\n"
+     "  delete BUCKET               remove them\n"
+     "  status BUCKET               the change feed's delivery on the node asked\n"
+     "objlog help notify SUBCOMMAND shows one.\n",
+     cli_notify_cmds},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static const cli_cmd ranges_group[] = {
     {"ranges", "ranges", NULL,
      "usage: objlog ranges SUBCOMMAND ...\n"
@@ -95,7 +107,7 @@ static const cli_cmd ops_cmds[] = {
 
 static const cli_cmd *const cmd_tables[] = {cli_bucket_cmds, cli_object_cmds, mpu_group,
                                             cli_stats_cmds, ops_cmds, lifecycle_group, cli_index_cmds,
-                                            ranges_group};
+                                            ranges_group, notify_group};
 
 static const cli_cmd *cmd_find(const cli_cmd *t, const char *name) {
     for (; t && t->name; t++)

@@ -110,6 +110,7 @@ run_durable() {
   mkdir -p "$home"
   boot=$("$root/ops/kafka.sh" start --dir "$kdir" --nodes 1 | sed -n 's/^KAFKA_BOOTSTRAP=//p')
   [ -n "$boot" ] || { echo "setup: Kafka did not start (logs under $kdir)" >&2; exit 1; }
+  echo "setup: Kafka's bootstrap is $boot (kcat -b $boot ...)" >&2
   trap '"$root/ops/kafka.sh" stop --dir "$kdir" >&2' EXIT
   # shellcheck disable=SC2046 # s3_flags prints words
   "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" \

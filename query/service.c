@@ -13,6 +13,7 @@
 #include "admit.h"
 #include "api.h"
 #include "cluster.h"
+#include "notifier.h"
 #include "ranges.h"
 #include "read.h"
 #include "s3.h"
@@ -249,9 +250,11 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         objlog_query_destroy(q);
         return NULL;
     }
+    notifier_conf nc = {.brokers = q->brokers, .topic = q->topic, .region = conf->s3_region};
     if (!(q->lc = lc_worker_new(q, conf->lifecycle_interval_ms,
                                 conf->lifecycle_clock_offset_ms, conf->lifecycle_max_rate,
                                 errstr, errstr_size)) ||
+        !(q->notify = notifier_new(q->store, q->m, &nc, errstr, errstr_size)) ||
         service_listen(q, conf, errstr, errstr_size) < 0) {
         objlog_query_destroy(q);
         return NULL;
@@ -318,6 +321,8 @@ void objlog_query_destroy(objlog_query *q) {
      * before the gateway does. */
     lc_worker_destroy(q->lc); /* its waits are short: it sees stopping soon */
     q->lc = NULL;
+    notifier_destroy(q->notify);
+    q->notify = NULL;
     objlog_materializer_cancel_waits(q->m);
     ranges_finisher_stop(q);
     cluster_destroy(q->cluster);

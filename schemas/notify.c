@@ -164,6 +164,11 @@ static int config_check(const Objlog__NotifyConfig *c, char *why, size_t wn) {
         snprintf(why, wn, "configuration %.64s names no event", c->id);
         return -1;
     }
+    if (c->n_events > NOTIFY_EVENTS_MAX) {
+        snprintf(why, wn, "configuration %.64s names more than %d events", c->id,
+                 NOTIFY_EVENTS_MAX);
+        return -1;
+    }
     for (size_t i = 0; i < c->n_events; i++)
         if (!notify_event_known(c->events[i])) {
             snprintf(why, wn, "The event is not supported for notifications: %.100s",

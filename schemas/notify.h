@@ -14,6 +14,9 @@
 #include "objlog.pb-c.h"
 
 #define NOTIFY_CONFIGS_MAX 100    /* per bucket */
+/* Event types in one configuration: S3 has 27, so more are repeats; it
+ * bounds what one request body can make an edge hold. */
+#define NOTIFY_EVENTS_MAX 100
 #define NOTIFY_ID_MAX 255
 #define NOTIFY_FILTER_MAX 1024    /* a prefix or suffix: a key's length */
 #define NOTIFY_TOPIC_MAX 249      /* Kafka's */

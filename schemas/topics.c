@@ -496,3 +496,44 @@ out:
     rd_kafka_destroy(rk);
     return rc;
 }
+
+static const char *const feed_configs[] = {
+    "cleanup.policy", "delete",
+    "unclean.leader.election.enable", "false",
+    NULL};
+
+int objlog_topics_create_like(rd_kafka_t *rk, const char *like, const char *name,
+                              int timeout_ms, char *errstr, size_t es) {
+    const struct rd_kafka_metadata *md = topics_metadata(rk, "the cluster", timeout_ms, errstr, es);
+    if (!md)
+        return -1;
+    const struct rd_kafka_metadata_topic *lt = topics_find(md, like);
+    int exists = topics_find(md, name) != NULL;
+    int parts = lt ? lt->partition_cnt : 1;
+    int rf = lt && lt->partitions[0].replica_cnt > 0 ? lt->partitions[0].replica_cnt : 1;
+    rd_kafka_metadata_destroy(md);
+    if (exists)
+        return 0;
+    topic_want w = {name, parts, feed_configs};
+    rd_kafka_NewTopic_t *nt = new_topic(&w, rf, errstr, es);
+    if (!nt)
+        return -1;
+    int created = 0;
+    int rc = create_send(rk, &nt, &name, 1, timeout_ms, &created, errstr, es);
+    rd_kafka_NewTopic_destroy(nt);
+    for (int waited = 0; rc == 0; waited += 100) {
+        if (!(md = topics_metadata(rk, "the cluster", timeout_ms, errstr, es)))
+            return -1;
+        const struct rd_kafka_metadata_topic *mt = topics_find(md, name);
+        int seen = mt && mt->partition_cnt >= parts;
+        rd_kafka_metadata_destroy(md);
+        if (seen)
+            return created;
+        if (waited >= timeout_ms) {
+            snprintf(errstr, es, "created topic %s not visible after %d ms", name, timeout_ms);
+            return -1;
+        }
+        rd_kafka_poll(rk, 100);
+    }
+    return -1;
+}

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <librdkafka/rdkafka.h>
+
 typedef struct objlog_topics {
     const char *events;      /* objlog.events */
     const char *control;     /* objlog.control */
@@ -58,5 +60,13 @@ int objlog_topics_check(const char *brokers, const objlog_topics *t,
 int objlog_topics_add_partitions(const char *brokers, const objlog_topics *t, int total,
                                  int timeout_ms, int *before, char *errstr,
                                  size_t errstr_size);
+
+/* A change-feed target topic (query/notify): creates name when missing,
+ * with the partition count and replication factor of topic `like` (the
+ * events topic), min.insync.replicas=min(2, replication), deletion by the
+ * broker's retention. Through rk, any client of the cluster. 1 created, 0
+ * it existed, -1 with errstr. */
+int objlog_topics_create_like(rd_kafka_t *rk, const char *like, const char *name,
+                              int timeout_ms, char *errstr, size_t errstr_size);
 
 #endif

@@ -11,3 +11,15 @@ objlog_add_test(test_faults KAFKA_ONLY OWN_CLUSTER SOURCES test_faults.c mixload
 if(TARGET test_faults)
   add_dependencies(test_faults objlogd objlog)
 endif()
+# The change feed to Kafka exactly once: a read_committed consumer of a
+# notification topic while objlogd is SIGKILLed 10 times (and, on a real
+# Kafka of its own, an events partition's leader dies once): every
+# matching change once, in order per key, the table built from it equal to
+# ListObjectVersions.
+objlog_add_test(test_notify BOTH_LOGS OWN_CLUSTER SOURCES test_notify.c viewproc.c storedump.c
+  TIMEOUT 600
+  LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas
+  PkgConfig::JANSSON PkgConfig::RDKAFKA)
+if(TARGET test_notify)
+  add_dependencies(test_notify objlogd objlog)
+endif()

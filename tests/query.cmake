@@ -115,6 +115,11 @@ if(TARGET test_s3_lifecycle)
     OBJLOG_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
   add_dependencies(test_s3_lifecycle objlogd)
 endif()
+# A bucket's event notification configurations through the JSON API
+# (query/api/notifyapi.c) and `objlog notify` against objlogd --embedded.
+objlog_add_test(test_notify_api SOURCES test_notify_api.c TIMEOUT 120
+  LIBS objlog_testkit PkgConfig::JANSSON)
+add_dependencies(test_notify_api objlogd objlog)
 # Attribute indexes over HTTP.
 objlog_add_test(test_http_indexes SOURCES test_http_indexes.c httpenv.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)

@@ -1187,6 +1187,60 @@ static void test_awscli_writes(void **state) {
     assert_int_equal(r.status, 404);
 }
 
+/* Event notification configurations (?notification, query/s3/s3notify.c):
+ * Topic and Queue configurations put and read back, the JSON API's view,
+ * a generated Id, S3's refusals with their codes, delete, empty answers
+ * (boto3_notify_check.py). */
+static void test_notify_boto3(void **state) {
+    (void)state;
+    run_check_script("boto3_notify_check.py");
+}
+
+/* The configuration aws-cli puts, as `get` prints it back. */
+static const char *const CLI_NOTIFY =
+    "{\"TopicConfigurations\": [{\"Id\": \"uploads\", \"TopicArn\": "
+    "\"arn:objlog:kafka:::cli-uploads\", \"Events\": [\"s3:ObjectCreated:*\", "
+    "\"s3:ObjectRemoved:Delete\"], \"Filter\": {\"Key\": {\"FilterRules\": [{\"Name\": "
+    "\"Prefix\", \"Value\": \"in/\"}, {\"Name\": \"Suffix\", \"Value\": \".csv\"}]}}}], "
+    "\"QueueConfigurations\": [{\"Id\": \"hook\", \"QueueArn\": "
+    "\"arn:objlog:webhook:::https%3A%2F%2Fhooks.example%3A8443%2Fs3%3Fk%3Dv\", "
+    "\"Events\": [\"s3:ObjectTagging:*\"]}]}";
+
+/* aws s3api put-bucket-notification-configuration, then
+ * get-bucket-notification-configuration equal to what was put, the JSON
+ * API naming each target. */
+static void test_notify_awscli(void **state) {
+    (void)state;
+    char out[8192];
+    assert_int_equal(aws(out, sizeof(out), "s3", "mb", "s3://cli-notify"), 0);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "get-bucket-notification-configuration",
+                         "--bucket", "cli-notify"), 0);
+    if (strstr(out, "Configurations")) /* aws prints nothing for an empty one */
+        fail_msg("a bucket without configurations: %s", out);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "put-bucket-notification-configuration",
+                         "--bucket", "cli-notify", "--notification-configuration", CLI_NOTIFY),
+                     0);
+    assert_int_equal(aws(out, sizeof(out), "s3api", "get-bucket-notification-configuration",
+                         "--bucket", "cli-notify"), 0);
+    json_t *got = json_loads(out, 0, NULL);
+    json_t *want = json_loads(CLI_NOTIFY, 0, NULL);
+    assert_non_null(got);
+    assert_non_null(want);
+    if (!json_equal(got, want))
+        fail_msg("aws-cli got back %s", out);
+    json_decref(got);
+    json_decref(want);
+    json_t *j = json_call("GET", "/v1/buckets/cli-notify/notifications", NULL);
+    json_t *cs = json_object_get(j, "configurations");
+    assert_int_equal(json_array_size(cs), 2);
+    assert_string_equal(jstr(json_array_get(cs, 0), "target"), "kafka");
+    assert_string_equal(jstr(json_array_get(cs, 0), "destination"), "cli-uploads");
+    assert_string_equal(jstr(json_array_get(cs, 1), "target"), "webhook");
+    assert_string_equal(jstr(json_array_get(cs, 1), "destination"),
+                        "https://hooks.example:8443/s3?k=v");
+    json_decref(j);
+}
+
 /* An aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, as the AWS
  * Java SDK sends PutObject) of 3 MiB, over the 1 MiB past which other
  * bodies stream: read whole and decoded, every chunk signature checked,
@@ -1281,6 +1335,8 @@ int main(void) {
         cmocka_unit_test(test_rclone_s3cmd),
         cmocka_unit_test(test_boto3_writes),
         cmocka_unit_test(test_awscli_writes),
+        cmocka_unit_test(test_notify_boto3),
+        cmocka_unit_test(test_notify_awscli),
         cmocka_unit_test(test_creds_reload),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

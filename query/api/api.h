@@ -87,6 +87,11 @@ void metrics_get(http_ctx *c);
 void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                  const char *rest);
 
+/* ---- notifyapi.c: the event notification routes ---- */
+/* /v1/buckets/{b}/notifications[/status]; rest: "" or "/status". */
+void notifyapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
+                     const char *rest);
+
 /* ---- ixread.c: the attribute index routes ---- */
 /* rest: what follows "/v1/buckets/{b}/indexes". */
 void ixread_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,

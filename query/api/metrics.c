@@ -15,6 +15,7 @@
 #include "admit.h"
 #include "api.h"
 #include "cluster.h"
+#include "notifier.h"
 #include "ranges.h"
 #include "read.h"
 #include "server.h"
@@ -701,6 +702,7 @@ void metrics_get(http_ctx *c) {
         cluster_metrics(f, c->q->cluster);
     metrics_kafka(f, c->q);
     lc_worker_metrics(f, c->q->lc);
+    notifier_metrics(f, c->q->notify);
     metrics_process(f);
     fclose(f);
     free(rows);

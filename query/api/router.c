@@ -177,6 +177,11 @@ static void api_route_lifecycle(http_ctx *c, enum evhttp_cmd_type cmd, const cha
     lcapi_route(c, cmd, bucket, rest);
 }
 
+static void api_route_notifications(http_ctx *c, enum evhttp_cmd_type cmd,
+                                    const char *bucket, const char *rest) {
+    notifyapi_route(c, cmd, bucket, rest);
+}
+
 static void api_route_indexes(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                               const char *rest) {
     ixread_route(c, cmd, bucket, rest);
@@ -216,6 +221,10 @@ static const api_bucket_route api_bucket_routes[] = {
     {"/lifecycle", HTTP_EP_OTHER, NULL, NULL, NULL, NULL, NULL, api_route_lifecycle, 10, 0, 0},
     {"/lifecycle/status", HTTP_EP_OTHER, NULL, NULL, NULL, NULL, NULL, api_route_lifecycle,
      10, 0, 0},
+    {"/notifications", HTTP_EP_OTHER, NULL, NULL, NULL, NULL, NULL, api_route_notifications,
+     14, 0, 0},
+    {"/notifications/status", HTTP_EP_OTHER, NULL, NULL, NULL, NULL, NULL,
+     api_route_notifications, 14, 0, 0},
     {"/indexes", HTTP_EP_OTHER, NULL, NULL, NULL, NULL, NULL, api_route_indexes, 8, 0, 0},
     {"/indexes/", HTTP_EP_OTHER, NULL, NULL, NULL, NULL, NULL, api_route_indexes, 8, 1, 0},
     {"/quota", HTTP_EP_OTHER, "PUT", NULL, gateway_put_quota, NULL, NULL, NULL, 0, 0, 0},

@@ -27,6 +27,7 @@ typedef struct lc_worker lc_worker;
 typedef struct admit admit;
 typedef struct ranges_state ranges_state;
 typedef struct tls_conf tls_conf;
+typedef struct notifier notifier;
 
 struct objlog_query {
     server *srv;                 /* workers, listeners, connections (server.h) */
@@ -50,6 +51,7 @@ struct objlog_query {
     lc_worker *lc;               /* the lifecycle worker (workers.h) */
     admit *admit;                /* admission control (admit.h) */
     ranges_state *ranges;        /* range handoffs (ranges.h) */
+    notifier *notify;            /* the change feed's delivery (notifier.h) */
 };
 
 #endif

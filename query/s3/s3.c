@@ -5,12 +5,12 @@
  * addressing (path-style /BUCKET/KEY or virtual-hosted Host:
  * BUCKET.DOMAIN), SigV4 authentication, the owner check and admission,
  * then one route table from (method, bucket or key, subresource) to a
- * handler (s3bucket.c, s3object.c, s3write.c, s3lc.c, s3list.c). Each
- * HTTP worker runs a second evhttp on its own loop for the S3 listener
- * (the server's, for this endpoint's face, s3_face); its connections are
- * counted and limited with the JSON listener's (conn.c). Errors take the
- * one error path (http_reply_error), which the face answers in S3's XML
- * (s3wire.c).
+ * handler (s3bucket.c, s3object.c, s3write.c, s3lc.c, s3notify.c,
+ * s3list.c). Each HTTP worker runs a second evhttp on its own loop for the
+ * S3 listener (the server's, for this endpoint's face, s3_face); its
+ * connections are counted and limited with the JSON listener's (conn.c).
+ * Errors take the one error path (http_reply_error), which the face
+ * answers in S3's XML (s3wire.c).
  *
  * Invariant: the S3 handlers decide nothing the JSON handlers do not:
  * same fences (strong by default, as S3 is), same state machine outcomes;
@@ -352,20 +352,27 @@ static void s3_not_implemented(http_ctx *c, const char *what) {
 static const char *const s3_unserved[] = {
     "accelerate", "analytics", "attributes", "cors", "encryption",
     "intelligent-tiering", "inventory", "legal-hold", "logging", "metadataTable",
-    "metrics", "notification", "object-lock", "ownershipControls", "policy",
-    "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore",
-    "retention", "select", "torrent", "website", NULL};
+    "metrics", "object-lock", "ownershipControls", "policy", "policyStatus",
+    "publicAccessBlock", "replication", "requestPayment", "restore", "retention",
+    "select", "torrent", "website", NULL};
 
-/* 1 after 501 NotImplemented naming the first unserved subresource. */
-static int s3_refuse_unserved(http_ctx *c) {
-    for (int i = 0; s3_unserved[i]; i++) {
-        if (http_param_get(c, s3_unserved[i], NULL)) {
-            http_reply_error(c, 501, "NotImplemented",
-                             "the ?%s subresource is not implemented by objlog",
-                             s3_unserved[i]);
-            return 1;
+/* Subresources served on buckets only: on a key they are unserved too
+ * (PUT /B/K?notification would otherwise overwrite the object). */
+static const char *const s3_bucket_only[] = {"notification", NULL};
+
+/* 1 after 501 NotImplemented naming the first unserved subresource (on an
+ * object, the bucket-only ones too). */
+static int s3_refuse_unserved(http_ctx *c, int object) {
+    const char *const *lists[] = {s3_unserved, object ? s3_bucket_only : NULL};
+    for (int l = 0; l < 2 && lists[l]; l++)
+        for (int i = 0; lists[l][i]; i++) {
+            if (http_param_get(c, lists[l][i], NULL)) {
+                http_reply_error(c, 501, "NotImplemented",
+                                 "the ?%s subresource is not implemented by objlog",
+                                 lists[l][i]);
+                return 1;
+            }
         }
-    }
     return 0;
 }
 
@@ -451,14 +458,17 @@ static const s3_route s3_routes[] = {
     {0, EVHTTP_REQ_PUT, {"acl"}, NULL, HTTP_EP_BUCKET, s3_put_bucket_acl},
     {0, EVHTTP_REQ_GET, {"versioning"}, NULL, HTTP_EP_BUCKET, s3_get_versioning},
     {0, EVHTTP_REQ_GET, {"lifecycle"}, NULL, HTTP_EP_BUCKET, s3_get_lifecycle},
+    {0, EVHTTP_REQ_GET, {"notification"}, NULL, HTTP_EP_BUCKET, s3_get_notification},
     {0, EVHTTP_REQ_GET, {"versions"}, NULL, HTTP_EP_BUCKET, s3list_versions},
     {0, EVHTTP_REQ_GET, {"uploads"}, NULL, HTTP_EP_BUCKET, s3list_uploads},
     {0, EVHTTP_REQ_GET, {NULL}, NULL, HTTP_EP_LIST_OBJECTS, s3_list_bucket},
     {0, EVHTTP_REQ_HEAD, {NULL}, NULL, HTTP_EP_BUCKET, s3_head_bucket},
     {0, EVHTTP_REQ_PUT, {"versioning"}, NULL, HTTP_EP_BUCKET, s3_put_versioning},
     {0, EVHTTP_REQ_PUT, {"lifecycle"}, NULL, HTTP_EP_BUCKET, s3_put_lifecycle},
+    {0, EVHTTP_REQ_PUT, {"notification"}, NULL, HTTP_EP_BUCKET, s3_put_notification},
     {0, EVHTTP_REQ_PUT, {NULL}, NULL, HTTP_EP_BUCKET, s3_create_bucket},
     {0, EVHTTP_REQ_DELETE, {"lifecycle"}, NULL, HTTP_EP_BUCKET, s3_delete_lifecycle},
+    {0, EVHTTP_REQ_DELETE, {"notification"}, NULL, HTTP_EP_BUCKET, s3_delete_notification},
     {0, EVHTTP_REQ_DELETE, {NULL}, NULL, HTTP_EP_BUCKET, s3_delete_bucket},
     {0, EVHTTP_REQ_POST, {"delete"}, NULL, HTTP_EP_DELETE_OBJECT, s3_delete_objects},
     {0, EVHTTP_REQ_POST, {NULL}, NULL, HTTP_EP_DELETE_OBJECT, s3_post_not_implemented},
@@ -493,7 +503,7 @@ static int s3_route_matches(http_ctx *c, const s3_route *rt) {
 /* The handler of t's first matching row, after the subresources objlog
  * does not serve are refused. */
 static void s3_route_handle(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
-    if (s3_refuse_unserved(c) || s3_refuse_object_lock(c))
+    if (s3_refuse_unserved(c, t->key != NULL) || s3_refuse_object_lock(c))
         return;
     s3_request r = s3_request_of(c, t);
     for (size_t i = 0; i < sizeof(s3_routes) / sizeof(s3_routes[0]); i++) {
@@ -526,21 +536,22 @@ static void s3_route_object(http_ctx *c, enum evhttp_cmd_type cmd, const s3_targ
  * machine answers BucketAlreadyExists for a name that is taken. */
 static int s3_is_create_bucket(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
     return cmd == EVHTTP_REQ_PUT && !t->key && !s3_has(c, "versioning") &&
-           !s3_has(c, "lifecycle") && !s3_has(c, "tagging") && !s3_has(c, "acl");
+           !s3_has(c, "lifecycle") && !s3_has(c, "tagging") && !s3_has(c, "acl") &&
+           !s3_has(c, "notification");
 }
 
 /* What a caller who is not the bucket's owner asks, as S3's canned ACLs
  * grant it: a bucket's READ lists it (objects, versions, uploads), its
  * WRITE writes its objects, an object's READ reads the object; every
- * subresource (tagging, ACLs, versioning, lifecycle, parts) and every
- * bucket setting are the owner's. */
+ * subresource (tagging, ACLs, versioning, lifecycle, notification, parts)
+ * and every bucket setting are the owner's. */
 static authz_need s3_need(http_ctx *c, enum evhttp_cmd_type cmd, const s3_target *t) {
     int read = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD;
     if (s3_has(c, "tagging") || s3_has(c, "acl"))
         return AUTHZ_OWNER;
     if (!t->key) {
         if (read && !s3_has(c, "location") && !s3_has(c, "versioning") &&
-            !s3_has(c, "lifecycle"))
+            !s3_has(c, "lifecycle") && !s3_has(c, "notification"))
             return AUTHZ_LIST;
         return cmd == EVHTTP_REQ_POST && s3_has(c, "delete") ? AUTHZ_WRITE_OBJECT
                                                              : AUTHZ_OWNER;

@@ -4,8 +4,8 @@
  *
  * The files depend one way: s3.c (settings, addressing, auth, the route
  * table) calls the handlers (s3bucket.c, s3object.c, s3write.c, s3lc.c,
- * s3list.c), and they call the wire helpers (s3wire.c, xmlw.c, s3sum.c);
- * no handler calls back into s3.c. */
+ * s3notify.c, s3list.c), and they call the wire helpers (s3wire.c, xmlw.c,
+ * s3sum.c); no handler calls back into s3.c. */
 #ifndef OBJLOG_QUERY_S3_H
 #define OBJLOG_QUERY_S3_H
 
@@ -200,6 +200,12 @@ void s3_put_bucket_acl(http_ctx *c, const s3_request *r);
 void s3_put_lifecycle(http_ctx *c, const s3_request *r);    /* PUT ?lifecycle */
 void s3_get_lifecycle(http_ctx *c, const s3_request *r);    /* GET ?lifecycle */
 void s3_delete_lifecycle(http_ctx *c, const s3_request *r); /* DELETE ?lifecycle */
+
+/* ---- s3notify.c: S3's ?notification bucket subresource ---- */
+void s3_put_notification(http_ctx *c, const s3_request *r);    /* PUT ?notification */
+void s3_get_notification(http_ctx *c, const s3_request *r);    /* GET ?notification */
+/* DELETE ?notification: 405 (S3 has no such operation; never DeleteBucket). */
+void s3_delete_notification(http_ctx *c, const s3_request *r);
 
 /* ---- s3list.c: S3's listings of versions, uploads and parts ---- */
 /* ListObjectVersions (GET /BUCKET?versions), ListMultipartUploads (GET

@@ -1,6 +1,7 @@
 /* s3xmlr.c: S3's XML request bodies (PutBucketVersioning,
- * CompleteMultipartUpload, DeleteObjects, the tagging and ACL bodies) read
- * with expat into callbacks that see each element by its path.
+ * CompleteMultipartUpload, DeleteObjects, the tagging and ACL bodies,
+ * PutBucketNotificationConfiguration) read with expat into callbacks
+ * that see each element by its path.
  *
  * Invariant: a DTD stops the parse (S3's bodies have none, and without
  * one no entity can expand), and no element's text grows past

@@ -1,5 +1,6 @@
 /* s3xmlr.h: S3's XML request bodies read with expat (s3xmlr.c), for the
- * handlers that take one (s3write.c, s3attr.c). Internal to query/s3. */
+ * handlers that take one (s3write.c, s3attr.c, s3notify.c). Internal to
+ * query/s3. */
 #ifndef OBJLOG_S3XMLR_H
 #define OBJLOG_S3XMLR_H
 
@@ -11,7 +12,11 @@
 #include "server.h"
 
 #define S3X_TEXT_MAX 1024        /* the longest text an element may hold (a key) */
-#define S3X_DEPTH 5              /* elements deeper are not seen */
+/* Elements deeper are not seen. The deepest body is a notification
+ * configuration's NotificationConfiguration/TopicConfiguration/Filter/
+ * S3Key/FilterRule/Name (6); one more so that a reader that refuses
+ * unknown elements sees any below it (s3notify.c). */
+#define S3X_DEPTH 7
 
 /* The parse as a callback sees it: elements down to S3X_DEPTH by local
  * name (a namespace prefix dropped), each one's text, the callback at each

@@ -1,0 +1,488 @@
+/* notifier.c: the change feed's delivery thread (notifier.h). Owns, per
+ * events partition this node applies as ACTIVE, the cursor over its feed
+ * records and the producer that delivers them; a partition that goes
+ * elsewhere loses its producer here, and the node that takes it fences
+ * this one and resumes from the committed position (nkafka.h).
+ *
+ * Invariant: the records read are those of applied batches only (a
+ * batch's rows are written atomically, in offset order), so a position
+ * committed past an offset never skips a record that appears later; a
+ * view that a crash rolled back re-applies the same records, which the
+ * position already covers. */
+#include "notifier.h"
+
+#include "nkafka.h"
+#include "nrecord.h"
+#include "notify.h"
+#include "objlog_logger.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NOTIFIER_IDLE_MS 5          /* between passes with nothing to do */
+#define NOTIFIER_BACKOFF_MAX_MS 10000
+#define NOTIFIER_BACKLOG_EVERY_MS 1000
+#define NOTIFIER_BACKLOG_MAX 1000000
+
+/* One events partition. */
+typedef struct np {
+    nk_part k;
+    int64_t cursor;        /* next offset to read (>= k.pos once open) */
+    int64_t seen_applied;  /* applied offset when last found idle */
+    int64_t retry_at_ms;
+    int backoff_ms;
+    uint64_t backlog;      /* Kafka records >= k.pos, counted now and then */
+    int64_t oldest_ms;
+    int64_t backlog_at_ms;
+} np;
+
+struct notifier {
+    objlog_store *store;
+    objlog_materializer *m;
+    char *region;
+    int batch;
+    nk_env env;
+    int nparts;
+    np *parts;
+    char **topics;         /* targets known to exist */
+    size_t ntopics;
+    pthread_t thread;
+    pthread_mutex_t mu;    /* the counters and each np's status fields */
+    pthread_cond_t cv;
+    int stopping, started;
+    uint64_t delivered, transactions, failures, trimmed;
+};
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int wall_ms(int64_t *out) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    *out = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return 0;
+}
+
+static int is_kafka(const Objlog__FeedRecord *r) {
+    return r->arn && strncmp(r->arn, NOTIFY_ARN_KAFKA, strlen(NOTIFY_ARN_KAFKA)) == 0;
+}
+
+/* ---- reading a partition's records ---- */
+
+typedef struct batch_msgs {
+    nk_msg *m;
+    size_t n, cap;
+    int64_t last_off;
+    int failed;
+} batch_msgs;
+
+static void batch_free(batch_msgs *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        free((char *)b->m[i].key);
+        free((char *)b->m[i].value);
+        free((char *)b->m[i].topic);
+    }
+    free(b->m);
+}
+
+typedef struct collect_arg {
+    notifier *n;
+    batch_msgs *b;
+} collect_arg;
+
+static int collect(void *arg, int64_t off, uint16_t i, const Objlog__FeedRecord *r) {
+    (void)i;
+    collect_arg *c = arg;
+    batch_msgs *b = c->b;
+    b->last_off = off;
+    if (!is_kafka(r))
+        return 0;
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 64;
+        nk_msg *g = realloc(b->m, nc * sizeof(*g));
+        if (!g)
+            return -1;
+        b->m = g;
+        b->cap = nc;
+    }
+    nk_msg *m = &b->m[b->n];
+    memset(m, 0, sizeof(*m));
+    m->topic = strdup(r->arn + strlen(NOTIFY_ARN_KAFKA));
+    m->key = nrecord_kafka_key(r, &m->kn);
+    m->value = nrecord_json(r, c->n->region, &m->vn);
+    b->n++;
+    return m->topic && m->key && m->value ? 0 : -1;
+}
+
+typedef struct find_arg {
+    int64_t found;         /* offset of the first Kafka record, -1 none */
+    int64_t last;          /* last offset read */
+} find_arg;
+
+static int first_kafka(void *arg, int64_t off, uint16_t i, const Objlog__FeedRecord *r) {
+    (void)i;
+    find_arg *f = arg;
+    f->last = off;
+    if (!is_kafka(r))
+        return 0;
+    f->found = off;
+    return 1;
+}
+
+/* Whether p has a Kafka record at or after pt->cursor (or the feed's
+ * trim): 1 yes, 0 no (the cursor moves past what was read, so records
+ * for other targets are read once). */
+static int find_kafka(notifier *n, np *pt) {
+    int64_t low = objlog_store_feed_low(n->store, pt->k.p);
+    find_arg f = {-1, -1};
+    char err[256] = "";
+    if (objlog_store_feed_scan(n->store, pt->k.p, pt->cursor > low ? pt->cursor : low,
+                               SIZE_MAX, first_kafka, &f, err, sizeof(err)) < 0 && err[0])
+        objlog_logf(OBJLOG_LEVEL_ERR, "notify", "partition %d: %s", pt->k.p, err);
+    if (f.found >= 0)
+        return 1;
+    if (f.last >= 0)
+        pt->cursor = f.last + 1;
+    return 0;
+}
+
+typedef struct count_arg {
+    uint64_t n;
+    int64_t oldest_ms;
+} count_arg;
+
+static int count_kafka(void *arg, int64_t off, uint16_t i, const Objlog__FeedRecord *r) {
+    (void)off;
+    (void)i;
+    count_arg *c = arg;
+    if (is_kafka(r)) {
+        if (!c->n)
+            c->oldest_ms = r->log_time_ms;
+        c->n++;
+    }
+    return c->n >= NOTIFIER_BACKLOG_MAX;
+}
+
+static void backlog_count(notifier *n, np *pt) {
+    int64_t t = now_ms();
+    if (t - pt->backlog_at_ms < NOTIFIER_BACKLOG_EVERY_MS)
+        return;
+    count_arg c = {0, 0};
+    char err[256] = "";
+    int64_t from = pt->k.pos >= 0 ? pt->k.pos : objlog_store_feed_low(n->store, pt->k.p);
+    objlog_store_feed_scan(n->store, pt->k.p, from, SIZE_MAX, count_kafka, &c, err,
+                           sizeof(err));
+    pthread_mutex_lock(&n->mu);
+    pt->backlog = c.n;
+    pt->oldest_ms = c.oldest_ms;
+    pt->backlog_at_ms = t;
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* ---- delivering ---- */
+
+static int topic_known(notifier *n, const char *t) {
+    for (size_t i = 0; i < n->ntopics; i++)
+        if (strcmp(n->topics[i], t) == 0)
+            return 1;
+    return 0;
+}
+
+static int topics_ready(notifier *n, np *pt, const batch_msgs *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        const char *t = b->m[i].topic;
+        if (topic_known(n, t))
+            continue;
+        char err[256];
+        if (nk_topic_ready(&n->env, t, err, sizeof(err)) < 0) {
+            snprintf(pt->k.error, sizeof(pt->k.error), "topic %.60s: %.180s", t, err);
+            return -1;
+        }
+        char **g = realloc(n->topics, (n->ntopics + 1) * sizeof(*g));
+        char *d = strdup(t);
+        if (!g || !d) {
+            free(d);
+            if (g)
+                n->topics = g;
+            return -1;
+        }
+        n->topics = g;
+        n->topics[n->ntopics++] = d;
+    }
+    return 0;
+}
+
+static void pass_failed(notifier *n, np *pt) {
+    pt->backoff_ms = pt->backoff_ms ? pt->backoff_ms * 2 : 100;
+    if (pt->backoff_ms > NOTIFIER_BACKOFF_MAX_MS)
+        pt->backoff_ms = NOTIFIER_BACKOFF_MAX_MS;
+    pt->retry_at_ms = now_ms() + pt->backoff_ms;
+    pthread_mutex_lock(&n->mu);
+    n->failures++;
+    pthread_mutex_unlock(&n->mu);
+    objlog_logf(OBJLOG_LEVEL_WARNING, "notify",
+                "partition %d: change feed to Kafka not delivered (%s); retrying in %d ms",
+                pt->k.p, pt->k.error, pt->backoff_ms);
+}
+
+/* Opens the partition's producer once it has a Kafka record to deliver.
+ * 1 open, 0 nothing to deliver, -1 failed. */
+static int part_open(notifier *n, np *pt) {
+    if (!find_kafka(n, pt))
+        return 0;
+    if (nk_open(&n->env, &pt->k) < 0)
+        return -1;
+    int64_t low = objlog_store_feed_low(n->store, pt->k.p);
+    pt->cursor = pt->k.pos;
+    if (pt->k.pos > 0 && pt->k.pos < low) {
+        pthread_mutex_lock(&n->mu);
+        n->trimmed++;
+        pthread_mutex_unlock(&n->mu);
+        objlog_logf(OBJLOG_LEVEL_ERR, "notify",
+                    "partition %d: the committed position %lld is behind the feed's trim "
+                    "(%lld): records in between, if any, were not delivered",
+                    pt->k.p, (long long)pt->k.pos, (long long)low);
+        pt->cursor = low;
+    }
+    objlog_logf(OBJLOG_LEVEL_INFO, "notify", "partition %d: delivering the change feed to "
+                "Kafka from offset %lld", pt->k.p, (long long)pt->cursor);
+    return 1;
+}
+
+/* One pass over an ACTIVE partition: 1 did something (go again soon), 0
+ * idle, -1 failed (backoff set). */
+static int part_pass(notifier *n, np *pt) {
+    if (!pt->k.tx) {
+        int rc = part_open(n, pt);
+        if (rc <= 0)
+            return rc;
+    }
+    batch_msgs b = {.last_off = -1};
+    collect_arg ca = {n, &b};
+    char err[256] = "";
+    long got = objlog_store_feed_scan(n->store, pt->k.p, pt->cursor, (size_t)n->batch, collect,
+                                      &ca, err, sizeof(err));
+    int rc = 0;
+    if (got < 0) {
+        snprintf(pt->k.error, sizeof(pt->k.error), "read the feed: %s",
+                 err[0] ? err : "out of memory");
+        rc = -1;
+    } else if (got == 0) {
+        rc = 0;
+    } else if (b.n == 0) {
+        pt->cursor = b.last_off + 1; /* none for Kafka: nothing to commit */
+        rc = 1;
+    } else if (topics_ready(n, pt, &b) < 0 ||
+               nk_deliver(&n->env, &pt->k, b.m, b.n, b.last_off + 1) < 0) {
+        rc = -1;
+    } else {
+        pt->cursor = pt->k.pos;
+        pt->backoff_ms = 0;
+        pthread_mutex_lock(&n->mu);
+        n->delivered += b.n;
+        n->transactions++;
+        pthread_mutex_unlock(&n->mu);
+        rc = 1;
+    }
+    batch_free(&b);
+    if (rc < 0) {
+        if (pt->k.tx)
+            pt->cursor = pt->k.pos; /* records of an aborted transaction go again */
+        pass_failed(n, pt);
+    }
+    return rc;
+}
+
+static int pass(notifier *n) {
+    int busy = 0;
+    for (int p = 0; p < n->nparts; p++) {
+        np *pt = &n->parts[p];
+        if (objlog_materializer_role(n->m, p) != OBJLOG_ROLE_ACTIVE) {
+            if (pt->k.tx) {
+                objlog_logf(OBJLOG_LEVEL_INFO, "notify", "partition %d: no longer applied "
+                            "here; its change feed goes with it", p);
+                nk_close(&pt->k);
+            }
+            pt->cursor = 0;
+            pt->backlog = 0;
+            continue;
+        }
+        if (now_ms() < pt->retry_at_ms)
+            continue;
+        int64_t applied = objlog_materializer_applied(n->m, p);
+        if (!pt->k.tx && applied == pt->seen_applied)
+            continue; /* nothing new since it was last found idle */
+        int rc = part_pass(n, pt);
+        if (rc == 0)
+            pt->seen_applied = applied;
+        busy |= rc > 0;
+        backlog_count(n, pt);
+    }
+    return busy;
+}
+
+static void *notifier_main(void *arg) {
+    notifier *n = arg;
+    pthread_mutex_lock(&n->mu);
+    while (!n->stopping) {
+        pthread_mutex_unlock(&n->mu);
+        int busy = pass(n);
+        pthread_mutex_lock(&n->mu);
+        if (busy || n->stopping)
+            continue;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += NOTIFIER_IDLE_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&n->cv, &n->mu, &until);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+notifier *notifier_new(objlog_store *store, objlog_materializer *m, const notifier_conf *c,
+                       char *errstr, size_t es) {
+    notifier *n = calloc(1, sizeof(*n));
+    int parts = objlog_materializer_partitions(m);
+    if (!n || !(n->parts = calloc((size_t)parts, sizeof(*n->parts))) ||
+        !(n->region = strdup(c->region && c->region[0] ? c->region : "us-east-1"))) {
+        if (n)
+            free(n->parts);
+        free(n);
+        snprintf(errstr, es, "notifier: out of memory");
+        return NULL;
+    }
+    n->store = store;
+    n->m = m;
+    n->nparts = parts;
+    n->batch = c->batch > 0 ? c->batch : 1000;
+    for (int p = 0; p < parts; p++) {
+        n->parts[p].k.p = p;
+        n->parts[p].k.pos = -1;
+        n->parts[p].seen_applied = -1;
+    }
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_cond_init(&n->cv, NULL);
+    if (nk_env_open(&n->env, c->brokers, c->topic, errstr, es) < 0) {
+        notifier_destroy(n);
+        return NULL;
+    }
+    if (pthread_create(&n->thread, NULL, notifier_main, n) != 0) {
+        snprintf(errstr, es, "notifier: cannot start a thread");
+        notifier_destroy(n);
+        return NULL;
+    }
+    n->started = 1;
+    return n;
+}
+
+void notifier_destroy(notifier *n) {
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->stopping = 1;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (n->started)
+        pthread_join(n->thread, NULL);
+    for (int p = 0; p < n->nparts; p++)
+        nk_close(&n->parts[p].k);
+    nk_env_close(&n->env);
+    for (size_t i = 0; i < n->ntopics; i++)
+        free(n->topics[i]);
+    free(n->topics);
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->mu);
+    free(n->parts);
+    free(n->region);
+    free(n);
+}
+
+void notifier_totals_get(notifier *n, notifier_totals *t) {
+    memset(t, 0, sizeof(*t));
+    pthread_mutex_lock(&n->mu);
+    t->delivered = n->delivered;
+    t->transactions = n->transactions;
+    t->failures = n->failures;
+    t->trimmed = n->trimmed;
+    for (int p = 0; p < n->nparts; p++) {
+        const np *pt = &n->parts[p];
+        t->backlog += pt->backlog;
+        if (pt->backlog && (!t->oldest_ms || pt->oldest_ms < t->oldest_ms))
+            t->oldest_ms = pt->oldest_ms;
+        t->producers += pt->k.tx != NULL;
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+json_t *notifier_status_json(notifier *n) {
+    notifier_totals t;
+    notifier_totals_get(n, &t);
+    int64_t wall;
+    wall_ms(&wall);
+    json_t *parts = json_array();
+    pthread_mutex_lock(&n->mu);
+    for (int p = 0; p < n->nparts; p++) {
+        const np *pt = &n->parts[p];
+        if (!pt->k.tx && !pt->k.error[0] && !pt->backlog)
+            continue;
+        double age = pt->backlog && pt->oldest_ms ? (double)(wall - pt->oldest_ms) / 1000.0 : 0;
+        json_array_append_new(parts, json_pack("{s:i, s:I, s:I, s:f, s:s}", "partition", p,
+                                               "position", (json_int_t)pt->k.pos, "backlog",
+                                               (json_int_t)pt->backlog, "oldest_age_seconds",
+                                               age < 0 ? 0 : age, "error", pt->k.error));
+    }
+    pthread_mutex_unlock(&n->mu);
+    double age = t.oldest_ms ? (double)(wall - t.oldest_ms) / 1000.0 : 0;
+    return json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:o}}", "kafka", "delivered",
+                     (json_int_t)t.delivered, "transactions", (json_int_t)t.transactions,
+                     "failures", (json_int_t)t.failures, "trimmed", (json_int_t)t.trimmed,
+                     "backlog", (json_int_t)t.backlog, "oldest_age_seconds", age < 0 ? 0 : age,
+                     "producers", t.producers, "partitions", parts);
+}
+
+void notifier_metrics(FILE *f, notifier *n) {
+    if (!n)
+        return;
+    notifier_totals t;
+    notifier_totals_get(n, &t);
+    int64_t wall;
+    wall_ms(&wall);
+    double age = t.oldest_ms ? (double)(wall - t.oldest_ms) / 1000.0 : 0;
+    fprintf(f,
+            "# HELP objlog_notify_records_total Change-feed records delivered (committed).\n"
+            "# TYPE objlog_notify_records_total counter\n"
+            "objlog_notify_records_total{target=\"kafka\"} %llu\n"
+            "# HELP objlog_notify_transactions_total Kafka transactions of the change feed "
+            "committed.\n"
+            "# TYPE objlog_notify_transactions_total counter\n"
+            "objlog_notify_transactions_total %llu\n"
+            "# HELP objlog_notify_failures_total Deliveries of the change feed that failed "
+            "and will be retried.\n"
+            "# TYPE objlog_notify_failures_total counter\n"
+            "objlog_notify_failures_total{target=\"kafka\"} %llu\n"
+            "# HELP objlog_notify_trimmed_total Partitions whose committed position was "
+            "behind the feed's trim (records may be lost).\n"
+            "# TYPE objlog_notify_trimmed_total counter\n"
+            "objlog_notify_trimmed_total %llu\n"
+            "# HELP objlog_notify_backlog_records Change-feed records applied here and "
+            "not yet delivered.\n"
+            "# TYPE objlog_notify_backlog_records gauge\n"
+            "objlog_notify_backlog_records{target=\"kafka\"} %llu\n"
+            "# HELP objlog_notify_backlog_oldest_seconds Age (log time) of the oldest "
+            "record not yet delivered; 0 none.\n"
+            "# TYPE objlog_notify_backlog_oldest_seconds gauge\n"
+            "objlog_notify_backlog_oldest_seconds{target=\"kafka\"} %.3f\n",
+            (unsigned long long)t.delivered, (unsigned long long)t.transactions,
+            (unsigned long long)t.failures, (unsigned long long)t.trimmed,
+            (unsigned long long)t.backlog, age < 0 ? 0 : age);
+}
