@@ -89,11 +89,34 @@ static long long num(json_t *o, const char *k) {
     return (long long)json_integer_value(json_object_get(o, k));
 }
 
+static void print_webhooks(json_t *h) {
+    printf("webhooks, on this node: %lld records delivered; backlog %lld records, oldest "
+           "%.1f s; %lld failed attempts (retried)\n",
+           num(h, "delivered"), num(h, "backlog"),
+           json_real_value(json_object_get(h, "oldest_age_seconds")), num(h, "failures"));
+    json_t *l;
+    size_t i;
+    json_array_foreach(json_object_get(h, "lanes"), i, l) {
+        const char *e = json_string_value(json_object_get(l, "error"));
+        printf("  %s (bucket %s, configuration %s, partition %lld): position %lld, backlog "
+               "%lld, oldest %.1f s%s%s\n",
+               json_string_value(json_object_get(l, "url")),
+               json_string_value(json_object_get(l, "bucket")),
+               json_string_value(json_object_get(l, "configuration")), num(l, "partition"),
+               num(l, "position"), num(l, "backlog"),
+               json_real_value(json_object_get(l, "oldest_age_seconds")),
+               e && *e ? "; last error: " : "", e && *e ? e : "");
+    }
+}
+
 static void print_status(json_t *j) {
     json_t *k = json_object_get(json_object_get(j, "node"), "kafka");
+    json_t *h = json_object_get(json_object_get(j, "node"), "webhook");
     printf("bucket %s: %lld notification configuration%s\n",
            json_string_value(json_object_get(j, "bucket")), num(j, "configurations"),
            num(j, "configurations") == 1 ? "" : "s");
+    if (h)
+        print_webhooks(h);
     if (!k)
         return;
     printf("kafka, on this node: %lld records delivered in %lld transactions; backlog %lld "

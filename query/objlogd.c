@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+
+#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -474,6 +476,8 @@ int main(int argc, char **argv) {
                       .flush_interval_ms = OBJLOG_STORE_FLUSH_INTERVAL_DEFAULT_MS,
                       .ready_max_lag = QUERY_READY_MAX_LAG_DEFAULT,
                       .max_timeout_ms = 30000};
+    /* before any thread: the webhooks' and the S3 blob store's transfers */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = objlogd_conf_load(&c, argc, argv);
     if (rc == 2) {
         printf("objlogd %s (librdkafka %s)\n", objlog_producer_version(),

@@ -343,6 +343,8 @@ static void test_status(void **state) {
     char *args[] = {"notify", "status", "nt-status", NULL};
     assert_int_equal(run_cli(args, NULL, out, sizeof(out), err, sizeof(err)), 0);
     assert_non_null(strstr(out, "bucket nt-status: 1 notification configuration\n"
+                                "webhooks, on this node: 0 records delivered; backlog 0 "
+                                "records, oldest 0.0 s; 0 failed attempts (retried)\n"
                                 "kafka, on this node: 3 records delivered in "));
     assert_non_null(strstr(out, "backlog 0 records, oldest 0.0 s; 0 failed deliveries"));
     assert_refused("GET", "/v1/buckets/nt-none/notifications/status", NULL, 404,

@@ -12,6 +12,7 @@
 #include "notifier.h"
 
 #include "nkafka.h"
+#include "nwebhook.h"
 #include "nrecord.h"
 #include "notify.h"
 #include "objlog_logger.h"
@@ -37,6 +38,11 @@ typedef struct np {
     uint64_t backlog;      /* Kafka records >= k.pos, counted now and then */
     int64_t oldest_ms;
     int64_t backlog_at_ms;
+    /* What status readers see (under the notifier's mu): k as of the end
+     * of the partition's last pass. */
+    int shown_open;
+    int64_t shown_pos;
+    char shown_error[256];
 } np;
 
 struct notifier {
@@ -54,6 +60,7 @@ struct notifier {
     pthread_cond_t cv;
     int stopping, started;
     uint64_t delivered, transactions, failures, trimmed;
+    nw *webhooks;          /* the webhook lanes (nwebhook.h) */
 };
 
 static int64_t now_ms(void) {
@@ -171,6 +178,11 @@ static int count_kafka(void *arg, int64_t off, uint16_t i, const Objlog__FeedRec
 
 static void backlog_count(notifier *n, np *pt) {
     int64_t t = now_ms();
+    pthread_mutex_lock(&n->mu);
+    pt->shown_open = pt->k.tx != NULL;
+    pt->shown_pos = pt->k.pos;
+    memcpy(pt->shown_error, pt->k.error, sizeof(pt->shown_error));
+    pthread_mutex_unlock(&n->mu);
     if (t - pt->backlog_at_ms < NOTIFIER_BACKLOG_EVERY_MS)
         return;
     count_arg c = {0, 0};
@@ -270,7 +282,7 @@ static int part_pass(notifier *n, np *pt) {
                                       &ca, err, sizeof(err));
     int rc = 0;
     if (got < 0) {
-        snprintf(pt->k.error, sizeof(pt->k.error), "read the feed: %s",
+        snprintf(pt->k.error, sizeof(pt->k.error), "read the feed: %.200s",
                  err[0] ? err : "out of memory");
         rc = -1;
     } else if (got == 0) {
@@ -310,7 +322,11 @@ static int pass(notifier *n) {
                 nk_close(&pt->k);
             }
             pt->cursor = 0;
+            pthread_mutex_lock(&n->mu);
             pt->backlog = 0;
+            pt->shown_open = 0;
+            pt->shown_pos = -1;
+            pthread_mutex_unlock(&n->mu);
             continue;
         }
         if (now_ms() < pt->retry_at_ms)
@@ -368,11 +384,13 @@ notifier *notifier_new(objlog_store *store, objlog_materializer *m, const notifi
     for (int p = 0; p < parts; p++) {
         n->parts[p].k.p = p;
         n->parts[p].k.pos = -1;
+        n->parts[p].shown_pos = -1;
         n->parts[p].seen_applied = -1;
     }
     pthread_mutex_init(&n->mu, NULL);
     pthread_cond_init(&n->cv, NULL);
-    if (nk_env_open(&n->env, c->brokers, c->topic, errstr, es) < 0) {
+    if (nk_env_open(&n->env, c->brokers, c->topic, errstr, es) < 0 ||
+        !(n->webhooks = nw_new(store, m, n->env.admin, c->topic, n->region, errstr, es))) {
         notifier_destroy(n);
         return NULL;
     }
@@ -394,6 +412,7 @@ void notifier_destroy(notifier *n) {
     pthread_mutex_unlock(&n->mu);
     if (n->started)
         pthread_join(n->thread, NULL);
+    nw_destroy(n->webhooks);
     for (int p = 0; p < n->nparts; p++)
         nk_close(&n->parts[p].k);
     nk_env_close(&n->env);
@@ -419,7 +438,7 @@ void notifier_totals_get(notifier *n, notifier_totals *t) {
         t->backlog += pt->backlog;
         if (pt->backlog && (!t->oldest_ms || pt->oldest_ms < t->oldest_ms))
             t->oldest_ms = pt->oldest_ms;
-        t->producers += pt->k.tx != NULL;
+        t->producers += pt->shown_open;
     }
     pthread_mutex_unlock(&n->mu);
 }
@@ -433,17 +452,18 @@ json_t *notifier_status_json(notifier *n) {
     pthread_mutex_lock(&n->mu);
     for (int p = 0; p < n->nparts; p++) {
         const np *pt = &n->parts[p];
-        if (!pt->k.tx && !pt->k.error[0] && !pt->backlog)
+        if (!pt->shown_open && !pt->shown_error[0] && !pt->backlog)
             continue;
         double age = pt->backlog && pt->oldest_ms ? (double)(wall - pt->oldest_ms) / 1000.0 : 0;
         json_array_append_new(parts, json_pack("{s:i, s:I, s:I, s:f, s:s}", "partition", p,
-                                               "position", (json_int_t)pt->k.pos, "backlog",
+                                               "position", (json_int_t)pt->shown_pos, "backlog",
                                                (json_int_t)pt->backlog, "oldest_age_seconds",
-                                               age < 0 ? 0 : age, "error", pt->k.error));
+                                               age < 0 ? 0 : age, "error", pt->shown_error));
     }
     pthread_mutex_unlock(&n->mu);
     double age = t.oldest_ms ? (double)(wall - t.oldest_ms) / 1000.0 : 0;
-    return json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:o}}", "kafka", "delivered",
+    return json_pack("{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:o}}", "webhook",
+                     nw_status_json(n->webhooks), "kafka", "delivered",
                      (json_int_t)t.delivered, "transactions", (json_int_t)t.transactions,
                      "failures", (json_int_t)t.failures, "trimmed", (json_int_t)t.trimmed,
                      "backlog", (json_int_t)t.backlog, "oldest_age_seconds", age < 0 ? 0 : age,
@@ -454,14 +474,19 @@ void notifier_metrics(FILE *f, notifier *n) {
     if (!n)
         return;
     notifier_totals t;
+    nw_totals h;
     notifier_totals_get(n, &t);
+    nw_totals_get(n->webhooks, &h);
     int64_t wall;
     wall_ms(&wall);
     double age = t.oldest_ms ? (double)(wall - t.oldest_ms) / 1000.0 : 0;
+    double hage = h.oldest_ms ? (double)(wall - h.oldest_ms) / 1000.0 : 0;
     fprintf(f,
-            "# HELP objlog_notify_records_total Change-feed records delivered (committed).\n"
+            "# HELP objlog_notify_records_total Change-feed records delivered (Kafka: "
+            "committed; webhook: answered 2xx).\n"
             "# TYPE objlog_notify_records_total counter\n"
             "objlog_notify_records_total{target=\"kafka\"} %llu\n"
+            "objlog_notify_records_total{target=\"webhook\"} %llu\n"
             "# HELP objlog_notify_transactions_total Kafka transactions of the change feed "
             "committed.\n"
             "# TYPE objlog_notify_transactions_total counter\n"
@@ -470,6 +495,7 @@ void notifier_metrics(FILE *f, notifier *n) {
             "and will be retried.\n"
             "# TYPE objlog_notify_failures_total counter\n"
             "objlog_notify_failures_total{target=\"kafka\"} %llu\n"
+            "objlog_notify_failures_total{target=\"webhook\"} %llu\n"
             "# HELP objlog_notify_trimmed_total Partitions whose committed position was "
             "behind the feed's trim (records may be lost).\n"
             "# TYPE objlog_notify_trimmed_total counter\n"
@@ -478,11 +504,16 @@ void notifier_metrics(FILE *f, notifier *n) {
             "not yet delivered.\n"
             "# TYPE objlog_notify_backlog_records gauge\n"
             "objlog_notify_backlog_records{target=\"kafka\"} %llu\n"
+            "objlog_notify_backlog_records{target=\"webhook\"} %llu\n"
             "# HELP objlog_notify_backlog_oldest_seconds Age (log time) of the oldest "
             "record not yet delivered; 0 none.\n"
             "# TYPE objlog_notify_backlog_oldest_seconds gauge\n"
-            "objlog_notify_backlog_oldest_seconds{target=\"kafka\"} %.3f\n",
-            (unsigned long long)t.delivered, (unsigned long long)t.transactions,
-            (unsigned long long)t.failures, (unsigned long long)t.trimmed,
-            (unsigned long long)t.backlog, age < 0 ? 0 : age);
+            "objlog_notify_backlog_oldest_seconds{target=\"kafka\"} %.3f\n"
+            "objlog_notify_backlog_oldest_seconds{target=\"webhook\"} %.3f\n",
+            (unsigned long long)t.delivered, (unsigned long long)h.delivered,
+            (unsigned long long)t.transactions, (unsigned long long)t.failures,
+            (unsigned long long)h.failures, (unsigned long long)t.trimmed,
+            (unsigned long long)t.backlog, (unsigned long long)h.backlog, age < 0 ? 0 : age,
+            hage < 0 ? 0 : hage);
+    nw_metrics(f, n->webhooks);
 }
