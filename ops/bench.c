@@ -62,6 +62,9 @@ const char bench_usage_text[] =
     "                    [--partitions N]\n"
     "       objlog bench --lifecycle [--url URL --brokers LIST [--keep]]\n"
     "                    [--count N (default 20000)] [--threads T] [--partitions N]\n"
+    "       objlog bench --notify [--url URL --brokers LIST [--keep]]\n"
+    "                    [--count N (default 20000)] [--threads T]\n"
+    "                    [--rates R,R (default 1000,10000)] [--seconds S (default 10)]\n"
     "       objlog bench --s3 [--keys N (default 1000)] [--lists N (default 400)]\n"
     "                    [--heads N (default 4000)]\n"
     "       objlog bench --s3-bytes\n"
@@ -137,7 +140,8 @@ enum {
     O_LIST = CLI_OPT_OWN, O_LIFECYCLE, O_MODES, O_STATS, O_COND, O_NO_KEEPALIVE, O_KEEP, O_BROKERS,
     O_CONSISTENCY, O_WRITE_RATE, O_COUNT, O_ROUNDS, O_THREADS, O_GETS, O_PARTITIONS,
     O_LISTS, O_RATES, O_SECONDS, O_LINGER, O_KEYS, O_DELETED, O_LIVE, O_VERSIONS, O_APPLY,
-    O_BUCKETS, O_CKPT, O_S3, O_S3_BYTES, O_S3_FORWARD, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES
+    O_BUCKETS, O_CKPT, O_S3, O_S3_BYTES, O_S3_FORWARD, O_HEADS, O_INDEXES, O_APPLY_THREADS, O_RANGES,
+    O_NOTIFY
 };
 
 /* One valued option into b; 0, or -1 when its value is out of range. */
@@ -166,8 +170,8 @@ static int bench_value(bench *b, int o, const char *v) {
     case O_GETS: return parse_int(v, 0, 100000000, &b->gets);
     case O_PARTITIONS: return parse_int(v, 1, BENCH_MAX_PARTS, &b->partitions);
     case O_LISTS: return parse_int(v, 1, 1000000, &b->list_requests);
-    case O_RATES: return bench_cond_parse_rates(&b->cond, v);
-    case O_SECONDS: return parse_int(v, 1, 3600, &b->cond.seconds);
+    case O_RATES: b->rates_given = 1; return bench_cond_parse_rates(&b->cond, v);
+    case O_SECONDS: b->seconds_given = 1; return parse_int(v, 1, 3600, &b->cond.seconds);
     case O_LINGER:
         b->cond.linger = v;
         return parse_int(v, 0, 1000, &(int){0});
@@ -193,6 +197,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         {"consistency-modes", no_argument, NULL, O_MODES},
         {"stats", no_argument, NULL, O_STATS},
         {"lifecycle", no_argument, NULL, O_LIFECYCLE},
+        {"notify", no_argument, NULL, O_NOTIFY},
         {"conditional", no_argument, NULL, O_COND},
         {"apply", no_argument, NULL, O_APPLY},
         {"checkpoint", no_argument, NULL, O_CKPT},
@@ -230,6 +235,7 @@ static int bench_args(bench *b, cli *c, int argc, char **argv) {
         case O_MODES: b->modes = 1; break;
         case O_STATS: b->stats = 1; break;
         case O_LIFECYCLE: b->lifecycle = 1; break;
+        case O_NOTIFY: b->notify = 1; break;
         case O_COND: b->conditional = 1; break;
         case O_APPLY: b->apply = 1; break;
         case O_CKPT: b->ckpt = 1; break;
@@ -324,6 +330,10 @@ int bench_main(cli *c, int argc, char **argv) {
         setenv("OBJLOG_LIFECYCLE_INTERVAL_MS", "100", 1);
         setenv("OBJLOG_TEST_LIFECYCLE_CLOCK_OFFSET_MS", "172800000", 1);
     }
+    if (rc == 0 && b->notify && !b->rates_given)
+        bench_cond_parse_rates(&b->cond, "1000,10000");
+    if (rc == 0 && b->notify && !b->seconds_given)
+        b->cond.seconds = 10;
     if (rc == 0 && (b->s3 || b->s3_bytes) && b->url) /* it needs the S3 listener it starts */
         rc = bench_usage("--s3 and --s3-bytes run their own objlogd: drop --url", NULL);
     if (rc == 0 && b->s3_fwd[0][0] && !b->url)
@@ -367,6 +377,7 @@ int bench_main(cli *c, int argc, char **argv) {
              : b->modes ? bench_modes_run(b)
              : b->stats ? bench_stats_run(b)
              : b->lifecycle ? bench_lifecycle_run(b)
+             : b->notify ? bench_notify_run(b)
                         : bench_e2e_run(b);
     }
     /* No write of ours may still be on its way while the buckets go. */

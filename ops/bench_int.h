@@ -73,6 +73,8 @@ typedef struct bench {
     int apply, apply_buckets;
     int apply_threads;           /* --apply-threads: objlogd's; 0 its default */
     int lifecycle;               /* --lifecycle: bench_lifecycle.c */
+    int notify;                  /* --notify: bench_notify.c */
+    int rates_given, seconds_given; /* --rates, --seconds on the command line */
     /* --checkpoint: bench_ckpt.c (in this process, no objlogd) */
     int ckpt;
     int indexes;                 /* --indexes: bench_index.c */
@@ -192,6 +194,7 @@ int bench_modes_run(bench *b); /* --consistency-modes: bench_modes.c */
 int bench_list_run(bench *b);  /* --list: bench_list.c */
 int bench_stats_run(bench *b); /* --stats: bench_stats.c */
 int bench_lifecycle_run(bench *b); /* --lifecycle: bench_lifecycle.c */
+int bench_notify_run(bench *b); /* --notify: bench_notify.c */
 int bench_apply_run(bench *b); /* --apply: bench_apply.c */
 int bench_ckpt_run(bench *b);  /* --checkpoint: bench_ckpt.c */
 int bench_index_run(bench *b); /* --indexes: bench_index.c */

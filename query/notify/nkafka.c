@@ -21,6 +21,7 @@ int nk_env_open(nk_env *e, const char *brokers, const char *topic, char *errstr,
     e->topic = topic;
     e->timeout_ms = 30000;
     e->mock = -1;
+    pthread_mutex_init(&e->mu, NULL);
     snprintf(e->group, sizeof(e->group), "objlog.notify.%s", topic);
     rd_kafka_conf_t *c = objlog_kafka_conf_new(brokers, errstr, es);
     if (!c)
@@ -47,9 +48,20 @@ void nk_env_close(nk_env *e) {
     if (e->admin)
         rd_kafka_destroy(e->admin);
     e->admin = NULL;
+    pthread_mutex_destroy(&e->mu);
 }
 
 static int nk_is_mock(nk_env *e);
+
+/* Whether the cluster is librdkafka's mock, asked once. */
+static int nk_mock(nk_env *e) {
+    pthread_mutex_lock(&e->mu);
+    if (e->mock < 0)
+        e->mock = nk_is_mock(e);
+    int m = e->mock;
+    pthread_mutex_unlock(&e->mu);
+    return m;
+}
 
 static void nk_fail(nk_part *pt, const char *what, const char *why) {
     snprintf(pt->error, sizeof(pt->error), "%.60s: %.180s", what, why);
@@ -74,8 +86,7 @@ static int nk_read_pos(nk_env *e, nk_part *pt) {
 
 int nk_open(nk_env *e, nk_part *pt) {
     char tmp[256], tid[400];
-    if (e->mock < 0)
-        e->mock = nk_is_mock(e);
+    nk_mock(e);
     rd_kafka_conf_t *c = objlog_kafka_conf_new(e->brokers, tmp, sizeof(tmp));
     if (!c) {
         nk_fail(pt, "producer", tmp);
@@ -182,7 +193,7 @@ int nk_deliver(nk_env *e, nk_part *pt, const nk_msg *m, size_t n, int64_t next) 
     }
     pt->pos = next;
     pt->error[0] = '\0';
-    if (e->mock == 1) {
+    if (nk_mock(e) == 1) {
         l = rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(l, e->topic, pt->p)->offset = next;
         rd_kafka_commit(e->admin, l, 0);
@@ -216,9 +227,7 @@ static int nk_mock_topic(nk_env *e, const char *name, char *errstr, size_t es) {
 }
 
 int nk_topic_ready(nk_env *e, const char *name, char *errstr, size_t es) {
-    if (e->mock < 0)
-        e->mock = nk_is_mock(e);
-    if (e->mock == 1)
+    if (nk_mock(e) == 1)
         return nk_mock_topic(e, name, errstr, es);
     int rc = objlog_topics_create_like(e->admin, e->topic, name, e->timeout_ms, errstr, es);
     if (rc == 1)

@@ -7,6 +7,7 @@
 #define OBJLOG_NKAFKA_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include <librdkafka/rdkafka.h>
@@ -31,6 +32,7 @@ typedef struct nk_env {
      * position is also committed plainly after each transaction, and the
      * feed is at least once. -1 not known yet. */
     int mock;
+    pthread_mutex_t mu;    /* mock, which any partition's thread may settle */
 } nk_env;
 
 /* The environment's client (admin). 0 or -1 with errstr. */

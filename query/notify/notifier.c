@@ -4,6 +4,10 @@
  * elsewhere loses its producer here, and the node that takes it fences
  * this one and resumes from the committed position (nkafka.h).
  *
+ * The notifier's own thread watches the partitions; a partition with a
+ * Kafka record to deliver gets a thread of its own (part_main) that
+ * delivers until the partition leaves this node.
+ *
  * Invariant: the records read are those of applied batches only (a
  * batch's rows are written atomically, in offset order), so a position
  * committed past an offset never skips a record that appears later; a
@@ -43,6 +47,12 @@ typedef struct np {
     int shown_open;
     int64_t shown_pos;
     char shown_error[256];
+    /* Its delivery thread, once it has a producer: each partition commits
+     * its own transactions, so one slow commit delays no other partition.
+     * 0 none, 1 running, 2 ended (to be joined); under the notifier's mu. */
+    pthread_t thread;
+    int thread_state;
+    struct notifier *n;
 } np;
 
 struct notifier {
@@ -200,10 +210,12 @@ static void backlog_count(notifier *n, np *pt) {
 /* ---- delivering ---- */
 
 static int topic_known(notifier *n, const char *t) {
-    for (size_t i = 0; i < n->ntopics; i++)
-        if (strcmp(n->topics[i], t) == 0)
-            return 1;
-    return 0;
+    int known = 0;
+    pthread_mutex_lock(&n->mu);
+    for (size_t i = 0; i < n->ntopics && !known; i++)
+        known = strcmp(n->topics[i], t) == 0;
+    pthread_mutex_unlock(&n->mu);
+    return known;
 }
 
 static int topics_ready(notifier *n, np *pt, const batch_msgs *b) {
@@ -216,16 +228,18 @@ static int topics_ready(notifier *n, np *pt, const batch_msgs *b) {
             snprintf(pt->k.error, sizeof(pt->k.error), "topic %.60s: %.180s", t, err);
             return -1;
         }
+        pthread_mutex_lock(&n->mu);
         char **g = realloc(n->topics, (n->ntopics + 1) * sizeof(*g));
         char *d = strdup(t);
+        if (g)
+            n->topics = g;
+        if (g && d)
+            n->topics[n->ntopics++] = d;
+        pthread_mutex_unlock(&n->mu);
         if (!g || !d) {
             free(d);
-            if (g)
-                n->topics = g;
             return -1;
         }
-        n->topics = g;
-        n->topics[n->ntopics++] = d;
     }
     return 0;
 }
@@ -311,57 +325,91 @@ static int part_pass(notifier *n, np *pt) {
     return rc;
 }
 
-static int pass(notifier *n) {
-    int busy = 0;
-    for (int p = 0; p < n->nparts; p++) {
-        np *pt = &n->parts[p];
-        if (objlog_materializer_role(n->m, p) != OBJLOG_ROLE_ACTIVE) {
-            if (pt->k.tx) {
-                objlog_logf(OBJLOG_LEVEL_INFO, "notify", "partition %d: no longer applied "
-                            "here; its change feed goes with it", p);
-                nk_close(&pt->k);
-            }
-            pt->cursor = 0;
-            pthread_mutex_lock(&n->mu);
-            pt->backlog = 0;
-            pt->shown_open = 0;
-            pt->shown_pos = -1;
-            pthread_mutex_unlock(&n->mu);
-            continue;
-        }
-        if (now_ms() < pt->retry_at_ms)
-            continue;
-        int64_t applied = objlog_materializer_applied(n->m, p);
-        if (!pt->k.tx && applied == pt->seen_applied)
-            continue; /* nothing new since it was last found idle */
-        int rc = part_pass(n, pt);
-        if (rc == 0)
-            pt->seen_applied = applied;
-        busy |= rc > 0;
-        backlog_count(n, pt);
+/* Waits up to ms on the notifier's condition (destroy wakes it). Returns
+ * 1 when the notifier stops. */
+static int nap(notifier *n, int ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ms * 1000000L;
+    while (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
     }
-    return busy;
+    pthread_mutex_lock(&n->mu);
+    if (!n->stopping)
+        pthread_cond_timedwait(&n->cv, &n->mu, &until);
+    int stop = n->stopping;
+    pthread_mutex_unlock(&n->mu);
+    return stop;
+}
+
+static int active(notifier *n, int32_t p) {
+    return objlog_materializer_role(n->m, p) == OBJLOG_ROLE_ACTIVE;
+}
+
+/* One partition's deliveries, while it is applied here as ACTIVE. */
+static void *part_main(void *arg) {
+    np *pt = arg;
+    notifier *n = pt->n;
+    for (int stop = 0; !stop && active(n, pt->k.p);) {
+        int rc = now_ms() < pt->retry_at_ms ? 0 : part_pass(n, pt);
+        backlog_count(n, pt);
+        stop = rc > 0 ? nap(n, 0) : nap(n, NOTIFIER_IDLE_MS);
+    }
+    if (pt->k.tx && !n->stopping)
+        objlog_logf(OBJLOG_LEVEL_INFO, "notify", "partition %d: no longer applied here; "
+                    "its change feed goes with it", pt->k.p);
+    nk_close(&pt->k);
+    pt->cursor = 0;
+    pt->seen_applied = -1;
+    pthread_mutex_lock(&n->mu);
+    pt->backlog = 0;
+    pt->shown_open = 0;
+    pt->shown_pos = -1;
+    pt->thread_state = 2;
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+/* The watcher's look at one partition without a delivery thread: one is
+ * started once the partition has a Kafka record to deliver. */
+static void watch(notifier *n, np *pt) {
+    pthread_mutex_lock(&n->mu);
+    int state = pt->thread_state;
+    pthread_mutex_unlock(&n->mu);
+    if (state == 2) {
+        pthread_join(pt->thread, NULL);
+        pt->thread_state = 0;
+    }
+    if (state == 1 || !active(n, pt->k.p) || now_ms() < pt->retry_at_ms)
+        return;
+    int64_t applied = objlog_materializer_applied(n->m, pt->k.p);
+    if (applied == pt->seen_applied)
+        return; /* nothing new since it was last found idle */
+    int rc = part_open(n, pt);
+    if (rc == 0)
+        pt->seen_applied = applied;
+    if (rc < 0)
+        pass_failed(n, pt);
+    if (rc <= 0)
+        return;
+    pt->n = n;
+    pthread_mutex_lock(&n->mu);
+    pt->thread_state = pthread_create(&pt->thread, NULL, part_main, pt) == 0 ? 1 : 0;
+    pthread_mutex_unlock(&n->mu);
+    if (!pt->thread_state) {
+        objlog_logf(OBJLOG_LEVEL_ERR, "notify", "partition %d: cannot start a delivery "
+                    "thread", pt->k.p);
+        nk_close(&pt->k);
+    }
 }
 
 static void *notifier_main(void *arg) {
     notifier *n = arg;
-    pthread_mutex_lock(&n->mu);
-    while (!n->stopping) {
-        pthread_mutex_unlock(&n->mu);
-        int busy = pass(n);
-        pthread_mutex_lock(&n->mu);
-        if (busy || n->stopping)
-            continue;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += NOTIFIER_IDLE_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&n->cv, &n->mu, &until);
-    }
-    pthread_mutex_unlock(&n->mu);
+    do {
+        for (int p = 0; p < n->nparts; p++)
+            watch(n, &n->parts[p]);
+    } while (!nap(n, NOTIFIER_IDLE_MS));
     return NULL;
 }
 
@@ -412,6 +460,9 @@ void notifier_destroy(notifier *n) {
     pthread_mutex_unlock(&n->mu);
     if (n->started)
         pthread_join(n->thread, NULL);
+    for (int p = 0; p < n->nparts; p++)
+        if (n->parts[p].thread_state)
+            pthread_join(n->parts[p].thread, NULL);
     nw_destroy(n->webhooks);
     for (int p = 0; p < n->nparts; p++)
         nk_close(&n->parts[p].k);

@@ -517,25 +517,28 @@ static void pass(nw *w) {
         else if (w->discover[p])
             drop_partition(w, p);
     }
+    /* twice: a lane whose answer came goes on with its next record at once */
+    for (int round = 0; round < 2; round++) {
+        int64_t now = mono_ms();
+        for (size_t i = 0; i < w->n; i++) {
+            lane *l = w->lanes[i];
+            if (!l->easy && now >= l->retry_at_ms)
+                lane_start(w, l);
+        }
+        int running = 0;
+        curl_multi_perform(w->multi, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(w->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            lane *l = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&l);
+            if (l)
+                lane_finished(w, l, msg->data.result);
+        }
+    }
     int64_t now = mono_ms();
-    for (size_t i = 0; i < w->n; i++) {
-        lane *l = w->lanes[i];
-        if (!l->easy && now >= l->retry_at_ms)
-            lane_start(w, l);
-    }
-    int running = 0;
-    curl_multi_perform(w->multi, &running);
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(w->multi, &left))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        lane *l = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&l);
-        if (l)
-            lane_finished(w, l, msg->data.result);
-    }
-    now = mono_ms();
     for (size_t i = 0; i < w->n; i++) {
         lane *l = w->lanes[i];
         if (l->pos >= 0 && now >= l->commit_at_ms)
