@@ -94,7 +94,11 @@ int nk_open(nk_env *e, nk_part *pt) {
     }
     snprintf(tid, sizeof(tid), "%s.%d", e->group, pt->p);
     if (rd_kafka_conf_set(c, "transactional.id", tid, tmp, sizeof(tmp)) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(c, "linger.ms", "1", tmp, sizeof(tmp)) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_set(c, "linger.ms", "1", tmp, sizeof(tmp)) != RD_KAFKA_CONF_OK ||
+        /* the coordinator answers CONCURRENT_TRANSACTIONS to the next
+         * AddOffsetsToTxn until the last commit's markers are written:
+         * retried after 100 ms by default, which made most of the delay */
+        rd_kafka_conf_set(c, "retry.backoff.ms", "5", tmp, sizeof(tmp)) != RD_KAFKA_CONF_OK) {
         rd_kafka_conf_destroy(c);
         nk_fail(pt, "producer", tmp);
         return -1;
