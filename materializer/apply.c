@@ -935,6 +935,21 @@ static int feed_note(apply_ev *a) {
                       a->errstr, a->es);
 }
 
+/* BlobReleased rows for the blob references an OK event removed and its
+ * partition holds no more (blobrefs.h). 0 or -1. */
+static int blobs_note(apply_ev *a) {
+    blobrefs_event ev = {
+        .p = a->partition,
+        .off = a->offset,
+        .epoch = a->map_epoch,
+        .bucket = a->ev->bucket,
+        .log_time_ms = a->log_time_ms,
+        .request_id = a->ev->request_id,
+        .owner = a->tenant,
+    };
+    return blobrefs_release(a->b, &a->blobs, &ev, &a->feed_n, a->errstr, a->es);
+}
+
 int apply_event(apply_batch *b, int32_t partition, int64_t offset,
                 int64_t log_time_ms, const Objlog__Event *ev,
                 Objlog__OutcomeCode *code, char *errstr, size_t errstr_size) {
@@ -1009,7 +1024,7 @@ static int apply_decide(apply_batch *b, int32_t partition, int64_t offset,
         goto out;
     }
     if (a.res.code == OBJLOG__OUTCOME_CODE__OUTCOME_OK &&
-        (stage_stats_commit(&a) < 0 || feed_note(&a) < 0)) {
+        (stage_stats_commit(&a) < 0 || feed_note(&a) < 0 || blobs_note(&a) < 0)) {
         rc = -1;
         goto out;
     }
@@ -1030,6 +1045,7 @@ out:
     free(a.tenant);
     indexes_key_done(&a.ix);
     feed_bucket_done(&a.feed);
+    blobrefs_ev_free(&a.blobs);
     return rc;
 }
 

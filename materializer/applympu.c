@@ -84,13 +84,23 @@ int apply_op_upload_part(apply_ev *a) {
     if (rc <= 0)
         return rc;
     objlog__upload_record__free_unpacked(ur, NULL);
+    keybuf row;
+    if (stage_part_row(a, up->upload_id, up->part_number, &row) < 0)
+        return -1;
     Objlog__PartRecord *old;
     rc = stage_load_part(a, up->upload_id, up->part_number, &old);
-    if (rc < 0)
-        return -1;
     if (rc == 1) {
+        /* A part sent again replaces the first one's bytes. */
         a->d.upload_part_bytes -= (int64_t)old->size;
+        blobrefs_from f = {.key = a->ev->key.data, .kn = a->ev->key.len,
+                           .upload_id = up->upload_id};
+        rc = blobrefs_remove(a->b, &a->blobs, old->blob_id, BLOBREFS_PART, row.data, row.len,
+                             &f, a->errstr, a->es);
         objlog__part_record__free_unpacked(old, NULL);
+    }
+    if (rc < 0) {
+        keybuf_free(&row);
+        return -1;
     }
     a->d.upload_part_bytes += (int64_t)up->size;
     Objlog__PartRecord p = OBJLOG__PART_RECORD__INIT;
@@ -99,11 +109,11 @@ int apply_op_upload_part(apply_ev *a) {
     p.etag = up->etag;
     p.blob_id = up->blob_id;
     p.last_modified_ms = a->log_time_ms;
-    keybuf row;
-    if (stage_part_row(a, up->upload_id, up->part_number, &row) < 0)
-        return -1;
     rc = apply_batch_put_msg(a->b, OBJLOG_CF_UPLOADS, row.data, row.len, &p.base,
                              a->errstr, a->es);
+    if (rc == 0)
+        rc = blobrefs_add(a->b, up->blob_id, BLOBREFS_PART, row.data, row.len, a->errstr,
+                          a->es);
     keybuf_free(&row);
     a->res.etag = up->etag;
     return rc;

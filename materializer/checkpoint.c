@@ -10,6 +10,7 @@
  * p (objlog_store_open purges it first). Rows of other partitions are
  * never written or deleted: the importer refuses any row the range map
  * does not give to p, so a wrong or hostile stream cannot reach them. */
+#include "blobrefs.h"
 #include "checkpoint.h"
 #include "ckptint.h"
 #include "feed.h"
@@ -74,6 +75,13 @@ int ckpt_row_part(const rangemap *rm, int cf, const uint8_t *k, size_t kn) {
         return -1;
     case OBJLOG_CF_META:
         return ckpt_meta_part(k, kn);
+    case OBJLOG_CF_BLOBS: {
+        /* the partition of the key whose row names the blob (blobrefs.h) */
+        const uint8_t *row;
+        size_t rn;
+        return blobrefs_parse(k, kn, NULL, &row, &rn) < 0 ? -1
+                                                          : rangemap_partition(rm, row, rn);
+    }
     default:
         return -1;
     }
@@ -258,6 +266,8 @@ int ckpt_purge_into(objlog_store *s, const rangemap *rm, int32_t p,
     ckpt_sel sel = {.rm = rm, .p = p};
     const uint8_t *all = (const uint8_t *)"";
     if (ckpt_purge_scan(s, &sel, OBJLOG_CF_BUCKETS, all, 0, 0, NULL, 0, wb, &staged, errstr,
+                        es) < 0 ||
+        ckpt_purge_scan(s, &sel, OBJLOG_CF_BLOBS, all, 0, 0, NULL, 0, wb, &staged, errstr,
                         es) < 0)
         return -1;
     return ckpt_purge_scan(s, &sel, OBJLOG_CF_STATS, all, 0, 0, NULL, 0, wb, &staged, errstr,
@@ -427,6 +437,11 @@ int ckpt_range_row(const ckpt_range *r, int cf, const uint8_t *k, size_t kn) {
         ckpt_range_prefix(x, r);
         return kn >= sizeof(x) && memcmp(k, x, sizeof(x)) == 0;
     }
+    if (cf == OBJLOG_CF_BLOBS) {
+        const uint8_t *row;
+        size_t rn;
+        return blobrefs_parse(k, kn, NULL, &row, &rn) == 0 && ckpt_in_range(r, row, rn);
+    }
     return 0;
 }
 
@@ -465,7 +480,9 @@ int ckpt_range_purge_into(objlog_store *s, const ckpt_range *r, rocksdb_writebat
     rocksdb_writebatch_delete_cf(wb, objlog_store_cf(s, OBJLOG_CF_META), (const char *)rk, rn);
     ckpt_sel sel = {.r = r};
     if (ckpt_purge_scan(s, &sel, OBJLOG_CF_BUCKETS, r->start, r->sn, 0, r->en ? r->end : NULL,
-                        r->en, wb, &staged, errstr, es) < 0)
+                        r->en, wb, &staged, errstr, es) < 0 ||
+        ckpt_purge_scan(s, &sel, OBJLOG_CF_BLOBS, (const uint8_t *)"", 0, 0, NULL, 0, wb,
+                        &staged, errstr, es) < 0)
         return -1;
     return ckpt_purge_scan(s, &sel, OBJLOG_CF_STATS, (const uint8_t *)"b", 1, 1, NULL, 0, wb,
                            &staged, errstr, es);
@@ -577,7 +594,9 @@ static int export_rows(objlog_store *s, rocksdb_readoptions_t *ro, const rangema
     if (export_span(s, ro, rm, p, OBJLOG_CF_BUCKETS, &buckets, o, errstr, es) < 0)
         return -1;
     ckpt_span stats = {.from = (const uint8_t *)"", .filter = 1};
-    if (export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
+    ckpt_span blobs = {.from = (const uint8_t *)"", .filter = 1};
+    if (export_span(s, ro, rm, p, OBJLOG_CF_BLOBS, &blobs, o, errstr, es) < 0 ||
+        export_span(s, ro, rm, p, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
         return -1;
     static const char kinds[] = {'i', 'n', 'o', 'x'}; /* the partition's outcome rows */
     for (size_t i = 0; i < sizeof(kinds); i++) {
@@ -824,7 +843,9 @@ static int export_range_rows(objlog_store *s, rocksdb_readoptions_t *ro, const c
     uint8_t x[APPLY_OUTCOME_KEY_LEN];
     ckpt_range_prefix(x, r);
     ckpt_span outs = {.from = x, .fn = sizeof(x), .prefix = 1};
+    ckpt_span blobs = {.from = (const uint8_t *)"", .range = r};
     if (export_span(s, ro, NULL, -1, OBJLOG_CF_BUCKETS, &buckets, o, errstr, es) < 0 ||
+        export_span(s, ro, NULL, -1, OBJLOG_CF_BLOBS, &blobs, o, errstr, es) < 0 ||
         export_span(s, ro, NULL, -1, OBJLOG_CF_STATS, &stats, o, errstr, es) < 0)
         return -1;
     return export_span(s, ro, NULL, -1, OBJLOG_CF_OUTCOMES, &outs, o, errstr, es);

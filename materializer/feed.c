@@ -45,8 +45,8 @@ void feed_bucket_done(feed_bucket *fb) {
     fb->br = NULL;
 }
 
-static int stage_record(apply_batch *b, int32_t p, int64_t off, uint16_t i,
-                        const Objlog__FeedRecord *r, char *errstr, size_t es) {
+int feed_stage_record(apply_batch *b, int32_t p, int64_t off, uint16_t i,
+                      const Objlog__FeedRecord *r, char *errstr, size_t es) {
     size_t n = objlog__feed_record__get_packed_size(r);
     uint8_t *v = malloc(n ? n : 1);
     if (!v) {
@@ -89,7 +89,7 @@ int feed_stage(apply_batch *b, int32_t p, int64_t off, uint32_t epoch, const fee
         }
         r.config_id = c->id;
         r.arn = c->arn;
-        if (stage_record(b, p, off, (*next)++, &r, errstr, es) < 0)
+        if (feed_stage_record(b, p, off, (*next)++, &r, errstr, es) < 0)
             return -1;
     }
     return 0;

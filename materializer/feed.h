@@ -65,6 +65,10 @@ typedef struct feed_change {
 int feed_stage(apply_batch *b, int32_t p, int64_t off, uint32_t epoch, const feed_bucket *fb,
                const feed_change *ch, uint16_t *next, char *errstr, size_t es);
 
+/* Stages r as the i-th record of the event at (p, off). 0 or -1. */
+int feed_stage_record(apply_batch *b, int32_t p, int64_t off, uint16_t i,
+                      const Objlog__FeedRecord *r, char *errstr, size_t es);
+
 /* After the partition's oldest kept outcome moved from old_low to new_low:
  * when that crossed a multiple of FEED_TRIM_STEP, deletes p's feed rows
  * below the last multiple crossed. 0 or -1. */

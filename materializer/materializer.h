@@ -157,7 +157,8 @@ typedef enum objlog_cf {
     OBJLOG_CF_STATS,
     OBJLOG_CF_OUTCOMES,
     OBJLOG_CF_META,
-    OBJLOG_CF_INDEXES,   /* last: checkpoint streams carry CF numbers */
+    OBJLOG_CF_INDEXES,
+    OBJLOG_CF_BLOBS,     /* last: checkpoint streams carry CF numbers */
     OBJLOG_CF_COUNT
 } objlog_cf;
 
@@ -344,6 +345,25 @@ long objlog_store_feed_scan(objlog_store *s, int32_t partition, int64_t from, si
  * no longer deliver. */
 int64_t objlog_store_feed_low(objlog_store *s, int32_t partition);
 
+/* Blob references (materializer/blobrefs.h): every blob id a version or
+ * an upload's part names, by id. A row counts for the partition that
+ * holds its key under rm (the map a reader routes by); keep says which
+ * partitions the reader answers for (those applied here, say): 1 keep. */
+typedef int objlog_blob_keep_fn(void *arg, int32_t partition);
+/* fn gets each distinct blob id referenced in a kept partition, in byte
+ * order, from the first id after `after` on (NULL or "": from the
+ * first), at most max of them, all read from one snapshot; fn returning
+ * non-zero stops. Returns how many fn took, or -1 (errstr). */
+typedef int objlog_blob_fn(void *arg, const char *blob_id, size_t n);
+long objlog_store_blobs_scan(objlog_store *s, const rangemap *rm, objlog_blob_keep_fn *keep,
+                             void *karg, const char *after, size_t max, objlog_blob_fn *fn,
+                             void *arg, char *errstr, size_t errstr_size);
+/* 1 when blob id is referenced in a kept partition, 0 when not, -1
+ * (errstr). */
+int objlog_store_blob_referenced(objlog_store *s, const rangemap *rm,
+                                 objlog_blob_keep_fn *keep, void *karg, const char *id,
+                                 char *errstr, size_t errstr_size);
+
 /* Logical dump for replay-determinism checks: every row of every column
  * family (in objlog_cf order, then key order), one line per row,
  * "<cf name> <key hex> <value hex>\n", lowercase hex, read from one
@@ -465,16 +485,17 @@ int objlog_stats_row_partition(const rangemap *rm, const void *key, size_t n);
 int objlog_stats_home_route(const void *key, size_t n, keybuf *rk);
 
 /* ---- store format (storefmt.c) ---- */
-#define OBJLOG_STORE_FORMAT 4
+#define OBJLOG_STORE_FORMAT 5
 /* The format the store is in: OBJLOG_STORE_FORMAT, or 1 (a store made
  * before the stats rows were kept per partition) until it is upgraded. */
 int objlog_store_format(objlog_store *s);
-/* Upgrades a store of format 1 to 3 in place, in one WriteBatch: a
+/* Upgrades a store of an older format in place, in one WriteBatch: a
  * format-1 store's 't' and 'g' rows are recomputed per partition from the
  * 'b' rows (exact: a tenant's and the global counters are the sums of
  * their buckets' rows) and checked against the old sums; the 'r' request
  * id rows and the header rows of Unversioned buckets' keys are deleted
- * (what they said is in the rows that stay); meta "format" is set. rm: the range map the
+ * (what they said is in the rows that stay); the `blobs` rows are built
+ * from the version and part rows; meta "format" is set. rm: the range map the
  * store was applied with. 1 upgraded, 0 already current, -1 (errstr: an
  * old store whose rows disagree is refused with how to rebuild it). */
 int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr,

@@ -141,21 +141,41 @@ int stage_delete_version(apply_ev *a, uint64_t seq) {
     int rc = current ? 0 : stage_load_version(a, seq, &r);
     if (rc < 0)
         return -1;
-    if (rc == 1) {
+    keybuf row;
+    if (version_row(a, seq, &row) < 0) {
+        if (r)
+            objlog__version_record__free_unpacked(r, NULL);
+        return -1;
+    }
+    char vid[KEYCODEC_VERSION_ID_LEN];
+    if (current)
+        keycodec_version_id(seq, vid);
+    blobrefs_from f = {.key = a->ev->key.data, .kn = a->ev->key.len,
+                       .version_id = current ? (a->obj_null_before ? "null" : vid) : NULL};
+    if (current) {
+        rc = blobrefs_remove_ids(a->b, &a->blobs, a->blobs.cur, a->blobs.ncur,
+                                 BLOBREFS_VERSION, row.data, row.len, &f, a->errstr, a->es);
+    } else if (rc == 1) {
         if (r->delete_marker) {
             a->d.delete_markers--;
         } else {
             a->d.versions--;
             a->d.version_bytes -= (int64_t)(r->meta ? r->meta->size : 0);
         }
+        char **ids = NULL;
+        size_t n = 0;
+        f.version_id = r->version_id;
+        rc = blobrefs_ids_of(r->meta, &ids, &n) < 0 ? -2
+             : blobrefs_remove_ids(a->b, &a->blobs, ids, n, BLOBREFS_VERSION, row.data,
+                                   row.len, &f, a->errstr, a->es);
+        if (rc == -2)
+            snprintf(a->errstr, a->es, "out of memory");
+        blobrefs_ids_free(ids, n);
         objlog__version_record__free_unpacked(r, NULL);
     }
-    keybuf row;
-    if (version_row(a, seq, &row) < 0)
-        return -1;
     apply_batch_del(a->b, OBJLOG_CF_VERSIONS, row.data, row.len);
     keybuf_free(&row);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* Every write of the key's `objects` row notes the row's new state here,
@@ -198,6 +218,9 @@ int stage_add_version(apply_ev *a, const char *version_id, int marker,
         return -1;
     int rc = apply_batch_put_msg(a->b, OBJLOG_CF_VERSIONS, row.data, row.len,
                                  &r.base, a->errstr, a->es);
+    if (rc == 0 && !marker)
+        rc = blobrefs_add_meta(a->b, r.meta, BLOBREFS_VERSION, row.data, row.len, a->errstr,
+                               a->es);
     keybuf_free(&row);
     if (rc < 0)
         return -1;
@@ -491,8 +514,11 @@ static int row_note(apply_ev *a, const char *v, size_t vn) {
     a->obj_size_before = r->meta ? r->meta->size : 0;
     a->obj_seq_before = r->seq;
     a->obj_null_before = strcmp(r->version_id, "null") == 0;
+    int rc = blobrefs_note_current(&a->blobs, r->meta);
     objlog__version_record__free_unpacked(r, NULL);
-    return 0;
+    if (rc < 0)
+        snprintf(a->errstr, a->es, "out of memory");
+    return rc;
 }
 
 /* Before a key op stages anything: remembers the current live version
@@ -504,6 +530,10 @@ int stage_key_begin(apply_ev *a) {
     a->obj_size_before = 0;
     a->obj_seq_before = 0;
     a->obj_null_before = 0;
+    if (blobrefs_note_current(&a->blobs, NULL) < 0) {
+        snprintf(a->errstr, a->es, "out of memory");
+        return -1;
+    }
     char *v = NULL;
     size_t vn = 0;
     int rc = apply_batch_get(a->b, OBJLOG_CF_OBJECTS, a->route.data, a->route.len,
@@ -618,13 +648,15 @@ static int stage_uploads_iter_end(apply_ev *a, rocksdb_iterator_t *it, int rc) {
     return -1;
 }
 
-/* Part numbers recorded for an upload (ascending), as the batch sees them.
- * *parts is owned by the caller (free). 0 or -1. */
-static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
+/* Part numbers recorded for an upload (ascending), as the batch sees them,
+ * and their blob ids (blobs[i] of parts[i], "" for none). *parts and
+ * *blobs are owned by the caller (free; blobrefs_ids_free). 0 or -1. */
+static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts, char ***blobs,
                       size_t *n, uint64_t *bytes) {
     size_t cap = 0;
     *bytes = 0;
     *parts = NULL;
+    *blobs = NULL;
     *n = 0;
     rocksdb_iterator_t *it = apply_batch_iter(a->b, OBJLOG_CF_UPLOADS);
     int rc = 0;
@@ -639,12 +671,16 @@ static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             uint32_t *p = realloc(*parts, cap * sizeof(*p));
-            if (!p) {
+            char **bl = p ? realloc(*blobs, cap * sizeof(*bl)) : NULL;
+            if (p)
+                *parts = p;
+            if (bl)
+                *blobs = bl;
+            if (!p || !bl) {
                 snprintf(a->errstr, a->es, "out of memory");
                 rc = -1;
                 break;
             }
-            *parts = p;
         }
         size_t vn;
         const char *v = rocksdb_iter_value(it, &vn);
@@ -656,8 +692,15 @@ static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
             break;
         }
         *bytes += pr->size;
+        char *blob = strdup(pr->blob_id ? pr->blob_id : "");
         objlog__part_record__free_unpacked(pr, NULL);
+        if (!blob) {
+            snprintf(a->errstr, a->es, "out of memory");
+            rc = -1;
+            break;
+        }
         const uint8_t *be = k + urow->len;
+        (*blobs)[*n] = blob;
         (*parts)[(*n)++] = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 |
                            (uint32_t)be[2] << 8 | be[3];
     }
@@ -670,11 +713,12 @@ static int list_parts(apply_ev *a, const keybuf *urow, uint32_t **parts,
 int stage_remove_upload(apply_ev *a, const char *upload_id) {
     keybuf row;
     uint32_t *parts;
+    char **blobs;
     size_t n;
     uint64_t bytes;
     if (stage_upload_row(a, upload_id, &row) < 0)
         return -1;
-    int rc = list_parts(a, &row, &parts, &n, &bytes);
+    int rc = list_parts(a, &row, &parts, &blobs, &n, &bytes);
     a->d.uploads--;
     a->d.upload_part_bytes -= (int64_t)bytes;
     if (rc == 0)
@@ -684,11 +728,16 @@ int stage_remove_upload(apply_ev *a, const char *upload_id) {
         keybuf prow;
         rc = stage_part_row(a, upload_id, parts[i], &prow);
         if (rc == 0) {
+            blobrefs_from f = {.key = a->ev->key.data, .kn = a->ev->key.len,
+                               .upload_id = upload_id};
             apply_batch_del(a->b, OBJLOG_CF_UPLOADS, prow.data, prow.len);
+            rc = blobrefs_remove(a->b, &a->blobs, blobs[i], BLOBREFS_PART, prow.data,
+                                 prow.len, &f, a->errstr, a->es);
             keybuf_free(&prow);
         }
     }
     free(parts);
+    blobrefs_ids_free(blobs, n);
     return rc;
 }
 
@@ -698,7 +747,64 @@ typedef struct bucket_rows {
     keybuf *keys;
     size_t n, cap;
     int64_t uploads, part_bytes;
+    /* The part rows that name a blob: keys[part[i]] names blob[i], of
+     * upload[i] (an index into ups, the upload records read). */
+    size_t *part, *upload, nref, capref;
+    char **blob;
+    Objlog__UploadRecord **ups;
+    size_t nups;
 } bucket_rows;
+
+static void bucket_rows_free(bucket_rows *r) {
+    for (size_t i = 0; i < r->n; i++)
+        keybuf_free(&r->keys[i]);
+    free(r->keys);
+    free(r->part);
+    free(r->upload);
+    blobrefs_ids_free(r->blob, r->nref);
+    for (size_t i = 0; i < r->nups; i++)
+        objlog__upload_record__free_unpacked(r->ups[i], NULL);
+    free(r->ups);
+}
+
+/* Notes that the part row about to be keys[r->n] names blob (taken). */
+static int bucket_rows_ref(bucket_rows *r, char *blob) {
+    if (r->nref == r->capref) {
+        size_t cap = r->capref ? r->capref * 2 : 16;
+        size_t *pa = realloc(r->part, cap * sizeof(*pa));
+        if (pa)
+            r->part = pa;
+        size_t *up = realloc(r->upload, cap * sizeof(*up));
+        if (up)
+            r->upload = up;
+        char **bl = realloc(r->blob, cap * sizeof(*bl));
+        if (bl)
+            r->blob = bl;
+        if (!pa || !up || !bl) {
+            free(blob);
+            return -1;
+        }
+        r->capref = cap;
+    }
+    r->part[r->nref] = r->n;
+    r->upload[r->nref] = r->nups - 1;
+    r->blob[r->nref++] = blob;
+    return 0;
+}
+
+static int bucket_rows_upload(bucket_rows *r, const char *v, size_t vn) {
+    Objlog__UploadRecord *u = objlog__upload_record__unpack(NULL, vn, (const uint8_t *)v);
+    if (!u)
+        return -1;
+    Objlog__UploadRecord **g = realloc(r->ups, (r->nups + 1) * sizeof(*g));
+    if (!g) {
+        objlog__upload_record__free_unpacked(u, NULL);
+        return -1;
+    }
+    r->ups = g;
+    r->ups[r->nups++] = u;
+    return 0;
+}
 
 static int bucket_rows_add(apply_ev *a, bucket_rows *r, const char *k, size_t kn) {
     if (r->n == r->cap) {
@@ -742,10 +848,23 @@ static int bucket_rows_scan(apply_ev *a, bucket_rows *r) {
                 break;
             }
             r->part_bytes += (int64_t)pr->size;
+            int named = pr->blob_id && pr->blob_id[0] && r->nups;
+            char *blob = named ? strdup(pr->blob_id) : NULL;
             objlog__part_record__free_unpacked(pr, NULL);
+            if (named && (!blob || bucket_rows_ref(r, blob) < 0)) {
+                snprintf(a->errstr, a->es, "out of memory");
+                rc = -1;
+                break;
+            }
         } else {
             r->uploads++;
             up = r->n;
+            const char *v = rocksdb_iter_value(it, &vn);
+            if (bucket_rows_upload(r, v, vn) < 0) {
+                snprintf(a->errstr, a->es, "upload record in %s: corrupt", a->ev->bucket);
+                rc = -1;
+                break;
+            }
         }
         rc = bucket_rows_add(a, r, k, kn);
     }
@@ -755,12 +874,16 @@ static int bucket_rows_scan(apply_ev *a, bucket_rows *r) {
 int stage_drop_bucket_uploads(apply_ev *a) {
     bucket_rows r = {0};
     int rc = bucket_rows_scan(a, &r);
-    for (size_t i = 0; i < r.n; i++) {
-        if (rc == 0)
-            apply_batch_del(a->b, OBJLOG_CF_UPLOADS, r.keys[i].data, r.keys[i].len);
-        keybuf_free(&r.keys[i]);
+    for (size_t i = 0; rc == 0 && i < r.n; i++)
+        apply_batch_del(a->b, OBJLOG_CF_UPLOADS, r.keys[i].data, r.keys[i].len);
+    for (size_t i = 0; rc == 0 && i < r.nref; i++) {
+        const Objlog__UploadRecord *u = r.ups[r.upload[i]];
+        const keybuf *row = &r.keys[r.part[i]];
+        blobrefs_from f = {.key = u->key.data, .kn = u->key.len, .upload_id = u->upload_id};
+        rc = blobrefs_remove(a->b, &a->blobs, r.blob[i], BLOBREFS_PART, row->data, row->len,
+                             &f, a->errstr, a->es);
     }
-    free(r.keys);
+    bucket_rows_free(&r);
     if (rc == 0) {
         a->d.uploads -= r.uploads;
         a->d.upload_part_bytes -= r.part_bytes;

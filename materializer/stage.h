@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "blobrefs.h"
 #include "dedup.h"
 #include "feed.h"
 #include "indexes.h"
@@ -59,6 +60,7 @@ typedef struct apply_ev {
     const char *feed_etag;
     uint32_t map_epoch;
     uint16_t feed_n;
+    blobrefs_ev blobs;       /* blob references removed (blobrefs.h) */
 } apply_ev;
 
 /* Loaders of a record as the batch sees it: 1 found (*out owned by the

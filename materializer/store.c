@@ -79,7 +79,7 @@ struct objlog_store {
 
 static const char *const store_cf_names[OBJLOG_CF_COUNT] = {
     "versions", "objects", "buckets", "uploads", "stats", "outcomes", "meta",
-    "indexes",
+    "indexes", "blobs",
 };
 
 uint64_t objlog_store_outcomes_gen(objlog_store *s) { return atomic_load(&s->outcomes_gen); }

@@ -17,9 +17,11 @@
  *      it already; and no header row for the keys of an Unversioned
  *      bucket, whose one version (the null one) `objects` shows. Both go
  *      by deletion alone: every fact they held is in the rows that stay.
+ *   5  "5". The `blobs` CF (blobrefs.h): a row per blob a version or a
+ *      part names, derived from those rows alone.
  *
  * A new store (no row in any column family) gets the current marker at
- * open. A store of format 1, 2 or 3 opens, but only objlog_store_upgrade, given
+ * open. A store of an older format opens, but only objlog_store_upgrade, given
  * the range map it was applied with, makes it current: the materializer
  * calls it before its first batch, so nothing reads or applies rows of
  * an old layout. A marker naming a later format is refused at open.
@@ -38,6 +40,8 @@
  * never a mix; an interrupted upgrade simply runs again at the next start.
  */
 #include "materializer.h"
+
+#include "blobrefs.h"
 
 #include "keycodec.h"
 #include "storefmt.h"
@@ -551,6 +555,93 @@ static int fmt_drop_headers(objlog_store *s, rocksdb_writebatch_t *wb, char *why
     return why[0] ? -1 : 0;
 }
 
+/* Stages the `blobs` rows of one referencing row. */
+static int fmt_refs(rocksdb_writebatch_t *wb, rocksdb_column_family_handle_t *cf, char **ids,
+                    size_t n, char tag, const char *row, size_t rn, char *why, size_t wn) {
+    for (size_t i = 0; i < n; i++) {
+        keybuf k;
+        if (blobrefs_key(&k, ids[i], tag, (const uint8_t *)row, rn) < 0) {
+            snprintf(why, wn, "out of memory");
+            return -1;
+        }
+        rocksdb_writebatch_put_cf(wb, cf, (const char *)k.data, k.len, "", 0);
+        keybuf_free(&k);
+    }
+    return 0;
+}
+
+/* The blob ids named by row (k, v) of cf: a version row's, or a part
+ * row's (its key is the upload row before it, last, and four bytes). */
+static int fmt_row_ids(objlog_cf cf, const char *k, size_t kn, const char *v, size_t vn,
+                       keybuf *last, char ***ids, size_t *n) {
+    if (cf == OBJLOG_CF_VERSIONS) {
+        if (objlog_versions_row_is_header(k, kn))
+            return 0;
+        Objlog__VersionRecord *r = objlog__version_record__unpack(NULL, vn, (const uint8_t *)v);
+        if (!r)
+            return -1;
+        int rc = r->delete_marker ? 0 : blobrefs_ids_of(r->meta, ids, n);
+        objlog__version_record__free_unpacked(r, NULL);
+        return rc;
+    }
+    if (!(last->len && kn == last->len + 4 && memcmp(k, last->data, last->len) == 0)) {
+        keybuf_reset(last);
+        return keybuf_append(last, k, kn);
+    }
+    Objlog__PartRecord *p = objlog__part_record__unpack(NULL, vn, (const uint8_t *)v);
+    if (!p)
+        return -1;
+    int rc = 0;
+    if (p->blob_id && p->blob_id[0]) {
+        char **g = realloc(*ids, sizeof(*g));
+        if (g)
+            *ids = g;
+        if (!g || !(g[0] = strdup(p->blob_id)))
+            rc = -1;
+        else
+            *n = 1;
+    }
+    objlog__part_record__free_unpacked(p, NULL);
+    return rc;
+}
+
+/* To format 5: the `blobs` rows of every version and part already kept. */
+static int fmt_build_blobrefs(objlog_store *s, rocksdb_writebatch_t *wb, char *why, size_t wn) {
+    static const objlog_cf cfs[] = {OBJLOG_CF_VERSIONS, OBJLOG_CF_UPLOADS};
+    rocksdb_column_family_handle_t *bcf = objlog_store_cf(s, OBJLOG_CF_BLOBS);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    for (size_t c = 0; c < 2 && !why[0]; c++) {
+        keybuf last;
+        keybuf_init(&last);
+        rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(s), ro,
+                                                            objlog_store_cf(s, cfs[c]));
+        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !why[0];
+             rocksdb_iter_next(it)) {
+            size_t kn, vn;
+            const char *k = rocksdb_iter_key(it, &kn);
+            const char *v = rocksdb_iter_value(it, &vn);
+            char **ids = NULL;
+            size_t n = 0;
+            if (fmt_row_ids(cfs[c], k, kn, v, vn, &last, &ids, &n) < 0)
+                snprintf(why, wn, "a %s row is corrupt", objlog_cf_name(cfs[c]));
+            else
+                fmt_refs(wb, bcf, ids, n,
+                         cfs[c] == OBJLOG_CF_VERSIONS ? BLOBREFS_VERSION : BLOBREFS_PART, k, kn,
+                         why, wn);
+            blobrefs_ids_free(ids, n);
+        }
+        char *err = NULL;
+        rocksdb_iter_get_error(it, &err);
+        rocksdb_iter_destroy(it);
+        keybuf_free(&last);
+        if (err && !why[0])
+            snprintf(why, wn, "scan %s: %s", objlog_cf_name(cfs[c]), err);
+        rocksdb_free(err);
+    }
+    rocksdb_readoptions_destroy(ro);
+    return why[0] ? -1 : 0;
+}
+
 int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr, size_t es) {
     int fmt = 0;
     int rc = fmt_read(s, &fmt, errstr, es);
@@ -575,6 +666,8 @@ int objlog_store_upgrade(objlog_store *s, const rangemap *rm, char *errstr, size
         rc = fmt_drop_rids(s, wb, why, sizeof(why));
     if (rc == 0)
         rc = fmt_drop_headers(s, wb, why, sizeof(why));
+    if (rc == 0 && from < 5)
+        rc = fmt_build_blobrefs(s, wb, why, sizeof(why));
     if (rc == 0) {
         fmt_marker_put(wb, s);
         rc = fmt_write(s, wb, why, sizeof(why));

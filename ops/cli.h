@@ -11,6 +11,7 @@
  *   cmd_stats.c   stats usage
  *   cmd_lifecycle.c lifecycle set|get|delete|status
  *   cmd_notify.c  notify set|get|delete
+ *   cmd_blobs.c   blobs ls
  *   lag.c topics.c bench*.c (bench_int.h, bench_cond.h)
  *
  * Exit codes, process-wide: 0 ok, 1 the request failed, 2 usage error.
@@ -109,6 +110,7 @@ extern const cli_cmd cli_stats_cmds[];
 extern const cli_cmd cli_lifecycle_cmds[]; /* cmd_lifecycle.c */
 extern const cli_cmd cli_notify_cmds[];    /* cmd_notify.c */
 extern const cli_cmd cli_ranges_cmds[];    /* ranges ls (cmd_ranges.c) */
+extern const cli_cmd cli_blobs_cmds[];     /* blobs ls (cmd_blobs.c) */
 
 /* Options every command takes; a command's table ends with these, then
  * {0}. Own options use values from CLI_OPT_OWN on (or a letter). */

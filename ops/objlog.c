@@ -47,6 +47,7 @@ static const char general_usage[] =
     "  bench                      benchmarks\n"
     "  lifecycle set|get|delete|status  a bucket's lifecycle rules\n"
     "  notify set|get|delete|status  a bucket's event notifications\n"
+    "  blobs ls                   the blob ids the node's partitions reference\n"
     "Every command takes --url URL (default $OBJLOG_URL or " CLI_DEFAULT_URL "),\n"
     "--token TOKEN (default $OBJLOG_TOKEN: objlogd --api-credentials' Bearer token),\n"
     "--json and --help. Options may follow arguments; \"--\" ends the options\n"
@@ -98,6 +99,14 @@ static const cli_cmd ranges_group[] = {
      cli_ranges_cmds},
     {NULL, NULL, NULL, NULL, NULL}};
 
+static const cli_cmd blobs_group[] = {
+    {"blobs", "blobs", NULL,
+     "usage: objlog blobs SUBCOMMAND ...\n"
+     "  ls                          the blob ids the node's partitions reference\n"
+     "objlog help blobs SUBCOMMAND shows one.\n",
+     cli_blobs_cmds},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static const cli_cmd ops_cmds[] = {
     {"lag", "lag", lag_main, lag_usage_text, NULL},
     {"cluster", "cluster", cluster_main, cluster_usage_text, NULL},
@@ -107,7 +116,7 @@ static const cli_cmd ops_cmds[] = {
 
 static const cli_cmd *const cmd_tables[] = {cli_bucket_cmds, cli_object_cmds, mpu_group,
                                             cli_stats_cmds, ops_cmds, lifecycle_group, cli_index_cmds,
-                                            ranges_group, notify_group};
+                                            ranges_group, notify_group, blobs_group};
 
 static const cli_cmd *cmd_find(const cli_cmd *t, const char *name) {
     for (; t && t->name; t++)

@@ -87,20 +87,25 @@ run_tests() { # dir, label
 # The S3 endpoint is on in the run command (127.0.0.1:9000, unsigned
 # requests accepted: loopback only) unless the flags or the environment
 # choose one, and keeps object bytes in $OBJLOG_HOME/blobs unless they say
-# where bytes go (--blob-dir, --s3-blob-url).
+# where bytes go (--blob-dir, --s3-blob-url); the blob-release records go to
+# objlog.blob-releases, from which that directory deletes what nothing
+# references any more.
 s3_flags() { # blob-dir objlogd flags...
-  local a blobs=$1 listen=1 bytes=1
+  local a blobs=$1 listen=1 bytes=1 releases=1
   shift
   for a in "$@"; do
     case "$a" in
       --s3-listen|--s3-listen=*) listen=0 ;;
       --blob-dir|--blob-dir=*|--s3-blob-url|--s3-blob-url=*) bytes=0 ;;
+      --blob-release-topic|--blob-release-topic=*) releases=0 ;;
     esac
   done
   [ -n "${OBJLOG_S3_LISTEN:-}" ] && listen=0
   [ -n "${OBJLOG_BLOB_DIR:-}${OBJLOG_S3_BLOB_URL:-}" ] && bytes=0
+  [ -n "${OBJLOG_BLOB_RELEASE_TOPIC:-}" ] && releases=0
   [ $listen = 1 ] && echo --s3-listen 127.0.0.1:9000 --s3-anonymous
   [ $bytes = 1 ] && echo --blob-dir "$blobs"
+  [ $bytes = 1 ] && [ $releases = 1 ] && echo --blob-release-topic objlog.blob-releases
   return 0
 }
 

@@ -85,6 +85,9 @@ void objlogd_usage(FILE *f) {
             "                the key of FILE's line \"ACCESS_KEY_ID SECRET [REGION]\";\n"
             "                writes in flight spool under --data; for nodes that share no\n"
             "                disk)\n"
+            "               [--blob-release-topic TOPIC] (a record per blob id whose last\n"
+            "                reference in a partition went away, exactly once; with\n"
+            "                --blob-dir the store deletes the files nothing references)\n"
             "               [--token-secret-file FILE] (signs continuation tokens; the\n"
             "                nodes of a cluster share one; default: the store's own)\n"
             "               [--rate-limit-bucket RPS[:BURST]] (requests per second of a\n"
@@ -121,7 +124,7 @@ void objlogd_usage(FILE *f) {
             "     OBJLOG_EVENTUAL_MAX_LAG OBJLOG_STANDBYS OBJLOG_S3_LISTEN\n"
             "     OBJLOG_S3_REGION OBJLOG_S3_DOMAIN OBJLOG_S3_BLOB_URL OBJLOG_BLOB_DIR\n"
             "     OBJLOG_API_CREDENTIALS OBJLOG_KAFKA_CONFIG OBJLOG_TLS_CERT\n"
-            "     OBJLOG_TLS_KEY OBJLOG_TLS_CA\n"
+            "     OBJLOG_TLS_KEY OBJLOG_TLS_CA OBJLOG_BLOB_RELEASE_TOPIC\n"
             "     OBJLOG_RATE_LIMIT_BUCKET OBJLOG_RATE_LIMIT_TENANT OBJLOG_SLOWDOWN_LAG\n",
             OBJLOG_CLUSTER_STANDBYS_MAX);
 }
@@ -280,6 +283,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->s3_blob_url = v;
     if ((v = getenv("OBJLOG_BLOB_DIR")) && *v)
         c->blob_dir = v;
+    if ((v = getenv("OBJLOG_BLOB_RELEASE_TOPIC")) && *v)
+        c->blob_release_topic = v;
     if ((v = getenv("OBJLOG_STANDBYS")) && *v &&
         parse_int("OBJLOG_STANDBYS", v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys) < 0)
         return -1;
@@ -346,7 +351,7 @@ enum {
     OPT_S3_LISTEN, OPT_S3_REGION, OPT_S3_DOMAIN, OPT_S3_CREDENTIALS, OPT_S3_ANONYMOUS,
     OPT_INSECURE, OPT_API_CREDENTIALS, OPT_KAFKA_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY,
     OPT_TLS_CA,
-    OPT_S3_BLOB_URL, OPT_BLOB_DIR, OPT_BLOB_S3, OPT_BLOB_S3_CREDENTIALS, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
+    OPT_S3_BLOB_URL, OPT_BLOB_DIR, OPT_BLOB_S3, OPT_BLOB_S3_CREDENTIALS, OPT_BLOB_RELEASE_TOPIC, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_TEST_HANDOFF_PAUSE_MS,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG, OPT_AUTO_SPLIT,
     OPT_AUTO_SPLIT_RATE, OPT_AUTO_SPLIT_SECONDS
@@ -405,6 +410,7 @@ static const struct option objlogd_options[] = {
     {"blob-dir", required_argument, NULL, OPT_BLOB_DIR},
     {"blob-s3", required_argument, NULL, OPT_BLOB_S3},
     {"blob-s3-credentials", required_argument, NULL, OPT_BLOB_S3_CREDENTIALS},
+    {"blob-release-topic", required_argument, NULL, OPT_BLOB_RELEASE_TOPIC},
     {"rate-limit-bucket", required_argument, NULL, OPT_RATE_LIMIT_BUCKET},
     {"rate-limit-tenant", required_argument, NULL, OPT_RATE_LIMIT_TENANT},
     {"slowdown-lag", required_argument, NULL, OPT_SLOWDOWN_LAG},
@@ -487,6 +493,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
     case OPT_BLOB_DIR: c->blob_dir = v; return 0;
     case OPT_BLOB_S3: c->blob_s3 = v; return 0;
     case OPT_BLOB_S3_CREDENTIALS: c->blob_s3_credentials = v; return 0;
+    case OPT_BLOB_RELEASE_TOPIC: c->blob_release_topic = v; return 0;
     case OPT_RATE_LIMIT_BUCKET: return parse_rate(flag, v, c->rl_bucket);
     case OPT_RATE_LIMIT_TENANT: return parse_rate(flag, v, c->rl_tenant);
     case OPT_SLOWDOWN_LAG: return parse_int(flag, v, 0, INT_MAX, &c->slowdown_lag);

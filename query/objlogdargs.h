@@ -49,6 +49,7 @@ typedef struct objlogd_conf {
     int s3_port;
     const char *s3_region, *s3_domain, *s3_credentials, *s3_blob_url, *blob_dir;
     const char *blob_s3, *blob_s3_credentials; /* --blob-s3: bytes in an S3 store */
+    const char *blob_release_topic; /* BlobReleased records go there */
     int s3_anonymous;
     int insecure;                /* credentials files others may read, or an
                                     open JSON API off loopback: allowed */

@@ -89,6 +89,9 @@ typedef struct objlog_query_conf {
     const char *blob_s3;         /* blobs in this S3 store instead, blob_dir
                                     their spool (blob.h, remote backend) */
     const char *blob_s3_credentials;
+    const char *blob_release_topic; /* BlobReleased records (the change
+                                    feed's, notifier.h) go to this topic,
+                                    exactly once; NULL: nowhere */
     const uint8_t *token_key;    /* OBJLOG_TOKEN_SECRET_LEN bytes that sign
                                     continuation tokens; NULL: the store's
                                     own secret. Nodes of a cluster share one

@@ -12,6 +12,7 @@
 #include "query.h"
 #include "admit.h"
 #include "api.h"
+#include "blobgc.h"
 #include "cluster.h"
 #include "notifier.h"
 #include "ranges.h"
@@ -164,6 +165,25 @@ static int service_listen(objlog_query *q, const objlog_query_conf *conf, char *
                          errstr_size);
 }
 
+/* The blob directory's collector: a local --blob-dir with release
+ * records to read, on a node that answers for every partition. The nodes
+ * of a machine share one directory, and a check there would need every
+ * node's view: not collected in a cluster (yet). 0 or -1. */
+static int service_blobgc_start(objlog_query *q, const objlog_query_conf *conf, char *errstr,
+                                size_t errstr_size) {
+    if (!conf->blob_release_topic || !*conf->blob_release_topic || !q->s3 || !q->s3->blobs ||
+        blobstore_remote(q->s3->blobs))
+        return 0;
+    if (conf->cluster) {
+        objlog_logf(OBJLOG_LEVEL_INFO, "blobgc", "%s is not collected: the nodes of a cluster "
+                    "share it and no node sees every reference", blobstore_dir(q->s3->blobs));
+        return 0;
+    }
+    blobgc_conf gc = {.brokers = q->brokers, .topic = conf->blob_release_topic,
+                      .bs = q->s3->blobs, .store = q->store, .m = q->m, .wm = q->wm};
+    return (q->blobgc = blobgc_new(&gc, errstr, errstr_size)) ? 0 : -1;
+}
+
 objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
                                size_t errstr_size) {
     if (!conf->brokers || !conf->store || !conf->materializer) {
@@ -250,11 +270,13 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
         objlog_query_destroy(q);
         return NULL;
     }
-    notifier_conf nc = {.brokers = q->brokers, .topic = q->topic, .region = conf->s3_region};
+    notifier_conf nc = {.brokers = q->brokers, .topic = q->topic, .region = conf->s3_region,
+                        .release_topic = conf->blob_release_topic};
     if (!(q->lc = lc_worker_new(q, conf->lifecycle_interval_ms,
                                 conf->lifecycle_clock_offset_ms, conf->lifecycle_max_rate,
                                 errstr, errstr_size)) ||
         !(q->notify = notifier_new(q->store, q->m, &nc, errstr, errstr_size)) ||
+        service_blobgc_start(q, conf, errstr, errstr_size) < 0 ||
         service_listen(q, conf, errstr, errstr_size) < 0) {
         objlog_query_destroy(q);
         return NULL;
@@ -323,6 +345,8 @@ void objlog_query_destroy(objlog_query *q) {
     q->lc = NULL;
     notifier_destroy(q->notify);
     q->notify = NULL;
+    blobgc_destroy(q->blobgc); /* its fence gives up within a poll */
+    q->blobgc = NULL;
     objlog_materializer_cancel_waits(q->m);
     ranges_finisher_stop(q);
     cluster_destroy(q->cluster);

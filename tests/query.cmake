@@ -120,6 +120,21 @@ endif()
 objlog_add_test(test_notify_api SOURCES test_notify_api.c TIMEOUT 120
   LIBS objlog_testkit PkgConfig::JANSSON)
 add_dependencies(test_notify_api objlogd objlog)
+# The blob references a node's partitions hold: GET /v1/blobs
+# (query/api/blobsapi.c) and `objlog blobs ls` against objlogd --embedded.
+objlog_add_test(test_blobs_api SOURCES test_blobs_api.c TIMEOUT 120
+  LIBS objlog_testkit PkgConfig::JANSSON)
+add_dependencies(test_blobs_api objlogd objlog)
+# The blob directory's collection rounds and CopyObject's pins
+# (query/blob/blob.h) on a real directory, the view's fence and reference
+# check faked: no Kafka, no store.
+objlog_add_test(test_blobgc SOURCES test_blobgc.c TIMEOUT 60 LIBS objlog_query objlog_testkit)
+# The collector end to end: objlogd --embedded with --blob-release-topic,
+# written through its S3 endpoint; exactly the unreferenced blobs go.
+objlog_add_test(test_blobgc_e2e SOURCES test_blobgc_e2e.c TIMEOUT 180
+  LIBS objlog_testkit PkgConfig::CRYPTO)
+add_dependencies(test_blobgc_e2e objlogd)
+
 # Attribute indexes over HTTP.
 objlog_add_test(test_http_indexes SOURCES test_http_indexes.c httpenv.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)

@@ -440,6 +440,434 @@ static void test_trim(void **state) {
     close_fixture(&f);
 }
 
+/* ---- blob releases (materializer/blobrefs.c) ---- */
+
+#define BL_IDS 512     /* distinct blob ids at most */
+#define BL_VERSIONS 64 /* versions remembered for deletes by id */
+
+/* The blob ids referenced in each partition, read from the version and
+ * part rows themselves (not the `blobs` CF the state machine keeps): the
+ * oracle the releases are checked against. ref[p][i]: id i referenced. */
+typedef struct bl_refs {
+    unsigned char ref[NPARTS][BL_IDS];
+} bl_refs;
+
+typedef struct bl_world {
+    fixture *f;
+    char ids[BL_IDS][16];
+    int nids;
+    int released[NPARTS][BL_IDS];    /* records seen */
+    int expected[NPARTS][BL_IDS];    /* times the oracle saw the last ref go */
+    char uploads[16][24];            /* upload ids in progress: bucket|key|id */
+    char ubucket[16][16], ukey[16][8];
+    int nuploads;
+    char vers[BL_VERSIONS][40];      /* versions written to the versioned bucket */
+    char vkeys[BL_VERSIONS][8];
+    int nvers;
+    const char *buckets[3];          /* unversioned, versioned, another partition */
+} bl_world;
+
+static int bl_index(bl_world *w, const char *id) {
+    for (int i = 0; i < w->nids; i++)
+        if (strcmp(w->ids[i], id) == 0)
+            return i;
+    fail_msg("unknown blob id %s", id);
+    return -1;
+}
+
+static void bl_mark(bl_world *w, bl_refs *r, const uint8_t *k, size_t kn, const char *id) {
+    if (!id || !id[0])
+        return;
+    int p = rangemap_partition(w->f->rm, k, kn);
+    assert_true(p >= 0 && p < NPARTS);
+    r->ref[p][bl_index(w, id)] = 1;
+}
+
+static void bl_oracle(bl_world *w, bl_refs *r) {
+    memset(r, 0, sizeof(*r));
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    static const objlog_cf cfs[] = {OBJLOG_CF_VERSIONS, OBJLOG_CF_UPLOADS};
+    for (int c = 0; c < 2; c++) {
+        rocksdb_iterator_t *it = rocksdb_create_iterator_cf(objlog_store_db(w->f->store), ro,
+                                                            objlog_store_cf(w->f->store, cfs[c]));
+        char last[512];
+        size_t lastn = 0;
+        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+            size_t kn, vn;
+            const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kn);
+            const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vn);
+            if (cfs[c] == OBJLOG_CF_VERSIONS) {
+                if (objlog_versions_row_is_header(k, kn))
+                    continue;
+                Objlog__VersionRecord *vr = objlog__version_record__unpack(NULL, vn, v);
+                assert_non_null(vr);
+                if (vr->meta) {
+                    bl_mark(w, r, k, kn, vr->meta->blob_id);
+                    for (size_t i = 0; i < vr->meta->n_parts; i++)
+                        bl_mark(w, r, k, kn, vr->meta->parts[i]->blob_id);
+                }
+                objlog__version_record__free_unpacked(vr, NULL);
+            } else if (lastn && kn == lastn + 4 && memcmp(k, last, lastn) == 0) {
+                Objlog__PartRecord *pr = objlog__part_record__unpack(NULL, vn, v);
+                assert_non_null(pr);
+                bl_mark(w, r, k, kn, pr->blob_id);
+                objlog__part_record__free_unpacked(pr, NULL);
+            } else {
+                assert_true(kn <= sizeof(last));
+                memcpy(last, k, kn);
+                lastn = kn;
+            }
+        }
+        rocksdb_iter_destroy(it);
+    }
+    rocksdb_readoptions_destroy(ro);
+}
+
+typedef struct bl_scan {
+    bl_world *w;
+    int32_t p;
+    int (*released)[BL_IDS];
+} bl_scan;
+
+static int bl_took(void *arg, int64_t off, uint16_t i, const Objlog__FeedRecord *r) {
+    (void)off;
+    (void)i;
+    bl_scan *s = arg;
+    if (strcmp(r->event_name, "BlobReleased") != 0)
+        return 0;
+    assert_string_equal(r->config_id, "");
+    assert_int_equal(strlen(r->sequencer), FEED_SEQUENCER_LEN);
+    s->released[s->p][bl_index(s->w, r->blob_id)]++;
+    return 0;
+}
+
+/* Applies ev and checks it against the oracle: the ids whose last
+ * reference in a partition went are exactly those the partition's
+ * BlobReleased records of this event name. */
+static Objlog__OutcomeCode bl_apply(bl_world *w, Objlog__Event *ev, char *out, size_t on,
+                                    int upload_id) {
+    bl_refs before, after;
+    bl_oracle(w, &before);
+    int32_t p = part_of(w->f, ev->bucket);
+    int64_t off = w->f->offset[p];
+    Objlog__OutcomeCode code = apply(w->f, ev, NULL, 0);
+    char err[256];
+    if (out) {
+        Objlog__Outcome *o;
+        assert_int_equal(objlog_store_get_outcome(w->f->store, p, off, &o, err, sizeof(err)), 1);
+        snprintf(out, on, "%s", upload_id ? o->upload_id : o->version_id);
+        objlog__outcome__free_unpacked(o, NULL);
+    }
+    bl_oracle(w, &after);
+    int got[NPARTS][BL_IDS];
+    memset(got, 0, sizeof(got));
+    bl_scan sc = {w, p, got};
+    assert_true(objlog_store_feed_scan(w->f->store, p, off, SIZE_MAX, bl_took, &sc, err,
+                                       sizeof(err)) >= 0);
+    for (int q = 0; q < NPARTS; q++)
+        for (int i = 0; i < w->nids; i++) {
+            int want = q == p && before.ref[q][i] && !after.ref[q][i];
+            if (got[q][i] != want)
+                fail_msg("offset %lld of partition %d (%s): blob %s released %d times, "
+                         "expected %d", (long long)off, p, ev->bucket, w->ids[i], got[q][i],
+                         want);
+            w->released[q][i] += got[q][i];
+            w->expected[q][i] += want;
+        }
+    return code;
+}
+
+static const char *bl_new_id(bl_world *w) {
+    assert_true(w->nids < BL_IDS);
+    snprintf(w->ids[w->nids], sizeof(w->ids[0]), "blob-%04d", w->nids);
+    return w->ids[w->nids++];
+}
+
+/* An id some row references now (a copy shares it), or a new one. */
+static const char *bl_some_id(bl_world *w, unsigned *seed) {
+    bl_refs r;
+    bl_oracle(w, &r);
+    int start = w->nids ? (int)(rand_r(seed) % (unsigned)w->nids) : 0;
+    for (int j = 0; j < w->nids; j++) {
+        int i = (start + j) % w->nids;
+        for (int q = 0; q < NPARTS; q++)
+            if (r.ref[q][i])
+                return w->ids[i];
+    }
+    return bl_new_id(w);
+}
+
+static Objlog__OutcomeCode bl_put(bl_world *w, const char *bucket, const char *key,
+                                  const char *blob) {
+    Objlog__ObjectMeta m = OBJLOG__OBJECT_META__INIT;
+    m.size = 3;
+    m.etag = "e";
+    m.blob_id = (char *)blob;
+    Objlog__PutObject po = OBJLOG__PUT_OBJECT__INIT;
+    po.meta = &m;
+    po.copy_source = "";
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.key.data = (uint8_t *)key;
+    ev.key.len = strlen(key);
+    ev.op_case = OBJLOG__EVENT__OP_PUT_OBJECT;
+    ev.put_object = &po;
+    char vid[40];
+    Objlog__OutcomeCode c = bl_apply(w, &ev, vid, sizeof(vid), 0);
+    if (c == OBJLOG__OUTCOME_CODE__OUTCOME_OK && bucket == w->buckets[1] &&
+        w->nvers < BL_VERSIONS) {
+        snprintf(w->vers[w->nvers], sizeof(w->vers[0]), "%s", vid);
+        snprintf(w->vkeys[w->nvers++], sizeof(w->vkeys[0]), "%s", key);
+    }
+    return c;
+}
+
+static Objlog__OutcomeCode bl_delete(bl_world *w, const char *bucket, const char *key,
+                                     const char *vid) {
+    Objlog__DeleteObject d = OBJLOG__DELETE_OBJECT__INIT;
+    d.version_id = (char *)(vid ? vid : "");
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    ev.bucket = (char *)bucket;
+    ev.key.data = (uint8_t *)key;
+    ev.key.len = strlen(key);
+    ev.op_case = OBJLOG__EVENT__OP_DELETE_OBJECT;
+    ev.delete_object = &d;
+    return bl_apply(w, &ev, NULL, 0, 0);
+}
+
+static void bl_upload_op(bl_world *w, unsigned *seed) {
+    Objlog__Event ev = OBJLOG__EVENT__INIT;
+    int which = (int)(rand_r(seed) % 4);
+    if (which == 0 || !w->nuploads) {
+        if (w->nuploads == 16)
+            return;
+        const char *b = w->buckets[rand_r(seed) % 3];
+        char key[8];
+        snprintf(key, sizeof(key), "m%u", rand_r(seed) % 4);
+        Objlog__ObjectMeta m = OBJLOG__OBJECT_META__INIT;
+        Objlog__CreateUpload cu = OBJLOG__CREATE_UPLOAD__INIT;
+        cu.meta = &m;
+        ev.bucket = (char *)b;
+        ev.key.data = (uint8_t *)key;
+        ev.key.len = strlen(key);
+        ev.op_case = OBJLOG__EVENT__OP_CREATE_UPLOAD;
+        ev.create_upload = &cu;
+        int u = w->nuploads;
+        assert_int_equal(bl_apply(w, &ev, w->uploads[u], sizeof(w->uploads[0]), 1),
+                         OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+        snprintf(w->ubucket[u], sizeof(w->ubucket[0]), "%s", b);
+        snprintf(w->ukey[u], sizeof(w->ukey[0]), "%s", key);
+        w->nuploads++;
+        return;
+    }
+    int u = (int)(rand_r(seed) % (unsigned)w->nuploads);
+    ev.bucket = w->ubucket[u];
+    ev.key.data = (uint8_t *)w->ukey[u];
+    ev.key.len = strlen(w->ukey[u]);
+    if (which == 1 || which == 2) {
+        /* a part (1..3; sent again replaces the first), new bytes or shared */
+        Objlog__UploadPart up = OBJLOG__UPLOAD_PART__INIT;
+        up.upload_id = w->uploads[u];
+        up.part_number = 1 + rand_r(seed) % 3;
+        up.size = 5 * 1024 * 1024;
+        up.etag = "0123456789abcdef0123456789abcdef";
+        up.blob_id = (char *)(rand_r(seed) % 3 ? bl_new_id(w) : bl_some_id(w, seed));
+        ev.op_case = OBJLOG__EVENT__OP_UPLOAD_PART;
+        ev.upload_part = &up;
+        assert_int_equal(bl_apply(w, &ev, NULL, 0, 0), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+        return;
+    }
+    /* complete with parts 1 and 2 (the unused part 3 goes), or abort */
+    Objlog__CompletedPart cp[2] = {OBJLOG__COMPLETED_PART__INIT, OBJLOG__COMPLETED_PART__INIT};
+    Objlog__CompletedPart *cpp[2] = {&cp[0], &cp[1]};
+    Objlog__CompleteUpload cu = OBJLOG__COMPLETE_UPLOAD__INIT;
+    Objlog__AbortUpload au = OBJLOG__ABORT_UPLOAD__INIT;
+    if (rand_r(seed) % 2) {
+        for (int i = 0; i < 2; i++) {
+            cp[i].part_number = (uint32_t)i + 1;
+            cp[i].etag = "0123456789abcdef0123456789abcdef";
+        }
+        cu.upload_id = w->uploads[u];
+        cu.n_parts = 2;
+        cu.parts = cpp;
+        ev.op_case = OBJLOG__EVENT__OP_COMPLETE_UPLOAD;
+        ev.complete_upload = &cu;
+    } else {
+        au.upload_id = w->uploads[u];
+        ev.op_case = OBJLOG__EVENT__OP_ABORT_UPLOAD;
+        ev.abort_upload = &au;
+    }
+    /* an upload without parts 1 and 2 is refused (InvalidPart): nothing goes */
+    if (bl_apply(w, &ev, NULL, 0, 0) == OBJLOG__OUTCOME_CODE__OUTCOME_OK ||
+        ev.op_case == OBJLOG__EVENT__OP_ABORT_UPLOAD) {
+        w->nuploads--;
+        memmove(w->uploads[u], w->uploads[u + 1], sizeof(w->uploads[0]) * (size_t)(w->nuploads - u));
+        memmove(w->ubucket[u], w->ubucket[u + 1], sizeof(w->ubucket[0]) * (size_t)(w->nuploads - u));
+        memmove(w->ukey[u], w->ukey[u + 1], sizeof(w->ukey[0]) * (size_t)(w->nuploads - u));
+    }
+}
+
+/* The listing: every id once, in byte order. */
+typedef struct bl_list {
+    bl_world *w;
+    int listed[BL_IDS];
+    char last[16];
+} bl_list;
+
+static int bl_listed(void *arg, const char *id, size_t n) {
+    bl_list *l = arg;
+    assert_int_equal(strlen(id), n);
+    assert_true(strcmp(l->last, id) < 0);
+    snprintf(l->last, sizeof(l->last), "%s", id);
+    l->listed[bl_index(l->w, id)]++;
+    return 0;
+}
+
+static int bl_keep_all(void *arg, int32_t p) {
+    (void)arg;
+    return p >= 0 && p < NPARTS;
+}
+
+/* Random writes, copies (shared ids, also into another partition),
+ * unversioned overwrites, deletes by version id, markers, parts sent
+ * again, completes with an unused part, aborts, a bucket dropped with its
+ * uploads: every event's releases equal what the rows themselves say,
+ * and at the end the ids released = ids written - ids referenced
+ * (objlog_store_blobs_scan), each released as often as its last reference
+ * in a partition went. */
+static void test_blob_releases(void **state) {
+    (void)state;
+    fixture f;
+    open_fixture(&f, 0);
+    bl_world *w = calloc(1, sizeof(*w));
+    assert_non_null(w);
+    w->f = &f;
+    static char names[3][16];
+    int found = 0;
+    for (int i = 0; i < 100 && found < 3; i++) {
+        char b[16];
+        snprintf(b, sizeof(b), "%02d-blobs", i); /* FNV's high bits need early bytes */
+        int dup = 0;
+        for (int j = 0; j < found; j++)
+            dup |= part_of(&f, b) == part_of(&f, names[j]);
+        if (!dup)
+            snprintf(names[found++], sizeof(names[0]), "%s", b);
+    }
+    for (int j = 0; j < found; j++)
+        w->buckets[j] = names[j];
+    assert_non_null(w->buckets[2]);
+    assert_int_equal(create_bucket(&f, w->buckets[0], 0), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+    assert_int_equal(create_bucket(&f, w->buckets[1], 1), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+    assert_int_equal(create_bucket(&f, w->buckets[2], 0), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+    unsigned seed = 20261128;
+    for (int step = 0; step < 400; step++) {
+        const char *b = w->buckets[rand_r(&seed) % 3];
+        char key[8];
+        snprintf(key, sizeof(key), "k%u", rand_r(&seed) % 6);
+        switch (rand_r(&seed) % 6) {
+        case 0:
+        case 1:
+            assert_int_equal(bl_put(w, b, key, bl_new_id(w)), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+            break;
+        case 2: /* a copy, or the same bytes again */
+            assert_int_equal(bl_put(w, b, key, bl_some_id(w, &seed)),
+                             OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+            break;
+        case 3:
+            assert_int_equal(bl_delete(w, b, key, NULL), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+            break;
+        case 4:
+            if (w->nvers) {
+                int v = (int)(rand_r(&seed) % (unsigned)w->nvers);
+                assert_int_equal(bl_delete(w, w->buckets[1], w->vkeys[v], w->vers[v]),
+                                 OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+            }
+            break;
+        default:
+            bl_upload_op(w, &seed);
+        }
+    }
+    /* A bucket dropped with uploads in progress: their parts' blobs go. */
+    assert_int_equal(create_bucket(&f, "bd", 0), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+    w->buckets[0] = "bd";
+    w->nuploads = 0;
+    for (int i = 0; i < 3; i++)
+        bl_upload_op(w, &seed);
+    Objlog__Event dev = OBJLOG__EVENT__INIT;
+    Objlog__DeleteBucket db = OBJLOG__DELETE_BUCKET__INIT;
+    dev.bucket = "bd";
+    dev.op_case = OBJLOG__EVENT__OP_DELETE_BUCKET;
+    dev.delete_bucket = &db;
+    assert_int_equal(bl_apply(w, &dev, NULL, 0, 0), OBJLOG__OUTCOME_CODE__OUTCOME_OK);
+
+    /* The end: each (partition, id) released exactly as often as its last
+     * reference there went (per event above), every id nothing references
+     * released, and the listing is the referenced ids, in byte order. */
+    bl_refs now;
+    bl_oracle(w, &now);
+    char err[256];
+    bl_list l = {w, {0}, ""};
+    long n = objlog_store_blobs_scan(f.store, f.rm, bl_keep_all, NULL, NULL, SIZE_MAX,
+                                     bl_listed, &l, err, sizeof(err));
+    int released = 0, by_two = 0, still_held = 0, nrefd = 0;
+    for (int i = 0; i < w->nids; i++) {
+        int refd = 0, rel = 0;
+        for (int q = 0; q < NPARTS; q++) {
+            refd |= now.ref[q][i];
+            rel += w->released[q][i] > 0;
+            assert_int_equal(w->released[q][i], w->expected[q][i]);
+        }
+        if (!refd && !rel)
+            fail_msg("blob %s: referenced nowhere, never released", w->ids[i]);
+        assert_int_equal(l.listed[i], refd);
+        assert_int_equal(objlog_store_blob_referenced(f.store, f.rm, bl_keep_all, NULL,
+                                                      w->ids[i], err, sizeof(err)),
+                         refd);
+        nrefd += refd;
+        released += rel > 0;
+        by_two += rel > 1;
+        still_held += rel > 0 && refd; /* released by one partition, held by another */
+    }
+    assert_int_equal(n, nrefd);
+    /* A store of format 4 (no `blobs` CF) gets the same rows by upgrade. */
+    flush(&f);
+    char *dump1 = NULL, *dump2 = NULL;
+    size_t d1n = 0, d2n = 0;
+    FILE *o = open_memstream(&dump1, &d1n);
+    assert_int_equal(objlog_store_dump(f.store, o, err, sizeof(err)), 0);
+    fclose(o);
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    rocksdb_writebatch_delete_range_cf(wb, objlog_store_cf(f.store, OBJLOG_CF_BLOBS), "", 0,
+                                       "\xff\xff\xff\xff", 4);
+    rocksdb_writebatch_put_cf(wb, objlog_store_cf(f.store, OBJLOG_CF_META), "format", 6, "4", 1);
+    char *werr = NULL;
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_write(objlog_store_db(f.store), wo, wb, &werr);
+    rocksdb_writeoptions_destroy(wo);
+    rocksdb_writebatch_destroy(wb);
+    assert_null(werr);
+    assert_int_equal(objlog_store_blob_referenced(f.store, f.rm, bl_keep_all, NULL, w->ids[0],
+                                                  err, sizeof(err)), 0);
+    assert_int_equal(objlog_store_upgrade(f.store, f.rm, err, sizeof(err)), 1);
+    o = open_memstream(&dump2, &d2n);
+    assert_int_equal(objlog_store_dump(f.store, o, err, sizeof(err)), 0);
+    fclose(o);
+    assert_int_equal(d1n, d2n);
+    assert_memory_equal(dump1, dump2, d1n);
+    free(dump1);
+    free(dump2);
+    /* enough happened for the test to mean something */
+    assert_true(released > 50);
+    assert_true(by_two > 0);
+    assert_true(still_held > 0);
+    assert_true(nrefd > 10);
+    print_message("blob releases: %d ids written, %d released, %d referenced, %d released "
+                  "by two partitions, %d released by one and held by another\n",
+                  w->nids, released, nrefd, by_two, still_held);
+    free(w);
+    close_fixture(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unversioned),
@@ -447,6 +875,7 @@ int main(void) {
         cmocka_unit_test(test_batch_boundaries),
         cmocka_unit_test(test_expiration),
         cmocka_unit_test(test_trim),
+        cmocka_unit_test(test_blob_releases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

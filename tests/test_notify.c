@@ -23,6 +23,10 @@
  *   - per key, records arrive in sequencer order (one target partition);
  *   - the key -> versions table built from the records equals the
  *     bucket's ListObjectVersions (an index built on notifications).
+ * And the blob-release records (--blob-release-topic): every write names a
+ * blob of its own; once everything is applied, the blob ids released (read
+ * the same way) are exactly those of the OK writes minus those GET
+ * /v1/blobs lists, each released once (on a real Kafka).
  * Every process is a child of the test, killed with it. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -49,6 +53,7 @@
 #define NT_PARTITIONS 4
 #define NT_TOPIC "objlog.events"
 #define NT_FEED "objlog-feed"
+#define NT_RELEASES "objlog-blob-releases"
 #define NT_BUCKET "feedbkt"
 #define NT_ROUNDS 10
 #define NT_KEYS 16
@@ -67,6 +72,7 @@ typedef struct nt_write {
     char token[64];
     char code[48];             /* the outcome's code once resolved */
     int64_t out_offset;        /* the outcome's offset (a retry: the original's) */
+    char blob[2][16];          /* the blobs it names: its own, or its two parts' */
 } nt_write;
 
 /* One record read from the feed. */
@@ -86,6 +92,9 @@ typedef struct ntest {
     int nrec, caprec;
     unsigned seed;
     int broker_killed;
+    int nblobs;                /* blob ids made */
+    char (*rel)[16];           /* blob ids of the BlobReleased records read */
+    int nrel, caprel;
 } ntest;
 
 static ntest T;
@@ -122,6 +131,7 @@ static int setup(void **state) {
     if (viewtest_frame_start(&T.f, NT_PARTITIONS, "unused", why, sizeof(why)) < 0)
         fail_msg("%s", why);
     setenv("OBJLOG_LIFECYCLE_INTERVAL_MS", "300", 1);
+    setenv("OBJLOG_BLOB_RELEASE_TOPIC", NT_RELEASES, 1);
     viewproc_init(&T.view, testlog_bootstrap(T.f.log), T.f.data1, viewproc_free_port());
     if (viewproc_start(&T.view, 120000, why, sizeof(why)) < 0)
         fail_msg("%s", why);
@@ -167,6 +177,9 @@ static void nt_logged(nt_op op, const char *key, const char *copy_src, const cha
     snprintf(etag, sizeof(etag), "%08x%08x%08x%08x", nt_rand(), nt_rand(), nt_rand(), nt_rand());
     m.size = 100 + nt_rand() % 1000;
     m.etag = etag;
+    char blob[16];
+    snprintf(blob, sizeof(blob), "b%05d", T.nblobs++);
+    m.blob_id = blob;
     objlog_write_opts o = {0};
     o.if_none_match = op == NT_PUT_INM;
     o.copy_source = copy_src;
@@ -194,6 +207,8 @@ static void nt_logged(nt_op op, const char *key, const char *copy_src, const cha
     w->op = op;
     w->retry = rid != NULL;
     snprintf(w->key, sizeof(w->key), "%s", key);
+    if (op != NT_DEL && op != NT_DEL_VERSION) /* a delete names no blob */
+        snprintf(w->blob[0], sizeof(w->blob[0]), "%s", blob);
     memcpy(w->rid, r.request_id, sizeof(w->rid));
     w->partition = r.partition;
     w->offset = r.offset;
@@ -211,13 +226,14 @@ static void nt_mpu(const char *key) {
     char upload[24];
     snprintf(upload, sizeof(upload), "%s", r.upload_id);
     objlog_completed_part parts[2];
-    char etags[2][40];
+    char etags[2][40], blobs[2][16];
     for (uint32_t n = 1; n <= 2; n++) {
         snprintf(etags[n - 1], sizeof(etags[n - 1]), "%032x", n * 7919u);
+        snprintf(blobs[n - 1], sizeof(blobs[n - 1]), "b%05d", T.nblobs++);
         assert_int_equal(objlog_producer_upload_part_sync(
                              T.applied, NT_BUCKET, key, strlen(key), upload, n,
-                             n == 1 ? 5u * 1024 * 1024 : 1000, etags[n - 1], NULL, NULL, &r,
-                             err, sizeof(err)), 0);
+                             n == 1 ? 5u * 1024 * 1024 : 1000, etags[n - 1], blobs[n - 1],
+                             NULL, &r, err, sizeof(err)), 0);
         assert_int_equal(r.status, OBJLOG_STATUS_OK);
         parts[n - 1] = (objlog_completed_part){n, etags[n - 1]};
     }
@@ -230,6 +246,7 @@ static void nt_mpu(const char *key) {
     memset(w, 0, sizeof(*w));
     w->op = NT_MPU;
     snprintf(w->key, sizeof(w->key), "%s", key);
+    memcpy(w->blob, blobs, sizeof(w->blob));
     w->partition = r.partition;
     w->offset = r.offset;
     snprintf(w->token, sizeof(w->token), "%s", r.token);
@@ -303,6 +320,22 @@ static void nt_consume(rd_kafka_t *rk, int ms) {
             continue;
         }
         json_t *j = json_loadb(m->payload, m->len, 0, NULL);
+        if (strcmp(rd_kafka_topic_name(m->rkt), NT_RELEASES) == 0) {
+            const char *blob = json_string_value(json_object_get(j, "blobId"));
+            if (!blob || strcmp(json_string_value(json_object_get(j, "eventName")),
+                                "objlog:BlobReleased") != 0)
+                fail_msg("release message is not a BlobReleased record: %.*s", (int)m->len,
+                         (const char *)m->payload);
+            if (T.nrel == T.caprel) {
+                T.caprel = T.caprel ? T.caprel * 2 : 256;
+                T.rel = realloc(T.rel, (size_t)T.caprel * sizeof(*T.rel));
+                assert_non_null(T.rel);
+            }
+            snprintf(T.rel[T.nrel++], sizeof(T.rel[0]), "%s", blob);
+            json_decref(j);
+            rd_kafka_message_destroy(m);
+            continue;
+        }
         json_t *r = json_array_get(json_object_get(j, "Records"), 0);
         json_t *o = json_object_get(json_object_get(r, "s3"), "object");
         if (!o)
@@ -341,13 +374,16 @@ static rd_kafka_t *nt_consumer(void) {
         rd_kafka_conf_set(c, "isolation.level", "read_committed", err, sizeof(err)) ||
         rd_kafka_conf_set(c, "auto.offset.reset", "earliest", err, sizeof(err)) ||
         rd_kafka_conf_set(c, "enable.auto.commit", "false", err, sizeof(err)) ||
+        /* the release topic appears with the first release */
+        rd_kafka_conf_set(c, "topic.metadata.refresh.interval.ms", "1000", err, sizeof(err)) ||
         rd_kafka_conf_set(c, "log_level", "0", err, sizeof(err)))
         fail_msg("consumer conf: %s", err);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof(err));
     assert_non_null(rk);
     rd_kafka_poll_set_consumer(rk);
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(2);
     rd_kafka_topic_partition_list_add(l, NT_FEED, RD_KAFKA_PARTITION_UA);
+    rd_kafka_topic_partition_list_add(l, NT_RELEASES, RD_KAFKA_PARTITION_UA);
     assert_int_equal(rd_kafka_subscribe(rk, l), 0);
     rd_kafka_topic_partition_list_destroy(l);
     return rk;
@@ -536,6 +572,117 @@ static void nt_kill_broker(void) {
     nt_say("broker %d back", leader);
 }
 
+/* ---- blob releases ---- */
+
+static int nt_str_cmp(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The blob ids GET /v1/blobs lists, every page, sorted (16 bytes each). */
+static char (*nt_referenced(int *n))[16] {
+    char (*ids)[16] = NULL;
+    int cap = 0;
+    char after[32] = "";
+    *n = 0;
+    for (;;) {
+        char path[96];
+        json_t *j = NULL;
+        snprintf(path, sizeof(path), "/v1/blobs?limit=100%s%s", after[0] ? "&after=" : "",
+                 after);
+        long st = nt_http("GET", path, NULL, &j);
+        if (st != 200 || !j)
+            fail_msg("GET %s: %ld", path, st);
+        json_t *v;
+        size_t i;
+        json_array_foreach(json_object_get(j, "blobs"), i, v) {
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                ids = realloc(ids, (size_t)cap * sizeof(*ids));
+                assert_non_null(ids);
+            }
+            snprintf(ids[(*n)++], sizeof(ids[0]), "%s", json_string_value(v));
+        }
+        const char *next = json_string_value(json_object_get(j, "next_after"));
+        snprintf(after, sizeof(after), "%s", next ? next : "");
+        json_decref(j);
+        if (!after[0])
+            break;
+    }
+    return ids;
+}
+
+/* Ids of the OK writes (not retries) minus those referenced, sorted. */
+static char (*nt_unreferenced(int *n, int *written))[16] {
+    int nref;
+    char (*ref)[16] = nt_referenced(&nref);
+    char (*out)[16] = calloc((size_t)T.nw * 2 + 1, sizeof(*out));
+    assert_non_null(out);
+    *n = 0;
+    *written = 0;
+    for (int i = 0; i < T.nw; i++) {
+        const nt_write *w = &T.w[i];
+        if (strcmp(w->code, "OK") != 0 || w->out_offset != w->offset)
+            continue;
+        for (int b = 0; b < 2 && w->blob[b][0]; b++) {
+            (*written)++;
+            if (!bsearch(w->blob[b], ref, (size_t)nref, sizeof(*ref), nt_str_cmp))
+                snprintf(out[(*n)++], sizeof(out[0]), "%s", w->blob[b]);
+        }
+    }
+    free(ref);
+    qsort(out, (size_t)*n, sizeof(*out), nt_str_cmp);
+    return out;
+}
+
+static int nt_same(char (*a)[16], char (*b)[16], int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+/* Released = written - referenced, each once (on a real Kafka). */
+static void nt_releases_check(rd_kafka_t *rk) {
+    int nwant = 0, written = 0, dups = 0, distinct = 0;
+    char (*want)[16] = NULL, (*got)[16] = NULL;
+    for (int tries = 0; tries < 60; tries++) {
+        nt_consume(rk, 500);
+        free(want);
+        free(got);
+        want = nt_unreferenced(&nwant, &written);
+        got = calloc((size_t)T.nrel + 1, sizeof(*got));
+        assert_non_null(got);
+        memcpy(got, T.rel, (size_t)T.nrel * sizeof(*got));
+        qsort(got, (size_t)T.nrel, sizeof(*got), nt_str_cmp);
+        dups = distinct = 0;
+        for (int i = 0; i < T.nrel; i++) {
+            if (i && strcmp(got[i], got[i - 1]) == 0) {
+                dups++;
+                continue;
+            }
+            memmove(got[distinct++], got[i], sizeof(got[0]));
+        }
+        if (distinct == nwant && nt_same(got, want, nwant))
+            break;
+    }
+    nt_say("blob ids written %d, unreferenced %d, released %d (records %d, duplicates %d)",
+           written, nwant, distinct, T.nrel, dups);
+    for (int i = 0, k = 0; i < nwant || k < distinct;) {
+        int c = i == nwant ? 1 : k == distinct ? -1 : strcmp(want[i], got[k]);
+        if (c)
+            fprintf(stderr, "blob %s: %s\n", c < 0 ? want[i] : got[k],
+                    c < 0 ? "unreferenced, not released" : "released, still referenced");
+        i += c <= 0;
+        k += c >= 0;
+    }
+    assert_int_equal(distinct, nwant);
+    assert_true(nt_same(got, want, nwant));
+    assert_true(nwant > 0);
+    /* as the feed: exactly once needs a real Kafka's transactions */
+    if (testlog_is_kafka())
+        assert_int_equal(dups, 0);
+    free(want);
+    free(got);
+}
+
 static void feed_exactly_once_across_kills(void **state) {
     (void)state;
     char why[512];
@@ -591,6 +738,7 @@ static void feed_exactly_once_across_kills(void **state) {
         if (strcmp(feed, view) == 0)
             break;
     }
+    nt_releases_check(rk);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     /* exactly once: no sequencer twice */

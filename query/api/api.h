@@ -92,6 +92,11 @@ void lcapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
 void notifyapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
                      const char *rest);
 
+/* ---- blobsapi.c ---- */
+/* GET /v1/blobs?after=&limit=: the blob ids this node's partitions
+ * reference, a page at a time, with the positions they reflect. */
+void blobs_get(http_ctx *c);
+
 /* ---- ixread.c: the attribute index routes ---- */
 /* rest: what follows "/v1/buckets/{b}/indexes". */
 void ixread_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,

@@ -14,6 +14,7 @@
 #include "rangemap.h"
 #include "admit.h"
 #include "api.h"
+#include "blobgc.h"
 #include "cluster.h"
 #include "notifier.h"
 #include "ranges.h"
@@ -703,6 +704,7 @@ void metrics_get(http_ctx *c) {
     metrics_kafka(f, c->q);
     lc_worker_metrics(f, c->q->lc);
     notifier_metrics(f, c->q->notify);
+    blobgc_metrics(f, c->q->blobgc);
     metrics_process(f);
     fclose(f);
     free(rows);

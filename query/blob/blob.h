@@ -29,6 +29,28 @@
  * into an unlinked file. Transfers block the calling thread, as the local
  * backend's fsync does.
  *
+ * Collection (local backend only): a blob no version names any more is
+ * deleted by a collection round (blob_collect, driven by blobgc.h), which
+ * must never take bytes a write in flight is about to name. A write's keep
+ * holds the store's lock shared while it links; a round holds it
+ * exclusive, and its rule is:
+ *   1. take the lock (keeps wait; a keep already done was produced before);
+ *   2. fence: the view has applied every partition up to the log end
+ *      offset read now, so every write produced before step 1 is seen;
+ *   3. list DIR/.pending once: a candidate a write or a copy in flight
+ *      names (.pending/<id>.*) is skipped;
+ *   4. a candidate still referenced (the view, as of step 2) is skipped;
+ *      the others are unlinked from DIR/ab/ (the directories fsynced);
+ *   5. release the lock.
+ * A write kept after the round started waits for it and links its own
+ * pending bytes back; a copy pins its source's blobs (blob_pin: a hard
+ * link into .pending) before its event is produced, so a round either
+ * sees the pin (step 3) or unlinks a name whose bytes the pin still holds,
+ * and the copy's keep links them back. The lock is this process's: the
+ * nodes of a cluster that share a directory do not collect. The remote
+ * backend's garbage is not collected yet (blob_collect refuses, blob_pin
+ * has nothing to hold).
+ *
  * Every call is thread-safe; a blob_put belongs to one thread at a time. */
 #ifndef OBJLOG_QUERY_BLOB_H
 #define OBJLOG_QUERY_BLOB_H
@@ -85,7 +107,45 @@ int blob_get(blobstore *bs, const char *id, uint64_t off, uint64_t len, struct e
              char *errstr, size_t errstr_size);
 /* The blob's size: 0, 1 no such blob, -1 error. */
 int blob_stat(blobstore *bs, const char *id, uint64_t *size, char *errstr, size_t errstr_size);
-/* Removes the blob: 0 (also when it was not there), -1 error. */
+/* Removes the blob: 0 (also when it was not there), -1 error. Local
+ * backend: as a round does (under the lock), but with no check at all. */
 int blob_delete(blobstore *bs, const char *id, char *errstr, size_t errstr_size);
+
+/* ---- pins and collection (the rule above) ---- */
+
+/* A write about to name blob id without bringing its bytes (CopyObject
+ * names its source's): the blob is hard-linked into .pending, durably,
+ * and *out is settled by the write's outcome exactly as a write's
+ * blob_put is (blob_put_keep or blob_put_drop). 0 pinned; 1 no such blob
+ * (*out NULL); -1 error (errstr, errno as the failing call set it). The
+ * remote backend holds nothing: 0 with *out NULL. */
+int blob_pin(blobstore *bs, const char *id, blob_put **out, char *errstr, size_t errstr_size);
+
+/* What a round did with a candidate. */
+typedef enum blob_gc_fate {
+    BLOB_GC_DELETED = 0,         /* unlinked from DIR/ab/ */
+    BLOB_GC_ABSENT,              /* not in the store: nothing to do */
+    BLOB_GC_PENDING,             /* a write or copy in flight names it: kept */
+    BLOB_GC_REFERENCED,          /* the view still names it: kept */
+    BLOB_GC_ERROR                /* the check or the unlink failed: kept */
+} blob_gc_fate;
+
+/* The caller's side of a round, run under the lock (they must not call
+ * back into the store's writes: a keep there would wait for the round). */
+typedef struct blob_gc_check {
+    /* Step 2: 0 once the view reflects every write produced before it was
+     * called; -1 (errstr) not: the round deletes nothing. NULL: none. */
+    int (*fence)(void *arg, char *errstr, size_t errstr_size);
+    /* Step 4: 1 id is referenced, 0 not, -1 (errstr) unknown. */
+    int (*referenced)(void *arg, const char *id, char *errstr, size_t errstr_size);
+    void *arg;
+} blob_gc_check;
+
+/* One collection round over ids[0..n) (the rule above): fate[i] says what
+ * became of ids[i], *freed the bytes unlinked. 0, with errstr naming the
+ * first candidate that failed when one did (BLOB_GC_ERROR); -1 (errstr)
+ * nothing deleted: the fence failed, the remote backend. */
+int blob_collect(blobstore *bs, const char *const *ids, size_t n, const blob_gc_check *chk,
+                 blob_gc_fate *fate, uint64_t *freed, char *errstr, size_t errstr_size);
 
 #endif

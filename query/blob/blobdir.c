@@ -8,13 +8,16 @@
  * Invariant: a file under DIR/ab/ is complete and fsynced, and its name is
  * the SHA-256 of its bytes; it appears there only by link(2) from a
  * fsynced pending file, so a crash leaves either no blob or a whole one.
- * Nothing here deletes a readable blob but blob_delete. */
+ * Nothing here deletes a readable blob but blob_delete and a collection
+ * round, both under the store's lock held exclusive, which every link of
+ * a kept write into DIR/ab/ holds shared (the round's rule: blob.h). */
 #define _GNU_SOURCE
 #include "blob.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,7 @@
 struct blobstore {
     char *dir;
     blobs3 *remote;              /* --blob-s3: where the blobs live; dir spools */
+    pthread_rwlock_t lock;       /* keeps shared, a collection round exclusive */
 };
 
 struct blob_put {
@@ -175,6 +179,12 @@ blobstore *blobstore_open_remote(const char *dir, const char *url, const char *c
         snprintf(errstr, errstr_size, "blob store: out of memory");
         return NULL;
     }
+    /* Writers first: a steady stream of keeps must not starve a round. */
+    pthread_rwlockattr_t la;
+    pthread_rwlockattr_init(&la);
+    pthread_rwlockattr_setkind_np(&la, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&bs->lock, &la);
+    pthread_rwlockattr_destroy(&la);
     if (url && !(bs->remote = blobs3_new(url, creds, allow_open, errstr, errstr_size))) {
         blobstore_free(bs);
         return NULL;
@@ -200,6 +210,7 @@ void blobstore_free(blobstore *bs) {
     if (!bs)
         return;
     blobs3_free(bs->remote);
+    pthread_rwlock_destroy(&bs->lock);
     free(bs->dir);
     free(bs);
 }
@@ -212,11 +223,20 @@ const char *blobstore_dir(const blobstore *bs) { return bs->dir; }
 
 /* ------------------------------------------------------------- writing */
 
+/* p's nonce: 32 random hex digits. 0 or -1. */
+static int blob_nonce(blob_put *p) {
+    unsigned char r[16];
+    if (RAND_bytes(r, sizeof(r)) != 1)
+        return -1;
+    for (int i = 0; i < 16; i++)
+        snprintf(p->nonce + 2 * i, 3, "%02x", r[i]);
+    return 0;
+}
+
 blob_put *blob_put_begin(blobstore *bs, char *errstr, size_t errstr_size) {
     blob_put *p = calloc(1, sizeof(*p));
-    unsigned char r[16];
     if (!p || !(p->sha = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(p->sha, EVP_sha256(), NULL) ||
-        RAND_bytes(r, sizeof(r)) != 1) {
+        blob_nonce(p) < 0) {
         if (p)
             EVP_MD_CTX_free(p->sha);
         free(p);
@@ -224,8 +244,6 @@ blob_put *blob_put_begin(blobstore *bs, char *errstr, size_t errstr_size) {
         return NULL;
     }
     p->bs = bs;
-    for (int i = 0; i < 16; i++)
-        snprintf(p->nonce + 2 * i, 3, "%02x", r[i]);
     snprintf(p->tmp, sizeof(p->tmp), "%s/.tmp/%s", bs->dir, p->nonce);
     p->fd = open(p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (p->fd < 0) {
@@ -292,8 +310,15 @@ static void blob_put_free(blob_put *p) {
     free(p);
 }
 
+/* Shared lock: a collection round in progress finishes first, so a blob
+ * it unlinked comes back from these bytes (blob.h, the round's rule). */
 int blob_put_keep(blob_put *p, char *errstr, size_t errstr_size) {
-    int rc = p->uploaded ? 0 : blob_promote(p->bs, p->pending, p->id, errstr, errstr_size);
+    int rc = 0;
+    if (!p->uploaded) {
+        pthread_rwlock_rdlock(&p->bs->lock);
+        rc = blob_promote(p->bs, p->pending, p->id, errstr, errstr_size);
+        pthread_rwlock_unlock(&p->bs->lock);
+    }
     blob_put_free(p);
     return rc;
 }
@@ -404,7 +429,166 @@ int blob_delete(blobstore *bs, const char *id, char *errstr, size_t errstr_size)
     if (bs->remote)
         return blobs3_delete(bs->remote, id, errstr, errstr_size);
     blob_path(bs, id, path, sizeof(path));
-    if (unlink(path) < 0 && errno != ENOENT)
-        return blob_fail(errstr, errstr_size, "unlink", path);
+    pthread_rwlock_wrlock(&bs->lock);
+    int rc = unlink(path) < 0 && errno != ENOENT ? blob_fail(errstr, errstr_size, "unlink", path)
+                                                 : 0;
+    pthread_rwlock_unlock(&bs->lock);
+    return rc;
+}
+
+/* ------------------------------------------------- pins and collection */
+
+int blob_pin(blobstore *bs, const char *id, blob_put **out, char *errstr, size_t errstr_size) {
+    char path[4200], d[4096];
+    *out = NULL;
+    if (!blob_id_valid(id)) {
+        snprintf(errstr, errstr_size, "blob store: \"%s\" is not a blob id", id ? id : "");
+        return -1;
+    }
+    if (bs->remote)
+        return 0; /* nothing here to hold: no collector deletes from the store */
+    blob_put *p = calloc(1, sizeof(*p));
+    if (!p || blob_nonce(p) < 0) {
+        free(p);
+        snprintf(errstr, errstr_size, "blob store: out of memory");
+        return -1;
+    }
+    p->bs = bs;
+    p->fd = -1;
+    p->finished = 1;
+    memcpy(p->id, id, BLOB_ID_LEN + 1);
+    snprintf(p->pending, sizeof(p->pending), "%s/.pending/%s.%s", bs->dir, id, p->nonce);
+    blob_path(bs, id, path, sizeof(path));
+    if (link(path, p->pending) < 0) {
+        int absent = errno == ENOENT;
+        if (!absent)
+            blob_fail(errstr, errstr_size, "link", p->pending);
+        blob_put_free(p);
+        return absent ? 1 : -1;
+    }
+    /* Durable before the write's event is produced, as a write's bytes. */
+    snprintf(d, sizeof(d), "%s/.pending", bs->dir);
+    if (blob_fsync_dir(d, errstr, errstr_size) < 0) {
+        int e = errno;
+        blob_put_drop(p);
+        errno = e;
+        return -1;
+    }
+    *out = p;
     return 0;
+}
+
+static int blob_id_cmp(const void *a, const void *b) {
+    return memcmp(a, b, BLOB_ID_LEN);
+}
+
+/* The ids .pending names now (sorted, BLOB_ID_LEN bytes each, *n of
+ * them): malloc'd, or NULL with errstr (an empty list is not NULL). */
+static char *blob_pending_ids(blobstore *bs, size_t *n, char *errstr, size_t es) {
+    char d[4096];
+    snprintf(d, sizeof(d), "%s/.pending", bs->dir);
+    DIR *dh = opendir(d);
+    if (!dh) {
+        blob_fail(errstr, es, "opendir", d);
+        return NULL;
+    }
+    size_t cap = 16;
+    char *ids = malloc(cap * BLOB_ID_LEN);
+    *n = 0;
+    for (struct dirent *e; ids && (e = readdir(dh));) {
+        if (strlen(e->d_name) <= BLOB_ID_LEN || e->d_name[BLOB_ID_LEN] != '.')
+            continue;
+        if (*n == cap) {
+            char *m = realloc(ids, 2 * cap * BLOB_ID_LEN);
+            if (!m) {
+                free(ids);
+                ids = NULL;
+                break;
+            }
+            ids = m;
+            cap *= 2;
+        }
+        memcpy(ids + *n * BLOB_ID_LEN, e->d_name, BLOB_ID_LEN);
+        (*n)++;
+    }
+    closedir(dh);
+    if (!ids)
+        snprintf(errstr, es, "blob store: out of memory");
+    else
+        qsort(ids, *n, BLOB_ID_LEN, blob_id_cmp);
+    return ids;
+}
+
+/* One candidate of a round, the lock held: its fate, *size its bytes. */
+static blob_gc_fate blob_collect_one(blobstore *bs, const char *id, const char *pending,
+                                     size_t npending, const blob_gc_check *chk,
+                                     uint64_t *size, char *errstr, size_t es) {
+    char path[4200];
+    struct stat st;
+    if (!blob_id_valid(id)) {
+        snprintf(errstr, es, "blob store: \"%s\" is not a blob id", id ? id : "");
+        return BLOB_GC_ERROR;
+    }
+    blob_path(bs, id, path, sizeof(path));
+    if (lstat(path, &st) < 0) {
+        if (errno == ENOENT)
+            return BLOB_GC_ABSENT;
+        blob_fail(errstr, es, "stat", path);
+        return BLOB_GC_ERROR;
+    }
+    if (bsearch(id, pending, npending, BLOB_ID_LEN, blob_id_cmp))
+        return BLOB_GC_PENDING;
+    int ref = chk->referenced(chk->arg, id, errstr, es);
+    if (ref != 0)
+        return ref > 0 ? BLOB_GC_REFERENCED : BLOB_GC_ERROR;
+    if (unlink(path) < 0) {
+        if (errno == ENOENT)
+            return BLOB_GC_ABSENT;
+        blob_fail(errstr, es, "unlink", path);
+        return BLOB_GC_ERROR;
+    }
+    *size = (uint64_t)st.st_size;
+    return BLOB_GC_DELETED;
+}
+
+int blob_collect(blobstore *bs, const char *const *ids, size_t n, const blob_gc_check *chk,
+                 blob_gc_fate *fate, uint64_t *freed, char *errstr, size_t errstr_size) {
+    *freed = 0;
+    errstr[0] = '\0';
+    if (bs->remote) {
+        snprintf(errstr, errstr_size, "blob store: the remote store's garbage is not "
+                 "collected (yet)");
+        return -1;
+    }
+    char err[4608], sub[4096]; /* err: room for a path */
+    uint8_t touched[256] = {0}; /* DIR/ab/ directories an unlink changed */
+    size_t npending = 0;
+    int rc = 0;
+    pthread_rwlock_wrlock(&bs->lock);
+    char *pending = NULL;
+    if ((chk->fence && chk->fence(chk->arg, errstr, errstr_size) < 0) ||
+        !(pending = blob_pending_ids(bs, &npending, errstr, errstr_size)))
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        uint64_t size = 0;
+        fate[i] = blob_collect_one(bs, ids[i], pending, npending, chk, &size, err, sizeof(err));
+        if (fate[i] == BLOB_GC_ERROR && !errstr[0])
+            snprintf(errstr, errstr_size, "%.64s: %s", ids[i] ? ids[i] : "", err);
+        if (fate[i] == BLOB_GC_DELETED) {
+            *freed += size;
+            touched[strtoul((char[3]){ids[i][0], ids[i][1], 0}, NULL, 16)] = 1;
+        }
+    }
+    /* The unlinks durable before the caller forgets the candidates (a
+     * name back after a crash would never be a candidate again). */
+    for (int d = 0; d < 256; d++) {
+        if (!touched[d])
+            continue;
+        snprintf(sub, sizeof(sub), "%s/%02x", bs->dir, d);
+        if (blob_fsync_dir(sub, err, sizeof(err)) < 0 && !errstr[0])
+            snprintf(errstr, errstr_size, "%s", err);
+    }
+    pthread_rwlock_unlock(&bs->lock);
+    free(pending);
+    return rc;
 }

@@ -28,6 +28,7 @@ typedef struct admit admit;
 typedef struct ranges_state ranges_state;
 typedef struct tls_conf tls_conf;
 typedef struct notifier notifier;
+typedef struct blobgc blobgc;
 
 struct objlog_query {
     server *srv;                 /* workers, listeners, connections (server.h) */
@@ -52,6 +53,7 @@ struct objlog_query {
     admit *admit;                /* admission control (admit.h) */
     ranges_state *ranges;        /* range handoffs (ranges.h) */
     notifier *notify;            /* the change feed's delivery (notifier.h) */
+    blobgc *blobgc;              /* the blob directory's collector (blobgc.h); NULL none */
 };
 
 #endif

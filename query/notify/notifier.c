@@ -59,6 +59,7 @@ struct notifier {
     objlog_store *store;
     objlog_materializer *m;
     char *region;
+    char *release_topic;   /* BlobReleased records' topic; NULL: not sent */
     int batch;
     nk_env env;
     int nparts;
@@ -69,7 +70,7 @@ struct notifier {
     pthread_mutex_t mu;    /* the counters and each np's status fields */
     pthread_cond_t cv;
     int stopping, started;
-    uint64_t delivered, transactions, failures, trimmed;
+    uint64_t delivered, transactions, failures, trimmed, released;
     nw *webhooks;          /* the webhook lanes (nwebhook.h) */
 };
 
@@ -86,15 +87,25 @@ static int wall_ms(int64_t *out) {
     return 0;
 }
 
-static int is_kafka(const Objlog__FeedRecord *r) {
-    return r->arn && strncmp(r->arn, NOTIFY_ARN_KAFKA, strlen(NOTIFY_ARN_KAFKA)) == 0;
+static int is_release(const Objlog__FeedRecord *r) {
+    return r->blob_id && r->blob_id[0] && strcmp(r->event_name, "BlobReleased") == 0;
+}
+
+/* The Kafka topic r goes to: its configuration's, the release topic for a
+ * BlobReleased record, or NULL (a webhook's, or releases not sent). */
+static const char *kafka_topic(const notifier *n, const Objlog__FeedRecord *r) {
+    if (is_release(r))
+        return n->release_topic;
+    if (r->arn && strncmp(r->arn, NOTIFY_ARN_KAFKA, strlen(NOTIFY_ARN_KAFKA)) == 0)
+        return r->arn + strlen(NOTIFY_ARN_KAFKA);
+    return NULL;
 }
 
 /* ---- reading a partition's records ---- */
 
 typedef struct batch_msgs {
     nk_msg *m;
-    size_t n, cap;
+    size_t n, cap, released;
     int64_t last_off;
     int failed;
 } batch_msgs;
@@ -118,7 +129,8 @@ static int collect(void *arg, int64_t off, uint16_t i, const Objlog__FeedRecord 
     collect_arg *c = arg;
     batch_msgs *b = c->b;
     b->last_off = off;
-    if (!is_kafka(r))
+    const char *topic = kafka_topic(c->n, r);
+    if (!topic)
         return 0;
     if (b->n == b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 64;
@@ -130,14 +142,23 @@ static int collect(void *arg, int64_t off, uint16_t i, const Objlog__FeedRecord 
     }
     nk_msg *m = &b->m[b->n];
     memset(m, 0, sizeof(*m));
-    m->topic = strdup(r->arn + strlen(NOTIFY_ARN_KAFKA));
-    m->key = nrecord_kafka_key(r, &m->kn);
-    m->value = nrecord_json(r, c->n->region, &m->vn);
+    m->topic = strdup(topic);
+    if (is_release(r)) {
+        /* keyed by blob id: a blob's releases stay in order in one partition */
+        m->key = strdup(r->blob_id);
+        m->kn = strlen(r->blob_id);
+        m->value = nrecord_release_json(r, &m->vn);
+        b->released++;
+    } else {
+        m->key = nrecord_kafka_key(r, &m->kn);
+        m->value = nrecord_json(r, c->n->region, &m->vn);
+    }
     b->n++;
     return m->topic && m->key && m->value ? 0 : -1;
 }
 
 typedef struct find_arg {
+    const notifier *n;
     int64_t found;         /* offset of the first Kafka record, -1 none */
     int64_t last;          /* last offset read */
 } find_arg;
@@ -146,7 +167,7 @@ static int first_kafka(void *arg, int64_t off, uint16_t i, const Objlog__FeedRec
     (void)i;
     find_arg *f = arg;
     f->last = off;
-    if (!is_kafka(r))
+    if (!kafka_topic(f->n, r))
         return 0;
     f->found = off;
     return 1;
@@ -157,7 +178,7 @@ static int first_kafka(void *arg, int64_t off, uint16_t i, const Objlog__FeedRec
  * for other targets are read once). */
 static int find_kafka(notifier *n, np *pt) {
     int64_t low = objlog_store_feed_low(n->store, pt->k.p);
-    find_arg f = {-1, -1};
+    find_arg f = {n, -1, -1};
     char err[256] = "";
     if (objlog_store_feed_scan(n->store, pt->k.p, pt->cursor > low ? pt->cursor : low,
                                SIZE_MAX, first_kafka, &f, err, sizeof(err)) < 0 && err[0])
@@ -170,6 +191,7 @@ static int find_kafka(notifier *n, np *pt) {
 }
 
 typedef struct count_arg {
+    const notifier *nt;
     uint64_t n;
     int64_t oldest_ms;
 } count_arg;
@@ -178,7 +200,7 @@ static int count_kafka(void *arg, int64_t off, uint16_t i, const Objlog__FeedRec
     (void)off;
     (void)i;
     count_arg *c = arg;
-    if (is_kafka(r)) {
+    if (kafka_topic(c->nt, r)) {
         if (!c->n)
             c->oldest_ms = r->log_time_ms;
         c->n++;
@@ -195,7 +217,7 @@ static void backlog_count(notifier *n, np *pt) {
     pthread_mutex_unlock(&n->mu);
     if (t - pt->backlog_at_ms < NOTIFIER_BACKLOG_EVERY_MS)
         return;
-    count_arg c = {0, 0};
+    count_arg c = {n, 0, 0};
     char err[256] = "";
     int64_t from = pt->k.pos >= 0 ? pt->k.pos : objlog_store_feed_low(n->store, pt->k.p);
     objlog_store_feed_scan(n->store, pt->k.p, from, SIZE_MAX, count_kafka, &c, err,
@@ -312,6 +334,7 @@ static int part_pass(notifier *n, np *pt) {
         pt->backoff_ms = 0;
         pthread_mutex_lock(&n->mu);
         n->delivered += b.n;
+        n->released += b.released;
         n->transactions++;
         pthread_mutex_unlock(&n->mu);
         rc = 1;
@@ -418,9 +441,12 @@ notifier *notifier_new(objlog_store *store, objlog_materializer *m, const notifi
     notifier *n = calloc(1, sizeof(*n));
     int parts = objlog_materializer_partitions(m);
     if (!n || !(n->parts = calloc((size_t)parts, sizeof(*n->parts))) ||
-        !(n->region = strdup(c->region && c->region[0] ? c->region : "us-east-1"))) {
-        if (n)
+        !(n->region = strdup(c->region && c->region[0] ? c->region : "us-east-1")) ||
+        (c->release_topic && !(n->release_topic = strdup(c->release_topic)))) {
+        if (n) {
             free(n->parts);
+            free(n->region);
+        }
         free(n);
         snprintf(errstr, es, "notifier: out of memory");
         return NULL;
@@ -474,6 +500,7 @@ void notifier_destroy(notifier *n) {
     pthread_mutex_destroy(&n->mu);
     free(n->parts);
     free(n->region);
+    free(n->release_topic);
     free(n);
 }
 
@@ -484,6 +511,7 @@ void notifier_totals_get(notifier *n, notifier_totals *t) {
     t->transactions = n->transactions;
     t->failures = n->failures;
     t->trimmed = n->trimmed;
+    t->released = n->released;
     for (int p = 0; p < n->nparts; p++) {
         const np *pt = &n->parts[p];
         t->backlog += pt->backlog;
@@ -513,9 +541,10 @@ json_t *notifier_status_json(notifier *n) {
     }
     pthread_mutex_unlock(&n->mu);
     double age = t.oldest_ms ? (double)(wall - t.oldest_ms) / 1000.0 : 0;
-    return json_pack("{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:o}}", "webhook",
+    return json_pack("{s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:o}}", "webhook",
                      nw_status_json(n->webhooks), "kafka", "delivered",
-                     (json_int_t)t.delivered, "transactions", (json_int_t)t.transactions,
+                     (json_int_t)t.delivered, "blob_releases", (json_int_t)t.released,
+                     "transactions", (json_int_t)t.transactions,
                      "failures", (json_int_t)t.failures, "trimmed", (json_int_t)t.trimmed,
                      "backlog", (json_int_t)t.backlog, "oldest_age_seconds", age < 0 ? 0 : age,
                      "producers", t.producers, "partitions", parts);
@@ -538,6 +567,10 @@ void notifier_metrics(FILE *f, notifier *n) {
             "# TYPE objlog_notify_records_total counter\n"
             "objlog_notify_records_total{target=\"kafka\"} %llu\n"
             "objlog_notify_records_total{target=\"webhook\"} %llu\n"
+            "# HELP objlog_notify_blob_releases_total BlobReleased records committed to "
+            "--blob-release-topic (counted in the kafka records too).\n"
+            "# TYPE objlog_notify_blob_releases_total counter\n"
+            "objlog_notify_blob_releases_total %llu\n"
             "# HELP objlog_notify_transactions_total Kafka transactions of the change feed "
             "committed.\n"
             "# TYPE objlog_notify_transactions_total counter\n"
@@ -562,7 +595,7 @@ void notifier_metrics(FILE *f, notifier *n) {
             "objlog_notify_backlog_oldest_seconds{target=\"kafka\"} %.3f\n"
             "objlog_notify_backlog_oldest_seconds{target=\"webhook\"} %.3f\n",
             (unsigned long long)t.delivered, (unsigned long long)h.delivered,
-            (unsigned long long)t.transactions, (unsigned long long)t.failures,
+            (unsigned long long)t.released, (unsigned long long)t.transactions, (unsigned long long)t.failures,
             (unsigned long long)h.failures, (unsigned long long)t.trimmed,
             (unsigned long long)t.backlog, (unsigned long long)h.backlog, age < 0 ? 0 : age,
             hage < 0 ? 0 : hage);

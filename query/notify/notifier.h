@@ -20,6 +20,7 @@ typedef struct notifier_conf {
     const char *topic;         /* the events topic */
     const char *region;        /* the records' awsRegion */
     int batch;                 /* records per transaction at most; 0: 1000 */
+    const char *release_topic; /* BlobReleased records go there; NULL: dropped */
 } notifier_conf;
 
 /* Starts the thread. NULL with errstr. */
@@ -35,6 +36,7 @@ typedef struct notifier_totals {
     uint64_t transactions;     /* committed */
     uint64_t failures;         /* transactions that did not commit */
     uint64_t trimmed;          /* positions found behind the feed's trim */
+    uint64_t released;         /* of delivered: BlobReleased records */
     uint64_t backlog;          /* records applied, not yet delivered */
     int64_t oldest_ms;         /* log time of the oldest of them; 0 none */
     int producers;             /* partitions with a transactional producer */

@@ -117,3 +117,20 @@ char *nrecord_kafka_key(const Objlog__FeedRecord *r, size_t *kn) {
     *kn = bn + 1 + r->key.len;
     return k;
 }
+
+char *nrecord_release_json(const Objlog__FeedRecord *r, size_t *n) {
+    char when[40];
+    iso_time(r->log_time_ms, when, sizeof(when));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s%, s:s, s:s, s:s, s:s}", "eventName",
+                          "objlog:BlobReleased", "blobId", r->blob_id, "bucket", r->bucket,
+                          "key", r->key.len ? (const char *)r->key.data : "", r->key.len,
+                          "versionId", r->version_id, "uploadId", r->upload_id ? r->upload_id : "",
+                          "sequencer", r->sequencer, "eventTime", when);
+    if (!o)
+        return NULL;
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (s)
+        *n = strlen(s);
+    return s;
+}

@@ -12,6 +12,12 @@
  * NULL out of memory. region: S3's awsRegion. */
 char *nrecord_json(const Objlog__FeedRecord *r, const char *region, size_t *n);
 
+/* A BlobReleased record (objlog's own, no S3 equivalent):
+ * {"eventName":"objlog:BlobReleased","blobId","bucket","key","versionId",
+ * "uploadId","sequencer","eventTime"}, the key as it is (JSON-escaped).
+ * malloc'd, *n its length; NULL out of memory. */
+char *nrecord_release_json(const Objlog__FeedRecord *r, size_t *n);
+
 /* The key as S3 writes it in a record: URL-encoded (a space as '+', '/'
  * and unreserved characters as they are, every other byte %XX). out holds
  * 3 * n + 1 bytes. */

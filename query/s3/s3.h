@@ -139,6 +139,11 @@ int s3_bucket_owner(http_ctx *c, const char *bucket, char *out, size_t n);
 int s3_blob_store(http_ctx *c, const s3_request *r, char *id);
 /* The blob a write holds, kept or dropped by c's answer (as above). */
 void s3_blob_settle_on_answer(http_ctx *c, blob_put *p);
+/* A CopyObject's source blobs (v's blob, or every part's) pinned in the
+ * blob store (blob_pin), kept or dropped by c's answer as a write's blob
+ * is; nothing without a store. 0, or -1 after replying (500 a source blob
+ * missing from the store, as GetObject answers it). */
+int s3_blob_pin_copy(http_ctx *c, const view_version *v);
 /* A body read whole is as long as its Content-Length says (a request
  * whose streamed body was lost with its connection has none): 0, or -1
  * after 400 IncompleteBody. */

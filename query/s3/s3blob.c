@@ -7,8 +7,11 @@
  * its answer settles it (s3_blob_settle): kept when the write was applied
  * or its outcome is unknown (2xx, 5xx), dropped when it was refused
  * (4xx), so neither an acknowledged object loses its bytes nor a refused
- * write leaves its own. Without a blob store, a body is taken only where
- * a frontend keeps the bytes (--s3-blob-url) or there is none. */
+ * write leaves its own. A CopyObject brings no bytes but pins its source's
+ * blobs (blob_pin) before its event is produced, settled the same way, so
+ * the collector cannot take them from under it (blob.h). Without a blob
+ * store, a body is taken only where a frontend keeps the bytes
+ * (--s3-blob-url) or there is none. */
 #include "core.h"
 #include "s3.h"
 #include "server.h"
@@ -24,8 +27,7 @@
 
 #include "objlog_logger.h"
 
-static void s3_blob_settle(http_ctx *c, int status, void *arg) {
-    blob_put *p = arg;
+static void s3_blob_settle_one(http_ctx *c, int status, blob_put *p) {
     if (status >= 400 && status < 500) {
         blob_put_drop(p);
         return;
@@ -34,6 +36,23 @@ static void s3_blob_settle(http_ctx *c, int status, void *arg) {
     if (blob_put_keep(p, err, sizeof(err)) < 0)
         objlog_logf(OBJLOG_LEVEL_ERR, "s3", "request %s: %s (the bytes stay pending until "
                     "objlogd restarts)", c->request_id, err);
+}
+
+static void s3_blob_settle(http_ctx *c, int status, void *arg) {
+    s3_blob_settle_one(c, status, arg);
+}
+
+/* A copy's pins, settled together by its answer. */
+typedef struct s3_pins {
+    size_t n;
+    blob_put *p[];
+} s3_pins;
+
+static void s3_pins_settle(http_ctx *c, int status, void *arg) {
+    s3_pins *ps = arg;
+    for (size_t i = 0; i < ps->n; i++)
+        s3_blob_settle_one(c, status, ps->p[i]);
+    free(ps);
 }
 
 /* The id a blob store would give the body (its SHA-256), for a frontend
@@ -95,6 +114,45 @@ int s3_blob_store(http_ctx *c, const s3_request *r, char *id) {
         return -1;
     }
     s3_blob_settle_on_answer(c, p);
+    return 0;
+}
+
+int s3_blob_pin_copy(http_ctx *c, const view_version *v) {
+    blobstore *bs = c->q->s3->blobs;
+    const Objlog__ObjectMeta *m = v->record ? v->record->meta : NULL;
+    if (!bs || !m)
+        return 0;
+    size_t n = m->n_parts ? m->n_parts : 1;
+    s3_pins *ps = calloc(1, sizeof(*ps) + n * sizeof(ps->p[0]));
+    if (!ps) {
+        http_reply_error(c, 500, "InternalError", "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *id = m->n_parts ? m->parts[i]->blob_id : m->blob_id;
+        char err[512];
+        blob_put *p = NULL;
+        /* an id not of this store's (a frontend's): nothing here to hold */
+        int rc = blob_id_valid(id) ? blob_pin(bs, id, &p, err, sizeof(err)) : 0;
+        if (rc == 1) /* as GetObject answers a blob gone missing */
+            snprintf(err, sizeof(err), "blob %s is missing from %s", id, blobstore_dir(bs));
+        if (rc != 0) {
+            objlog_logf(OBJLOG_LEVEL_ERR, "s3", "request %s: copy source: %s", c->request_id,
+                        err);
+            s3_pins_settle(c, 400, ps); /* drops the pins taken so far */
+            http_reply_error(c, 500, "InternalError", "the source object's bytes cannot be "
+                             "read: %s", err);
+            return -1;
+        }
+        if (p)
+            ps->p[ps->n++] = p;
+    }
+    if (!ps->n) {
+        free(ps);
+        return 0;
+    }
+    c->on_answer = s3_pins_settle;
+    c->on_answer_arg = ps;
     return 0;
 }
 

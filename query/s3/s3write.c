@@ -478,7 +478,8 @@ void s3_copy_object(http_ctx *c, const s3_request *r) {
                          "At least one of the pre-conditions you specified did not hold");
     } else if (s3w_copy_meta(c, &ver, replace, &meta, um, names) == 0 &&
                s3w_copy_tags(c, &ver, &tags, &meta) == 0 &&
-               s3w_copy_parts(c, &ver, &meta, &parts) == 0) {
+               s3w_copy_parts(c, &ver, &meta, &parts) == 0 &&
+               s3_blob_pin_copy(c, &ver) == 0) { /* before its event: blob.h */
         /* Set before the write: an error answer names the source too. */
         if (strcmp(ver.version_id, "null") != 0)
             http_add_header(c, "x-amz-copy-source-version-id", ver.version_id);
