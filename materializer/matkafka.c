@@ -51,8 +51,8 @@ static int mat_cluster_conf(rd_kafka_conf_t *c, const objlog_materializer_conf *
  * go (conf log_cb), named as objlogd has always named them. */
 static void mat_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     objlog_materializer *m = rk ? rd_kafka_opaque(rk) : NULL;
-    matlog_printf(m ? &m->log : NULL, level, "kafka", "%s: %s: %s",
-                  rk ? rd_kafka_name(rk) : "-", fac, buf);
+    matlog_printf(m ? &m->log : NULL, objlog_kafka_log_level(level, buf), "kafka",
+                  "%s: %s: %s", rk ? rd_kafka_name(rk) : "-", fac, buf);
 }
 
 /* A handle of m made from c (taken: freed on failure), with its lines

@@ -275,7 +275,13 @@ void cli_print_json_flags(json_t *j, size_t flags);
 /* Copies the fields of src named in keep (NULL-ended), in that order, into
  * o. Empty strings are dropped: they mean nothing. */
 void cli_pick(json_t *o, json_t *src, const char *const *keep);
-/* One "name: value" line per scalar, nested objects as "parent.name". */
+/* "name: value" for each field of o named in names (NULL-ended) that is a
+ * non-empty string: an absent field is no blank line. */
+void cli_print_fields(json_t *o, const char *const *names);
+/* 1 when s is a request id: 32 hex digits. */
+int cli_request_id_ok(const char *s);
+/* One "name: value" line per scalar (not for an empty string), nested
+ * objects as "parent.name". */
 void cli_print_flat(const char *prefix, json_t *o);
 /* A command's one-object result: --json prints j, else cli_print_flat.
  * Takes j; returns 0 (the exit code). */

@@ -167,6 +167,10 @@ int cli_fail(cli *c, const char *target, const char *code, const char *msg,
              long status, const char *request_id) {
     if (!c->json) {
         fprintf(stderr, "objlog: %s %s: %s: %s\n", c->cmd, target, code, msg);
+        /* 5xx: a write's outcome may be unknown, and a retry must name it */
+        if (status >= 500 && request_id && *request_id)
+            fprintf(stderr, "objlog: its request id is %s (a write sent again with "
+                            "--request-id %s is the same write)\n", request_id, request_id);
         return CLI_EXIT_FAIL;
     }
     json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "code", code, "message", msg,

@@ -16,6 +16,19 @@ const char *cli_jstr(json_t *o, const char *name) {
     return s ? s : "";
 }
 
+void cli_print_fields(json_t *o, const char *const *names) {
+    for (size_t i = 0; names[i]; i++) {
+        const char *v = cli_jstr(o, names[i]);
+        if (*v)
+            printf("%s: %s\n", names[i], v);
+    }
+}
+
+int cli_request_id_ok(const char *s) {
+    size_t n = strspn(s, "0123456789abcdefABCDEF");
+    return n == 32 && s[n] == '\0';
+}
+
 long long cli_jint(json_t *o, const char *name) {
     return (long long)json_integer_value(json_object_get(o, name));
 }
@@ -54,7 +67,8 @@ void cli_print_flat(const char *prefix, json_t *o) {
             snprintf(sub, sizeof(sub), "%s.", full);
             cli_print_flat(sub, v);
         } else if (json_is_string(v)) {
-            printf("%s: %s\n", full, json_string_value(v));
+            if (*json_string_value(v)) /* empty says nothing: no blank field */
+                printf("%s: %s\n", full, json_string_value(v));
         } else if (json_is_integer(v)) {
             printf("%s: %lld\n", full, (long long)json_integer_value(v));
         } else if (json_is_boolean(v)) {

@@ -134,7 +134,24 @@ static int cmd_bucket(cli *c, int argc, char **argv) {
     if (cli_args_fixed(c, argc, argv, pos, 1, names_bucket, &rc) < 0)
         return rc;
     json_t *j = cli_get_json(c, pos[0], cli_path(c, pos[0], NULL), &rc);
-    return j ? cli_print_object(c, j) : rc;
+    if (!j || c->json)
+        return j ? cli_print_object(c, j) : rc;
+    /* "partitions: 3 (on URL), 0": where the bucket's keys are applied */
+    json_t *parts = json_incref(json_object_get(j, "partitions"));
+    json_object_del(j, "partitions");
+    cli_print_flat("", j);
+    json_decref(j);
+    json_t *p;
+    size_t i;
+    json_array_foreach(parts, i, p) {
+        const char *node = cli_jstr(p, "node");
+        printf("%s%lld%s%s%s", i ? ", " : "partitions: ", cli_jint(p, "partition"),
+               *node ? " (on " : "", node, *node ? ")" : "");
+    }
+    if (json_array_size(parts))
+        printf("\n");
+    json_decref(parts);
+    return 0;
 }
 
 /* ---- ratelimit (admission control) ---- */

@@ -216,7 +216,13 @@ static json_t *complete_body(const char **args, int n, int *bad) {
 static const char complete_usage[] =
     "usage: objlog mpu complete [--if-none-match] [--if-match ETAG]\n"
     "                           BUCKET KEY UPLOAD_ID N:ETAG...\n"
-    "Completes an upload from its parts, in ascending part order.\n";
+    "Completes an upload from its parts, in ascending part order: N:ETAG is a\n"
+    "part number and the ETag given to `mpu part` for it. A whole round:\n"
+    "  objlog mpu create docs big.iso                  # upload_id: U\n"
+    "  objlog mpu part --size 5242880 --etag E1 docs big.iso U 1\n"
+    "  objlog mpu part --size 1000 --etag E2 docs big.iso U 2\n"
+    "  objlog mpu complete docs big.iso U 1:E1 2:E2    # every part but the\n"
+    "                                                  # last is >= 5 MiB\n";
 
 static int cmd_complete(cli *c, int argc, char **argv) {
     static const struct option opts[] = {

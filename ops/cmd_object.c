@@ -18,7 +18,7 @@
 
 enum {
     O_SIZE = CLI_OPT_OWN, O_ETAG, O_CTYPE, O_BLOB, O_SCLASS, O_CHECKSUM, O_META, O_TAG,
-    O_IF_NONE_MATCH, O_IF_MATCH, O_VERSION_ID, O_CONSISTENCY, O_TOKEN, O_PREFIX,
+    O_IF_NONE_MATCH, O_IF_MATCH, O_REQUEST_ID, O_VERSION_ID, O_CONSISTENCY, O_TOKEN, O_PREFIX,
     O_DELIMITER, O_START_AFTER, O_MAX_KEYS, O_ALL, O_KEY_MARKER, O_VID_MARKER,
     O_TENANT, O_MAX_BUCKETS
 };
@@ -43,7 +43,7 @@ static void size_line(cli *c, const char *name, unsigned long long n) {
 /* ---- put ---- */
 
 typedef struct put_args {
-    const char *size, *etag, *ctype, *blob, *sclass, *checksum, *if_match;
+    const char *size, *etag, *ctype, *blob, *sclass, *checksum, *if_match, *request_id;
     const char *meta[MAX_META];
     const char *tags[MAX_TAGS];
     int nmeta, ntags, if_none_match;
@@ -105,7 +105,10 @@ static const char put_usage[] =
     "  --tag NAME=VALUE    object tag (repeatable, at most 10)\n"
     "  --if-none-match     only if the key does not exist\n"
     "  --if-match ETAG     only if the current version has this ETag\n"
-    "Prints key, version_id, etag and token (for --token on a later read).\n";
+    "  --request-id HEX    the request id (32 hex digits) of a write whose outcome\n"
+    "                      was unknown: sent again, it is the same write, once\n"
+    "Prints key, version_id, etag (when given) and token (for --token on a\n"
+    "later read).\n";
 
 static int cmd_put(cli *c, int argc, char **argv) {
     static const struct option opts[] = {
@@ -119,6 +122,7 @@ static int cmd_put(cli *c, int argc, char **argv) {
         {"tag", required_argument, NULL, O_TAG},
         {"if-none-match", no_argument, NULL, O_IF_NONE_MATCH},
         {"if-match", required_argument, NULL, O_IF_MATCH},
+        {"request-id", required_argument, NULL, O_REQUEST_ID},
         CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
     put_args a = {0};
     int rc = 0, o;
@@ -132,6 +136,7 @@ static int cmd_put(cli *c, int argc, char **argv) {
         case O_CHECKSUM: a.checksum = optarg; break;
         case O_IF_NONE_MATCH: a.if_none_match = 1; break;
         case O_IF_MATCH: a.if_match = optarg; break;
+        case O_REQUEST_ID: a.request_id = optarg; break;
         case O_META:
             if (a.nmeta >= MAX_META)
                 return cli_usage_error(c, "at most %d --meta", MAX_META);
@@ -147,19 +152,26 @@ static int cmd_put(cli *c, int argc, char **argv) {
     const char *pos[2];
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 2, 2, names_bk, &rc) < 0)
         return rc;
+    if (a.request_id && !cli_request_id_ok(a.request_id))
+        return cli_usage_error(c, "--request-id %s: a request id is 32 hex digits",
+                               a.request_id);
     json_t *b = put_body(c, &a, &rc);
     if (!b)
         return rc;
     char *body = json_dumps(b, JSON_COMPACT);
     json_decref(b);
-    char im[256], target[2048];
-    const char *hdrs[3] = {NULL, NULL, NULL};
+    char im[256], rid[64], target[2048];
+    const char *hdrs[4] = {NULL, NULL, NULL, NULL};
     int nh = 0;
     if (a.if_none_match)
         hdrs[nh++] = "If-None-Match: *";
     if (a.if_match) {
         snprintf(im, sizeof(im), "If-Match: %s", a.if_match);
         hdrs[nh++] = im;
+    }
+    if (a.request_id) {
+        snprintf(rid, sizeof(rid), "X-Objlog-Request-Id: %s", a.request_id);
+        hdrs[nh++] = rid;
     }
     target_of(target, sizeof(target), pos[0], pos[1]);
     char *url = cli_path(c, pos[0], pos[1]);
@@ -180,8 +192,9 @@ static int cmd_put(cli *c, int argc, char **argv) {
         cli_pick(out, j, keep);
         cli_print_json(out);
     } else {
-        printf("key: %s\nversion_id: %s\netag: %s\ntoken: %s\n", pos[1],
-               cli_jstr(j, "version_id"), cli_jstr(j, "etag"), cli_jstr(j, "token"));
+        static const char *const fields[] = {"version_id", "etag", "token", NULL};
+        printf("key: %s\n", pos[1]);
+        cli_print_fields(j, fields);
     }
     json_decref(j);
     return 0;
@@ -325,27 +338,41 @@ static int cmd_head(cli *c, int argc, char **argv) { return get_or_head(c, argc,
 /* ---- rm ---- */
 
 static const char rm_usage[] =
-    "usage: objlog rm [--version-id V] BUCKET KEY\n"
-    "Deletes the key (a delete marker when versioned) or version V.\n";
+    "usage: objlog rm [--version-id V] [--request-id HEX] BUCKET KEY\n"
+    "Deletes the key (a delete marker when versioned) or version V.\n"
+    "  --request-id HEX    the request id of a delete whose outcome was unknown\n";
 
 static int cmd_rm(cli *c, int argc, char **argv) {
     static const struct option opts[] = {
         {"version-id", required_argument, NULL, O_VERSION_ID},
+        {"request-id", required_argument, NULL, O_REQUEST_ID},
         CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    const char *version_id = NULL;
+    const char *version_id = NULL, *request_id = NULL;
     int rc = 0, o;
-    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0)
+    while ((o = cli_getopt(c, argc, argv, opts, &rc)) >= 0) {
         if (o == O_VERSION_ID)
             version_id = optarg;
+        else if (o == O_REQUEST_ID)
+            request_id = optarg;
+    }
     const char *pos[2];
     if (o == CLI_STOP || cli_positionals(c, argc, argv, pos, 2, 2, names_bk, &rc) < 0)
         return rc;
+    if (request_id && !cli_request_id_ok(request_id))
+        return cli_usage_error(c, "--request-id %s: a request id is 32 hex digits",
+                               request_id);
+    char hrid[64];
+    const char *hdrs[2] = {NULL, NULL};
+    if (request_id) {
+        snprintf(hrid, sizeof(hrid), "X-Objlog-Request-Id: %s", request_id);
+        hdrs[0] = hrid;
+    }
     char target[2048];
     target_of(target, sizeof(target), pos[0], pos[1]);
     read_args a = {.version_id = version_id};
     char *url = object_url(c, pos[0], pos[1], &a);
     cli_resp r;
-    rc = cli_request(c, target, "DELETE", url, NULL, NULL, &r);
+    rc = cli_request(c, target, "DELETE", url, NULL, hdrs, &r);
     free(url);
     if (rc)
         return rc;

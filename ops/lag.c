@@ -204,7 +204,9 @@ static void lag_print(json_t *j, lag_prev *prev, double now) {
         if (e && *e)
             printf("partition %lld stopped: %s\n", jll(p, "partition"), e);
     }
-    printf("max lag %lld messages (%.3f s), %lld events applied, %lld dlq events\n",
+    /* objlogd's counters: since that process started, not since the log began */
+    printf("max lag %lld messages (%.3f s); since objlogd started: %lld events applied, "
+           "%lld dlq events\n",
            jll(j, "max_lag_messages"), jnum(j, "max_lag_seconds"), jll(j, "events_applied"),
            jll(j, "dlq_events"));
 }

@@ -26,7 +26,7 @@ packages=(
   libexpat1-dev zlib1g-dev
   kcat protobuf-compiler openssl curl
   openjdk-17-jre-headless maven
-  python3-boto3 awscli rclone s3cmd
+  python3-boto3 awscli rclone s3cmd chromium
 )
 # Only `compare` needs these (the tests do not run the comparison).
 compare_packages=(wrk postgresql-15 postgresql-client-15 curl valgrind)
@@ -76,6 +76,12 @@ build_tree() { # dir, extra cmake args (a later -DCMAKE_BUILD_TYPE wins)...
   cmake --build "$dir" -j"$jobs"
 }
 
+build_targets() { # dir, targets...
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$dir" -j"$jobs" --target "$@"
+}
+
 run_tests() { # dir, label
   echo "== tests: $2 ==" >&2
   ctest --test-dir "$1" --output-on-failure --timeout 600 -j"$jobs"
@@ -109,17 +115,91 @@ s3_flags() { # blob-dir objlogd flags...
   return 0
 }
 
-run_durable() {
-  local home=${OBJLOG_HOME:-$root/objlog-data}
-  local kdir="$home/kafka" boot pid status=0
+# --data DIR unless the flags or the environment name one.
+data_flags() { # dir objlogd flags...
+  local a dir=$1
+  shift
+  for a in "$@"; do
+    case "$a" in --data|--data=*) return 0 ;; esac
+  done
+  [ -n "${OBJLOG_DATA:-}" ] || echo --data "$dir"
+}
+
+# ---- the run command: quiet, one line per stage, a banner when ready ----
+# Build, fetch and install output goes to $OBJLOG_HOME/setup.log; the
+# terminal gets one line per stage and, on a failure, the log's tail.
+
+run_home() { echo "${OBJLOG_HOME:-$root/objlog-data}"; }
+
+stage() { # what, command...: runs command with its output in the log
+  local what=$1 t0 log
+  shift
+  log="$(run_home)/setup.log"
+  t0=$(date +%s)
+  printf 'setup: %s ... ' "$what" >&2
+  if "$@" >>"$log" 2>&1; then
+    echo "done ($(( $(date +%s) - t0 )) s)" >&2
+    return 0
+  fi
+  echo "failed; the end of $log:" >&2
+  tail -n 30 "$log" >&2
+  exit 1
+}
+
+# One objlog per data directory: run.lock is held (flock) by the run
+# command and the objlogd it starts, run.info says where they answer.
+run_lock() {
+  local home
+  home=$(run_home)
   mkdir -p "$home"
-  boot=$("$root/ops/kafka.sh" start --dir "$kdir" --nodes 1 | sed -n 's/^KAFKA_BOOTSTRAP=//p')
+  exec 9>>"$home/run.lock"
+  if ! flock -n 9; then
+    echo "setup: objlog already runs on $home:" >&2
+    sed 's/^/  /' "$home/run.info" >&2 2>/dev/null || echo "  (starting up)" >&2
+    echo "setup: nothing was started or stopped; stop that one with Ctrl-C where it runs (or kill its pid)" >&2
+    exit 1
+  fi
+  : >"$home/run.info"
+  : >"$home/setup.log"
+}
+
+# Reads objlogd's stdout (OBJLOG_LISTEN=, OBJLOG_S3_LISTEN=, OBJLOG_BOOTSTRAP=,
+# OBJLOG_READY) and prints the banner once it is ready.
+banner() { # home kafka-bootstrap-or-empty
+  local home=$1 boot=$2 line api="" s3="" pid=""
+  while IFS= read -r line; do
+    case "$line" in
+      OBJLOG_LISTEN=*) api="http://${line#OBJLOG_LISTEN=}" ;;
+      OBJLOG_S3_LISTEN=*) s3="http://${line#OBJLOG_S3_LISTEN=}" ;;
+      OBJLOG_BOOTSTRAP=*) boot="${line#OBJLOG_BOOTSTRAP=} (embedded, in memory)" ;;
+      OBJLOG_PID=*) pid=${line#OBJLOG_PID=} ;;
+      OBJLOG_READY)
+        {
+          echo "objlogd (pid ${pid:-?}) is ready"
+          echo "  JSON API     $api/v1/   (build/ops/objlog --url $api ...)"
+          echo "  status page  $api/"
+          [ -n "$s3" ] && echo "  S3 endpoint  $s3   (aws --endpoint-url $s3 s3 ls)"
+          [ -n "$boot" ] && echo "  Kafka        $boot   (kcat -b ${boot%% *} -L)"
+          echo "  data         $home   (log of this run's setup: $home/setup.log)"
+          echo "  stop         Ctrl-C here, or kill ${pid:-its pid}"
+        } | tee "$home/run.info" >&2
+        ;;
+    esac
+  done
+}
+
+run_durable() {
+  local home
+  home=$(run_home)
+  local kdir="$home/kafka" boot pid status=0
+  # (kafka.sh fetches the Kafka jars from Maven Central the first time)
+  stage "starting a 1-node Kafka in $kdir" "$root/ops/kafka.sh" start --dir "$kdir" --nodes 1 9>&-
+  boot=$(sed -n 's/^KAFKA_BOOTSTRAP=//p' "$home/setup.log" | tail -n 1)
   [ -n "$boot" ] || { echo "setup: Kafka did not start (logs under $kdir)" >&2; exit 1; }
-  echo "setup: Kafka's bootstrap is $boot (kcat -b $boot ...)" >&2
-  trap '"$root/ops/kafka.sh" stop --dir "$kdir" >&2' EXIT
+  trap '"$root/ops/kafka.sh" stop --dir "$kdir" >>"$home/setup.log" 2>&1' EXIT
   # shellcheck disable=SC2046 # s3_flags prints words
   "$root/build/query/objlogd" --brokers "$boot" --data "$home/view" \
-    $(s3_flags "$home/blobs" "$@") "$@" &
+    $(s3_flags "$home/blobs" "$@") "$@" > >(banner "$home" "$boot") &
   pid=$!
   trap 'kill -TERM $pid 2>/dev/null' INT TERM
   # `wait` returns early when a trapped signal arrives: wait again for the
@@ -137,13 +217,15 @@ case "$cmd" in
     build_tree build
     ;;
   run)
-    install_missing
-    build_tree build
+    run_lock
+    stage "checking the Debian packages" install_missing
+    # Only what the run starts: the tests and benches build with `test`.
+    stage "building objlogd and objlog in build/" build_targets build objlogd objlog
     for a in "$@"; do
       # shellcheck disable=SC2046
-      [ "$a" = "--embedded" ] && mkdir -p "${OBJLOG_HOME:-$root/objlog-data}" &&
-        exec "$root/build/query/objlogd" \
-          $(s3_flags "${OBJLOG_HOME:-$root/objlog-data}/blobs" "$@") "$@"
+      [ "$a" = "--embedded" ] &&
+        exec "$root/build/query/objlogd" $(data_flags "$(run_home)/view" "$@") \
+          $(s3_flags "$(run_home)/blobs" "$@") "$@" > >(banner "$(run_home)" "")
     done
     run_durable "$@"
     ;;

@@ -3,11 +3,11 @@
  * order; torn down in the reverse order on SIGTERM/SIGINT.
  *
  * Machine-readable lines on stdout (flushed at once; tests parse them):
- * OBJLOG_BOOTSTRAP=, OBJLOG_LISTEN=, OBJLOG_READY. Everything else goes to
- * stderr. Bad flags exit 2 with a message naming the flag (objlogdargs.c,
- * the command line). Signals are blocked in every thread and taken
- * synchronously with sigwait in main, so no work happens in a signal
- * handler. */
+ * OBJLOG_BOOTSTRAP=, OBJLOG_PID=, OBJLOG_LISTEN=, OBJLOG_S3_LISTEN=, OBJLOG_READY.
+ * Everything else goes to stderr. Bad flags exit 2 with a message naming
+ * the flag (objlogdargs.c, the command line). Signals are blocked in every
+ * thread and taken synchronously with sigwait in main, so no work happens
+ * in a signal handler. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -305,6 +305,21 @@ static objlog_store *open_bound_store(const objlogd_conf *c,
 static int serve(const objlogd_conf *c, const char *brokers,
                  const objlog_log_identity *log, int own_log, const sigset_t *set) {
     char err[512];
+    /* librdkafka's mock cluster answers no DescribeGroups: nodes would never
+     * find each other, every write would time out, and a stop would wait on
+     * the group for minutes. Refuse at once rather than hang later (tests
+     * that only read such a node's /metrics declarations may set
+     * OBJLOG_TEST_MOCK_CLUSTER=1). */
+    const char *mock_ok = getenv("OBJLOG_TEST_MOCK_CLUSTER");
+    if (c->cluster && !(mock_ok && strcmp(mock_ok, "1") == 0) &&
+        (own_log || strncmp(log->cluster_id, "mockCluster", 11) == 0)) {
+        objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--cluster %s needs a real Kafka: %s is the "
+                    "embedded log (librdkafka's mock cluster %s), which does not answer the "
+                    "group requests cluster nodes find each other with; start Kafka with "
+                    "ops/kafka.sh start (or ops/setup.sh run) and give its bootstrap to "
+                    "--brokers", c->cluster, brokers, log->cluster_id);
+        return 1;
+    }
     if (mkdir(c->data, 0755) < 0 && errno != EEXIST) {
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "--data %s: %s", c->data, strerror(errno));
         return 1;
@@ -438,7 +453,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
             objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "%s:%d serves plain HTTP off "
                         "loopback: tokens, keys and data cross the network in the clear; "
                         "give --tls-cert and --tls-key", c->host, objlog_query_port(q));
-        printf("OBJLOG_LISTEN=%s:%d\n", c->host, objlog_query_port(q));
+        printf("OBJLOG_PID=%d\nOBJLOG_LISTEN=%s:%d\n", (int)getpid(), c->host,
+               objlog_query_port(q));
         if (c->s3)
             printf("OBJLOG_S3_LISTEN=%s:%d\n", c->s3_host, objlog_query_s3_port(q));
         printf("OBJLOG_READY\n");

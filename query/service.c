@@ -19,6 +19,7 @@
 #include "read.h"
 #include "s3.h"
 #include "server.h"
+#include "ui.h"
 #include "watermark.h"
 #include "workers.h"
 #include "write.h"
@@ -146,7 +147,8 @@ static int service_server_new(objlog_query *q, const objlog_query_conf *conf, ch
     }
     if (!(q->fence = fence_new(q->srv, errstr, errstr_size)) ||
         !(q->ckpt = ckpt_server_new(q->srv, errstr, errstr_size)) ||
-        !(q->ranges = ranges_new(q->srv, errstr, errstr_size)))
+        !(q->ranges = ranges_new(q->srv, errstr, errstr_size)) ||
+        ui_register(q->srv, &api_face, errstr, errstr_size) < 0) /* the status page */
         return -1;
     return 0;
 }

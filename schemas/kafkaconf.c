@@ -142,3 +142,16 @@ void objlog_kafka_config_free(void) {
     kprops = NULL;
     nkprops = 0;
 }
+
+int objlog_kafka_log_level(int level, const char *line) {
+    static const char *const transient[] = {
+        "Coordinator load in progress",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+    };
+    if (level > 4 || !line) /* LOG_WARNING: only warnings and worse are demoted */
+        return level;
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+        if (strstr(line, transient[i]))
+            return level < 4 ? level : 6; /* LOG_INFO */
+    return level;
+}

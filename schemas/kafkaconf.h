@@ -37,4 +37,10 @@ void objlog_kafka_config_each(void (*fn)(const char *key, const char *value, voi
                               void *arg);
 void objlog_kafka_config_free(void);
 
+/* The syslog level objlog logs a librdkafka line at: librdkafka's own,
+ * but INFO for what a broker says while it starts and librdkafka retries
+ * by itself (the group coordinator still loading its offsets: every start
+ * of a fresh Kafka has it), which is no problem of the operator's. */
+int objlog_kafka_log_level(int level, const char *line);
+
 #endif

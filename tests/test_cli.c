@@ -293,6 +293,22 @@ static void test_rm_plain_and_versioned(void **state) {
     char want[512], vid[64], marker[64];
     assert_ok(objlog("mb", "plain", NULL));
     assert_ok(objlog("put", "plain", "k", "--size", "1", NULL));
+    assert_null(strstr(g_out, "etag")); /* none given: no blank "etag:" line */
+    /* a write sent again with its request id is the same write */
+    static const char rid[] = "0123456789abcdef0123456789abcdef";
+    assert_ok(objlog("--json", "put", "plain", "again", "--request-id", rid, NULL));
+    json_t *first = json_out();
+    assert_string_equal(js(first, "request_id"), rid);
+    assert_ok(objlog("--json", "put", "plain", "again", "--size", "5", "--request-id", rid,
+                     NULL));
+    json_t *second = json_out();
+    assert_string_equal(js(second, "request_id"), rid);
+    json_decref(first);
+    json_decref(second);
+    assert_ok(objlog("head", "plain", "again", NULL));
+    assert_non_null(strstr(g_out, "size: 0 B\n")); /* not written twice */
+    assert_int_equal(objlog("rm", "plain", "again", "--request-id", "12ab", NULL), 2);
+    assert_non_null(strstr(g_err, "--request-id 12ab: a request id is 32 hex digits"));
     assert_ok(objlog("rm", "plain", "k", NULL));
     assert_string_equal(g_out, "delete: plain/k\n");
     assert_int_equal(objlog("get", "plain", "k", NULL), 1);
@@ -631,12 +647,18 @@ static void test_bucket_settings_versioning_rb(void **state) {
     assert_ok(objlog("--json", "bucket", "settings", NULL));
     json_t *j = json_out();
     snprintf(created, sizeof(created), "%s", js(j, "created"));
+    /* one partition holds it (standalone: no node URL) */
+    json_t *parts = json_object_get(j, "partitions");
+    assert_int_equal(json_array_size(parts), 1);
+    long long part = json_integer_value(json_object_get(json_array_get(parts, 0), "partition"));
+    assert_string_equal(js(json_array_get(parts, 0), "node"), "");
     json_decref(j);
     assert_ok(objlog("bucket", "settings", NULL));
+    /* no blank "versioning:" line for a bucket never versioned */
     snprintf(want, sizeof(want),
-             "name: settings\ntenant: acme\nversioning: \nmax_versions: 2\n"
-             "quota.max_bytes: 0\nquota.max_objects: 0\ncreated: %s\nacl: private\n",
-             created);
+             "name: settings\ntenant: acme\nmax_versions: 2\n"
+             "quota.max_bytes: 0\nquota.max_objects: 0\ncreated: %s\nacl: private\n"
+             "partitions: %lld\n", created, part);
     assert_string_equal(g_out, want);
 
     /* the rate limit in force, as JSON (printed once, freed once) */
@@ -931,7 +953,8 @@ static void test_lag_table_json_watch(void **state) {
         snprintf(line, sizeof(line), "%9d  %7d  %3d  %3d  0.000  running\n", i, off, off, 0);
         strcat(want, line);
     }
-    strcat(want, "max lag 0 messages (0.000 s), 4 events applied, 0 dlq events\n");
+    strcat(want, "max lag 0 messages (0.000 s); since objlogd started: 4 events applied, "
+           "0 dlq events\n");
     assert_string_equal(g_out, want);
     assert_string_equal(g_err, "");
 
@@ -972,8 +995,8 @@ static void test_lag_table_json_watch(void **state) {
         count_of(g_out, "PARTITION  APPLIED  END  LAG  LAG_S  STATE    RATE/S\n");
     if (refreshes < 2 || refreshes > 7)
         fail_msg("%d refreshes in 1.1 s at 0.2 s:\n%s", refreshes, g_out);
-    assert_int_equal(count_of(g_out, "max lag 0 messages (0.000 s), 4 events applied, "
-                                     "0 dlq events\n"), refreshes);
+    assert_int_equal(count_of(g_out, "max lag 0 messages (0.000 s); since objlogd started: "
+                                     "4 events applied, 0 dlq events\n"), refreshes);
     assert_null(strchr(g_out, '\033'));
     snprintf(line, sizeof(line), "%9d  %7d  %3d  %3d  0.000  running       -\n", hot, 4, 4, 0);
     assert_int_equal(count_of(g_out, line), 1);

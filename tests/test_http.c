@@ -1665,25 +1665,25 @@ static void test_lag_and_metrics(void **state) {
     assert_true(metric(b, "objlog_events_applied_total{outcome=\"PreconditionFailed\"}") == 1);
     assert_true(metric(b, "objlog_events_applied_total{outcome=\"NoSuchBucket\"}") == 0);
     assert_true(metric(b, "objlog_dlq_events_total") == 0);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"put_object\",method=\"PUT\",code=\"200\"}") == 5);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"put_object\",method=\"PUT\",code=\"412\"}") == 1);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"bucket\",method=\"PUT\",code=\"200\"}") == 1);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"healthz\",method=\"GET\",code=\"200\"}") == 3);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"get_object\",method=\"GET\",code=\"200\"}") == 1);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"lag\",method=\"GET\",code=\"200\"}") == 1);
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"readyz\",method=\"GET\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"put_object\",method=\"PUT\",code=\"200\"}") == 5);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"put_object\",method=\"PUT\",code=\"412\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"bucket\",method=\"PUT\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"healthz\",method=\"GET\",code=\"200\"}") == 3);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"get_object\",method=\"GET\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"lag\",method=\"GET\",code=\"200\"}") == 1);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"readyz\",method=\"GET\",code=\"200\"}") == 1);
     /* the scrape itself is counted when it is answered, so not yet */
-    assert_true(metric(b, "objlog_http_requests_total{endpoint=\"metrics\",method=\"GET\",code=\"200\"}") == -1);
-    assert_true(metric(b, "objlog_http_request_duration_seconds_count{endpoint=\"put_object\",method=\"PUT\"}") == 6);
-    assert_true(metric(b, "objlog_http_request_duration_seconds_bucket{endpoint=\"put_object\",method=\"PUT\",le=\"+Inf\"}") == 6);
-    assert_true(metric(b, "objlog_http_request_duration_seconds_sum{endpoint=\"put_object\",method=\"PUT\"}") > 0);
-    assert_true(metric(b, "objlog_http_request_duration_seconds_bucket{endpoint=\"healthz\",method=\"GET\",le=\"10\"}") == 3);
+    assert_true(metric(b, "objlog_http_requests_total{api=\"json\",endpoint=\"metrics\",method=\"GET\",code=\"200\"}") == -1);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_count{api=\"json\",endpoint=\"put_object\",method=\"PUT\"}") == 6);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_bucket{api=\"json\",endpoint=\"put_object\",method=\"PUT\",le=\"+Inf\"}") == 6);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_sum{api=\"json\",endpoint=\"put_object\",method=\"PUT\"}") > 0);
+    assert_true(metric(b, "objlog_http_request_duration_seconds_bucket{api=\"json\",endpoint=\"healthz\",method=\"GET\",le=\"10\"}") == 3);
     assert_true(metric(b, "objlog_fence_timeouts_total{mode=\"strong\"}") == 0);
     assert_true(metric(b, "objlog_fence_timeouts_total{mode=\"token\"}") == 0);
     /* the strong GET and the scrapes' end offsets: at least one each */
     assert_true(metric(b, "objlog_list_offsets_requests_total") >= 1);
     resp_free(&r);
-    assert_true(metric_of(e, "objlog_http_requests_total{endpoint=\"metrics\",method=\"GET\",code=\"200\"}") == 1);
+    assert_true(metric_of(e, "objlog_http_requests_total{api=\"json\",endpoint=\"metrics\",method=\"GET\",code=\"200\"}") == 1);
     env_stop(e);
 }
 
@@ -2553,11 +2553,11 @@ static void test_prefix_usage(void **state) {
     for (int i = 0; i < 3; i++) {
         char series[160];
         snprintf(series, sizeof(series),
-                 "objlog_http_requests_total{endpoint=\"usage\",method=\"%s\",code=\"405\"}",
+                 "objlog_http_requests_total{api=\"json\",endpoint=\"usage\",method=\"%s\",code=\"405\"}",
                  methods[i]);
         assert_true(metric_of(e, series) == 1);
     }
-    assert_true(metric_of(e, "objlog_http_requests_total{endpoint=\"usage\",method=\"GET\",code=\"404\"}") ==
+    assert_true(metric_of(e, "objlog_http_requests_total{api=\"json\",endpoint=\"usage\",method=\"GET\",code=\"404\"}") ==
                 1);
 }
 

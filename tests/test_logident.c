@@ -861,6 +861,23 @@ static void view_of_another_log_refused_and_untouched(void **state) {
 #define EMB_OLD 8  /* writes to the first embedded log's partition */
 #define EMB_NEW 10 /* writes after the restart, over the same offsets and past them */
 
+/* --cluster on the embedded log: refused at start with what to do, never a
+ * node whose writes time out and whose stop hangs on the group. */
+static void cluster_on_embedded_log_refused(void **state) {
+    (void)state;
+    if (testlog_is_kafka())
+        return; /* a real Kafka serves clusters: test_cluster */
+    char data[600], err[4096];
+    fresh_path("data", data, sizeof(data));
+    char *args[] = {"--brokers", T.boot_a, "--cluster", "c1", "--listen", "127.0.0.1:0",
+                    "--data", data, NULL};
+    long long t0 = now_ms();
+    assert_int_equal(objlogd_run(args, err, sizeof(err)), 1);
+    assert_contains(err, "--cluster c1 needs a real Kafka: ");
+    assert_contains(err, "librdkafka's mock cluster mockCluster");
+    assert_true(now_ms() - t0 < LT_START_MS);
+}
+
 static void embedded_start(view *v, const char *data) {
     char *args[] = {"--embedded", "--data", (char *)data, "--partitions", "2", "--listen",
                     "127.0.0.1:0", "--fetch-wait-ms", "2", NULL};
@@ -1158,6 +1175,7 @@ int main(void) {
         LT_CASE(unsafe_topics_refused_by_name_unless_allowed),
         LT_CASE(view_of_another_log_refused_and_untouched),
         LT_CASE(embedded_restart_discards_old_view),
+        LT_CASE(cluster_on_embedded_log_refused),
         LT_CASE(consumer_groups_and_kcat_show_applied_positions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -200,7 +200,7 @@ static void test_metrics_promtool_and_values(void **state) {
         "objlog_partition_lag_messages gauge", "objlog_partition_lag_seconds gauge",
         "objlog_partition_stopped gauge", "objlog_events_applied_total counter",
         "objlog_dlq_events_total counter", "objlog_store_write_errors_total counter",
-        "objlog_store_stalled gauge", "objlog_fence_waits_total counter",
+        "objlog_store_stalled gauge", "objlog_ready gauge", "objlog_fence_waits_total counter",
         "objlog_fence_timeouts_total counter", "objlog_list_offsets_requests_total counter",
         "objlog_http_requests_total counter",
         "objlog_http_request_duration_seconds histogram",
@@ -237,21 +237,30 @@ static void test_metrics_promtool_and_values(void **state) {
     /* the store took every write */
     assert_true(sample(body, "objlog_store_write_errors_total", NULL) == 0);
     assert_true(sample(body, "objlog_store_stalled", NULL) == 0);
+    /* every partition applied, the log answers: /readyz would answer 200 */
+    assert_true(sample(body, "objlog_ready", NULL) == 1);
     assert_true(sample(body, "objlog_list_offsets_requests_total", NULL) >= 1);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"get_object\"", "method=\"GET\"", "code=\"200\"")) == 4);
+                       L("api=\"json\"",
+                         "endpoint=\"get_object\"", "method=\"GET\"", "code=\"200\"")) == 4);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"get_object\"", "method=\"GET\"", "code=\"404\"")) == 1);
+                       L("api=\"json\"",
+                         "endpoint=\"get_object\"", "method=\"GET\"", "code=\"404\"")) == 1);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"put_object\"", "method=\"PUT\"", "code=\"200\"")) == 3);
+                       L("api=\"json\"",
+                         "endpoint=\"put_object\"", "method=\"PUT\"", "code=\"200\"")) == 3);
     assert_true(sample(body, "objlog_http_requests_total",
-                       L("endpoint=\"lag\"", "method=\"GET\"", "code=\"200\"")) == 1);
+                       L("api=\"json\"",
+                         "endpoint=\"lag\"", "method=\"GET\"", "code=\"200\"")) == 1);
     assert_true(sample(body, "objlog_http_request_duration_seconds_count",
-                       L("endpoint=\"get_object\"", "method=\"GET\"")) == 5);
+                       L("api=\"json\"",
+                         "endpoint=\"get_object\"", "method=\"GET\"")) == 5);
     assert_true(sample(body, "objlog_http_request_duration_seconds_bucket",
-                       L("endpoint=\"get_object\"", "method=\"GET\"", "le=\"+Inf\"")) == 5);
+                       L("api=\"json\"",
+                         "endpoint=\"get_object\"", "method=\"GET\"", "le=\"+Inf\"")) == 5);
     assert_true(sample(body, "objlog_http_request_duration_seconds_sum",
-                       L("endpoint=\"get_object\"", "method=\"GET\"")) > 0);
+                       L("api=\"json\"",
+                         "endpoint=\"get_object\"", "method=\"GET\"")) > 0);
     /* process and store figures: plausible values */
     double now = (double)time(NULL);
     assert_true(sample(body, "process_cpu_seconds_total", NULL) > 0);

@@ -158,6 +158,34 @@ void metrics_lag(http_ctx *c) {
 
 /* -------------------------------------------------------------- /readyz */
 
+/* Why this node is not ready, into reason; "" when it is. /readyz answers
+ * with it and /metrics says it as objlog_ready, so both judge alike. */
+static void metrics_unready(objlog_query *q, const lag_row *rows, int n, char *reason,
+                            size_t size) {
+    char why[512];
+    reason[0] = '\0';
+    if (objlog_materializer_store_stalled(q->m, why, sizeof(why)))
+        snprintf(reason, size,
+                 "the store under %s cannot write: %s; applying is paused on every "
+                 "partition and retried until it can", objlog_store_dir(q->store), why);
+    for (int p = 0; p < n && !reason[0]; p++) {
+        rd_kafka_resp_err_t last_err;
+        int64_t age = wm_health(q->wm, p, &last_err);
+        if (age < 0 || age > WM_STALE_MS)
+            snprintf(reason, size,
+                     "the log is unreachable: partition %d has had no end offset %s "
+                     "(%s)", p, age < 0 ? "since objlogd started" : "for over 5 s",
+                     last_err ? rd_kafka_err2str(last_err) : "no answer yet");
+        else if (!objlog_materializer_owns(q->m, p))
+            continue; /* a cluster node answers for its own partitions */
+        else if (rows[p].stopped)
+            snprintf(reason, size, "partition %d is stopped: %s", p, rows[p].err);
+        else if (rows[p].lag > q->ready_max_lag)
+            snprintf(reason, size, "partition %d lags %lld messages (more than %lld)", p,
+                     (long long)rows[p].lag, (long long)q->ready_max_lag);
+    }
+}
+
 void metrics_readyz(http_ctx *c) {
     int n = 0;
     lag_row *rows = metrics_lag_rows(c->q, &n);
@@ -165,29 +193,8 @@ void metrics_readyz(http_ctx *c) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
-    char reason[768] = "", why[512];
-    if (objlog_materializer_store_stalled(c->q->m, why, sizeof(why)))
-        snprintf(reason, sizeof(reason),
-                 "the store under %s cannot write: %s; applying is paused on every "
-                 "partition and retried until it can", objlog_store_dir(c->q->store), why);
-    for (int p = 0; p < n && !reason[0]; p++) {
-        rd_kafka_resp_err_t last_err;
-        int64_t age = wm_health(c->q->wm, p, &last_err);
-        if (age < 0 || age > WM_STALE_MS)
-            snprintf(reason, sizeof(reason),
-                     "the log is unreachable: partition %d has had no end offset %s "
-                     "(%s)", p, age < 0 ? "since objlogd started" : "for over 5 s",
-                     last_err ? rd_kafka_err2str(last_err) : "no answer yet");
-        else if (!objlog_materializer_owns(c->q->m, p))
-            continue; /* a cluster node answers for its own partitions */
-        else if (rows[p].stopped)
-            snprintf(reason, sizeof(reason), "partition %d is stopped: %s", p,
-                     rows[p].err);
-        else if (rows[p].lag > c->q->ready_max_lag)
-            snprintf(reason, sizeof(reason),
-                     "partition %d lags %lld messages (more than %lld)", p,
-                     (long long)rows[p].lag, (long long)c->q->ready_max_lag);
-    }
+    char reason[768];
+    metrics_unready(c->q, rows, n, reason, sizeof(reason));
     free(rows);
     if (reason[0])
         http_reply_json(c, 503, json_pack("{s:b, s:s}", "ready", 0, "reason", reason));
@@ -367,36 +374,43 @@ static void metrics_checkpoints(FILE *f, objlog_query *q) {
                     metrics_load(&q->ckpt->bytes));
 }
 
-static void metrics_requests(FILE *f, objlog_query *q) {
-    metrics_family(f, "objlog_http_requests_total", "counter",
-                   "HTTP requests answered, by endpoint, method and status code.");
-    for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
-        for (int m = 0; m < HTTP_M_COUNT; m++)
-            for (int s = 0; s < HTTP_CODE_SLOTS; s++) {
-                uint64_t v = metrics_sum(q, offsetof(http_stats, status[ep][m][s]));
-                char code[16];
-                if (s < HTTP_CODE_SLOTS - 1)
-                    snprintf(code, sizeof(code), "%d", http_code_values[s]);
-                else
-                    snprintf(code, sizeof(code), "other");
-                if (v)
-                    fprintf(f, "objlog_http_requests_total{endpoint=\"%s\",method=\"%s\","
-                               "code=\"%s\"} %llu\n",
-                            http_endpoint_name(ep), http_method_name(m), code,
-                            (unsigned long long)v);
-            }
+/* The api label of listener li: its face's name ("json", "s3"). */
+static const char *metrics_api(objlog_query *q, int li) {
+    return q->srv->listeners[li].face->name;
 }
 
-/* One endpoint and method's histogram; nothing when it had no request. */
-static void metrics_histogram(FILE *f, objlog_query *q, int ep, int m) {
+static void metrics_requests(FILE *f, objlog_query *q) {
+    metrics_family(f, "objlog_http_requests_total", "counter",
+                   "HTTP requests answered, by api (the listener: json, s3), endpoint, "
+                   "method and status code (each code objlogd answers with as itself, any "
+                   "other as its class, 1xx..5xx).");
+    for (int li = 0; li < q->srv->nlisteners; li++)
+        for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
+            for (int m = 0; m < HTTP_M_COUNT; m++)
+                for (int s = 0; s < HTTP_CODE_SLOTS; s++) {
+                    uint64_t v =
+                        metrics_sum(q, offsetof(http_stats, status[li][ep][m][s]));
+                    char code[16];
+                    if (v)
+                        fprintf(f, "objlog_http_requests_total{api=\"%s\",endpoint=\"%s\","
+                                   "method=\"%s\",code=\"%s\"} %llu\n",
+                                metrics_api(q, li), http_endpoint_name(ep),
+                                http_method_name(m), http_code_label(s, code, sizeof(code)),
+                                (unsigned long long)v);
+                }
+}
+
+/* One listener, endpoint and method's histogram; nothing when it had no
+ * request. */
+static void metrics_histogram(FILE *f, objlog_query *q, int li, int ep, int m) {
     uint64_t counts[HTTP_HIST_BUCKETS + 1], total = 0;
     for (int b = 0; b <= HTTP_HIST_BUCKETS; b++)
-        total += counts[b] = metrics_sum(q, offsetof(http_stats, hist[ep][m][b]));
+        total += counts[b] = metrics_sum(q, offsetof(http_stats, hist[li][ep][m][b]));
     if (!total)
         return;
-    char labels[96];
-    snprintf(labels, sizeof(labels), "endpoint=\"%s\",method=\"%s\"",
-             http_endpoint_name(ep), http_method_name(m));
+    char labels[128];
+    snprintf(labels, sizeof(labels), "api=\"%s\",endpoint=\"%s\",method=\"%s\"",
+             metrics_api(q, li), http_endpoint_name(ep), http_method_name(m));
     uint64_t cum = 0;
     for (int b = 0; b <= HTTP_HIST_BUCKETS; b++) {
         cum += counts[b];
@@ -407,7 +421,7 @@ static void metrics_histogram(FILE *f, objlog_query *q, int ep, int m) {
             fprintf(f, "objlog_http_request_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n",
                     labels, (unsigned long long)cum);
     }
-    uint64_t ns = metrics_sum(q, offsetof(http_stats, sum_ns[ep][m]));
+    uint64_t ns = metrics_sum(q, offsetof(http_stats, sum_ns[li][ep][m]));
     fprintf(f, "objlog_http_request_duration_seconds_sum{%s} %.9f\n", labels,
             (double)ns / 1e9);
     fprintf(f, "objlog_http_request_duration_seconds_count{%s} %llu\n", labels,
@@ -416,10 +430,11 @@ static void metrics_histogram(FILE *f, objlog_query *q, int ep, int m) {
 
 static void metrics_latency(FILE *f, objlog_query *q) {
     metrics_family(f, "objlog_http_request_duration_seconds", "histogram",
-                   "Time from dispatch to reply, by endpoint and method.");
-    for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
-        for (int m = 0; m < HTTP_M_COUNT; m++)
-            metrics_histogram(f, q, ep, m);
+                   "Time from dispatch to reply, by api (json, s3), endpoint and method.");
+    for (int li = 0; li < q->srv->nlisteners; li++)
+        for (int ep = 0; ep < HTTP_EP_COUNT; ep++)
+            for (int m = 0; m < HTTP_M_COUNT; m++)
+                metrics_histogram(f, q, li, ep, m);
 }
 
 /* Where an ack=applied write's time goes (write.h, gateway stages). */
@@ -689,6 +704,11 @@ void metrics_get(http_ctx *c) {
         http_reply_error(c, 500, "InternalError", "out of memory");
         return;
     }
+    char reason[768];
+    metrics_unready(c->q, rows, n, reason, sizeof(reason));
+    metrics_family(f, "objlog_ready", "gauge",
+                   "1 while GET /readyz answers 200; 0 while it answers 503 (it says why).");
+    fprintf(f, "objlog_ready %d\n", !reason[0]);
     metrics_partitions(f, rows, n);
     metrics_apply(f, c->q);
     metrics_fences(f, c->q);

@@ -204,6 +204,52 @@ static const char *read_versioning_name(Objlog__Versioning v) {
 
 #define READ_DEFAULT_MAX_VERSIONS 100000
 
+/* Where the bucket lives: [{"partition","node"}] for each partition whose
+ * ranges hold some of its keys under this node's map (its home first),
+ * node the URL of the node applying it ("" standalone, or none known now).
+ * NULL out of memory. */
+static json_t *read_bucket_partitions(http_ctx *c, const char *bucket) {
+    const rangemap *rm = objlog_materializer_rangemap(c->q->m);
+    keybuf lo, hi;
+    keybuf_init(&lo);
+    keybuf_init(&hi);
+    json_t *arr = json_array();
+    if (!arr || keycodec_bucket_part(&lo, bucket, strlen(bucket)) < 0 ||
+        keybuf_append(&hi, lo.data, lo.len) < 0 || keycodec_prefix_end(&hi) < 0) {
+        json_decref(arr);
+        arr = NULL;
+    }
+    /* ranges in key order from the one holding the bucket's first key */
+    int first = arr ? rangemap_index(rm, lo.data, lo.len) : rangemap_count(rm);
+    for (int i = first; arr && i < rangemap_count(rm); i++) {
+        const uint8_t *s, *e;
+        size_t sn, en;
+        int p;
+        rangemap_entry(rm, i, &s, &sn, &e, &en, &p);
+        size_t m = sn < hi.len ? sn : hi.len;
+        int cmp = m ? memcmp(s, hi.data, m) : 0;
+        if (i > first && (cmp > 0 || (cmp == 0 && sn >= hi.len)))
+            break; /* starts at or past the bucket's end */
+        int seen = 0;
+        for (size_t k = 0; k < json_array_size(arr) && !seen; k++)
+            seen = json_integer_value(json_object_get(json_array_get(arr, k), "partition")) == p;
+        if (seen)
+            continue;
+        char url[CLUSTER_URL_MAX] = "";
+        if (c->q->cluster) {
+            int who = cluster_active(c->q->cluster, p, url, sizeof(url));
+            if (who == CLUSTER_OWNER_SELF)
+                snprintf(url, sizeof(url), "%s", cluster_self(c->q->cluster));
+            else if (who == CLUSTER_OWNER_UNKNOWN)
+                url[0] = '\0';
+        }
+        json_array_append_new(arr, json_pack("{s:i, s:s}", "partition", p, "node", url));
+    }
+    keybuf_free(&lo);
+    keybuf_free(&hi);
+    return arr;
+}
+
 void read_bucket(http_ctx *c, const char *bucket) {
     view_bucket b;
     if (read_bucket_record(c, bucket, &b) < 0)
@@ -223,6 +269,7 @@ void read_bucket(http_ctx *c, const char *bucket) {
         json_object_set_new(tags, r->tags[i]->name, json_string(r->tags[i]->value));
     json_object_set_new(j, "tags", tags);
     json_object_set_new(j, "acl", json_string(attrs_acl_name(attrs_acl_parse(r->acl))));
+    json_object_set_new(j, "partitions", read_bucket_partitions(c, bucket));
     view_bucket_free(&b);
     http_reply_json(c, 200, j);
 }

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kafkaconf.h"
+
 #define LOG_LINE_MAX 4096
 #define LOG_MSG_MAX 3072
 #define LOG_LIMIT_DEFAULT_MS 10000
@@ -162,10 +164,13 @@ static size_t log_finish(char *buf, int n) {
     return (size_t)n;
 }
 
-/* obj is consumed. */
+/* obj is consumed. Reals (the access log's seconds) with 6 significant
+ * digits: a double's 17 show noise (0.00067181200000000004). */
 static void log_emit_json(int fd, json_t *obj) {
     char buf[LOG_LINE_MAX];
-    size_t n = obj ? json_dumpb(obj, buf, sizeof(buf) - 1, JSON_COMPACT) : 0;
+    size_t n = obj ? json_dumpb(obj, buf, sizeof(buf) - 1,
+                                JSON_COMPACT | JSON_REAL_PRECISION(6))
+                   : 0;
     json_decref(obj);
     if (n == 0 || n >= sizeof(buf) - 1)
         return; /* out of memory, or a message past the cut: never half a JSON line */
@@ -261,7 +266,8 @@ void objlog_logger_access(const objlog_access_entry *a) {
 }
 
 void objlog_logger_rdkafka(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-    objlog_logf(level, "kafka", "%s: %s: %s", rk ? rd_kafka_name(rk) : "-", fac, buf);
+    objlog_logf(objlog_kafka_log_level(level, buf), "kafka", "%s: %s: %s",
+                rk ? rd_kafka_name(rk) : "-", fac, buf);
 }
 
 /* ---------------------------------------------------------------- streams */

@@ -56,15 +56,32 @@ static http_method http_method_of(enum evhttp_cmd_type cmd) {
     }
 }
 
-const int http_code_values[HTTP_CODE_SLOTS - 1] = {200, 204, 206, 304, 400, 403, 404, 405,
-                                                   409, 411, 412, 413, 416, 500, 501, 503,
-                                                   507};
+const int http_code_values[HTTP_CODES] = {200, 204, 206, 304, 307, 400, 401, 403,
+                                          404, 405, 408, 409, 410, 411, 412, 413,
+                                          416, 500, 501, 502, 503, 507};
 
 static int http_code_slot(int status) {
-    for (int i = 0; i < HTTP_CODE_SLOTS - 1; i++)
+    for (int i = 0; i < HTTP_CODES; i++)
         if (http_code_values[i] == status)
             return i;
-    return HTTP_CODE_SLOTS - 1;
+    int cls = status / 100; /* 1..5; a status out of HTTP's range is a 5xx */
+    return HTTP_CODES + (cls >= 1 && cls <= HTTP_CODE_CLASSES ? cls : HTTP_CODE_CLASSES) - 1;
+}
+
+const char *http_code_label(int slot, char *buf, size_t n) {
+    if (slot >= 0 && slot < HTTP_CODES)
+        snprintf(buf, n, "%d", http_code_values[slot]);
+    else
+        snprintf(buf, n, "%dxx", slot - HTTP_CODES + 1);
+    return buf;
+}
+
+/* The listener c came through (its face's): the api label's slot. */
+static int http_listener_slot(const http_ctx *c) {
+    for (int i = 0; i < c->w->nls; i++)
+        if (c->w->ls[i].face == c->face)
+            return i;
+    return 0;
 }
 
 int http_utf8_valid(const uint8_t *s, size_t n) {
@@ -205,12 +222,13 @@ static void http_note(http_ctx *c, int status) {
                            ? c->endpoint : HTTP_EP_OTHER;
     http_method m = http_method_of(evhttp_request_get_command(c->req));
     int slot = http_code_slot(status);
+    int li = http_listener_slot(c);
     int b = 0;
     while (b < HTTP_HIST_BUCKETS && (double)ns / 1e9 > http_hist_bounds[b])
         b++;
-    atomic_fetch_add_explicit(&st->status[ep][m][slot], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->hist[ep][m][b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->sum_ns[ep][m], (uint64_t)ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->status[li][ep][m][slot], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->hist[li][ep][m][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->sum_ns[li][ep][m], (uint64_t)ns, memory_order_relaxed);
 }
 
 /* The one place a request ends: the worker may be draining for shutdown. */

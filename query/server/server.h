@@ -44,7 +44,8 @@ typedef struct tls_conf tls_conf;
 struct write_answer;                      /* write.h */
 
 /* What a request did, for objlog_http_requests_total{endpoint}: both APIs
- * count their operations under these names, so one dashboard reads both. */
+ * count their operations under these names, so one dashboard reads both;
+ * the api label (the face's name) tells them apart. */
 typedef enum http_endpoint {
     HTTP_EP_OTHER = 0,
     HTTP_EP_GET_OBJECT,
@@ -86,19 +87,31 @@ typedef enum http_method {
 } http_method;
 const char *http_method_name(http_method m);
 
-/* Status codes counted apart (the code label): the ones objlogd answers
- * with; anything else is counted as code="other". */
-#define HTTP_CODE_SLOTS 18
-extern const int http_code_values[HTTP_CODE_SLOTS - 1];
+/* Status codes counted apart (the code label): every one objlogd answers
+ * with, each as itself (code="307"). Any other status (a peer's answer a
+ * cluster node sends on) is counted by its class, code="1xx".."5xx", in
+ * the slots after them: no answer is filed under a name that hides it. */
+#define HTTP_CODES 22
+#define HTTP_CODE_CLASSES 5
+#define HTTP_CODE_SLOTS (HTTP_CODES + HTTP_CODE_CLASSES)
+extern const int http_code_values[HTTP_CODES];
+/* A slot's code label ("404", "3xx") into buf. */
+const char *http_code_label(int slot, char *buf, size_t n);
 
-/* Request counters of one worker. Only its own thread writes them (every
- * reply is sent there); /metrics sums all workers from another thread,
- * hence relaxed atomics rather than locks. hist is per bucket, not yet
- * cumulative (the scrape accumulates); slot HTTP_HIST_BUCKETS is +Inf. */
+/* Listeners of one server, one per face (json, s3). */
+#define SERVER_MAX_LISTENERS 2
+
+/* Request counters of one worker, per listener (the api label: its face's
+ * name). Only its own thread writes them (every reply is sent there);
+ * /metrics sums all workers from another thread, hence relaxed atomics
+ * rather than locks. hist is per bucket, not yet cumulative (the scrape
+ * accumulates); slot HTTP_HIST_BUCKETS is +Inf. */
 typedef struct http_stats {
-    atomic_uint_fast64_t status[HTTP_EP_COUNT][HTTP_M_COUNT][HTTP_CODE_SLOTS];
-    atomic_uint_fast64_t hist[HTTP_EP_COUNT][HTTP_M_COUNT][HTTP_HIST_BUCKETS + 1];
-    atomic_uint_fast64_t sum_ns[HTTP_EP_COUNT][HTTP_M_COUNT];
+    atomic_uint_fast64_t status[SERVER_MAX_LISTENERS][HTTP_EP_COUNT][HTTP_M_COUNT]
+                               [HTTP_CODE_SLOTS];
+    atomic_uint_fast64_t hist[SERVER_MAX_LISTENERS][HTTP_EP_COUNT][HTTP_M_COUNT]
+                             [HTTP_HIST_BUCKETS + 1];
+    atomic_uint_fast64_t sum_ns[SERVER_MAX_LISTENERS][HTTP_EP_COUNT][HTTP_M_COUNT];
 } http_stats;
 
 /* How an API meets its clients. One per listener; every request carries
@@ -162,7 +175,6 @@ typedef struct server_hooks {
     void *arg;
 } server_hooks;
 #define SERVER_MAX_HOOKS 8
-#define SERVER_MAX_LISTENERS 2
 
 typedef struct http_listener {
     const http_face *face;
