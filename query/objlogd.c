@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/http.h>
 #include <librdkafka/rdkafka.h>
 #include <openssl/evp.h>
 
@@ -301,6 +302,27 @@ static objlog_store *open_bound_store(const objlogd_conf *c,
     return NULL;
 }
 
+/* A cluster node without --node-name is known by the host:port it
+ * advertises (what its peers and its URL in /v1/cluster call it). */
+static void default_node_name(const char *advertise) {
+    char err[256];
+    struct evhttp_uri *u = evhttp_uri_parse(advertise);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    char name[300];
+    if (host) {
+        int port = evhttp_uri_get_port(u);
+        if (port >= 0)
+            snprintf(name, sizeof(name), "%s:%d", host, port);
+        else
+            snprintf(name, sizeof(name), "%s", host);
+        if (objlog_logger_set_node(name, err, sizeof(err)) < 0)
+            objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd", "node name from --advertise: %s; "
+                        "lines go without one (give --node-name)", err);
+    }
+    if (u)
+        evhttp_uri_free(u);
+}
+
 /* Store, materializer, HTTP; then serve until a signal. 0 or 1. */
 static int serve(const objlogd_conf *c, const char *brokers,
                  const objlog_log_identity *log, int own_log, const sigset_t *set) {
@@ -349,6 +371,8 @@ static int serve(const objlogd_conf *c, const char *brokers,
                      c->host, port);
         objlog_cluster_group(c->cluster, group, sizeof(group));
         objlog_cluster_client_id(advertise, client_id, sizeof(client_id));
+        if (!c->node_name)
+            default_node_name(advertise);
         objlog_logf(OBJLOG_LEVEL_INFO, "objlogd", "cluster %s: this node is %s",
                     c->cluster, advertise);
     } else if (c->group) {
@@ -514,6 +538,10 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     objlog_logger_set_format(c.log_format ? c.log_format : "text");
     char err[512];
+    if (c.node_name && objlog_logger_set_node(c.node_name, err, sizeof(err)) < 0) {
+        fprintf(stderr, "objlogd: --node-name %s\n", err);
+        return 2;
+    }
     if (c.access_log && objlog_logger_open_access(c.access_log, err, sizeof(err)) < 0) {
         objlog_logf(OBJLOG_LEVEL_ERR, "objlogd", "%s", err);
         return 1;

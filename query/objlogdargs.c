@@ -36,6 +36,9 @@ void objlogd_usage(FILE *f) {
             "                progress, before its first or between two, is closed\n"
             "                after N ms; default 5000)\n"
             "               [--log-format text|json] [--access-log FILE|-]\n"
+            "               [--node-name NAME] (on every log line; letters, digits and\n"
+            "                . _ : - @, at most 64; a cluster node's default is the\n"
+            "                host:port it advertises)\n"
             "               [--block-cache-mb N] [--memtable-mb N]\n"
             "               [--wal on|off] (the view's RocksDB WAL; default off: a view\n"
             "                is a cache of the log, flushed atomically with its applied\n"
@@ -258,6 +261,8 @@ static int conf_from_env(objlogd_conf *c) {
         c->cluster = v;
     if ((v = getenv("OBJLOG_ADVERTISE")) && *v)
         c->advertise = v;
+    if ((v = getenv("OBJLOG_NODE_NAME")) && *v)
+        c->node_name = v;
     if ((v = getenv("OBJLOG_TOKEN_SECRET_FILE")) && *v)
         c->token_secret_file = v;
     if ((v = getenv("OBJLOG_EVENTUAL_MAX_LAG")) && *v &&
@@ -354,7 +359,7 @@ enum {
     OPT_S3_BLOB_URL, OPT_BLOB_DIR, OPT_BLOB_S3, OPT_BLOB_S3_CREDENTIALS, OPT_BLOB_RELEASE_TOPIC, OPT_LIFECYCLE_INTERVAL_MS, OPT_TEST_LC_OFFSET_MS, OPT_LIFECYCLE_MAX_RATE,
     OPT_TEST_HANDOFF_PAUSE_MS,
     OPT_RATE_LIMIT_BUCKET, OPT_RATE_LIMIT_TENANT, OPT_SLOWDOWN_LAG, OPT_AUTO_SPLIT,
-    OPT_AUTO_SPLIT_RATE, OPT_AUTO_SPLIT_SECONDS
+    OPT_AUTO_SPLIT_RATE, OPT_AUTO_SPLIT_SECONDS, OPT_NODE_NAME
 };
 
 static const struct option objlogd_options[] = {
@@ -392,6 +397,7 @@ static const struct option objlogd_options[] = {
     {"apply-threads", required_argument, NULL, OPT_APPLY_THREADS},
     {"cluster", required_argument, NULL, OPT_CLUSTER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"node-name", required_argument, NULL, OPT_NODE_NAME},
     {"token-secret-file", required_argument, NULL, OPT_TOKEN_SECRET_FILE},
     {"eventual-max-lag", required_argument, NULL, OPT_EVENTUAL_MAX_LAG},
     {"standbys", required_argument, NULL, OPT_STANDBYS},
@@ -475,6 +481,7 @@ static int conf_option(objlogd_conf *c, int opt, const char *v) {
         return parse_int(flag, v, 1, OBJLOG_APPLY_THREADS_MAX, &c->apply_threads);
     case OPT_CLUSTER: c->cluster = v; return 0;
     case OPT_ADVERTISE: c->advertise = v; return 0;
+    case OPT_NODE_NAME: c->node_name = v; return 0;
     case OPT_TOKEN_SECRET_FILE: c->token_secret_file = v; return 0;
     case OPT_EVENTUAL_MAX_LAG: return parse_int(flag, v, 0, INT_MAX, &c->eventual_max_lag);
     case OPT_STANDBYS: return parse_int(flag, v, 0, OBJLOG_CLUSTER_STANDBYS_MAX, &c->standbys);

@@ -41,6 +41,7 @@ typedef struct objlogd_conf {
     int apply_threads;           /* 0: one per core */
     const char *cluster;         /* cluster name: a node of it */
     const char *advertise;       /* this node's URL; NULL: http://listen */
+    const char *node_name;       /* on every log line; NULL: a cluster node's host:port */
     const char *token_secret_file; /* signs tokens; cluster nodes share it */
     int eventual_max_lag;        /* cluster: local eventual reads within it */
     int standbys;                /* cluster: other nodes applying each partition */

@@ -6,8 +6,10 @@
 #define _GNU_SOURCE
 #include "objlog_logger.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +32,40 @@ typedef struct log_conf {
 } log_conf;
 
 static log_conf log_cfg = {.json = 0, .level = OBJLOG_LEVEL_INFO, .access_fd = -1};
+
+/* The node's name is set once, but may be set after the first threads
+ * started (a cluster node's default name has the port it bound): the
+ * flag publishes the bytes written before it. */
+static char log_node[OBJLOG_NODE_NAME_MAX + 1];
+static atomic_int log_node_set;
+
+int objlog_logger_set_node(const char *name, char *errstr, size_t errstr_size) {
+    size_t n = strlen(name);
+    if (n == 0 || n > OBJLOG_NODE_NAME_MAX) {
+        snprintf(errstr, errstr_size, "a node name has 1 to %d characters (got %zu)",
+                 OBJLOG_NODE_NAME_MAX, n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (!isalnum(ch) && !strchr("._:-@", ch)) {
+            snprintf(errstr, errstr_size, "'%s': a node name is letters, digits and . _ : - @ "
+                     "(character %zu is not)", name, i + 1);
+            return -1;
+        }
+    }
+    if (atomic_load_explicit(&log_node_set, memory_order_acquire)) {
+        snprintf(errstr, errstr_size, "the node's name is set already (%s)", log_node);
+        return -1;
+    }
+    memcpy(log_node, name, n + 1);
+    atomic_store_explicit(&log_node_set, 1, memory_order_release);
+    return 0;
+}
+
+const char *objlog_logger_node(void) {
+    return atomic_load_explicit(&log_node_set, memory_order_acquire) ? log_node : NULL;
+}
 
 int objlog_logger_set_format(const char *name) {
     if (strcmp(name, "text") == 0)
@@ -179,6 +215,7 @@ static void log_emit_json(int fd, json_t *obj) {
 }
 
 static void log_emit(int level, const char *component, const char *msg) {
+    const char *node = objlog_logger_node();
     char ts[32];
     objlog_logger_format_time(log_now_ms(CLOCK_REALTIME), ts, sizeof(ts));
     if (log_cfg.json) {
@@ -188,14 +225,15 @@ static void log_emit(int level, const char *component, const char *msg) {
         for (; name[i] && i < sizeof(lower) - 1; i++)
             lower[i] = (char)(name[i] | 0x20);
         lower[i] = '\0';
-        log_emit_json(STDERR_FILENO, json_pack("{s:s, s:s, s:s, s:s?}", "ts", ts,
-                                               "level", lower, "component", component,
-                                               "msg", msg));
+        log_emit_json(STDERR_FILENO, json_pack("{s:s, s:s?, s:s, s:s, s:s?}", "ts", ts,
+                                               "node", node, "level", lower, "component",
+                                               component, "msg", msg));
         return;
     }
     char buf[LOG_LINE_MAX];
-    int n = snprintf(buf, sizeof(buf), "%s %s %s: %s", ts, log_level_name(level),
-                     component, msg);
+    int n = snprintf(buf, sizeof(buf), "%s %s%s%s%s %s: %s", ts, node ? "[" : "",
+                     node ? node : "", node ? "] " : "", log_level_name(level), component,
+                     msg);
     log_write(STDERR_FILENO, buf, log_finish(buf, n));
 }
 
@@ -247,19 +285,22 @@ int objlog_logf_limited(objlog_logger_limit *limit, int level, const char *compo
 void objlog_logger_access(const objlog_access_entry *a) {
     if (log_cfg.access_fd < 0)
         return;
+    const char *node = objlog_logger_node();
     char ts[32];
     objlog_logger_format_time(log_now_ms(CLOCK_REALTIME), ts, sizeof(ts));
     if (log_cfg.json) {
         log_emit_json(log_cfg.access_fd,
-                      json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:i, s:I, s:f, s:s}", "ts",
-                                ts, "level", "info", "component", "access", "peer",
+                      json_pack("{s:s, s:s?, s:s, s:s, s:s?, s:s, s:s, s:i, s:I, s:f, s:s}",
+                                "ts", ts, "node", node, "level", "info", "component",
+                                "access", "peer",
                                 a->peer, "method", a->method, "path", a->path, "status",
                                 a->status, "bytes", (json_int_t)a->bytes, "seconds",
                                 a->seconds, "request_id", a->request_id));
         return;
     }
     char buf[LOG_LINE_MAX];
-    int n = snprintf(buf, sizeof(buf), "%s INFO access: %s \"%s %s\" %d %zu %.6f %s", ts,
+    int n = snprintf(buf, sizeof(buf), "%s %s%s%sINFO access: %s \"%s %s\" %d %zu %.6f %s",
+                     ts, node ? "[" : "", node ? node : "", node ? "] " : "",
                      a->peer ? a->peer : "-", a->method, a->path, a->status, a->bytes,
                      a->seconds, a->request_id);
     log_write(log_cfg.access_fd, buf, log_finish(buf, n));

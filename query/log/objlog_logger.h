@@ -6,6 +6,13 @@
  *   2026-11-23T20:09:14.123Z WARN http: out of file descriptors ...
  *   {"ts":"2026-11-23T20:09:14.123Z","level":"warn","component":"http","msg":"..."}
  *
+ * A node that has a name (objlogd --node-name; a cluster node's default
+ * is its advertised host:port) puts it on every line, so that the lines
+ * of several nodes on one terminal or in one collector say whose they are:
+ *
+ *   2026-11-23T20:09:14.123Z [node-2] WARN cluster: ...
+ *   {"ts":"...","node":"node-2","level":"warn",...}
+ *
  * The configuration (format, level, access log) is process config: set in
  * main before any thread starts, read-only afterwards. A line is written
  * with one write(2), so lines from different threads never interleave.
@@ -29,6 +36,13 @@
 int objlog_logger_set_format(const char *name);
 /* Lines above this level (less severe) are dropped; default INFO. */
 void objlog_logger_set_level(int level);
+/* The node's name on every line from now on: 1..OBJLOG_NODE_NAME_MAX
+ * letters, digits and . _ : - @; set once (safe while other threads log).
+ * 0, or -1 with errstr (a bad name, or set already). */
+#define OBJLOG_NODE_NAME_MAX 64
+int objlog_logger_set_node(const char *name, char *errstr, size_t errstr_size);
+/* The name set, or NULL. */
+const char *objlog_logger_node(void);
 /* The access log: one line per answered request, in the same format.
  * "-" is stderr, anything else a file opened for appending. 0 or -1 with
  * errstr. objlog_logger_close closes it. */
