@@ -1,5 +1,5 @@
 /* cluster.h: objlogd as a node of a cluster: which node applies which
- * partition (cluster.c), copying a partition from a peer's checkpoint
+ * partition (cluster.c), where a request goes by it (route.c), copying a partition from a peer's checkpoint
  * (bootstrap.c) and serving one's own (ckptserve.c), reads sent on to the
  * node that applies them (forward.c), and the signature on requests
  * between nodes (nodesign.c; nodeauth.h is its pure part). */
