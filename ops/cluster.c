@@ -1,8 +1,9 @@
 /* cluster.c: `objlog cluster`, a cluster's nodes and who applies each
- * partition: GET /v1/cluster of the node --url names, as two
- * tables (NODE SELF REACHABLE PARTITIONS STANDBY-FOR, then PARTITION
- * ACTIVE APPLIED END LAG STANDBYS) or, with --json, the server's JSON. A node that is not in a
- * cluster answers 404 NotACluster, which is the command's error. */
+ * partition: GET /v1/cluster of the node --url names, as two tables
+ * (NODE NAME STATE PARTITIONS STANDBY-FOR, nodes that left included for
+ * a while; then PARTITION ACTIVE APPLIED END LAG STANDBYS) or, with
+ * --json, the server's JSON. A node that is not in a cluster answers 404
+ * NotACluster, which is the command's error. */
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <stdio.h>
@@ -13,11 +14,12 @@
 
 const char cluster_usage_text[] =
     "usage: objlog cluster [--json]\n"
-    "The cluster the node at --url belongs to: its nodes (URL, whether it is\n"
-    "the one asked, whether it answered the last refresh, the partitions it\n"
-    "applies as active and as standby), then every partition's active node and\n"
-    "its applied offset, the log's end and the lag (\"-\" while unknown), and\n"
-    "its standbys with their lag in events.\n";
+    "The cluster the node at --url belongs to: its nodes (URL, name, state: up,\n"
+    "\"asked\" for the one asked, unreachable since when it stopped answering,\n"
+    "or gone and when, for 10 minutes after a node left; the partitions it\n"
+    "applies as active and as standby, or had when it left), then every\n"
+    "partition's active node and its applied offset, the log's end and the lag\n"
+    "(\"-\" while unknown), and its standbys with their lag in events.\n";
 
 static void cluster_int_cell(json_t *o, const char *name, char *out, size_t n) {
     json_t *v = json_object_get(o, name);
@@ -54,22 +56,54 @@ static void cluster_standbys_cell(json_t *arr, char *out, size_t n) {
         snprintf(out, n, "-");
 }
 
+/* "3m12s" of a count of seconds. */
+static void cluster_ago(long long s, char *out, size_t n) {
+    if (s >= 3600)
+        snprintf(out, n, "%lldh%02lldm", s / 3600, s / 60 % 60);
+    else if (s >= 60)
+        snprintf(out, n, "%lldm%02llds", s / 60, s % 60);
+    else
+        snprintf(out, n, "%llds", s);
+}
+
+/* A member's STATE: up (this one: "up, asked"), or unreachable and since
+ * when. */
+static void cluster_state_cell(json_t *nd, char *out, size_t n) {
+    const char *state = cli_jstr(nd, "state"), *since = cli_jstr(nd, "unreachable_since");
+    if (!*state) /* a node from before states */
+        state = json_is_true(json_object_get(nd, "reachable")) ? "up" : "unreachable";
+    if (strcmp(state, "unreachable") == 0 && *since)
+        snprintf(out, n, "unreachable since %s", since);
+    else
+        snprintf(out, n, "%s%s", state,
+                 json_is_true(json_object_get(nd, "self")) ? ", asked" : "");
+}
+
 static void cluster_print(cli *c, json_t *j) {
     (void)c;
-    static const char *const nhead[] = {"NODE", "SELF", "REACHABLE", "PARTITIONS",
-                                        "STANDBY-FOR"};
+    static const char *const nhead[] = {"NODE", "NAME", "STATE", "PARTITIONS", "STANDBY-FOR"};
     static const int nright[] = {0, 0, 0, 0, 0};
     cli_table nt = {.ncols = 5, .head = nhead, .right = nright};
     size_t i;
     json_t *nd;
     json_array_foreach(json_object_get(j, "nodes"), i, nd) {
-        char parts[512], standing[512];
+        char parts[512], standing[512], state[96];
         cluster_list_cell(json_object_get(nd, "partitions"), parts, sizeof(parts));
         cluster_list_cell(json_object_get(nd, "standbys"), standing, sizeof(standing));
-        const char *row[] = {cli_jstr(nd, "url"),
-                             json_is_true(json_object_get(nd, "self")) ? "yes" : "no",
-                             json_is_true(json_object_get(nd, "reachable")) ? "yes" : "no",
-                             parts, standing};
+        cluster_state_cell(nd, state, sizeof(state));
+        const char *name = cli_jstr(nd, "name");
+        const char *row[] = {cli_jstr(nd, "url"), *name ? name : "-", state, parts, standing};
+        cli_table_add(&nt, row);
+    }
+    /* The nodes that left, for a while after: what they had, and when. */
+    json_array_foreach(json_object_get(j, "departed"), i, nd) {
+        char parts[512], state[96], ago[32];
+        cluster_list_cell(json_object_get(nd, "partitions"), parts, sizeof(parts));
+        cluster_ago((long long)json_integer_value(json_object_get(nd, "gone_seconds_ago")), ago,
+                    sizeof(ago));
+        snprintf(state, sizeof(state), "gone %s ago (%s)", ago, cli_jstr(nd, "gone_at"));
+        const char *name = cli_jstr(nd, "name");
+        const char *row[] = {cli_jstr(nd, "url"), *name ? name : "-", state, parts, "-"};
         cli_table_add(&nt, row);
     }
     printf("cluster %s (group %s), asked %s\n", cli_jstr(j, "cluster"), cli_jstr(j, "group"),

@@ -51,8 +51,11 @@ fetch() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   cp "$root/ops/kafka/pom.xml" "$tmp/pom.xml"
+  # Maven 3.8's -q still writes colour resets (ESC[0m) whatever
+  # style.color says: strip them, so a log or terminal gets plain text.
   (cd "$tmp" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$tmp/jars") >&2 || die "mvn could not fetch the Kafka jars"
+      -DoutputDirectory="$tmp/jars") 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2 ||
+    die "mvn could not fetch the Kafka jars"
   rm -rf "$libs"
   mv "$tmp/jars" "$libs"
   rm -rf "$tmp"

@@ -539,7 +539,7 @@ int main(int argc, char **argv) {
     objlog_logger_set_format(c.log_format ? c.log_format : "text");
     char err[512];
     if (c.node_name && objlog_logger_set_node(c.node_name, err, sizeof(err)) < 0) {
-        fprintf(stderr, "objlogd: --node-name %s\n", err);
+        fprintf(stderr, "objlogd: --node-name '%s': %s\n", c.node_name, err);
         return 2;
     }
     if (c.access_log && objlog_logger_open_access(c.access_log, err, sizeof(err)) < 0) {

@@ -66,10 +66,18 @@ int cnodes_start(cnodes *g, int i) {
     argv[k++] = (char *)g->cluster;
     argv[k++] = "--token-secret-file";
     argv[k++] = secret;
+    char name[32], log[300];
+    if (g->named) {
+        snprintf(name, sizeof(name), "node-%d", i);
+        snprintf(log, sizeof(log), "%.250s/node-%d.log", g->dir, i);
+        argv[k++] = "--node-name";
+        argv[k++] = name;
+    }
     for (int j = 0; g->extra && g->extra[j] && k < 39; j++)
         argv[k++] = g->extra[j];
     argv[k] = NULL;
-    n->p = testlog_start_view(g->log, n->data, argv, n->url, sizeof(n->url));
+    n->p = testlog_start_view_err(g->log, n->data, argv, g->named ? log : NULL, n->url,
+                                  sizeof(n->url));
     if (!n->p)
         return -1;
     n->h = httpc_new(n->url);
@@ -135,6 +143,29 @@ json_t *cnodes_cluster_of(cnodes *g, int i) {
         r.status != 200)
         return NULL;
     return json_loads(r.body, 0, NULL);
+}
+
+char *cnodes_log(const cnodes *g, int i) {
+    char path[300];
+    snprintf(path, sizeof(path), "%.250s/node-%d.log", g->dir, i);
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (size_t got = 1; f && got > 0;) {
+        if (len + 4096 + 1 > cap) {
+            char *nb = realloc(buf, cap = cap * 2 + 8192);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+    }
+    if (f)
+        fclose(f);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
 }
 
 int cnodes_of_url(const cnodes *g, const char *url) {

@@ -39,6 +39,10 @@ typedef struct cnodes {
      * with the keys of s3_credentials when set, else anonymous. */
     int s3;
     const char *s3_credentials;
+    /* Set before cnodes_setup: node i runs with --node-name node-I and
+     * its log lines go to DIR/node-I.log (cnodes_log), not the test's
+     * stderr. */
+    int named;
 } cnodes;
 
 /* The log of `partitions` partitions, the shared secret and nodes
@@ -54,6 +58,8 @@ void cnodes_forget(cnodes *g, int i);
 int cnodes_teardown(cnodes *g);
 /* GET /v1/cluster of node i, parsed (NULL if it did not answer 200). */
 json_t *cnodes_cluster_of(cnodes *g, int i);
+/* Node i's log so far (g->named), NUL-terminated and malloc'd; NULL none. */
+char *cnodes_log(const cnodes *g, int i);
 /* The node whose URL is url, -1 none. */
 int cnodes_of_url(const cnodes *g, const char *url);
 

@@ -74,14 +74,29 @@ static pid_t proc_fork_exec(char *const argv[], char *const extra_env[],
 }
 
 proc *proc_spawn(char *const argv[], char *const extra_env[]) {
+    return proc_spawn_err(argv, extra_env, NULL);
+}
+
+proc *proc_spawn_err(char *const argv[], char *const extra_env[], const char *err_path) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
+    int err_fd = err_path ? open(err_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+    if ((err_path && err_fd < 0) || pipe2(fds, O_CLOEXEC) < 0) {
+        if (err_fd >= 0)
+            close(err_fd);
         return NULL;
+    }
     proc *p = calloc(1, sizeof(*p));
-    if (!p)
+    if (!p) {
+        close(fds[0]);
+        close(fds[1]);
+        if (err_fd >= 0)
+            close(err_fd);
         return NULL;
-    p->pid = proc_fork_exec(argv, extra_env, -1, fds[1], -1);
+    }
+    p->pid = proc_fork_exec(argv, extra_env, -1, fds[1], err_fd);
     close(fds[1]);
+    if (err_fd >= 0)
+        close(err_fd);
     if (p->pid < 0) {
         close(fds[0]);
         free(p);

@@ -19,6 +19,9 @@ typedef struct proc {
 /* Starts argv[0] (a path) with argv; extra_env entries ("K=V", NULL-ended,
  * may be NULL) are added to the environment. NULL on failure. */
 proc *proc_spawn(char *const argv[], char *const extra_env[]);
+/* The same with its stderr appended to the file err_path (NULL: the
+ * test's stderr), for a test that reads what the child logged. */
+proc *proc_spawn_err(char *const argv[], char *const extra_env[], const char *err_path);
 /* Reads stdout until a line starting with prefix; copies the rest of that
  * line (after the prefix) into out. 0 found, -1 timeout/EOF. */
 int proc_wait_line(proc *p, const char *prefix, char *out, size_t out_size,

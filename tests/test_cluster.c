@@ -49,6 +49,7 @@ static char *node_flags[] = {"--ready-max-lag", "1", "--eventual-max-lag", "1000
 static int group_setup(void **state) {
     (void)state;
     g.s3 = 1; /* every node serves S3 too */
+    g.named = 1; /* --node-name node-I, log lines in DIR/node-I.log */
     return cnodes_setup(&g, "c1", PARTS, NODES, MAX_NODES, node_flags);
 }
 
@@ -499,8 +500,153 @@ static void lin_finish(linload *L) {
     assert_true(atomic_load(&L->done_after_kill) > 0);
 }
 
+/* ---- what the survivors say of a node that died ---- */
+
+/* "1,3" of the partitions owner[] gives url. */
+static void parts_of(char owner[PARTS][128], const char *url, char *out, size_t n) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int p = 0; p < PARTS; p++)
+        if (strcmp(owner[p], url) == 0)
+            len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", p);
+}
+
+/* Every line of node i's log says whose it is: "<ts> [node-I] LEVEL". */
+static void assert_lines_named(int i, const char *log) {
+    char tag[32];
+    snprintf(tag, sizeof(tag), "Z [node-%d] ", i);
+    int lines = 0;
+    for (const char *l = log; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        /* "2026-12-01T23:27:42.566Z [node-I] " */
+        if (len < 24 + strlen(tag) || memcmp(l + 23, tag, strlen(tag)) != 0)
+            fail_msg("node %d's log line %d lacks '%s': %.*s", i, lines + 1, tag, (int)len, l);
+        lines++;
+        l = nl ? nl + 1 : l + len;
+    }
+    assert_true(lines > 10);
+}
+
+/* Waits for needle in node i's log; fails with the log's tail. */
+static void wait_log(int i, const char *needle, int timeout_ms) {
+    int64_t until = cnodes_mono_ms() + timeout_ms;
+    for (;;) {
+        char *log = cnodes_log(&g, i);
+        int found = log && strstr(log, needle);
+        if (found || cnodes_mono_ms() > until) {
+            size_t n = log ? strlen(log) : 0;
+            if (!found)
+                fail_msg("node %d did not log '%s' in %d ms; its log ends:\n%s", i, needle,
+                         timeout_ms, log ? log + (n > 3000 ? n - 3000 : 0) : "(none)");
+            free(log);
+            return;
+        }
+        free(log);
+        cnodes_sleep_ms(200);
+    }
+}
+
+/* After SIGKILL of node home (it was active for before[]'s partitions of
+ * url; after[] is where they went): each survivor logs a WARN naming it
+ * and its partitions when it stops answering and again when it leaves
+ * (with where each partition went), shows it as gone in GET /v1/cluster
+ * and objlog cluster, and exports objlog_cluster_peer_up 0 for it. */
+static void check_peer_signals(int home, const char *url, char before[PARTS][128],
+                               char after[PARTS][128]) {
+    char had[64], want[512];
+    parts_of(before, url, had, sizeof(had));
+    assert_true(had[0] != '\0');
+    for (int v = 0; v < MAX_NODES; v++) {
+        if (!g.n[v].p)
+            continue;
+        snprintf(want, sizeof(want), "[node-%d] WARN cluster: peer node-%d (%s) stopped "
+                 "answering (GET /v1/lag: ", v, home, url);
+        wait_log(v, want, 10000);
+        snprintf(want, sizeof(want), "); it is active for partitions %s and standby for none",
+                 had);
+        wait_log(v, want, 1000);
+        /* the departure, with each partition's new node */
+        size_t len = (size_t)snprintf(want, sizeof(want), "[node-%d] WARN cluster: peer node-%d "
+                                      "(%s) left the cluster; partitions it was active for: ",
+                                      v, home, url);
+        for (int p = 0, k = 0; p < PARTS; p++) {
+            if (strcmp(before[p], url) != 0)
+                continue;
+            len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%d (now on node-%d)",
+                                    k++ ? ", " : "", p, cnodes_of_url(&g, after[p]));
+        }
+        wait_log(v, want, 10000);
+        char *log = cnodes_log(&g, v);
+        assert_non_null(log);
+        assert_lines_named(v, log);
+        free(log);
+        /* GET /v1/cluster: the members by name and state, the dead one gone */
+        json_t *j = cnodes_cluster_of(&g, v);
+        assert_non_null(j);
+        size_t k;
+        json_t *nd;
+        json_array_foreach(json_object_get(j, "nodes"), k, nd) {
+            int i = cnodes_of_url(&g, json_string_value(json_object_get(nd, "url")));
+            char name[32];
+            snprintf(name, sizeof(name), "node-%d", i);
+            assert_true(i >= 0 && i != home);
+            assert_string_equal(json_string_value(json_object_get(nd, "name")), name);
+            assert_string_equal(json_string_value(json_object_get(nd, "state")), "up");
+        }
+        json_t *gone = json_array_get(json_object_get(j, "departed"), 0);
+        char name[32];
+        snprintf(name, sizeof(name), "node-%d", home);
+        assert_string_equal(json_string_value(json_object_get(gone, "url")), url);
+        assert_string_equal(json_string_value(json_object_get(gone, "name")), name);
+        assert_string_equal(json_string_value(json_object_get(gone, "state")), "gone");
+        const char *at = json_string_value(json_object_get(gone, "gone_at"));
+        assert_true(at && strlen(at) == 24 && at[23] == 'Z');
+        json_int_t ago = json_integer_value(json_object_get(gone, "gone_seconds_ago"));
+        assert_true(ago >= 0 && ago < 120);
+        char got[64] = "";
+        json_t *pv;
+        size_t len2 = 0;
+        json_array_foreach(json_object_get(gone, "partitions"), k, pv)
+            len2 += (size_t)snprintf(got + len2, sizeof(got) - len2, "%s%lld", k ? "," : "",
+                                     (long long)json_integer_value(pv));
+        assert_string_equal(got, had);
+        json_decref(j);
+        /* /metrics: 0 for it, 1 for every other peer */
+        httpc_resp mr;
+        assert_int_equal(httpc_do(g.n[v].raw, "GET", "/metrics", NULL, NULL, &mr), 0);
+        snprintf(want, sizeof(want), "objlog_cluster_peer_up{node=\"%s\",name=\"node-%d\"} 0\n",
+                 url, home);
+        if (!strstr(mr.body, want))
+            fail_msg("node %d /metrics lacks %s", v, want);
+        for (int o = 0; o < MAX_NODES; o++) {
+            if (!g.n[o].p || o == v)
+                continue;
+            snprintf(want, sizeof(want),
+                     "objlog_cluster_peer_up{node=\"%s\",name=\"node-%d\"} 1\n", g.n[o].url, o);
+            if (!strstr(mr.body, want))
+                fail_msg("node %d /metrics lacks %s", v, want);
+        }
+    }
+    /* objlog cluster: the dead node's row says gone, and when */
+    char bin[512], out[8192], err[2048], row[512];
+    proc_bin("ops/objlog", bin, sizeof(bin));
+    int via = other_running(home);
+    char *argv[] = {bin, "cluster", "--url", g.n[via].url, NULL};
+    assert_int_equal(proc_run(argv, NULL, out, sizeof(out), err, sizeof(err), 20000), 0);
+    snprintf(row, sizeof(row), "%s  node-%d", url, home);
+    const char *line = strstr(out, row);
+    if (!line || !strstr(line, " gone ") || strchr(line, '\n') < strstr(line, " gone "))
+        fail_msg("objlog cluster has no gone row for %s:\n%s", url, out);
+    snprintf(row, sizeof(row), "%s  node-%d", g.n[via].url, via);
+    line = strstr(out, row);
+    assert_non_null(line);
+    assert_non_null(strstr(line, "up, asked"));
+}
+
 /* SIGKILL the node that applies bk-a: its keys come back through the
- * survivors, strong, with every acknowledged value; writes resume. */
+ * survivors, strong, with every acknowledged value; writes resume; the
+ * survivors say so (check_peer_signals). */
 static void test_failover(void **state) {
     (void)state;
     int home = bucket_node("bk-a");
@@ -520,6 +666,9 @@ static void test_failover(void **state) {
              etok);
     free(etok);
     json_decref(page);
+    char before[PARTS][128], home_url[128];
+    wait_settled(running(), before, 60000);
+    snprintf(home_url, sizeof(home_url), "%s", g.n[home].url);
     linload L;
     lin_start(&L, home);
     cnodes_sleep_ms(1000); /* histories from before the kill too */
@@ -545,6 +694,7 @@ static void test_failover(void **state) {
     /* Each survivor's membership refresh (once a second) sees the move. */
     char owner[PARTS][128];
     wait_settled(running(), owner, 60000);
+    check_peer_signals(home, home_url, before, owner);
     /* the next page, with the dead node's token, from the new node */
     assert_int_equal(httpc_do(g.n[via].raw, "GET", next_path, NULL, NULL, &lr), 0);
     if (lr.status != 200)

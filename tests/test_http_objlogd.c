@@ -394,6 +394,11 @@ static void test_bad_flags_exit_2(void **state) {
         {{"--flush-interval-ms", "-1"}, "--flush-interval-ms needs an integer in 0..86400000"},
         {{"--apply-threads", "0"}, "--apply-threads needs an integer in 1..64 (got '0')"},
         {{"--apply-threads", "65"}, "--apply-threads needs an integer in 1..64 (got '65')"},
+        {{"--node-name", "bad name"}, "objlogd: --node-name 'bad name': a node name is "
+                                      "letters, digits and . _ : - @ (character 4 is not)"},
+        {{"--node-name", ""}, "objlogd: --node-name needs a value"},
+        {{"--node-name", "n2345678901234567890123456789012345678901234567890123456789012345"},
+         "a node name has 1 to 64 characters (this has 65)"},
     };
     for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
         char out[1024], err[4096];

@@ -17,7 +17,10 @@
  *       no HTTP worker waits on a broker;
  *   (4) strong GETs answer (503) within timeout_ms + 3 s, never hang;
  *   (5) a second view (view2, its own --data) with a write pending
- *       (timeout_ms=30000) exits 0 within 5 s of SIGTERM.
+ *       (timeout_ms=30000) exits 0 within 5 s of SIGTERM; so does a
+ *       cluster node (view3, `--cluster ld`, alone in its group), whose
+ *       membership refresher and group consumer ask brokers that are
+ *       gone.
  * Then every broker starts again and, without restarting view1:
  *   (6) /readyz answers 200 within 60 s; new writes answer 200; strong
  *       GETs answer 200;
@@ -210,6 +213,8 @@ typedef struct ld_key {
 typedef struct ldtest {
     viewtest_frame f;
     viewproc v1, v2;
+    proc *v3;                 /* a cluster node: its stop with the log down */
+    char v3_url[128], v3_log[320];
     long long t_kill, t_restart;
     atomic_int phase, stop;
     atomic_int writers_ready;
@@ -552,8 +557,15 @@ static int setup(void **state) {
     if (viewproc_start(&T.v1, 120000, why, sizeof(why)) < 0 ||
         viewproc_start(&T.v2, 120000, why, sizeof(why)) < 0)
         fail_msg("%s", why);
-    ld_say("view1 at %s (stderr: %s), view2 at %s (stderr: %s)", T.v1.url, T.v1.log, T.v2.url,
-           T.v2.log);
+    char data3[300], *v3_flags[] = {"--cluster", "ld", NULL};
+    snprintf(data3, sizeof(data3), "%.250s/view3", T.f.root);
+    snprintf(T.v3_log, sizeof(T.v3_log), "%.250s/view3.log", T.f.root);
+    T.v3 = testlog_start_view_err(T.f.log, data3, v3_flags, T.v3_log, T.v3_url,
+                                  sizeof(T.v3_url));
+    if (!T.v3)
+        fail_msg("the cluster node did not start (stderr: %s)", T.v3_log);
+    ld_say("view1 at %s (stderr: %s), view2 at %s (stderr: %s), cluster node view3 at %s "
+           "(stderr: %s)", T.v1.url, T.v1.log, T.v2.url, T.v2.log, T.v3_url, T.v3_log);
     return 0;
 }
 
@@ -561,6 +573,8 @@ static int teardown(void **state) {
     (void)state;
     viewproc_kill(&T.v1);
     viewproc_kill(&T.v2);
+    if (T.v3)
+        proc_kill(T.v3);
     viewtest_frame_stop(&T.f, "test_logdown");
     free(T.w);
     if (testlog_is_kafka())
@@ -705,6 +719,13 @@ static void log_down_and_back(void **state) {
     T.v2.p = NULL;
     pthread_join(pt, NULL);
     int sigterm_exit = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ts = viewtest_ms();
+    int st3 = proc_stop(T.v3, 8000);
+    long v3_ms = (long)(viewtest_ms() - ts);
+    T.v3 = NULL;
+    int v3_exit = st3 >= 0 && WIFEXITED(st3) ? WEXITSTATUS(st3) : -1;
+    ld_say("view3 (cluster node): SIGTERM -> %s %d after %ld ms",
+           st3 < 0 ? "killed (no exit in 8 s), status" : "exit", v3_exit, v3_ms);
     ld_say("view2: SIGTERM with a write pending -> %s %d after %ld ms; the write got %ld %.150s",
            st < 0 ? "killed (no exit in 8 s), status" : "exit", sigterm_exit, sigterm_ms,
            pend.r.status, pend.r.status ? pend.r.body : pend.r.err);
@@ -890,6 +911,10 @@ static void log_down_and_back(void **state) {
              "5 SIGTERM with a write pending exits 0 within 5000 ms",
              "exit %s%d after %ld ms (the pending write got %ld)",
              st < 0 ? "by SIGKILL, status " : "", sigterm_exit, sigterm_ms, pend.r.status);
+    ld_check(&ck, st3 >= 0 && v3_exit == 0 && v3_ms < LD_SIGTERM_MS,
+             "5 a cluster node's SIGTERM exits 0 within 5000 ms",
+             "exit %s%d after %ld ms (stderr: %s)", st3 < 0 ? "by SIGKILL, status " : "",
+             v3_exit, v3_ms, T.v3_log);
     ld_check(&ck, T.readyz_recover_ms >= 0 && T.readyz_recover_ms <= LD_RECOVER_MS,
              "6 /readyz 200 again without restarting objlogd",
              "%ld ms after the brokers' start (bound %d)", T.readyz_recover_ms, LD_RECOVER_MS);

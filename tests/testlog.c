@@ -333,6 +333,11 @@ static int empty_cluster(testlog *l) {
 
 proc *testlog_start_view(const testlog *l, const char *data, char *const extra[],
                          char *url, size_t url_size) {
+    return testlog_start_view_err(l, data, extra, NULL, url, url_size);
+}
+
+proc *testlog_start_view_err(const testlog *l, const char *data, char *const extra[],
+                             const char *err_path, char *url, size_t url_size) {
     char objlogd[512], listen[96];
     proc_bin("query/objlogd", objlogd, sizeof(objlogd));
     char *argv[24] = {objlogd, "--brokers", (char *)l->bootstrap, "--listen",
@@ -341,7 +346,7 @@ proc *testlog_start_view(const testlog *l, const char *data, char *const extra[]
     for (int i = 0; extra && extra[i] && n < 23; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    proc *p = proc_spawn(argv, NULL);
+    proc *p = proc_spawn_err(argv, NULL, err_path);
     if (!p || proc_wait_line(p, "OBJLOG_LISTEN=", listen, sizeof(listen), 60000) < 0 ||
         proc_wait_line(p, "OBJLOG_READY", NULL, 0, 60000) < 0) {
         fprintf(stderr, "testlog: objlogd --brokers %s --data %s did not start\n",

@@ -50,6 +50,10 @@ int testlog_leader(testlog *l, const char *topic, int partition, int timeout_ms)
 struct proc;
 struct proc *testlog_start_view(const testlog *l, const char *data, char *const extra[],
                                 char *url, size_t url_size);
+/* The same with the view's log lines (its stderr) appended to err_path
+ * (NULL: the test's stderr). */
+struct proc *testlog_start_view_err(const testlog *l, const char *data, char *const extra[],
+                                    const char *err_path, char *url, size_t url_size);
 
 /* Stops everything (Kafka nodes by SIGKILL: their files go too) and
  * removes its files. */

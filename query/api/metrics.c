@@ -137,6 +137,9 @@ static json_t *metrics_lag_json(objlog_query *q, const lag_row *rows, int n) {
                           (json_int_t)objlog_materializer_events_applied(q->m),
                           "dlq_events",
                           (json_int_t)objlog_materializer_dlq_count(q->m));
+    /* Its name, which its peers' log lines and metrics call it by ... */
+    if (o && objlog_logger_node())
+        json_object_set_new(o, "node", json_string(objlog_logger_node()));
     /* ... and where its other listeners are (its S3 endpoint). */
     if (o && q->cluster)
         json_object_set_new(o, "listeners", cluster_listeners_json(q->cluster));

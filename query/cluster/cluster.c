@@ -24,9 +24,13 @@
  * applies a partition answers a read of it only after its own fence.
  *
  * Where a request goes by that snapshot is route.c's (clusterint.h holds
- * the state both read). */
+ * the state both read). A circle with forward.c and route.c, on purpose:
+ * this file registers forward.c's per-worker hooks and counts its
+ * results, forward.c asks route.c for the next replica, and route.c signs
+ * with this file's node key. */
 #define _GNU_SOURCE
 #include "clusterint.h"
+#include "peers.h"
 #include "server.h"
 #include "watermark.h"
 
@@ -40,6 +44,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+static int64_t cluster_real_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- one refresh ---- */
 
@@ -191,6 +201,14 @@ static void cluster_note_faces(cluster_node *nd, json_t *listeners) {
     }
 }
 
+/* 1 when a peer's name may go into a log line and a metric label: what
+ * --node-name accepts. */
+static int cluster_name_ok(const char *n) {
+    size_t len = n ? strlen(n) : 0;
+    return len > 0 && len <= OBJLOG_NODE_NAME_MAX &&
+           strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-@") == len;
+}
+
 /* What a peer applies (active or standby) and how far, from its
  * GET /v1/lag. 0, or -1 (unreachable: left unknown). */
 static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni) {
@@ -208,11 +226,20 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     long status = 0;
-    int rc = curl_easy_perform(h) == CURLE_OK ? 0 : -1;
+    CURLcode cc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hl);
-    json_t *j = rc == 0 && status == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
+    json_t *j = cc == CURLE_OK && status == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
     bodybuf_free(&b);
+    cluster_node *nd = &s->nodes[ni];
+    if (cc != CURLE_OK)
+        snprintf(nd->why, sizeof(nd->why), "GET /v1/lag: %s", curl_easy_strerror(cc));
+    else if (!j)
+        snprintf(nd->why, sizeof(nd->why), "GET /v1/lag: HTTP %ld%s", status,
+                 status == 200 ? ", not JSON" : "");
+    const char *name = json_string_value(json_object_get(j, "node"));
+    if (cluster_name_ok(name))
+        snprintf(nd->name, sizeof(nd->name), "%s", name);
     json_t *arr = json_object_get(j, "partitions");
     size_t i;
     json_t *e;
@@ -396,6 +423,8 @@ static void cluster_refresh(cluster *c, CURL *h) {
     for (int i = 0; rc == 0 && i < s.nnodes; i++) {
         if (s.nodes[i].self) {
             s.nodes[i].reachable = 1;
+            if (objlog_logger_node())
+                snprintf(s.nodes[i].name, sizeof(s.nodes[i].name), "%s", objlog_logger_node());
             cluster_self_note(c, &s, i);
         } else if (h) {
             cluster_peer_lag(c, h, &s, c->nparts, i);
@@ -419,6 +448,8 @@ static void cluster_refresh(cluster *c, CURL *h) {
         c->applied = s.applied;
         c->refreshed_ms = cluster_mono_ms();
         c->err[0] = '\0';
+        peers_observe(c->peers, c->nodes, c->nnodes, c->parts, c->role,
+                      s.stable && cluster_self_listed(&s), c->refreshed_ms, cluster_real_ms());
     } else {
         c->failures++;
         snprintf(c->err, sizeof(c->err), "%s", why);
@@ -499,6 +530,9 @@ void cluster_destroy(cluster *c) {
     free(c->parts);
     free(c->role);
     free(c->applied);
+    if (c->peers)
+        peers_free(c->peers);
+    free(c->peers);
     free(c->want);
     free(c->name);
     free(c->group);
@@ -550,12 +584,14 @@ cluster *cluster_new(objlog_query *q, const cluster_conf *cf, char *errstr,
         c->has_node_key = 1;
     }
     c->want = calloc((size_t)c->nparts, 1);
+    if ((c->peers = malloc(sizeof(*c->peers))))
+        peers_init(c->peers, c->nparts);
     c->name = strdup(name);
     c->self_url = strdup(self_url);
     c->topic = strdup(q->topic);
     size_t gn = strlen(name) + 32;
     c->group = malloc(gn);
-    if (!c->name || !c->self_url || !c->topic || !c->group || !c->want) {
+    if (!c->name || !c->self_url || !c->topic || !c->group || !c->want || !c->peers) {
         snprintf(errstr, errstr_size, "out of memory");
         cluster_destroy(c);
         return NULL;
@@ -684,11 +720,20 @@ void cluster_get(http_ctx *hc) {
         for (int k = 0; !c->nodes[i].self && k < c->nodes[i].nfaces; k++)
             json_object_set_new(faces, c->nodes[i].faces[k].name,
                                 json_string(c->nodes[i].faces[k].url));
-        json_array_append_new(nodes, json_pack("{s:s, s:s, s:b, s:b, s:o, s:o, s:o}", "id",
-                                               c->nodes[i].url, "url", c->nodes[i].url,
-                                               "self", c->nodes[i].self, "reachable",
-                                               c->nodes[i].reachable, "partitions", owned,
-                                               "standbys", standing, "listeners", faces));
+        const cluster_node *nd = &c->nodes[i];
+        json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:b, s:s, s:o, s:o, s:o}", "id", nd->url,
+                              "url", nd->url, "name",
+                              nd->name[0] ? json_string(nd->name) : json_null(), "self",
+                              nd->self, "reachable", nd->reachable, "state",
+                              nd->reachable ? "up" : "unreachable", "partitions", owned,
+                              "standbys", standing, "listeners", faces);
+        int64_t down = nd->reachable ? 0 : peers_down_since(c->peers, nd->url);
+        if (o && down) {
+            char at[32];
+            objlog_logger_format_time(down, at, sizeof(at));
+            json_object_set_new(o, "unreachable_since", json_string(at));
+        }
+        json_array_append_new(nodes, o);
     }
     for (int p = 0; c->parts && p < c->nparts; p++)
         json_array_append_new(parts, cluster_part_json(c, p));
@@ -698,6 +743,7 @@ void cluster_get(http_ctx *hc) {
                              c->standbys, "refreshed_ms_ago",
                              age >= 0 ? json_integer(age) : json_null(), "nodes", nodes,
                              "partitions", parts, "error", c->err);
+    json_object_set_new(body, "departed", peers_departed_json(c->peers, cluster_real_ms()));
     pthread_mutex_unlock(&c->mu);
     http_reply_json(hc, 200, body);
 }
@@ -751,6 +797,7 @@ void cluster_metrics(FILE *f, cluster *c) {
         fprintf(f, "objlog_cluster_forwards_total{result=\"%s\"} %llu\n", results[i],
                 (unsigned long long)atomic_load_explicit(&c->forwards[i],
                                                          memory_order_relaxed));
+    peers_metrics(f, c->peers);
     bootstrap_metrics(f, c->boot);
     fprintf(f, "# HELP objlog_cluster_refresh_failures_total Membership refreshes that failed.\n"
                "# TYPE objlog_cluster_refresh_failures_total counter\n"

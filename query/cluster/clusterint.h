@@ -17,6 +17,7 @@
 #include "cluster.h"
 #include "core.h"
 #include "nodeauth.h"
+#include "objlog_logger.h"
 
 #define CLUSTER_REFRESH_MS 1000
 /* Between refreshes: how often to look for a partition waiting held. */
@@ -42,8 +43,10 @@ typedef struct cluster_face {
 
 typedef struct cluster_node {
     char url[CLUSTER_URL_MAX];   /* its JSON API: who it is */
+    char name[OBJLOG_NODE_NAME_MAX + 1]; /* its --node-name, "" unknown */
     int self;
     int reachable;               /* its /v1/lag answered on the last refresh */
+    char why[160];               /* !reachable: what asking it got */
     cluster_face faces[CLUSTER_MAX_FACES];
     int nfaces;
 } cluster_node;
@@ -82,6 +85,7 @@ struct cluster {
     int64_t refreshed_ms;        /* monotonic ms of the last good refresh, 0 never */
     char err[256];               /* why the last refresh failed, "" if it did not */
     uint64_t refreshes, failures;
+    struct peers *peers;         /* peers.c: what the refreshes said of each peer, under mu */
 };
 
 static inline int64_t cluster_mono_ms(void) {

@@ -42,15 +42,15 @@ static atomic_int log_node_set;
 int objlog_logger_set_node(const char *name, char *errstr, size_t errstr_size) {
     size_t n = strlen(name);
     if (n == 0 || n > OBJLOG_NODE_NAME_MAX) {
-        snprintf(errstr, errstr_size, "a node name has 1 to %d characters (got %zu)",
+        snprintf(errstr, errstr_size, "a node name has 1 to %d characters (this has %zu)",
                  OBJLOG_NODE_NAME_MAX, n);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)name[i];
         if (!isalnum(ch) && !strchr("._:-@", ch)) {
-            snprintf(errstr, errstr_size, "'%s': a node name is letters, digits and . _ : - @ "
-                     "(character %zu is not)", name, i + 1);
+            snprintf(errstr, errstr_size, "a node name is letters, digits and . _ : - @ "
+                     "(character %zu is not)", i + 1);
             return -1;
         }
     }
