@@ -1,8 +1,8 @@
 /* service.c: objlogd's query service assembled: the server, the APIs it
  * serves (the JSON API, the S3 endpoint) and the modules they share (the
  * watermarks, the fences, the gateway and its producer, the cluster, the
- * lifecycle and index workers, admission), built in dependency order and
- * torn down in the reverse.
+ * lifecycle and index workers, admission, the ring of recent warnings),
+ * built in dependency order and torn down in the reverse.
  *
  * Invariant: nothing is freed while a worker could still reach it: the
  * workers stop (every request answered) before the notifications into
@@ -14,6 +14,7 @@
 #include "api.h"
 #include "blobgc.h"
 #include "cluster.h"
+#include "logring.h"
 #include "notifier.h"
 #include "ranges.h"
 #include "read.h"
@@ -111,6 +112,18 @@ static objlog_producer *service_producer(objlog_query *q, char *errstr,
     return p;
 }
 
+/* The node's recent warnings and errors: the ring takes the logger's
+ * lines from here until destroy. A second service in one process (tests
+ * run several) keeps an empty ring: the sink is the first one's. */
+static int service_logring_new(objlog_query *q, char *errstr, size_t errstr_size) {
+    if (!(q->logring = logring_new(LOGRING_CAPACITY))) {
+        snprintf(errstr, errstr_size, "query: out of memory");
+        return -1;
+    }
+    q->logring_sink = objlog_logger_set_sink(logring_add, q->logring) == 0;
+    return 0;
+}
+
 static char *service_strdup_or(const char *s, const char *def) {
     return strdup(s && *s ? s : def);
 }
@@ -195,6 +208,12 @@ objlog_query *objlog_query_new(const objlog_query_conf *conf, char *errstr,
     objlog_query *q = calloc(1, sizeof(*q));
     if (!q) {
         snprintf(errstr, errstr_size, "query: out of memory");
+        return NULL;
+    }
+    /* First, so that what the modules below warn of as they start is on
+     * the status page too. */
+    if (service_logring_new(q, errstr, errstr_size) < 0) {
+        objlog_query_destroy(q);
         return NULL;
     }
     q->brokers = strdup(conf->brokers);
@@ -372,5 +391,10 @@ void objlog_query_destroy(objlog_query *q) {
     free(q->brokers);
     free(q->topic);
     free(q->control_topic);
+    /* Last: the workers that read it are gone; clearing the sink waits
+     * out a line being taken. */
+    if (q->logring_sink)
+        objlog_logger_set_sink(NULL, NULL);
+    logring_destroy(q->logring);
     free(q);
 }

@@ -160,3 +160,8 @@ endif()
 # screenshot. Skipped (77) without chromium, except under CI=true.
 add_test(NAME test_status_page COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test_status_page.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(test_status_page PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+# The ring of recent warnings and errors behind GET /v1/log
+# (query/log/logring.c), alone and as the logger's sink: wrap-around,
+# paging after a seq, counts by level, a cut message, the sink swapped
+# while threads log.
+objlog_add_test(test_logring SOURCES test_logring.c TIMEOUT 60 LIBS objlog_logger)

@@ -211,11 +211,12 @@ static void test_create_and_list(void **state) {
 static void test_admin_routes(void **state) {
     (void)state;
     static const char *const paths[] = {"/metrics", "/v1/stats", "/v1/stats/top",
-                                        "/v1/partitions/0/checkpoint"};
+                                        "/v1/partitions/0/checkpoint", "/v1/log"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
         expect_status(TOK_A, "GET", paths[i], NULL, 403, "admin role");
     expect_status(TOK_ADMIN, "GET", "/metrics", NULL, 200, "objlog_");
     expect_status(TOK_ADMIN, "GET", "/v1/stats", NULL, 200, NULL);
+    expect_status(TOK_ADMIN, "GET", "/v1/log", NULL, 200, "\"lines\":[");
     /* every client's: the lag (fences, tools) and admission's state */
     expect_status(TOK_A, "GET", "/v1/lag", NULL, 200, "partitions");
     expect_status(TOK_B, "GET", "/v1/admission", NULL, 200, "partitions");

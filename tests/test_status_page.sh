@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # tests/test_status_page.sh BUILD_DIR: objlogd's status page (query/ui/),
 # in a real browser. Starts `objlogd --embedded` (3 partitions, loopback,
-# a free port), checks the page's routes with curl (the bytes compiled in
-# equal query/ui/page/, content types, Cache-Control, ETag and 304, HEAD,
-# 404, 405), creates a bucket and puts an object through the JSON API,
-# then loads / in Debian's headless Chromium: the DOM its script built has
-# exactly 3 partition rows and the bucket with 1 object, no error banner;
-# a screenshot is a 1280x900 PNG of plausible size. What it leaves
-# (screenshot, DOM, objlogd's stderr) is in BUILD_DIR/tests/test_status_page/.
+# a free port) with an S3 credentials file others may read and --insecure,
+# so that it warns of that file as it starts and again on SIGHUP; checks
+# the page's routes with curl (the bytes compiled in equal query/ui/page/,
+# content types, Cache-Control, ETag and 304, HEAD, 404, 405), GET /v1/log
+# (that warning with its component and text, paging after a seq, its 400s
+# and 405, /metrics' objlog_log_lines_total), creates a bucket and puts an
+# object through the JSON API, then loads / in Debian's headless Chromium:
+# the DOM its script built has exactly 3 partition rows, the bucket with 1
+# object, the warning as a log line twice, no error banner; a screenshot
+# is a 1280x900 PNG of plausible size. What it leaves (screenshot, DOM,
+# objlogd's stderr) is in BUILD_DIR/tests/test_status_page/.
 # Without chromium it skips (exit 77), unless CI=true: then it fails.
 # objlogd and chromium each run in a process group of their own, killed on
 # exit whatever happens; everything listens on 127.0.0.1 only.
@@ -33,7 +37,14 @@ fail() { echo "test_status_page: FAIL: $*" >&2; exit 1; }
 say() { echo "test_status_page: $*"; }
 
 # ---- objlogd, in a group of its own (no job control: setsid does not fork)
+# A credentials file group and others may read: objlogd loads it because
+# of --insecure and says so at WARN, the one warning known to come.
+creds=$out/s3-credentials
+echo "AKSTATUSPAGE secret-of-the-status-page tenant-a" >"$creds"
+chmod 644 "$creds"
+warning="$creds: group or others may read it (mode bits 044) and it holds secrets; loaded because of --insecure: chmod 600 it"
 setsid "$build/query/objlogd" --embedded --partitions 3 --listen 127.0.0.1:0 \
+  --s3-listen 127.0.0.1:0 --s3-credentials "$creds" --insecure \
   --data "$out/data" >"$out/objlogd.out" 2>"$out/objlogd.log" &
 pgroups+=($!)
 for _ in $(seq 1 600); do
@@ -84,6 +95,82 @@ h=$(head_of / -X POST -d x)
 [ "$(head_of /v1/lag | status)" = 200 ] || fail "GET /v1/lag"
 [ "$(head_of /v1/nope | status)" = 404 ] || fail "GET /v1/nope: not 404"
 
+# ---- the node's recent warnings and errors: GET /v1/log
+# log_get QUERY: the answer's body into $out/log.json; its status out.
+log_get() { curl -sS -o "$out/log.json" -w '%{http_code}' "$url/v1/log$1"; }
+# log_check WHAT PYTHON: the answer has the route's shape, and PYTHON (over
+# j, the answer, and warning, the text) holds.
+log_check() {
+  python3 - "$out/log.json" "$warning" "$2" <<'EOF' || fail "GET /v1/log: $1: $(cat "$out/log.json")"
+import json, re, sys
+j, warning = json.load(open(sys.argv[1])), sys.argv[2]
+ts = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$')
+def line_ok(l):
+    return (set(l) == {'seq', 'ts', 'level', 'component', 'msg'} and ts.match(l['ts'])
+            and l['level'] in ('warn', 'error') and isinstance(l['seq'], int))
+assert set(j) == {'node', 'lines', 'counts', 'next_after'}, sorted(j)
+assert j['node'] is None, j['node']  # no --node-name
+assert all(line_ok(l) for l in j['lines'])
+seqs = [l['seq'] for l in j['lines']]
+assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs  # newest last
+exec(sys.argv[3])
+EOF
+}
+# log_count LEVEL: the count of LEVEL in $out/log.json
+log_count() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counts"][sys.argv[2]])' "$out/log.json" "$1"; }
+[ "$(log_get '')" = 200 ] || fail "GET /v1/log: $(cat "$out/log.json")"
+log_check "the start's warning" "
+ours = [l for l in j['lines'] if l['msg'] == warning]
+assert len(ours) == 1, ours
+assert ours[0]['component'] == 's3' and ours[0]['level'] == 'warn', ours
+assert j['counts']['warn'] == sum(l['level'] == 'warn' for l in j['lines']) >= 1, j['counts']
+assert j['counts']['error'] == sum(l['level'] == 'error' for l in j['lines']), j['counts']
+assert j['next_after'] == j['lines'][-1]['seq'], j['next_after']
+open(sys.argv[1] + '.seq', 'w').write(str(ours[0]['seq']))"
+seq1=$(cat "$out/log.json.seq")
+[ "$(log_get '?level=error')" = 200 ] || fail "GET /v1/log?level=error: $(cat "$out/log.json")"
+log_check "level=error" "assert all(l['level'] == 'error' for l in j['lines']) and warning not in [l['msg'] for l in j['lines']]"
+# SIGHUP reloads the file: the same warning again, a line past seq1
+kill -HUP "$(sed -n 's/^OBJLOG_PID=//p' "$out/objlogd.out")"
+for _ in $(seq 1 50); do
+  [ "$(grep -cF "WARN s3: $warning" "$out/objlogd.log")" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$(log_get "?after=$seq1")" = 200 ] || fail "GET /v1/log?after=$seq1: $(cat "$out/log.json")"
+log_check "after=$seq1" "
+assert all(l['seq'] > $seq1 for l in j['lines']), j['lines']
+ours = [l for l in j['lines'] if l['msg'] == warning and l['component'] == 's3']
+assert len(ours) == 1, j['lines']
+assert j['next_after'] == j['lines'][-1]['seq']
+open(sys.argv[1] + '.seq', 'w').write(str(j['next_after']))"
+seq2=$(cat "$out/log.json.seq")
+[ "$(log_get "?after=$seq2&limit=1")" = 200 ] || fail "GET /v1/log?after=$seq2"
+log_check "after=$seq2 (the end)" "assert j['lines'] == [] and j['next_after'] == $seq2, j"
+[ "$(log_get "?after=$seq1&limit=1")" = 200 ] || fail "GET /v1/log?after=$seq1&limit=1"
+log_check "after=$seq1&limit=1" "assert [l['seq'] for l in j['lines']] == [$seq1 + 1] and j['next_after'] == $seq1 + 1, j"
+for q in '?level=info' '?level=' '?limit=0' '?limit=201' '?limit=x' '?after=x' '?after=-1' \
+    '?foo=1' '?limit=1&limit=2'; do
+  code=$(log_get "$q")
+  [ "$code" = 400 ] || fail "GET /v1/log$q: $code, not 400"
+  got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"]["code"])' "$out/log.json")
+  [ "$got" = InvalidArgument ] || fail "GET /v1/log$q: $got, not InvalidArgument"
+done
+h=$(head_of /v1/log -X POST -d x)
+[ "$(status <<<"$h")" = 405 ] || fail "POST /v1/log: $(head -1 <<<"$h")"
+[ "$(header Allow <<<"$h")" = GET ] || fail "POST /v1/log: Allow $(header Allow <<<"$h")"
+# /metrics counts the same lines: read between two /v1/log answers
+log_get '' >/dev/null
+before=$(log_count warn)
+curl -sS -o "$out/metrics.txt" "$url/metrics"
+log_get '' >/dev/null
+after=$(log_count warn)
+warns=$(sed -n 's/^objlog_log_lines_total{level="warn"} //p' "$out/metrics.txt")
+errors=$(sed -n 's/^objlog_log_lines_total{level="error"} //p' "$out/metrics.txt")
+[ "$before" -ge 2 ] && [ -n "$warns" ] && [ "$warns" -ge "$before" ] && [ "$warns" -le "$after" ] ||
+  fail "/metrics: objlog_log_lines_total{level=\"warn\"} '$warns'; /v1/log said $before, then $after"
+[ -n "$errors" ] || fail "/metrics: no objlog_log_lines_total{level=\"error\"}"
+say "GET /v1/log: the warning at seq $seq1 and past it; $warns warnings counted"
+
 # ---- a bucket and an object, through the JSON API
 bucket=status-page-$$
 code=$(curl -sS -o "$out/resp" -w '%{http_code}' -X PUT "$url/v1/buckets/$bucket" -d '{}')
@@ -117,9 +204,9 @@ chrome() {
   wait "$pid" || fail "chromium ($name) exited $?: $(tail -3 "$out/chromium-$name.log")"
 }
 chrome "$out/dom.html" dom --dump-dom
-python3 - "$out/dom.html" "$bucket" <<'EOF' || fail "the page's DOM (in $out/dom.html)"
-import html.parser, sys
-dom, bucket = open(sys.argv[1], encoding='utf-8').read(), sys.argv[2]
+python3 - "$out/dom.html" "$bucket" "$warning" <<'EOF' || fail "the page's DOM (in $out/dom.html)"
+import html.parser, re, sys
+dom, bucket, warning = open(sys.argv[1], encoding='utf-8').read(), sys.argv[2], sys.argv[3]
 
 class Page(html.parser.HTMLParser):
     def __init__(self):
@@ -179,6 +266,19 @@ check(p.text.get('mode', '').strip() == 'single node', f'mode {p.text.get("mode"
 check(p.text.get('ready', '').strip() == 'ready', f'readiness {p.text.get("ready")!r}')
 check(p.ids.get('auth') and 'hidden' in p.ids['auth'][1], 'the token field shows on an open API')
 check('<polyline' in dom or '<circle' in dom, 'no lag chart drawn')
+logs = [r for r in p.rows if r[0] == 'log-lines' and 'logline' in (r[1].get('class') or '').split()]
+seqs = [int(r[1].get('data-seq') or 0) for r in logs]
+check(seqs == sorted(seqs, reverse=True) and len(set(seqs)) == len(seqs), f'log lines not newest first: {seqs}')
+ours = [{c: ''.join(t) for c, t in r[2]} for r in logs if r[1].get('data-level') == 'warn']
+ours = [c for c in ours if c.get('msg') == warning]
+check(len(ours) == 2, f'{len(ours)} log lines of the warning, not 2 (start, SIGHUP)')
+for c in ours:
+    check(c.get('component') == 's3' and c.get('level') == 'WARN', f"the warning's row: {c}")
+    check(re.match(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$', c.get('time', '')),
+          f'log line time {c.get("time")!r}')
+note = p.text.get('log-note', '').strip()
+check(re.match(r'^\d+ warnings and \d+ errors? since start\.$', note), f'log note {note!r}')
+check(re.search(r'WARN \d+ warnings logged since start', dom), 'no warnings counted under "Errors and warnings"')
 for e in errors:
     print('  ' + e, file=sys.stderr)
 sys.exit(1 if errors else 0)

@@ -97,6 +97,11 @@ void notifyapi_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,
  * reference, a page at a time, with the positions they reflect. */
 void blobs_get(http_ctx *c);
 
+/* ---- logapi.c ---- */
+/* GET /v1/log?level=&limit=&after=: this node's recent warnings and
+ * errors (its log ring), newest last, and how many since start. */
+void logapi_get(http_ctx *c);
+
 /* ---- ixread.c: the attribute index routes ---- */
 /* rest: what follows "/v1/buckets/{b}/indexes". */
 void ixread_route(http_ctx *c, enum evhttp_cmd_type cmd, const char *bucket,

@@ -16,6 +16,7 @@
 #include "api.h"
 #include "blobgc.h"
 #include "cluster.h"
+#include "logring.h"
 #include "notifier.h"
 #include "ranges.h"
 #include "read.h"
@@ -541,6 +542,18 @@ static void metrics_process(FILE *f) {
             objlog_producer_version(), rd_kafka_version_str());
 }
 
+/* The log ring's counts: every line since start, those it dropped too. */
+static void metrics_log_lines(FILE *f, objlog_query *q) {
+    uint64_t counts[LOGRING_LEVELS];
+    logring_counts(q->logring, counts);
+    metrics_family(f, "objlog_log_lines_total", "counter",
+                   "Log lines this node wrote at WARN or ERROR (and CRIT), by level "
+                   "(GET /v1/log has the recent ones).");
+    for (int l = 0; l < LOGRING_LEVELS; l++)
+        fprintf(f, "objlog_log_lines_total{level=\"%s\"} %llu\n",
+                logring_level_name((logring_level)l), (unsigned long long)counts[l]);
+}
+
 /* librdkafka's figures: brokers' round-trip times (the consumer's
  * statistics) and what the gateway's producer has not had acknowledged. */
 static void metrics_kafka(FILE *f, objlog_query *q) {
@@ -725,6 +738,7 @@ void metrics_get(http_ctx *c) {
     if (c->q->cluster)
         cluster_metrics(f, c->q->cluster);
     metrics_kafka(f, c->q);
+    metrics_log_lines(f, c->q);
     lc_worker_metrics(f, c->q->lc);
     notifier_metrics(f, c->q->notify);
     blobgc_metrics(f, c->q->blobgc);

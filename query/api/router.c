@@ -373,6 +373,8 @@ static const api_top_route api_top_routes[] = {
     {"/v1/tenants/", API_PREFIX, HTTP_EP_STATS, API_GET, API_ANYONE, NULL, api_tenant_stats},
     /* every blob id this node's partitions reference: the operator's */
     {"/v1/blobs", API_EXACT, HTTP_EP_OTHER, API_GET, API_ADMIN, blobs_get, NULL},
+    /* the node's own log lines: they name paths, peers and buckets */
+    {"/v1/log", API_EXACT, HTTP_EP_OTHER, API_GET, API_ADMIN, logapi_get, NULL},
 };
 
 static const api_top_route *api_top_route_find(const char *path) {

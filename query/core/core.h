@@ -29,6 +29,7 @@ typedef struct ranges_state ranges_state;
 typedef struct tls_conf tls_conf;
 typedef struct notifier notifier;
 typedef struct blobgc blobgc;
+typedef struct logring logring;
 
 struct objlog_query {
     server *srv;                 /* workers, listeners, connections (server.h) */
@@ -54,6 +55,8 @@ struct objlog_query {
     ranges_state *ranges;        /* range handoffs (ranges.h) */
     notifier *notify;            /* the change feed's delivery (notifier.h) */
     blobgc *blobgc;              /* the blob directory's collector (blobgc.h); NULL none */
+    logring *logring;            /* recent warnings and errors (logring.h); set first */
+    int logring_sink;            /* 1: it is the logger's sink (the process's first service) */
 };
 
 #endif

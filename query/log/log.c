@@ -1,14 +1,17 @@
 /* log.c: the writer behind objlog_logger.h. Owns the process's log
- * configuration (set once in main, read-only while threads run) and the
- * access log's descriptor. Invariant: each line, text or JSON, leaves in a
+ * configuration (set once in main, read-only while threads run), the
+ * access log's descriptor and the sink's slot (swapped under its lock
+ * while threads run). Invariant: each line, text or JSON, leaves in a
  * single write(2) of at most LOG_LINE_MAX bytes (longer messages are cut
- * and end in "..."), so concurrent writers never interleave. */
+ * and end in "..."), so concurrent writers never interleave; a line the
+ * sink gets is one the level let through, with its time and message. */
 #define _GNU_SOURCE
 #include "objlog_logger.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -65,6 +68,33 @@ int objlog_logger_set_node(const char *name, char *errstr, size_t errstr_size) {
 
 const char *objlog_logger_node(void) {
     return atomic_load_explicit(&log_node_set, memory_order_acquire) ? log_node : NULL;
+}
+
+/* The sink may come and go while threads log (a query service sets it
+ * and clears it): a line's call holds the read lock, so a clearing swap
+ * waits until no thread is inside the sink it removes. */
+static pthread_rwlock_t log_sink_lock = PTHREAD_RWLOCK_INITIALIZER;
+static objlog_logger_sink_fn *log_sink;
+static void *log_sink_arg;
+
+int objlog_logger_set_sink(objlog_logger_sink_fn *fn, void *arg) {
+    int rc = 0;
+    pthread_rwlock_wrlock(&log_sink_lock);
+    if (fn && log_sink) {
+        rc = -1;
+    } else {
+        log_sink = fn;
+        log_sink_arg = fn ? arg : NULL;
+    }
+    pthread_rwlock_unlock(&log_sink_lock);
+    return rc;
+}
+
+static void log_sink_call(int64_t ms, int level, const char *component, const char *msg) {
+    pthread_rwlock_rdlock(&log_sink_lock);
+    if (log_sink)
+        log_sink(log_sink_arg, ms, level, component, msg);
+    pthread_rwlock_unlock(&log_sink_lock);
 }
 
 int objlog_logger_set_format(const char *name) {
@@ -214,10 +244,10 @@ static void log_emit_json(int fd, json_t *obj) {
     log_write(fd, buf, n);
 }
 
-static void log_emit(int level, const char *component, const char *msg) {
+static void log_emit_line(int64_t ms, int level, const char *component, const char *msg) {
     const char *node = objlog_logger_node();
     char ts[32];
-    objlog_logger_format_time(log_now_ms(CLOCK_REALTIME), ts, sizeof(ts));
+    objlog_logger_format_time(ms, ts, sizeof(ts));
     if (log_cfg.json) {
         char lower[8];
         const char *name = log_level_name(level);
@@ -235,6 +265,13 @@ static void log_emit(int level, const char *component, const char *msg) {
                      node ? node : "", node ? "] " : "", log_level_name(level), component,
                      msg);
     log_write(STDERR_FILENO, buf, log_finish(buf, n));
+}
+
+static void log_emit(int level, const char *component, const char *msg) {
+    int64_t ms = log_now_ms(CLOCK_REALTIME);
+    log_emit_line(ms, level, component, msg);
+    if (level <= OBJLOG_LEVEL_WARNING)
+        log_sink_call(ms, level, component, msg);
 }
 
 static void log_vemit(int level, const char *component, const char *fmt, va_list ap) {

@@ -14,7 +14,8 @@
  *   {"ts":"...","node":"node-2","level":"warn",...}
  *
  * The configuration (format, level, access log) is process config: set in
- * main before any thread starts, read-only afterwards. A line is written
+ * main before any thread starts, read-only afterwards; the sink (below) is
+ * the exception, swapped under a lock while others log. A line is written
  * with one write(2), so lines from different threads never interleave.
  * Levels are syslog's (as librdkafka's log callback gets them). */
 #ifndef OBJLOG_LOGGER_H
@@ -49,6 +50,19 @@ const char *objlog_logger_node(void);
 int objlog_logger_open_access(const char *path, char *errstr, size_t errstr_size);
 int objlog_logger_access_enabled(void);
 void objlog_logger_close(void);
+
+/* Who else gets the lines at OBJLOG_LEVEL_WARNING or more severe, once
+ * each as it is written (not those the level drops, nor those a limit
+ * suppresses): its CLOCK_REALTIME ms (the line's timestamp), level,
+ * component and message (already cut as the line is). It runs on the
+ * thread that logs, under the logger's read lock: it must be quick and
+ * must not log. */
+typedef void objlog_logger_sink_fn(void *arg, int64_t ms, int level, const char *component,
+                                   const char *msg);
+/* The one sink, or none (fn NULL): 0, or -1 when fn would replace another
+ * sink (clear it first). Safe while other threads log; once a clearing
+ * call returns, no thread is inside the old sink, so arg may be freed. */
+int objlog_logger_set_sink(objlog_logger_sink_fn *fn, void *arg);
 
 void objlog_logf(int level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

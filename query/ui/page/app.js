@@ -8,6 +8,7 @@ const REFRESH_MS = 2000;
 const HISTORY_MS = 5 * 60 * 1000;   // the lag chart's window
 const MAX_BUCKETS = 50;             // buckets listed (and their stats read) per refresh
 const MAX_RANGES = 200;
+const LOG_LINES = 50;               // the newest warnings and errors shown (the node keeps 200)
 const TOKEN_KEY = 'objlog.token';   // sessionStorage: gone with the tab
 
 const $ = (id) => document.getElementById(id);
@@ -284,6 +285,30 @@ function showBacklogs(res, seen) {
   return ms;
 }
 
+const plural = (n, what) => fmtInt(n) + ' ' + what + (n === 1 ? '' : 's');
+
+// The node's recent warnings and errors (GET /v1/log, newest last), drawn
+// newest first.
+function showLog(res, seen) {
+  if (!ok(res, '/v1/log', seen)) {
+    setText('log-note', res.status === 401 || res.status === 403
+      ? 'the log lines need an admin token.' : 'the log lines could not be read.');
+    fill('log-lines', []);
+    return;
+  }
+  const {lines, counts} = res.body;
+  const total = counts.warn + counts.error;
+  setText('log-note', total === 0 ? 'no warnings or errors since objlogd started.'
+    : plural(counts.warn, 'warning') + ' and ' + plural(counts.error, 'error') + ' since start' +
+      (total > lines.length ? '; the newest ' + lines.length + ' shown.' : '.'));
+  if (counts.error > 0) seen.problems.push(['error', plural(counts.error, 'error') + ' logged since start']);
+  if (counts.warn > 0) seen.problems.push(['warn', plural(counts.warn, 'warning') + ' logged since start']);
+  fill('log-lines', lines.slice().reverse().map((l) =>
+    row('logline ' + l.level, {seq: l.seq, level: l.level},
+      [[l.ts, 'time'], [l.level === 'error' ? 'ERROR' : 'WARN', 'level'], [l.component, 'component'],
+       [l.msg, 'msg']])));
+}
+
 function showProblems(seen) {
   const list = $('problems');
   const items = seen.problems.map(([level, text]) => {
@@ -320,15 +345,17 @@ function showBanner(failures) {
 
 async function refresh() {
   const seen = {problems: [], denied: [], failures: []};
-  const [ready, cluster, lag, ranges, buckets, metrics] = await Promise.all([
+  const [ready, cluster, lag, ranges, buckets, metrics, log] = await Promise.all([
     get('/readyz'), get('/v1/cluster'), get('/v1/lag'), get('/v1/ranges'),
-    get('/v1/buckets?max_buckets=' + MAX_BUCKETS), get('/metrics', true)]);
+    get('/v1/buckets?max_buckets=' + MAX_BUCKETS), get('/metrics', true),
+    get('/v1/log?limit=' + LOG_LINES)]);
   showReady(ready, seen);
   const c = showCluster(cluster, seen);
   showPartitions(lag, c, seen);
   showRanges(ranges, seen);
   const ms = showBacklogs(metrics, seen);
   await showBuckets(buckets, ms, seen);
+  showLog(log, seen);
   showProblems(seen);
   showAuth(seen);
   showBanner(seen.failures);
