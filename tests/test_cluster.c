@@ -547,6 +547,43 @@ static void wait_log(int i, const char *needle, int timeout_ms) {
     }
 }
 
+/* The status page of node v as headless Chromium renders it (its DOM,
+ * malloc'd), after its script's first refreshes; NULL when there is no
+ * chromium (a failure under CI=true, where ops/setup.sh installs it). */
+static char *status_page_dom(int v) {
+    const char *paths[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser", NULL};
+    const char *chromium = NULL;
+    for (int i = 0; paths[i] && !chromium; i++)
+        if (access(paths[i], X_OK) == 0)
+            chromium = paths[i];
+    if (!chromium) {
+        const char *ci = getenv("CI");
+        if (ci && strcmp(ci, "true") == 0)
+            fail_msg("chromium is not installed (ops/setup.sh installs it); CI=true: not skipped");
+        print_message("no chromium: the status page's departed row is not checked\n");
+        return NULL;
+    }
+    char profile[320], url[160], err[4096];
+    snprintf(profile, sizeof(profile), "%.250s/chromium-%d", g.dir, v);
+    snprintf(url, sizeof(url), "%s/", g.n[v].url);
+    char prof_flag[340];
+    snprintf(prof_flag, sizeof(prof_flag), "--user-data-dir=%s", profile);
+    /* timeout(1) ends chromium (and so its children) should it hang */
+    char *argv[] = {"/usr/bin/timeout", "-k", "5", "90", (char *)chromium, "--headless=new",
+                    "--no-sandbox", "--disable-gpu", prof_flag, "--no-first-run",
+                    "--no-default-browser-check", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--disable-extensions",
+                    "--disable-dev-shm-usage", "--virtual-time-budget=8000", "--dump-dom", url,
+                    NULL};
+    size_t n = 1 << 20;
+    char *out = malloc(n);
+    assert_non_null(out);
+    int rc = proc_run(argv, NULL, out, n, err, sizeof(err), 120000);
+    if (rc != 0)
+        fail_msg("chromium --dump-dom %s: exit %d: %.500s", url, rc, err);
+    return out;
+}
+
 /* After SIGKILL of node home (it was active for before[]'s partitions of
  * url; after[] is where they went): each survivor logs a WARN naming it
  * and its partitions when it stops answering and again when it leaves
@@ -642,6 +679,16 @@ static void check_peer_signals(int home, const char *url, char before[PARTS][128
     line = strstr(out, row);
     assert_non_null(line);
     assert_non_null(strstr(line, "up, asked"));
+    /* the status page: a row of the nodes table for it, gone */
+    char *dom = status_page_dom(via);
+    if (dom) {
+        snprintf(row, sizeof(row), "<tr class=\"node gone\" data-self=\"false\"><td>node-%d %s</td>"
+                 "<td>gone ", home, url);
+        if (!strstr(dom, row))
+            fail_msg("the status page of node %d has no '%s' row; its nodes table: %.1500s", via,
+                     row, strstr(dom, "id=\"nodes\"") ? strstr(dom, "id=\"nodes\"") : dom);
+        free(dom);
+    }
 }
 
 /* SIGKILL the node that applies bk-a: its keys come back through the

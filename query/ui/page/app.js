@@ -159,7 +159,7 @@ function showCluster(res, seen) {
   if (res.status === 404 && res.body && res.body.error && res.body.error.code === 'NotACluster') {
     setText('mode', 'single node');
     setText('cluster-note', 'single node: this objlogd applies every partition.');
-    fill('nodes', [row('node', {self: 'true'}, [location.host + ' (this node)', 'yes', 'all', '-'])]);
+    fill('nodes', [row('node', {self: 'true'}, [location.host + ' (this node)', 'up', 'all', '-'])]);
     return null;
   }
   if (!ok(res, '/v1/cluster', seen)) {
@@ -171,12 +171,23 @@ function showCluster(res, seen) {
   const c = res.body;
   setText('mode', 'cluster ' + c.cluster + ', ' + c.nodes.length + ' nodes');
   setText('cluster-note', 'group ' + c.group + '; this node is ' + c.self + '.');
-  fill('nodes', c.nodes.map((n) => {
-    if (!n.reachable) seen.problems.push(['error', 'node ' + n.url + ' did not answer']);
+  const label = (n) => (n.name ? n.name + ' ' : '') + n.url;
+  const members = c.nodes.map((n) => {
+    if (!n.reachable) seen.problems.push(['error', 'node ' + label(n) + ' did not answer']);
+    const state = n.reachable ? 'up'
+      : 'unreachable' + (n.unreachable_since ? ' since ' + n.unreachable_since : '');
     return row('node' + (n.reachable ? '' : ' bad'), {self: String(!!n.self)},
-      [n.url + (n.self ? ' (this node)' : ''), n.reachable ? 'yes' : 'no',
+      [label(n) + (n.self ? ' (this node)' : ''), state,
        n.partitions.join(', ') || '-', n.standbys.join(', ') || '-']);
-  }));
+  });
+  // Nodes that left, for ten minutes: what they had, and when they went.
+  const gone = (c.departed || []).map((n) => {
+    seen.problems.push(['warn', 'node ' + label(n) + ' left the cluster at ' + n.gone_at]);
+    return row('node gone', {self: 'false'},
+      [label(n), 'gone ' + n.gone_seconds_ago + ' s ago (' + n.gone_at + ')',
+       n.partitions.join(', ') || '-', '-']);
+  });
+  fill('nodes', members.concat(gone));
   return c;
 }
 
