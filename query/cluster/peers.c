@@ -131,9 +131,12 @@ static void peers_seen(peers *ps, const cluster_node *nd, int ni, int n, const c
         return;
     if (nd->name[0])
         snprintf(p->name, sizeof(p->name), "%s", nd->name);
+    /* Its active partitions are the group's word; its standbys only its
+     * own (its GET /v1/lag): one that does not answer keeps the last. */
     for (int q = 0; q < ps->nparts; q++) {
         p->active[q] = parts[q].owner == ni;
-        p->standby[q] = role[(size_t)q * (size_t)n + (size_t)ni] == OBJLOG_ROLE_STANDBY;
+        if (nd->reachable)
+            p->standby[q] = role[(size_t)q * (size_t)n + (size_t)ni] == OBJLOG_ROLE_STANDBY;
     }
     char who[CLUSTER_URL_MAX + OBJLOG_NODE_NAME_MAX + 4];
     peer_label(p, who, sizeof(who));
