@@ -56,20 +56,9 @@ static int blobs_take(void *arg, const char *blob_id, size_t n) {
 
 /* after and limit, and nothing else; -1 after answering 400. */
 static int blobs_params(http_ctx *c, const char **after, size_t *limit) {
-    for (int i = 0; i < c->nparams; i++) {
-        const char *name = c->params[i].name;
-        if (strcmp(name, "after") != 0 && strcmp(name, "limit") != 0) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "unknown parameter %.64s (this route takes after and limit)",
-                             name);
-            return -1;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(c->params[j].name, name) == 0) {
-                http_reply_error(c, 400, "InvalidArgument", "parameter %s given twice", name);
-                return -1;
-            }
-    }
+    static const char *const names[] = {"after", "limit", NULL};
+    if (http_params_only(c, names, "after and limit") < 0)
+        return -1;
     long long v;
     if (http_param_int(c, "limit", 1, BLOBS_MAX_LIMIT, BLOBS_DEFAULT_LIMIT, &v) < 0) {
         http_reply_error(c, 400, "InvalidArgument", "limit must be an integer in 1..%d",

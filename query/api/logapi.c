@@ -26,24 +26,9 @@
 /* level, limit and after, and nothing else, each at most once: 0, or -1
  * after answering 400. */
 static int logapi_params(http_ctx *c, logring_want *want) {
-    static const char *const names[] = {"level", "limit", "after"};
-    for (int i = 0; i < c->nparams; i++) {
-        const char *name = c->params[i].name;
-        int known = 0;
-        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-            known |= strcmp(name, names[k]) == 0;
-        if (!known) {
-            http_reply_error(c, 400, "InvalidArgument",
-                             "unknown parameter %.64s (this route takes level, limit and after)",
-                             name);
-            return -1;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(c->params[j].name, name) == 0) {
-                http_reply_error(c, 400, "InvalidArgument", "parameter %s given twice", name);
-                return -1;
-            }
-    }
+    static const char *const names[] = {"level", "limit", "after", NULL};
+    if (http_params_only(c, names, "level, limit and after") < 0)
+        return -1;
     const char *level = http_param_get(c, "level", NULL);
     if (level && strcmp(level, "warn") != 0 && strcmp(level, "error") != 0) {
         http_reply_error(c, 400, "InvalidArgument", "level must be warn or error");

@@ -160,6 +160,26 @@ const char *http_param_get(const http_ctx *c, const char *name, size_t *len) {
     return NULL;
 }
 
+int http_params_only(http_ctx *c, const char *const *names, const char *takes) {
+    for (int i = 0; i < c->nparams; i++) {
+        const char *name = c->params[i].name;
+        int known = 0;
+        for (int k = 0; names[k] && !known; k++)
+            known = strcmp(name, names[k]) == 0;
+        if (!known) {
+            http_reply_error(c, 400, "InvalidArgument",
+                             "unknown parameter %.64s (this route takes %s)", name, takes);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->params[j].name, name) == 0) {
+                http_reply_error(c, 400, "InvalidArgument", "parameter %s given twice", name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 int http_param_int(const http_ctx *c, const char *name, long long lo,
                    long long hi, long long def, long long *out) {
     size_t n;

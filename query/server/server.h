@@ -412,6 +412,10 @@ const char *http_param_get(const http_ctx *c, const char *name, size_t *len);
  * is present but not such an integer. */
 int http_param_int(const http_ctx *c, const char *name, long long lo,
                    long long hi, long long def, long long *out);
+/* Only the parameters of names (NULL-ended), each at most once: 0, or -1
+ * after answering 400 InvalidArgument naming the first that is unknown
+ * ("this route takes <takes>") or repeated. */
+int http_params_only(http_ctx *c, const char *const *names, const char *takes);
 /* Query parameter, else header (e.g. consistency / X-Objlog-Consistency). */
 const char *http_param_or_header(const http_ctx *c, const char *param,
                                  const char *header);
