@@ -201,6 +201,25 @@ static void cluster_note_faces(cluster_node *nd, json_t *listeners) {
     }
 }
 
+CURLcode cluster_http_get(cluster *c, CURL *h, const char *url, struct curl_slist *hl,
+                          long timeout_ms, bodybuf *b, long *status) {
+    hl = nodesign_curl(cluster_node_key(c), "GET", url, hl);
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    if (tls_ca_file(c->q->tls))
+        curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    *status = 0;
+    CURLcode cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(hl);
+    return cc;
+}
+
 /* 1 when a peer's name may go into a log line and a metric label: what
  * --node-name accepts. */
 static int cluster_name_ok(const char *n) {
@@ -215,20 +234,8 @@ static int cluster_peer_lag(cluster *c, CURL *h, snapshot *s, int nparts, int ni
     char url[CLUSTER_URL_MAX + 16];
     snprintf(url, sizeof(url), "%s/v1/lag", s->nodes[ni].url);
     bodybuf b = {.max = 1 << 20};
-    struct curl_slist *hl = nodesign_curl(cluster_node_key(c), "GET", url, NULL);
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    if (tls_ca_file(c->q->tls))
-        curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CLUSTER_PEER_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     long status = 0;
-    CURLcode cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hl);
+    CURLcode cc = cluster_http_get(c, h, url, NULL, CLUSTER_PEER_TIMEOUT_MS, &b, &status);
     json_t *j = cc == CURLE_OK && status == 200 && b.data ? json_loads(b.data, 0, NULL) : NULL;
     bodybuf_free(&b);
     cluster_node *nd = &s->nodes[ni];

@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
+#include "bodybuf.h"
 #include "cluster.h"
 #include "core.h"
 #include "nodeauth.h"
@@ -93,6 +96,12 @@ static inline int64_t cluster_mono_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* One GET of url by this node, signed (nodesign_curl) and with the
+ * cluster's CA, within timeout_ms; hl: more headers (taken, may be NULL).
+ * The body goes to b, the HTTP status (0 none) to *status. */
+CURLcode cluster_http_get(cluster *c, CURL *h, const char *url, struct curl_slist *hl,
+                          long timeout_ms, bodybuf *b, long *status);
 
 /* Events node i is behind the newest end anyone reported for p; -1 when
  * it does not apply p or is unreachable. c->mu held. */

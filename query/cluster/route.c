@@ -324,21 +324,10 @@ static int cluster_ask_outcome(cluster *c, CURL *h, const char *url, int32_t p, 
     snprintf(u, sizeof(u), "%s/v1/writes/%d.%lld?timeout_ms=%lld", url, (int)p,
              (long long)off, (long long)ms);
     bodybuf b = {.max = 1 << 20};
-    struct curl_slist *hl = nodesign_curl(
-        cluster_node_key(c), "GET", u, curl_slist_append(NULL, "Accept: application/x-protobuf"));
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, u);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    if (tls_ca_file(c->q->tls))
-        curl_easy_setopt(h, CURLOPT_CAINFO, tls_ca_file(c->q->tls));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(ms + 1000));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bodybuf_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     long status = 0;
-    CURLcode cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hl);
+    CURLcode cc = cluster_http_get(c, h, u,
+                                   curl_slist_append(NULL, "Accept: application/x-protobuf"),
+                                   (long)(ms + 1000), &b, &status);
     int rc = 1;
     if (cc == CURLE_OK && status == 200) {
         *out = objlog__outcome__unpack(NULL, b.len, (const uint8_t *)b.data);
