@@ -17,7 +17,7 @@ endif()
 # matching change once, in order per key, the table built from it equal to
 # ListObjectVersions. Webhooks: a receiver that fails 30% of requests and
 # is down for 10 s still gets every record, in order per key.
-objlog_add_test(test_notify BOTH_LOGS OWN_CLUSTER SOURCES test_notify.c viewproc.c storedump.c
+objlog_add_test(test_notify COST 45 BOTH_LOGS OWN_CLUSTER SOURCES test_notify.c viewproc.c storedump.c
   TIMEOUT 600
   LIBS objlog_testkit objlog_producer_static objlog_materializer objlog_schemas
   PkgConfig::JANSSON PkgConfig::RDKAFKA)

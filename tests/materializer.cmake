@@ -1,6 +1,6 @@
 # materializer tests: the state machine over a real RocksDB, and the
 # consumer against librdkafka's mock cluster over TCP on 127.0.0.1.
-objlog_add_test(test_apply SOURCES test_apply.c
+objlog_add_test(test_apply COST 60 SOURCES test_apply.c
   LIBS objlog_materializer objlog_testkit TIMEOUT 120)
 target_include_directories(test_apply PRIVATE ${CMAKE_SOURCE_DIR}/materializer)
 # Tags and canned ACLs: SetObjectTags/Acl, SetBucketTags/Acl, exact

@@ -1,6 +1,6 @@
 # query tests: the HTTP service and gateway over real HTTP (libcurl) against
 # the in-process stack (mock Kafka over TCP, RocksDB in a temp dir).
-objlog_add_test(test_http SOURCES test_http.c httpenv.c TIMEOUT 180
+objlog_add_test(test_http COST 60 SOURCES test_http.c httpenv.c TIMEOUT 180
   LIBS objlog_query objlog_testkit PkgConfig::CURL PkgConfig::JANSSON)
 # objlogd as a process: stdout lines, flags, SIGTERM, --kafka-only/--brokers.
 # The cases about views run on the mock cluster and, as
@@ -12,7 +12,7 @@ add_dependencies(test_http_objlogd objlogd)
 # A full disk under --data (a small tmpfs the test mounts; skipped where
 # mounting is not allowed): objlogd stays up and stalls applying, answers
 # 507 and not ready, and resumes by itself once space returns.
-objlog_add_test(test_disk_full SOURCES test_disk_full.c TIMEOUT 300
+objlog_add_test(test_disk_full COST 40 SOURCES test_disk_full.c TIMEOUT 300
   LIBS objlog_testkit objlog_materializer)
 add_dependencies(test_disk_full objlogd)
 # view.h (the transport-free reads) straight over a store the state machine
@@ -52,7 +52,7 @@ objlog_add_test(test_http_checkpoint SOURCES test_http_checkpoint.c partdump.c T
 add_dependencies(test_http_checkpoint objlogd)
 # The S3 endpoint with real clients: boto3 and aws-cli against
 # objlogd --embedded --s3-listen, compared with the JSON API.
-objlog_add_test(test_s3_clients SOURCES test_s3_clients.c TIMEOUT 300
+objlog_add_test(test_s3_clients COST 120 SOURCES test_s3_clients.c TIMEOUT 300
   LIBS objlog_query objlog_testkit PkgConfig::JANSSON)
 if(TARGET test_s3_clients)
   target_compile_definitions(test_s3_clients PRIVATE
@@ -61,7 +61,7 @@ if(TARGET test_s3_clients)
 endif()
 # The bytes the S3 endpoint keeps (--blob-dir), through aws-cli, rclone and
 # s3cmd, across a SIGKILL of objlogd; the --s3-blob-url redirect.
-objlog_add_test(test_s3_bytes BOTH_LOGS SOURCES test_s3_bytes.c viewproc.c storedump.c TIMEOUT 600
+objlog_add_test(test_s3_bytes COST 55 BOTH_LOGS SOURCES test_s3_bytes.c viewproc.c storedump.c TIMEOUT 600
   LIBS objlog_query objlog_testkit PkgConfig::JANSSON)
 if(TARGET test_s3_bytes)
   target_compile_definitions(test_s3_bytes PRIVATE
