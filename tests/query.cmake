@@ -165,3 +165,7 @@ set_tests_properties(test_status_page PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
 # paging after a seq, counts by level, a cut message, the sink swapped
 # while threads log.
 objlog_add_test(test_logring SOURCES test_logring.c TIMEOUT 60 LIBS objlog_logger)
+
+# A cluster node's memory of its peers (query/cluster/peers.c), refresh by
+# refresh with the times given: each change said once, exactly.
+objlog_add_test(test_peers SOURCES test_peers.c TIMEOUT 60 LIBS objlog_query)

@@ -728,9 +728,10 @@ void cluster_get(http_ctx *hc) {
             json_object_set_new(faces, c->nodes[i].faces[k].name,
                                 json_string(c->nodes[i].faces[k].url));
         const cluster_node *nd = &c->nodes[i];
+        const char *name = nd->name[0] ? nd->name : peers_name(c->peers, nd->url);
         json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:b, s:s, s:o, s:o, s:o}", "id", nd->url,
-                              "url", nd->url, "name",
-                              nd->name[0] ? json_string(nd->name) : json_null(), "self",
+                              "url", nd->url, "name", name ? json_string(name) : json_null(),
+                              "self",
                               nd->self, "reachable", nd->reachable, "state",
                               nd->reachable ? "up" : "unreachable", "partitions", owned,
                               "standbys", standing, "listeners", faces);

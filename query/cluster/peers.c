@@ -249,6 +249,13 @@ json_t *peers_departed_json(const peers *ps, int64_t real_ms) {
     return a;
 }
 
+const char *peers_name(const peers *ps, const char *url) {
+    for (int k = 0; k < ps->n; k++)
+        if (strcmp(ps->v[k].url, url) == 0)
+            return ps->v[k].name[0] ? ps->v[k].name : NULL;
+    return NULL;
+}
+
 int64_t peers_down_since(const peers *ps, const char *url) {
     for (int k = 0; k < ps->n; k++)
         if (strcmp(ps->v[k].url, url) == 0)

@@ -45,6 +45,9 @@ void peers_observe(peers *ps, const cluster_node *nodes, int n, const cluster_pa
  * [{"id","url","name","state":"gone","gone_at","gone_seconds_ago",
  * "partitions"}]. */
 json_t *peers_departed_json(const peers *ps, int64_t real_ms);
+/* The name peer url last gave (NULL unknown): a member that does not
+ * answer now is still called by it. */
+const char *peers_name(const peers *ps, const char *url);
 /* When node url stopped answering (CLOCK_REALTIME ms), 0 while it answers
  * or is unknown. */
 int64_t peers_down_since(const peers *ps, const char *url);
