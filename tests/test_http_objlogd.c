@@ -281,7 +281,10 @@ static long readyz_until(const char *listen, long want, int timeout_ms, char *ou
  * refresher fetches every second (docs/ARCHITECTURE.md), so it is polled
  * until it notices the writes; a batch applied 3 s late outlasts that.
  * It starts ready (caught up with what earlier cases left in the log), so
- * the 503 is this case's writes. The bucket and its key share a partition
+ * the 503 is this case's writes. The cap is 2 s, not less: a view's
+ * first write on a busy real Kafka waits for its producer id (GETPID,
+ * "Coordinator load in progress"), once seen past 500 ms. The bucket and
+ * its key share a partition
  * (docs/ARCHITECTURE.md, "Keys and column families"): the three writes
  * are three consecutive offsets there, and the view ends applied up to the
  * last one exactly. */
@@ -291,7 +294,7 @@ static void test_lag_flags(void **state) {
     assert_int_equal(proc_tmpdir(dir, sizeof(dir)), 0);
     char *args[] = {"--brokers", g_boot, "--listen", "127.0.0.1:0", "--data", dir,
                     "--threads", "2", "--ready-max-lag", "1", "--max-timeout-ms",
-                    "500", "--test-apply-delay-ms", "3000", NULL};
+                    "2000", "--test-apply-delay-ms", "3000", NULL};
     proc *p = start(args, NULL, listen, 0);
     if (readyz_until(listen, 200, 60000, out, sizeof(out)) != 200)
         fail_msg("/readyz before any write: %s", out);
@@ -315,9 +318,9 @@ static void test_lag_flags(void **state) {
     snprintf(want, sizeof(want), "partition %d lags ", part[0]);
     if (!strstr(out, want))
         fail_msg("/readyz reason lacks \"%s\": %s", want, out);
-    snprintf(url, sizeof(url), "http://%s/v1/buckets/flags/objects/k?timeout_ms=501", listen);
+    snprintf(url, sizeof(url), "http://%s/v1/buckets/flags/objects/k?timeout_ms=2001", listen);
     assert_int_equal(http("GET", url, NULL, out, sizeof(out)), 400);
-    assert_non_null(strstr(out, "0..500"));
+    assert_non_null(strstr(out, "0..2000"));
     if (readyz_until(listen, 200, 60000, out, sizeof(out)) != 200)
         fail_msg("/readyz never ready again: %s", out);
     assert_string_equal(out, "{\"ready\":true}\n");
