@@ -146,7 +146,7 @@ static int max_connections(const objlogd_conf *c, long long nofile) {
         if (c->max_connections > room)
             objlog_logf(OBJLOG_LEVEL_WARNING, "objlogd",
                        "--max-connections %d leaves fewer than %d of the %lld open files "
-                       "for the store and Kafka; new connections will pause on EMFILE",
+                       "for the store and Kafka; new connections will wait while few are free",
                        c->max_connections, OBJLOGD_FD_RESERVE, nofile);
         return c->max_connections;
     }

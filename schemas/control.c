@@ -309,6 +309,8 @@ struct control_watch {
 };
 
 control_watch *control_watch_new(const char *brokers, const char *control_topic,
+                                 void (*log_cb)(const rd_kafka_t *, int, const char *,
+                                                const char *),
                                  char *errstr, size_t errstr_size) {
     char tmp[512];
     control_watch *w = calloc(1, sizeof(*w));
@@ -319,6 +321,8 @@ control_watch *control_watch_new(const char *brokers, const char *control_topic,
         free(w);
         return NULL;
     }
+    if (log_cb)
+        rd_kafka_conf_set_log_cb(conf, log_cb);
     if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp))) {
         snprintf(errstr, errstr_size, "control watch config: %s", tmp);
         rd_kafka_conf_destroy(conf);

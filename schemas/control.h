@@ -71,7 +71,10 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
  * commits nothing, and so never waits for a group coordinator, which
  * after broker faults may not answer for minutes. */
 typedef struct control_watch control_watch;
+/* log_cb as control_client_new_logged's. */
 control_watch *control_watch_new(const char *brokers, const char *control_topic,
+                                 void (*log_cb)(const rd_kafka_t *, int, const char *,
+                                                const char *),
                                  char *errstr, size_t errstr_size);
 void control_watch_free(control_watch *w);
 /* The newest range map among the messages the watch has received since

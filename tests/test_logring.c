@@ -258,6 +258,55 @@ static void the_logger_hands_the_sink_what_it_emits(void **state) {
     logring_destroy(r);
 }
 
+/* ---- librdkafka's repeated lines (its mock broker logs every failed
+ * accept in a busy loop): a thread's line equal to its previous one is
+ * counted, not written, and the count told before its next other line;
+ * another thread's same line is its own. */
+
+#define MOCK_LINE "Failed to accept mock broker socket: Too many open files"
+
+static void *kafka_logger_main(void *arg) {
+    (void)arg;
+    objlog_logger_rdkafka(NULL, 3, "MOCK", MOCK_LINE);
+    return NULL;
+}
+
+static void a_repeated_kafka_line_is_counted_not_written(void **state) {
+    (void)state;
+    int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
+    assert_true(saved >= 0 && null >= 0);
+    dup2(null, STDERR_FILENO);
+    logring *r = logring_new(CAP);
+    assert_int_equal(objlog_logger_set_sink(logring_add, r), 0);
+    for (int i = 0; i < 1000; i++)
+        objlog_logger_rdkafka(NULL, 3, "MOCK", MOCK_LINE);
+    objlog_logger_rdkafka(NULL, 3, "ERROR", "3/3 brokers are down");
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, kafka_logger_main, NULL), 0);
+    pthread_join(t, NULL);
+    objlog_logger_rdkafka(NULL, 3, "ERROR", "3/3 brokers are down"); /* again: counted */
+    objlog_logger_rdkafka(NULL, 7, "MOCK", "a debug line"); /* below the level */
+    objlog_logger_rdkafka(NULL, 3, "MOCK", MOCK_LINE);
+    assert_int_equal(objlog_logger_set_sink(NULL, NULL), 0);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(null);
+    logring_line lines[CAP];
+    logring_page pg = read_ring(r, LOGRING_WARN, 0, 0, CAP, lines);
+    assert_int_equal(pg.n, 6);
+    assert_string_equal(lines[0].msg, "-: MOCK: " MOCK_LINE);
+    assert_string_equal(lines[1].msg, "-: MOCK: " MOCK_LINE " (999 like it suppressed)");
+    assert_string_equal(lines[2].msg, "-: ERROR: 3/3 brokers are down");
+    assert_string_equal(lines[3].msg, "-: MOCK: " MOCK_LINE); /* the other thread's */
+    assert_string_equal(lines[4].msg, "-: ERROR: 3/3 brokers are down (1 like it suppressed)");
+    assert_string_equal(lines[5].msg, "-: MOCK: " MOCK_LINE);
+    for (size_t i = 0; i < pg.n; i++) {
+        assert_string_equal(lines[i].component, "kafka");
+        assert_int_equal(lines[i].level, LOGRING_ERROR);
+    }
+    logring_destroy(r);
+}
+
 /* ---- the sink swapped while threads log: once a clearing call returns,
  * no thread writes into the ring it removed, so it may be freed at once
  * (under ASan a late write is a use after free) */
@@ -319,6 +368,7 @@ int main(void) {
         cmocka_unit_test(a_long_message_is_cut_at_a_character),
         cmocka_unit_test(the_logger_hands_the_sink_what_it_emits),
         cmocka_unit_test(the_sink_may_change_while_threads_log),
+        cmocka_unit_test(a_repeated_kafka_line_is_counted_not_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

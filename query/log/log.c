@@ -343,9 +343,53 @@ void objlog_logger_access(const objlog_access_entry *a) {
     log_write(log_cfg.access_fd, buf, log_finish(buf, n));
 }
 
+/* librdkafka repeats some lines in a loop: its mock broker (the embedded
+ * log) logs each accept() that fails and polls again at once, thousands
+ * of lines a second while the process is out of descriptors. A thread's
+ * line equal to its previous one within LOG_LIMIT_DEFAULT_MS is counted,
+ * not written; the count is told when that line next passes, or before
+ * the thread's next other line. Per thread, as librdkafka's threads log
+ * concurrently: the flood is one thread's. Lines are told apart by their
+ * length and first 511 bytes. */
+typedef struct log_repeat {
+    char line[512];             /* the previous line's start */
+    size_t len;                 /* its whole length */
+    int level;
+    int64_t until_ms;
+    uint64_t suppressed;
+} log_repeat;
+
+static __thread log_repeat log_rdkafka_repeat;
+
 void objlog_logger_rdkafka(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-    objlog_logf(objlog_kafka_log_level(level, buf), "kafka", "%s: %s: %s",
-                rk ? rd_kafka_name(rk) : "-", fac, buf);
+    log_repeat *r = &log_rdkafka_repeat;
+    char line[LOG_MSG_MAX];
+    int n = snprintf(line, sizeof(line), "%s: %s: %s", rk ? rd_kafka_name(rk) : "-", fac, buf);
+    size_t len = n < 0 ? 0 : (size_t)n;
+    int lvl = objlog_kafka_log_level(level, buf);
+    if (lvl > log_cfg.level)
+        return;
+    int64_t now = log_now_ms(CLOCK_MONOTONIC);
+    int same = len == r->len && strncmp(line, r->line, sizeof(r->line) - 1) == 0;
+    if (same && now < r->until_ms) {
+        r->suppressed++;
+        return;
+    }
+    if (!same && r->suppressed)
+        objlog_logf(r->level, "kafka", "%s (%llu like it suppressed)", r->line,
+                    (unsigned long long)r->suppressed);
+    if (same && r->suppressed)
+        objlog_logf(lvl, "kafka", "%s (%llu like it suppressed)", line,
+                    (unsigned long long)r->suppressed);
+    else
+        objlog_logf(lvl, "kafka", "%s", line);
+    size_t keep = len < sizeof(r->line) - 1 ? len : sizeof(r->line) - 1;
+    memcpy(r->line, line, keep);
+    r->line[keep] = '\0';
+    r->len = len;
+    r->level = lvl;
+    r->until_ms = now + LOG_LIMIT_DEFAULT_MS;
+    r->suppressed = 0;
 }
 
 /* ---------------------------------------------------------------- streams */

@@ -413,7 +413,8 @@ int ranges_moving(ranges_state *r, const uint8_t *s, size_t sn, const uint8_t *e
 /* rm on the control topic. 0, or -1 with out filled. */
 static int publish(objlog_query *q, const rangemap *rm, ranges_result *out) {
     char err[256];
-    rd_kafka_t *rk = control_client_new(q->brokers, err, sizeof(err));
+    rd_kafka_t *rk = control_client_new_logged(q->brokers, objlog_logger_rdkafka,
+                                               "kafka client", err, sizeof(err));
     int rc = rk ? control_publish_rangemap(rk, q->control_topic, rm, RANGES_STEP_TIMEOUT_MS,
                                            err, sizeof(err))
                 : -1;

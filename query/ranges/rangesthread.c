@@ -56,7 +56,8 @@ static void *finisher_main(void *arg) {
 
 int ranges_finisher_start(objlog_query *q) {
     char err[256];
-    q->ranges->watch = control_watch_new(q->brokers, q->control_topic, err, sizeof(err));
+    q->ranges->watch = control_watch_new(q->brokers, q->control_topic, objlog_logger_rdkafka,
+                                         err, sizeof(err));
     if (!q->ranges->watch)
         objlog_logf(OBJLOG_LEVEL_WARNING, "ranges", "no watch on the control topic (%s): this node takes a "
                                  "newer range map only when a write meets WrongRange",

@@ -13,7 +13,8 @@
  *    listener is off for CONN_NOFD_PAUSE_MS after
  *    accept() ran out of descriptors (evconnlistener would retry at once,
  *    forever: a busy loop that once wrote 552 MB of the same warning in a
- *    minute);
+ *    minute), and as long as a connection would leave fewer than
+ *    CONN_FD_FLOOR descriptors free, whatever the cap says;
  *  - a connection with no request in progress (before its first byte,
  *    between an answer and the next request) is closed after
  *    idle_timeout_ms;
@@ -44,10 +45,14 @@
 #include "server.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -56,6 +61,12 @@
 #include "framing.h"
 
 #define CONN_NOFD_PAUSE_MS 100
+/* Descriptors connections never take, for the store and Kafka: a Kafka
+ * client reconnecting or RocksDB opening a file must not find the table
+ * full because of clients (the embedded log's broker, librdkafka's mock,
+ * then polls the connection it cannot accept in a busy loop; RocksDB stops
+ * writing). As Redis keeps 32 out of maxclients. */
+#define CONN_FD_FLOOR 32
 #define CONN_LOG_INTERVAL_MS 10000
 /* Connections each worker takes past its cap, for probes only: a liveness
  * and a readiness probe and a scrape at once. */
@@ -158,14 +169,38 @@ static void conn_listeners_update(http_worker *w) {
     }
 }
 
+/* 1 while fewer than CONN_FD_FLOOR descriptors are free. The lowest free
+ * descriptor, which dup returns as accept would, is past fd_floor_at only
+ * when every one below it is taken. */
+static int conn_fds_low(const http_worker *w) {
+    if (w->probe_fd < 0)
+        return 0;
+    int fd = fcntl(w->probe_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == EMFILE || errno == ENFILE;
+    close(fd);
+    return fd >= w->fd_floor_at;
+}
+
+/* Every listener off until the timer (and the floor) let it on again. */
 static void conn_nofd_pause(http_worker *w) {
     if (!w->nofd_paused)
         atomic_fetch_add(&w->srv->counters.conn_pauses[1], 1);
     w->nofd_paused = 1;
     conn_listeners_update(w);
+    struct timeval tv = {0, CONN_NOFD_PAUSE_MS * 1000};
+    evtimer_add(w->accept_resume_ev, &tv);
 }
 
+/* A descriptor may have come back (the timer, a closed connection): on
+ * again (as far as the cap lets) unless the floor is still not free, then
+ * wait another pause. */
 static void conn_nofd_resume(http_worker *w) {
+    if (w->nofd_paused && conn_fds_low(w)) {
+        if (!evtimer_pending(w->accept_resume_ev, NULL))
+            conn_nofd_pause(w);
+        return;
+    }
     w->nofd_paused = 0;
     conn_listeners_update(w);
 }
@@ -195,8 +230,19 @@ static void conn_accept_error(struct evconnlistener *lev, void *http) {
     if (!nofd)
         return; /* other errors are the peer's (evconnlistener retries those) */
     conn_nofd_pause(w);
-    struct timeval tv = {0, CONN_NOFD_PAUSE_MS * 1000};
-    evtimer_add(w->accept_resume_ev, &tv);
+}
+
+/* A connection just took a descriptor: the next may not, if it would eat
+ * into the floor. */
+static void conn_check_floor(http_worker *w) {
+    if (w->nofd_paused || !conn_fds_low(w))
+        return;
+    objlog_logf_limited(&w->log_floor, OBJLOG_LEVEL_WARNING, "http",
+                       "accept: fewer than %d of the %d open files are free, kept for the "
+                       "store and Kafka; not accepting for %d ms (%d connections open on "
+                       "this worker)", CONN_FD_FLOOR, w->fd_limit, CONN_NOFD_PAUSE_MS,
+                       atomic_load(&w->nconns));
+    conn_nofd_pause(w);
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -797,6 +843,7 @@ static struct bufferevent *conn_new(http_worker *w, const http_face *face) {
     /* only a listener with reserved paths accepts past the cap */
     cn->reserve = atomic_fetch_add(&w->nconns, 1) >= w->conn_cap && face->reserved_path;
     conn_listeners_update(w);
+    conn_check_floor(w);
     return bev;
 }
 
@@ -905,6 +952,15 @@ int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
     w->log_timeout.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_cut.interval_ms = CONN_LOG_INTERVAL_MS;
     w->log_framing.interval_ms = CONN_LOG_INTERVAL_MS;
+    w->log_floor.interval_ms = CONN_LOG_INTERVAL_MS;
+    struct rlimit rl;
+    w->fd_limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)INT_MAX
+                      ? (int)rl.rlim_cur
+                      : INT_MAX;
+    /* a tiny limit keeps a quarter: connections still get the rest */
+    int floor = w->fd_limit / 4 < CONN_FD_FLOOR ? w->fd_limit / 4 : CONN_FD_FLOOR;
+    w->fd_floor_at = w->fd_limit - floor;
+    w->probe_fd = -1;
     w->conn_settle_ev = event_new(w->base, -1, 0, conn_settle_cb, w);
     w->accept_resume_ev = evtimer_new(w->base, conn_resume_cb, w);
     if (!w->conn_settle_ev || !w->accept_resume_ev ||
@@ -922,6 +978,8 @@ int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
             return -1;
         }
         evconnlistener_set_error_cb(l->lev, conn_accept_error);
+        if (w->probe_fd < 0)
+            w->probe_fd = evconnlistener_get_fd(l->lev);
         evhttp_set_bevcb(l->http, conn_new_bev, l);
     }
     return 0;

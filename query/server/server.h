@@ -201,7 +201,12 @@ typedef struct http_worker {
     /* Connections (conn.c), all worker-thread state but nconns, which
      * /metrics reads. */
     int conn_full;               /* nconns reached conn_cap (counted once) */
-    int nofd_paused;             /* accept() ran out of descriptors */
+    int nofd_paused;             /* out of descriptors, or at the floor */
+    int fd_limit;                /* RLIMIT_NOFILE when the worker began */
+    int fd_floor_at;             /* a connection past this descriptor is
+                                    in the floor kept free (conn.c) */
+    int probe_fd;                /* a listener's, dup'ed to find the lowest
+                                    free descriptor */
     struct event *accept_resume_ev;
     struct event *conn_settle_ev; /* priority 0: before any connection's I/O */
     http_conn *conn_new;         /* accepted, not yet settled */
@@ -209,7 +214,7 @@ typedef struct http_worker {
     int conns_size;
     int conn_cap;
     atomic_int nconns;
-    objlog_logger_limit log_accept, log_timeout, log_cut, log_framing;
+    objlog_logger_limit log_accept, log_timeout, log_cut, log_framing, log_floor;
 } http_worker;
 
 typedef struct server_conf {
