@@ -12,6 +12,15 @@
 
 #include "kafkaconf.h"
 
+/* A control message's delivery, told to the status its opaque points to
+ * (control_produce_sync). */
+static void control_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    (void)opaque;
+    if (m->_private)
+        *(rd_kafka_resp_err_t *)m->_private = m->err;
+}
+
 /* The embedded log's producer is this client plus the daemon's logger:
  * one place for the settings a short-lived handle needs. */
 rd_kafka_t *control_client_new_logged(const char *brokers,
@@ -25,6 +34,7 @@ rd_kafka_t *control_client_new_logged(const char *brokers,
         return NULL;
     if (log_cb)
         rd_kafka_conf_set_log_cb(conf, log_cb);
+    rd_kafka_conf_set_dr_msg_cb(conf, control_delivered);
     if (rd_kafka_conf_set(conf, "log_level", "3", tmp, sizeof(tmp)) ||
         rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", tmp,
                           sizeof(tmp))) {
@@ -77,7 +87,8 @@ typedef void (*control_visit)(const rd_kafka_message_t *m, void *arg);
 /* Errors a topic has for a moment after it was made, or while its leader
  * moves: the next try, a little later, answers. */
 static int control_transient(rd_kafka_resp_err_t err) {
-    return err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+    return err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+           err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
            err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
            err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
            err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
@@ -261,14 +272,46 @@ rangemap *control_load_rangemap(rd_kafka_t *rk, const char *control_topic,
                                   errstr_size);
 }
 
-/* One produce of rm under key; the caller flushes. */
-static rd_kafka_resp_err_t control_produce_map(rd_kafka_t *rk, const char *topic,
-                                               const char *key, const uint8_t *buf,
-                                               size_t n) {
-    return rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
-                             RD_KAFKA_V_KEY(key, strlen(key)),
-                             RD_KAFKA_V_VALUE((void *)buf, n),
-                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+static long control_ms_since(const struct timespec *t0) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* One message to partition 0 of topic, delivered (its report read, not
+ * only sent) within timeout_ms, on a handle of control_client_new*.
+ * Right after a topic is made, a broker that has not heard of it yet can
+ * make the client take it for missing ("Unknown topic", before or after
+ * sending): such errors are retried every 200 ms. The status the report
+ * writes lives here, so a message still queued at the timeout is purged
+ * (and its report served) before returning. */
+static rd_kafka_resp_err_t control_produce_sync(rd_kafka_t *rk, const char *topic,
+                                                const char *key, const void *buf, size_t n,
+                                                int timeout_ms) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        rd_kafka_resp_err_t status = RD_KAFKA_RESP_ERR__IN_PROGRESS;
+        rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)buf, n),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(&status),
+            RD_KAFKA_V_END);
+        if (!err) {
+            long left = timeout_ms - control_ms_since(&t0);
+            err = rd_kafka_flush(rk, left > 0 ? (int)left : 0);
+            if (err) {
+                rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_flush(rk, 1000);
+            }
+            if (!err)
+                err = status == RD_KAFKA_RESP_ERR__IN_PROGRESS ? RD_KAFKA_RESP_ERR__FAIL
+                                                               : status;
+        }
+        if (!control_transient(err) || control_ms_since(&t0) + 200 >= timeout_ms)
+            return err;
+        rd_kafka_poll(rk, 200);
+    }
 }
 
 int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
@@ -284,16 +327,12 @@ int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
      * its first handoff, kept under a key of its own. */
     rd_kafka_resp_err_t err =
         rangemap_epoch(rm) == CONTROL_DEFAULT_EPOCH
-            ? control_produce_map(rk, control_topic, CONTROL_GENESIS_KEY, buf, n)
+            ? control_produce_sync(rk, control_topic, CONTROL_GENESIS_KEY, buf, n, timeout_ms)
             : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (!err)
-        err = control_produce_map(rk, control_topic, CONTROL_RANGEMAP_KEY, buf, n);
+        err = control_produce_sync(rk, control_topic, CONTROL_RANGEMAP_KEY, buf, n,
+                                   timeout_ms);
     free(buf);
-    if (err) {
-        snprintf(errstr, errstr_size, "publish range map: %s", rd_kafka_err2str(err));
-        return -1;
-    }
-    err = rd_kafka_flush(rk, timeout_ms);
     if (err) {
         snprintf(errstr, errstr_size, "publish range map: %s", rd_kafka_err2str(err));
         return -1;
@@ -418,13 +457,8 @@ int control_publish_logid(rd_kafka_t *rk, const char *control_topic,
     out->embedded = embedded;
     char v[96];
     int n = snprintf(v, sizeof(v), "v1 %s %s", out->id, embedded ? "embedded" : "kafka");
-    rd_kafka_resp_err_t err = rd_kafka_producev(
-        rk, RD_KAFKA_V_TOPIC(control_topic), RD_KAFKA_V_PARTITION(0),
-        RD_KAFKA_V_KEY(CONTROL_LOGID_KEY, strlen(CONTROL_LOGID_KEY)),
-        RD_KAFKA_V_VALUE(v, (size_t)n), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_END);
-    if (!err)
-        err = rd_kafka_flush(rk, timeout_ms);
+    rd_kafka_resp_err_t err =
+        control_produce_sync(rk, control_topic, CONTROL_LOGID_KEY, v, (size_t)n, timeout_ms);
     if (err) {
         snprintf(errstr, errstr_size, "publish log id: %s", rd_kafka_err2str(err));
         return -1;

@@ -60,7 +60,10 @@ rangemap *control_load_rangemaps(rd_kafka_t *rk, const char *control_topic,
                                  rangemap **genesis, char *errstr, size_t errstr_size);
 
 /* Publishes rm to control_topic (synchronously: waits for the ack); an
- * epoch-1 map is published as the genesis too. */
+ * epoch-1 map is published as the genesis too. rk is a handle of
+ * control_client_new*, whose delivery reports carry the ack; as right
+ * after the topic was made a client may take it for missing for a
+ * moment, that error is retried within timeout_ms. */
 int control_publish_rangemap(rd_kafka_t *rk, const char *control_topic,
                              const rangemap *rm, int timeout_ms, char *errstr,
                              size_t errstr_size);
@@ -86,7 +89,8 @@ int control_load_logid(rd_kafka_t *rk, const char *control_topic,
                        int timeout_ms, control_logid *out, char *errstr,
                        size_t errstr_size);
 
-/* Draws a new random log id and publishes it (waits for the ack). */
+/* Draws a new random log id and publishes it (waits for the ack, as
+ * control_publish_rangemap does). */
 int control_publish_logid(rd_kafka_t *rk, const char *control_topic,
                           int embedded, int timeout_ms, control_logid *out,
                           char *errstr, size_t errstr_size);

@@ -2599,10 +2599,7 @@ static void publish_split_map(const char *bs) {
     char err[256];
     rangemap *rm = rangemap_decode(buf, n, err, sizeof(err));
     assert_non_null(rm);
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bs, err, sizeof(err)),
-                     RD_KAFKA_CONF_OK);
-    rd_kafka_t *pub = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    rd_kafka_t *pub = control_client_new(bs, err, sizeof(err));
     assert_non_null(pub);
     assert_int_equal(control_publish_rangemap(pub, "objlog.control", rm, 10000, err,
                                               sizeof(err)), 0);

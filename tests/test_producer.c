@@ -1347,10 +1347,7 @@ static void test_rangemap_from_control_topic(void **state) {
     rangemap *rm = rangemap_decode(buf, n, err, sizeof(err));
     assert_non_null(rm);
 
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set(conf, "bootstrap.servers", c->bootstrap, err, sizeof(err));
-    rd_kafka_conf_set(conf, "log_level", "2", err, sizeof(err));
-    rd_kafka_t *pub = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    rd_kafka_t *pub = control_client_new(c->bootstrap, err, sizeof(err));
     assert_non_null(pub);
     assert_int_equal(control_publish_rangemap(pub, CONTROL, rm, 10000, err, sizeof(err)), 0);
     rd_kafka_destroy(pub);
@@ -1542,6 +1539,77 @@ static int quota_complete(objlog_producer *p, char *err, size_t n) {
     return rc;
 }
 
+/* ---- control messages wait for their ack ---- */
+
+typedef struct later_clear {
+    rd_kafka_mock_cluster_t *mc;
+    int after_ms;
+} later_clear;
+
+static void *clear_topic_error_later(void *arg) {
+    later_clear *lc = arg;
+    usleep((useconds_t)lc->after_ms * 1000);
+    rd_kafka_mock_topic_set_error(lc->mc, CONTROL, RD_KAFKA_RESP_ERR_NO_ERROR);
+    return NULL;
+}
+
+/* The client's view of CONTROL, refreshed from a metadata answer that
+ * carries the mock's topic error, if one is set. */
+static void refresh_control_metadata(rd_kafka_t *rk) {
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, CONTROL, NULL);
+    assert_non_null(rkt);
+    const struct rd_kafka_metadata *md = NULL;
+    if (rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+}
+
+/* Right after a topic is made, a broker that has not heard of it yet
+ * answers metadata with "unknown topic": a client that already saw the
+ * topic then takes it for gone and fails the next produce at once (a
+ * fresh cluster's first `objlog topics create` failed so, between its
+ * range map and its log id). The mock's topic error plays that broker
+ * for 1.5 s: the publish waits it out and the id reads back; an error
+ * that never passes fails within the timeout, naming what happened. */
+static void test_control_publish_waits_for_the_topic(void **state) {
+    cluster *c = *state;
+    char err[256];
+    rd_kafka_t *pub = control_client_new(c->bootstrap, err, sizeof(err));
+    assert_non_null(pub);
+    control_logid first, id, back;
+    if (control_publish_logid(pub, CONTROL, 0, 10000, &first, err, sizeof(err)) != 0)
+        fail_msg("publish: %s", err);
+    rd_kafka_mock_topic_set_error(c->mc, CONTROL, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    refresh_control_metadata(pub);
+    later_clear lc = {c->mc, 1500};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, clear_topic_error_later, &lc), 0);
+    int64_t t0 = now_ms();
+    if (control_publish_logid(pub, CONTROL, 0, 15000, &id, err, sizeof(err)) != 0)
+        fail_msg("publish while the topic seemed gone: %s", err);
+    int64_t took = now_ms() - t0;
+    pthread_join(t, NULL);
+    print_message("log id published %lld ms after the first try\n", (long long)took);
+    assert_true(took >= 1400);
+    assert_int_equal(control_load_logid(pub, CONTROL, 10000, &back, err, sizeof(err)), 1);
+    assert_string_equal(back.id, id.id);
+    assert_string_not_equal(back.id, first.id);
+
+    rd_kafka_mock_topic_set_error(c->mc, CONTROL, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    refresh_control_metadata(pub);
+    t0 = now_ms();
+    assert_int_equal(control_publish_logid(pub, CONTROL, 0, 2000, &id, err, sizeof(err)), -1);
+    took = now_ms() - t0;
+    print_message("never there: %s, after %lld ms\n", err, (long long)took);
+    assert_true(took < 5000);
+    /* the last try's error: the topic unknown, or the message queued for it */
+    if (strcmp(err, "publish log id: Local: Unknown topic") != 0 &&
+        strcmp(err, "publish log id: Local: Timed out") != 0)
+        fail_msg("%s", err);
+    rd_kafka_destroy(pub);
+    rd_kafka_mock_topic_set_error(c->mc, CONTROL, RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
 static void test_tenant_quota_conf(void **state) {
     cluster *c = *state;
     char err[512];
@@ -1661,6 +1729,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_unknown_retries_reproduce_same_bytes,
                                         cluster_setup, cluster_teardown),
         cmocka_unit_test_setup_teardown(test_rangemap_from_control_topic,
+                                        cluster_setup, cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_control_publish_waits_for_the_topic,
                                         cluster_setup, cluster_teardown),
         cmocka_unit_test_setup_teardown(test_tenant_quota_conf, cluster_setup,
                                         cluster_teardown),

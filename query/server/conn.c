@@ -958,8 +958,8 @@ int conn_worker_init(http_worker *w, char *errstr, size_t errstr_size) {
                       ? (int)rl.rlim_cur
                       : INT_MAX;
     /* a tiny limit keeps a quarter: connections still get the rest */
-    int floor = w->fd_limit / 4 < CONN_FD_FLOOR ? w->fd_limit / 4 : CONN_FD_FLOOR;
-    w->fd_floor_at = w->fd_limit - floor;
+    int kept = w->fd_limit / 4 < CONN_FD_FLOOR ? w->fd_limit / 4 : CONN_FD_FLOOR;
+    w->fd_floor_at = w->fd_limit - kept;
     w->probe_fd = -1;
     w->conn_settle_ev = event_new(w->base, -1, 0, conn_settle_cb, w);
     w->accept_resume_ev = evtimer_new(w->base, conn_resume_cb, w);
